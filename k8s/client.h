@@ -1,0 +1,73 @@
+/*
+ * client.h - Kubernetes REST client over libcurl.
+ *
+ * Config: --kubeconfig, else $KUBECONFIG, else in-cluster (service account token,
+ * CA, KUBERNETES_SERVICE_HOST/_PORT), see kube-api-facts "Credentials inside a pod".
+ * The token file is read again on every request (bound tokens rotate).
+ *
+ * Threads: a client is immutable after k8s_client_create and may be shared;
+ * each thread uses its own CURL easy handle (kept in thread-local storage, so
+ * connections are reused per thread). k8s_client_destroy only after every
+ * thread using it is done.
+ */
+#ifndef WH_K8S_CLIENT_H
+#define WH_K8S_CLIENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "webhook/error.h"
+
+struct k8s_config {
+    char *server;          /* "https://host:port" or "http://..." (no trailing slash) */
+    char *ca_file;         /* PEM file path, or NULL */
+    char *ca_data;         /* PEM text (decoded certificate-authority-data), or NULL */
+    char *cert_file;       /* client certificate PEM file, or NULL */
+    char *cert_data;       /* client certificate PEM text, or NULL */
+    char *key_file;        /* client key PEM file, or NULL */
+    char *key_data;        /* client key PEM text, or NULL */
+    char *token;           /* bearer token text, or NULL */
+    char *token_file;      /* bearer token file, re-read per request, or NULL */
+    bool insecure;         /* insecure-skip-tls-verify */
+};
+
+/**
+ * Load the client config. path: --kubeconfig (NULL → $KUBECONFIG → in-cluster).
+ * kubeconfig: current-context → context.cluster/user → server,
+ * certificate-authority(-data), client-certificate(-data), client-key(-data),
+ * token, tokenFile, insecure-skip-tls-verify; relative file paths are resolved
+ * against the kubeconfig's directory.
+ * @param[out] out filled on success; free with k8s_config_dispose.
+ * @return 0; WH_EINVAL with a message naming the file/field on a bad config;
+ *         WH_ENOTFOUND when no config source exists at all.
+ */
+int k8s_config_load(struct k8s_config *out, const char *path, struct wh_error *err);
+
+/** Free every member; safe to call twice and on a zeroed struct. */
+void k8s_config_dispose(struct k8s_config *cfg);
+
+struct k8s_client;
+
+/**
+ * Create a client. The config is copied.
+ * @return new client (k8s_client_destroy), or NULL with err filled.
+ */
+struct k8s_client *k8s_client_create(const struct k8s_config *cfg, struct wh_error *err);
+void k8s_client_destroy(struct k8s_client *c);
+
+/**
+ * GET path (e.g. "/apis/batch.volcano.sh/v1alpha1/namespaces/ns/jobs/j") with
+ * a total timeout of timeout_ms (milliseconds).
+ * @param[out] out new reference to the decoded body on 200.
+ * @return 0; WH_ENOTFOUND on 404; WH_ETIMEOUT; WH_EAPI for any other HTTP status
+ *         or transport error. On an error status the Kubernetes Status body's
+ *         reason and message go into err ("NotFound: jobs.batch.volcano.sh \"x\" not found").
+ */
+int k8s_get(struct k8s_client *c, const char *path, long timeout_ms, json_t **out,
+            struct wh_error *err);
+
+/** k8s_get of Job ns/name (spec §1.1 REST path; names are URL-escaped). */
+int k8s_get_job(struct k8s_client *c, const char *ns, const char *name, long timeout_ms,
+                json_t **out, struct wh_error *err);
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * yaml.h - YAML (or JSON) documents to jansson values, through libyaml.
+ *
+ * Used for Job files (`render -f`) and kubeconfig. Reentrant.
+ */
+#ifndef WH_YAML_H
+#define WH_YAML_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "webhook/error.h"
+
+/**
+ * Parse the first document of a YAML 1.1/1.2 (JSON is YAML) text into JSON.
+ * Plain scalars are typed as Kubernetes' YAML reader does (sigs.k8s.io/yaml,
+ * YAML 1.1 core): null/~/empty → null, true/false (and True/TRUE/...) → bool,
+ * decimal/0x/0o integers → integer, floats → real, else string; quoted and block
+ * scalars are always strings. A repeated mapping key: the last value wins (as
+ * sigs.k8s.io/yaml does for the published examples that repeat `queue`).
+ * Anchors and aliases are resolved; merge keys `<<` are not supported.
+ *
+ * @param[out] out  new reference on success
+ * @return 0; WH_EINVAL with "line L column C: problem" in err on a syntax error
+ *         or an empty stream; WH_ENOMEM.
+ */
+int yaml_load_buffer(const char *buf, size_t len, json_t **out, struct wh_error *err);
+
+/**
+ * yaml_load_buffer on a whole file (at most 16 MiB).
+ * @return as yaml_load_buffer; WH_ERROR with the strerror text when it cannot be
+ *         read; WH_ETOOBIG over the cap. Messages do not repeat the path.
+ */
+int yaml_load_file(const char *path, json_t **out, struct wh_error *err);
+
+#endif

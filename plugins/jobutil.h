@@ -1,0 +1,63 @@
+/*
+ * jobutil.h - read-only helpers over a Volcano Job object (spec §1.3, §3.6).
+ *
+ * The Job is borrowed and never modified; every returned json_t is borrowed and
+ * lives as long as the Job. Pure functions; thread-safe.
+ */
+#ifndef WH_JOBUTIL_H
+#define WH_JOBUTIL_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stddef.h>
+
+/** @return metadata.name / metadata.namespace / metadata.uid, or "" when absent. */
+const char *job_name(const json_t *job);
+const char *job_namespace(const json_t *job);
+const char *job_uid(const json_t *job);
+
+/** @return borrowed spec.tasks array, or NULL. */
+const json_t *job_tasks(const json_t *job);
+
+/** @return the first task with name == task_name (spec §3.6), or NULL. */
+const json_t *job_find_task(const json_t *job, const char *task_name);
+
+/** @return task.name, or "" when absent. */
+const char *job_task_name(const json_t *task);
+
+/** @return task.replicas (int32 in the API), 0 when omitted or not an integer. */
+int64_t job_task_replicas(const json_t *task);
+
+/** @return replicas of the first task named task_name, 0 when none (spec §3.6). */
+int64_t job_replicas_of(const json_t *job, const char *task_name);
+
+/** @return task.template.spec.hostname / .subdomain, or "" when absent. */
+const char *job_task_hostname(const json_t *task);
+const char *job_task_subdomain(const json_t *task);
+
+/**
+ * Domain of replica i of task (spec §3.6): host = template hostname if non-empty,
+ * else "J-T-i"; domain = template subdomain if non-empty, else J; "host.domain".
+ * @return malloc'd string owned by the caller (free()), NULL on ENOMEM.
+ */
+char *job_task_domain(const json_t *job, const json_t *task, int64_t i);
+
+/**
+ * Host list of a task for svc, ssh and mpi (spec §4.2): domains of replicas
+ * 0..replicas-1, stopping after the first when the template sets a hostname.
+ * Entries are joined with sep. @param[out] count number of entries (may be NULL).
+ * @return malloc'd string ("" for none), NULL on ENOMEM.
+ */
+char *job_task_hosts(const json_t *job, const json_t *task, const char *sep, int64_t *count);
+
+/** UP(T): '-' -> '_' then upper case; US(T): '-' -> '_'. Write into dst (cap dstlen), cut to fit. */
+void job_name_upper(char *dst, size_t dstlen, const char *task_name);
+void job_name_underscore(char *dst, size_t dstlen, const char *task_name);
+
+/**
+ * Go strconv.Atoi on a pod index string: optional sign, decimal digits only,
+ * must fit in int64. @return 0 and *out, or WH_EINVAL.
+ */
+int job_parse_index(const char *s, int64_t *out);
+
+#endif

@@ -1,0 +1,86 @@
+/*
+ * plugin.h - the contract between the framework and a Volcano job plugin.
+ *
+ * The only header a plugin author needs (with args.h, podutil.h, jobutil.h).
+ * A plugin is a const table of hooks, one exported symbol `plugin_<name>`.
+ * Plugins keep no state: arguments are parsed on every call (spec §3.1, §3.4)
+ * into a stack struct, so every hook is reentrant and callable from any thread.
+ *
+ * Chain semantics (webhook/mutate.c, plugins/registry.c):
+ *   on_pod_create  run in registry order (spec D2), each sees the edits of the
+ *                  ones before; first error stops the chain and denies the pod
+ *                  (spec D7). The chain is run again while a pass added a
+ *                  container (spec D13), so every hook must be an upsert (D5).
+ *   on_job_*       wired up by the reconcile thread (later issue).
+ * A NULL hook is a no-op.
+ */
+#ifndef WH_PLUGIN_H
+#define WH_PLUGIN_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "webhook/error.h"
+#include "webhook/warnings.h"
+
+struct k8s_client;
+
+/* What the framework knows about the pod under admission (spec §3.6, D6, D14). */
+struct plugin_pod_info {
+    const char *name;      /* metadata.name; "" for a generateName-only pod */
+    const char *ns;        /* namespace (request.namespace when the pod lacks one) */
+    const char *task;      /* task key: annotation volcano.sh/task-spec, else "default" */
+    const char *index;     /* replica index string (§2.1, D6); "" when unknown */
+};
+
+/* Every member is borrowed for the duration of one hook call. */
+struct plugin_ctx {
+    const char *name;                    /* the plugin's own name, for messages */
+    const json_t *job;                   /* the Job object; read-only */
+    const json_t *args;                  /* job.spec.plugins[name]: array, or NULL */
+    const struct plugin_pod_info *pod;   /* on_pod_create only; NULL for job hooks */
+    struct warnings *warnings;           /* response warnings; may be NULL */
+    struct k8s_client *kc;               /* job hooks only; NULL on the admission path */
+};
+
+struct plugin {
+    const char *name;   /* key in job.spec.plugins */
+    /**
+     * OnPodCreate: upsert this plugin's additions into pod (a request-owned,
+     * writable JSON Pod). @return 0, or < 0 with err filled (spec §3.8).
+     */
+    int (*on_pod_create)(const struct plugin_ctx *c, json_t *pod, struct wh_error *err);
+    int (*on_job_add)(const struct plugin_ctx *c, struct wh_error *err);
+    int (*on_job_update)(const struct plugin_ctx *c, struct wh_error *err);
+    int (*on_job_delete)(const struct plugin_ctx *c, struct wh_error *err);
+};
+
+extern const struct plugin plugin_ssh;
+extern const struct plugin plugin_env;
+extern const struct plugin plugin_svc;
+extern const struct plugin plugin_tensorflow;
+extern const struct plugin plugin_mpi;
+extern const struct plugin plugin_pytorch;
+extern const struct plugin plugin_hcclrank;
+extern const struct plugin plugin_ray;
+
+/** The registry in execution order (spec D2): ssh, env, svc, tensorflow, mpi, pytorch, hcclrank, ray. */
+extern const struct plugin *const plugin_registry[];
+extern const size_t plugin_registry_len;
+
+/** @return the plugin called name, or NULL when there is none (spec §3.1). */
+const struct plugin *plugin_find(const char *name);
+
+/**
+ * Effective plugin set of a Job (spec §3.7, D1): the names in job.spec.plugins
+ * plus svc when any of tensorflow/mpi/pytorch/ray is enabled and ssh when mpi is.
+ * @param[out] enabled  enabled[k] is true when plugin_registry[k] is in the set
+ *                      (array of plugin_registry_len entries)
+ * @param[out] args     args[k] = borrowed job.spec.plugins[name] (NULL when
+ *                      implied, null, or not an array)
+ * Unknown names are reported in w (spec D3: "unknown plugin NAME ignored").
+ */
+void plugin_effective_set(const json_t *job, bool *enabled, const json_t **args,
+                          struct warnings *w);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * admission.h - AdmissionReview (admission.k8s.io/v1 and v1beta1) in and out.
+ *
+ * A pure bytes-to-bytes function, so tests drive it with no socket. Reentrant;
+ * called from MHD worker threads.
+ */
+#ifndef WH_ADMISSION_H
+#define WH_ADMISSION_H
+
+#include <stddef.h>
+
+#include "webhook/mutate.h"
+
+/**
+ * Decode an AdmissionReview body, decide it (mutate_review) and encode the
+ * answer in the version it was asked in (kube-api-facts "Calling the webhook"):
+ * apiVersion/kind copied, response.uid = request.uid, allowed, patchType
+ * "JSONPatch" + base64 patch only when there is at least one op, warnings when
+ * any, status {code, message} when denied.
+ *
+ * @param[out] out       malloc'd response body (JSON), owned by the caller
+ * @param[out] out_len   its length
+ * @return the HTTP status to send: 200 with an AdmissionReview, or 400 with a
+ *         Kubernetes Status body (reason BadRequest) naming what is wrong when
+ *         the body is not JSON or not an AdmissionReview; 500 with a Status
+ *         body on ENOMEM.
+ */
+int admission_handle(const char *body, size_t len, const struct job_source *src,
+                     const struct mutate_options *opt, char **out, size_t *out_len);
+
+#endif

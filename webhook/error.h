@@ -1,0 +1,48 @@
+/*
+ * error.h - error codes and the caller-owned error record.
+ *
+ * Functions return int: 0 on success, WH_DECLINED (> 0) for "not applicable,
+ * not an error", and a negative WH_E* code on failure. The message travels in a
+ * struct wh_error on the caller's stack (NULL allowed), as jansson's json_error_t.
+ * Thread-safe: no hidden state.
+ */
+#ifndef WH_ERROR_H
+#define WH_ERROR_H
+
+#define WH_OK        0
+#define WH_DECLINED  1    /* not applicable; not an error */
+#define WH_ERROR    (-1)  /* generic failure */
+#define WH_ENOMEM   (-2)
+#define WH_EINVAL   (-3)  /* bad input */
+#define WH_ENOTFOUND (-4) /* 404 NotFound */
+#define WH_EEXISTS  (-5)  /* 409 AlreadyExists */
+#define WH_ECONFLICT (-6) /* 409 Conflict */
+#define WH_EGONE    (-7)  /* 410 Gone / Expired */
+#define WH_ETIMEOUT (-8)
+#define WH_EAPI     (-9)  /* any other API server or transport failure */
+#define WH_ETOOBIG  (-10) /* input over a size cap */
+
+#define WH_ERROR_MSG_MAX 256
+
+struct wh_error {
+    int code;                     /* one of WH_E*, 0 when unset */
+    char msg[WH_ERROR_MSG_MAX];   /* one line, lower case, no trailing period */
+};
+
+#define WH_WARN_UNUSED __attribute__((warn_unused_result))
+
+/**
+ * Fill err (may be NULL) with code and a printf-formatted message, truncated to
+ * WH_ERROR_MSG_MAX - 1 bytes.
+ * @return code, so callers can write `return wh_error_set(err, WH_EINVAL, ...)`.
+ */
+int wh_error_set(struct wh_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/** Reset err (may be NULL) to "no error". */
+void wh_error_clear(struct wh_error *err);
+
+/** A short constant name for code ("not found", "timeout", ...); never NULL. */
+const char *wh_error_str(int code);
+
+#endif

@@ -1,0 +1,61 @@
+/*
+ * main.c - subcommand dispatch. Global library setup happens here, once, before
+ * any thread starts (curl_global_init, jansson hash seed, SIGPIPE ignored).
+ */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "webhook/commands.h"
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+            "usage: " WH_PROG " COMMAND [flags]\n"
+            "\n"
+            "commands:\n"
+            "  serve       run the HTTPS mutating admission webhook for Volcano Job pods\n"
+            "  render      show what the plugins do to a Job's pods, offline\n"
+            "  gen-certs   write a CA and a serving certificate for the webhook Service\n"
+            "  version     print the version\n"
+            "\n"
+            "'" WH_PROG " COMMAND --help' lists the flags of a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    int rc;
+
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    json_object_seed(0);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, WH_PROG ": curl_global_init failed\n");
+        return 1;
+    }
+    if (strcmp(argv[1], "serve") == 0)
+        rc = serve_main(argc - 1, argv + 1);
+    else if (strcmp(argv[1], "render") == 0)
+        rc = render_main(argc - 1, argv + 1);
+    else if (strcmp(argv[1], "gen-certs") == 0)
+        rc = gen_certs_main(argc - 1, argv + 1);
+    else if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
+        printf(WH_PROG " " WH_VERSION "\n");
+        rc = 0;
+    } else if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0
+               || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        rc = 0;
+    } else {
+        fprintf(stderr, WH_PROG ": unknown command \"%s\"\n", argv[1]);
+        usage(stderr);
+        rc = 2;
+    }
+    curl_global_cleanup();
+    return rc;
+}

@@ -1,0 +1,87 @@
+/*
+ * mutate.h - one admission decision: find the Job, run the plugin chain, diff.
+ *
+ * Implements spec section 9: D1-D3 (effective set, order, unknown names),
+ * D5/D13 (upsert, chain re-run while it adds containers), D6 (pod identity),
+ * D7 (error policy), D8 (pods not served), D14 (pods without a name).
+ * Called from MHD worker threads and from `render`; reentrant. The Job lookup is
+ * behind struct job_source so that the informer cache (issue 3) can slot in.
+ */
+#ifndef WH_MUTATE_H
+#define WH_MUTATE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "webhook/error.h"
+#include "webhook/warnings.h"
+
+/* Where Jobs come from: a GET per request, a cache, or a file (render). */
+struct job_source {
+    /**
+     * Look up Job ns/name. @param[out] job_out new reference on success.
+     * @return 0; WH_ENOTFOUND when it does not exist; any other < 0 when it
+     *         could not be read (err filled with the reason).
+     */
+    int (*get)(void *userdata, const char *ns, const char *name, json_t **job_out,
+               struct wh_error *err);
+    void *userdata;
+};
+
+enum lookup_failure_policy { LOOKUP_FAILURE_DENY = 0, LOOKUP_FAILURE_ALLOW = 1 };
+
+struct mutate_options {
+    enum lookup_failure_policy lookup_failure;   /* --job-lookup-failure, default deny */
+};
+
+/* The parts of an AdmissionRequest that decide what is done (borrowed). */
+struct mutate_request {
+    const char *uid;          /* request.uid, for logs */
+    const char *operation;    /* request.operation: "CREATE", ... */
+    const char *resource;     /* request.resource.resource: "pods" */
+    const char *group;        /* request.resource.group: "" for core */
+    const char *sub_resource; /* request.subResource, "" when none */
+    const char *ns;           /* request.namespace */
+    const json_t *pod;        /* request.object */
+};
+
+struct mutate_result {
+    bool allowed;
+    int status_code;            /* response.status.code when denied (400, 500) */
+    char message[512];          /* response.status.message when denied */
+    json_t *patch;              /* new reference: RFC 6902 ops; NULL when there are none */
+    json_t *pod;                /* new reference: the mutated pod; NULL when not served */
+    struct warnings warnings;   /* response.warnings */
+};
+
+/** Zero a result. */
+void mutate_result_init(struct mutate_result *r);
+/** Release a result's references; safe to call twice. */
+void mutate_result_dispose(struct mutate_result *r);
+
+/**
+ * Decide one AdmissionRequest (spec D6-D8): pods not served are allowed
+ * unpatched; otherwise the Job is fetched through src, its uid compared with the
+ * ownerReference's and the chain run (mutate_pod_with_job).
+ * Never fails: every outcome, including ENOMEM, is expressed in *out
+ * (ENOMEM → denied, code 500). The caller disposes *out.
+ */
+void mutate_review(const struct mutate_request *req, const struct job_source *src,
+                   const struct mutate_options *opt, struct mutate_result *out);
+
+/**
+ * Run the effective plugin chain of job on a copy of pod (spec D1, D2, D5, D13,
+ * D14) and diff. ns is the namespace to use when the pod has none. On a plugin
+ * error the pod is denied with code 400 (D7). The caller disposes *out.
+ */
+void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
+                         struct mutate_result *out);
+
+/**
+ * The Job a pod belongs to (spec D6): its controller ownerReference with
+ * apiVersion batch.volcano.sh/v1alpha1 and kind Job.
+ * @return 0 and borrowed name/uid (uid may be ""), WH_DECLINED when there is none.
+ */
+int mutate_pod_owner(const json_t *pod, const char **name_out, const char **uid_out);
+
+#endif

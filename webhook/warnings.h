@@ -1,0 +1,34 @@
+/*
+ * warnings.h - the AdmissionResponse `warnings` list of one request.
+ *
+ * Request-owned (one per admission call), never shared between threads.
+ * Entries are de-duplicated (spec D14: "warnings are never repeated within one
+ * response") and capped, since kube-apiserver shows each to the user.
+ */
+#ifndef WH_WARNINGS_H
+#define WH_WARNINGS_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#define WARNINGS_MAX     16   /* entries kept; later ones are dropped */
+#define WARNINGS_LEN_MAX 240  /* bytes per entry, longer text is cut */
+
+struct warnings {
+    size_t n;                       /* entries in use */
+    char items[WARNINGS_MAX][WARNINGS_LEN_MAX];
+};
+
+/** Empty the list. Safe to call on an uninitialised struct. */
+void warnings_init(struct warnings *w);
+
+/**
+ * Append a printf-formatted warning unless an identical one is already there or
+ * the list is full. w may be NULL (then nothing happens).
+ */
+void warnings_add(struct warnings *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** @return new reference: JSON array of strings (empty array when none), NULL on ENOMEM. */
+json_t *warnings_to_json(const struct warnings *w);
+
+#endif
