@@ -1,0 +1,56 @@
+/*
+ * testutil.h - helpers shared by the Check suites (header-only, static).
+ */
+#ifndef WH_TESTUTIL_H
+#define WH_TESTUTIL_H
+
+#include <check.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Parse JSON text or fail the test. New reference. */
+static inline json_t *tu_json(const char *text)
+{
+    json_error_t e;
+    json_t *v = json_loads(text, JSON_DECODE_ANY, &e);
+
+    ck_assert_msg(v != NULL, "bad test JSON at line %d: %s", e.line, e.text);
+    return v;
+}
+
+/* Assert that JSON value got equals the JSON text want, printing both when not. */
+#define tu_assert_json_eq(got, want_text)                                                    \
+    do {                                                                                     \
+        json_t *tu_want_ = tu_json(want_text);                                               \
+        char *tu_g_ = json_dumps((got), JSON_COMPACT | JSON_ENCODE_ANY);                     \
+        char *tu_w_ = json_dumps(tu_want_, JSON_COMPACT | JSON_ENCODE_ANY);                  \
+        ck_assert_msg(json_equal((got), tu_want_), "JSON differs\n got: %s\nwant: %s",       \
+                      tu_g_ ? tu_g_ : "(null)", tu_w_);                                      \
+        free(tu_g_);                                                                         \
+        free(tu_w_);                                                                         \
+        json_decref(tu_want_);                                                               \
+    } while (0)
+
+/* Path of a file under tests/fixtures (TEST_FIXTURES env overrides the root). */
+static inline const char *tu_fixture(const char *rel, char *buf, size_t len)
+{
+    const char *root = getenv("TEST_FIXTURES");
+
+    snprintf(buf, len, "%s/%s", root ? root : "tests/fixtures", rel);
+    return buf;
+}
+
+/* Run one suite; return the process exit status. */
+static inline int tu_run(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+#endif
