@@ -1,0 +1,206 @@
+/*
+ * jobutil.c - read-only views of a Volcano Job (spec §1.3, §3.6).
+ * Pure functions over a borrowed, immutable Job; thread-safe.
+ */
+#include "plugins/jobutil.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "webhook/error.h"
+
+static const char *str_at(const json_t *obj, const char *key)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+
+    return s != NULL ? s : "";
+}
+
+const char *job_name(const json_t *job)
+{
+    return str_at(json_object_get(job, "metadata"), "name");
+}
+
+const char *job_namespace(const json_t *job)
+{
+    return str_at(json_object_get(job, "metadata"), "namespace");
+}
+
+const char *job_uid(const json_t *job)
+{
+    return str_at(json_object_get(job, "metadata"), "uid");
+}
+
+const json_t *job_tasks(const json_t *job)
+{
+    const json_t *tasks = json_object_get(json_object_get(job, "spec"), "tasks");
+
+    return json_is_array(tasks) ? tasks : NULL;
+}
+
+const char *job_task_name(const json_t *task)
+{
+    return str_at(task, "name");
+}
+
+const json_t *job_find_task(const json_t *job, const char *task_name)
+{
+    const json_t *tasks = job_tasks(job);
+    size_t i;
+    const json_t *task;
+
+    json_array_foreach(tasks, i, task) {
+        if (strcmp(job_task_name(task), task_name) == 0)
+            return task;
+    }
+    return NULL;
+}
+
+int64_t job_task_replicas(const json_t *task)
+{
+    const json_t *r = json_object_get(task, "replicas");
+
+    return json_is_integer(r) ? (int64_t)json_integer_value(r) : 0;
+}
+
+int64_t job_replicas_of(const json_t *job, const char *task_name)
+{
+    const json_t *task = job_find_task(job, task_name);
+
+    return task != NULL ? job_task_replicas(task) : 0;
+}
+
+static const json_t *template_spec(const json_t *task)
+{
+    return json_object_get(json_object_get(task, "template"), "spec");
+}
+
+const char *job_task_hostname(const json_t *task)
+{
+    return str_at(template_spec(task), "hostname");
+}
+
+const char *job_task_subdomain(const json_t *task)
+{
+    return str_at(template_spec(task), "subdomain");
+}
+
+char *job_task_domain(const json_t *job, const json_t *task, int64_t i)
+{
+    const char *host = job_task_hostname(task);
+    const char *domain = job_task_subdomain(task);
+    char *out;
+    int n;
+
+    if (domain[0] == '\0')
+        domain = job_name(job);
+    if (host[0] != '\0')
+        n = snprintf(NULL, 0, "%s.%s", host, domain);
+    else
+        n = snprintf(NULL, 0, "%s-%s-%lld.%s", job_name(job), job_task_name(task), (long long)i,
+                     domain);
+    if (n < 0)
+        return NULL;
+    out = malloc((size_t)n + 1);
+    if (out == NULL)
+        return NULL;
+    if (host[0] != '\0')
+        snprintf(out, (size_t)n + 1, "%s.%s", host, domain);
+    else
+        snprintf(out, (size_t)n + 1, "%s-%s-%lld.%s", job_name(job), job_task_name(task),
+                 (long long)i, domain);
+    return out;
+}
+
+char *job_task_hosts(const json_t *job, const json_t *task, const char *sep, int64_t *count)
+{
+    int64_t replicas = job_task_replicas(task);
+    int64_t n = 0;
+    size_t len = 0;
+    size_t seplen = strlen(sep);
+    char *out = strdup("");
+
+    if (out == NULL)
+        return NULL;
+    for (int64_t i = 0; i < replicas; i++) {
+        char *dom = job_task_domain(job, task, i);
+        size_t dlen;
+        char *grown;
+
+        if (dom == NULL)
+            goto nomem;
+        dlen = strlen(dom);
+        grown = realloc(out, len + (n > 0 ? seplen : 0) + dlen + 1);
+        if (grown == NULL) {
+            free(dom);
+            goto nomem;
+        }
+        out = grown;
+        if (n > 0) {
+            memcpy(out + len, sep, seplen);
+            len += seplen;
+        }
+        memcpy(out + len, dom, dlen + 1);
+        len += dlen;
+        free(dom);
+        n++;
+        /* A template hostname names every replica alike: one entry (spec §3.6). */
+        if (job_task_hostname(task)[0] != '\0')
+            break;
+    }
+    if (count != NULL)
+        *count = n;
+    return out;
+nomem:
+    free(out);
+    return NULL;
+}
+
+static void map_name(char *dst, size_t dstlen, const char *src, int upper)
+{
+    size_t i = 0;
+
+    if (dstlen == 0)
+        return;
+    for (; src[i] != '\0' && i + 1 < dstlen; i++) {
+        char ch = src[i] == '-' ? '_' : src[i];
+
+        dst[i] = upper ? (char)toupper((unsigned char)ch) : ch;
+    }
+    dst[i] = '\0';
+}
+
+void job_name_upper(char *dst, size_t dstlen, const char *task_name)
+{
+    map_name(dst, dstlen, task_name, 1);
+}
+
+void job_name_underscore(char *dst, size_t dstlen, const char *task_name)
+{
+    map_name(dst, dstlen, task_name, 0);
+}
+
+int job_parse_index(const char *s, int64_t *out)
+{
+    const char *p = s;
+    char *end = NULL;
+    long long v;
+
+    /* strconv.Atoi: optional sign, then decimal digits only (no spaces, no prefixes). */
+    if (*p == '+' || *p == '-')
+        p++;
+    if (*p == '\0')
+        return WH_EINVAL;
+    for (const char *q = p; *q != '\0'; q++)
+        if (*q < '0' || *q > '9')
+            return WH_EINVAL;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return WH_EINVAL;
+    *out = v;
+    return 0;
+}

@@ -1,0 +1,237 @@
+/*
+ * podutil.c - upsert edits on a JSON Pod (spec D5). Works on a request-owned
+ * pod; no shared state, no locking.
+ */
+#include "plugins/podutil.h"
+
+#include <string.h>
+
+#include "webhook/error.h"
+
+bool podutil_covers(const json_t *have, const json_t *want)
+{
+    const char *key;
+    const json_t *wv;
+    size_t i;
+
+    if (have == NULL || want == NULL)
+        return have == want;
+    if (json_is_object(want)) {
+        if (!json_is_object(have))
+            return false;
+        json_object_foreach((json_t *)want, key, wv) {
+            const json_t *hv = json_object_get(have, key);
+
+            if (hv == NULL) {
+                /* The API server omits empty strings: absent == "". */
+                if (json_is_string(wv) && json_string_length(wv) == 0)
+                    continue;
+                return false;
+            }
+            if (!podutil_covers(hv, wv))
+                return false;
+        }
+        return true;
+    }
+    if (json_is_array(want)) {
+        if (!json_is_array(have) || json_array_size(have) != json_array_size(want))
+            return false;
+        json_array_foreach(want, i, wv) {
+            if (!podutil_covers(json_array_get(have, i), wv))
+                return false;
+        }
+        return true;
+    }
+    return json_equal(have, want);
+}
+
+static json_t *pod_spec(json_t *pod)
+{
+    json_t *spec = json_object_get(pod, "spec");
+
+    return json_is_object(spec) ? spec : NULL;
+}
+
+json_t *podutil_containers(json_t *pod)
+{
+    json_t *a = json_object_get(pod_spec(pod), "containers");
+
+    return json_is_array(a) ? a : NULL;
+}
+
+json_t *podutil_init_containers(json_t *pod)
+{
+    json_t *a = json_object_get(pod_spec(pod), "initContainers");
+
+    return json_is_array(a) ? a : NULL;
+}
+
+const char *podutil_str(const json_t *obj, const char *key)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+
+    return s != NULL ? s : "";
+}
+
+/*
+ * Upsert item_new into the array obj[list_key], keyed by the string or integer
+ * member item_new[key]. With from_end the last match counts (env: the later
+ * duplicate wins at run time, spec §6). Steals item_new.
+ */
+static int upsert_keyed(json_t *obj, const char *list_key, const char *key, json_t *item_new,
+                        bool from_end)
+{
+    json_t *list;
+    const json_t *want_key;
+    size_t n;
+    size_t found = (size_t)-1;
+
+    if (item_new == NULL)
+        return WH_ENOMEM;
+    if (!json_is_object(obj)) {
+        json_decref(item_new);
+        return WH_EINVAL;
+    }
+    want_key = json_object_get(item_new, key);
+    list = json_object_get(obj, list_key);
+    if (list == NULL || json_is_null(list)) {
+        json_t *fresh = json_array();
+
+        if (fresh == NULL || json_array_append_new(fresh, item_new) < 0) {
+            json_decref(fresh);
+            return WH_ENOMEM;
+        }
+        return json_object_set_new(obj, list_key, fresh) < 0 ? WH_ENOMEM : UPSERT_ADDED;
+    }
+    if (!json_is_array(list)) {
+        json_decref(item_new);
+        return WH_EINVAL;
+    }
+    n = json_array_size(list);
+    for (size_t i = 0; i < n; i++) {
+        size_t at = from_end ? n - 1 - i : i;
+
+        if (json_equal(json_object_get(json_array_get(list, at), key), want_key)) {
+            found = at;
+            break;
+        }
+    }
+    if (found == (size_t)-1)
+        return json_array_append_new(list, item_new) < 0 ? WH_ENOMEM : UPSERT_ADDED;
+    if (podutil_covers(json_array_get(list, found), item_new)) {
+        json_decref(item_new);
+        return UPSERT_SAME;
+    }
+    return json_array_set_new(list, found, item_new) < 0 ? WH_ENOMEM : UPSERT_REPLACED;
+}
+
+int podutil_upsert_env(json_t *container, json_t *env_new)
+{
+    return upsert_keyed(container, "env", "name", env_new, true);
+}
+
+int podutil_upsert_volume(json_t *pod, json_t *volume_new)
+{
+    json_t *spec = pod_spec(pod);
+
+    if (spec == NULL) {
+        json_decref(volume_new);
+        return WH_EINVAL;
+    }
+    return upsert_keyed(spec, "volumes", "name", volume_new, false);
+}
+
+int podutil_upsert_mount(json_t *container, json_t *mount_new)
+{
+    return upsert_keyed(container, "volumeMounts", "mountPath", mount_new, false);
+}
+
+int podutil_add_port(json_t *container, json_t *port_new, const char *plugin, struct warnings *w)
+{
+    json_t *ports;
+    const json_t *number;
+    const char *name;
+    size_t i;
+    json_t *p;
+
+    if (port_new == NULL)
+        return WH_ENOMEM;
+    if (!json_is_object(container)) {
+        json_decref(port_new);
+        return WH_EINVAL;
+    }
+    number = json_object_get(port_new, "containerPort");
+    name = podutil_str(port_new, "name");
+    ports = json_object_get(container, "ports");
+    json_array_foreach(ports, i, p) {
+        if (json_equal(json_object_get(p, "containerPort"), number)) {
+            json_decref(port_new);
+            return UPSERT_SKIPPED;
+        }
+    }
+    json_array_foreach(ports, i, p) {
+        if (name[0] != '\0' && strcmp(podutil_str(p, "name"), name) == 0) {
+            /* Port names are unique per container: adding would get the pod rejected. */
+            warnings_add(w, "%s: port name %s already used by port %lld in container %s, port %lld not added",
+                         plugin, name, (long long)json_integer_value(json_object_get(p, "containerPort")),
+                         podutil_str(container, "name"), (long long)json_integer_value(number));
+            json_decref(port_new);
+            return UPSERT_SKIPPED;
+        }
+    }
+    return upsert_keyed(container, "ports", "containerPort", port_new, false);
+}
+
+int podutil_add_init_container(json_t *pod, json_t *container_new)
+{
+    json_t *spec = pod_spec(pod);
+    json_t *list;
+    size_t i;
+    json_t *c;
+
+    if (container_new == NULL)
+        return WH_ENOMEM;
+    if (spec == NULL) {
+        json_decref(container_new);
+        return WH_EINVAL;
+    }
+    list = json_object_get(spec, "initContainers");
+    json_array_foreach(list, i, c) {
+        if (json_equal(json_object_get(c, "name"), json_object_get(container_new, "name"))) {
+            json_decref(container_new);
+            return UPSERT_SKIPPED;
+        }
+    }
+    return upsert_keyed(spec, "initContainers", "name", container_new, false);
+}
+
+int podutil_set(json_t *obj, const char *key, json_t *value_new)
+{
+    if (value_new == NULL)
+        return WH_ENOMEM;
+    if (!json_is_object(obj)) {
+        json_decref(value_new);
+        return WH_EINVAL;
+    }
+    if (json_equal(json_object_get(obj, key), value_new)) {
+        json_decref(value_new);
+        return UPSERT_SAME;
+    }
+    return json_object_set_new(obj, key, value_new) < 0 ? WH_ENOMEM : UPSERT_REPLACED;
+}
+
+int podutil_set_string(json_t *obj, const char *key, const char *value)
+{
+    return podutil_set(obj, key, json_string(value));
+}
+
+json_t *podutil_env_value(const char *name, const char *value)
+{
+    return json_pack("{s:s, s:s}", "name", name, "value", value);
+}
+
+json_t *podutil_env_configmap(const char *name, const char *cm, const char *key)
+{
+    return json_pack("{s:s, s:{s:{s:s, s:s}}}", "name", name, "valueFrom", "configMapKeyRef",
+                     "name", cm, "key", key);
+}

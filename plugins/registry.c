@@ -1,0 +1,58 @@
+/*
+ * registry.c - the plugin table. Its order is the execution order (spec D2);
+ * immutable, no runtime registration, no lock.
+ */
+#include <string.h>
+
+#include "plugins/plugin.h"
+
+const struct plugin *const plugin_registry[] = {
+    &plugin_ssh, &plugin_env, &plugin_svc, &plugin_tensorflow,
+    &plugin_mpi, &plugin_pytorch, &plugin_hcclrank, &plugin_ray,
+};
+const size_t plugin_registry_len = sizeof(plugin_registry) / sizeof(plugin_registry[0]);
+
+const struct plugin *plugin_find(const char *name)
+{
+    for (size_t k = 0; k < plugin_registry_len; k++)
+        if (strcmp(plugin_registry[k]->name, name) == 0)
+            return plugin_registry[k];
+    return NULL;
+}
+
+static size_t registry_index(const char *name)
+{
+    for (size_t k = 0; k < plugin_registry_len; k++)
+        if (strcmp(plugin_registry[k]->name, name) == 0)
+            return k;
+    return plugin_registry_len;
+}
+
+void plugin_effective_set(const json_t *job, bool *enabled, const json_t **args,
+                          struct warnings *w)
+{
+    const json_t *plugins = json_object_get(json_object_get(job, "spec"), "plugins");
+    const char *name;
+    const json_t *value;
+
+    for (size_t k = 0; k < plugin_registry_len; k++) {
+        enabled[k] = false;
+        args[k] = NULL;
+    }
+    json_object_foreach((json_t *)plugins, name, value) {
+        size_t k = registry_index(name);
+
+        if (k == plugin_registry_len) {
+            warnings_add(w, "unknown plugin %s in job spec.plugins ignored", name);
+            continue;
+        }
+        enabled[k] = true;
+        args[k] = json_is_array(value) ? value : NULL;
+    }
+    /* Implied plugins (spec §3.7, D1): what Volcano's Job webhook adds on CREATE. */
+    if (enabled[registry_index("tensorflow")] || enabled[registry_index("mpi")]
+        || enabled[registry_index("pytorch")] || enabled[registry_index("ray")])
+        enabled[registry_index("svc")] = true;
+    if (enabled[registry_index("mpi")])
+        enabled[registry_index("ssh")] = true;
+}
