@@ -257,7 +257,7 @@ static const char *arg_at(const json_t *argv, size_t i)
 int args_parse(const struct arg_def *defs, size_t ndefs, const json_t *argv, char *errbuf,
                size_t errlen)
 {
-    char quoted[200];
+    char quoted[512];
     size_t i = 0;
 
     if (errbuf != NULL && errlen > 0)

@@ -31,12 +31,15 @@ struct arg_def {
  * Parse argv (a JSON array of strings, or NULL / JSON null / any non-array =
  * no arguments) against defs, left to right, per spec §3.4 rules 1-11.
  * Values set before an error stay set (Go ContinueOnError).
- * A non-string element is treated like a non-flag element: parsing stops there.
+ * A non-string element is treated like a non-flag element: parsing stops there
+ * (the list ends there, so a flag waiting for its value there gets "flag needs an
+ * argument"). An undefined -h/-help gives "flag: help requested" (Go's ErrHelp).
  *
  * @param errbuf  receives Go's message on error ("flag provided but not defined: -x",
  *                "bad flag syntax: ---x", "flag needs an argument: -port",
  *                "invalid value \"abc\" for flag -port: parse error",
- *                "invalid value \"1e99\" for flag -port: value out of range",
+ *                "invalid value \"1e99\" for flag -port: parse error",
+ *                "invalid value \"9223372036854775808\" for flag -port: value out of range",
  *                "invalid boolean value \"yes\" for -x: parse error"); may be NULL.
  * @return 0 when parsing ended without error (including a silent stop),
  *         WH_EINVAL on a parse error.

@@ -1,0 +1,734 @@
+/*
+ * yaml.c - YAML (or JSON) text to jansson values over libyaml's event API.
+ *
+ * Design: one pass over the parser's events with an explicit stack of open
+ * collections (no recursion, so input depth cannot overflow the C stack).
+ * Only the first document is read (as go-yaml's Unmarshal does).
+ *
+ * Plain scalars are typed like go-yaml v2, the reader behind sigs.k8s.io/yaml
+ * (its resolve.go, YAML 1.1 rules), when the target is untyped:
+ *   - "" ~ null Null NULL                        -> null
+ *   - y Y yes Yes YES true True TRUE on On ON    -> true
+ *     n N no No NO false False FALSE off Off OFF -> false
+ *   - integers as Go's strconv.ParseInt(s, 0, 64) after removing '_':
+ *     optional sign, decimal, 0x/0X hex, 0o/0O octal, 0b/0B binary, and a
+ *     leading 0 for octal (YAML 1.1): "0755" -> 493, "08" is no integer
+ *   - floats matching ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$
+ *     -> real; integers beyond int64 become reals as well (JSON number)
+ *   - .inf/.nan spellings, out-of-range floats and timestamps stay strings
+ *     (JSON has no inf/nan; go-yaml keeps timestamps as strings when the
+ *     target is untyped)
+ *   - anything else, every quoted or block (| >) scalar, and every scalar
+ *     tagged !!str, !!binary or with a tag of its own -> string
+ * Mapping keys: a scalar key is used by its text (`1: a` -> "1"; sigs.k8s.io
+ * would print a resolved bool key as "true", here it stays "yes"); a mapping or
+ * sequence as a key is an error. A repeated key: the last value wins (in the
+ * first key's position). Merge keys `<<` are refused with an error.
+ * Aliases are expanded by deep copy; the expansion is bounded (YAML_MAX_NODES
+ * nodes, YAML_MAX_DEPTH levels) so a "billion laughs" document fails fast
+ * with WH_ETOOBIG before anything large is allocated.
+ *
+ * Threads: no shared state; every call owns its parser. Reentrant.
+ */
+#include "k8s/yaml.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <yaml.h>
+
+#define YAML_MAX_NODES 1000000u           /* nodes after alias expansion */
+#define YAML_MAX_DEPTH 1000u              /* nesting levels after alias expansion */
+#define YAML_MAX_FILE (16u * 1024 * 1024) /* bytes, yaml_load_file */
+
+#define TAG_PREFIX "tag:yaml.org,2002:"
+
+struct frame {
+    json_t *val;         /* the open array or object (owned) */
+    char *anchor;        /* anchor name of this collection, or NULL */
+    char *key;           /* pending mapping key, NULL while a key is expected */
+    size_t key_len;      /* bytes in key */
+    size_t nodes_start;  /* loader.nodes when the collection opened */
+    size_t height;       /* levels below this collection so far */
+};
+
+struct anchor {
+    char *name;
+    json_t *val;         /* owned reference */
+    size_t nodes;        /* nodes in val, aliases expanded */
+    size_t height;       /* levels below val */
+};
+
+struct loader {
+    const char *buf;     /* input, for line/column of reader errors */
+    size_t len;
+    struct frame *stack;
+    size_t depth;        /* frames in use */
+    size_t cap;          /* frames allocated */
+    struct anchor *anchors;
+    size_t nanchors;
+    size_t anchors_cap;
+    size_t nodes;        /* nodes so far, aliases expanded */
+    json_t *root;        /* the document's value once complete (owned) */
+    struct wh_error *err;
+};
+
+/* Error at a libyaml mark (0-based line and column). */
+static int mark_error(struct loader *ld, int code, const yaml_mark_t *m, const char *what)
+{
+    return wh_error_set(ld->err, code, "line %lu column %lu: %s", (unsigned long)m->line + 1,
+                        (unsigned long)m->column + 1, what);
+}
+
+/* Line and column (1-based) of byte offset off in the input. */
+static void offset_position(const struct loader *ld, size_t off, unsigned long *line,
+                            unsigned long *col)
+{
+    size_t i;
+
+    *line = 1;
+    *col = 1;
+    for (i = 0; i < off && i < ld->len; i++) {
+        if (ld->buf[i] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else {
+            (*col)++;
+        }
+    }
+}
+
+/* Turn the parser's error state into err. */
+static int parser_error(struct loader *ld, const yaml_parser_t *p)
+{
+    unsigned long line;
+    unsigned long col;
+    const char *problem = p->problem ? p->problem : "syntax error";
+
+    if (p->error == YAML_MEMORY_ERROR)
+        return wh_error_set(ld->err, WH_ENOMEM, "out of memory parsing yaml");
+    if (p->error == YAML_READER_ERROR) {
+        offset_position(ld, p->problem_offset, &line, &col);
+        return wh_error_set(ld->err, WH_EINVAL, "line %lu column %lu: %s", line, col, problem);
+    }
+    if (p->context != NULL)
+        return wh_error_set(ld->err, WH_EINVAL, "line %lu column %lu: %s (%s at line %lu)",
+                            (unsigned long)p->problem_mark.line + 1,
+                            (unsigned long)p->problem_mark.column + 1, problem, p->context,
+                            (unsigned long)p->context_mark.line + 1);
+    return wh_error_set(ld->err, WH_EINVAL, "line %lu column %lu: %s",
+                        (unsigned long)p->problem_mark.line + 1,
+                        (unsigned long)p->problem_mark.column + 1, problem);
+}
+
+/* ---- scalar typing (go-yaml v2 resolve) ---- */
+
+struct word {
+    const char *text;
+    int kind;            /* 0 null, 1 true, 2 false, 3 keep as string */
+};
+
+static const struct word words[] = {
+    {"~", 0}, {"null", 0}, {"Null", 0}, {"NULL", 0},
+    {"y", 1}, {"Y", 1}, {"yes", 1}, {"Yes", 1}, {"YES", 1},
+    {"true", 1}, {"True", 1}, {"TRUE", 1}, {"on", 1}, {"On", 1}, {"ON", 1},
+    {"n", 2}, {"N", 2}, {"no", 2}, {"No", 2}, {"NO", 2},
+    {"false", 2}, {"False", 2}, {"FALSE", 2}, {"off", 2}, {"Off", 2}, {"OFF", 2},
+    /* JSON cannot hold these floats: they stay the string that was written */
+    {".nan", 3}, {".NaN", 3}, {".NAN", 3}, {".inf", 3}, {".Inf", 3}, {".INF", 3},
+    {"+.inf", 3}, {"+.Inf", 3}, {"+.INF", 3}, {"-.inf", 3}, {"-.Inf", 3}, {"-.INF", 3},
+};
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static int digit_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return 99;
+}
+
+/*
+ * strconv.ParseInt(s, 0, 64) and, failing that, ParseUint(s, 0, 64).
+ * @return 1 with *out for an int64, 2 for a value only uint64 holds
+ *         (in *uout), 0 when s is no integer.
+ */
+static int parse_go_int(const char *s, json_int_t *out, uint64_t *uout)
+{
+    bool neg = false;
+    bool sign = false;
+    unsigned base = 10;
+    uint64_t v = 0;
+
+    if (*s == '+' || *s == '-') {
+        neg = *s == '-';
+        sign = true;
+        s++;
+    }
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        base = 16;
+        s += 2;
+    } else if (s[0] == '0' && (s[1] == 'o' || s[1] == 'O')) {
+        base = 8;
+        s += 2;
+    } else if (s[0] == '0' && (s[1] == 'b' || s[1] == 'B')) {
+        base = 2;
+        s += 2;
+    } else if (s[0] == '0' && s[1] != '\0') {
+        base = 8; /* YAML 1.1 / Go: leading zero means octal */
+        s += 1;
+    }
+    if (*s == '\0')
+        return 0;
+    for (; *s != '\0'; s++) {
+        unsigned d = (unsigned)digit_value(*s);
+
+        if (d >= base)
+            return 0;
+        if (v > (UINT64_MAX - d) / base)
+            return 0; /* beyond uint64: maybe a float below */
+        v = v * base + d;
+    }
+    if (neg) {
+        if (v > (uint64_t)INT64_MAX + 1)
+            return 0;
+        *out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(json_int_t)v;
+        return 1;
+    }
+    if (v <= (uint64_t)INT64_MAX) {
+        *out = (json_int_t)v;
+        return 1;
+    }
+    if (sign)
+        return 0; /* ParseUint takes no sign */
+    *uout = v;
+    return 2;
+}
+
+/* ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$ */
+static bool is_yaml_float(const char *s)
+{
+    if (*s == '+' || *s == '-')
+        s++;
+    if (*s == '.') {
+        s++;
+        if (!is_digit(*s))
+            return false;
+        while (is_digit(*s))
+            s++;
+    } else {
+        if (!is_digit(*s))
+            return false;
+        while (is_digit(*s))
+            s++;
+        if (*s == '.') {
+            s++;
+            while (is_digit(*s))
+                s++;
+        }
+    }
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-')
+            s++;
+        if (!is_digit(*s))
+            return false;
+        while (is_digit(*s))
+            s++;
+    }
+    return *s == '\0';
+}
+
+/* A finite double from a string that passed is_yaml_float, or false. */
+static bool parse_float(const char *s, double *out)
+{
+    char *end = NULL;
+    double d;
+
+    errno = 0;
+    d = strtod(s, &end);
+    if (end == s || *end != '\0' || isinf(d) || isnan(d))
+        return false;
+    *out = d;
+    return true;
+}
+
+/* The JSON value of a plain scalar. New reference, NULL on ENOMEM. */
+static json_t *resolve_plain(const char *s, size_t len)
+{
+    char hint;
+    size_t i;
+    size_t j;
+    char *plain = NULL;
+    json_t *v = NULL;
+    json_int_t iv;
+    uint64_t uv;
+    double d;
+    int kind;
+
+    if (len == 0)
+        return json_null();
+    if (memchr(s, '\0', len) != NULL)
+        return json_stringn(s, len);
+    for (i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        if (strcmp(s, words[i].text) == 0) {
+            switch (words[i].kind) {
+            case 0: return json_null();
+            case 1: return json_true();
+            case 2: return json_false();
+            default: return json_stringn(s, len);
+            }
+        }
+    }
+    hint = s[0];
+    if (hint == '.') {
+        if (is_yaml_float(s) && parse_float(s, &d))
+            return json_real(d);
+        return json_stringn(s, len);
+    }
+    if (!(is_digit(hint) || hint == '+' || hint == '-'))
+        return json_stringn(s, len);
+
+    plain = malloc(len + 1);
+    if (plain == NULL)
+        return NULL;
+    for (i = 0, j = 0; i < len; i++) {
+        if (s[i] != '_')
+            plain[j++] = s[i];
+    }
+    plain[j] = '\0';
+    kind = parse_go_int(plain, &iv, &uv);
+    if (kind == 1)
+        v = json_integer(iv);
+    else if (kind == 2)
+        v = json_real((double)uv); /* jansson holds no uint64: a JSON number all the same */
+    else if (is_yaml_float(plain) && parse_float(plain, &d))
+        v = json_real(d);
+    else
+        v = json_stringn(s, len);
+    free(plain);
+    return v;
+}
+
+static bool tag_is(const char *tag, const char *name)
+{
+    size_t n = strlen(TAG_PREFIX);
+
+    return strncmp(tag, TAG_PREFIX, n) == 0 && strcmp(tag + n, name) == 0;
+}
+
+/* The JSON value of a scalar event. New reference, NULL on ENOMEM. */
+static json_t *scalar_value(const yaml_event_t *ev)
+{
+    const char *s = (const char *)ev->data.scalar.value;
+    size_t len = ev->data.scalar.length;
+    const char *tag = (const char *)ev->data.scalar.tag;
+
+    if (tag != NULL) {
+        if (tag_is(tag, "int") || tag_is(tag, "float") || tag_is(tag, "bool") ||
+            tag_is(tag, "null") || tag_is(tag, "timestamp"))
+            return resolve_plain(s, len);
+        return json_stringn(s, len); /* !!str, !!binary, local tags */
+    }
+    if (ev->data.scalar.plain_implicit && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+        return resolve_plain(s, len);
+    return json_stringn(s, len);
+}
+
+/* ---- the loader ---- */
+
+static void loader_dispose(struct loader *ld)
+{
+    size_t i;
+
+    for (i = 0; i < ld->depth; i++) {
+        json_decref(ld->stack[i].val);
+        free(ld->stack[i].anchor);
+        free(ld->stack[i].key);
+    }
+    free(ld->stack);
+    for (i = 0; i < ld->nanchors; i++) {
+        free(ld->anchors[i].name);
+        json_decref(ld->anchors[i].val);
+    }
+    free(ld->anchors);
+    json_decref(ld->root);
+}
+
+/* Remember an anchor (a later one of the same name shadows it). */
+static int anchor_add(struct loader *ld, const char *name, json_t *val, size_t nodes,
+                      size_t height)
+{
+    struct anchor *a;
+
+    if (ld->nanchors == ld->anchors_cap) {
+        size_t ncap = ld->anchors_cap ? ld->anchors_cap * 2 : 8;
+        struct anchor *n = realloc(ld->anchors, ncap * sizeof(*n));
+
+        if (n == NULL)
+            return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
+        ld->anchors = n;
+        ld->anchors_cap = ncap;
+    }
+    a = &ld->anchors[ld->nanchors];
+    a->name = strdup(name);
+    if (a->name == NULL)
+        return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
+    a->val = json_incref(val);
+    a->nodes = nodes;
+    a->height = height;
+    ld->nanchors++;
+    return 0;
+}
+
+static const struct anchor *anchor_find(const struct loader *ld, const char *name)
+{
+    size_t i;
+
+    for (i = ld->nanchors; i > 0; i--) {
+        if (strcmp(ld->anchors[i - 1].name, name) == 0)
+            return &ld->anchors[i - 1];
+    }
+    return NULL;
+}
+
+/* Text of a scalar JSON value used as a mapping key through an alias. */
+static char *key_text_of(const json_t *v, size_t *len)
+{
+    char buf[64];
+    char *s = NULL;
+
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        *len = json_string_length(v);
+        s = malloc(*len + 1);
+        if (s != NULL)
+            memcpy(s, json_string_value(v), *len + 1);
+        return s;
+    case JSON_INTEGER:
+        snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        break;
+    case JSON_REAL:
+        snprintf(buf, sizeof(buf), "%.17g", json_real_value(v));
+        break;
+    case JSON_TRUE:
+        snprintf(buf, sizeof(buf), "true");
+        break;
+    case JSON_FALSE:
+        snprintf(buf, sizeof(buf), "false");
+        break;
+    default:
+        snprintf(buf, sizeof(buf), "null");
+        break;
+    }
+    *len = strlen(buf);
+    return strdup(buf);
+}
+
+/*
+ * A complete value: into the open collection, or as the root.
+ * val_new is consumed. height: levels below val.
+ */
+static int place_value(struct loader *ld, json_t *val_new, size_t height,
+                       const yaml_mark_t *mark)
+{
+    struct frame *top;
+    int rc;
+
+    if (val_new == NULL)
+        return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
+    if (ld->depth == 0) {
+        ld->root = val_new;
+        return 0;
+    }
+    top = &ld->stack[ld->depth - 1];
+    if (top->height < height + 1)
+        top->height = height + 1;
+    if (json_is_array(top->val)) {
+        if (json_array_append_new(top->val, val_new) != 0)
+            return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
+        return 0;
+    }
+    if (top->key == NULL) {
+        /* this value is a key */
+        if (json_is_object(val_new) || json_is_array(val_new)) {
+            json_decref(val_new);
+            return mark_error(ld, WH_EINVAL, mark, "a mapping key must be a scalar");
+        }
+        top->key = key_text_of(val_new, &top->key_len);
+        json_decref(val_new);
+        if (top->key == NULL)
+            return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
+        return 0;
+    }
+    /* setn_new replaces an existing key in place: the last value wins */
+    rc = json_object_setn_new(top->val, top->key, top->key_len, val_new);
+    free(top->key);
+    top->key = NULL;
+    if (rc != 0)
+        return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
+    return 0;
+}
+
+/* A scalar key is placed by its text, not by its typed value. */
+static int on_scalar(struct loader *ld, const yaml_event_t *ev)
+{
+    struct frame *top = ld->depth ? &ld->stack[ld->depth - 1] : NULL;
+    const char *anchor = (const char *)ev->data.scalar.anchor;
+    json_t *v;
+    int rc;
+
+    if (++ld->nodes > YAML_MAX_NODES)
+        return mark_error(ld, WH_ETOOBIG, &ev->start_mark, "document has too many nodes");
+    if (top != NULL && json_is_object(top->val) && top->key == NULL) {
+        const char *s = (const char *)ev->data.scalar.value;
+        size_t len = ev->data.scalar.length;
+
+        if (ev->data.scalar.plain_implicit && ev->data.scalar.tag == NULL && len == 2 &&
+            memcmp(s, "<<", 2) == 0)
+            return mark_error(ld, WH_EINVAL, &ev->start_mark, "merge keys (<<) are not supported");
+        top->key = malloc(len + 1);
+        if (top->key == NULL)
+            return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
+        memcpy(top->key, s, len + 1);
+        top->key_len = len;
+        if (anchor != NULL) {
+            /* an anchored key: aliases to it get the typed value */
+            v = scalar_value(ev);
+            if (v == NULL)
+                return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
+            rc = anchor_add(ld, anchor, v, 1, 0);
+            json_decref(v);
+            return rc;
+        }
+        return 0;
+    }
+    v = scalar_value(ev);
+    if (v == NULL)
+        return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
+    if (anchor != NULL) {
+        rc = anchor_add(ld, anchor, v, 1, 0);
+        if (rc < 0) {
+            json_decref(v);
+            return rc;
+        }
+    }
+    return place_value(ld, v, 0, &ev->start_mark);
+}
+
+static int on_alias(struct loader *ld, const yaml_event_t *ev)
+{
+    const struct anchor *a = anchor_find(ld, (const char *)ev->data.alias.anchor);
+    json_t *copy;
+
+    if (a == NULL)
+        return mark_error(ld, WH_EINVAL, &ev->start_mark, "unknown anchor");
+    if (a->nodes > YAML_MAX_NODES - ld->nodes)
+        return mark_error(ld, WH_ETOOBIG, &ev->start_mark,
+                          "document has too many nodes after alias expansion");
+    if (ld->depth + a->height > YAML_MAX_DEPTH)
+        return mark_error(ld, WH_ETOOBIG, &ev->start_mark, "document nested too deeply");
+    ld->nodes += a->nodes;
+    /* a copy, so that editing one place never changes another */
+    copy = json_deep_copy(a->val);
+    return place_value(ld, copy, a->height, &ev->start_mark);
+}
+
+static int on_collection_start(struct loader *ld, const yaml_event_t *ev, bool mapping)
+{
+    const char *anchor = (const char *)(mapping ? ev->data.mapping_start.anchor
+                                                : ev->data.sequence_start.anchor);
+    struct frame *f;
+
+    if (++ld->nodes > YAML_MAX_NODES)
+        return mark_error(ld, WH_ETOOBIG, &ev->start_mark, "document has too many nodes");
+    if (ld->depth >= YAML_MAX_DEPTH)
+        return mark_error(ld, WH_ETOOBIG, &ev->start_mark, "document nested too deeply");
+    if (ld->depth > 0) {
+        const struct frame *top = &ld->stack[ld->depth - 1];
+
+        if (json_is_object(top->val) && top->key == NULL)
+            return mark_error(ld, WH_EINVAL, &ev->start_mark, "a mapping key must be a scalar");
+    }
+    if (ld->depth == ld->cap) {
+        size_t ncap = ld->cap ? ld->cap * 2 : 16;
+        struct frame *n = realloc(ld->stack, ncap * sizeof(*n));
+
+        if (n == NULL)
+            return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
+        ld->stack = n;
+        ld->cap = ncap;
+    }
+    f = &ld->stack[ld->depth];
+    memset(f, 0, sizeof(*f));
+    f->val = mapping ? json_object() : json_array();
+    if (f->val == NULL)
+        return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
+    if (anchor != NULL) {
+        f->anchor = strdup(anchor);
+        if (f->anchor == NULL) {
+            json_decref(f->val);
+            return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
+        }
+    }
+    f->nodes_start = ld->nodes - 1;
+    ld->depth++;
+    return 0;
+}
+
+static int on_collection_end(struct loader *ld, const yaml_event_t *ev)
+{
+    struct frame f;
+    int rc;
+
+    if (ld->depth == 0)
+        return mark_error(ld, WH_EINVAL, &ev->start_mark, "unbalanced collection end");
+    f = ld->stack[--ld->depth];
+    free(f.key); /* libyaml never ends a mapping after a lone key; be safe */
+    if (f.anchor != NULL) {
+        /* the anchor becomes usable only now, so an alias cannot contain itself */
+        rc = anchor_add(ld, f.anchor, f.val, ld->nodes - f.nodes_start, f.height);
+        free(f.anchor);
+        if (rc < 0) {
+            json_decref(f.val);
+            return rc;
+        }
+    }
+    return place_value(ld, f.val, f.height, &ev->start_mark);
+}
+
+/* Feed one event. @return 0 to go on, 1 when the first document is complete. */
+static int loader_event(struct loader *ld, const yaml_event_t *ev)
+{
+    switch (ev->type) {
+    case YAML_STREAM_END_EVENT:
+        return mark_error(ld, WH_EINVAL, &ev->start_mark, "empty document");
+    case YAML_DOCUMENT_END_EVENT:
+        return 1;
+    case YAML_SCALAR_EVENT:
+        return on_scalar(ld, ev);
+    case YAML_ALIAS_EVENT:
+        return on_alias(ld, ev);
+    case YAML_SEQUENCE_START_EVENT:
+        return on_collection_start(ld, ev, false);
+    case YAML_MAPPING_START_EVENT:
+        return on_collection_start(ld, ev, true);
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT:
+        return on_collection_end(ld, ev);
+    default:
+        return 0; /* stream/document start, no-op */
+    }
+}
+
+int yaml_load_buffer(const char *buf, size_t len, json_t **out, struct wh_error *err)
+{
+    yaml_parser_t parser;
+    yaml_event_t ev;
+    struct loader ld;
+    int rc = 0;
+
+    *out = NULL;
+    memset(&ld, 0, sizeof(ld));
+    ld.buf = buf;
+    ld.len = len;
+    ld.err = err;
+    if (!yaml_parser_initialize(&parser))
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+    yaml_parser_set_encoding(&parser, YAML_ANY_ENCODING);
+    for (;;) {
+        if (!yaml_parser_parse(&parser, &ev)) {
+            rc = parser_error(&ld, &parser);
+            goto out;
+        }
+        rc = loader_event(&ld, &ev);
+        yaml_event_delete(&ev);
+        if (rc < 0)
+            goto out;
+        if (rc == 1)
+            break;
+    }
+    if (ld.root == NULL) {
+        /* "---" with nothing after it: an explicit empty (null) document */
+        ld.root = json_null();
+    }
+    *out = ld.root;
+    ld.root = NULL; /* now owned by the caller */
+    rc = 0;
+out:
+    loader_dispose(&ld);
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+int yaml_load_file(const char *path, json_t **out, struct wh_error *err)
+{
+    FILE *f = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    size_t cap = 0;
+    struct stat st;
+    int rc;
+
+    *out = NULL;
+    f = fopen(path, "rb");
+    if (f == NULL)
+        return wh_error_set(err, WH_ERROR, "%s", strerror(errno));
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > (off_t)YAML_MAX_FILE) {
+        rc = wh_error_set(err, WH_ETOOBIG, "file is larger than %u bytes", YAML_MAX_FILE);
+        goto out;
+    }
+    for (;;) {
+        size_t n;
+
+        if (len == cap) {
+            size_t ncap = cap ? cap * 2 : 64 * 1024;
+            char *nb;
+
+            if (cap > YAML_MAX_FILE) {
+                rc = wh_error_set(err, WH_ETOOBIG, "file is larger than %u bytes",
+                                  YAML_MAX_FILE);
+                goto out;
+            }
+            nb = realloc(buf, ncap + 1);
+            if (nb == NULL) {
+                rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+                goto out;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0) {
+            if (ferror(f)) {
+                rc = wh_error_set(err, WH_ERROR, "%s", strerror(errno ? errno : EIO));
+                goto out;
+            }
+            break;
+        }
+    }
+    if (len > YAML_MAX_FILE) {
+        rc = wh_error_set(err, WH_ETOOBIG, "file is larger than %u bytes", YAML_MAX_FILE);
+        goto out;
+    }
+    rc = yaml_load_buffer(buf ? buf : "", len, out, err);
+out:
+    free(buf);
+    if (f != NULL)
+        fclose(f);
+    return rc;
+}

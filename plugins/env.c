@@ -1,0 +1,57 @@
+/*
+ * env.c - the `env` plugin, pod side (spec §4.1, D5).
+ *
+ * Gives every container, then every init container, the literal env entries
+ * VK_TASK_INDEX and VC_TASK_INDEX (in that order) holding the pod's index
+ * string, which the framework computed (spec §2.1, D6). The plugin defines no
+ * flags and, as in Volcano, never parses its argument array: arguments are
+ * ignored without a warning. Both entries are upserts (D5): the same value is a
+ * no-op, another value is replaced in place.
+ *
+ * Threads: no state; the hook is reentrant (plugins/plugin.h).
+ */
+#include <stddef.h>
+
+#include "plugins/plugin.h"
+#include "plugins/podutil.h"
+
+static const char *const env_names[] = {"VK_TASK_INDEX", "VC_TASK_INDEX"};
+
+/* Upsert both index variables into each container of list (NULL = no list). */
+static int env_upsert_list(json_t *list, const char *list_name, const char *index,
+                           struct wh_error *err)
+{
+    size_t i;
+    json_t *ctr;
+
+    json_array_foreach(list, i, ctr) {
+        for (size_t k = 0; k < sizeof(env_names) / sizeof(env_names[0]); k++) {
+            int rc = podutil_upsert_env(ctr, podutil_env_value(env_names[k], index));
+
+            if (rc < 0)
+                return wh_error_set(err, rc, "env plugin: cannot set env %s in spec.%s[%zu]: %s",
+                                    env_names[k], list_name, i,
+                                    rc == WH_ENOMEM ? "out of memory" : "malformed container");
+        }
+    }
+    return 0;
+}
+
+static int env_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
+{
+    const char *index = c->pod != NULL && c->pod->index != NULL ? c->pod->index : "";
+    int rc;
+
+    rc = env_upsert_list(podutil_containers(pod), "containers", index, err);
+    if (rc < 0)
+        return rc;
+    return env_upsert_list(podutil_init_containers(pod), "initContainers", index, err);
+}
+
+const struct plugin plugin_env = {
+    .name = "env",
+    .on_pod_create = env_on_pod_create,
+    .on_job_add = NULL,    /* wired by the reconcile thread (issue 3) */
+    .on_job_update = NULL, /* wired by the reconcile thread (issue 3) */
+    .on_job_delete = NULL, /* wired by the reconcile thread (issue 3) */
+};

@@ -1,0 +1,110 @@
+/*
+ * mpi.c - the `mpi` plugin, pod side (spec §4.6, D4, D5).
+ *
+ * Pods of the master task (--master, default "master") get the literal env
+ * MPI_HOST = the worker task's host list joined with "," (spec §3.6: one entry
+ * when the worker template sets a hostname, "" for 0 replicas); a master pod
+ * of a Job without the worker task is left entirely alone. Every pod gets the
+ * port {"name": "mpijob-port", "containerPort": --port} in every init
+ * container, then every container, unless that container already declares the
+ * number (any name); a port name taken by another number is not added and
+ * podutil warns (D5). Per container: port first, then MPI_HOST, as Volcano.
+ *
+ * Threads: no state; arguments are parsed per call (plugins/plugin.h).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/args.h"
+#include "plugins/jobutil.h"
+#include "plugins/plugin.h"
+#include "plugins/podutil.h"
+
+#define MPI_PORT_NAME "mpijob-port"
+
+struct mpi_args {
+    const char *master; /* master task name */
+    const char *worker; /* worker task name */
+    int64_t port;       /* declared container port */
+};
+
+/* Defaults, then the Job's arguments; a parse error is one warning (spec D4). */
+static void mpi_args_parse(const struct plugin_ctx *c, struct mpi_args *a)
+{
+    char msg[200];
+    const struct arg_def defs[] = {
+        {"master", ARG_STRING, &a->master},
+        {"worker", ARG_STRING, &a->worker},
+        {"port", ARG_INT, &a->port},
+    };
+
+    a->master = "master";
+    a->worker = "worker";
+    a->port = 22;
+    if (args_parse(defs, sizeof(defs) / sizeof(defs[0]), c->args, msg, sizeof(msg)) < 0)
+        warnings_add(c->warnings, "mpi plugin: %s, later arguments ignored", msg);
+}
+
+/* Port, then MPI_HOST when mpi_host != NULL, on each container of list (NULL = none). */
+static int mpi_edit_list(const struct plugin_ctx *c, json_t *list, const char *list_name,
+                         int32_t port, const char *mpi_host, struct wh_error *err)
+{
+    size_t i;
+    json_t *ctr;
+    int rc;
+
+    json_array_foreach(list, i, ctr) {
+        rc = podutil_add_port(ctr,
+                              json_pack("{s:s, s:i}", "name", MPI_PORT_NAME, "containerPort",
+                                        (int)port),
+                              "mpi plugin", c->warnings);
+        if (rc < 0)
+            return wh_error_set(err, rc, "mpi plugin: cannot add port %d to spec.%s[%zu]: %s",
+                                (int)port, list_name, i,
+                                rc == WH_ENOMEM ? "out of memory" : "malformed container");
+        if (mpi_host == NULL)
+            continue;
+        rc = podutil_upsert_env(ctr, podutil_env_value("MPI_HOST", mpi_host));
+        if (rc < 0)
+            return wh_error_set(err, rc, "mpi plugin: cannot set env MPI_HOST in spec.%s[%zu]: %s",
+                                list_name, i,
+                                rc == WH_ENOMEM ? "out of memory" : "malformed container");
+    }
+    return 0;
+}
+
+static int mpi_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
+{
+    struct mpi_args a;
+    const char *task = c->pod != NULL && c->pod->task != NULL ? c->pod->task : "default";
+    char *mpi_host = NULL;
+    /* Spec §3.4 rule 10: narrowed to 32 bits without checks (two's complement wrap). */
+    int32_t port;
+    int rc;
+
+    mpi_args_parse(c, &a);
+    port = (int32_t)(uint32_t)(uint64_t)a.port;
+    if (strcmp(task, a.master) == 0) {
+        const json_t *worker = job_find_task(c->job, a.worker);
+
+        if (worker == NULL)
+            return 0; /* spec §4.6: a master without workers gets nothing at all */
+        mpi_host = job_task_hosts(c->job, worker, ",", NULL);
+        if (mpi_host == NULL)
+            return wh_error_set(err, WH_ENOMEM, "mpi plugin: out of memory");
+    }
+    rc = mpi_edit_list(c, podutil_init_containers(pod), "initContainers", port, mpi_host, err);
+    if (rc == 0)
+        rc = mpi_edit_list(c, podutil_containers(pod), "containers", port, mpi_host, err);
+    free(mpi_host);
+    return rc;
+}
+
+const struct plugin plugin_mpi = {
+    .name = "mpi",
+    .on_pod_create = mpi_on_pod_create,
+    .on_job_add = NULL,    /* wired by the reconcile thread (issue 3) */
+    .on_job_update = NULL, /* wired by the reconcile thread (issue 3) */
+    .on_job_delete = NULL, /* wired by the reconcile thread (issue 3) */
+};

@@ -1,0 +1,319 @@
+/*
+ * svc.c - the `svc` plugin, pod side (spec §4.2, D4, D5, D14), and the
+ * ConfigMap data builder shared with the reconcile side (plugins/svc.h).
+ *
+ * OnPodCreate, in the spec's order:
+ *   1. spec.hostname = pod name when empty. A generateName-only pod has no
+ *      name yet: hostname is left unset and a warning says so (D14).
+ *   2. spec.subdomain = J when empty (a template value is kept).
+ *   3. unless --inject-hosts-env=false: env references VC_UP(T)_HOSTS then
+ *      VC_UP(T)_NUM for every task in array order, to ConfigMap J-svc, in every
+ *      container, then every init container.
+ *   4. volume J-svc (ConfigMap J-svc); 5. mount at /etc/volcano in every
+ *      container, then every init container.
+ * Every edit is an upsert (D5). The ConfigMap, Service and NetworkPolicy are
+ * the reconcile side's (issue 3).
+ *
+ * Threads: no state; arguments are parsed per call (plugins/plugin.h).
+ */
+#include "plugins/svc.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/args.h"
+#include "plugins/jobutil.h"
+#include "plugins/plugin.h"
+#include "plugins/podutil.h"
+
+#define SVC_MOUNT_PATH "/etc/volcano"
+
+struct svc_args {
+    bool publish_not_ready; /* publish-not-ready-addresses (reconcile side only) */
+    bool disable_netpol;    /* disable-network-policy (reconcile side only) */
+    bool inject_hosts_env;  /* inject-hosts-env, default true */
+};
+
+/* Defaults, then the Job's arguments; a parse error is one warning (spec D4). */
+static void svc_args_parse(const struct plugin_ctx *c, struct svc_args *a)
+{
+    char msg[200];
+    const struct arg_def defs[] = {
+        {"publish-not-ready-addresses", ARG_BOOL, &a->publish_not_ready},
+        {"disable-network-policy", ARG_BOOL, &a->disable_netpol},
+        {"inject-hosts-env", ARG_BOOL, &a->inject_hosts_env},
+    };
+
+    a->publish_not_ready = false;
+    a->disable_netpol = false;
+    a->inject_hosts_env = true;
+    if (args_parse(defs, sizeof(defs) / sizeof(defs[0]), c->args, msg, sizeof(msg)) < 0)
+        warnings_add(c->warnings, "svc plugin: %s, later arguments ignored", msg);
+}
+
+/* @return malloc'd a + b + c, NULL on ENOMEM. */
+static char *str_concat3(const char *a, const char *b, const char *c)
+{
+    size_t la = strlen(a);
+    size_t lb = strlen(b);
+    size_t lc = strlen(c);
+    char *out = malloc(la + lb + lc + 1);
+
+    if (out == NULL)
+        return NULL;
+    memcpy(out, a, la);
+    memcpy(out + la, b, lb);
+    memcpy(out + la + lb, c, lc + 1);
+    return out;
+}
+
+/* @return malloc'd UP(T) or US(T) of the task name (never cut), NULL on ENOMEM. */
+static char *task_key(const char *task_name, bool upper)
+{
+    size_t len = strlen(task_name) + 1;
+    char *out = malloc(len);
+
+    if (out == NULL)
+        return NULL;
+    if (upper)
+        job_name_upper(out, len, task_name);
+    else
+        job_name_underscore(out, len, task_name);
+    return out;
+}
+
+/* data[key_a + key_b + key_c] = value. @return 0 or WH_ENOMEM. */
+static int data_set(json_t *data, const char *a, const char *b, const char *c, const char *value)
+{
+    char *key = str_concat3(a, b, c);
+    int rc = WH_ENOMEM;
+
+    if (key != NULL && json_object_set_new(data, key, json_string(value)) == 0)
+        rc = 0;
+    free(key);
+    return rc;
+}
+
+/* Add the three keys of one task to data (spec §4.2). @return 0 or WH_ENOMEM. */
+static int svc_data_add_task(json_t *data, const json_t *job, const json_t *task)
+{
+    char *up = task_key(job_task_name(task), true);
+    char *us = task_key(job_task_name(task), false);
+    char *lines = NULL;
+    char *csv = NULL;
+    char num[24];
+    int64_t count = 0;
+    int rc = WH_ENOMEM;
+
+    if (up == NULL || us == NULL)
+        goto out;
+    lines = job_task_hosts(job, task, "\n", &count);
+    csv = job_task_hosts(job, task, ",", NULL);
+    if (lines == NULL || csv == NULL)
+        goto out;
+    snprintf(num, sizeof(num), "%lld", (long long)count);
+    rc = data_set(data, us, ".host", "", lines);
+    if (rc < 0)
+        goto out;
+    rc = data_set(data, "VC_", up, "_HOSTS", csv);
+    if (rc < 0)
+        goto out;
+    rc = data_set(data, "VC_", up, "_NUM", num);
+out:
+    free(up);
+    free(us);
+    free(lines);
+    free(csv);
+    return rc;
+}
+
+json_t *svc_configmap_data(const json_t *job)
+{
+    json_t *data = json_object();
+    const json_t *task;
+    size_t k;
+
+    if (data == NULL)
+        return NULL;
+    json_array_foreach(job_tasks(job), k, task) {
+        if (svc_data_add_task(data, job, task) < 0) {
+            json_decref(data);
+            return NULL;
+        }
+    }
+    return data;
+}
+
+/*
+ * The env references of step 3: [VC_UP(T)_HOSTS, VC_UP(T)_NUM] for every task
+ * in array order, each a configMapKeyRef into cm. @return new array, NULL on ENOMEM.
+ */
+static json_t *svc_env_refs(const json_t *job, const char *cm)
+{
+    json_t *list = json_array();
+    const json_t *task;
+    size_t k;
+
+    if (list == NULL)
+        return NULL;
+    json_array_foreach(job_tasks(job), k, task) {
+        static const char *const suffixes[] = {"_HOSTS", "_NUM"};
+        char *up = task_key(job_task_name(task), true);
+
+        if (up == NULL)
+            goto nomem;
+        for (size_t s = 0; s < 2; s++) {
+            char *name = str_concat3("VC_", up, suffixes[s]);
+
+            if (name == NULL ||
+                json_array_append_new(list, podutil_env_configmap(name, cm, name)) < 0) {
+                free(name);
+                free(up);
+                goto nomem;
+            }
+            free(name);
+        }
+        free(up);
+    }
+    return list;
+nomem:
+    json_decref(list);
+    return NULL;
+}
+
+static const char *fail_reason(int rc)
+{
+    return rc == WH_ENOMEM ? "out of memory" : "malformed container";
+}
+
+/* Step 3 for one container list (NULL = no list). */
+static int svc_env_list(json_t *list, const char *list_name, const json_t *env,
+                        struct wh_error *err)
+{
+    size_t i;
+    json_t *ctr;
+    size_t k;
+    const json_t *e;
+
+    json_array_foreach(list, i, ctr) {
+        json_array_foreach(env, k, e) {
+            /* A copy per container: entries are never shared between containers. */
+            int rc = podutil_upsert_env(ctr, json_deep_copy(e));
+
+            if (rc < 0)
+                return wh_error_set(err, rc, "svc plugin: cannot set env %s in spec.%s[%zu]: %s",
+                                    podutil_str(e, "name"), list_name, i, fail_reason(rc));
+        }
+    }
+    return 0;
+}
+
+/* Step 5 for one container list (NULL = no list). */
+static int svc_mount_list(json_t *list, const char *list_name, const json_t *mount,
+                          struct wh_error *err)
+{
+    size_t i;
+    json_t *ctr;
+
+    json_array_foreach(list, i, ctr) {
+        int rc = podutil_upsert_mount(ctr, json_deep_copy(mount));
+
+        if (rc < 0)
+            return wh_error_set(err, rc, "svc plugin: cannot mount %s in spec.%s[%zu]: %s",
+                                SVC_MOUNT_PATH, list_name, i, fail_reason(rc));
+    }
+    return 0;
+}
+
+/* Steps 1 and 2: hostname and subdomain, each only when empty (spec §4.2, D14). */
+static int svc_set_names(const struct plugin_ctx *c, json_t *spec, const char *job,
+                         struct wh_error *err)
+{
+    const char *pod_name = c->pod != NULL && c->pod->name != NULL ? c->pod->name : "";
+    int rc;
+
+    if (podutil_str(spec, "hostname")[0] == '\0') {
+        if (pod_name[0] == '\0') {
+            warnings_add(c->warnings,
+                         "svc plugin: pod has no name (generateName), spec.hostname left unset");
+        } else {
+            rc = podutil_set_string(spec, "hostname", pod_name);
+            if (rc < 0)
+                return wh_error_set(err, rc, "svc plugin: cannot set spec.hostname: %s",
+                                    wh_error_str(rc));
+        }
+    }
+    if (podutil_str(spec, "subdomain")[0] == '\0') {
+        rc = podutil_set_string(spec, "subdomain", job);
+        if (rc < 0)
+            return wh_error_set(err, rc, "svc plugin: cannot set spec.subdomain: %s",
+                                wh_error_str(rc));
+    }
+    return 0;
+}
+
+static int svc_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
+{
+    struct svc_args a;
+    const char *job = job_name(c->job);
+    json_t *spec = json_object_get(pod, "spec");
+    json_t *env = NULL;
+    json_t *mount = NULL;
+    char *cm = NULL;
+    int rc;
+
+    svc_args_parse(c, &a);
+    if (!json_is_object(spec))
+        return wh_error_set(err, WH_EINVAL, "svc plugin: pod has no spec object");
+    rc = svc_set_names(c, spec, job, err);
+    if (rc < 0)
+        goto out;
+    rc = WH_ENOMEM;
+    cm = str_concat3(job, "-svc", "");
+    if (cm == NULL)
+        goto nomem;
+    if (a.inject_hosts_env) {
+        env = svc_env_refs(c->job, cm);
+        if (env == NULL)
+            goto nomem;
+        rc = svc_env_list(podutil_containers(pod), "containers", env, err);
+        if (rc < 0)
+            goto out;
+        rc = svc_env_list(podutil_init_containers(pod), "initContainers", env, err);
+        if (rc < 0)
+            goto out;
+    }
+    rc = podutil_upsert_volume(pod, json_pack("{s:s, s:{s:s}}", "name", cm, "configMap",
+                                              "name", cm));
+    if (rc < 0) {
+        rc = wh_error_set(err, rc, "svc plugin: cannot add volume %s: %s", cm,
+                          rc == WH_ENOMEM ? "out of memory" : "malformed pod spec");
+        goto out;
+    }
+    mount = json_pack("{s:s, s:s}", "name", cm, "mountPath", SVC_MOUNT_PATH);
+    if (mount == NULL)
+        goto nomem;
+    rc = svc_mount_list(podutil_containers(pod), "containers", mount, err);
+    if (rc < 0)
+        goto out;
+    rc = svc_mount_list(podutil_init_containers(pod), "initContainers", mount, err);
+    goto out;
+nomem:
+    rc = wh_error_set(err, WH_ENOMEM, "svc plugin: out of memory");
+out:
+    json_decref(env);
+    json_decref(mount);
+    free(cm);
+    return rc < 0 ? rc : 0;
+}
+
+const struct plugin plugin_svc = {
+    .name = "svc",
+    .on_pod_create = svc_on_pod_create,
+    .on_job_add = NULL,    /* wired by the reconcile thread (issue 3) */
+    .on_job_update = NULL, /* wired by the reconcile thread (issue 3) */
+    .on_job_delete = NULL, /* wired by the reconcile thread (issue 3) */
+};

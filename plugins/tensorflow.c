@@ -1,0 +1,250 @@
+/*
+ * tensorflow.c - the `tensorflow` plugin, pod side (spec §4.5, §8 #11-13, D4, D5).
+ *
+ * Adds env TF_CONFIG to every container (not init containers) of every pod of a
+ * distributed Job: a compact JSON document
+ *   {"cluster":{"ps":[..],"worker":[..],"chief":[..],"evaluator":[..]},
+ *    "task":{"type":"<type>","index":<n>}}
+ * byte for byte what Volcano's Go json.Marshal writes (fixed key order, empty
+ * roles omitted, Go's HTML-safe string escaping). No container port is opened.
+ * A Job of exactly one task with exactly one replica is "standalone": no change.
+ * The env entry is an upsert (D5), so a second run changes nothing.
+ *
+ * Threads: no state; arguments are parsed per call (plugins/plugin.h).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/args.h"
+#include "plugins/jobutil.h"
+#include "plugins/plugin.h"
+#include "plugins/podutil.h"
+
+#define TF_ROLES 4
+
+/* Cluster keys in Volcano's struct order (the order they are serialised in). */
+static const char *const tf_role_names[TF_ROLES] = {"ps", "worker", "chief", "evaluator"};
+
+struct tf_args {
+    const char *role[TF_ROLES]; /* task names of ps, worker, chief, evaluator */
+    int64_t port;               /* written into every host entry */
+};
+
+/* Defaults, then the Job's arguments; a parse error is one warning (spec D4). */
+static void tf_args_parse(const struct plugin_ctx *c, struct tf_args *a)
+{
+    char msg[200];
+    const struct arg_def defs[] = {
+        {"ps", ARG_STRING, &a->role[0]},
+        {"worker", ARG_STRING, &a->role[1]},
+        {"chief", ARG_STRING, &a->role[2]},
+        {"evaluator", ARG_STRING, &a->role[3]},
+        {"port", ARG_INT, &a->port},
+    };
+
+    for (size_t k = 0; k < TF_ROLES; k++)
+        a->role[k] = tf_role_names[k];
+    a->port = 2222;
+    if (args_parse(defs, sizeof(defs) / sizeof(defs[0]), c->args, msg, sizeof(msg)) < 0)
+        warnings_add(c->warnings, "tensorflow plugin: %s, later arguments ignored", msg);
+}
+
+/* Spec §4.5 step 1: exactly one task, and it has exactly one replica. */
+static bool tf_standalone(const json_t *job)
+{
+    const json_t *tasks = job_tasks(job);
+
+    return json_array_size(tasks) == 1 && job_task_replicas(json_array_get(tasks, 0)) == 1;
+}
+
+/* Spec §4.5 step 3: chief, worker, ps, evaluator in that order; else the raw task key. */
+static const char *tf_task_type(const struct tf_args *a, const char *task)
+{
+    static const size_t order[TF_ROLES] = {2, 1, 0, 3};
+
+    for (size_t k = 0; k < TF_ROLES; k++)
+        if (strcmp(task, a->role[order[k]]) == 0)
+            return tf_role_names[order[k]];
+    return task;
+}
+
+/* "domain:port" for replicas 0..replicas-1, no early stop on a template hostname. */
+static json_t *tf_task_hosts(const json_t *job, const json_t *task, int64_t port)
+{
+    int64_t replicas = job_task_replicas(task);
+    json_t *hosts = json_array();
+
+    if (hosts == NULL)
+        return NULL;
+    for (int64_t i = 0; i < replicas; i++) {
+        char *dom = job_task_domain(job, task, i);
+        json_t *entry = dom != NULL ? json_sprintf("%s:%lld", dom, (long long)port) : NULL;
+
+        free(dom);
+        if (json_array_append_new(hosts, entry) < 0) {
+            json_decref(hosts);
+            return NULL;
+        }
+    }
+    return hosts;
+}
+
+/*
+ * Spec §4.5 step 4: each task's list is assigned to the first role whose name
+ * matches (a later task of the same role replaces an earlier one, as in Volcano);
+ * roles with no entries are omitted. @return new reference, NULL on ENOMEM.
+ */
+static json_t *tf_cluster(const json_t *job, const struct tf_args *a)
+{
+    json_t *lists[TF_ROLES] = {NULL, NULL, NULL, NULL};
+    json_t *cluster = NULL;
+    size_t i;
+    const json_t *task;
+
+    json_array_foreach(job_tasks(job), i, task) {
+        const char *name = job_task_name(task);
+
+        for (size_t k = 0; k < TF_ROLES; k++) {
+            if (strcmp(name, a->role[k]) != 0)
+                continue;
+            json_decref(lists[k]);
+            lists[k] = tf_task_hosts(job, task, a->port);
+            if (lists[k] == NULL)
+                goto out;
+            break;
+        }
+    }
+    cluster = json_object();
+    if (cluster == NULL)
+        goto out;
+    for (size_t k = 0; k < TF_ROLES; k++) {
+        if (json_array_size(lists[k]) == 0)
+            continue;
+        if (json_object_set(cluster, tf_role_names[k], lists[k]) < 0) {
+            json_decref(cluster);
+            cluster = NULL;
+            goto out;
+        }
+    }
+out:
+    for (size_t k = 0; k < TF_ROLES; k++)
+        json_decref(lists[k]);
+    return cluster;
+}
+
+/*
+ * jansson and Go's encoding/json differ in string escaping: Go also escapes
+ * < > & and U+2028/U+2029 (HTML-safe output) and writes \u00xx in lower-case
+ * hex. These bytes only occur inside strings in the dump, so rewriting the
+ * text is safe. @return malloc'd string, NULL on ENOMEM.
+ */
+static char *tf_go_escape(const char *in)
+{
+    size_t len = strlen(in);
+    char *out = malloc(len * 6 + 1); /* every byte could become \u00xx */
+    size_t o = 0;
+
+    if (out == NULL)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)in[i];
+
+        if (ch == '\\' && in[i + 1] == 'u' && i + 5 < len + 0 + 1) {
+            /* jansson writes \u%04X; Go uses lower-case hex digits. */
+            out[o++] = in[i++];
+            out[o++] = in[i];
+            for (int d = 0; d < 4 && in[i + 1] != '\0'; d++) {
+                char h = in[++i];
+
+                out[o++] = (h >= 'A' && h <= 'F') ? (char)(h - 'A' + 'a') : h;
+            }
+        } else if (ch == '\\') {
+            out[o++] = in[i++];
+            if (in[i] != '\0')
+                out[o++] = in[i];
+            else
+                i--;
+        } else if (ch == '<' || ch == '>' || ch == '&') {
+            o += (size_t)snprintf(out + o, 7, "\\u00%02x", ch);
+        } else if (ch == 0xE2 && (unsigned char)in[i + 1] == 0x80
+                   && ((unsigned char)in[i + 2] == 0xA8 || (unsigned char)in[i + 2] == 0xA9)) {
+            o += (size_t)snprintf(out + o, 7, "\\u%s",
+                                  (unsigned char)in[i + 2] == 0xA8 ? "2028" : "2029");
+            i += 2;
+        } else {
+            out[o++] = (char)ch;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* @return malloc'd TF_CONFIG text (spec §4.5 step 5), NULL on ENOMEM. */
+static char *tf_config(const json_t *job, const struct tf_args *a, const char *type,
+                       int64_t index)
+{
+    json_t *cluster = tf_cluster(job, a);
+    json_t *doc;
+    char *raw;
+    char *text;
+
+    if (cluster == NULL)
+        return NULL;
+    /* json_pack keeps insertion order: cluster, task{type, index}. */
+    doc = json_pack("{s:o, s:{s:s, s:I}}", "cluster", cluster, "task", "type", type, "index",
+                    (json_int_t)index);
+    if (doc == NULL)
+        return NULL;
+    raw = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    if (raw == NULL)
+        return NULL;
+    text = tf_go_escape(raw);
+    free(raw);
+    return text;
+}
+
+static int tf_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
+{
+    struct tf_args a;
+    const char *task = c->pod != NULL ? c->pod->task : "default";
+    const char *index_str = c->pod != NULL ? c->pod->index : "";
+    const char *pod_name = c->pod != NULL ? c->pod->name : "";
+    int64_t index;
+    char *config = NULL;
+    size_t i;
+    json_t *ctr;
+    int rc = 0;
+
+    tf_args_parse(c, &a);
+    if (tf_standalone(c->job))
+        return 0;
+    if (job_parse_index(index_str, &index) < 0)
+        return wh_error_set(err, WH_EINVAL, "pod index \"%s\" of pod %s is not a number",
+                            index_str, pod_name);
+    config = tf_config(c->job, &a, tf_task_type(&a, task), index);
+    if (config == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    json_array_foreach(podutil_containers(pod), i, ctr) {
+        rc = podutil_upsert_env(ctr, podutil_env_value("TF_CONFIG", config));
+        if (rc < 0) {
+            rc = wh_error_set(err, rc, "cannot add env TF_CONFIG to spec.containers[%zu]: %s", i,
+                              rc == WH_ENOMEM ? "out of memory" : "malformed container");
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(config);
+    return rc;
+}
+
+const struct plugin plugin_tensorflow = {
+    .name = "tensorflow",
+    .on_pod_create = tf_on_pod_create,
+    .on_job_add = NULL,    /* wired by the reconcile thread (issue 3) */
+    .on_job_update = NULL, /* wired by the reconcile thread (issue 3) */
+    .on_job_delete = NULL, /* wired by the reconcile thread (issue 3) */
+};

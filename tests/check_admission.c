@@ -1,0 +1,409 @@
+/*
+ * check_admission.c - admission_handle as a bytes-to-bytes function: every 400
+ * answer with its exact message, v1/v1beta1 echo, uid copy, patchType only with
+ * ops, warnings only when any, the denial shape and the base64 patch. The Job
+ * lookup is a fake job_source; the plugin chain is the real one.
+ */
+#include <check.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/testutil.h"
+#include "webhook/admission.h"
+
+/* Fake Job lookup: answers rc (and job when rc == 0), records what was asked. */
+struct fake_src {
+    int rc;
+    const char *job_text;     /* JSON of the Job returned when rc == 0 */
+    const char *msg;          /* err->msg when rc < 0 */
+    int calls;
+    char ns[64];
+    char name[64];
+};
+
+static int fake_get(void *userdata, const char *ns, const char *name, json_t **job_out,
+                    struct wh_error *err)
+{
+    struct fake_src *f = userdata;
+
+    f->calls++;
+    snprintf(f->ns, sizeof(f->ns), "%s", ns);
+    snprintf(f->name, sizeof(f->name), "%s", name);
+    if (f->rc < 0)
+        return wh_error_set(err, f->rc, "%s", f->msg);
+    *job_out = tu_json(f->job_text);
+    return 0;
+}
+
+static const char job_env[] =
+    "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+    " \"metadata\":{\"name\":\"j\",\"namespace\":\"team\",\"uid\":\"job-uid-1\"},"
+    " \"spec\":{\"minAvailable\":1,\"plugins\":{\"env\":[]},"
+    "  \"tasks\":[{\"name\":\"worker\",\"replicas\":1,\"template\":{\"spec\":"
+    "   {\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}}]}}";
+
+/* A pod of Job team/j, as the Volcano controller makes it. */
+#define POD_OF_J                                                                           \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"j-worker-0\","     \
+    "\"annotations\":{\"volcano.sh/task-spec\":\"worker\",\"volcano.sh/job-name\":\"j\"}," \
+    "\"ownerReferences\":[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\"," \
+    "\"name\":\"j\",\"uid\":\"job-uid-1\",\"controller\":true,"                           \
+    "\"blockOwnerDeletion\":true}]},"                                                      \
+    "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}"
+
+/* An AdmissionReview of version api around request text req. */
+static char *review(const char *api, const char *uid, const char *op, const char *object)
+{
+    json_t *r = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s}, s:s, s:s, s:s}}",
+                          "apiVersion", api, "kind", "AdmissionReview", "request", "uid", uid,
+                          "kind", "group", "", "kind", "Pod", "resource", "group", "",
+                          "version", "v1", "resource", "pods", "namespace", "team",
+                          "operation", op, "name", "");
+    char *s;
+
+    ck_assert_ptr_nonnull(r);
+    if (object != NULL)
+        ck_assert_int_eq(json_object_set_new(json_object_get(r, "request"), "object",
+                                             tu_json(object)),
+                         0);
+    s = json_dumps(r, JSON_COMPACT);
+    json_decref(r);
+    ck_assert_ptr_nonnull(s);
+    return s;
+}
+
+/* Run admission_handle on text; check the status; return the decoded answer. */
+static json_t *handle(const char *text, size_t len, struct fake_src *f, int want_status)
+{
+    struct job_source src = {.get = fake_get, .userdata = f};
+    struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
+    char *out = NULL;
+    size_t out_len = 0;
+    json_error_t e;
+    json_t *v;
+    int status = admission_handle(text, len, &src, &opt, &out, &out_len);
+
+    ck_assert_int_eq(status, want_status);
+    ck_assert_ptr_nonnull(out);
+    ck_assert_uint_eq(out_len, strlen(out));
+    /* Compact output: no newline, no ": " separators. */
+    ck_assert_ptr_null(strchr(out, '\n'));
+    ck_assert_ptr_null(strstr(out, "\": "));
+    v = json_loadb(out, out_len, 0, &e);
+    ck_assert_msg(v != NULL, "answer is not JSON: %s", out);
+    free(out);
+    return v;
+}
+
+static json_t *handle_str(const char *text, struct fake_src *f, int want_status)
+{
+    return handle(text, strlen(text), f, want_status);
+}
+
+/* Expected Status body for a 400 with message msg. */
+static void assert_bad_request(const char *body, size_t len, const char *msg)
+{
+    struct fake_src f = {.rc = WH_ENOTFOUND, .msg = "not found"};
+    json_t *got = handle(body, len, &f, 400);
+    json_t *want = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status",
+                             "apiVersion", "v1", "metadata", "status", "Failure", "message",
+                             msg, "reason", "BadRequest", "code", 400);
+    char *g = json_dumps(got, JSON_COMPACT);
+
+    ck_assert_msg(json_equal(got, want), "body %.*s\n got: %s\nwant message: %s", (int)len,
+                  body, g, msg);
+    ck_assert_int_eq(f.calls, 0);
+    free(g);
+    json_decref(want);
+    json_decref(got);
+}
+
+static const struct {
+    const char *body;
+    const char *msg;
+} bad_cases[] = {
+    {"", "request body is empty"},
+    {"{\"apiVersion\":", "invalid JSON at line 1 column 14: unexpected token near end of file"},
+    {"{\"a\" 1}", "invalid JSON at line 1 column 6: ':' expected near '1'"},
+    {"nul", "invalid JSON at line 1 column 3: invalid token near 'nul'"},
+    {"{} {}", "invalid JSON at line 1 column 4: end of file expected near '{'"},
+    {"[]", "body is not a JSON object"},
+    {"\"AdmissionReview\"", "body is not a JSON object"},
+    {"{}", "apiVersion missing"},
+    {"{\"apiVersion\":null}", "apiVersion missing"},
+    {"{\"apiVersion\":1}", "apiVersion must be a string"},
+    {"{\"apiVersion\":\"x\"}",
+     "unsupported apiVersion \"x\" (want admission.k8s.io/v1 or admission.k8s.io/v1beta1)"},
+    {"{\"apiVersion\":\"admission.k8s.io/v2\",\"kind\":\"AdmissionReview\"}",
+     "unsupported apiVersion \"admission.k8s.io/v2\" (want admission.k8s.io/v1 or "
+     "admission.k8s.io/v1beta1)"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\"}", "kind missing"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":[]}", "kind must be a string"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"Pod\"}",
+     "unsupported kind \"Pod\" (want AdmissionReview)"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\"}", "request missing"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":[]}",
+     "request must be an object"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{}}",
+     "request.uid missing"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+     "\"request\":{\"uid\":7}}",
+     "request.uid must be a string"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+     "\"request\":{\"uid\":\"\"}}",
+     "request.uid is empty"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+     "\"request\":{\"uid\":\"u\",\"operation\":1}}",
+     "request.operation must be a string"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+     "\"request\":{\"uid\":\"u\",\"resource\":\"pods\"}}",
+     "request.resource must be an object"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+     "\"request\":{\"uid\":\"u\",\"resource\":{\"resource\":false}}}",
+     "request.resource.resource must be a string"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+     "\"request\":{\"uid\":\"u\",\"resource\":{\"group\":{}}}}",
+     "request.resource.group must be a string"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+     "\"request\":{\"uid\":\"u\",\"subResource\":[]}}",
+     "request.subResource must be a string"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+     "\"request\":{\"uid\":\"u\",\"namespace\":2}}",
+     "request.namespace must be a string"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+     "\"request\":{\"uid\":\"u\",\"object\":\"pod\"}}",
+     "request.object must be an object"},
+};
+
+START_TEST(test_bad_request)
+{
+    assert_bad_request(bad_cases[_i].body, strlen(bad_cases[_i].body), bad_cases[_i].msg);
+}
+END_TEST
+
+/* Bytes jansson cannot decode never make an invalid-UTF-8 message. */
+START_TEST(test_bad_request_binary)
+{
+    static const char nul_body[] = "{\"apiVersion\":\"a\0b\"}";
+    static const char bin_body[] = "{\"k\":\"\xff\xfe\"}";
+    static const char esc_body[] = "{\"apiVersion\":\"a\\u0000b\"}";
+
+    assert_bad_request(nul_body, sizeof(nul_body) - 1,
+                       "invalid JSON at line 1 column 16: control character 0x0 near '\"a'");
+    assert_bad_request(esc_body, sizeof(esc_body) - 1, "XX");
+    assert_bad_request(bin_body, sizeof(bin_body) - 1,
+                       "invalid JSON at line 1 column 7: unable to decode byte 0xff near "
+                       "'\"'");
+}
+END_TEST
+
+/* A long apiVersion is quoted in part, cut on a character boundary. */
+START_TEST(test_bad_request_long_value)
+{
+    char body[256];
+    char want[256];
+    /* 63 ASCII bytes then a 2-byte character straddling byte 64. */
+    char val[80];
+
+    memset(val, 'a', 63);
+    memcpy(val + 63, "\xc3\xa9zz", 5);
+    snprintf(body, sizeof(body), "{\"apiVersion\":\"%s\"}", val);
+    snprintf(want, sizeof(want),
+             "unsupported apiVersion \"%.63s...\" (want admission.k8s.io/v1 or "
+             "admission.k8s.io/v1beta1)",
+             val);
+    assert_bad_request(body, strlen(body), want);
+}
+END_TEST
+
+/* Length is honoured: bytes after len are not read. */
+START_TEST(test_len_honoured)
+{
+    assert_bad_request("{}garbage", 2, "apiVersion missing");
+}
+END_TEST
+
+/* D8: a pod that belongs to no Job is allowed with no patch, in either version. */
+START_TEST(test_version_echo_no_patch)
+{
+    static const char *const apis[] = {"admission.k8s.io/v1", "admission.k8s.io/v1beta1"};
+    struct fake_src f = {.rc = WH_ENOTFOUND, .msg = "not found"};
+    char *body = review(apis[_i], "705ab4f5-6393-11e8-b7cc-42010a800002", "CREATE",
+                        "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":"
+                        "[{\"name\":\"c\",\"image\":\"i\"}]}}");
+    json_t *got = handle_str(body, &f, 200);
+    char want[256];
+
+    snprintf(want, sizeof(want),
+             "{\"apiVersion\":\"%s\",\"kind\":\"AdmissionReview\",\"response\":"
+             "{\"uid\":\"705ab4f5-6393-11e8-b7cc-42010a800002\",\"allowed\":true}}",
+             apis[_i]);
+    tu_assert_json_eq(got, want);
+    ck_assert_int_eq(f.calls, 0);
+    json_decref(got);
+    free(body);
+}
+END_TEST
+
+/* D8: a DELETE carries no object (null): allowed, nothing looked up. */
+START_TEST(test_delete_null_object)
+{
+    struct fake_src f = {.rc = WH_ENOTFOUND, .msg = "not found"};
+    json_t *got = handle_str("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                             "\"request\":{\"uid\":\"u-1\",\"operation\":\"DELETE\","
+                             "\"resource\":{\"group\":\"\",\"resource\":\"pods\"},"
+                             "\"namespace\":\"team\",\"object\":null,\"oldObject\":{}}}",
+                             &f, 200);
+
+    tu_assert_json_eq(got, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                           "\"response\":{\"uid\":\"u-1\",\"allowed\":true}}");
+    ck_assert_int_eq(f.calls, 0);
+    json_decref(got);
+}
+END_TEST
+
+/* Decode response.patch (base64, no line breaks) to JSON. */
+static json_t *decode_patch(const json_t *resp)
+{
+    const char *b64 = json_string_value(json_object_get(resp, "patch"));
+    size_t n;
+    unsigned char *raw;
+    int got;
+    json_t *ops;
+
+    ck_assert_ptr_nonnull(b64);
+    n = strlen(b64);
+    ck_assert_uint_eq(n % 4, 0);
+    ck_assert_ptr_null(strchr(b64, '\n'));
+    raw = malloc(n / 4 * 3 + 1);
+    ck_assert_ptr_nonnull(raw);
+    got = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)n);
+    ck_assert_int_ge(got, 0);
+    /* EVP_DecodeBlock keeps the padding's zero bytes: strip them. */
+    while (got > 0 && raw[got - 1] == '\0')
+        got--;
+    ops = json_loadb((const char *)raw, (size_t)got, 0, NULL);
+    ck_assert_ptr_nonnull(ops);
+    free(raw);
+    return ops;
+}
+
+/* A pod of an env Job: uid copied, patchType + base64 patch of the exact ops. */
+START_TEST(test_patch_base64)
+{
+    struct fake_src f = {.rc = 0, .job_text = job_env};
+    char *body = review("admission.k8s.io/v1beta1", "uid-patch", "CREATE", POD_OF_J);
+    json_t *got = handle_str(body, &f, 200);
+    json_t *resp = json_object_get(got, "response");
+    json_t *ops;
+
+    ck_assert_int_eq(f.calls, 1);
+    ck_assert_str_eq(f.ns, "team");
+    ck_assert_str_eq(f.name, "j");
+    ck_assert_str_eq(json_string_value(json_object_get(got, "apiVersion")),
+                     "admission.k8s.io/v1beta1");
+    ck_assert_str_eq(json_string_value(json_object_get(got, "kind")), "AdmissionReview");
+    ck_assert_str_eq(json_string_value(json_object_get(resp, "uid")), "uid-patch");
+    ck_assert(json_is_true(json_object_get(resp, "allowed")));
+    ck_assert_str_eq(json_string_value(json_object_get(resp, "patchType")), "JSONPatch");
+    ck_assert_ptr_null(json_object_get(resp, "warnings"));
+    ck_assert_ptr_null(json_object_get(resp, "status"));
+    ck_assert_uint_eq(json_object_size(resp), 4);
+    ops = decode_patch(resp);
+    tu_assert_json_eq(ops, "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env\",\"value\":["
+                           "{\"name\":\"VK_TASK_INDEX\",\"value\":\"0\"},"
+                           "{\"name\":\"VC_TASK_INDEX\",\"value\":\"0\"}]}]");
+    json_decref(ops);
+    json_decref(got);
+    free(body);
+}
+END_TEST
+
+/* D7: Job not found → allowed, no patch, a warning. */
+START_TEST(test_warning_present)
+{
+    struct fake_src f = {.rc = WH_ENOTFOUND, .msg = "jobs.batch.volcano.sh \"j\" not found"};
+    char *body = review("admission.k8s.io/v1", "uid-w", "CREATE", POD_OF_J);
+    json_t *got = handle_str(body, &f, 200);
+    json_t *resp = json_object_get(got, "response");
+    json_t *w = json_object_get(resp, "warnings");
+
+    ck_assert_int_eq(f.calls, 1);
+    ck_assert(json_is_true(json_object_get(resp, "allowed")));
+    ck_assert_ptr_null(json_object_get(resp, "patch"));
+    ck_assert_ptr_null(json_object_get(resp, "patchType"));
+    ck_assert_ptr_null(json_object_get(resp, "status"));
+    ck_assert(json_is_array(w));
+    ck_assert_uint_eq(json_array_size(w), 1);
+    ck_assert(json_is_string(json_array_get(w, 0)));
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_array_get(w, 0)), "team/j"));
+    json_decref(got);
+    free(body);
+}
+END_TEST
+
+/* D7: the Job cannot be read → denied, status {code 500, message, Failure}. */
+START_TEST(test_denial_shape)
+{
+    struct fake_src f = {.rc = WH_ETIMEOUT, .msg = "timed out after 2000 ms"};
+    char *body = review("admission.k8s.io/v1", "uid-deny", "CREATE", POD_OF_J);
+    json_t *got = handle_str(body, &f, 200);
+    json_t *resp = json_object_get(got, "response");
+    json_t *st = json_object_get(resp, "status");
+
+    ck_assert_str_eq(json_string_value(json_object_get(resp, "uid")), "uid-deny");
+    ck_assert(json_is_false(json_object_get(resp, "allowed")));
+    ck_assert_ptr_null(json_object_get(resp, "patch"));
+    ck_assert_ptr_null(json_object_get(resp, "patchType"));
+    ck_assert(json_is_object(st));
+    ck_assert_uint_eq(json_object_size(st), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(st, "code")), 500);
+    ck_assert_str_eq(json_string_value(json_object_get(st, "status")), "Failure");
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(st, "message")),
+                                 "timed out after 2000 ms"));
+    json_decref(got);
+    free(body);
+}
+END_TEST
+
+/* UPDATE of a Job pod is not served: nothing looked up, allowed (D8). */
+START_TEST(test_update_not_served)
+{
+    struct fake_src f = {.rc = 0, .job_text = job_env};
+    char *body = review("admission.k8s.io/v1", "uid-up", "UPDATE", POD_OF_J);
+    json_t *got = handle_str(body, &f, 200);
+
+    tu_assert_json_eq(got, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                           "\"response\":{\"uid\":\"uid-up\",\"allowed\":true}}");
+    ck_assert_int_eq(f.calls, 0);
+    json_decref(got);
+    free(body);
+}
+END_TEST
+
+static Suite *admission_suite(void)
+{
+    Suite *s = suite_create("admission");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_loop_test(tc, test_bad_request, 0, (int)(sizeof(bad_cases) / sizeof(bad_cases[0])));
+    tcase_add_test(tc, test_bad_request_binary);
+    tcase_add_test(tc, test_bad_request_long_value);
+    tcase_add_test(tc, test_len_honoured);
+    tcase_add_loop_test(tc, test_version_echo_no_patch, 0, 2);
+    tcase_add_test(tc, test_delete_null_object);
+    tcase_add_test(tc, test_patch_base64);
+    tcase_add_test(tc, test_warning_present);
+    tcase_add_test(tc, test_denial_shape);
+    tcase_add_test(tc, test_update_not_served);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(admission_suite());
+}

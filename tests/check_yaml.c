@@ -1,0 +1,376 @@
+/*
+ * check_yaml.c - k8s/yaml.c: scalar typing, keys, aliases, block scalars, the
+ * published examples, errors with line/column, size and expansion caps.
+ *
+ * Runs from the repository root (examples/ and tests/fixtures/ are relative;
+ * TEST_FIXTURES and TEST_EXAMPLES override them).
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "k8s/yaml.h"
+#include "tests/testutil.h"
+
+static const char *examples_dir(void)
+{
+    const char *d = getenv("TEST_EXAMPLES");
+
+    return d ? d : "examples";
+}
+
+/* Load text that must parse; new reference. */
+static json_t *load_ok(const char *text)
+{
+    struct wh_error err = {0};
+    json_t *v = NULL;
+    int rc = yaml_load_buffer(text, strlen(text), &v, &err);
+
+    ck_assert_msg(rc == 0, "yaml_load_buffer(%s) = %d: %s", text, rc, err.msg);
+    ck_assert_ptr_nonnull(v);
+    return v;
+}
+
+/* Load text that must fail with code; err filled. */
+static void load_fail(const char *text, int code, struct wh_error *err)
+{
+    json_t *v = NULL;
+    int rc = yaml_load_buffer(text, strlen(text), &v, err);
+
+    ck_assert_msg(rc == code, "yaml_load_buffer(%s) = %d (%s), want %d", text, rc, err->msg, code);
+    ck_assert_int_eq(err->code, code);
+    ck_assert_ptr_null(v);
+}
+
+struct typing_case {
+    const char *yaml;
+    const char *json;
+};
+
+/* Each yaml text is the value of key "v"; want is the JSON of that value. */
+static const struct typing_case typing_cases[] = {
+    /* null */
+    {"v:", "null"}, {"v: ~", "null"}, {"v: null", "null"}, {"v: Null", "null"},
+    {"v: NULL", "null"}, {"v: nULL", "\"nULL\""},
+    /* booleans, YAML 1.1 as go-yaml v2 */
+    {"v: true", "true"}, {"v: True", "true"}, {"v: TRUE", "true"}, {"v: false", "false"},
+    {"v: False", "false"}, {"v: FALSE", "false"}, {"v: yes", "true"}, {"v: Yes", "true"},
+    {"v: YES", "true"}, {"v: no", "false"}, {"v: No", "false"}, {"v: on", "true"},
+    {"v: ON", "true"}, {"v: off", "false"}, {"v: Off", "false"}, {"v: y", "true"},
+    {"v: N", "false"}, {"v: tRUE", "\"tRUE\""}, {"v: yES", "\"yES\""},
+    /* integers */
+    {"v: 0", "0"}, {"v: 42", "42"}, {"v: -17", "-17"}, {"v: +5", "5"},
+    {"v: 1_000", "1000"}, {"v: 0x1F", "31"}, {"v: 0X1f", "31"}, {"v: -0x10", "-16"},
+    {"v: 0o17", "15"}, {"v: 017", "15"}, {"v: 0755", "493"}, {"v: 0b101", "5"},
+    {"v: 9223372036854775807", "9223372036854775807"},
+    {"v: -9223372036854775808", "-9223372036854775808"},
+    {"v: 08", "8.0"}, /* not octal, but a YAML float */
+    {"v: 0x", "\"0x\""}, {"v: 0xG", "\"0xG\""}, {"v: 12abc", "\"12abc\""},
+    {"v: 18446744073709551615", "1.8446744073709552e19"},
+    /* floats */
+    {"v: 1.5", "1.5"}, {"v: 1e3", "1000.0"}, {"v: .5", "0.5"}, {"v: -.5", "-0.5"},
+    {"v: 1.", "1.0"}, {"v: 6.02e+23", "6.02e23"}, {"v: 1_0.5", "10.5"},
+    {"v: .inf", "\".inf\""}, {"v: -.Inf", "\"-.Inf\""}, {"v: +.INF", "\"+.INF\""},
+    {"v: .nan", "\".nan\""}, {"v: .NaN", "\".NaN\""}, {"v: 1e999", "\"1e999\""},
+    {"v: 1.2.3", "\"1.2.3\""}, {"v: .", "\".\""}, {"v: -", "\"-\""},
+    /* timestamps stay strings */
+    {"v: 2001-12-14", "\"2001-12-14\""}, {"v: 2001-12-14T21:59:43.10Z", "\"2001-12-14T21:59:43.10Z\""},
+    /* strings, quoted and tagged scalars */
+    {"v: hello world", "\"hello world\""}, {"v: v1", "\"v1\""},
+    {"v: \"123\"", "\"123\""}, {"v: '123'", "\"123\""}, {"v: 'true'", "\"true\""},
+    {"v: \"\"", "\"\""}, {"v: ''", "\"\""}, {"v: \"~\"", "\"~\""},
+    {"v: !!str 5", "\"5\""}, {"v: !!str true", "\"true\""}, {"v: !!int 5", "5"},
+    {"v: !custom 5", "\"5\""}, {"v: \"a\\tb\\u00e9\"", "\"a\\tb\\u00e9\""},
+    /* flow collections */
+    {"v: [1, two, \"3\", null]", "[1, \"two\", \"3\", null]"},
+    {"v: {a: 1, b: [x]}", "{\"a\": 1, \"b\": [\"x\"]}"}, {"v: []", "[]"}, {"v: {}", "{}"},
+};
+
+START_TEST(test_scalar_typing)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(typing_cases) / sizeof(typing_cases[0]); i++) {
+        json_t *doc = load_ok(typing_cases[i].yaml);
+        json_t *want = tu_json(typing_cases[i].json);
+        json_t *got = json_object_get(doc, "v");
+        char *g = json_dumps(got, JSON_ENCODE_ANY);
+
+        ck_assert_msg(got != NULL && json_equal(got, want), "%s: got %s, want %s",
+                      typing_cases[i].yaml, g ? g : "(none)", typing_cases[i].json);
+        free(g);
+        json_decref(want);
+        json_decref(doc);
+    }
+}
+END_TEST
+
+START_TEST(test_root_scalars_and_json)
+{
+    json_t *v;
+
+    v = load_ok("42");
+    tu_assert_json_eq(v, "42");
+    json_decref(v);
+    v = load_ok("plain text");
+    tu_assert_json_eq(v, "\"plain text\"");
+    json_decref(v);
+    v = load_ok("---\n");
+    ck_assert(json_is_null(v));
+    json_decref(v);
+    v = load_ok("{\"kind\": \"Job\", \"spec\": {\"minAvailable\": 3, \"ok\": true, \"x\": null,"
+                " \"f\": 2.5, \"l\": [\"a\", 1]}}");
+    tu_assert_json_eq(v, "{\"kind\":\"Job\",\"spec\":{\"minAvailable\":3,\"ok\":true,\"x\":null,"
+                         "\"f\":2.5,\"l\":[\"a\",1]}}");
+    json_decref(v);
+    /* only the first document is read */
+    v = load_ok("a: 1\n---\nb: 2\n---\n[unclosed\n");
+    tu_assert_json_eq(v, "{\"a\":1}");
+    json_decref(v);
+}
+END_TEST
+
+START_TEST(test_keys)
+{
+    json_t *v;
+    struct wh_error err = {0};
+
+    v = load_ok("a: 1\nb: 2\na: 3\n");
+    tu_assert_json_eq(v, "{\"a\":3,\"b\":2}");
+    ck_assert_uint_eq(json_object_size(v), 2);
+    json_decref(v);
+    /* non-string keys keep their text */
+    v = load_ok("1: a\ntrue: b\n~: c\n0x10: d\n\"q\": e\n");
+    tu_assert_json_eq(v, "{\"1\":\"a\",\"true\":\"b\",\"~\":\"c\",\"0x10\":\"d\",\"q\":\"e\"}");
+    json_decref(v);
+    load_fail("? [a, b]\n: 1\n", WH_EINVAL, &err);
+    ck_assert_str_eq(err.msg, "line 1 column 3: a mapping key must be a scalar");
+    load_fail("base: &b {x: 1}\nuse:\n  <<: *b\n", WH_EINVAL, &err);
+    ck_assert_str_eq(err.msg, "line 3 column 3: merge keys (<<) are not supported");
+}
+END_TEST
+
+START_TEST(test_aliases)
+{
+    json_t *v;
+    struct wh_error err = {0};
+
+    v = load_ok("base: &b {x: 1, y: [a, yes]}\nuse: *b\nlist: [*b, *b]\nn: &n 5\nm: *n\n");
+    tu_assert_json_eq(v, "{\"base\":{\"x\":1,\"y\":[\"a\",true]},\"use\":{\"x\":1,\"y\":[\"a\",true]},"
+                         "\"list\":[{\"x\":1,\"y\":[\"a\",true]},{\"x\":1,\"y\":[\"a\",true]}],"
+                         "\"n\":5,\"m\":5}");
+    /* expanded copies are independent */
+    json_object_set_new(json_object_get(v, "use"), "x", json_integer(99));
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(v, "base"), "x")), 1);
+    json_decref(v);
+    /* an alias used as a key gives the anchored scalar's text */
+    v = load_ok("k: &k name\n*k : 7\n");
+    tu_assert_json_eq(v, "{\"k\":\"name\",\"name\":7}");
+    json_decref(v);
+    load_fail("a: *nope\n", WH_EINVAL, &err);
+    ck_assert_str_eq(err.msg, "line 1 column 4: unknown anchor");
+    /* an anchor is not visible inside its own value */
+    load_fail("a: &a [1, *a]\n", WH_EINVAL, &err);
+    ck_assert_str_eq(err.msg, "line 1 column 11: unknown anchor");
+}
+END_TEST
+
+START_TEST(test_billion_laughs)
+{
+    static const char doc[] =
+        "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+        "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+        "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+        "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+        "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
+        "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+        "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n"
+        "h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g, *g]\n"
+        "i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h, *h]\n";
+    struct wh_error err = {0};
+
+    load_fail(doc, WH_ETOOBIG, &err);
+    ck_assert_msg(strstr(err.msg, "too many nodes after alias expansion") != NULL, "%s", err.msg);
+    ck_assert_msg(strncmp(err.msg, "line 7 column ", 14) == 0, "%s", err.msg);
+}
+END_TEST
+
+START_TEST(test_too_deep)
+{
+    size_t n = 5000;
+    char *doc = malloc(n + 1);
+    struct wh_error err = {0};
+
+    ck_assert_ptr_nonnull(doc);
+    memset(doc, '[', n);
+    doc[n] = '\0';
+    load_fail(doc, WH_ETOOBIG, &err);
+    ck_assert_str_eq(err.msg, "line 1 column 1001: document nested too deeply");
+    free(doc);
+}
+END_TEST
+
+START_TEST(test_block_scalars)
+{
+    json_t *v = load_ok("lit: |\n  line1\n    indented\n\n  line3\nstrip: |-\n  s\nfold: >\n"
+                        "  a\n  b\n\n  c\nkeep: |+\n  k\n\nnum: |\n  123\n");
+
+    tu_assert_json_eq(v, "{\"lit\":\"line1\\n  indented\\n\\nline3\\n\",\"strip\":\"s\","
+                         "\"fold\":\"a b\\nc\\n\",\"keep\":\"k\\n\\n\",\"num\":\"123\\n\"}");
+    json_decref(v);
+}
+END_TEST
+
+START_TEST(test_pytorch_example)
+{
+    char path[512];
+    char fix[512];
+    json_t *got = NULL;
+    json_t *want;
+    json_error_t je;
+    struct wh_error err = {0};
+    const char *cmd;
+
+    snprintf(path, sizeof(path), "%s/pytorch-job.yaml", examples_dir());
+    ck_assert_int_eq(yaml_load_file(path, &got, &err), 0);
+    want = json_load_file(tu_fixture("yaml/pytorch-job.json", fix, sizeof(fix)), 0, &je);
+    ck_assert_msg(want != NULL, "%s: %s", fix, je.text);
+    ck_assert_msg(json_equal(got, want), "pytorch-job.yaml differs from %s", fix);
+    /* the command script keeps its trailing newline and its blank lines */
+    cmd = json_string_value(json_array_get(
+        json_object_get(json_array_get(json_object_get(json_object_get(json_object_get(
+                            json_array_get(json_object_get(json_object_get(got, "spec"), "tasks"), 0),
+                            "template"), "spec"), "containers"), 0), "command"), 2));
+    ck_assert_ptr_nonnull(cmd);
+    ck_assert_msg(strncmp(cmd, "import os\nimport torch\nimport torch.distributed as dist\n\nprint(",
+                          62) == 0, "%s", cmd);
+    ck_assert_uint_eq(strlen(cmd) - strlen(strstr(cmd, "# PyTorch")), strlen(cmd) - 22);
+    ck_assert_str_eq(cmd + strlen(cmd) - 22, "# PyTorch训练代码...\n");
+    json_decref(want);
+    json_decref(got);
+}
+END_TEST
+
+START_TEST(test_all_examples)
+{
+    static const char *const files[] = {
+        "example-job.yaml", "lm-mpi-job.yaml", "mpi-job.yaml", "pytorch-job.yaml",
+        "ray-cluster-job.yaml", "tensorflow-dist-mnist-with-comments.yaml",
+        "tensorflow-dist-mnist.yaml", "tensorflow-training.yaml",
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        char path[512];
+        json_t *v = NULL;
+        struct wh_error err = {0};
+        json_t *spec;
+
+        snprintf(path, sizeof(path), "%s/%s", examples_dir(), files[i]);
+        ck_assert_msg(yaml_load_file(path, &v, &err) == 0, "%s: %s", files[i], err.msg);
+        ck_assert_str_eq(json_string_value(json_object_get(v, "kind")), "Job");
+        ck_assert_str_eq(json_string_value(json_object_get(v, "apiVersion")),
+                         "batch.volcano.sh/v1alpha1");
+        spec = json_object_get(v, "spec");
+        ck_assert(json_is_object(json_object_get(spec, "plugins")));
+        if (i == 0) {
+            /* comments with Chinese text, no tasks */
+            tu_assert_json_eq(v, "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+                                 "\"metadata\":{\"name\":\"example-job\"},\"spec\":{\"plugins\":{"
+                                 "\"ssh\":[],\"env\":[],\"svc\":[\"--publish-not-ready-addresses=true\"],"
+                                 "\"pytorch\":[\"--master=master\",\"--worker=worker\"]}}}");
+        } else {
+            ck_assert_str_eq(json_string_value(json_object_get(spec, "queue")), "default");
+            ck_assert(json_array_size(json_object_get(spec, "tasks")) > 0);
+        }
+        json_decref(v);
+    }
+}
+END_TEST
+
+START_TEST(test_syntax_errors)
+{
+    struct wh_error err = {0};
+
+    load_fail("a: b: c\n", WH_EINVAL, &err);
+    ck_assert_str_eq(err.msg, "line 1 column 5: mapping values are not allowed in this context");
+    load_fail("kind: Job\nspec:\n  tasks: [a, b\n", WH_EINVAL, &err);
+    ck_assert_str_eq(err.msg, "line 4 column 1: did not find expected ',' or ']' "
+                              "(while parsing a flow sequence at line 3)");
+    load_fail("a: \"unterminated\n", WH_EINVAL, &err);
+    ck_assert_msg(strncmp(err.msg, "line 2 column 1: found unexpected end of stream", 47) == 0,
+                  "%s", err.msg);
+    /* invalid UTF-8 on line 2 */
+    load_fail("a: 1\nb: \xff\n", WH_EINVAL, &err);
+    ck_assert_str_eq(err.msg, "line 2 column 4: invalid leading UTF-8 octet");
+}
+END_TEST
+
+START_TEST(test_empty)
+{
+    struct wh_error err = {0};
+    char path[] = "/tmp/check_yaml_XXXXXX";
+    int fd;
+    json_t *v = NULL;
+
+    load_fail("", WH_EINVAL, &err);
+    ck_assert_str_eq(err.msg, "line 1 column 1: empty document");
+    load_fail("# only a comment\n\n", WH_EINVAL, &err);
+    ck_assert_str_eq(err.msg, "line 3 column 1: empty document");
+    fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(yaml_load_file(path, &v, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "line 1 column 1: empty document");
+    ck_assert_ptr_null(v);
+    unlink(path);
+}
+END_TEST
+
+START_TEST(test_file_errors)
+{
+    struct wh_error err = {0};
+    char path[] = "/tmp/check_yaml_XXXXXX";
+    int fd;
+    json_t *v = NULL;
+
+    ck_assert_int_eq(yaml_load_file("/nonexistent/job.yaml", &v, &err), WH_ERROR);
+    ck_assert_str_eq(err.msg, "No such file or directory");
+    fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, 16 * 1024 * 1024 + 1), 0);
+    close(fd);
+    ck_assert_int_eq(yaml_load_file(path, &v, &err), WH_ETOOBIG);
+    ck_assert_str_eq(err.msg, "file is larger than 16777216 bytes");
+    ck_assert_ptr_null(v);
+    unlink(path);
+}
+END_TEST
+
+static Suite *yaml_suite(void)
+{
+    Suite *s = suite_create("yaml");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_test(tc, test_scalar_typing);
+    tcase_add_test(tc, test_root_scalars_and_json);
+    tcase_add_test(tc, test_keys);
+    tcase_add_test(tc, test_aliases);
+    tcase_add_test(tc, test_billion_laughs);
+    tcase_add_test(tc, test_too_deep);
+    tcase_add_test(tc, test_block_scalars);
+    tcase_add_test(tc, test_pytorch_example);
+    tcase_add_test(tc, test_all_examples);
+    tcase_add_test(tc, test_syntax_errors);
+    tcase_add_test(tc, test_empty);
+    tcase_add_test(tc, test_file_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(yaml_suite());
+}

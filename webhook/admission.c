@@ -1,0 +1,357 @@
+/*
+ * admission.c - AdmissionReview (admission.k8s.io/v1 and v1beta1) in and out.
+ *
+ * Owns the wire format only: decode and validate the review, hand the parts
+ * that matter to mutate_review (struct mutate_request, all borrowed from the
+ * decoded body), and encode the AdmissionReview answer (kube-api-facts
+ * "Calling the webhook") or a Kubernetes Status for a body that is not one.
+ *
+ * Threads: called from MHD worker threads and tests; no state of its own, every
+ * value is request-owned, so it is reentrant without locks.
+ */
+#include "webhook/admission.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "webhook/log.h"
+
+#define API_V1      "admission.k8s.io/v1"
+#define API_V1BETA1 "admission.k8s.io/v1beta1"
+#define QUOTE_MAX   64   /* bytes of a client-supplied value echoed in a message */
+
+/* Fallback bodies when even the error answer cannot be built (ENOMEM). */
+static const char status_enomem[] =
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+    "\"message\":\"out of memory\",\"reason\":\"InternalError\",\"code\":500}";
+
+/* A validation failure: the message of the 400 answer. */
+struct bad_request {
+    char msg[512];
+};
+
+static int bad(struct bad_request *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int bad(struct bad_request *b, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(b->msg, sizeof(b->msg), fmt, ap);
+    va_end(ap);
+    return WH_EINVAL;
+}
+
+/*
+ * Copy at most QUOTE_MAX bytes of a (valid UTF-8) client string into buf,
+ * never cutting a multi-byte character, so the message stays valid UTF-8 for
+ * json_string. "..." marks a cut.
+ */
+static const char *quote_safe(const char *s, char *buf, size_t len)
+{
+    size_t n = strlen(s);
+
+    if (n <= QUOTE_MAX && n < len) {
+        memcpy(buf, s, n + 1);
+        return buf;
+    }
+    n = QUOTE_MAX < len - 4 ? QUOTE_MAX : len - 4;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    memcpy(buf, s, n);
+    memcpy(buf + n, "...", 4);
+    return buf;
+}
+
+/* jansson's error text may quote raw input bytes: keep printable ASCII only. */
+static void ascii_only(char *s)
+{
+    for (; *s != '\0'; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7E)
+            *s = '?';
+}
+
+/* Whether s is valid UTF-8 (jansson refuses anything else in a string). */
+static int utf8_valid(const char *s)
+{
+    json_t *v = json_string(s);
+
+    json_decref(v);
+    return v != NULL;
+}
+
+/* Dump v compactly into a malloc'd *out of *out_len bytes. @return 0 or WH_ENOMEM. */
+static int dump_body(const json_t *v, char **out, size_t *out_len)
+{
+    char *s = json_dumps(v, JSON_COMPACT);
+
+    if (s == NULL)
+        return WH_ENOMEM;
+    *out = s;
+    *out_len = strlen(s);
+    return 0;
+}
+
+/* The last-resort 500 body; *out stays NULL if even this copy fails. */
+static int answer_enomem(char **out, size_t *out_len)
+{
+    *out = strdup(status_enomem);
+    *out_len = *out != NULL ? sizeof(status_enomem) - 1 : 0;
+    return 500;
+}
+
+/* A Kubernetes Status body (kube-api-facts "Errors: Status objects"). */
+static int answer_status(int code, const char *reason, const char *message, char **out,
+                         size_t *out_len)
+{
+    json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status",
+                           "apiVersion", "v1", "metadata", "status", "Failure", "message",
+                           message, "reason", reason, "code", code);
+    int rc;
+
+    if (st == NULL)
+        return answer_enomem(out, out_len);
+    rc = dump_body(st, out, out_len);
+    json_decref(st);
+    if (rc < 0)
+        return answer_enomem(out, out_len);
+    return code;
+}
+
+/*
+ * Optional string member: absent or null → "" (kube-apiserver omits empty
+ * strings); any other non-string → a 400 naming path.
+ */
+static int opt_string(const json_t *obj, const char *key, const char *path, const char **out,
+                      struct bad_request *b)
+{
+    const json_t *v = json_object_get(obj, key);
+
+    *out = "";
+    if (v == NULL || json_is_null(v))
+        return 0;
+    if (!json_is_string(v))
+        return bad(b, "%s must be a string", path);
+    *out = json_string_value(v);
+    return 0;
+}
+
+/* Validate the review and fill req (borrowing from review) and *api_out. */
+static int parse_review(const json_t *review, const char **api_out, struct mutate_request *req,
+                        struct bad_request *b)
+{
+    const json_t *v;
+    const json_t *request;
+    const json_t *resource;
+    const char *s;
+    char q[QUOTE_MAX + 4];
+    int rc;
+
+    if (!json_is_object(review))
+        return bad(b, "body is not a JSON object");
+
+    v = json_object_get(review, "apiVersion");
+    if (v == NULL || json_is_null(v))
+        return bad(b, "apiVersion missing");
+    if (!json_is_string(v))
+        return bad(b, "apiVersion must be a string");
+    s = json_string_value(v);
+    if (strcmp(s, API_V1) != 0 && strcmp(s, API_V1BETA1) != 0)
+        return bad(b, "unsupported apiVersion \"%s\" (want " API_V1 " or " API_V1BETA1 ")",
+                   quote_safe(s, q, sizeof(q)));
+    *api_out = s;
+
+    v = json_object_get(review, "kind");
+    if (v == NULL || json_is_null(v))
+        return bad(b, "kind missing");
+    if (!json_is_string(v))
+        return bad(b, "kind must be a string");
+    s = json_string_value(v);
+    if (strcmp(s, "AdmissionReview") != 0)
+        return bad(b, "unsupported kind \"%s\" (want AdmissionReview)",
+                   quote_safe(s, q, sizeof(q)));
+
+    request = json_object_get(review, "request");
+    if (request == NULL || json_is_null(request))
+        return bad(b, "request missing");
+    if (!json_is_object(request))
+        return bad(b, "request must be an object");
+
+    v = json_object_get(request, "uid");
+    if (v == NULL || json_is_null(v))
+        return bad(b, "request.uid missing");
+    if (!json_is_string(v))
+        return bad(b, "request.uid must be a string");
+    if (json_string_length(v) == 0)
+        return bad(b, "request.uid is empty");
+    req->uid = json_string_value(v);
+
+    rc = opt_string(request, "operation", "request.operation", &req->operation, b);
+    if (rc < 0)
+        return rc;
+    resource = json_object_get(request, "resource");
+    if (resource != NULL && !json_is_null(resource) && !json_is_object(resource))
+        return bad(b, "request.resource must be an object");
+    rc = opt_string(resource, "group", "request.resource.group", &req->group, b);
+    if (rc < 0)
+        return rc;
+    rc = opt_string(resource, "resource", "request.resource.resource", &req->resource, b);
+    if (rc < 0)
+        return rc;
+    rc = opt_string(request, "subResource", "request.subResource", &req->sub_resource, b);
+    if (rc < 0)
+        return rc;
+    rc = opt_string(request, "namespace", "request.namespace", &req->ns, b);
+    if (rc < 0)
+        return rc;
+
+    /* Absent or null object (e.g. DELETE) → NULL: mutate decides what that means. */
+    v = json_object_get(request, "object");
+    if (v != NULL && !json_is_null(v) && !json_is_object(v))
+        return bad(b, "request.object must be an object");
+    req->pod = json_is_object(v) ? v : NULL;
+    return 0;
+}
+
+/* base64 (RFC 4648, no line breaks) of the compact JSON of ops; new reference. */
+static json_t *patch_base64(const json_t *ops)
+{
+    char *text = json_dumps(ops, JSON_COMPACT);
+    unsigned char *b64 = NULL;
+    json_t *s = NULL;
+    size_t n;
+
+    if (text == NULL)
+        return NULL;
+    n = strlen(text);
+    if (n > (size_t)INT_MAX / 4 * 3 - 3)
+        goto out;
+    b64 = malloc(4 * ((n + 2) / 3) + 1);
+    if (b64 == NULL)
+        goto out;
+    EVP_EncodeBlock(b64, (const unsigned char *)text, (int)n);
+    s = json_string((const char *)b64);
+out:
+    free(b64);
+    free(text);
+    return s;
+}
+
+/* Build the AdmissionResponse for res. @return new reference, NULL on ENOMEM. */
+static json_t *response_build(const char *uid, const struct mutate_result *res)
+{
+    json_t *resp = json_pack("{s:s, s:b}", "uid", uid, "allowed", res->allowed);
+    json_t *warn = NULL;
+
+    if (resp == NULL)
+        return NULL;
+    if (json_is_array(res->patch) && json_array_size(res->patch) > 0) {
+        if (json_object_set_new(resp, "patchType", json_string("JSONPatch")) < 0
+            || json_object_set_new(resp, "patch", patch_base64(res->patch)) < 0)
+            goto fail;
+    }
+    if (res->warnings.n > 0) {
+        warn = warnings_to_json(&res->warnings);
+        if (json_object_set_new(resp, "warnings", warn) < 0)
+            goto fail;
+    }
+    if (!res->allowed) {
+        /* A denial always carries a code; 500 if mutate left none. */
+        int code = res->status_code > 0 ? res->status_code : 500;
+        char msg[sizeof(res->message)];
+
+        /* A message cut inside a character is not valid UTF-8: fall back to ASCII. */
+        memcpy(msg, res->message, sizeof(msg));
+        msg[sizeof(msg) - 1] = '\0';
+        if (!utf8_valid(msg))
+            ascii_only(msg);
+        if (json_object_set_new(resp, "status",
+                                json_pack("{s:i, s:s, s:s}", "code", code, "message", msg,
+                                          "status", "Failure"))
+            < 0)
+            goto fail;
+    }
+    return resp;
+fail:
+    json_decref(resp);
+    return NULL;
+}
+
+/* Pod name for the log line: metadata.name, else generateName, else "". */
+static const char *pod_name(const json_t *pod)
+{
+    const json_t *md = json_object_get(pod, "metadata");
+    const char *s = json_string_value(json_object_get(md, "name"));
+
+    if (s == NULL)
+        s = json_string_value(json_object_get(md, "generateName"));
+    return s != NULL ? s : "";
+}
+
+int admission_handle(const char *body, size_t len, const struct job_source *src,
+                     const struct mutate_options *opt, char **out, size_t *out_len)
+{
+    struct mutate_request req = {0};
+    struct mutate_result res;
+    struct bad_request b = {{0}};
+    json_error_t jerr;
+    json_t *review = NULL;
+    json_t *answer = NULL;
+    json_t *resp = NULL;
+    const char *api = NULL;
+    const char *job = "";
+    const char *job_uid = "";
+    int status;
+
+    *out = NULL;
+    *out_len = 0;
+    mutate_result_init(&res);
+
+    if (body == NULL || len == 0) {
+        status = answer_status(400, "BadRequest", "request body is empty", out, out_len);
+        goto out;
+    }
+    review = json_loadb(body, len, JSON_DECODE_ANY, &jerr);
+    if (review == NULL) {
+        ascii_only(jerr.text);
+        snprintf(b.msg, sizeof(b.msg), "invalid JSON at line %d column %d: %s", jerr.line,
+                 jerr.column, jerr.text);
+        LOG_DEBUG("admission bad request: %s", b.msg);
+        status = answer_status(400, "BadRequest", b.msg, out, out_len);
+        goto out;
+    }
+    if (parse_review(review, &api, &req, &b) < 0) {
+        LOG_DEBUG("admission bad request: %s", b.msg);
+        status = answer_status(400, "BadRequest", b.msg, out, out_len);
+        goto out;
+    }
+
+    mutate_review(&req, src, opt, &res);
+
+    resp = response_build(req.uid, &res);
+    answer = resp == NULL ? NULL
+                          : json_pack("{s:s, s:s, s:o}", "apiVersion", api, "kind",
+                                      "AdmissionReview", "response", resp);
+    resp = NULL; /* now owned by answer (json_pack "o" steals, even on failure) */
+    if (answer == NULL || dump_body(answer, out, out_len) < 0) {
+        status = answer_status(500, "InternalError", "out of memory", out, out_len);
+        goto out;
+    }
+    status = 200;
+    if (log_level_current >= LOG_LEVEL_DEBUG && req.pod != NULL
+        && mutate_pod_owner(req.pod, &job, &job_uid) != 0)
+        job = "";
+    LOG_DEBUG("admission uid=%s ns=%s pod=%s job=%s allowed=%s ops=%zu", req.uid, req.ns,
+              pod_name(req.pod), job, res.allowed ? "true" : "false",
+              json_is_array(res.patch) ? json_array_size(res.patch) : (size_t)0);
+out:
+    json_decref(answer);
+    json_decref(review);
+    mutate_result_dispose(&res);
+    return status;
+}

@@ -1,0 +1,323 @@
+/*
+ * render.c - `render`: the admission code path without a server or cluster.
+ *
+ *   render -f JOB [--namespace NS] [-o pod|patch]     every pod of the Job, mutated
+ *   render -f JOB --pod POD [--namespace NS] [-o pod|patch]
+ *   render -f JOB --review REVIEW                     the AdmissionReview answer
+ *
+ * Single-threaded. Output on stdout only on success; problems are one line on
+ * stderr ("render: FILE: problem") and exit status 1; bad usage exits 2.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "k8s/yaml.h"
+#include "plugins/jobutil.h"
+#include "webhook/admission.h"
+#include "webhook/commands.h"
+#include "webhook/jobpods.h"
+#include "webhook/mutate.h"
+
+#define REVIEW_MAX_BYTES (3u << 20)  /* the server's body cap */
+
+enum output { OUTPUT_POD, OUTPUT_PATCH };
+
+static void render_usage(FILE *to)
+{
+    fprintf(to,
+            "usage: " WH_PROG " render -f JOB [--namespace NS] [-o pod|patch]\n"
+            "       " WH_PROG " render -f JOB --pod POD [--namespace NS] [-o pod|patch]\n"
+            "       " WH_PROG " render -f JOB --review REVIEW\n"
+            "\n"
+            "Shows what the Volcano job plugins do, with the same code path as `serve`.\n"
+            "  -f, --filename JOB   Volcano Job, YAML or JSON (required)\n"
+            "      --pod POD        mutate this pod (YAML or JSON) instead of the Job's own pods\n"
+            "      --review REVIEW  print the AdmissionReview response serve would send\n"
+            "      --namespace NS   namespace when the Job or pod has none (default \"default\")\n"
+            "  -o, --output FORMAT  pod (default): mutated pods; patch: the JSON Patch ops\n"
+            "  -h, --help           this help\n");
+}
+
+static int load_object(const char *path, const char *what, json_t **out)
+{
+    struct wh_error err;
+    int rc;
+
+    wh_error_clear(&err);
+    rc = yaml_load_file(path, out, &err);
+    if (rc < 0) {
+        fprintf(stderr, "render: %s: %s\n", path, err.msg[0] ? err.msg : wh_error_str(rc));
+        return 1;
+    }
+    if (!json_is_object(*out)) {
+        fprintf(stderr, "render: %s: not a %s object\n", path, what);
+        json_decref(*out);
+        *out = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+static int load_job(const char *path, json_t **out)
+{
+    const char *kind;
+    const char *api;
+
+    if (load_object(path, "Job", out) != 0)
+        return 1;
+    kind = json_string_value(json_object_get(*out, "kind"));
+    api = json_string_value(json_object_get(*out, "apiVersion"));
+    if (kind == NULL || strcmp(kind, "Job") != 0 || api == NULL
+        || strcmp(api, "batch.volcano.sh/v1alpha1") != 0) {
+        fprintf(stderr, "render: %s: not a batch.volcano.sh/v1alpha1 Job (apiVersion %s, kind %s)\n",
+                path, api ? api : "missing", kind ? kind : "missing");
+        goto bad;
+    }
+    if (job_name(*out)[0] == '\0') {
+        fprintf(stderr, "render: %s: job has no metadata.name\n", path);
+        goto bad;
+    }
+    if (json_object_get(json_object_get(*out, "spec"), "tasks") != NULL && job_tasks(*out) == NULL) {
+        fprintf(stderr, "render: %s: spec.tasks is not a list\n", path);
+        goto bad;
+    }
+    return 0;
+bad:
+    json_decref(*out);
+    *out = NULL;
+    return 1;
+}
+
+static void print_warnings(const char *pod, const struct warnings *w)
+{
+    for (size_t i = 0; i < w->n; i++)
+        fprintf(stderr, "warning: pod %s: %s\n", pod, w->items[i]);
+}
+
+static int print_json(json_t *v)
+{
+    int rc = json_dumpf(v, stdout, JSON_INDENT(2)) == 0 ? 0 : 1;
+
+    fputc('\n', stdout);
+    return rc;
+}
+
+/* Mutate one pod; on success *item_out is the pod or {"pod":name,"patch":[...]}. */
+static int render_pod(const json_t *job, const json_t *pod, const char *ns, enum output out,
+                      json_t **item_out)
+{
+    struct mutate_result r;
+    const char *name = json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
+    int rc = 0;
+
+    if (name == NULL)
+        name = "(generateName)";
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, pod, ns, &r);
+    print_warnings(name, &r.warnings);
+    if (!r.allowed) {
+        fprintf(stderr, "render: pod %s denied (code %d): %s\n", name, r.status_code, r.message);
+        rc = 1;
+    } else if (out == OUTPUT_POD) {
+        *item_out = json_incref(r.pod);
+    } else {
+        json_t *ops = r.patch != NULL ? json_incref(r.patch) : json_array();
+
+        *item_out = json_pack("{s:s, s:o}", "pod", name, "patch", ops);
+    }
+    mutate_result_dispose(&r);
+    if (rc == 0 && *item_out == NULL) {
+        fprintf(stderr, "render: out of memory\n");
+        rc = 1;
+    }
+    return rc;
+}
+
+static int render_job_pods(json_t *job, enum output out)
+{
+    const json_t *tasks = job_tasks(job);
+    json_t *items = json_array();
+    json_t *list = NULL;
+    size_t t;
+    const json_t *task;
+    int rc = 0;
+
+    json_array_foreach(tasks, t, task) {
+        for (int64_t i = 0; i < job_task_replicas(task) && rc == 0; i++) {
+            json_t *pod = jobpods_build(job, task, i);
+            json_t *item = NULL;
+
+            if (pod == NULL) {
+                fprintf(stderr, "render: out of memory\n");
+                rc = 1;
+                break;
+            }
+            rc = render_pod(job, pod, job_namespace(job), out, &item);
+            json_decref(pod);
+            if (rc == 0)
+                json_array_append_new(items, item);
+        }
+        if (rc != 0)
+            break;
+    }
+    if (rc == 0) {
+        if (out == OUTPUT_POD)
+            list = json_pack("{s:s, s:s, s:{}, s:O}", "apiVersion", "v1", "kind", "List",
+                             "metadata", "items", items);
+        else
+            list = json_incref(items);
+        rc = print_json(list);
+    }
+    json_decref(list);
+    json_decref(items);
+    return rc;
+}
+
+struct file_job {
+    const json_t *job;
+};
+
+/* job_source over the -f Job: found when the name matches and the namespace fits. */
+static int file_job_get(void *userdata, const char *ns, const char *name, json_t **job_out,
+                        struct wh_error *err)
+{
+    const struct file_job *fj = userdata;
+    const char *jns = job_namespace(fj->job);
+    json_t *copy;
+
+    if (strcmp(job_name(fj->job), name) != 0 || (jns[0] != '\0' && strcmp(jns, ns) != 0))
+        return wh_error_set(err, WH_ENOTFOUND, "jobs.batch.volcano.sh \"%s\" not found", name);
+    copy = json_deep_copy(fj->job);
+    if (copy == NULL)
+        return WH_ENOMEM;
+    if (jns[0] == '\0')
+        json_object_set_new(json_object_get(copy, "metadata"), "namespace", json_string(ns));
+    *job_out = copy;
+    return 0;
+}
+
+static int render_review(const json_t *job, const char *path)
+{
+    struct file_job fj = {.job = job};
+    struct job_source src = {.get = file_job_get, .userdata = &fj};
+    struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
+    FILE *f = fopen(path, "rb");
+    char *body = NULL;
+    char *out = NULL;
+    size_t len, out_len = 0;
+    int status;
+
+    if (f == NULL) {
+        fprintf(stderr, "render: %s: cannot open: %s\n", path, strerror(errno));
+        return 1;
+    }
+    body = malloc(REVIEW_MAX_BYTES + 1);
+    len = body ? fread(body, 1, REVIEW_MAX_BYTES + 1, f) : 0;
+    fclose(f);
+    if (body == NULL || len > REVIEW_MAX_BYTES) {
+        fprintf(stderr, "render: %s: %s\n", path, body ? "larger than 3 MiB" : "out of memory");
+        free(body);
+        return 1;
+    }
+    status = admission_handle(body, len, &src, &opt, &out, &out_len);
+    free(body);
+    if (status != 200) {
+        fprintf(stderr, "render: %s: HTTP %d: %.*s\n", path, status, (int)out_len, out ? out : "");
+        free(out);
+        return 1;
+    }
+    fwrite(out, 1, out_len, stdout);
+    fputc('\n', stdout);
+    free(out);
+    return 0;
+}
+
+int render_main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"filename", required_argument, NULL, 'f'}, {"pod", required_argument, NULL, 'p'},
+        {"review", required_argument, NULL, 'r'},   {"namespace", required_argument, NULL, 'n'},
+        {"output", required_argument, NULL, 'o'},   {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *job_path = NULL, *pod_path = NULL, *review_path = NULL, *ns_flag = NULL;
+    enum output out = OUTPUT_POD;
+    json_t *job = NULL;
+    json_t *pod = NULL;
+    int c, rc = 1;
+
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":f:o:n:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'f': job_path = optarg; break;
+        case 'p': pod_path = optarg; break;
+        case 'r': review_path = optarg; break;
+        case 'n': ns_flag = optarg; break;
+        case 'o':
+            if (strcmp(optarg, "pod") == 0)
+                out = OUTPUT_POD;
+            else if (strcmp(optarg, "patch") == 0)
+                out = OUTPUT_PATCH;
+            else {
+                fprintf(stderr, "render: --output must be pod or patch, not \"%s\"\n", optarg);
+                return 2;
+            }
+            break;
+        case 'h': render_usage(stdout); return 0;
+        case ':':
+            fprintf(stderr, "render: flag %s needs a value\n", argv[optind - 1]);
+            return 2;
+        default:
+            fprintf(stderr, "render: unknown flag %s\n", argv[optind - 1]);
+            render_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "render: unexpected argument \"%s\"\n", argv[optind]);
+        return 2;
+    }
+    if (job_path == NULL) {
+        fprintf(stderr, "render: -f JOB is required\n");
+        render_usage(stderr);
+        return 2;
+    }
+    if (pod_path != NULL && review_path != NULL) {
+        fprintf(stderr, "render: --pod and --review cannot be used together\n");
+        return 2;
+    }
+    if (load_job(job_path, &job) != 0)
+        return 1;
+    if (review_path != NULL) {
+        rc = render_review(job, review_path);
+    } else if (pod_path != NULL) {
+        const char *ns;
+        json_t *item = NULL;
+
+        if (load_object(pod_path, "Pod", &pod) != 0)
+            goto out;
+        ns = ns_flag;
+        if (ns == NULL)
+            ns = json_string_value(json_object_get(json_object_get(pod, "metadata"), "namespace"));
+        if (ns == NULL || ns[0] == '\0')
+            ns = job_namespace(job)[0] ? job_namespace(job) : "default";
+        if (jobpods_complete_job(job, ns) < 0)
+            goto out;
+        rc = render_pod(job, pod, ns, out, &item);
+        if (rc == 0)
+            rc = print_json(out == OUTPUT_POD ? item : json_object_get(item, "patch"));
+        json_decref(item);
+    } else {
+        if (jobpods_complete_job(job, ns_flag ? ns_flag : "default") < 0)
+            goto out;
+        rc = render_job_pods(job, out);
+    }
+out:
+    json_decref(pod);
+    json_decref(job);
+    return rc;
+}
