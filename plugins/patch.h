@@ -24,7 +24,8 @@
  *    a shorter array gives one `replace` of the whole array.
  *  - path segments escape `~` as `~0` and `/` as `~1` (RFC 6901 §3).
  *  - integers and reals compare by json_equal (so 420 != 420.0).
- * @return new reference: JSON array of ops ([] when equal); NULL on ENOMEM.
+ * @return new reference: JSON array of ops ([] when equal); NULL on ENOMEM
+ *         (or when before or after is NULL). Op values are deep copies.
  */
 json_t *patch_diff(const json_t *before, const json_t *after);
 
