@@ -58,7 +58,7 @@ static int mpi_edit_list(const struct plugin_ctx *c, json_t *list, const char *l
         rc = podutil_add_port(ctr,
                               json_pack("{s:s, s:i}", "name", MPI_PORT_NAME, "containerPort",
                                         (int)port),
-                              "mpi plugin", c->warnings);
+                              "mpi", c->warnings);
         if (rc < 0)
             return wh_error_set(err, rc, "mpi plugin: cannot add port %d to spec.%s[%zu]: %s",
                                 (int)port, list_name, i,

@@ -97,7 +97,11 @@ static int upsert_keyed(json_t *obj, const char *list_key, const char *key, json
     if (list == NULL || json_is_null(list)) {
         json_t *fresh = json_array();
 
-        if (fresh == NULL || json_array_append_new(fresh, item_new) < 0) {
+        if (fresh == NULL) {
+            json_decref(item_new); /* stolen even on failure */
+            return WH_ENOMEM;
+        }
+        if (json_array_append_new(fresh, item_new) < 0) {
             json_decref(fresh);
             return WH_ENOMEM;
         }
@@ -127,6 +131,25 @@ static int upsert_keyed(json_t *obj, const char *list_key, const char *key, json
 
 int podutil_upsert_env(json_t *container, json_t *env_new)
 {
+    const json_t *list = json_object_get(container, "env");
+    const json_t *name = json_object_get(env_new, "name");
+
+    /*
+     * "absent == empty" must not let a literal "" match a valueFrom entry: the
+     * two are different variables. Replace the last entry of that name outright.
+     */
+    if (env_new != NULL && json_is_array(list) && json_object_get(env_new, "valueFrom") == NULL) {
+        for (size_t i = json_array_size(list); i-- > 0;) {
+            const json_t *e = json_array_get(list, i);
+
+            if (!json_equal(json_object_get(e, "name"), name))
+                continue;
+            if (json_object_get(e, "valueFrom") != NULL)
+                return json_array_set_new((json_t *)list, i, env_new) < 0 ? WH_ENOMEM
+                                                                          : UPSERT_REPLACED;
+            break;
+        }
+    }
     return upsert_keyed(container, "env", "name", env_new, true);
 }
 
@@ -207,17 +230,23 @@ int podutil_add_init_container(json_t *pod, json_t *container_new)
 
 int podutil_set(json_t *obj, const char *key, json_t *value_new)
 {
+    const json_t *old;
+    int done;
+
     if (value_new == NULL)
         return WH_ENOMEM;
     if (!json_is_object(obj)) {
         json_decref(value_new);
         return WH_EINVAL;
     }
-    if (json_equal(json_object_get(obj, key), value_new)) {
+    old = json_object_get(obj, key);
+    if (json_equal(old, value_new)) {
         json_decref(value_new);
         return UPSERT_SAME;
     }
-    return json_object_set_new(obj, key, value_new) < 0 ? WH_ENOMEM : UPSERT_REPLACED;
+    /* ADDED for a new member, as the enum documents; REPLACED only for an existing one. */
+    done = old == NULL ? UPSERT_ADDED : UPSERT_REPLACED;
+    return json_object_set_new(obj, key, value_new) < 0 ? WH_ENOMEM : done;
 }
 
 int podutil_set_string(json_t *obj, const char *key, const char *value)

@@ -1,0 +1,385 @@
+/*
+ * check_mutate.c - the admission decision: D1-D3, D5-D8, D13, D14 of spec §9,
+ * through mutate_review / mutate_pod_with_job with a fake Job source.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/patch.h"
+#include "tests/testutil.h"
+#include "webhook/mutate.h"
+
+/* ---- a fake job_source ---- */
+
+struct fake_source {
+    json_t *job;      /* returned (as a copy) when name matches */
+    int rc;           /* forced error when < 0 */
+    int calls;
+    char last_ns[64];
+    char last_name[64];
+};
+
+static int fake_get(void *ud, const char *ns, const char *name, json_t **out, struct wh_error *err)
+{
+    struct fake_source *fs = ud;
+
+    fs->calls++;
+    snprintf(fs->last_ns, sizeof(fs->last_ns), "%s", ns);
+    snprintf(fs->last_name, sizeof(fs->last_name), "%s", name);
+    if (fs->rc < 0)
+        return wh_error_set(err, fs->rc, "InternalError: etcd is sad");
+    if (fs->job == NULL || strcmp(json_string_value(json_object_get(
+                                      json_object_get(fs->job, "metadata"), "name")), name) != 0)
+        return wh_error_set(err, WH_ENOTFOUND, "NotFound: jobs.batch.volcano.sh \"%s\" not found", name);
+    *out = json_deep_copy(fs->job);
+    return 0;
+}
+
+static const char *JOB_SIMPLE =
+    "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+    " \"metadata\":{\"name\":\"j\",\"namespace\":\"ns1\",\"uid\":\"u-1\"},"
+    " \"spec\":{\"plugins\":{\"env\":[]},"
+    "  \"tasks\":[{\"name\":\"worker\",\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}]}}";
+
+static const char *POD_SIMPLE =
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
+    " \"metadata\":{\"name\":\"j-worker-1\","
+    "  \"annotations\":{\"volcano.sh/task-spec\":\"worker\"},"
+    "  \"ownerReferences\":[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\",\"name\":\"j\","
+    "   \"uid\":\"u-1\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
+    " \"spec\":{\"containers\":[{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"}]}]}}";
+
+static void review(struct fake_source *fs, const char *op, const char *resource, const char *ns,
+                   json_t *pod, enum lookup_failure_policy policy, struct mutate_result *out)
+{
+    struct job_source src = {.get = fake_get, .userdata = fs};
+    struct mutate_options opt = {.lookup_failure = policy};
+    struct mutate_request req = {
+        .uid = "req-1", .operation = op, .resource = resource, .group = "", .sub_resource = "",
+        .ns = ns, .pod = pod,
+    };
+
+    mutate_review(&req, &src, &opt, out);
+}
+
+START_TEST(served_pod_gets_env_patch)
+{
+    struct fake_source fs = {.job = tu_json(JOB_SIMPLE)};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    review(&fs, "CREATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(r.allowed);
+    ck_assert_int_eq(fs.calls, 1);
+    ck_assert_str_eq(fs.last_ns, "ns1");
+    ck_assert_str_eq(fs.last_name, "j");
+    tu_assert_json_eq(r.patch,
+        "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":{\"name\":\"VK_TASK_INDEX\",\"value\":\"1\"}},"
+        " {\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":{\"name\":\"VC_TASK_INDEX\",\"value\":\"1\"}}]");
+    ck_assert_uint_eq(r.warnings.n, 0);
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(fs.job);
+}
+END_TEST
+
+START_TEST(not_served_d8)
+{
+    struct fake_source fs = {.job = tu_json(JOB_SIMPLE)};
+    json_t *pod = tu_json(POD_SIMPLE);
+    json_t *orphan = tu_json("{\"metadata\":{\"name\":\"x-y-1\",\"ownerReferences\":[{\"apiVersion\":"
+                             "\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\",\"name\":\"j\",\"uid\":\"u-1\"}]},"
+                             "\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    json_t *other_kind = tu_json("{\"metadata\":{\"name\":\"x-y-1\",\"ownerReferences\":[{\"apiVersion\":"
+                                 "\"batch/v1\",\"kind\":\"Job\",\"name\":\"j\",\"uid\":\"u-1\",\"controller\":true}]},"
+                                 "\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    struct mutate_result r;
+
+    review(&fs, "UPDATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(r.allowed);
+    ck_assert_ptr_null(r.patch);
+    mutate_result_dispose(&r);
+    review(&fs, "CREATE", "services", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(r.allowed);
+    ck_assert_ptr_null(r.patch);
+    mutate_result_dispose(&r);
+    /* an ownerReference that is not the controller does not make it ours */
+    review(&fs, "CREATE", "pods", "ns1", orphan, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(r.allowed);
+    ck_assert_ptr_null(r.patch);
+    mutate_result_dispose(&r);
+    review(&fs, "CREATE", "pods", "ns1", other_kind, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(r.allowed);
+    ck_assert_ptr_null(r.patch);
+    mutate_result_dispose(&r);
+    ck_assert_int_eq(fs.calls, 0);
+    json_decref(pod);
+    json_decref(orphan);
+    json_decref(other_kind);
+    json_decref(fs.job);
+}
+END_TEST
+
+START_TEST(job_not_found_allows_with_warning_d7)
+{
+    struct fake_source fs = {.job = NULL};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    review(&fs, "CREATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(r.allowed);
+    ck_assert_ptr_null(r.patch);
+    ck_assert_uint_eq(r.warnings.n, 1);
+    ck_assert_str_eq(r.warnings.items[0], "volcano job ns1/j not found, pod not mutated");
+    mutate_result_dispose(&r);
+    json_decref(pod);
+}
+END_TEST
+
+START_TEST(lookup_failure_policy_d7)
+{
+    struct fake_source fs = {.job = NULL, .rc = WH_ETIMEOUT};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    review(&fs, "CREATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(!r.allowed);
+    ck_assert_int_eq(r.status_code, 500);
+    ck_assert_str_eq(r.message, "cannot read volcano job ns1/j: InternalError: etcd is sad");
+    ck_assert_ptr_null(r.patch);
+    mutate_result_dispose(&r);
+
+    review(&fs, "CREATE", "pods", "ns1", pod, LOOKUP_FAILURE_ALLOW, &r);
+    ck_assert(r.allowed);
+    ck_assert_ptr_null(r.patch);
+    ck_assert_uint_eq(r.warnings.n, 1);
+    ck_assert_str_eq(r.warnings.items[0],
+                     "volcano job ns1/j could not be read (InternalError: etcd is sad), pod not mutated");
+    mutate_result_dispose(&r);
+    json_decref(pod);
+}
+END_TEST
+
+START_TEST(namespace_from_pod_when_request_has_none_d6)
+{
+    struct fake_source fs = {.job = tu_json(JOB_SIMPLE)};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    json_object_set_new(json_object_get(pod, "metadata"), "namespace", json_string("ns1"));
+    review(&fs, "CREATE", "pods", "", pod, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(r.allowed);
+    ck_assert_str_eq(fs.last_ns, "ns1");
+    ck_assert_uint_eq(json_array_size(r.patch), 2);
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(fs.job);
+}
+END_TEST
+
+START_TEST(uid_mismatch_is_not_our_job_d6)
+{
+    struct fake_source fs = {.job = tu_json(JOB_SIMPLE)};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    json_object_set_new(json_object_get(fs.job, "metadata"), "uid", json_string("u-2"));
+    review(&fs, "CREATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(r.allowed);
+    ck_assert_ptr_null(r.patch);
+    ck_assert_uint_eq(r.warnings.n, 1);
+    ck_assert_str_eq(r.warnings.items[0], "volcano job ns1/j has uid u-2 but the pod's "
+                                          "ownerReference names uid u-1, pod not mutated");
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(fs.job);
+}
+END_TEST
+
+START_TEST(unknown_plugin_warns_and_others_run_d3)
+{
+    json_t *job = tu_json(JOB_SIMPLE);
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    json_object_set_new(json_object_get(json_object_get(job, "spec"), "plugins"), "gpu",
+                        json_array());
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, pod, "ns1", &r);
+    ck_assert(r.allowed);
+    ck_assert_uint_eq(json_array_size(r.patch), 2);
+    ck_assert_uint_eq(r.warnings.n, 1);
+    ck_assert_str_eq(r.warnings.items[0], "unknown plugin gpu in job spec.plugins ignored");
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
+START_TEST(plugin_error_denies_400_d7)
+{
+    json_t *job = tu_json(JOB_SIMPLE);
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    /* ray without a head task blocks every pod of the job (spec §3.8) */
+    json_object_set_new(json_object_get(json_object_get(job, "spec"), "plugins"), "ray",
+                        json_array());
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, pod, "ns1", &r);
+    ck_assert(!r.allowed);
+    ck_assert_int_eq(r.status_code, 400);
+    ck_assert_str_eq(r.message, "ray plugin: job j doesn't have head task head");
+    ck_assert_ptr_null(r.patch);
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
+/* Mutate, then check the patch against the result and the fixed point (D5). */
+static json_t *mutate_and_check_fixed_point(const json_t *job, const json_t *pod,
+                                            struct mutate_result *r)
+{
+    struct mutate_result again;
+    json_t *applied;
+
+    mutate_result_init(r);
+    mutate_pod_with_job(job, pod, "ns1", r);
+    ck_assert_msg(r->allowed, "denied: %s", r->message);
+    applied = patch_apply(pod, r->patch ? r->patch : json_array(), NULL);
+    ck_assert_ptr_nonnull(applied);
+    ck_assert(json_equal(applied, r->pod));
+    json_decref(applied);
+    mutate_result_init(&again);
+    mutate_pod_with_job(job, r->pod, "ns1", &again);
+    ck_assert(again.allowed);
+    ck_assert_msg(again.patch == NULL, "webhook applied to its own output changed it");
+    mutate_result_dispose(&again);
+    return r->pod;
+}
+
+static const char *WAIT_SCRIPT =
+    "echo \"Waiting for master node pj-master-0.pj:23456 to be ready...\"\n"
+    "TIMEOUT=300\n"
+    "ELAPSED=0\n"
+    "until { nc -z pj-master-0.pj 23456 || echo > /dev/tcp/pj-master-0.pj/23456; } 2>/dev/null; do\n"
+    "  if [ $ELAPSED -ge $TIMEOUT ]; then\n"
+    "    echo \"Timeout waiting for master after ${TIMEOUT} seconds\"\n"
+    "    exit 1\n"
+    "  fi\n"
+    "  echo \"Master not ready yet, retrying in 2 seconds... (elapsed: ${ELAPSED}s)\"\n"
+    "  sleep 2\n"
+    "  ELAPSED=$((ELAPSED + 2))\n"
+    "done\n"
+    "echo \"Master node is ready!\"";
+
+START_TEST(added_init_container_gets_every_plugin_d13)
+{
+    json_t *job = tu_json(
+        "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+        " \"metadata\":{\"name\":\"pj\",\"namespace\":\"ns1\",\"uid\":\"u-9\"},"
+        " \"spec\":{\"plugins\":{\"pytorch\":[\"--wait-master-enabled\"],\"env\":[],\"ssh\":[]},"
+        "  \"tasks\":[{\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":2}]}}");
+    json_t *pod = tu_json(
+        "{\"metadata\":{\"name\":\"pj-worker-0\",\"annotations\":{\"volcano.sh/task-spec\":\"worker\"}},"
+        " \"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}");
+    json_t *want = tu_json(
+        "{\"metadata\":{\"name\":\"pj-worker-0\",\"annotations\":{\"volcano.sh/task-spec\":\"worker\"}},"
+        " \"spec\":{\"hostname\":\"pj-worker-0\",\"subdomain\":\"pj\","
+        "  \"volumes\":[{\"name\":\"pj-ssh\",\"secret\":{\"secretName\":\"pj-ssh\",\"items\":["
+        "     {\"key\":\"id_rsa\",\"path\":\".ssh/id_rsa\"},{\"key\":\"id_rsa.pub\",\"path\":\".ssh/id_rsa.pub\"},"
+        "     {\"key\":\"authorized_keys\",\"path\":\".ssh/authorized_keys\"},{\"key\":\"config\",\"path\":\".ssh/config\"}],"
+        "     \"defaultMode\":384}},"
+        "   {\"name\":\"pj-svc\",\"configMap\":{\"name\":\"pj-svc\"}}],"
+        "  \"containers\":[{\"name\":\"c\",\"image\":\"i\","
+        "   \"volumeMounts\":[{\"name\":\"pj-ssh\",\"mountPath\":\"/root/.ssh\",\"subPath\":\".ssh\"},"
+        "                    {\"name\":\"pj-svc\",\"mountPath\":\"/etc/volcano\"}],"
+        "   \"ports\":[{\"name\":\"pytorchjob-port\",\"containerPort\":23456}],"
+        "   \"env\":[{\"name\":\"VK_TASK_INDEX\",\"value\":\"0\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"0\"},"
+        "     {\"name\":\"VC_MASTER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_MASTER_HOSTS\"}}},"
+        "     {\"name\":\"VC_MASTER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_MASTER_NUM\"}}},"
+        "     {\"name\":\"VC_WORKER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_WORKER_HOSTS\"}}},"
+        "     {\"name\":\"VC_WORKER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_WORKER_NUM\"}}},"
+        "     {\"name\":\"MASTER_ADDR\",\"value\":\"pj-master-0.pj\"},{\"name\":\"MASTER_PORT\",\"value\":\"23456\"},"
+        "     {\"name\":\"WORLD_SIZE\",\"value\":\"3\"},{\"name\":\"RANK\",\"value\":\"1\"}]}],"
+        "  \"initContainers\":[{\"name\":\"wait-for-master\",\"image\":\"busybox:1.36.1\",\"command\":[\"sh\",\"-c\",\"S\"],"
+        "   \"volumeMounts\":[{\"name\":\"pj-ssh\",\"mountPath\":\"/root/.ssh\",\"subPath\":\".ssh\"},"
+        "                    {\"name\":\"pj-svc\",\"mountPath\":\"/etc/volcano\"}],"
+        "   \"env\":[{\"name\":\"VK_TASK_INDEX\",\"value\":\"0\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"0\"},"
+        "     {\"name\":\"VC_MASTER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_MASTER_HOSTS\"}}},"
+        "     {\"name\":\"VC_MASTER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_MASTER_NUM\"}}},"
+        "     {\"name\":\"VC_WORKER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_WORKER_HOSTS\"}}},"
+        "     {\"name\":\"VC_WORKER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_WORKER_NUM\"}}}]}]}}");
+    struct mutate_result r;
+    json_t *got;
+
+    json_array_set_new(json_object_get(json_array_get(json_object_get(json_object_get(want, "spec"),
+                                                                      "initContainers"), 0),
+                                       "command"), 2, json_string(WAIT_SCRIPT));
+    got = mutate_and_check_fixed_point(job, pod, &r);
+    {
+        char *g = json_dumps(got, JSON_COMPACT);
+        ck_assert_msg(json_equal(got, want), "got %s", g);
+        free(g);
+    }
+    ck_assert_uint_eq(r.warnings.n, 0);
+    mutate_result_dispose(&r);
+    json_decref(want);
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
+START_TEST(generate_name_pod_d14)
+{
+    json_t *job = tu_json(
+        "{\"metadata\":{\"name\":\"g\",\"namespace\":\"ns1\",\"uid\":\"u\"},"
+        " \"spec\":{\"plugins\":{\"env\":[],\"svc\":[\"--inject-hosts-env=false\"]},"
+        "  \"tasks\":[{\"name\":\"t\",\"replicas\":3}]}}");
+    json_t *pod = tu_json(
+        "{\"metadata\":{\"generateName\":\"g-t-\",\"labels\":{\"volcano.sh/task-index\":\"2\"},"
+        "  \"annotations\":{\"volcano.sh/task-spec\":\"t\",\"volcano.sh/task-index\":\"7\"}},"
+        " \"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    struct mutate_result r;
+
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, pod, "ns1", &r);
+    ck_assert(r.allowed);
+    tu_assert_json_eq(r.patch,
+        "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env\",\"value\":["
+        "   {\"name\":\"VK_TASK_INDEX\",\"value\":\"2\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"2\"}]},"
+        " {\"op\":\"add\",\"path\":\"/spec/containers/0/volumeMounts\",\"value\":[{\"name\":\"g-svc\",\"mountPath\":\"/etc/volcano\"}]},"
+        " {\"op\":\"add\",\"path\":\"/spec/subdomain\",\"value\":\"g\"},"
+        " {\"op\":\"add\",\"path\":\"/spec/volumes\",\"value\":[{\"name\":\"g-svc\",\"configMap\":{\"name\":\"g-svc\"}}]}]");
+    ck_assert_uint_eq(r.warnings.n, 1);
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
+static Suite *mutate_suite(void)
+{
+    Suite *s = suite_create("mutate");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_test(tc, served_pod_gets_env_patch);
+    tcase_add_test(tc, not_served_d8);
+    tcase_add_test(tc, job_not_found_allows_with_warning_d7);
+    tcase_add_test(tc, lookup_failure_policy_d7);
+    tcase_add_test(tc, namespace_from_pod_when_request_has_none_d6);
+    tcase_add_test(tc, uid_mismatch_is_not_our_job_d6);
+    tcase_add_test(tc, unknown_plugin_warns_and_others_run_d3);
+    tcase_add_test(tc, plugin_error_denies_400_d7);
+    tcase_add_test(tc, added_init_container_gets_every_plugin_d13);
+    tcase_add_test(tc, generate_name_pod_d14);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(mutate_suite());
+}
