@@ -14,8 +14,10 @@
 /**
  * Parse the first document of a YAML 1.1/1.2 (JSON is YAML) text into JSON.
  * Plain scalars are typed as Kubernetes' YAML reader does (sigs.k8s.io/yaml,
- * YAML 1.1 core): null/~/empty → null, true/false (and True/TRUE/...) → bool,
- * decimal/0x/0o integers → integer, floats → real, else string; quoted and block
+ * go-yaml v2's YAML 1.1 resolver): null/~/empty → null; true/false/yes/no/on/off/y/n
+ * (any case form go-yaml accepts) → bool; decimal, 0x, 0o, 0b and leading-0 octal
+ * integers → integer (beyond int64 → real); floats → real; .inf/.nan and
+ * timestamps → string; else string. Quoted and block
  * scalars are always strings. A repeated mapping key: the last value wins (as
  * sigs.k8s.io/yaml does for the published examples that repeat `queue`).
  * Anchors and aliases are resolved; merge keys `<<` are not supported.

@@ -74,7 +74,7 @@ static const struct typing_case typing_cases[] = {
     {"v: 1.", "1.0"}, {"v: 6.02e+23", "6.02e23"}, {"v: 1_0.5", "10.5"},
     {"v: .inf", "\".inf\""}, {"v: -.Inf", "\"-.Inf\""}, {"v: +.INF", "\"+.INF\""},
     {"v: .nan", "\".nan\""}, {"v: .NaN", "\".NaN\""}, {"v: 1e999", "\"1e999\""},
-    {"v: 1.2.3", "\"1.2.3\""}, {"v: .", "\".\""}, {"v: -", "\"-\""},
+    {"v: 1.2.3", "\"1.2.3\""}, {"v: .", "\".\""}, {"v: -x", "\"-x\""},
     /* timestamps stay strings */
     {"v: 2001-12-14", "\"2001-12-14\""}, {"v: 2001-12-14T21:59:43.10Z", "\"2001-12-14T21:59:43.10Z\""},
     /* strings, quoted and tagged scalars */
@@ -193,7 +193,7 @@ START_TEST(test_billion_laughs)
 
     load_fail(doc, WH_ETOOBIG, &err);
     ck_assert_msg(strstr(err.msg, "too many nodes after alias expansion") != NULL, "%s", err.msg);
-    ck_assert_msg(strncmp(err.msg, "line 7 column ", 14) == 0, "%s", err.msg);
+    ck_assert_msg(strncmp(err.msg, "line 6 column ", 14) == 0, "%s", err.msg);
 }
 END_TEST
 
@@ -232,6 +232,7 @@ START_TEST(test_pytorch_example)
     json_error_t je;
     struct wh_error err = {0};
     const char *cmd;
+    const char *tail;
 
     snprintf(path, sizeof(path), "%s/pytorch-job.yaml", examples_dir());
     ck_assert_int_eq(yaml_load_file(path, &got, &err), 0);
@@ -246,8 +247,9 @@ START_TEST(test_pytorch_example)
     ck_assert_ptr_nonnull(cmd);
     ck_assert_msg(strncmp(cmd, "import os\nimport torch\nimport torch.distributed as dist\n\nprint(",
                           62) == 0, "%s", cmd);
-    ck_assert_uint_eq(strlen(cmd) - strlen(strstr(cmd, "# PyTorch")), strlen(cmd) - 22);
-    ck_assert_str_eq(cmd + strlen(cmd) - 22, "# PyTorch训练代码...\n");
+    tail = "# PyTorch训练代码...\n";
+    ck_assert_uint_ge(strlen(cmd), strlen(tail));
+    ck_assert_str_eq(cmd + strlen(cmd) - strlen(tail), tail);
     json_decref(want);
     json_decref(got);
 }

@@ -1,0 +1,856 @@
+/*
+ * check_k8s_client.c - k8s/config.c and k8s/client.c: kubeconfig and
+ * in-cluster config, then real GETs against tests/apiserver.py started as a
+ * child process on a free loopback port, over HTTP and HTTPS (a throwaway CA
+ * and serving certificate made with the openssl CLI).
+ *
+ * Runs from the repository root (TEST_APISERVER overrides tests/apiserver.py).
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "k8s/client.h"
+#include "tests/testutil.h"
+
+#define JOBS "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs"
+
+static char tmpdir[256];     /* per process: certs, kubeconfigs, port file */
+static pid_t srv_pid = -1;   /* the test API server of the current TCase */
+static int srv_port;
+static bool srv_tls;
+
+/* ---- helpers ---- */
+
+static void tpath(char *buf, size_t len, const char *rel)
+{
+    snprintf(buf, len, "%s/%s", tmpdir, rel);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Whole file as a malloc'd string. */
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    long n;
+
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(buf);
+    ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static char *b64(const char *text)
+{
+    size_t n = strlen(text);
+    char *out = malloc(4 * ((n + 2) / 3) + 1);
+
+    ck_assert_ptr_nonnull(out);
+    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)text, (int)n);
+    return out;
+}
+
+/*
+ * Once per process, from main (outside any test, so no ck_assert): a temp dir,
+ * a CA, a serving cert for 127.0.0.1 signed by it, and an unrelated CA.
+ * @return 0, or -1 after printing why.
+ */
+static int make_tmpdir_and_certs(void)
+{
+    char cmd[2048];
+
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/check_k8s_client_XXXXXX");
+    if (mkdtemp(tmpdir) == NULL) {
+        perror("mkdtemp");
+        return -1;
+    }
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext && "
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+             "-keyout ca.key -out ca.crt -days 2 -subj /CN=test-ca 2>/dev/null && "
+             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+             "-keyout srv.key -out srv.csr -subj /CN=apiserver 2>/dev/null && "
+             "openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
+             "-out srv.crt -days 2 -extfile san.ext 2>/dev/null && "
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+             "-keyout other.key -out other.crt -days 2 -subj /CN=other-ca 2>/dev/null",
+             tmpdir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "cannot make test certificates: %s\n", cmd);
+        return -1;
+    }
+    return 0;
+}
+
+static void remove_tmpdir(void)
+{
+    char cmd[512];
+
+    if (tmpdir[0] == '\0')
+        return;
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", tmpdir);
+    tmpdir[0] = '\0';
+}
+
+static void server_start(bool tls)
+{
+    char port_file[512];
+    char cert[512];
+    char key[512];
+    const char *script = getenv("TEST_APISERVER");
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    int i;
+
+    tpath(port_file, sizeof(port_file), tls ? "port-tls" : "port");
+    tpath(cert, sizeof(cert), "srv.crt");
+    tpath(key, sizeof(key), "srv.key");
+    unlink(port_file);
+    if (script == NULL)
+        script = "tests/apiserver.py";
+    srv_tls = tls;
+    srv_pid = fork();
+    ck_assert_int_ge(srv_pid, 0);
+    if (srv_pid == 0) {
+        if (tls)
+            execl("/usr/bin/python3", "python3", script, "--port", "0", "--port-file", port_file,
+                  "--bind", "127.0.0.1", "--token", "tok1", "--tls-cert", cert, "--tls-key", key,
+                  (char *)NULL);
+        else
+            execl("/usr/bin/python3", "python3", script, "--port", "0", "--port-file", port_file,
+                  "--bind", "127.0.0.1", "--token", "tok1", (char *)NULL);
+        _exit(127);
+    }
+    for (i = 0; i < 500 && access(port_file, R_OK) != 0; i++) {
+        int st;
+
+        ck_assert_msg(waitpid(srv_pid, &st, WNOHANG) == 0, "apiserver.py exited");
+        nanosleep(&ts, NULL);
+    }
+    ck_assert_msg(access(port_file, R_OK) == 0, "apiserver.py did not start");
+    {
+        char *p = read_file(port_file);
+
+        srv_port = (int)strtol(p, NULL, 10);
+        free(p);
+    }
+    ck_assert_int_gt(srv_port, 0);
+}
+
+static void server_stop(void)
+{
+    int st;
+
+    if (srv_pid > 0) {
+        kill(srv_pid, SIGTERM);
+        waitpid(srv_pid, &st, 0);
+        srv_pid = -1;
+    }
+}
+
+static void http_setup(void)
+{
+    server_start(false);
+}
+
+static void https_setup(void)
+{
+    server_start(true);
+}
+
+struct ctl_buf {
+    char *data;
+    size_t len;
+};
+
+static size_t ctl_body(char *p, size_t size, size_t nmemb, void *ud)
+{
+    struct ctl_buf *b = ud;
+    char *n = realloc(b->data, b->len + size * nmemb + 1);
+
+    if (n == NULL)
+        return 0;
+    memcpy(n + b->len, p, size * nmemb);
+    b->len += size * nmemb;
+    n[b->len] = '\0';
+    b->data = n;
+    return size * nmemb;
+}
+
+/* A test-control request; returns the HTTP status and the decoded body (new ref or NULL). */
+static long ctl(const char *method, const char *path, const char *body, json_t **resp)
+{
+    CURL *h = curl_easy_init();
+    char url[1024];
+    char ca[512];
+    struct ctl_buf buf = {0};
+    long code = 0;
+    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+
+    ck_assert_ptr_nonnull(h);
+    snprintf(url, sizeof(url), "%s://127.0.0.1:%d%s", srv_tls ? "https" : "http", srv_port, path);
+    tpath(ca, sizeof(ca), "ca.crt");
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
+    if (body != NULL)
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ctl_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
+    ck_assert_int_eq(curl_easy_perform(h), CURLE_OK);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    if (resp != NULL)
+        *resp = buf.data ? json_loadb(buf.data, buf.len, 0, NULL) : NULL;
+    free(buf.data);
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(h);
+    return code;
+}
+
+/* Reset the server's faults, request log and objects; create Job ns1/j1; new ref to it. */
+static json_t *reset_and_create_job(void)
+{
+    json_t *resp = NULL;
+    json_t *job;
+
+    ck_assert_int_eq(ctl("DELETE", "/_test/faults", NULL, NULL), 200);
+    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
+    ck_assert_int_eq(ctl("DELETE", "/_test/objects", NULL, NULL), 200);
+    ck_assert_int_eq(ctl("POST", "/_test/objects",
+                         "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+                         "\"metadata\":{\"name\":\"j1\",\"namespace\":\"ns1\"},"
+                         "\"spec\":{\"minAvailable\":2,\"plugins\":{\"ssh\":[]}}}",
+                         &resp),
+                     201);
+    job = json_incref(json_array_get(json_object_get(resp, "items"), 0));
+    json_decref(resp);
+    ck_assert(json_is_object(job));
+    return job;
+}
+
+/* A client for the running server with token file tok (contents "tok1"). */
+static struct k8s_client *client_for_server(bool with_ca_file)
+{
+    struct k8s_config cfg = {0};
+    struct wh_error err = {0};
+    struct k8s_client *c;
+    char server[128];
+    char tok[512];
+    char ca[512];
+
+    snprintf(server, sizeof(server), "%s://127.0.0.1:%d", srv_tls ? "https" : "http", srv_port);
+    tpath(tok, sizeof(tok), "token");
+    tpath(ca, sizeof(ca), "ca.crt");
+    write_file(tok, "tok1\n");
+    cfg.server = server;
+    cfg.token_file = tok;
+    cfg.ca_file = with_ca_file ? ca : NULL;
+    c = k8s_client_create(&cfg, &err);
+    ck_assert_msg(c != NULL, "%s", err.msg);
+    return c;
+}
+
+/* The n-th logged request (borrowed from *log, which the caller decrefs). */
+static json_t *logged_request(json_t **log, size_t n)
+{
+    ck_assert_int_eq(ctl("GET", "/_test/requests", NULL, log), 200);
+    return json_array_get(json_object_get(*log, "requests"), n);
+}
+
+/* ---- kubeconfig ---- */
+
+START_TEST(test_kubeconfig_data_fields)
+{
+    char kc[512];
+    char text[16384];
+    char *ca;
+    char *crt;
+    char *key;
+    char *b_ca;
+    char *b_crt;
+    char *b_key;
+    struct k8s_config cfg;
+    struct wh_error err = {0};
+
+    tpath(kc, sizeof(kc), "ca.crt");
+    ca = read_file(kc);
+    tpath(kc, sizeof(kc), "srv.crt");
+    crt = read_file(kc);
+    tpath(kc, sizeof(kc), "srv.key");
+    key = read_file(kc);
+    b_ca = b64(ca);
+    b_crt = b64(crt);
+    b_key = b64(key);
+    snprintf(text, sizeof(text),
+             "apiVersion: v1\nkind: Config\ncurrent-context: prod\n"
+             "contexts:\n"
+             "- name: dev\n  context: {cluster: devc, user: devu}\n"
+             "- name: prod\n  context:\n    cluster: prodc\n    user: produ\n    namespace: x\n"
+             "clusters:\n"
+             "- name: devc\n  cluster: {server: 'https://dev:1'}\n"
+             "- name: prodc\n  cluster:\n    server: https://10.1.2.3:6443/\n"
+             "    certificate-authority: /ignored/because/data/wins\n"
+             "    certificate-authority-data: %s\n"
+             "users:\n"
+             "- name: devu\n  user: {token: devtoken}\n"
+             "- name: produ\n  user:\n    client-certificate-data: %s\n"
+             "    client-key-data: %s\n    token: prodtoken\n",
+             b_ca, b_crt, b_key);
+    tpath(kc, sizeof(kc), "kc-data.yaml");
+    write_file(kc, text);
+    ck_assert_int_eq(k8s_config_load(&cfg, kc, &err), 0);
+    ck_assert_str_eq(cfg.server, "https://10.1.2.3:6443");
+    ck_assert_str_eq(cfg.ca_data, ca);
+    ck_assert_ptr_null(cfg.ca_file);
+    ck_assert_str_eq(cfg.cert_data, crt);
+    ck_assert_str_eq(cfg.key_data, key);
+    ck_assert_ptr_null(cfg.cert_file);
+    ck_assert_ptr_null(cfg.key_file);
+    ck_assert_str_eq(cfg.token, "prodtoken");
+    ck_assert_ptr_null(cfg.token_file);
+    ck_assert(!cfg.insecure);
+    k8s_config_dispose(&cfg);
+    k8s_config_dispose(&cfg); /* twice is safe */
+    free(ca);
+    free(crt);
+    free(key);
+    free(b_ca);
+    free(b_crt);
+    free(b_key);
+}
+END_TEST
+
+START_TEST(test_kubeconfig_files_relative)
+{
+    char dir[512];
+    char kc[512];
+    char want[1024];
+    struct k8s_config cfg;
+    struct wh_error err = {0};
+
+    tpath(dir, sizeof(dir), "sub");
+    mkdir(dir, 0700);
+    tpath(kc, sizeof(kc), "sub/config");
+    write_file(kc, "current-context: c\n"
+                   "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+                   "clusters:\n- name: k\n  cluster:\n    server: http://127.0.0.1:8080\n"
+                   "    certificate-authority: ca.crt\n    insecure-skip-tls-verify: true\n"
+                   "users:\n- name: u\n  user:\n    client-certificate: ../client.crt\n"
+                   "    client-key: /abs/client.key\n    tokenFile: tok\n");
+    ck_assert_int_eq(k8s_config_load(&cfg, kc, &err), 0);
+    ck_assert_str_eq(cfg.server, "http://127.0.0.1:8080");
+    snprintf(want, sizeof(want), "%s/sub/ca.crt", tmpdir);
+    ck_assert_str_eq(cfg.ca_file, want);
+    snprintf(want, sizeof(want), "%s/sub/../client.crt", tmpdir);
+    ck_assert_str_eq(cfg.cert_file, want);
+    ck_assert_str_eq(cfg.key_file, "/abs/client.key");
+    snprintf(want, sizeof(want), "%s/sub/tok", tmpdir);
+    ck_assert_str_eq(cfg.token_file, want);
+    ck_assert_ptr_null(cfg.token);
+    ck_assert_ptr_null(cfg.ca_data);
+    ck_assert(cfg.insecure);
+    k8s_config_dispose(&cfg);
+
+    /* $KUBECONFIG when no path is given: the first entry of the list */
+    setenv("KUBECONFIG", kc, 1);
+    {
+        char list[1100];
+
+        snprintf(list, sizeof(list), "%s:/nonexistent", kc);
+        setenv("KUBECONFIG", list, 1);
+    }
+    ck_assert_int_eq(k8s_config_load(&cfg, NULL, &err), 0);
+    ck_assert_str_eq(cfg.server, "http://127.0.0.1:8080");
+    k8s_config_dispose(&cfg);
+    unsetenv("KUBECONFIG");
+}
+END_TEST
+
+struct bad_kc {
+    const char *text;
+    const char *msg;   /* after "kubeconfig <path>: " */
+};
+
+static const struct bad_kc bad_kcs[] = {
+    {"contexts: []\n", "current-context is not set"},
+    {"current-context: nope\ncontexts: [{name: c, context: {cluster: k}}]\n",
+     "context \"nope\" not found"},
+    {"current-context: c\ncontexts: [{name: c, context: {cluster: k}}]\nclusters: []\n",
+     "cluster \"k\" not found"},
+    {"current-context: c\ncontexts: [{name: c, context: {cluster: k}}]\n"
+     "clusters: [{name: k, cluster: {}}]\n",
+     "cluster \"k\" has no server"},
+    {"current-context: c\ncontexts: [{name: c, context: {cluster: k}}]\n"
+     "clusters: [{name: k, cluster: {server: 'ftp://x'}}]\n",
+     "cluster \"k\": server \"ftp://x\" is not an http(s) URL"},
+    {"current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+     "clusters: [{name: k, cluster: {server: 'https://x'}}]\n",
+     "user \"u\" not found"},
+    {"current-context: c\ncontexts: [{name: c, context: {cluster: k}}]\n"
+     "clusters: [{name: k, cluster: {server: 'https://x', certificate-authority-data: '@@@@'}}]\n",
+     "certificate-authority-data is not valid base64"},
+    {"current-context: c\ncontexts: [{name: c, context: {cluster: k}}]\n"
+     "clusters: [{name: k, cluster: {server: 'https://x', certificate-authority-data: aGVsbG8=}}]\n",
+     "certificate-authority-data does not hold PEM text"},
+    {"current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+     "clusters: [{name: k, cluster: {server: 'https://x'}}]\n"
+     "users: [{name: u, user: {exec: {command: aws}}}]\n",
+     "user \"u\": exec and auth-provider are not supported"},
+    {"current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+     "clusters: [{name: k, cluster: {server: 'https://x'}}]\n"
+     "users: [{name: u, user: {client-certificate: c.crt}}]\n",
+     "user \"u\": client certificate and key go together"},
+    {"a: b: c\n", "line 1 column 5: mapping values are not allowed in this context"},
+    {"- a\n", "not a mapping"},
+};
+
+START_TEST(test_kubeconfig_errors)
+{
+    char kc[512];
+    char want[1024];
+    struct k8s_config cfg;
+    struct wh_error err = {0};
+    size_t i;
+
+    tpath(kc, sizeof(kc), "bad.yaml");
+    for (i = 0; i < sizeof(bad_kcs) / sizeof(bad_kcs[0]); i++) {
+        write_file(kc, bad_kcs[i].text);
+        ck_assert_int_eq(k8s_config_load(&cfg, kc, &err), WH_EINVAL);
+        snprintf(want, sizeof(want), "kubeconfig %s: %s", kc, bad_kcs[i].msg);
+        ck_assert_str_eq(err.msg, want);
+        ck_assert_ptr_null(cfg.server);
+    }
+    ck_assert_int_eq(k8s_config_load(&cfg, "/nonexistent/kubeconfig", &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "kubeconfig /nonexistent/kubeconfig: No such file or directory");
+}
+END_TEST
+
+START_TEST(test_in_cluster)
+{
+    char sa[512];
+    char p[600];
+    char want[700];
+    struct k8s_config cfg;
+    struct wh_error err = {0};
+
+    unsetenv("KUBECONFIG");
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    ck_assert_int_eq(k8s_config_load(&cfg, NULL, &err), WH_ENOTFOUND);
+
+    tpath(sa, sizeof(sa), "sa");
+    mkdir(sa, 0700);
+    setenv("WEBHOOK_SERVICEACCOUNT_DIR", sa, 1);
+    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    ck_assert_int_eq(k8s_config_load(&cfg, NULL, &err), WH_EINVAL);
+    snprintf(want, sizeof(want), "in-cluster: cannot read %s/token: No such file or directory", sa);
+    ck_assert_str_eq(err.msg, want);
+
+    snprintf(p, sizeof(p), "%s/token", sa);
+    write_file(p, "satoken\n");
+    ck_assert_int_eq(k8s_config_load(&cfg, NULL, &err), 0);
+    ck_assert_str_eq(cfg.server, "https://10.96.0.1:443");
+    ck_assert_str_eq(cfg.token_file, p);
+    ck_assert_ptr_null(cfg.ca_file); /* no ca.crt yet */
+    ck_assert_ptr_null(cfg.token);
+    k8s_config_dispose(&cfg);
+
+    snprintf(p, sizeof(p), "%s/ca.crt", sa);
+    write_file(p, "-----BEGIN CERTIFICATE-----\n");
+    setenv("KUBERNETES_SERVICE_HOST", "fd00:10:96::1", 1);
+    ck_assert_int_eq(k8s_config_load(&cfg, NULL, &err), 0);
+    ck_assert_str_eq(cfg.server, "https://[fd00:10:96::1]:443");
+    ck_assert_str_eq(cfg.ca_file, p);
+    k8s_config_dispose(&cfg);
+
+    unsetenv("WEBHOOK_SERVICEACCOUNT_DIR");
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
+}
+END_TEST
+
+/* ---- requests over HTTP ---- */
+
+START_TEST(test_get_job_200)
+{
+    json_t *want = reset_and_create_job();
+    struct k8s_client *c = client_for_server(false);
+    struct wh_error err = {0};
+    json_t *got = NULL;
+    json_t *log = NULL;
+    json_t *req;
+
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
+    ck_assert(json_equal(got, want));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(got, "metadata"), "uid")),
+                     json_string_value(json_object_get(json_object_get(want, "metadata"), "uid")));
+    json_decref(got);
+    /* the same thread's handle again (connection reuse), via k8s_get */
+    ck_assert_int_eq(k8s_get(c, JOBS "/j1", 5000, &got, &err), 0);
+    ck_assert(json_equal(got, want));
+    json_decref(got);
+
+    req = logged_request(&log, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(req, "method")), "GET");
+    ck_assert_str_eq(json_string_value(json_object_get(req, "path")), JOBS "/j1");
+    req = json_object_get(req, "headers");
+    ck_assert_str_eq(json_string_value(json_object_get(req, "Authorization")), "Bearer tok1");
+    ck_assert_str_eq(json_string_value(json_object_get(req, "User-Agent")),
+                     "volcano-plugin-webhook/0.1.0");
+    ck_assert_str_eq(json_string_value(json_object_get(req, "Accept")), "application/json");
+    ck_assert_uint_eq(json_array_size(json_object_get(log, "requests")), 2);
+    json_decref(log);
+    json_decref(want);
+    k8s_client_destroy(c);
+}
+END_TEST
+
+START_TEST(test_get_job_404_and_escaping)
+{
+    json_t *job = reset_and_create_job();
+    struct k8s_client *c = client_for_server(false);
+    struct wh_error err = {0};
+    json_t *got = NULL;
+    json_t *log = NULL;
+
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "missing", 5000, &got, &err), WH_ENOTFOUND);
+    ck_assert_ptr_null(got);
+    ck_assert_int_eq(err.code, WH_ENOTFOUND);
+    ck_assert_str_eq(err.msg, "NotFound: jobs.batch.volcano.sh \"missing\" not found");
+
+    ck_assert_int_eq(k8s_get_job(c, "n s", "a b/c?d", 5000, &got, &err), WH_ENOTFOUND);
+    ck_assert_str_eq(err.msg, "NotFound: jobs.batch.volcano.sh \"a b/c?d\" not found");
+    ck_assert_str_eq(json_string_value(json_object_get(logged_request(&log, 1), "path")),
+                     "/apis/batch.volcano.sh/v1alpha1/namespaces/n%20s/jobs/a%20b%2Fc%3Fd");
+    json_decref(log);
+
+    ck_assert_int_eq(k8s_get(c, "/no/such/thing", 5000, &got, &err), WH_ENOTFOUND);
+    ck_assert_str_eq(err.msg, "NotFound: the server could not find the requested resource");
+    ck_assert_int_eq(k8s_get_job(c, "", "x", 5000, &got, &err), WH_EINVAL);
+    json_decref(job);
+    k8s_client_destroy(c);
+}
+END_TEST
+
+START_TEST(test_injected_errors)
+{
+    json_t *job = reset_and_create_job();
+    struct k8s_client *c = client_for_server(false);
+    struct wh_error err = {0};
+    json_t *got = NULL;
+
+    ck_assert_int_eq(ctl("POST", "/_test/faults",
+                         "{\"method\":\"GET\",\"path_regex\":\"/jobs/j1$\",\"status\":500,"
+                         "\"reason\":\"InternalError\",\"message\":\"etcd is down\",\"count\":1}",
+                         NULL),
+                     201);
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), WH_EAPI);
+    ck_assert_str_eq(err.msg, "InternalError: etcd is down");
+    ck_assert_ptr_null(got);
+    /* used up: the next request succeeds on the same handle */
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
+    ck_assert(json_equal(got, job));
+    json_decref(got);
+    got = NULL;
+
+    /* a Status without reason or message: the HTTP code */
+    ck_assert_int_eq(ctl("POST", "/_test/faults",
+                         "{\"path_regex\":\"/jobs/j1$\",\"status\":503,\"count\":1}", NULL),
+                     201);
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), WH_EAPI);
+    ck_assert_str_eq(err.msg, "HTTP 503");
+
+    /* a dropped connection is a transport error */
+    ck_assert_int_eq(ctl("POST", "/_test/faults",
+                         "{\"path_regex\":\"/jobs/j1$\",\"close\":true,\"count\":-1}", NULL),
+                     201);
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), WH_EAPI);
+    ck_assert_msg(strncmp(err.msg, "GET " JOBS "/j1: ", strlen(JOBS) + 9) == 0, "%s", err.msg);
+    ck_assert_int_eq(ctl("DELETE", "/_test/faults", NULL, NULL), 200);
+    json_decref(job);
+    k8s_client_destroy(c);
+}
+END_TEST
+
+START_TEST(test_timeout)
+{
+    json_t *job = reset_and_create_job();
+    struct k8s_client *c = client_for_server(false);
+    struct wh_error err = {0};
+    json_t *got = NULL;
+
+    ck_assert_int_eq(ctl("POST", "/_test/faults",
+                         "{\"path_regex\":\"/jobs/j1$\",\"delay_ms\":3000,\"count\":1}", NULL),
+                     201);
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 300, &got, &err), WH_ETIMEOUT);
+    ck_assert_str_eq(err.msg, "GET " JOBS "/j1: timed out after 300 ms");
+    ck_assert_ptr_null(got);
+    /* the client recovers on a fresh connection */
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
+    json_decref(got);
+    json_decref(job);
+    k8s_client_destroy(c);
+}
+END_TEST
+
+START_TEST(test_token_rotation)
+{
+    json_t *job = reset_and_create_job();
+    struct k8s_client *c = client_for_server(false);
+    struct wh_error err = {0};
+    json_t *got = NULL;
+    json_t *log = NULL;
+    char tok[512];
+
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
+    json_decref(got);
+    /* the kubelet rewrites the token: the next request sends the new one */
+    tpath(tok, sizeof(tok), "token");
+    write_file(tok, "tok2\n");
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), WH_EAPI);
+    ck_assert_str_eq(err.msg, "Unauthorized: Unauthorized");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(logged_request(&log, 1), "headers"), "Authorization")),
+                     "Bearer tok2");
+    json_decref(log);
+    write_file(tok, "  tok1  \n");
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
+    json_decref(got);
+    /* an empty token file is an error, not an anonymous request */
+    write_file(tok, "\n");
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), WH_EAPI);
+    ck_assert_msg(strstr(err.msg, "is empty") != NULL, "%s", err.msg);
+    json_decref(job);
+    k8s_client_destroy(c);
+}
+END_TEST
+
+START_TEST(test_body_cap)
+{
+    size_t n = 17u * 1024 * 1024;
+    char *body = malloc(n + 200);
+    struct k8s_client *c;
+    struct wh_error err = {0};
+    json_t *got = NULL;
+    int off;
+
+    json_decref(reset_and_create_job());
+    ck_assert_ptr_nonnull(body);
+    off = snprintf(body, 200, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                              "{\"name\":\"big\",\"namespace\":\"ns1\"},\"data\":{\"x\":\"");
+    memset(body + off, 'a', n);
+    snprintf(body + off + n, 200, "\"}}");
+    ck_assert_int_eq(ctl("POST", "/_test/objects", body, NULL), 201);
+    free(body);
+    c = client_for_server(false);
+    ck_assert_int_eq(k8s_get(c, "/api/v1/namespaces/ns1/configmaps/big", 20000, &got, &err),
+                     WH_EAPI);
+    ck_assert_str_eq(err.msg, "GET /api/v1/namespaces/ns1/configmaps/big: response body larger "
+                              "than 16777216 bytes");
+    ck_assert_ptr_null(got);
+    k8s_client_destroy(c);
+}
+END_TEST
+
+struct thread_arg {
+    struct k8s_client *c;
+    int rc[5];
+};
+
+static void *thread_main(void *p)
+{
+    struct thread_arg *a = p;
+    int i;
+
+    for (i = 0; i < 5; i++) {
+        json_t *got = NULL;
+        struct wh_error err = {0};
+
+        a->rc[i] = k8s_get_job(a->c, "ns1", "j1", 5000, &got, &err);
+        json_decref(got);
+    }
+    return NULL;
+}
+
+START_TEST(test_threads)
+{
+    json_t *job = reset_and_create_job();
+    struct k8s_client *c = client_for_server(false);
+    struct thread_arg args[3];
+    pthread_t th[3];
+    int i;
+    int j;
+
+    for (i = 0; i < 3; i++) {
+        args[i].c = c;
+        ck_assert_int_eq(pthread_create(&th[i], NULL, thread_main, &args[i]), 0);
+    }
+    for (i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        for (j = 0; j < 5; j++)
+            ck_assert_int_eq(args[i].rc[j], 0);
+    }
+    /* one thread still holding a handle at destroy time: its handle is freed too */
+    thread_main(&args[0]);
+    json_decref(job);
+    k8s_client_destroy(c);
+}
+END_TEST
+
+/* ---- requests over HTTPS ---- */
+
+START_TEST(test_https_ca_file_and_data)
+{
+    json_t *job = reset_and_create_job();
+    struct k8s_client *c = client_for_server(true);
+    struct k8s_config cfg = {0};
+    struct wh_error err = {0};
+    json_t *got = NULL;
+    char server[128];
+    char p[512];
+    char *ca;
+    char *crt;
+    char *key;
+
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
+    ck_assert(json_equal(got, job));
+    json_decref(got);
+    k8s_client_destroy(c);
+
+    /* CA, client certificate and key from memory (the *_BLOB options) */
+    tpath(p, sizeof(p), "ca.crt");
+    ca = read_file(p);
+    tpath(p, sizeof(p), "srv.crt");
+    crt = read_file(p);
+    tpath(p, sizeof(p), "srv.key");
+    key = read_file(p);
+    snprintf(server, sizeof(server), "https://127.0.0.1:%d", srv_port);
+    cfg.server = server;
+    cfg.ca_data = ca;
+    cfg.cert_data = crt;
+    cfg.key_data = key;
+    cfg.token = "tok1";
+    c = k8s_client_create(&cfg, &err);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
+    ck_assert(json_equal(got, job));
+    json_decref(got);
+    k8s_client_destroy(c);
+
+    /* a key that is no key fails the transfer */
+    cfg.key_data = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
+    c = k8s_client_create(&cfg, &err);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), WH_EAPI);
+    k8s_client_destroy(c);
+    free(ca);
+    free(crt);
+    free(key);
+    json_decref(job);
+}
+END_TEST
+
+START_TEST(test_https_verification)
+{
+    json_t *job = reset_and_create_job();
+    struct k8s_config cfg = {0};
+    struct wh_error err = {0};
+    struct k8s_client *c;
+    json_t *got = NULL;
+    char server[128];
+    char other[512];
+
+    snprintf(server, sizeof(server), "https://127.0.0.1:%d", srv_port);
+    tpath(other, sizeof(other), "other.crt");
+    cfg.server = server;
+    cfg.token = "tok1";
+    cfg.ca_file = other; /* a CA that did not sign the server's certificate */
+    c = k8s_client_create(&cfg, &err);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), WH_EAPI);
+    ck_assert_msg(strstr(err.msg, "certificate") != NULL, "%s", err.msg);
+    k8s_client_destroy(c);
+
+    cfg.insecure = true;
+    c = k8s_client_create(&cfg, &err);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
+    ck_assert(json_equal(got, job));
+    json_decref(got);
+    k8s_client_destroy(c);
+    json_decref(job);
+}
+END_TEST
+
+static Suite *k8s_client_suite(void)
+{
+    Suite *s = suite_create("k8s_client");
+    TCase *cfg = tcase_create("config");
+    TCase *http = tcase_create("http");
+    TCase *https = tcase_create("https");
+
+    tcase_add_test(cfg, test_kubeconfig_data_fields);
+    tcase_add_test(cfg, test_kubeconfig_files_relative);
+    tcase_add_test(cfg, test_kubeconfig_errors);
+    tcase_add_test(cfg, test_in_cluster);
+    suite_add_tcase(s, cfg);
+
+    tcase_add_unchecked_fixture(http, http_setup, server_stop);
+    tcase_set_timeout(http, 30);
+    tcase_add_test(http, test_get_job_200);
+    tcase_add_test(http, test_get_job_404_and_escaping);
+    tcase_add_test(http, test_injected_errors);
+    tcase_add_test(http, test_timeout);
+    tcase_add_test(http, test_token_rotation);
+    tcase_add_test(http, test_body_cap);
+    tcase_add_test(http, test_threads);
+    suite_add_tcase(s, http);
+
+    tcase_add_unchecked_fixture(https, https_setup, server_stop);
+    tcase_set_timeout(https, 30);
+    tcase_add_test(https, test_https_ca_file_and_data);
+    tcase_add_test(https, test_https_verification);
+    suite_add_tcase(s, https);
+    return s;
+}
+
+int main(void)
+{
+    int rc;
+
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (make_tmpdir_and_certs() < 0)
+        return EXIT_FAILURE;
+    rc = tu_run(k8s_client_suite());
+    remove_tmpdir();
+    curl_global_cleanup();
+    return rc;
+}
