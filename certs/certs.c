@@ -1,0 +1,459 @@
+/*
+ * certs.c - serving certificates with the OpenSSL 3 EVP/X509 API.
+ *
+ * certs_generate makes a small two-level PKI: a self-signed CA and one
+ * serving certificate, both ECDSA P-256 signed with SHA-256, with the
+ * extensions kube-apiserver (Go crypto/x509) checks: subjectAltName (the CN is
+ * ignored), basicConstraints, keyUsage, extendedKeyUsage serverAuth, and
+ * subject/authority key identifiers. certs_load_pair reads a PEM pair and
+ * re-encodes it (certificate chain as read, key as unencrypted PKCS#8), so that
+ * the TLS library gets one format whatever the file held.
+ *
+ * Threads: reentrant; OpenSSL's error queue is per thread and is cleared on
+ * every exit. Private key text is never logged nor put in an error message.
+ */
+#include "certs/certs.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <openssl/bn.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PEM_FILE_MAX ((long)1024 * 1024)  /* bytes; a cert chain or key is far smaller */
+#define CA_COMMON_NAME "volcano-plugin-webhook-ca"
+
+void certs_pair_dispose(struct certs_pair *p)
+{
+    if (p == NULL)
+        return;
+    free(p->cert_pem);
+    /* Scrub the key text before it goes back to the allocator. */
+    if (p->key_pem != NULL)
+        OPENSSL_cleanse(p->key_pem, strlen(p->key_pem));
+    free(p->key_pem);
+    p->cert_pem = NULL;
+    p->key_pem = NULL;
+}
+
+/* Fill err with what failed and OpenSSL's first queued reason; clear the queue. */
+static int ossl_fail(struct wh_error *err, int code, const char *what)
+{
+    unsigned long e = ERR_peek_error();
+    char reason[160];
+
+    if (e != 0) {
+        ERR_error_string_n(e, reason, sizeof(reason));
+        wh_error_set(err, code, "%s: %s", what, reason);
+    } else {
+        wh_error_set(err, code, "%s", what);
+    }
+    ERR_clear_error();
+    return code;
+}
+
+/* The contents of a memory BIO as a malloc'd NUL-terminated string, or NULL. */
+static char *bio_take_string(BIO *b)
+{
+    char *data;
+    long n = BIO_get_mem_data(b, &data);
+    char *s;
+
+    if (n < 0)
+        return NULL;
+    s = malloc((size_t)n + 1);
+    if (s == NULL)
+        return NULL;
+    memcpy(s, data, (size_t)n);
+    s[n] = '\0';
+    return s;
+}
+
+/* Never prompt for a pass phrase: an encrypted key is refused. */
+static int no_password(char *buf, int size, int rwflag, void *u)
+{
+    (void)buf;
+    (void)size;
+    (void)rwflag;
+    (void)u;
+    return -1;
+}
+
+/* Read a whole (small) file into a malloc'd buffer. @return 0 or WH_ERROR / WH_EINVAL. */
+static int file_read(const char *path, char **out, size_t *len_out, struct wh_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t n = 0;
+    int rc = 0;
+
+    *out = NULL;
+    if (f == NULL)
+        return wh_error_set(err, WH_ERROR, "cannot read %s: %s", path, strerror(errno));
+    buf = malloc((size_t)PEM_FILE_MAX + 1);
+    if (buf == NULL) {
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+        goto out;
+    }
+    n = fread(buf, 1, (size_t)PEM_FILE_MAX + 1, f);
+    if (ferror(f)) {
+        rc = wh_error_set(err, WH_ERROR, "cannot read %s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (n > (size_t)PEM_FILE_MAX) {
+        rc = wh_error_set(err, WH_EINVAL, "%s: larger than %ld bytes, not a PEM file", path,
+                          PEM_FILE_MAX);
+        goto out;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len_out = n;
+    buf = NULL;  /* now owned by the caller */
+out:
+    if (buf != NULL) {
+        OPENSSL_cleanse(buf, n);
+        free(buf);
+    }
+    fclose(f);
+    return rc;
+}
+
+int certs_load_pair(struct certs_pair *out, const char *cert_file, const char *key_file,
+                    struct wh_error *err)
+{
+    char *cert_text = NULL;
+    char *key_text = NULL;
+    size_t cert_len = 0;
+    size_t key_len = 0;
+    BIO *in = NULL;
+    BIO *mem = NULL;
+    X509 *first = NULL;
+    X509 *x = NULL;
+    EVP_PKEY *key = NULL;
+    struct certs_pair p = {NULL, NULL};
+    int ncerts = 0;
+    int rc;
+
+    rc = file_read(cert_file, &cert_text, &cert_len, err);
+    if (rc < 0)
+        goto out;
+    rc = file_read(key_file, &key_text, &key_len, err);
+    if (rc < 0)
+        goto out;
+
+    /* Certificates: every PEM CERTIFICATE block, in order; the first is the leaf. */
+    in = BIO_new_mem_buf(cert_text, (int)cert_len);
+    mem = BIO_new(BIO_s_mem());
+    if (in == NULL || mem == NULL) {
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+        goto out;
+    }
+    while ((x = PEM_read_bio_X509(in, NULL, no_password, NULL)) != NULL) {
+        if (PEM_write_bio_X509(mem, x) != 1) {
+            rc = ossl_fail(err, WH_ENOMEM, "cannot encode certificate");
+            goto out;
+        }
+        if (first == NULL)
+            first = x;
+        else
+            X509_free(x);
+        x = NULL;
+        ncerts++;
+    }
+    ERR_clear_error();  /* the loop ends on "no start line" */
+    if (ncerts == 0) {
+        rc = wh_error_set(err, WH_EINVAL, "%s: no PEM certificate found", cert_file);
+        goto out;
+    }
+    p.cert_pem = bio_take_string(mem);
+    BIO_free(in);
+    BIO_free(mem);
+    in = NULL;
+    mem = NULL;
+
+    in = BIO_new_mem_buf(key_text, (int)key_len);
+    mem = BIO_new(BIO_s_mem());
+    if (p.cert_pem == NULL || in == NULL || mem == NULL) {
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+        goto out;
+    }
+    key = PEM_read_bio_PrivateKey(in, NULL, no_password, NULL);
+    if (key == NULL) {
+        ERR_clear_error();
+        rc = wh_error_set(err, WH_EINVAL, "%s: no unencrypted PEM private key found", key_file);
+        goto out;
+    }
+    if (X509_check_private_key(first, key) != 1) {
+        ERR_clear_error();
+        rc = wh_error_set(err, WH_EINVAL, "%s: private key does not match the certificate in %s",
+                          key_file, cert_file);
+        goto out;
+    }
+    if (PEM_write_bio_PrivateKey(mem, key, NULL, NULL, 0, NULL, NULL) != 1) {
+        rc = ossl_fail(err, WH_ENOMEM, "cannot encode private key");
+        goto out;
+    }
+    p.key_pem = bio_take_string(mem);
+    if (p.key_pem == NULL) {
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+        goto out;
+    }
+    *out = p;
+    p.cert_pem = NULL;  /* now owned by the caller */
+    p.key_pem = NULL;
+    rc = 0;
+out:
+    certs_pair_dispose(&p);
+    X509_free(x);
+    X509_free(first);
+    EVP_PKEY_free(key);
+    BIO_free(in);
+    BIO_free(mem);
+    if (key_text != NULL) {
+        OPENSSL_cleanse(key_text, key_len);
+        free(key_text);
+    }
+    free(cert_text);
+    ERR_clear_error();
+    return rc;
+}
+
+/* Add one extension given in openssl.cnf syntax ("critical,CA:TRUE"). */
+static int add_ext(X509 *cert, X509V3_CTX *ctx, int nid, const char *value, struct wh_error *err)
+{
+    X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, ctx, nid, value);
+    int ok;
+
+    if (ext == NULL)
+        return ossl_fail(err, WH_ERROR, "cannot make certificate extension");
+    ok = X509_add_ext(cert, ext, -1);
+    X509_EXTENSION_free(ext);
+    if (ok != 1)
+        return ossl_fail(err, WH_ERROR, "cannot add certificate extension");
+    return 0;
+}
+
+/* subjectAltName: DNS entries, and IP entries for names that parse as addresses. */
+static int add_san(X509 *cert, const char *const *dns, size_t ndns, struct wh_error *err)
+{
+    GENERAL_NAMES *names = sk_GENERAL_NAME_new_null();
+    int rc = 0;
+
+    if (names == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    for (size_t i = 0; i < ndns; i++) {
+        unsigned char ip[16];
+        GENERAL_NAME *gn = NULL;
+        int iplen = 0;
+
+        if (inet_pton(AF_INET, dns[i], ip) == 1)
+            iplen = 4;
+        else if (inet_pton(AF_INET6, dns[i], ip) == 1)
+            iplen = 16;
+        if (iplen > 0) {
+            ASN1_OCTET_STRING *os = ASN1_OCTET_STRING_new();
+
+            if (os == NULL || ASN1_OCTET_STRING_set(os, ip, iplen) != 1) {
+                ASN1_OCTET_STRING_free(os);
+                rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+                goto out;
+            }
+            gn = GENERAL_NAME_new();
+            if (gn != NULL)
+                GENERAL_NAME_set0_value(gn, GEN_IPADD, os);
+            else
+                ASN1_OCTET_STRING_free(os);
+        } else {
+            ASN1_IA5STRING *s = ASN1_IA5STRING_new();
+
+            if (s == NULL || ASN1_STRING_set(s, dns[i], -1) != 1) {
+                ASN1_IA5STRING_free(s);
+                rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+                goto out;
+            }
+            gn = GENERAL_NAME_new();
+            if (gn != NULL)
+                GENERAL_NAME_set0_value(gn, GEN_DNS, s);
+            else
+                ASN1_IA5STRING_free(s);
+        }
+        if (gn == NULL || sk_GENERAL_NAME_push(names, gn) == 0) {
+            GENERAL_NAME_free(gn);
+            rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    if (X509_add1_ext_i2d(cert, NID_subject_alt_name, names, 0, X509V3_ADD_DEFAULT) != 1)
+        rc = ossl_fail(err, WH_ERROR, "cannot add subjectAltName");
+out:
+    GENERAL_NAMES_free(names);
+    return rc;
+}
+
+/* A random positive 128-bit serial number (RFC 5280 4.1.2.2: at most 20 octets). */
+static int set_serial(X509 *cert, struct wh_error *err)
+{
+    BIGNUM *bn = BN_new();
+    ASN1_INTEGER *serial = NULL;
+    int rc = 0;
+
+    if (bn == NULL || BN_rand(bn, 128, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) != 1
+        || (serial = BN_to_ASN1_INTEGER(bn, NULL)) == NULL
+        || X509_set_serialNumber(cert, serial) != 1)
+        rc = ossl_fail(err, WH_ERROR, "cannot make serial number");
+    ASN1_INTEGER_free(serial);
+    BN_free(bn);
+    return rc;
+}
+
+/*
+ * Make one certificate for key, named cn, signed by issuer/issuer_key (itself
+ * when issuer is NULL). @param[out] out new certificate.
+ */
+static int make_cert(X509 **out, EVP_PKEY *key, const char *cn, X509 *issuer,
+                     EVP_PKEY *issuer_key, bool is_ca, const char *const *dns, size_t ndns,
+                     int days, struct wh_error *err)
+{
+    X509 *cert = X509_new();
+    X509_NAME *name = NULL;
+    X509V3_CTX ctx;
+    int rc;
+
+    *out = NULL;
+    if (cert == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    name = X509_get_subject_name(cert);
+    if (X509_set_version(cert, X509_VERSION_3) != 1
+        || X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1,
+                                      -1, 0)
+               != 1
+        || X509_set_issuer_name(cert, issuer != NULL ? X509_get_subject_name(issuer) : name) != 1
+        || X509_set_pubkey(cert, key) != 1
+        /* From one hour ago: tolerate clock skew between nodes. */
+        || X509_gmtime_adj(X509_getm_notBefore(cert), -3600) == NULL
+        || X509_time_adj_ex(X509_getm_notAfter(cert), days, 0, NULL) == NULL) {
+        rc = ossl_fail(err, WH_ERROR, "cannot fill certificate");
+        goto out;
+    }
+    rc = set_serial(cert, err);
+    if (rc < 0)
+        goto out;
+
+    X509V3_set_ctx(&ctx, issuer != NULL ? issuer : cert, cert, NULL, NULL, 0);
+    if (is_ca) {
+        rc = add_ext(cert, &ctx, NID_basic_constraints, "critical,CA:TRUE,pathlen:0", err);
+        if (rc == 0)
+            rc = add_ext(cert, &ctx, NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature",
+                         err);
+    } else {
+        rc = add_ext(cert, &ctx, NID_basic_constraints, "critical,CA:FALSE", err);
+        if (rc == 0)
+            rc = add_ext(cert, &ctx, NID_key_usage, "critical,digitalSignature", err);
+        if (rc == 0)
+            rc = add_ext(cert, &ctx, NID_ext_key_usage, "serverAuth", err);
+        if (rc == 0)
+            rc = add_san(cert, dns, ndns, err);
+    }
+    /* The subject key id first: a self-signed CA's authority key id refers to it. */
+    if (rc == 0)
+        rc = add_ext(cert, &ctx, NID_subject_key_identifier, "hash", err);
+    if (rc == 0)
+        rc = add_ext(cert, &ctx, NID_authority_key_identifier, "keyid:always", err);
+    if (rc < 0)
+        goto out;
+    if (X509_sign(cert, issuer_key, EVP_sha256()) <= 0) {
+        rc = ossl_fail(err, WH_ERROR, "cannot sign certificate");
+        goto out;
+    }
+    *out = cert;
+    cert = NULL;  /* now owned by the caller */
+    rc = 0;
+out:
+    X509_free(cert);
+    return rc;
+}
+
+/* PEM-encode cert and key (unencrypted PKCS#8) into p. */
+static int pair_encode(struct certs_pair *p, X509 *cert, EVP_PKEY *key, struct wh_error *err)
+{
+    BIO *cb = BIO_new(BIO_s_mem());
+    BIO *kb = BIO_new(BIO_s_mem());
+    int rc = 0;
+
+    if (cb == NULL || kb == NULL || PEM_write_bio_X509(cb, cert) != 1
+        || PEM_write_bio_PrivateKey(kb, key, NULL, NULL, 0, NULL, NULL) != 1) {
+        rc = ossl_fail(err, WH_ENOMEM, "cannot PEM-encode");
+        goto out;
+    }
+    p->cert_pem = bio_take_string(cb);
+    p->key_pem = bio_take_string(kb);
+    if (p->cert_pem == NULL || p->key_pem == NULL) {
+        certs_pair_dispose(p);
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+    }
+out:
+    BIO_free(cb);
+    BIO_free(kb);
+    return rc;
+}
+
+int certs_generate(struct certs_pair *ca, struct certs_pair *leaf, const char *const *dns,
+                   size_t ndns, int days, struct wh_error *err)
+{
+    EVP_PKEY *ca_key = NULL;
+    EVP_PKEY *leaf_key = NULL;
+    X509 *ca_cert = NULL;
+    X509 *leaf_cert = NULL;
+    struct certs_pair c = {NULL, NULL};
+    struct certs_pair l = {NULL, NULL};
+    int rc;
+
+    if (ndns == 0 || dns == NULL)
+        return wh_error_set(err, WH_EINVAL, "no subjectAltName given");
+    if (days <= 0 || days > 36500)
+        return wh_error_set(err, WH_EINVAL, "days %d out of range 1..36500", days);
+    for (size_t i = 0; i < ndns; i++)
+        if (dns[i] == NULL || dns[i][0] == '\0')
+            return wh_error_set(err, WH_EINVAL, "empty subjectAltName");
+
+    ca_key = EVP_EC_gen("P-256");
+    leaf_key = EVP_EC_gen("P-256");
+    if (ca_key == NULL || leaf_key == NULL) {
+        rc = ossl_fail(err, WH_ERROR, "cannot generate P-256 key");
+        goto out;
+    }
+    rc = make_cert(&ca_cert, ca_key, CA_COMMON_NAME, NULL, ca_key, true, NULL, 0, days, err);
+    if (rc < 0)
+        goto out;
+    /* The CN is informational only (clients use the SAN) and limited to 64 bytes. */
+    rc = make_cert(&leaf_cert, leaf_key, strlen(dns[0]) <= 64 ? dns[0] : "volcano-plugin-webhook",
+                   ca_cert, ca_key, false, dns, ndns, days, err);
+    if (rc < 0)
+        goto out;
+    rc = pair_encode(&c, ca_cert, ca_key, err);
+    if (rc < 0)
+        goto out;
+    rc = pair_encode(&l, leaf_cert, leaf_key, err);
+    if (rc < 0)
+        goto out;
+    *ca = c;
+    *leaf = l;
+    c = (struct certs_pair){NULL, NULL};  /* now owned by the caller */
+    l = (struct certs_pair){NULL, NULL};
+out:
+    certs_pair_dispose(&c);
+    certs_pair_dispose(&l);
+    X509_free(ca_cert);
+    X509_free(leaf_cert);
+    EVP_PKEY_free(ca_key);
+    EVP_PKEY_free(leaf_key);
+    ERR_clear_error();
+    return rc;
+}

@@ -1,0 +1,479 @@
+/*
+ * check_certs.c - certs_generate checked with OpenSSL's own verifier (chain,
+ * host names from the SAN, IP SAN, EKU, CA flags, algorithms, validity),
+ * certs_load_pair on good / mismatched / garbage / missing files, and the
+ * gen-certs subcommand end to end in a temporary directory.
+ */
+#include <check.h>
+#include <openssl/bio.h>
+#include <openssl/ec.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/obj_mac.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "certs/certs.h"
+#include "tests/testutil.h"
+#include "webhook/commands.h"
+
+static const char *const sans[] = {"wh", "wh.ns", "wh.ns.svc", "wh.ns.svc.cluster.local",
+                                   "127.0.0.1", "::1"};
+#define NSANS (sizeof(sans) / sizeof(sans[0]))
+
+static X509 *pem_cert(const char *pem)
+{
+    BIO *b = BIO_new_mem_buf(pem, -1);
+    X509 *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+
+    BIO_free(b);
+    ck_assert_ptr_nonnull(x);
+    return x;
+}
+
+static EVP_PKEY *pem_key(const char *pem)
+{
+    BIO *b = BIO_new_mem_buf(pem, -1);
+    EVP_PKEY *k = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL);
+
+    BIO_free(b);
+    ck_assert_ptr_nonnull(k);
+    return k;
+}
+
+/*
+ * Verify leaf against ca for host (or IP when ip is set).
+ * @return X509_V_OK or the verification error.
+ */
+static int verify(X509 *ca, X509 *leaf, const char *host, const char *ip)
+{
+    X509_STORE *store = X509_STORE_new();
+    X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+    X509_VERIFY_PARAM *param;
+    int result;
+
+    ck_assert_int_eq(X509_STORE_add_cert(store, ca), 1);
+    ck_assert_int_eq(X509_STORE_CTX_init(ctx, store, leaf, NULL), 1);
+    param = X509_STORE_CTX_get0_param(ctx);
+    ck_assert_int_eq(X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER), 1);
+    if (host != NULL)
+        ck_assert_int_eq(X509_VERIFY_PARAM_set1_host(param, host, 0), 1);
+    if (ip != NULL)
+        ck_assert_int_eq(X509_VERIFY_PARAM_set1_ip_asc(param, ip), 1);
+    result = X509_verify_cert(ctx) == 1 ? X509_V_OK : X509_STORE_CTX_get_error(ctx);
+    X509_STORE_CTX_free(ctx);
+    X509_STORE_free(store);
+    return result;
+}
+
+START_TEST(test_generate_verifies)
+{
+    struct certs_pair ca = {NULL, NULL};
+    struct certs_pair leaf = {NULL, NULL};
+    struct wh_error err = {0, ""};
+    X509 *cac;
+    X509 *lc;
+
+    ck_assert_int_eq(certs_generate(&ca, &leaf, sans, NSANS, 30, &err), 0);
+    cac = pem_cert(ca.cert_pem);
+    lc = pem_cert(leaf.cert_pem);
+    for (size_t i = 0; i < 4; i++)
+        ck_assert_msg(verify(cac, lc, sans[i], NULL) == X509_V_OK, "name %s", sans[i]);
+    ck_assert_int_eq(verify(cac, lc, "127.0.0.1", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
+    ck_assert_int_eq(verify(cac, lc, NULL, "127.0.0.1"), X509_V_OK);
+    ck_assert_int_eq(verify(cac, lc, NULL, "::1"), X509_V_OK);
+    ck_assert_int_eq(verify(cac, lc, NULL, "127.0.0.2"), X509_V_ERR_IP_ADDRESS_MISMATCH);
+    ck_assert_int_eq(verify(cac, lc, "other.ns.svc", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
+    ck_assert_int_eq(verify(cac, lc, "wh.other.svc", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
+    /* The CA cannot serve: its key usage lacks serverAuth purpose for a leaf. */
+    ck_assert_int_ne(verify(cac, cac, "wh.ns.svc", NULL), X509_V_OK);
+    X509_free(cac);
+    X509_free(lc);
+    certs_pair_dispose(&ca);
+    certs_pair_dispose(&leaf);
+    certs_pair_dispose(&leaf); /* twice is safe */
+}
+END_TEST
+
+/* A leaf of another CA does not verify. */
+START_TEST(test_other_ca_fails)
+{
+    struct certs_pair ca1 = {NULL, NULL}, leaf1 = {NULL, NULL};
+    struct certs_pair ca2 = {NULL, NULL}, leaf2 = {NULL, NULL};
+    X509 *c2;
+    X509 *l1;
+
+    ck_assert_int_eq(certs_generate(&ca1, &leaf1, sans, 1, 1, NULL), 0);
+    ck_assert_int_eq(certs_generate(&ca2, &leaf2, sans, 1, 1, NULL), 0);
+    c2 = pem_cert(ca2.cert_pem);
+    l1 = pem_cert(leaf1.cert_pem);
+    ck_assert_int_eq(verify(c2, l1, "wh", NULL), X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY);
+    X509_free(c2);
+    X509_free(l1);
+    certs_pair_dispose(&ca1);
+    certs_pair_dispose(&leaf1);
+    certs_pair_dispose(&ca2);
+    certs_pair_dispose(&leaf2);
+}
+END_TEST
+
+static int ext_critical(X509 *x, int nid)
+{
+    int idx = X509_get_ext_by_NID(x, nid, -1);
+
+    ck_assert_int_ge(idx, 0);
+    return X509_EXTENSION_get_critical(X509_get_ext(x, idx));
+}
+
+START_TEST(test_generate_fields)
+{
+    struct certs_pair ca = {NULL, NULL};
+    struct certs_pair leaf = {NULL, NULL};
+    X509 *cac;
+    X509 *lc;
+    EVP_PKEY *lk;
+    EVP_PKEY *pub;
+    char group[32];
+    size_t glen = 0;
+    int day = -1;
+    int sec = -1;
+    BIGNUM *s1;
+    BIGNUM *s2;
+
+    ck_assert_int_eq(certs_generate(&ca, &leaf, sans, NSANS, 30, NULL), 0);
+    cac = pem_cert(ca.cert_pem);
+    lc = pem_cert(leaf.cert_pem);
+    lk = pem_key(leaf.key_pem);
+    ck_assert_ptr_nonnull(strstr(leaf.key_pem, "-----BEGIN PRIVATE KEY-----"));
+
+    /* CA flags: the CA is one, the leaf is not. */
+    ck_assert_int_eq(X509_check_ca(cac), 1);
+    ck_assert_int_eq(X509_check_ca(lc), 0);
+    ck_assert_int_eq(ext_critical(cac, NID_basic_constraints), 1);
+    ck_assert_int_eq(ext_critical(lc, NID_basic_constraints), 1);
+    ck_assert_int_eq(ext_critical(lc, NID_key_usage), 1);
+    ck_assert_uint_eq(X509_get_key_usage(lc), KU_DIGITAL_SIGNATURE);
+    ck_assert_uint_eq(X509_get_key_usage(cac),
+                      KU_KEY_CERT_SIGN | KU_CRL_SIGN | KU_DIGITAL_SIGNATURE);
+    ck_assert_uint_eq(X509_get_extended_key_usage(lc), XKU_SSL_SERVER);
+    ck_assert_int_eq(X509_get_ext_by_NID(cac, NID_ext_key_usage, -1), -1);
+    /* Key identifiers chain leaf → CA. */
+    ck_assert_ptr_nonnull(X509_get0_subject_key_id(cac));
+    ck_assert_ptr_nonnull(X509_get0_subject_key_id(lc));
+    ck_assert_int_eq(ASN1_OCTET_STRING_cmp(X509_get0_authority_key_id(lc),
+                                           X509_get0_subject_key_id(cac)),
+                     0);
+    /* ECDSA P-256 with SHA-256. */
+    ck_assert_int_eq(X509_get_signature_nid(lc), NID_ecdsa_with_SHA256);
+    ck_assert_int_eq(X509_get_signature_nid(cac), NID_ecdsa_with_SHA256);
+    pub = X509_get0_pubkey(lc);
+    ck_assert_int_eq(EVP_PKEY_get_base_id(pub), EVP_PKEY_EC);
+    ck_assert_int_eq(EVP_PKEY_get_utf8_string_param(pub, "group", group, sizeof(group), &glen), 1);
+    ck_assert_str_eq(group, "prime256v1");
+    ck_assert_int_eq(X509_check_private_key(lc, lk), 1);
+    /* Validity: one hour back, `days` days forward: 30 days + 3600 s in all. */
+    ck_assert_int_eq(ASN1_TIME_diff(&day, &sec, X509_get0_notBefore(lc), X509_get0_notAfter(lc)),
+                     1);
+    ck_assert_int_eq(day, 30);
+    ck_assert_int_eq(sec, 3600);
+    /* Serials: positive, random, at most 128 bits, different per certificate. */
+    s1 = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cac), NULL);
+    s2 = ASN1_INTEGER_to_BN(X509_get0_serialNumber(lc), NULL);
+    ck_assert_int_eq(BN_is_negative(s1), 0);
+    ck_assert_int_le(BN_num_bits(s1), 128);
+    ck_assert_int_le(BN_num_bits(s2), 128);
+    ck_assert_int_ne(BN_cmp(s1, s2), 0);
+    BN_free(s1);
+    BN_free(s2);
+    EVP_PKEY_free(lk);
+    X509_free(cac);
+    X509_free(lc);
+    certs_pair_dispose(&ca);
+    certs_pair_dispose(&leaf);
+}
+END_TEST
+
+START_TEST(test_generate_bad_args)
+{
+    struct certs_pair ca = {NULL, NULL};
+    struct certs_pair leaf = {NULL, NULL};
+    struct wh_error err = {0, ""};
+    const char *const empty[] = {""};
+
+    ck_assert_int_eq(certs_generate(&ca, &leaf, sans, 0, 30, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "no subjectAltName given");
+    ck_assert_int_eq(certs_generate(&ca, &leaf, sans, 1, 0, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "days 0 out of range 1..36500");
+    ck_assert_int_eq(certs_generate(&ca, &leaf, empty, 1, 1, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "empty subjectAltName");
+    ck_assert_ptr_null(ca.cert_pem);
+    ck_assert_ptr_null(leaf.key_pem);
+}
+END_TEST
+
+/* A scratch directory per test (Check forks each test). */
+static char tmpdir[64];
+
+static void tmp_setup(void)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/check_certs.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void tmp_teardown(void)
+{
+    char cmd[128];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", tmpdir);
+}
+
+static const char *tmp_path(const char *name, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s", tmpdir, name);
+    return buf;
+}
+
+static void put(const char *name, const char *text)
+{
+    char p[128];
+    FILE *f = fopen(tmp_path(name, p, sizeof(p)), "w");
+
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fputs(text, f) >= 0, 1);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static int load(struct certs_pair *p, const char *cert, const char *key, struct wh_error *err)
+{
+    char a[128];
+    char b[128];
+
+    return certs_load_pair(p, tmp_path(cert, a, sizeof(a)), tmp_path(key, b, sizeof(b)), err);
+}
+
+START_TEST(test_load_pair)
+{
+    struct certs_pair ca = {NULL, NULL};
+    struct certs_pair leaf = {NULL, NULL};
+    struct certs_pair got = {NULL, NULL};
+    struct wh_error err = {0, ""};
+    char want[256];
+    char *chain;
+    size_t n;
+
+    ck_assert_int_eq(certs_generate(&ca, &leaf, sans, NSANS, 30, NULL), 0);
+    put("tls.crt", leaf.cert_pem);
+    put("tls.key", leaf.key_pem);
+    put("ca.key", ca.key_pem);
+    put("garbage", "this is not PEM\n\x01\x02\xff");
+    put("empty", "");
+    n = strlen(leaf.cert_pem) + strlen(ca.cert_pem) + 1;
+    chain = malloc(n);
+    snprintf(chain, n, "%s%s", leaf.cert_pem, ca.cert_pem);
+    put("chain.crt", chain);
+
+    /* Matching pair: the cert comes back as read, the key as PKCS#8. */
+    ck_assert_int_eq(load(&got, "tls.crt", "tls.key", &err), 0);
+    ck_assert_str_eq(got.cert_pem, leaf.cert_pem);
+    ck_assert_str_eq(got.key_pem, leaf.key_pem);
+    certs_pair_dispose(&got);
+
+    /* A chain file keeps both certificates, leaf first. */
+    ck_assert_int_eq(load(&got, "chain.crt", "tls.key", &err), 0);
+    ck_assert_str_eq(got.cert_pem, chain);
+    certs_pair_dispose(&got);
+
+    /* Key of another certificate. */
+    ck_assert_int_eq(load(&got, "tls.crt", "ca.key", &err), WH_EINVAL);
+    snprintf(want, sizeof(want),
+             "%s/ca.key: private key does not match the certificate in %s/tls.crt", tmpdir,
+             tmpdir);
+    ck_assert_str_eq(err.msg, want);
+    ck_assert_ptr_null(got.cert_pem);
+
+    /* Garbage or empty certificate file. */
+    ck_assert_int_eq(load(&got, "garbage", "tls.key", &err), WH_EINVAL);
+    snprintf(want, sizeof(want), "%s/garbage: no PEM certificate found", tmpdir);
+    ck_assert_str_eq(err.msg, want);
+    ck_assert_int_eq(load(&got, "empty", "tls.key", &err), WH_EINVAL);
+    snprintf(want, sizeof(want), "%s/empty: no PEM certificate found", tmpdir);
+    ck_assert_str_eq(err.msg, want);
+
+    /* Garbage key file; a certificate where the key should be. */
+    ck_assert_int_eq(load(&got, "tls.crt", "garbage", &err), WH_EINVAL);
+    snprintf(want, sizeof(want), "%s/garbage: no unencrypted PEM private key found", tmpdir);
+    ck_assert_str_eq(err.msg, want);
+    ck_assert_int_eq(load(&got, "tls.crt", "tls.crt", &err), WH_EINVAL);
+
+    /* Missing files are named. */
+    ck_assert_int_eq(load(&got, "nope.crt", "tls.key", &err), WH_ERROR);
+    snprintf(want, sizeof(want), "cannot read %s/nope.crt: No such file or directory", tmpdir);
+    ck_assert_str_eq(err.msg, want);
+    ck_assert_int_eq(load(&got, "tls.crt", "nope.key", &err), WH_ERROR);
+    snprintf(want, sizeof(want), "cannot read %s/nope.key: No such file or directory", tmpdir);
+    ck_assert_str_eq(err.msg, want);
+    ck_assert_ptr_null(got.cert_pem);
+    ck_assert_ptr_null(got.key_pem);
+
+    free(chain);
+    certs_pair_dispose(&ca);
+    certs_pair_dispose(&leaf);
+}
+END_TEST
+
+/* An encrypted key is refused without prompting. */
+START_TEST(test_load_encrypted_key)
+{
+    struct certs_pair ca = {NULL, NULL};
+    struct certs_pair leaf = {NULL, NULL};
+    struct certs_pair got = {NULL, NULL};
+    struct wh_error err = {0, ""};
+    EVP_PKEY *k;
+    BIO *b = BIO_new(BIO_s_mem());
+    char *data;
+    long n;
+    char *text;
+
+    ck_assert_int_eq(certs_generate(&ca, &leaf, sans, 1, 1, NULL), 0);
+    k = pem_key(leaf.key_pem);
+    ck_assert_int_eq(PEM_write_bio_PKCS8PrivateKey(b, k, EVP_aes_256_cbc(), NULL, 0, NULL,
+                                                   (void *)"secret"),
+                     1);
+    n = BIO_get_mem_data(b, &data);
+    text = strndup(data, (size_t)n);
+    put("tls.crt", leaf.cert_pem);
+    put("enc.key", text);
+    ck_assert_int_eq(load(&got, "tls.crt", "enc.key", &err), WH_EINVAL);
+    free(text);
+    BIO_free(b);
+    EVP_PKEY_free(k);
+    certs_pair_dispose(&ca);
+    certs_pair_dispose(&leaf);
+}
+END_TEST
+
+static int run_gen(int argc, const char **argv)
+{
+    return gen_certs_main(argc, (char **)argv);
+}
+
+START_TEST(test_gen_certs_command)
+{
+    char out[128];
+    char a[160];
+    char b[160];
+    struct certs_pair ca = {NULL, NULL};
+    struct certs_pair leaf = {NULL, NULL};
+    struct stat st;
+    X509 *cac;
+    X509 *lc;
+    const char *argv[] = {"gen-certs", "--service", "vpw", "--namespace", "volcano-system",
+                          "--out", out, "--days", "10", "--dns", "vpw.example.org",
+                          "--dns", "10.0.0.7", NULL};
+
+    snprintf(out, sizeof(out), "%s/certs", tmpdir);
+    ck_assert_int_eq(run_gen(13, argv), 0);
+
+    ck_assert_int_eq(stat(tmp_path("certs/ca.key", a, sizeof(a)), &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0600);
+    ck_assert_int_eq(stat(tmp_path("certs/tls.key", a, sizeof(a)), &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0600);
+    ck_assert_int_eq(stat(tmp_path("certs/tls.crt", a, sizeof(a)), &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0644);
+    ck_assert_int_eq(stat(tmp_path("certs/ca.crt", a, sizeof(a)), &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0644);
+
+    ck_assert_int_eq(certs_load_pair(&ca, tmp_path("certs/ca.crt", a, sizeof(a)),
+                                     tmp_path("certs/ca.key", b, sizeof(b)), NULL),
+                     0);
+    ck_assert_int_eq(certs_load_pair(&leaf, tmp_path("certs/tls.crt", a, sizeof(a)),
+                                     tmp_path("certs/tls.key", b, sizeof(b)), NULL),
+                     0);
+    cac = pem_cert(ca.cert_pem);
+    lc = pem_cert(leaf.cert_pem);
+    ck_assert_int_eq(verify(cac, lc, "vpw", NULL), X509_V_OK);
+    ck_assert_int_eq(verify(cac, lc, "vpw.volcano-system", NULL), X509_V_OK);
+    ck_assert_int_eq(verify(cac, lc, "vpw.volcano-system.svc", NULL), X509_V_OK);
+    ck_assert_int_eq(verify(cac, lc, "vpw.volcano-system.svc.cluster.local", NULL), X509_V_OK);
+    ck_assert_int_eq(verify(cac, lc, "vpw.example.org", NULL), X509_V_OK);
+    ck_assert_int_eq(verify(cac, lc, NULL, "10.0.0.7"), X509_V_OK);
+    ck_assert_int_eq(verify(cac, lc, "vpw.default.svc", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
+    X509_free(cac);
+    X509_free(lc);
+    certs_pair_dispose(&ca);
+    certs_pair_dispose(&leaf);
+
+    /* Running again replaces the files (new keys), still 0600. */
+    ck_assert_int_eq(run_gen(13, argv), 0);
+    ck_assert_int_eq(stat(tmp_path("certs/tls.key", a, sizeof(a)), &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0600);
+}
+END_TEST
+
+START_TEST(test_gen_certs_usage)
+{
+    char out[128];
+    const char *help[] = {"gen-certs", "--help", NULL};
+    const char *no_service[] = {"gen-certs", "--namespace", "ns", "--out", out, NULL};
+    const char *bad_days[] = {"gen-certs", "--service", "s", "--namespace", "ns", "--out", out,
+                              "--days", "10x", NULL};
+    const char *zero_days[] = {"gen-certs", "--service", "s", "--namespace", "ns", "--out", out,
+                               "--days", "0", NULL};
+    const char *bad_flag[] = {"gen-certs", "--service", "s", "--frobnicate", NULL};
+    const char *no_value[] = {"gen-certs", "--service", NULL};
+    const char *bad_name[] = {"gen-certs", "--service", "Bad_Name", "--namespace", "ns",
+                              "--out", out, NULL};
+    const char *bad_dns[] = {"gen-certs", "--service", "s", "--namespace", "ns", "--out", out,
+                             "--dns", "a,b", NULL};
+    const char *extra_arg[] = {"gen-certs", "--service", "s", "--namespace", "ns", "--out", out,
+                               "stray", NULL};
+
+    snprintf(out, sizeof(out), "%s/x", tmpdir);
+    ck_assert_int_eq(run_gen(2, help), 0);
+    ck_assert_int_eq(run_gen(5, no_service), 2);
+    ck_assert_int_eq(run_gen(9, bad_days), 2);
+    ck_assert_int_eq(run_gen(9, zero_days), 2);
+    ck_assert_int_eq(run_gen(4, bad_flag), 2);
+    ck_assert_int_eq(run_gen(2, no_value), 2);
+    ck_assert_int_eq(run_gen(7, bad_name), 2);
+    ck_assert_int_eq(run_gen(9, bad_dns), 2);
+    ck_assert_int_eq(run_gen(8, extra_arg), 2);
+    /* Nothing was written by a refused run. */
+    ck_assert_int_eq(access(out, F_OK), -1);
+}
+END_TEST
+
+static Suite *certs_suite(void)
+{
+    Suite *s = suite_create("certs");
+    TCase *gen = tcase_create("generate");
+    TCase *files = tcase_create("files");
+
+    tcase_set_timeout(gen, 30);
+    tcase_add_test(gen, test_generate_verifies);
+    tcase_add_test(gen, test_other_ca_fails);
+    tcase_add_test(gen, test_generate_fields);
+    tcase_add_test(gen, test_generate_bad_args);
+    tcase_add_checked_fixture(files, tmp_setup, tmp_teardown);
+    tcase_set_timeout(files, 30);
+    tcase_add_test(files, test_load_pair);
+    tcase_add_test(files, test_load_encrypted_key);
+    tcase_add_test(files, test_gen_certs_command);
+    tcase_add_test(files, test_gen_certs_usage);
+    suite_add_tcase(s, gen);
+    suite_add_tcase(s, files);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(certs_suite());
+}
