@@ -9,9 +9,12 @@
  * roles omitted, Go's HTML-safe string escaping). No container port is opened.
  * A Job of exactly one task with exactly one replica is "standalone": no change.
  * The env entry is an upsert (D5), so a second run changes nothing.
+ * Not in Volcano: a TF_CONFIG over 3 MiB (kube-apiserver's body limit) is an
+ * error instead of an unbounded allocation (TF_CONFIG_MAX).
  *
  * Threads: no state; arguments are parsed per call (plugins/plugin.h).
  */
+#include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,14 +73,28 @@ static const char *tf_task_type(const struct tf_args *a, const char *task)
     return task;
 }
 
-/* "domain:port" for replicas 0..replicas-1, no early stop on a template hostname. */
-static json_t *tf_task_hosts(const json_t *job, const json_t *task, int64_t port)
+/*
+ * kube-apiserver refuses request bodies over 3 MiB, so a pod with a larger
+ * TF_CONFIG can never be stored. Stopping there keeps a huge replicas count
+ * (int32 allows 2^31-1) from exhausting the webhook's memory.
+ */
+#define TF_CONFIG_MAX (3 * 1024 * 1024)
+
+/*
+ * "domain:port" for replicas 0..replicas-1, no early stop on a template hostname.
+ * *used counts the bytes of every entry so far (across tasks).
+ * @param[out] out  new reference: the list
+ * @return 0, WH_ENOMEM, or WH_ETOOBIG past TF_CONFIG_MAX.
+ */
+static int tf_task_hosts(json_t **out, const json_t *job, const json_t *task, int64_t port,
+                         size_t *used)
 {
     int64_t replicas = job_task_replicas(task);
     json_t *hosts = json_array();
 
+    *out = NULL;
     if (hosts == NULL)
-        return NULL;
+        return WH_ENOMEM;
     for (int64_t i = 0; i < replicas; i++) {
         char *dom = job_task_domain(job, task, i);
         json_t *entry = dom != NULL ? json_sprintf("%s:%lld", dom, (long long)port) : NULL;
@@ -85,23 +102,33 @@ static json_t *tf_task_hosts(const json_t *job, const json_t *task, int64_t port
         free(dom);
         if (json_array_append_new(hosts, entry) < 0) {
             json_decref(hosts);
-            return NULL;
+            return WH_ENOMEM;
+        }
+        *used += json_string_length(entry) + 3;    /* quotes and comma */
+        if (*used > TF_CONFIG_MAX) {
+            json_decref(hosts);
+            return WH_ETOOBIG;
         }
     }
-    return hosts;
+    *out = hosts;
+    return 0;
 }
 
 /*
  * Spec §4.5 step 4: each task's list is assigned to the first role whose name
  * matches (a later task of the same role replaces an earlier one, as in Volcano);
- * roles with no entries are omitted. @return new reference, NULL on ENOMEM.
+ * roles with no entries are omitted.
+ * @param[out] out  new reference: the cluster object
+ * @return 0, WH_ENOMEM, or WH_ETOOBIG (see TF_CONFIG_MAX).
  */
-static json_t *tf_cluster(const json_t *job, const struct tf_args *a)
+static int tf_cluster(json_t **out, const json_t *job, const struct tf_args *a)
 {
     json_t *lists[TF_ROLES] = {NULL, NULL, NULL, NULL};
     json_t *cluster = NULL;
+    size_t used = 0;
     size_t i;
     const json_t *task;
+    int rc = 0;
 
     json_array_foreach(job_tasks(job), i, task) {
         const char *name = job_task_name(task);
@@ -110,28 +137,28 @@ static json_t *tf_cluster(const json_t *job, const struct tf_args *a)
             if (strcmp(name, a->role[k]) != 0)
                 continue;
             json_decref(lists[k]);
-            lists[k] = tf_task_hosts(job, task, a->port);
-            if (lists[k] == NULL)
+            rc = tf_task_hosts(&lists[k], job, task, a->port, &used);
+            if (rc < 0)
                 goto out;
             break;
         }
     }
+    rc = WH_ENOMEM;
     cluster = json_object();
     if (cluster == NULL)
         goto out;
     for (size_t k = 0; k < TF_ROLES; k++) {
-        if (json_array_size(lists[k]) == 0)
-            continue;
-        if (json_object_set(cluster, tf_role_names[k], lists[k]) < 0) {
-            json_decref(cluster);
-            cluster = NULL;
+        if (json_array_size(lists[k]) > 0 && json_object_set(cluster, tf_role_names[k], lists[k]) < 0)
             goto out;
-        }
     }
+    *out = cluster;
+    cluster = NULL;    /* now owned by the caller */
+    rc = 0;
 out:
+    json_decref(cluster);
     for (size_t k = 0; k < TF_ROLES; k++)
         json_decref(lists[k]);
-    return cluster;
+    return rc;
 }
 
 /*
@@ -143,7 +170,7 @@ out:
 static char *tf_go_escape(const char *in)
 {
     size_t len = strlen(in);
-    char *out = malloc(len * 6 + 1); /* every byte could become \u00xx */
+    char *out = malloc(len * 6 + 1); /* worst case: every byte becomes \u00xx */
     size_t o = 0;
 
     if (out == NULL)
@@ -151,25 +178,19 @@ static char *tf_go_escape(const char *in)
     for (size_t i = 0; i < len; i++) {
         unsigned char ch = (unsigned char)in[i];
 
-        if (ch == '\\' && in[i + 1] == 'u' && i + 5 < len + 0 + 1) {
-            /* jansson writes \u%04X; Go uses lower-case hex digits. */
+        if (ch == '\\' && in[i + 1] != '\0') {
+            /* An escape: copy it; jansson writes \u%04X, Go lower-case hex. */
+            bool hex = in[i + 1] == 'u';
+
             out[o++] = in[i++];
             out[o++] = in[i];
-            for (int d = 0; d < 4 && in[i + 1] != '\0'; d++) {
-                char h = in[++i];
-
-                out[o++] = (h >= 'A' && h <= 'F') ? (char)(h - 'A' + 'a') : h;
-            }
-        } else if (ch == '\\') {
-            out[o++] = in[i++];
-            if (in[i] != '\0')
-                out[o++] = in[i];
-            else
-                i--;
+            for (int d = 0; hex && d < 4 && in[i + 1] != '\0'; d++)
+                out[o++] = (char)tolower((unsigned char)in[++i]);
         } else if (ch == '<' || ch == '>' || ch == '&') {
-            o += (size_t)snprintf(out + o, 7, "\\u00%02x", ch);
+            o += (size_t)snprintf(out + o, 7, "\\u%04x", ch);
         } else if (ch == 0xE2 && (unsigned char)in[i + 1] == 0x80
                    && ((unsigned char)in[i + 2] == 0xA8 || (unsigned char)in[i + 2] == 0xA9)) {
+            /* U+2028 / U+2029, line and paragraph separators. */
             o += (size_t)snprintf(out + o, 7, "\\u%s",
                                   (unsigned char)in[i + 2] == 0xA8 ? "2028" : "2029");
             i += 2;
@@ -181,29 +202,35 @@ static char *tf_go_escape(const char *in)
     return out;
 }
 
-/* @return malloc'd TF_CONFIG text (spec §4.5 step 5), NULL on ENOMEM. */
-static char *tf_config(const json_t *job, const struct tf_args *a, const char *type,
-                       int64_t index)
+/*
+ * TF_CONFIG text (spec §4.5 step 5).
+ * @param[out] out  malloc'd string
+ * @return 0, WH_ENOMEM, or WH_ETOOBIG (see TF_CONFIG_MAX).
+ */
+static int tf_config(char **out, const json_t *job, const struct tf_args *a, const char *type,
+                     int64_t index)
 {
-    json_t *cluster = tf_cluster(job, a);
+    json_t *cluster = NULL;
     json_t *doc;
     char *raw;
-    char *text;
+    int rc;
 
-    if (cluster == NULL)
-        return NULL;
+    *out = NULL;
+    rc = tf_cluster(&cluster, job, a);
+    if (rc < 0)
+        return rc;
     /* json_pack keeps insertion order: cluster, task{type, index}. */
     doc = json_pack("{s:o, s:{s:s, s:I}}", "cluster", cluster, "task", "type", type, "index",
                     (json_int_t)index);
     if (doc == NULL)
-        return NULL;
+        return WH_ENOMEM;
     raw = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
     if (raw == NULL)
-        return NULL;
-    text = tf_go_escape(raw);
+        return WH_ENOMEM;
+    *out = tf_go_escape(raw);
     free(raw);
-    return text;
+    return *out != NULL ? 0 : WH_ENOMEM;
 }
 
 static int tf_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
@@ -224,9 +251,11 @@ static int tf_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
     if (job_parse_index(index_str, &index) < 0)
         return wh_error_set(err, WH_EINVAL, "pod index \"%s\" of pod %s is not a number",
                             index_str, pod_name);
-    config = tf_config(c->job, &a, tf_task_type(&a, task), index);
-    if (config == NULL)
-        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    rc = tf_config(&config, c->job, &a, tf_task_type(&a, task), index);
+    if (rc == WH_ETOOBIG)
+        return wh_error_set(err, rc, "TF_CONFIG would exceed %d bytes", TF_CONFIG_MAX);
+    if (rc < 0)
+        return wh_error_set(err, rc, "out of memory");
     json_array_foreach(podutil_containers(pod), i, ctr) {
         rc = podutil_upsert_env(ctr, podutil_env_value("TF_CONFIG", config));
         if (rc < 0) {

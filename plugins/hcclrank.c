@@ -1,0 +1,136 @@
+/*
+ * hcclrank.c - the `hcclrank` plugin, pod side (spec §4.8, §8 #26, D4, D5, D7).
+ *
+ * Writes the pod annotation `hccl/rankIndex` unless it is already non-empty:
+ * the literal value of the first env entry named RANK in the containers (not
+ * init containers) when that is non-empty (registry order runs pytorch first,
+ * spec D2, so its RANK is seen); else, for master/worker pods only, the task
+ * index from the label volcano.sh/task-index (master: index; worker: master
+ * replicas + index). A missing or non-numeric label is an error (spec §3.8).
+ * The JSON-Patch path escaping of the key is the patch builder's job.
+ *
+ * Threads: no state; arguments are parsed per call (plugins/plugin.h).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plugins/args.h"
+#include "plugins/jobutil.h"
+#include "plugins/plugin.h"
+#include "plugins/podutil.h"
+
+#define HCCL_KEY        "hccl/rankIndex"
+#define HCCL_INDEX_KEY  "volcano.sh/task-index"
+
+struct hccl_args {
+    const char *master;  /* master task name */
+    const char *worker;  /* worker task name */
+};
+
+/* Defaults, then the Job's arguments; a parse error is one warning (spec D4). */
+static void hccl_args_parse(const struct plugin_ctx *c, struct hccl_args *a)
+{
+    char msg[200];
+    const struct arg_def defs[] = {
+        {"master", ARG_STRING, &a->master},
+        {"worker", ARG_STRING, &a->worker},
+    };
+
+    a->master = "master";
+    a->worker = "worker";
+    if (args_parse(defs, sizeof(defs) / sizeof(defs[0]), c->args, msg, sizeof(msg)) < 0)
+        warnings_add(c->warnings, "hcclrank plugin: %s, later arguments ignored", msg);
+}
+
+/*
+ * Literal value of the first env entry named RANK over all containers, in
+ * order; "" when there is none or it has no literal value (valueFrom).
+ */
+static const char *hccl_env_rank(json_t *pod)
+{
+    size_t i;
+    size_t j;
+    json_t *ctr;
+    json_t *env;
+
+    json_array_foreach(podutil_containers(pod), i, ctr) {
+        json_array_foreach(json_object_get(ctr, "env"), j, env) {
+            if (strcmp(podutil_str(env, "name"), "RANK") == 0)
+                return podutil_str(env, "value");
+        }
+    }
+    return "";
+}
+
+/* Set metadata.annotations[hccl/rankIndex], creating metadata/annotations when absent. */
+static int hccl_set_annotation(json_t *pod, const char *value, struct wh_error *err)
+{
+    json_t *meta = json_object_get(pod, "metadata");
+    json_t *ann;
+    int rc;
+
+    if (meta == NULL || json_is_null(meta)) {
+        meta = json_object();
+        if (json_object_set_new(pod, "metadata", meta) < 0)
+            return wh_error_set(err, WH_ENOMEM, "out of memory");
+    }
+    ann = json_object_get(meta, "annotations");
+    if (json_is_object(meta) && (ann == NULL || json_is_null(ann))) {
+        ann = json_object();
+        if (json_object_set_new(meta, "annotations", ann) < 0)
+            return wh_error_set(err, WH_ENOMEM, "out of memory");
+    }
+    rc = podutil_set_string(ann, HCCL_KEY, value);
+    if (rc < 0)
+        return wh_error_set(err, rc, "cannot set annotation %s: %s", HCCL_KEY,
+                            rc == WH_ENOMEM ? "out of memory" : "malformed pod metadata");
+    return 0;
+}
+
+static int hccl_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
+{
+    struct hccl_args a;
+    const char *task = c->pod != NULL ? c->pod->task : "default";
+    const char *pod_name = c->pod != NULL ? c->pod->name : "";
+    const json_t *meta = json_object_get(pod, "metadata");
+    const json_t *label;
+    const char *rank;
+    int64_t index;
+    int64_t value;
+    char buf[24];
+
+    hccl_args_parse(c, &a);
+    /* Spec §4.8 step 1: an existing non-empty annotation wins; no Job, no change. */
+    if (podutil_str(json_object_get(meta, "annotations"), HCCL_KEY)[0] != '\0' || c->job == NULL)
+        return 0;
+    /* Step 2: a literal RANK (pytorch's, or the user's) is copied as is. */
+    rank = hccl_env_rank(pod);
+    if (rank[0] != '\0')
+        return hccl_set_annotation(pod, rank, err);
+    /* Step 3: only master and worker pods get a computed rank. */
+    if (strcmp(task, a.master) != 0 && strcmp(task, a.worker) != 0)
+        return 0;
+    /* Step 4: the index comes from the label, not the pod name. */
+    label = json_object_get(json_object_get(meta, "labels"), HCCL_INDEX_KEY);
+    if (!json_is_string(label))
+        return wh_error_set(err, WH_EINVAL, "pod %s has no %s label", pod_name, HCCL_INDEX_KEY);
+    if (job_parse_index(json_string_value(label), &index) < 0)
+        return wh_error_set(err, WH_EINVAL, "%s label \"%s\" of pod %s is not a number",
+                            HCCL_INDEX_KEY, json_string_value(label), pod_name);
+    /* Step 5; Go's int arithmetic wraps, so does this, without undefined behaviour. */
+    if (strcmp(task, a.master) == 0)
+        value = index;
+    else
+        value = (int64_t)((uint64_t)job_replicas_of(c->job, a.master) + (uint64_t)index);
+    snprintf(buf, sizeof(buf), "%lld", (long long)value);
+    return hccl_set_annotation(pod, buf, err);
+}
+
+const struct plugin plugin_hcclrank = {
+    .name = "hcclrank",
+    .on_pod_create = hccl_on_pod_create,
+    .on_job_add = NULL,    /* wired by the reconcile thread (issue 3) */
+    .on_job_update = NULL, /* wired by the reconcile thread (issue 3) */
+    .on_job_delete = NULL, /* wired by the reconcile thread (issue 3) */
+};

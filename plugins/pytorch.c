@@ -1,0 +1,208 @@
+/*
+ * pytorch.c - the `pytorch` plugin, pod side (spec §4.4, §8 #5, #21, #22, D4, D5, D13).
+ *
+ * When the Job has a master task, every container (not init containers) of every
+ * pod gets the port `pytorchjob-port` (unless a port already has that number)
+ * and env MASTER_ADDR, MASTER_PORT, WORLD_SIZE and, for master/worker pods, RANK
+ * (master replicas 0, worker index+1). With --wait-master-enabled a worker pod
+ * also gets the `wait-for-master` init container. Every edit is an upsert (D5):
+ * a user's RANK is replaced in place, an existing init container of that name
+ * is left alone. The framework runs the chain again for the added init
+ * container (D13), so the other plugins' additions reach it too.
+ *
+ * Threads: no state; arguments are parsed per call (plugins/plugin.h).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/args.h"
+#include "plugins/jobutil.h"
+#include "plugins/plugin.h"
+#include "plugins/podutil.h"
+
+#define PT_PORT_NAME     "pytorchjob-port"
+#define PT_WAIT_NAME     "wait-for-master"
+
+/*
+ * The wait container's script (spec §4.4 step 6), LF-separated, no trailing
+ * newline. Arguments: addr, port, timeout, addr, port, addr, port.
+ */
+#define PT_WAIT_SCRIPT_FMT                                                               \
+    "echo \"Waiting for master node %s:%lld to be ready...\"\n"                          \
+    "TIMEOUT=%lld\n"                                                                     \
+    "ELAPSED=0\n"                                                                        \
+    "until { nc -z %s %lld || echo > /dev/tcp/%s/%lld; } 2>/dev/null; do\n"              \
+    "  if [ $ELAPSED -ge $TIMEOUT ]; then\n"                                             \
+    "    echo \"Timeout waiting for master after ${TIMEOUT} seconds\"\n"                 \
+    "    exit 1\n"                                                                       \
+    "  fi\n"                                                                             \
+    "  echo \"Master not ready yet, retrying in 2 seconds... (elapsed: ${ELAPSED}s)\"\n" \
+    "  sleep 2\n"                                                                        \
+    "  ELAPSED=$((ELAPSED + 2))\n"                                                       \
+    "done\n"                                                                             \
+    "echo \"Master node is ready!\""
+
+struct pt_args {
+    const char *master;      /* master task name */
+    const char *worker;      /* worker task name */
+    int64_t port;            /* MASTER_PORT; containerPort narrowed to 32 bits */
+    bool wait_enabled;       /* wait-master-enabled */
+    int64_t wait_timeout;    /* wait-master-timeout, seconds */
+    const char *wait_image;  /* wait-master-image */
+};
+
+/* Defaults, then the Job's arguments; a parse error is one warning (spec D4). */
+static void pt_args_parse(const struct plugin_ctx *c, struct pt_args *a)
+{
+    char msg[200];
+    const struct arg_def defs[] = {
+        {"master", ARG_STRING, &a->master},
+        {"worker", ARG_STRING, &a->worker},
+        {"port", ARG_INT, &a->port},
+        {"wait-master-enabled", ARG_BOOL, &a->wait_enabled},
+        {"wait-master-timeout", ARG_INT, &a->wait_timeout},
+        {"wait-master-image", ARG_STRING, &a->wait_image},
+    };
+
+    a->master = "master";
+    a->worker = "worker";
+    a->port = 23456;
+    a->wait_enabled = false;
+    a->wait_timeout = 300;
+    a->wait_image = "busybox:1.36.1";
+    if (args_parse(defs, sizeof(defs) / sizeof(defs[0]), c->args, msg, sizeof(msg)) < 0)
+        warnings_add(c->warnings, "pytorch plugin: %s, later arguments ignored", msg);
+}
+
+/* Spec §4.4 step 3: replicas of every task named master or worker, in array order. */
+static int64_t pt_world_size(const json_t *job, const struct pt_args *a)
+{
+    int64_t total = 0;
+    size_t i;
+    const json_t *task;
+
+    json_array_foreach(job_tasks(job), i, task) {
+        const char *name = job_task_name(task);
+
+        if (strcmp(name, a->master) == 0 || strcmp(name, a->worker) == 0)
+            total = (int64_t)((uint64_t)total + (uint64_t)job_task_replicas(task));
+    }
+    return total;
+}
+
+/* @return new reference: the wait-for-master init container, NULL on ENOMEM. */
+static json_t *pt_wait_container(const struct pt_args *a, const char *addr)
+{
+    long long port = (long long)a->port;
+    long long timeout = (long long)a->wait_timeout;
+    int n = snprintf(NULL, 0, PT_WAIT_SCRIPT_FMT, addr, port, timeout, addr, port, addr, port);
+    char *script;
+    json_t *ctr;
+
+    if (n < 0)
+        return NULL;
+    script = malloc((size_t)n + 1);
+    if (script == NULL)
+        return NULL;
+    snprintf(script, (size_t)n + 1, PT_WAIT_SCRIPT_FMT, addr, port, timeout, addr, port, addr,
+             port);
+    ctr = json_pack("{s:s, s:s, s:[s, s, s]}", "name", PT_WAIT_NAME, "image", a->wait_image,
+                    "command", "sh", "-c", script);
+    free(script);
+    return ctr;
+}
+
+/* Port, then env MASTER_ADDR, MASTER_PORT, WORLD_SIZE[, RANK] (spec §4.4 step 5). */
+static int pt_edit_container(const struct plugin_ctx *c, json_t *ctr, const struct pt_args *a,
+                             const char *addr, int64_t world, const char *rank)
+{
+    char port[24];
+    char size[24];
+    json_t *p;
+    int rc;
+
+    snprintf(port, sizeof(port), "%lld", (long long)a->port);
+    snprintf(size, sizeof(size), "%lld", (long long)world);
+    /* Spec §3.4 rule 10: the port is narrowed to 32 bits without checks. */
+    p = json_pack("{s:s, s:I}", "name", PT_PORT_NAME, "containerPort",
+                  (json_int_t)(int32_t)a->port);
+    rc = podutil_add_port(ctr, p, "pytorch", c->warnings);
+    if (rc >= 0)
+        rc = podutil_upsert_env(ctr, podutil_env_value("MASTER_ADDR", addr));
+    if (rc >= 0)
+        rc = podutil_upsert_env(ctr, podutil_env_value("MASTER_PORT", port));
+    if (rc >= 0)
+        rc = podutil_upsert_env(ctr, podutil_env_value("WORLD_SIZE", size));
+    if (rc >= 0 && rank != NULL)
+        rc = podutil_upsert_env(ctr, podutil_env_value("RANK", rank));
+    return rc;
+}
+
+static int pt_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
+{
+    struct pt_args a;
+    const char *task = c->pod != NULL ? c->pod->task : "default";
+    const char *index_str = c->pod != NULL ? c->pod->index : "";
+    const char *pod_name = c->pod != NULL ? c->pod->name : "";
+    const json_t *master;
+    char *addr = NULL;
+    char rank_buf[24];
+    const char *rank = NULL;
+    size_t i;
+    json_t *ctr;
+    int rc = 0;
+
+    pt_args_parse(c, &a);
+    master = job_find_task(c->job, a.master);
+    if (master == NULL)
+        return 0;    /* spec §4.4 step 1: no master task, no change, no error */
+    addr = job_task_domain(c->job, master, 0);
+    if (addr == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+
+    if (strcmp(task, a.worker) == 0) {
+        int64_t index;
+
+        if (job_parse_index(index_str, &index) < 0) {
+            rc = wh_error_set(err, WH_EINVAL, "pod index \"%s\" of pod %s is not a number",
+                              index_str, pod_name);
+            goto out;
+        }
+        /* Go's int arithmetic wraps; so does this, without undefined behaviour. */
+        snprintf(rank_buf, sizeof(rank_buf), "%lld", (long long)(int64_t)((uint64_t)index + 1));
+        rank = rank_buf;
+        if (a.wait_enabled) {
+            rc = podutil_add_init_container(pod, pt_wait_container(&a, addr));
+            if (rc < 0) {
+                rc = wh_error_set(err, rc, "cannot add init container %s: %s", PT_WAIT_NAME,
+                                  rc == WH_ENOMEM ? "out of memory" : "malformed pod spec");
+                goto out;
+            }
+        }
+    } else if (strcmp(task, a.master) == 0) {
+        rank = "0";    /* every master replica, whatever its index */
+    }
+
+    json_array_foreach(podutil_containers(pod), i, ctr) {
+        rc = pt_edit_container(c, ctr, &a, addr, pt_world_size(c->job, &a), rank);
+        if (rc < 0) {
+            rc = wh_error_set(err, rc, "cannot edit spec.containers[%zu]: %s", i,
+                              rc == WH_ENOMEM ? "out of memory" : "malformed container");
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(addr);
+    return rc;
+}
+
+const struct plugin plugin_pytorch = {
+    .name = "pytorch",
+    .on_pod_create = pt_on_pod_create,
+    .on_job_add = NULL,    /* wired by the reconcile thread (issue 3) */
+    .on_job_update = NULL, /* wired by the reconcile thread (issue 3) */
+    .on_job_delete = NULL, /* wired by the reconcile thread (issue 3) */
+};

@@ -1,0 +1,161 @@
+/*
+ * ray.c - the `ray` plugin, pod side (spec §4.7, §8 #1, #27, D4, D5, D7).
+ *
+ * Without a task named --head every pod of the Job is denied (spec §3.8). In a
+ * head pod, the container named --headContainer gets the ports gcs, dashboard
+ * and client-server (each only when its number is free) and its `command`
+ * replaced by `ray start --head ...`; in a worker pod, the container named
+ * --workerContainer gets `ray start --block --address=<head-0 domain>:<port>`.
+ * `args`, other containers and init containers are never touched. Setting an
+ * identical command is a no-op (D5).
+ *
+ * Flag names are camelCase; --clientServerPort is accepted as an alias of
+ * --clientPort (spec D4), since the public guide documents that name.
+ *
+ * Threads: no state; arguments are parsed per call (plugins/plugin.h).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/args.h"
+#include "plugins/jobutil.h"
+#include "plugins/plugin.h"
+#include "plugins/podutil.h"
+
+#define RAY_HEAD_CMD_FMT                                                              \
+    "ray start --head --block --dashboard-host=0.0.0.0 --port=%lld --dashboard-port=%lld " \
+    "--ray-client-server-port=%lld"
+#define RAY_WORKER_CMD_FMT "ray start --block --address=%s:%lld"
+
+struct ray_args {
+    const char *head;              /* head task name */
+    const char *head_container;    /* container edited in head pods */
+    const char *worker;            /* worker task name */
+    const char *worker_container;  /* container edited in worker pods */
+    int64_t port;                  /* GCS port */
+    int64_t dashboard_port;
+    int64_t client_port;           /* Ray client server port */
+};
+
+/* Defaults, then the Job's arguments; a parse error is one warning (spec D4). */
+static void ray_args_parse(const struct plugin_ctx *c, struct ray_args *a)
+{
+    char msg[200];
+    const struct arg_def defs[] = {
+        {"head", ARG_STRING, &a->head},
+        {"headContainer", ARG_STRING, &a->head_container},
+        {"worker", ARG_STRING, &a->worker},
+        {"workerContainer", ARG_STRING, &a->worker_container},
+        {"port", ARG_INT, &a->port},
+        {"dashboardPort", ARG_INT, &a->dashboard_port},
+        {"clientPort", ARG_INT, &a->client_port},
+        {"clientServerPort", ARG_INT, &a->client_port},    /* D4 alias */
+    };
+
+    a->head = "head";
+    a->head_container = "head";
+    a->worker = "worker";
+    a->worker_container = "worker";
+    a->port = 6379;
+    a->dashboard_port = 8265;
+    a->client_port = 10001;
+    if (args_parse(defs, sizeof(defs) / sizeof(defs[0]), c->args, msg, sizeof(msg)) < 0)
+        warnings_add(c->warnings, "ray plugin: %s, later arguments ignored", msg);
+}
+
+/* Spec §3.4 rule 10: containerPort is the flag value narrowed to 32 bits. */
+static int ray_add_port(const struct plugin_ctx *c, json_t *ctr, const char *name, int64_t port)
+{
+    json_t *p = json_pack("{s:s, s:I}", "name", name, "containerPort", (json_int_t)(int32_t)port);
+
+    return podutil_add_port(ctr, p, "ray", c->warnings);
+}
+
+/* Replace ctr.command with ["sh", "-c", line] unless it is already exactly that. */
+static int ray_set_command(json_t *ctr, const char *line)
+{
+    return podutil_set(ctr, "command", json_pack("[s, s, s]", "sh", "-c", line));
+}
+
+static int ray_edit_head(const struct plugin_ctx *c, json_t *ctr, const struct ray_args *a)
+{
+    char line[256];
+    int rc;
+
+    rc = ray_add_port(c, ctr, "gcs", a->port);
+    if (rc >= 0)
+        rc = ray_add_port(c, ctr, "dashboard", a->dashboard_port);
+    if (rc >= 0)
+        rc = ray_add_port(c, ctr, "client-server", a->client_port);
+    if (rc < 0)
+        return rc;
+    snprintf(line, sizeof(line), RAY_HEAD_CMD_FMT, (long long)a->port,
+             (long long)a->dashboard_port, (long long)a->client_port);
+    return ray_set_command(ctr, line);
+}
+
+static int ray_edit_worker(json_t *ctr, const struct ray_args *a, const char *head_addr)
+{
+    int n = snprintf(NULL, 0, RAY_WORKER_CMD_FMT, head_addr, (long long)a->port);
+    char *line;
+    int rc;
+
+    if (n < 0)
+        return WH_ENOMEM;
+    line = malloc((size_t)n + 1);
+    if (line == NULL)
+        return WH_ENOMEM;
+    snprintf(line, (size_t)n + 1, RAY_WORKER_CMD_FMT, head_addr, (long long)a->port);
+    rc = ray_set_command(ctr, line);
+    free(line);
+    return rc;
+}
+
+static int ray_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
+{
+    struct ray_args a;
+    const char *task = c->pod != NULL ? c->pod->task : "default";
+    const json_t *head;
+    char *head_addr = NULL;
+    size_t i;
+    json_t *ctr;
+    int rc = 0;
+
+    ray_args_parse(c, &a);
+    head = job_find_task(c->job, a.head);
+    if (head == NULL)
+        return wh_error_set(err, WH_EINVAL, "job %s doesn't have head task %s",
+                            job_name(c->job), a.head);
+    head_addr = job_task_domain(c->job, head, 0);
+    if (head_addr == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+
+    /* Both checks per container, as Volcano does (head == worker task is possible). */
+    json_array_foreach(podutil_containers(pod), i, ctr) {
+        const char *name = podutil_str(ctr, "name");
+
+        if (strcmp(task, a.head) == 0 && strcmp(name, a.head_container) == 0)
+            rc = ray_edit_head(c, ctr, &a);
+        if (rc >= 0 && strcmp(task, a.worker) == 0 && strcmp(name, a.worker_container) == 0)
+            rc = ray_edit_worker(ctr, &a, head_addr);
+        if (rc < 0) {
+            rc = wh_error_set(err, rc, "cannot edit spec.containers[%zu] (%s): %s", i, name,
+                              rc == WH_ENOMEM ? "out of memory" : "malformed container");
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(head_addr);
+    return rc;
+}
+
+const struct plugin plugin_ray = {
+    .name = "ray",
+    .on_pod_create = ray_on_pod_create,
+    .on_job_add = NULL,    /* wired by the reconcile thread (issue 3) */
+    .on_job_update = NULL, /* wired by the reconcile thread (issue 3) */
+    .on_job_delete = NULL, /* wired by the reconcile thread (issue 3) */
+};
