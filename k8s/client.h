@@ -70,4 +70,57 @@ int k8s_get(struct k8s_client *c, const char *path, long timeout_ms, json_t **ou
 int k8s_get_job(struct k8s_client *c, const char *ns, const char *name, long timeout_ms,
                 json_t **out, struct wh_error *err);
 
+/* ---- Issue 3: writes, lists, rate limiting (implemented in k8s/client.c) ---- */
+
+/* Client-side limits (kube style --kube-api-qps / --kube-api-burst). */
+struct k8s_client_options {
+    double qps;        /* sustained requests per second, shared by every thread; <= 0 → no limit */
+    int burst;         /* token bucket size; < 1 → 1 */
+    long retry_max;    /* extra attempts on 429 / 503 honouring Retry-After (seconds) while the
+                          request's own timeout allows; 0 → none */
+};
+
+/** Set the rate limit and retry policy. Call before threads use the client. */
+void k8s_client_set_options(struct k8s_client *c, const struct k8s_client_options *opt);
+
+/**
+ * One request. method "GET" "POST" "PUT" "PATCH" "DELETE"; path absolute with query;
+ * body NULL or a JSON object sent compact (content_type NULL → application/json);
+ * waits for the rate limiter, then at most timeout_ms in all (retries included).
+ * @param[out] out  new reference to the decoded 2xx body (NULL allowed: body dropped)
+ * @return 0 on 2xx; WH_ENOTFOUND 404; WH_EEXISTS 409 AlreadyExists; WH_ECONFLICT 409
+ *         Conflict; WH_EGONE 410 (Gone or Expired); WH_ETIMEOUT; WH_EAPI otherwise
+ *         (err = "Reason: message" from the Status body, kube-api-facts "Errors").
+ */
+int k8s_request(struct k8s_client *c, const char *method, const char *path, const json_t *body,
+                const char *content_type, long timeout_ms, json_t **out, struct wh_error *err);
+
+/** POST obj to collection_path (".../namespaces/NS/configmaps"). out: the stored object. */
+int k8s_create(struct k8s_client *c, const char *collection_path, const json_t *obj,
+               long timeout_ms, json_t **out, struct wh_error *err);
+/** PUT obj (its metadata.resourceVersion must be current) to object_path. */
+int k8s_update(struct k8s_client *c, const char *object_path, const json_t *obj, long timeout_ms,
+               json_t **out, struct wh_error *err);
+/** DELETE object_path (propagationPolicy Background). 404 → WH_ENOTFOUND. */
+int k8s_delete(struct k8s_client *c, const char *object_path, long timeout_ms,
+               struct wh_error *err);
+
+/**
+ * LIST collection_path in pages of `limit` (continue tokens followed to the end).
+ * @param[out] items_out new reference: JSON array of every item
+ * @param[out] rv_out    malloc'd metadata.resourceVersion of the list (free())
+ * @return 0; WH_EGONE when a continue token expired (410 Expired: list again);
+ *         other errors as k8s_request.
+ */
+int k8s_list(struct k8s_client *c, const char *collection_path, long limit, long timeout_ms,
+             json_t **items_out, char **rv_out, struct wh_error *err);
+
+/**
+ * Path helpers: "/api/v1/namespaces/NS/RESOURCE[/NAME]" for core ("" group) or
+ * "/apis/GROUP/VERSION/namespaces/NS/RESOURCE[/NAME]"; name NULL → collection.
+ * Segments URL-escaped. @return malloc'd path, NULL on ENOMEM.
+ */
+char *k8s_path(const char *group, const char *version, const char *ns, const char *resource,
+               const char *name);
+
 #endif

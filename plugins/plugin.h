@@ -11,7 +11,13 @@
  *                  ones before; first error stops the chain and denies the pod
  *                  (spec D7). The chain is run again while a pass added a
  *                  container (spec D13), so every hook must be an upsert (D5).
- *   on_job_*       wired up by the reconcile thread (later issue).
+ *   on_job_add     the Job is first seen in a non-terminal phase (D10): ensure the
+ *                  plugin's objects exist (GET before CREATE, 409 = exists, D9).
+ *   on_job_update  every MODIFIED event and resync: recompute and repair (D10).
+ *   on_job_delete  the Job is deleted, terminal, or the plugin was removed:
+ *                  delete the objects (404 = done). Never writes the Job (D9).
+ *   All three are idempotent, leave objects owned by someone else alone (D12),
+ *   and run on reconcile worker threads with ctx->kc and ctx->env set.
  * A NULL hook is a no-op.
  */
 #ifndef WH_PLUGIN_H
@@ -24,6 +30,14 @@
 #include "webhook/warnings.h"
 
 struct k8s_client;
+struct ssh_key_store;
+
+/* What the job hooks get from the reconciler (borrowed, shared by workers). */
+struct plugin_job_env {
+    long timeout_ms;                 /* limit of each API request */
+    struct ssh_key_store *ssh_keys;  /* D11: key pairs by Job uid (plugins/sshkeys.h) */
+    unsigned long *foreign;          /* D12: incremented (atomically) per foreign object */
+};
 
 /* What the framework knows about the pod under admission (spec §3.6, D6, D14). */
 struct plugin_pod_info {
@@ -41,6 +55,7 @@ struct plugin_ctx {
     const struct plugin_pod_info *pod;   /* on_pod_create only; NULL for job hooks */
     struct warnings *warnings;           /* response warnings; may be NULL */
     struct k8s_client *kc;               /* job hooks only; NULL on the admission path */
+    const struct plugin_job_env *env;    /* job hooks only; NULL on the admission path */
 };
 
 struct plugin {
