@@ -115,35 +115,43 @@ char *job_task_domain(const json_t *job, const json_t *task, int64_t i)
     return out;
 }
 
-char *job_task_hosts(const json_t *job, const json_t *task, const char *sep, int64_t *count)
+int job_task_hosts(char **out, const json_t *job, const json_t *task, const char *sep,
+                   int64_t *count)
 {
     int64_t replicas = job_task_replicas(task);
     int64_t n = 0;
     size_t len = 0;
     size_t seplen = strlen(sep);
-    char *out = strdup("");
+    char *buf = strdup("");
+    int rc = WH_ENOMEM;
 
-    if (out == NULL)
-        return NULL;
+    *out = NULL;
+    if (buf == NULL)
+        return WH_ENOMEM;
     for (int64_t i = 0; i < replicas; i++) {
         char *dom = job_task_domain(job, task, i);
         size_t dlen;
         char *grown;
 
         if (dom == NULL)
-            goto nomem;
+            goto fail;
         dlen = strlen(dom);
-        grown = realloc(out, len + (n > 0 ? seplen : 0) + dlen + 1);
+        if (len + seplen + dlen > JOB_HOSTS_MAX_BYTES) {
+            free(dom);
+            rc = WH_ETOOBIG;
+            goto fail;
+        }
+        grown = realloc(buf, len + (n > 0 ? seplen : 0) + dlen + 1);
         if (grown == NULL) {
             free(dom);
-            goto nomem;
+            goto fail;
         }
-        out = grown;
+        buf = grown;
         if (n > 0) {
-            memcpy(out + len, sep, seplen);
+            memcpy(buf + len, sep, seplen);
             len += seplen;
         }
-        memcpy(out + len, dom, dlen + 1);
+        memcpy(buf + len, dom, dlen + 1);
         len += dlen;
         free(dom);
         n++;
@@ -153,10 +161,11 @@ char *job_task_hosts(const json_t *job, const json_t *task, const char *sep, int
     }
     if (count != NULL)
         *count = n;
-    return out;
-nomem:
-    free(out);
-    return NULL;
+    *out = buf;
+    return 0;
+fail:
+    free(buf);
+    return rc;
 }
 
 static void map_name(char *dst, size_t dstlen, const char *src, int upper)

@@ -42,13 +42,20 @@ const char *job_task_subdomain(const json_t *task);
  */
 char *job_task_domain(const json_t *job, const json_t *task, int64_t i);
 
+/* Longest host list built: a ConfigMap holds at most 1 MiB, and a Job with
+ * absurd replicas must not make the webhook allocate without bound. */
+#define JOB_HOSTS_MAX_BYTES (1u << 20)
+
 /**
  * Host list of a task for svc, ssh and mpi (spec §4.2): domains of replicas
  * 0..replicas-1, stopping after the first when the template sets a hostname.
- * Entries are joined with sep. @param[out] count number of entries (may be NULL).
- * @return malloc'd string ("" for none), NULL on ENOMEM.
+ * Entries are joined with sep.
+ * @param[out] out    malloc'd string ("" for none), owned by the caller (free())
+ * @param[out] count  number of entries (may be NULL)
+ * @return 0; WH_ENOMEM; WH_ETOOBIG when the list would exceed JOB_HOSTS_MAX_BYTES.
  */
-char *job_task_hosts(const json_t *job, const json_t *task, const char *sep, int64_t *count);
+int job_task_hosts(char **out, const json_t *job, const json_t *task, const char *sep,
+                   int64_t *count);
 
 /** UP(T): '-' -> '_' then upper case; US(T): '-' -> '_'. Write into dst (cap dstlen), cut to fit. */
 void job_name_upper(char *dst, size_t dstlen, const char *task_name);

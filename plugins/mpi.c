@@ -60,14 +60,14 @@ static int mpi_edit_list(const struct plugin_ctx *c, json_t *list, const char *l
                                         (int)port),
                               "mpi", c->warnings);
         if (rc < 0)
-            return wh_error_set(err, rc, "mpi plugin: cannot add port %d to spec.%s[%zu]: %s",
+            return wh_error_set(err, rc, "cannot add port %d to spec.%s[%zu]: %s",
                                 (int)port, list_name, i,
                                 rc == WH_ENOMEM ? "out of memory" : "malformed container");
         if (mpi_host == NULL)
             continue;
         rc = podutil_upsert_env(ctr, podutil_env_value("MPI_HOST", mpi_host));
         if (rc < 0)
-            return wh_error_set(err, rc, "mpi plugin: cannot set env MPI_HOST in spec.%s[%zu]: %s",
+            return wh_error_set(err, rc, "cannot set env MPI_HOST in spec.%s[%zu]: %s",
                                 list_name, i,
                                 rc == WH_ENOMEM ? "out of memory" : "malformed container");
     }
@@ -90,9 +90,12 @@ static int mpi_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
 
         if (worker == NULL)
             return 0; /* spec §4.6: a master without workers gets nothing at all */
-        mpi_host = job_task_hosts(c->job, worker, ",", NULL);
-        if (mpi_host == NULL)
-            return wh_error_set(err, WH_ENOMEM, "mpi plugin: out of memory");
+        rc = job_task_hosts(&mpi_host, c->job, worker, ",", NULL);
+        if (rc == WH_ETOOBIG)
+            return wh_error_set(err, rc, "MPI_HOST of task %s would exceed %u bytes", a.worker,
+                                JOB_HOSTS_MAX_BYTES);
+        if (rc < 0)
+            return wh_error_set(err, rc, "out of memory");
     }
     rc = mpi_edit_list(c, podutil_init_containers(pod), "initContainers", port, mpi_host, err);
     if (rc == 0)

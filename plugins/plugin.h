@@ -62,7 +62,8 @@ struct plugin {
     const char *name;   /* key in job.spec.plugins */
     /**
      * OnPodCreate: upsert this plugin's additions into pod (a request-owned,
-     * writable JSON Pod). @return 0, or < 0 with err filled (spec §3.8).
+     * writable JSON Pod). @return 0, or < 0 with err filled (spec §3.8). The
+     * message does not name the plugin: the framework prefixes "<name> plugin: ".
      */
     int (*on_pod_create)(const struct plugin_ctx *c, json_t *pod, struct wh_error *err);
     int (*on_job_add)(const struct plugin_ctx *c, struct wh_error *err);

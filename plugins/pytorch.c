@@ -167,7 +167,7 @@ static int pt_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
 
         if (job_parse_index(index_str, &index) < 0) {
             rc = wh_error_set(err, WH_EINVAL, "pod index \"%s\" of pod %s is not a number",
-                              index_str, pod_name);
+                              index_str, pod_name[0] != '\0' ? pod_name : "(generateName)");
             goto out;
         }
         /* Go's int arithmetic wraps; so does this, without undefined behaviour. */

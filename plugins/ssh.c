@@ -80,7 +80,7 @@ static int ssh_mount_list(json_t *list, const char *list_name, const char *job,
         int rc = podutil_upsert_mount(ctr, ssh_mount(job, key_path));
 
         if (rc < 0)
-            return wh_error_set(err, rc, "ssh plugin: cannot mount %s-ssh in spec.%s[%zu]: %s",
+            return wh_error_set(err, rc, "cannot mount %s-ssh in spec.%s[%zu]: %s",
                                 job, list_name, i,
                                 rc == WH_ENOMEM ? "out of memory" : "malformed container");
     }
@@ -96,7 +96,7 @@ static int ssh_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
     ssh_args_parse(c, &a);
     rc = podutil_upsert_volume(pod, ssh_volume(job, a.key_path));
     if (rc < 0)
-        return wh_error_set(err, rc, "ssh plugin: cannot add volume %s-ssh: %s", job,
+        return wh_error_set(err, rc, "cannot add volume %s-ssh: %s", job,
                             rc == WH_ENOMEM ? "out of memory" : "malformed pod spec");
     rc = ssh_mount_list(podutil_containers(pod), "containers", job, a.key_path, err);
     if (rc < 0)

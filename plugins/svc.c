@@ -110,9 +110,10 @@ static int svc_data_add_task(json_t *data, const json_t *job, const json_t *task
 
     if (up == NULL || us == NULL)
         goto out;
-    lines = job_task_hosts(job, task, "\n", &count);
-    csv = job_task_hosts(job, task, ",", NULL);
-    if (lines == NULL || csv == NULL)
+    rc = job_task_hosts(&lines, job, task, "\n", &count);
+    if (rc == 0)
+        rc = job_task_hosts(&csv, job, task, ",", NULL);
+    if (rc < 0)
         goto out;
     snprintf(num, sizeof(num), "%lld", (long long)count);
     rc = data_set(data, us, ".host", "", lines);
@@ -204,7 +205,7 @@ static int svc_env_list(json_t *list, const char *list_name, const json_t *env,
             int rc = podutil_upsert_env(ctr, json_deep_copy(e));
 
             if (rc < 0)
-                return wh_error_set(err, rc, "svc plugin: cannot set env %s in spec.%s[%zu]: %s",
+                return wh_error_set(err, rc, "cannot set env %s in spec.%s[%zu]: %s",
                                     podutil_str(e, "name"), list_name, i, fail_reason(rc));
         }
     }
@@ -222,7 +223,7 @@ static int svc_mount_list(json_t *list, const char *list_name, const json_t *mou
         int rc = podutil_upsert_mount(ctr, json_deep_copy(mount));
 
         if (rc < 0)
-            return wh_error_set(err, rc, "svc plugin: cannot mount %s in spec.%s[%zu]: %s",
+            return wh_error_set(err, rc, "cannot mount %s in spec.%s[%zu]: %s",
                                 SVC_MOUNT_PATH, list_name, i, fail_reason(rc));
     }
     return 0;
@@ -242,14 +243,14 @@ static int svc_set_names(const struct plugin_ctx *c, json_t *spec, const char *j
         } else {
             rc = podutil_set_string(spec, "hostname", pod_name);
             if (rc < 0)
-                return wh_error_set(err, rc, "svc plugin: cannot set spec.hostname: %s",
+                return wh_error_set(err, rc, "cannot set spec.hostname: %s",
                                     wh_error_str(rc));
         }
     }
     if (podutil_str(spec, "subdomain")[0] == '\0') {
         rc = podutil_set_string(spec, "subdomain", job);
         if (rc < 0)
-            return wh_error_set(err, rc, "svc plugin: cannot set spec.subdomain: %s",
+            return wh_error_set(err, rc, "cannot set spec.subdomain: %s",
                                 wh_error_str(rc));
     }
     return 0;
@@ -267,7 +268,7 @@ static int svc_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
 
     svc_args_parse(c, &a);
     if (!json_is_object(spec))
-        return wh_error_set(err, WH_EINVAL, "svc plugin: pod has no spec object");
+        return wh_error_set(err, WH_EINVAL, "pod has no spec object");
     rc = svc_set_names(c, spec, job, err);
     if (rc < 0)
         goto out;
@@ -289,7 +290,7 @@ static int svc_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
     rc = podutil_upsert_volume(pod, json_pack("{s:s, s:{s:s}}", "name", cm, "configMap",
                                               "name", cm));
     if (rc < 0) {
-        rc = wh_error_set(err, rc, "svc plugin: cannot add volume %s: %s", cm,
+        rc = wh_error_set(err, rc, "cannot add volume %s: %s", cm,
                           rc == WH_ENOMEM ? "out of memory" : "malformed pod spec");
         goto out;
     }
@@ -302,7 +303,7 @@ static int svc_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
     rc = svc_mount_list(podutil_init_containers(pod), "initContainers", mount, err);
     goto out;
 nomem:
-    rc = wh_error_set(err, WH_ENOMEM, "svc plugin: out of memory");
+    rc = wh_error_set(err, WH_ENOMEM, "out of memory");
 out:
     json_decref(env);
     json_decref(mount);

@@ -250,7 +250,7 @@ static int tf_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
         return 0;
     if (job_parse_index(index_str, &index) < 0)
         return wh_error_set(err, WH_EINVAL, "pod index \"%s\" of pod %s is not a number",
-                            index_str, pod_name);
+                            index_str, pod_name[0] != '\0' ? pod_name : "(generateName)");
     rc = tf_config(&config, c->job, &a, tf_task_type(&a, task), index);
     if (rc == WH_ETOOBIG)
         return wh_error_set(err, rc, "TF_CONFIG would exceed %d bytes", TF_CONFIG_MAX);

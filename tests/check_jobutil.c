@@ -96,7 +96,9 @@ static void assert_hosts(const json_t *job, const char *task, const char *sep, c
                          int64_t want_count)
 {
     int64_t count = -1;
-    char *got = job_task_hosts(job, job_find_task(job, task), sep, &count);
+    char *got = NULL;
+
+    ck_assert_int_eq(job_task_hosts(&got, job, job_find_task(job, task), sep, &count), 0);
 
     ck_assert_ptr_nonnull(got);
     ck_assert_str_eq(got, want);
@@ -121,9 +123,24 @@ START_TEST(task_hosts)
     assert_hosts(job, "omitted", ",", "", 0);
     assert_hosts(job, "bad", ",", "", 0);
     /* count may be NULL. */
-    s = job_task_hosts(job, job_find_task(job, "s"), "", NULL);
+    ck_assert_int_eq(job_task_hosts(&s, job, job_find_task(job, "s"), "", NULL), 0);
     ck_assert_str_eq(s, "j-s-0.subj-s-1.sub");
     free(s);
+    json_decref(job);
+}
+END_TEST
+
+START_TEST(task_hosts_bounded)
+{
+    /* A Job with absurd replicas must not make the webhook allocate without bound. */
+    json_t *job = tu_json("{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":["
+                          "{\"name\":\"w\",\"replicas\":2147483647}]}}");
+    char *s = (char *)"untouched";
+    int64_t count = -1;
+
+    ck_assert_int_eq(job_task_hosts(&s, job, job_find_task(job, "w"), ",", &count), WH_ETOOBIG);
+    ck_assert_ptr_null(s);
+    ck_assert_int_eq(count, -1);
     json_decref(job);
 }
 END_TEST
@@ -193,6 +210,7 @@ static Suite *jobutil_suite(void)
     tcase_add_test(tc, tasks_and_replicas);
     tcase_add_test(tc, task_domain);
     tcase_add_test(tc, task_hosts);
+    tcase_add_test(tc, task_hosts_bounded);
     tcase_add_test(tc, name_mapping);
     tcase_add_test(tc, parse_index);
     suite_add_tcase(s, tc);

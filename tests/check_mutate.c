@@ -360,6 +360,37 @@ START_TEST(generate_name_pod_d14)
 }
 END_TEST
 
+START_TEST(huge_replicas_denied_not_exhausted)
+{
+    /* mpi's MPI_HOST for 2^31-1 workers would be ~80 GB: denied with a clear reason. */
+    json_t *job = tu_json(
+        "{\"metadata\":{\"name\":\"big\",\"namespace\":\"ns1\",\"uid\":\"u\"},"
+        " \"spec\":{\"plugins\":{\"mpi\":[]},"
+        "  \"tasks\":[{\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":2147483647}]}}");
+    json_t *master = tu_json("{\"metadata\":{\"name\":\"big-master-0\",\"annotations\":"
+                             "{\"volcano.sh/task-spec\":\"master\"}},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    json_t *worker = tu_json("{\"metadata\":{\"name\":\"big-worker-7\",\"annotations\":"
+                             "{\"volcano.sh/task-spec\":\"worker\"}},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    struct mutate_result r;
+
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, master, "ns1", &r);
+    ck_assert(!r.allowed);
+    ck_assert_int_eq(r.status_code, 400);
+    ck_assert_str_eq(r.message, "mpi plugin: MPI_HOST of task worker would exceed 1048576 bytes");
+    mutate_result_dispose(&r);
+    /* the workers need no host list and are served */
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, worker, "ns1", &r);
+    ck_assert(r.allowed);
+    ck_assert_ptr_nonnull(r.patch);
+    mutate_result_dispose(&r);
+    json_decref(worker);
+    json_decref(master);
+    json_decref(job);
+}
+END_TEST
+
 static Suite *mutate_suite(void)
 {
     Suite *s = suite_create("mutate");
@@ -375,6 +406,7 @@ static Suite *mutate_suite(void)
     tcase_add_test(tc, plugin_error_denies_400_d7);
     tcase_add_test(tc, added_init_container_gets_every_plugin_d13);
     tcase_add_test(tc, generate_name_pod_d14);
+    tcase_add_test(tc, huge_replicas_denied_not_exhausted);
     suite_add_tcase(s, tc);
     return s;
 }

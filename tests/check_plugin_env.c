@@ -241,10 +241,10 @@ START_TEST(malformed_container_is_an_error)
 
     ck_assert_int_eq(P.on_pod_create(&c, pod, &err), WH_EINVAL);
     ck_assert_int_eq(err.code, WH_EINVAL);
-    ck_assert_str_eq(err.msg, "env plugin: cannot set env VK_TASK_INDEX in "
+    ck_assert_str_eq(err.msg, "cannot set env VK_TASK_INDEX in "
                               "spec.initContainers[0]: malformed container");
     ck_assert_int_eq(P.on_pod_create(&c, pod2, &err), WH_EINVAL);
-    ck_assert_str_eq(err.msg, "env plugin: cannot set env VK_TASK_INDEX in "
+    ck_assert_str_eq(err.msg, "cannot set env VK_TASK_INDEX in "
                               "spec.containers[0]: malformed container");
     json_decref(pod2);
     json_decref(pod);

@@ -320,12 +320,12 @@ START_TEST(malformed_pod_is_an_error)
     struct plugin_ctx c = {.name = "svc", .job = job, .args = NULL, .pod = &POD};
 
     ck_assert_int_eq(P.on_pod_create(&c, nospec, &err), WH_EINVAL);
-    ck_assert_str_eq(err.msg, "svc plugin: pod has no spec object");
+    ck_assert_str_eq(err.msg, "pod has no spec object");
     ck_assert_int_eq(P.on_pod_create(&c, badenv, &err), WH_EINVAL);
-    ck_assert_str_eq(err.msg, "svc plugin: cannot set env VC_MPIMASTER_HOSTS in spec.containers[0]: "
+    ck_assert_str_eq(err.msg, "cannot set env VC_MPIMASTER_HOSTS in spec.containers[0]: "
                               "malformed container");
     ck_assert_int_eq(P.on_pod_create(&c, badmount, &err), WH_EINVAL);
-    ck_assert_str_eq(err.msg, "svc plugin: cannot mount /etc/volcano in spec.initContainers[0]: "
+    ck_assert_str_eq(err.msg, "cannot mount /etc/volcano in spec.initContainers[0]: "
                               "malformed container");
     json_decref(badmount);
     json_decref(badenv);

@@ -214,7 +214,7 @@ START_TEST(non_numeric_index_is_error)
 
     pc_err(P, job, &bad, POD_IN("j-worker-x"), "pod index \"x\" of pod j-worker-x is not a number",
            "[]");
-    pc_err(P, job, &empty, POD_IN(""), "pod index \"\" of pod  is not a number", "[]");
+    pc_err(P, job, &empty, POD_IN(""), "pod index \"\" of pod (generateName) is not a number", "[]");
     /* Standalone: no index needed, no error. */
     pc_ok(P, JOB("[]", TASK("worker", 1)), &bad, POD_IN("j-worker-x"), POD_IN("j-worker-x"), "[]");
 }
