@@ -33,7 +33,7 @@ TEST_SRCS := $(sort $(wildcard tests/check_*.c))
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 HDRS      := $(wildcard webhook/*.h plugins/*.h k8s/*.h certs/*.h tests/*.h)
 
-.PHONY: all test unit-test integration-test demo clean format lint bench
+.PHONY: all test check deps unit-test integration-test demo clean format lint bench fuzz
 all: $(BUILD)/$(PROG)
 
 $(BUILD)/obj/%.o: %.c $(HDRS)
@@ -59,7 +59,15 @@ unit-test: $(TEST_BINS)
 integration-test: $(BUILD)/$(PROG)
 	@BUILD=$(BUILD) SANITIZER=$(SANITIZER) tests/run-integration
 
-test: all unit-test integration-test
+# `make test` works on a fresh machine: install what is missing, then build and check
+# in a second make (the first one may have parsed this file before pkg-config existed).
+test: deps
+	@$(MAKE) --no-print-directory check
+
+check: all unit-test integration-test
+
+deps:
+	@scripts/install-deps
 
 demo:
 	@scripts/demo

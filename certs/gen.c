@@ -41,6 +41,8 @@ static void gen_usage(FILE *to)
             "  --days N           validity in days, 1..36500 (default %d)\n"
             "  --dns NAME         extra subjectAltName (DNS name or IP address); repeatable,\n"
             "                     up to %d (default: none)\n"
+            "  --force            replace existing files in DIR (a new CA invalidates the\n"
+            "                     caBundle already deployed; default: refuse)\n"
             "  -h, --help         show this help\n"
             "\n"
             "subjectAltNames always include NAME, NAME.NS, NAME.NS.svc and\n"
@@ -167,6 +169,7 @@ int gen_certs_main(int argc, char **argv)
         {"out", required_argument, NULL, 'o'},
         {"days", required_argument, NULL, 'd'},
         {"dns", required_argument, NULL, 'D'},
+        {"force", no_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -183,6 +186,7 @@ int gen_certs_main(int argc, char **argv)
     struct certs_pair leaf = {NULL, NULL};
     struct wh_error err = {0, ""};
     struct stat st;
+    bool force = false;
     int opt;
     int rc = 1;
 
@@ -217,6 +221,9 @@ int gen_certs_main(int argc, char **argv)
                 return 2;
             }
             extra[nextra++] = optarg;
+            break;
+        case 'f':
+            force = true;
             break;
         case 'h':
             gen_usage(stdout);
@@ -267,6 +274,19 @@ int gen_certs_main(int argc, char **argv)
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         fprintf(stderr, WH_PROG ": gen-certs: --out %s is not a directory\n", dir);
         return 1;
+    }
+    /* A new CA invalidates every caBundle already deployed: never replace one silently. */
+    for (size_t i = 0; !force && i < 4; i++) {
+        static const char *const files[] = {"ca.crt", "ca.key", "tls.crt", "tls.key"};
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        if (access(path, F_OK) == 0) {
+            fprintf(stderr,
+                    WH_PROG ": gen-certs: %s exists; a new CA invalidates the deployed caBundle "
+                    "(use --force to replace it)\n", path);
+            return 1;
+        }
     }
     if (certs_generate(&ca, &leaf, sans, nsans, days, &err) < 0) {
         fprintf(stderr, WH_PROG ": gen-certs: %s\n", err.msg);

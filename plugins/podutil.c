@@ -195,13 +195,17 @@ int podutil_add_port(json_t *container, json_t *port_new, const char *plugin, st
     json_array_foreach(ports, i, p) {
         if (name[0] != '\0' && strcmp(podutil_str(p, "name"), name) == 0) {
             /* Port names are unique per container: adding would get the pod rejected. */
-            warnings_add(w, "%s: port name %s already used by port %lld in container %s, port %lld not added",
+            warnings_add(w, "%s plugin: port name %s already used by port %lld in container %s, port %lld not added",
                          plugin, name, (long long)json_integer_value(json_object_get(p, "containerPort")),
                          podutil_str(container, "name"), (long long)json_integer_value(number));
             json_decref(port_new);
             return UPSERT_SKIPPED;
         }
     }
+    if (!json_is_integer(number) || json_integer_value(number) < 1
+        || json_integer_value(number) > 65535)
+        warnings_add(w, "%s plugin: container port %lld is outside 1-65535, the pod will be rejected",
+                     plugin, (long long)json_integer_value(number));
     return upsert_keyed(container, "ports", "containerPort", port_new, false);
 }
 

@@ -52,8 +52,10 @@ int podutil_upsert_mount(json_t *container, json_t *mount_new);
  * Container port keyed by number (spec §4.4-4.7): a port with the same
  * containerPort exists → SKIPPED (left alone, whatever its name); else a port
  * whose name equals the new port's name exists with another number → SKIPPED and
- * a warning "PLUGIN: port name NAME already used by port N in container C" (D5);
- * else appended. port_new must have "name" and "containerPort".
+ * a warning "PLUGIN plugin: port name NAME already used by port N in container C" (D5);
+ * else appended, with a warning when the number is outside 1-65535 (a bad --port
+ * that Go's flag parsing turned into 0, spec §6). port_new must have "name" and
+ * "containerPort".
  */
 int podutil_add_port(json_t *container, json_t *port_new, const char *plugin, struct warnings *w);
 

@@ -21,9 +21,22 @@ JOBS = ["mpi-job", "lm-mpi-job", "pytorch-job", "ray-cluster-job", "tensorflow-d
 def env_text(e):
     if "value" in e:
         v = e["value"]
-        return "%s=%s" % (e["name"], v if len(v) < 110 else v[:107] + "...")
+        return "%s=%s" % (e["name"], v if len(v) < 400 else v[:397] + "...")
     ref = (e.get("valueFrom") or {}).get("configMapKeyRef") or {}
     return "%s <- configmap %s key %s" % (e["name"], ref.get("name"), ref.get("key"))
+
+
+def effective_plugins(job):
+    """spec.plugins plus the implied svc/ssh (decision D1), in execution order (D2)."""
+    order = ["ssh", "env", "svc", "tensorflow", "mpi", "pytorch", "hcclrank", "ray"]
+    named = set(job["spec"].get("plugins") or {})
+    implied = set()
+    if named & {"tensorflow", "mpi", "pytorch", "ray"}:
+        implied.add("svc")
+    if "mpi" in named:
+        implied.add("ssh")
+    return ", ".join(p + (" (implied)" if p in implied - named else "")
+                     for p in order if p in named | implied)
 
 
 def added(before, after, key):
@@ -69,11 +82,11 @@ def main():
     failures = 0
     total = 0
     with harness.Env(jobs=jobs) as env:
-        print("test API server at %s; webhook at https://127.0.0.1:%d/pods/mutate (TLS, CA %s)\n"
-              % (env.api.url, env.webhook.port, harness.service_dns()))
+        print("test API server at %s; webhook at https://127.0.0.1:%d/pods/mutate "
+              "(TLS, certificate for %s)\n" % (env.api.url, env.webhook.port, harness.service_dns()))
         for job in env.jobs:
             print("== job %s/%s, plugins %s" % (job["metadata"]["namespace"], job["metadata"]["name"],
-                                              ", ".join(sorted(job["spec"].get("plugins") or {}))))
+                                              effective_plugins(job)))
             for task, i in harness.pod_names(job):
                 total += 1
                 pod = harness.build_pod(job, task, i)

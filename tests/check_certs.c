@@ -411,10 +411,34 @@ START_TEST(test_gen_certs_command)
     certs_pair_dispose(&ca);
     certs_pair_dispose(&leaf);
 
-    /* Running again replaces the files (new keys), still 0600. */
-    ck_assert_int_eq(run_gen(13, argv), 0);
-    ck_assert_int_eq(stat(tmp_path("certs/tls.key", a, sizeof(a)), &st), 0);
-    ck_assert_uint_eq(st.st_mode & 0777, 0600);
+    /* Running again refuses to replace the CA (the deployed caBundle would break)... */
+    {
+        char *before = NULL;
+        char *after = NULL;
+        const char *forced[] = {"gen-certs", "--service", "vpw", "--namespace", "volcano-system",
+                                "--out", out, "--force", NULL};
+
+        ck_assert_int_eq(certs_load_pair(&ca, tmp_path("certs/ca.crt", a, sizeof(a)),
+                                         tmp_path("certs/ca.key", b, sizeof(b)), NULL), 0);
+        before = ca.cert_pem;
+        ca.cert_pem = NULL;
+        certs_pair_dispose(&ca);
+        ck_assert_int_eq(run_gen(13, argv), 1);
+        ck_assert_int_eq(certs_load_pair(&ca, tmp_path("certs/ca.crt", a, sizeof(a)),
+                                         tmp_path("certs/ca.key", b, sizeof(b)), NULL), 0);
+        ck_assert_str_eq(ca.cert_pem, before);
+        certs_pair_dispose(&ca);
+        /* ... unless --force: new keys, still 0600. */
+        ck_assert_int_eq(run_gen(8, forced), 0);
+        ck_assert_int_eq(certs_load_pair(&ca, tmp_path("certs/ca.crt", a, sizeof(a)),
+                                         tmp_path("certs/ca.key", b, sizeof(b)), NULL), 0);
+        after = ca.cert_pem;
+        ck_assert_str_ne(after, before);
+        certs_pair_dispose(&ca);
+        free(before);
+        ck_assert_int_eq(stat(tmp_path("certs/tls.key", a, sizeof(a)), &st), 0);
+        ck_assert_uint_eq(st.st_mode & 0777, 0600);
+    }
 }
 END_TEST
 

@@ -183,9 +183,9 @@ START_TEST(port_name_taken_by_other_number)
         " \"containers\":[{\"name\":\"c\",\"ports\":[" PORT(23) "]}]}}";
 
     run_case(LM_JOB, LM_ARGS, &LM_WORKER, pod, pod,
-             "[\"mpi: port name mpijob-port already used by port 2222 in container i, "
+             "[\"mpi plugin: port name mpijob-port already used by port 2222 in container i, "
              "port 22 not added\","
-             " \"mpi: port name mpijob-port already used by port 23 in container c, "
+             " \"mpi plugin: port name mpijob-port already used by port 23 in container c, "
              "port 22 not added\"]");
 }
 END_TEST
@@ -261,7 +261,9 @@ START_TEST(port_flag)
              "{\"spec\":{\"containers\":[{\"ports\":[" PORT(2222) "]}]}}", "[]");
     /* 2^31 wraps to a negative number, as Go's int32() conversion does. */
     run_case(job, "[\"--port=2147483648\"]", &WORKER, "{\"spec\":{\"containers\":[{}]}}",
-             "{\"spec\":{\"containers\":[{\"ports\":[" PORT(-2147483648) "]}]}}", "[]");
+             "{\"spec\":{\"containers\":[{\"ports\":[" PORT(-2147483648) "]}]}}",
+             "[\"mpi plugin: container port -2147483648 is outside 1-65535, the pod will be "
+             "rejected\"]");
 }
 END_TEST
 
@@ -276,7 +278,8 @@ START_TEST(bad_args_warn)
              "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
              "{\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[" PORT(0) "]}]}}",
              "[\"mpi plugin: invalid value \\\"abc\\\" for flag -port: parse error, "
-             "later arguments ignored\"]");
+             "later arguments ignored\", \"mpi plugin: container port 0 is outside 1-65535, "
+             "the pod will be rejected\"]");
     /* Values before the error stay: worker is now the master task. */
     run_case(job, "[\"--master=worker\", \"--worker=master\", \"--slots=2\", \"--port=1\"]", &WORKER,
              "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",

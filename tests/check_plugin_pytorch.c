@@ -185,7 +185,7 @@ START_TEST(port_rules)
           " {'name':'c','ports':[{'name':'http','containerPort':80}," PORT(23456) "],'env':["
           ENV("MASTER_ADDR", "j-master-0.j") "," ENV("MASTER_PORT", "23456") ","
           ENV("WORLD_SIZE", "1") "," ENV("RANK", "0") "]}]}}",
-          "['pytorch: port name pytorchjob-port already used by port 1234 in container b,"
+          "['pytorch plugin: port name pytorchjob-port already used by port 1234 in container b,"
           " port 23456 not added']");
 }
 END_TEST
@@ -300,7 +300,8 @@ START_TEST(parse_error_warning)
           " 'env':[" ENV("MASTER_ADDR", "j-master-0.j") "," ENV("MASTER_PORT", "0") ","
           ENV("WORLD_SIZE", "2") "," ENV("RANK", "1") "]}]}}",
           "['pytorch plugin: invalid value \\'abc\\' for flag -port: parse error,"
-          " later arguments ignored']");
+          " later arguments ignored',"
+          " 'pytorch plugin: container port 0 is outside 1-65535, the pod will be rejected']");
 }
 END_TEST
 

@@ -108,7 +108,7 @@ START_TEST(head_ports_only_when_free)
                           " {'name':'dashboard','containerPort':8265},"
                           " {'name':'client-server','containerPort':10001}],"
                           " 'command':" HEAD_CMD("6379", "8265", "10001") "}"),
-          "['ray: port name gcs already used by port 7000 in container head, port 6379 not added']");
+          "['ray plugin: port name gcs already used by port 7000 in container head, port 6379 not added']");
 }
 END_TEST
 

@@ -234,7 +234,7 @@ START_TEST(add_port_results)
     tu_assert_json_eq(c, "{\"name\":\"main\",\"ports\":[{\"name\":\"mpijob-port\",\"containerPort\":22},"
                          "{\"name\":\"gcs\",\"containerPort\":6379}]}");
     warns = warnings_to_json(&w);
-    tu_assert_json_eq(warns, "[\"mpi: port name mpijob-port already used by port 22 in "
+    tu_assert_json_eq(warns, "[\"mpi plugin: port name mpijob-port already used by port 22 in "
                              "container main, port 2222 not added\"]");
     json_decref(warns);
     /* A NULL warnings list is allowed. */

@@ -61,6 +61,26 @@ static int load_object(const char *path, const char *what, json_t **out)
     return 0;
 }
 
+/* What the API server would reject or Volcano would silently ignore: say so. */
+static void warn_job_shape(const char *path, const json_t *job)
+{
+    const json_t *tasks = job_tasks(job);
+    size_t i;
+    const json_t *task;
+
+    if (json_array_size(tasks) == 0)
+        fprintf(stderr, "warning: %s: job has no spec.tasks, so no pods\n", path);
+    json_array_foreach(tasks, i, task) {
+        const json_t *replicas = json_object_get(task, "replicas");
+
+        if (job_task_name(task)[0] == '\0')
+            fprintf(stderr, "warning: %s: spec.tasks[%zu] has no name\n", path, i);
+        if (replicas != NULL && !json_is_integer(replicas))
+            fprintf(stderr, "warning: %s: spec.tasks[%zu].replicas is not an integer, taken as 0\n",
+                    path, i);
+    }
+}
+
 static int load_job(const char *path, json_t **out)
 {
     const char *kind;
@@ -82,6 +102,37 @@ static int load_job(const char *path, json_t **out)
     }
     if (json_object_get(json_object_get(*out, "spec"), "tasks") != NULL && job_tasks(*out) == NULL) {
         fprintf(stderr, "render: %s: spec.tasks is not a list\n", path);
+        goto bad;
+    }
+    warn_job_shape(path, *out);
+    return 0;
+bad:
+    json_decref(*out);
+    *out = NULL;
+    return 1;
+}
+
+/* --pod: a Pod with a spec; a Volcano controller reference, if any, must name -f's Job. */
+static int load_pod(const char *path, const json_t *job, json_t **out)
+{
+    const char *kind;
+    const char *owner = NULL;
+    const char *owner_uid = NULL;
+
+    if (load_object(path, "Pod", out) != 0)
+        return 1;
+    kind = json_string_value(json_object_get(*out, "kind"));
+    if (kind == NULL || strcmp(kind, "Pod") != 0) {
+        fprintf(stderr, "render: %s: not a Pod (kind %s)\n", path, kind ? kind : "missing");
+        goto bad;
+    }
+    if (!json_is_object(json_object_get(*out, "spec"))) {
+        fprintf(stderr, "render: %s: pod has no spec\n", path);
+        goto bad;
+    }
+    if (mutate_pod_owner(*out, &owner, &owner_uid) == 0 && strcmp(owner, job_name(job)) != 0) {
+        fprintf(stderr, "render: %s: pod belongs to job %s, not to %s\n", path, owner,
+                job_name(job));
         goto bad;
     }
     return 0;
@@ -298,7 +349,7 @@ int render_main(int argc, char **argv)
         const char *ns;
         json_t *item = NULL;
 
-        if (load_object(pod_path, "Pod", &pod) != 0)
+        if (load_pod(pod_path, job, &pod) != 0)
             goto out;
         ns = ns_flag;
         if (ns == NULL)
