@@ -10,16 +10,10 @@
  *
  * For every pod:
  *  (a) types and required fields: kubernetes-models' Pod class, `new Pod(obj).validate()`;
- *  (b) no field outside the schema: kubernetes-models ships its schemas as compiled
- *      (ajv standalone) validators in node_modules/kubernetes-models/_schemas/*.{js,mjs},
- *      one per definition, with each `$ref` compiled to an import of the referenced
- *      definition's validator (ObjectMeta & co. live in
- *      node_modules/@kubernetes-models/apimachinery/_schemas/). There is no JSON copy of
- *      the schema to read, so the object is walked *with* the schema: the shipped Pod
- *      validator runs on a read-tracking Proxy of the pod; it reads every property its
- *      (sub)schema defines and every key of a map (labels, resources.limits, ...), and
- *      never reads a property the schema does not define. Anything it did not read is
- *      reported as an unknown field at its path (e.g. `spec.containers[0].evn`);
+ *  (b) no field outside the schema: the shipped Pod validator runs on a read-tracking
+ *      Proxy of the pod, and whatever it did not read is reported as an unknown field at
+ *      its path (e.g. `spec.containers[0].evn`); how and why: schema-check.mjs, which
+ *      holds (a) and (b), shared with validate-objects.mjs;
  *  (c) API-server validation rules that the OpenAPI schema cannot express (port names
  *      IANA_SVC_NAME and unique per container, containerPort 1..65535, volume names
  *      unique DNS-1123 labels, mountPath unique per container, every volumeMount names a
@@ -29,10 +23,12 @@
  * Output: one line per problem, `pod[K] NS/NAME: PATH: message`, exit 1; otherwise
  * `ok N pods`, exit 0. Exit 2 for unreadable input or a missing node_modules.
  *
- * Also importable: checkPod(obj) -> [{path, message}], parsePods(text) -> {pods, errors}.
+ * Also importable: checkPod(obj) -> [{path, message}], parsePods(text) -> {pods, errors},
+ * checkPodSpec(spec, basePath) -> [{path, message}] (the rules of (c) for one PodSpec).
  */
-import { readFileSync, realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import {
+    arr, checkSchema, invokedDirectly, isObj, objectName, parseObjects, readInputs,
+} from './schema-check.mjs';
 
 let Pod;
 try {
@@ -41,119 +37,6 @@ try {
     process.stderr.write(`validate-pod: cannot load kubernetes-models (${e.message}); ` +
         'run: npm ci --prefix tests/schema\n');
     process.exit(2);
-}
-
-/*
- * Objects the schema types as free-form (`type: object` with no properties), which the
- * validator therefore never looks into. Their contents are not unknown fields.
- */
-const FREE_FORM = [/^metadata\.managedFields\[\d+\]\.fieldsV1$/];
-
-const IDENT = /^[A-Za-z_][A-Za-z0-9_-]*$/;
-
-/** Path of `key` inside the value at `base` (array index or object key). */
-function childPath(base, key, isArray) {
-    if (isArray)
-        return `${base}[${key}]`;
-    if (!IDENT.test(key))
-        return `${base}[${JSON.stringify(key)}]`; /* e.g. annotations["volcano.sh/job-name"] */
-    return base === '' ? key : `${base}.${key}`;
-}
-
-/** Turn an ajv instancePath (JSON pointer) into our path syntax, guided by the data. */
-function pointerToPath(pointer, data) {
-    if (!pointer)
-        return '';
-    let path = '';
-    let cur = data;
-    for (const raw of pointer.split('/').slice(1)) {
-        const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
-        const isArray = Array.isArray(cur);
-        path = childPath(path, key, isArray);
-        cur = cur !== null && typeof cur === 'object' ? cur[key] : undefined;
-    }
-    return path;
-}
-
-/* ---------- (a) types and required fields ---------- */
-
-function checkTypes(obj) {
-    const problems = [];
-    try {
-        new Pod(obj).validate();
-    } catch (e) {
-        if (!Array.isArray(e.errors))
-            throw e;
-        for (const err of e.errors) {
-            let path = pointerToPath(err.instancePath, obj);
-            let message = err.message || err.keyword;
-            if (err.keyword === 'required' && err.params && err.params.missingProperty) {
-                path = childPath(path, err.params.missingProperty, false);
-                message = 'required field missing';
-            } else if (err.keyword === 'enum' && err.params && err.params.allowedValues) {
-                message = `must be one of ${JSON.stringify(err.params.allowedValues)}`;
-            }
-            problems.push({ path, message, keyword: err.keyword });
-        }
-    }
-    return problems;
-}
-
-/* ---------- (b) fields outside the schema ---------- */
-
-/*
- * Wrap `value` so that every own property the validator reads is recorded in
- * reads.get(path). Properties of objects are reached only through `get`, so a
- * property that is never read is one the schema does not define.
- */
-function tracked(value, path, reads) {
-    if (value === null || typeof value !== 'object')
-        return value;
-    if (!reads.has(path))
-        reads.set(path, new Set());
-    const seen = reads.get(path);
-    const isArray = Array.isArray(value);
-    return new Proxy(value, {
-        get(target, key, receiver) {
-            const v = Reflect.get(target, key, receiver);
-            if (typeof key !== 'string' || !Object.prototype.hasOwnProperty.call(target, key))
-                return v;
-            seen.add(key);
-            return tracked(v, childPath(path, key, isArray), reads);
-        },
-    });
-}
-
-function checkUnknownFields(obj, typeProblems) {
-    const reads = new Map();
-    /* The Pod class's validate() runs the shipped validator on `this`: give it the proxy. */
-    try {
-        Pod.prototype.validate.call(tracked(obj, '', reads));
-    } catch {
-        /* type errors were reported by checkTypes */
-    }
-    /* Below a value of the wrong type the validator reads nothing: don't pile on. */
-    const badTypes = typeProblems.filter((p) => p.keyword === 'type').map((p) => p.path);
-    const under = (path) => badTypes.some((b) => path === b || path.startsWith(b + '.') ||
-        path.startsWith(b + '['));
-    const problems = [];
-    const walk = (value, path) => {
-        if (value === null || typeof value !== 'object' || under(path))
-            return;
-        if (FREE_FORM.some((re) => re.test(path)))
-            return;
-        const seen = reads.get(path) || new Set();
-        const isArray = Array.isArray(value);
-        for (const key of Object.keys(value)) {
-            const p = childPath(path, key, isArray);
-            if (seen.has(key))
-                walk(value[key], p);
-            else
-                problems.push({ path: p, message: 'unknown field (not in the Pod schema)' });
-        }
-    };
-    walk(obj, '');
-    return problems;
 }
 
 /* ---------- (c) validation rules the schema cannot express ---------- */
@@ -186,9 +69,6 @@ function portNameError(v) {
     return null;
 }
 
-const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
-const arr = (v) => (Array.isArray(v) ? v : []);
-
 function checkRules(obj) {
     const problems = [];
     const add = (path, message) => problems.push({ path, message });
@@ -200,18 +80,28 @@ function checkRules(obj) {
         add('kind', 'required field missing');
     if (obj.apiVersion === undefined)
         add('apiVersion', 'required field missing');
-    const spec = isObj(obj.spec) ? obj.spec : null;
-    if (!spec) {
-        if (obj.spec === undefined)
-            add('spec', 'required field missing');
+    if (isObj(obj.spec))
+        problems.push(...checkPodSpec(obj.spec, 'spec'));
+    else if (obj.spec === undefined)
+        add('spec', 'required field missing');
+    return problems;
+}
+
+/**
+ * The rules of (c) for one PodSpec at path `specPath` ('spec' in a Pod,
+ * 'spec.template.spec' in a Deployment): [{path, message}].
+ */
+export function checkPodSpec(spec, specPath) {
+    const problems = [];
+    const add = (path, message) => problems.push({ path, message });
+    if (!isObj(spec))
         return problems;
-    }
 
     for (const f of ['hostname', 'subdomain']) {
         if (spec[f] !== undefined && spec[f] !== '') {
             const e = dnsLabelError(spec[f]);
             if (e)
-                add(`spec.${f}`, e);
+                add(`${specPath}.${f}`, e);
         }
     }
 
@@ -220,13 +110,13 @@ function checkRules(obj) {
     arr(spec.volumes).forEach((v, i) => {
         if (!isObj(v) || typeof v.name !== 'string')
             return;
-        const path = `spec.volumes[${i}].name`;
+        const path = `${specPath}.volumes[${i}].name`;
         const e = dnsLabelError(v.name);
         if (e)
             add(path, `volume name: ${e}`);
         if (volumes.has(v.name))
             add(path, `duplicate volume name ${JSON.stringify(v.name)} ` +
-                `(also spec.volumes[${volumes.get(v.name)}])`);
+                `(also ${specPath}.volumes[${volumes.get(v.name)}])`);
         else
             volumes.set(v.name, i);
     });
@@ -237,7 +127,7 @@ function checkRules(obj) {
         arr(spec[list]).forEach((c, ci) => {
             if (!isObj(c))
                 return;
-            const base = `spec.${list}[${ci}]`;
+            const base = `${specPath}.${list}[${ci}]`;
             if (typeof c.name === 'string') {
                 if (names.has(c.name))
                     add(`${base}.name`, `duplicate container name ${JSON.stringify(c.name)} ` +
@@ -277,7 +167,8 @@ function checkRules(obj) {
                     return;
                 const mbase = `${base}.volumeMounts[${mi}]`;
                 if (typeof m.name === 'string' && !volumes.has(m.name))
-                    add(`${mbase}.name`, `volume ${JSON.stringify(m.name)} not found in spec.volumes`);
+                    add(`${mbase}.name`,
+                        `volume ${JSON.stringify(m.name)} not found in ${specPath}.volumes`);
                 if (typeof m.mountPath === 'string') {
                     if (mountPaths.has(m.mountPath))
                         add(`${mbase}.mountPath`, `duplicate mountPath ${JSON.stringify(m.mountPath)} ` +
@@ -295,10 +186,7 @@ function checkRules(obj) {
 export function checkPod(obj) {
     if (!isObj(obj))
         return [{ path: '', message: 'a Pod must be a JSON object' }];
-    const types = checkTypes(obj);
-    const unknown = checkUnknownFields(obj, types);
-    const rules = checkRules(obj);
-    return [...types, ...unknown, ...rules].map(({ path, message }) => ({ path, message }));
+    return [...checkSchema(Pod, obj, 'Pod'), ...checkRules(obj)];
 }
 
 /**
@@ -306,53 +194,14 @@ export function checkPod(obj) {
  * newline-delimited objects. Returns {pods, errors}; errors are strings.
  */
 export function parsePods(text, source = 'stdin') {
-    const trimmed = text.trim();
-    if (trimmed === '')
-        return { pods: [], errors: [] };
-    let doc;
-    try {
-        doc = JSON.parse(trimmed);
-    } catch {
-        /* not one document: newline-delimited */
-        const pods = [];
-        const errors = [];
-        trimmed.split('\n').forEach((line, i) => {
-            if (line.trim() === '')
-                return;
-            try {
-                pods.push(...unwrap(JSON.parse(line)));
-            } catch (e) {
-                errors.push(`${source}:${i + 1}: not JSON: ${e.message}`);
-            }
-        });
-        return { pods, errors };
-    }
-    return { pods: unwrap(doc), errors: [] };
-}
-
-function unwrap(doc) {
-    if (Array.isArray(doc))
-        return doc;
-    if (isObj(doc) && Array.isArray(doc.items) && doc.kind !== 'Pod')
-        return doc.items;
-    return [doc];
-}
-
-function label(pod, k) {
-    const md = isObj(pod) && isObj(pod.metadata) ? pod.metadata : {};
-    const ns = typeof md.namespace === 'string' ? md.namespace : '-';
-    const name = typeof md.name === 'string' ? md.name :
-        (typeof md.generateName === 'string' ? `${md.generateName}*` : '-');
-    return `pod[${k}] ${ns}/${name}`;
+    const { objects, errors } = parseObjects(text, source, (doc) => doc.kind !== 'Pod');
+    return { pods: objects, errors };
 }
 
 function main(argv) {
-    const inputs = [];
+    let inputs;
     try {
-        if (argv.length === 0)
-            inputs.push(['stdin', readFileSync(0, 'utf8')]);
-        for (const f of argv)
-            inputs.push([f, readFileSync(f, 'utf8')]);
+        inputs = readInputs(argv);
     } catch (e) {
         process.stderr.write(`validate-pod: ${e.message}\n`);
         return 2;
@@ -370,7 +219,7 @@ function main(argv) {
     }
     pods.forEach((pod, k) => {
         for (const p of checkPod(pod))
-            lines.push(`${label(pod, k)}: ${p.path || '(pod)'}: ${p.message}`);
+            lines.push(`pod[${k}] ${objectName(pod)}: ${p.path || '(pod)'}: ${p.message}`);
     });
     if (lines.length > 0) {
         process.stdout.write(lines.join('\n') + '\n');
@@ -381,13 +230,5 @@ function main(argv) {
 }
 
 /* Run as a program (also through a symlink), not when imported by the self-test. */
-function invokedDirectly() {
-    try {
-        return realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url));
-    } catch {
-        return false;
-    }
-}
-
-if (invokedDirectly())
+if (invokedDirectly(import.meta.url))
     process.exitCode = main(process.argv.slice(2));

@@ -1,0 +1,38 @@
+# volcano-plugin-webhook container image.
+#
+#   docker build -t volcano-plugin-webhook:0.1.0 .
+#
+# Two stages: Debian 12 with the -dev packages builds the binary (the Makefile, as
+# `make` does on a workstation); Debian 12 slim with only the shared libraries it links
+# against runs it, as an unprivileged user. The Deployment in manifests/ replaces CMD with
+# its own serve flags.
+
+FROM debian:12 AS build
+# `check` only so that the Makefile's pkg-config query for the test framework is quiet;
+# the unit tests are not built here.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        build-essential pkg-config \
+        libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libssl-dev libyaml-dev check \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN make -j"$(nproc)" \
+ && strip --strip-unneeded build/volcano-plugin-webhook \
+ && build/volcano-plugin-webhook serve --help >/dev/null
+
+FROM debian:12-slim
+# The libraries of `readelf -d volcano-plugin-webhook` (libc6 is in the base image) and
+# the CA certificates for a --kubeconfig that names a public API server.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        libmicrohttpd12 libjansson4 libcurl4 libssl3 libyaml-0-2 ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /src/build/volcano-plugin-webhook /usr/local/bin/volcano-plugin-webhook
+# 65532: the conventional "nonroot" uid/gid, as the Deployment's securityContext expects.
+USER 65532:65532
+EXPOSE 8443
+ENTRYPOINT ["/usr/local/bin/volcano-plugin-webhook"]
+CMD ["serve", \
+     "--tls-cert-file=/etc/webhook/certs/tls.crt", \
+     "--tls-private-key-file=/etc/webhook/certs/tls.key"]

@@ -1,0 +1,602 @@
+"""test_manifests.py - manifests/ (kustomize) and the Dockerfile, checked without a cluster.
+
+What is checked (issue 4, "Operations"):
+  - `kubectl kustomize manifests/` renders (kubectl from $KUBECTL, else PATH: Debian 12's
+    kubernetes-client, kubectl 1.20 with kustomize v2, or any newer one); without kubectl
+    the rendered-object tests are skipped, saying so;
+  - every rendered object conforms to the Kubernetes schema (tests/schema/
+    validate-objects.mjs, npm kubernetes-models) and the validators pass their self-tests;
+  - the Deployment's security properties, probes, resources, spread and certificate
+    volume, each its own test; every flag of its args (and of the Dockerfile's CMD) is
+    one that `$BUILD/volcano-plugin-webhook serve --help` lists (skipped when not built);
+  - the Service, PodDisruptionBudget and MutatingWebhookConfiguration field by field;
+  - RBAC: exactly the (group, resource, verb) triples listed, as set equality;
+  - the caBundle command of README.md fills the caBundle with the CA that signed the
+    serving certificate;
+  - the Dockerfile statically: stages, runtime packages (covering every shared library
+    the built binary needs), non-root USER, ENTRYPOINT, CMD; .dockerignore keeps the
+    sources.
+
+Python 3 standard library plus Debian's python3-yaml; node for the schema.
+"""
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import yaml
+
+import harness
+
+ROOT = harness.ROOT
+MANIFESTS = os.path.join(ROOT, "manifests")
+DOCKERFILE = os.path.join(ROOT, "Dockerfile")
+DOCKERIGNORE = os.path.join(ROOT, ".dockerignore")
+README = os.path.join(ROOT, "README.md")
+SCHEMA_DIR = os.path.join(harness.TESTS, "schema")
+OBJECT_VALIDATOR = os.path.join(SCHEMA_DIR, "validate-objects.mjs")
+
+NAME = "volcano-plugin-webhook"
+NS = "volcano-plugin-webhook"
+TLS_SECRET = "volcano-plugin-webhook-tls"
+CERT_DIR = "/etc/webhook/certs"
+IMAGE = "volcano-plugin-webhook:0.1.0"
+NONROOT = 65532
+# README "Install in a cluster": run from the repository root, $CERTS = gen-certs --out.
+FILL_CA_BUNDLE = ('sed -i "s|^  value: .*|  value: $(base64 -w0 "$CERTS/ca.crt")|" '
+                  'manifests/ca-bundle.yaml')
+
+RUNTIME_PACKAGES = {"libmicrohttpd12", "libjansson4", "libcurl4", "libssl3", "libyaml-0-2",
+                    "ca-certificates"}
+
+
+def kubectl():
+    """The kubectl to render with ($KUBECTL, else PATH), or None."""
+    return os.environ.get("KUBECTL") or shutil.which("kubectl")
+
+
+def render(directory):
+    """`kubectl kustomize directory` as a list of objects; raises with kubectl's stderr."""
+    r = subprocess.run([kubectl(), "kustomize", directory], capture_output=True, text=True,
+                       timeout=120)
+    if r.returncode != 0:
+        raise AssertionError("kubectl kustomize %s failed (exit %d): %s"
+                             % (directory, r.returncode, r.stderr))
+    return [d for d in yaml.safe_load_all(r.stdout) if d is not None]
+
+
+def serve_flags():
+    """The long and short flags `serve --help` lists, or None when the binary is not built."""
+    exe = harness.binary()
+    if not os.access(exe, os.X_OK):
+        return None
+    r = subprocess.run([exe, "serve", "--help"], capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        raise AssertionError("serve --help exited %d: %s" % (r.returncode, r.stderr))
+    return set(re.findall(r"(?<![\w-])(--?[a-z][a-z0-9-]*)", r.stdout))
+
+
+def flag_names(args):
+    """The flag names of a command line after the subcommand: '--x=v' and '--x v' → '--x'."""
+    return [a.split("=", 1)[0] for a in args if a.startswith("-")]
+
+
+def label_selector_matches(match_labels, labels):
+    return all(labels.get(k) == v for k, v in match_labels.items())
+
+
+def rbac_triples(rules):
+    """{(apiGroup, resource, verb)} of a Role's rules (resourceNames etc. must be absent)."""
+    out = set()
+    for rule in rules:
+        extra = set(rule) - {"apiGroups", "resources", "verbs"}
+        if extra:
+            raise AssertionError("rule has %s: %s" % (sorted(extra), rule))
+        for g in rule["apiGroups"]:
+            for r in rule["resources"]:
+                for v in rule["verbs"]:
+                    out.add((g, r, v))
+    return out
+
+
+class RenderedManifestsTest(unittest.TestCase):
+    """What `kubectl kustomize manifests/` renders."""
+
+    @classmethod
+    def setUpClass(cls):
+        if kubectl() is None:
+            raise unittest.SkipTest(
+                "kubectl not found: cannot render manifests/ (install Debian's "
+                "kubernetes-client, scripts/install-deps does, or set KUBECTL)")
+        cls.objects = render(MANIFESTS)
+
+    def one(self, kind, name=NAME):
+        found = [o for o in self.objects
+                 if o["kind"] == kind and o["metadata"]["name"] == name]
+        self.assertEqual(len(found), 1, "%s %s in the rendered manifests" % (kind, name))
+        return found[0]
+
+    def deployment(self):
+        return self.one("Deployment")
+
+    def pod_spec(self):
+        return self.deployment()["spec"]["template"]["spec"]
+
+    def container(self):
+        cs = self.pod_spec()["containers"]
+        self.assertEqual([c["name"] for c in cs], ["webhook"])
+        return cs[0]
+
+    def effective_security(self, field):
+        """A container security setting, falling back to the pod's (as the kubelet does)."""
+        c = self.container().get("securityContext") or {}
+        if field in c:
+            return c[field]
+        return (self.pod_spec().get("securityContext") or {}).get(field)
+
+    def container_port(self, port):
+        """A probe's or the Service's port (number or name) as the container's number."""
+        if isinstance(port, int):
+            return port
+        ports = {p["name"]: p["containerPort"] for p in self.container().get("ports", [])}
+        self.assertIn(port, ports, "port name %r is not one of the container's" % port)
+        return ports[port]
+
+    def arg_value(self, flag):
+        """The value of --flag in the container's args, $(VAR) expanded from its env."""
+        args = self.container()["args"]
+        for i, a in enumerate(args):
+            if a == flag and i + 1 < len(args):
+                value = args[i + 1]
+                break
+            if a.startswith(flag + "="):
+                value = a.split("=", 1)[1]
+                break
+        else:
+            return None
+        env = {e["name"]: e for e in self.container().get("env", [])}
+
+        def expand(m):
+            e = env.get(m.group(1))
+            self.assertIsNotNone(e, "$(%s) is not in the container's env" % m.group(1))
+            if "value" in e:
+                return e["value"]
+            path = e["valueFrom"]["fieldRef"]["fieldPath"]
+            self.assertEqual(path, "metadata.namespace", "only the namespace is resolved here")
+            return self.deployment()["metadata"]["namespace"]
+        return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", expand, value)
+
+    # ------------------------------------------------------------ objects and schema
+
+    def test_renders_exactly_these_objects(self):
+        got = sorted((o["apiVersion"], o["kind"], o["metadata"].get("namespace", ""),
+                      o["metadata"]["name"]) for o in self.objects)
+        self.assertEqual(got, sorted([
+            ("v1", "Namespace", "", NS),
+            ("v1", "ServiceAccount", NS, NAME),
+            ("rbac.authorization.k8s.io/v1", "ClusterRole", "", NAME),
+            ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", NAME),
+            ("rbac.authorization.k8s.io/v1", "Role", NS, NAME + "-leader-election"),
+            ("rbac.authorization.k8s.io/v1", "RoleBinding", NS, NAME + "-leader-election"),
+            ("apps/v1", "Deployment", NS, NAME),
+            ("v1", "Service", NS, NAME),
+            ("policy/v1", "PodDisruptionBudget", NS, NAME),
+            ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "", NAME),
+        ]))
+
+    def test_every_object_conforms_to_the_kubernetes_schema(self):
+        node = shutil.which("node")
+        self.assertIsNotNone(node, "node not found: cannot run %s" % OBJECT_VALIDATOR)
+        r = subprocess.run([node, OBJECT_VALIDATOR], input=json.dumps(self.objects),
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual((r.returncode, r.stdout),
+                         (0, "ok %d objects\n" % len(self.objects)), r.stderr)
+
+    # ------------------------------------------------------------ Deployment
+
+    def test_deployment_two_replicas_of_the_image(self):
+        d = self.deployment()
+        self.assertEqual(d["spec"]["replicas"], 2)
+        self.assertEqual(self.container()["image"], IMAGE)
+        self.assertEqual(self.pod_spec()["serviceAccountName"], NAME)
+        self.assertTrue(label_selector_matches(d["spec"]["selector"]["matchLabels"],
+                                               d["spec"]["template"]["metadata"]["labels"]))
+
+    def test_deployment_rolls_without_losing_a_serving_replica(self):
+        rolling = self.deployment()["spec"]["strategy"]["rollingUpdate"]
+        self.assertEqual(rolling["maxUnavailable"], 0)
+
+    def test_args_serve_with_the_mounted_certificate(self):
+        args = self.container()["args"]
+        self.assertEqual(args[0], "serve")
+        self.assertEqual(self.arg_value("--tls-cert-file"), CERT_DIR + "/tls.crt")
+        self.assertEqual(self.arg_value("--tls-private-key-file"), CERT_DIR + "/tls.key")
+        self.assertIsNone(self.arg_value("--insecure-http"))
+        self.assertNotIn("--insecure-http", args)
+
+    def test_leader_election_lease_in_its_own_namespace(self):
+        self.assertEqual(self.arg_value("--leader-elect-resource-namespace"), NS)
+
+    def test_every_arg_is_a_flag_serve_accepts(self):
+        flags = serve_flags()
+        if flags is None:
+            self.skipTest("%s not built: serve --help not checked" % harness.binary())
+        args = self.container()["args"]
+        self.assertEqual(args[0], "serve")
+        for f in flag_names(args[1:]):
+            with self.subTest(flag=f):
+                self.assertIn(f, flags, "%s is not in `serve --help`" % f)
+
+    def test_listens_on_8443(self):
+        self.assertEqual([(p["name"], p["containerPort"], p.get("protocol", "TCP"))
+                          for p in self.container()["ports"]], [("https", 8443, "TCP")])
+        port = self.arg_value("--port")
+        self.assertIn(port, (None, "8443"))
+
+    def test_readiness_probe_readyz_over_https(self):
+        probe = self.container()["readinessProbe"]["httpGet"]
+        self.assertEqual((probe["path"], probe["scheme"], self.container_port(probe["port"])),
+                         ("/readyz", "HTTPS", 8443))
+
+    def test_liveness_probe_healthz_over_https(self):
+        probe = self.container()["livenessProbe"]["httpGet"]
+        self.assertEqual((probe["path"], probe["scheme"], self.container_port(probe["port"])),
+                         ("/healthz", "HTTPS", 8443))
+
+    def test_resource_requests_and_limits(self):
+        res = self.container()["resources"]
+        for kind in ("requests", "limits"):
+            for r in ("cpu", "memory"):
+                with self.subTest(kind=kind, resource=r):
+                    self.assertIn(r, res.get(kind, {}))
+
+    def test_runs_as_non_root(self):
+        self.assertIs(self.effective_security("runAsNonRoot"), True)
+
+    def test_runs_as_uid_65532(self):
+        self.assertEqual(self.effective_security("runAsUser"), NONROOT)
+
+    def test_read_only_root_filesystem(self):
+        self.assertIs(self.container()["securityContext"]["readOnlyRootFilesystem"], True)
+
+    def test_no_privilege_escalation(self):
+        self.assertIs(self.container()["securityContext"]["allowPrivilegeEscalation"], False)
+
+    def test_not_privileged(self):
+        self.assertIsNot(self.container()["securityContext"].get("privileged"), True)
+
+    def test_all_capabilities_dropped_none_added(self):
+        caps = self.container()["securityContext"]["capabilities"]
+        self.assertEqual(caps.get("drop"), ["ALL"])
+        self.assertFalse(caps.get("add"))
+
+    def test_seccomp_runtime_default(self):
+        self.assertEqual(self.effective_security("seccompProfile"), {"type": "RuntimeDefault"})
+
+    def test_no_host_namespaces_or_host_paths(self):
+        spec = self.pod_spec()
+        for f in ("hostNetwork", "hostPID", "hostIPC"):
+            self.assertIsNot(spec.get(f), True, f)
+        self.assertEqual([v for v in spec.get("volumes", []) if "hostPath" in v], [])
+
+    def test_spread_over_hosts(self):
+        tsc = self.pod_spec()["topologySpreadConstraints"]
+        labels = self.deployment()["spec"]["template"]["metadata"]["labels"]
+        by_host = [t for t in tsc if t["topologyKey"] == "kubernetes.io/hostname"]
+        self.assertEqual(len(by_host), 1)
+        self.assertEqual(by_host[0]["maxSkew"], 1)
+        self.assertTrue(label_selector_matches(by_host[0]["labelSelector"]["matchLabels"],
+                                               labels))
+
+    def test_certificate_secret_mounted_read_only(self):
+        volumes = {v["name"]: v for v in self.pod_spec()["volumes"]}
+        mounts = [m for m in self.container()["volumeMounts"] if m["mountPath"] == CERT_DIR]
+        self.assertEqual(len(mounts), 1)
+        self.assertIs(mounts[0].get("readOnly"), True)
+        self.assertEqual(volumes[mounts[0]["name"]]["secret"]["secretName"], TLS_SECRET)
+
+    def test_termination_grace_covers_the_shutdown_grace(self):
+        # --shutdown-grace defaults to 15 s; the kubelet must not SIGKILL before.
+        self.assertGreaterEqual(self.pod_spec().get("terminationGracePeriodSeconds", 30), 20)
+
+    # ------------------------------------------------------------ Service, PDB, SA, namespace
+
+    def test_service_443_to_the_container_8443(self):
+        svc = self.one("Service")
+        self.assertEqual(svc["metadata"]["namespace"], NS)
+        ports = svc["spec"]["ports"]
+        self.assertEqual(len(ports), 1)
+        self.assertEqual(ports[0]["port"], 443)
+        self.assertEqual(self.container_port(ports[0]["targetPort"]), 8443)
+        self.assertTrue(label_selector_matches(
+            svc["spec"]["selector"], self.deployment()["spec"]["template"]["metadata"]["labels"]))
+
+    def test_pod_disruption_budget_keeps_one(self):
+        pdb = self.one("PodDisruptionBudget")
+        self.assertEqual(pdb["spec"]["minAvailable"], 1)
+        self.assertNotIn("maxUnavailable", pdb["spec"])
+        self.assertTrue(label_selector_matches(
+            pdb["spec"]["selector"]["matchLabels"],
+            self.deployment()["spec"]["template"]["metadata"]["labels"]))
+
+    def test_namespaced_objects_are_in_the_webhook_namespace(self):
+        self.one("Namespace", NS)
+        self.one("ServiceAccount")
+        for o in self.objects:
+            if o["kind"] in ("Namespace", "ClusterRole", "ClusterRoleBinding",
+                             "MutatingWebhookConfiguration"):
+                self.assertNotIn("namespace", o["metadata"], o["kind"])
+            else:
+                self.assertEqual(o["metadata"].get("namespace"), NS, o["kind"])
+
+    # ------------------------------------------------------------ RBAC
+
+    def test_cluster_role_grants_exactly_these_verbs(self):
+        rw = ("get", "list", "watch", "create", "update", "delete")
+        want = {("batch.volcano.sh", "jobs", v) for v in ("get", "list", "watch")}
+        want |= {("", r, v) for r in ("secrets", "configmaps", "services") for v in rw}
+        want |= {("networking.k8s.io", "networkpolicies", v) for v in rw}
+        want |= {("", "events", v) for v in ("create", "patch")}
+        self.assertEqual(rbac_triples(self.one("ClusterRole")["rules"]), want)
+
+    def test_role_grants_exactly_the_lease_verbs(self):
+        role = self.one("Role", NAME + "-leader-election")
+        self.assertEqual(role["metadata"]["namespace"], NS)
+        self.assertEqual(rbac_triples(role["rules"]),
+                         {("coordination.k8s.io", "leases", v)
+                          for v in ("get", "create", "update")})
+
+    def test_bindings_give_the_roles_to_the_service_account_only(self):
+        sa = [{"kind": "ServiceAccount", "name": NAME, "namespace": NS}]
+        crb = self.one("ClusterRoleBinding")
+        self.assertEqual(crb["roleRef"], {"apiGroup": "rbac.authorization.k8s.io",
+                                          "kind": "ClusterRole", "name": NAME})
+        self.assertEqual(crb["subjects"], sa)
+        rb = self.one("RoleBinding", NAME + "-leader-election")
+        self.assertEqual(rb["roleRef"], {"apiGroup": "rbac.authorization.k8s.io",
+                                         "kind": "Role", "name": NAME + "-leader-election"})
+        self.assertEqual(rb["subjects"], sa)
+
+    # ------------------------------------------------------------ MutatingWebhookConfiguration
+
+    def webhook(self):
+        webhooks = self.one("MutatingWebhookConfiguration")["webhooks"]
+        self.assertEqual([w["name"] for w in webhooks], ["pods.volcano-plugin-webhook.volcano.sh"])
+        return webhooks[0]
+
+    def test_webhook_calls_the_service_path(self):
+        self.assertEqual(self.webhook()["clientConfig"]["service"],
+                         {"name": NAME, "namespace": NS, "path": "/pods/mutate", "port": 443})
+        self.assertNotIn("url", self.webhook()["clientConfig"])
+
+    def test_webhook_ca_bundle_is_base64(self):
+        ca = self.webhook()["clientConfig"]["caBundle"]
+        self.assertTrue(base64.b64decode(ca, validate=True))
+
+    def test_webhook_rules_pod_create_only(self):
+        self.assertEqual(self.webhook()["rules"], [{
+            "operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+            "resources": ["pods"], "scope": "Namespaced"}])
+
+    def test_webhook_object_selector_volcano_job_pods(self):
+        self.assertEqual(self.webhook()["objectSelector"], {"matchExpressions": [
+            {"key": "volcano.sh/job-name", "operator": "Exists"}]})
+
+    def test_webhook_namespace_selector_leaves_out_own_and_kube_system(self):
+        sel = self.webhook()["namespaceSelector"]
+        self.assertEqual(list(sel), ["matchExpressions"])
+        self.assertEqual(len(sel["matchExpressions"]), 1)
+        expr = sel["matchExpressions"][0]
+        self.assertEqual((expr["key"], expr["operator"]), ("kubernetes.io/metadata.name", "NotIn"))
+        self.assertEqual(sorted(expr["values"]), sorted([NS, "kube-system"]))
+
+    def test_webhook_failure_policy_fail(self):
+        self.assertEqual(self.webhook()["failurePolicy"], "Fail")
+
+    def test_webhook_side_effects_none(self):
+        self.assertEqual(self.webhook()["sideEffects"], "None")
+
+    def test_webhook_timeout_10s(self):
+        self.assertEqual(self.webhook()["timeoutSeconds"], 10)
+
+    def test_webhook_admission_review_versions(self):
+        self.assertEqual(self.webhook()["admissionReviewVersions"], ["v1", "v1beta1"])
+
+    def test_webhook_reinvocation_if_needed(self):
+        self.assertEqual(self.webhook()["reinvocationPolicy"], "IfNeeded")
+
+    def test_webhook_match_policy_equivalent(self):
+        self.assertEqual(self.webhook()["matchPolicy"], "Equivalent")
+
+    # ------------------------------------------------------------ caBundle
+
+    def test_readme_command_fills_the_ca_bundle(self):
+        with open(README, encoding="utf-8") as f:
+            self.assertTrue(FILL_CA_BUNDLE in f.read(),
+                            "README.md must show the tested command: " + FILL_CA_BUNDLE)
+        with tempfile.TemporaryDirectory(prefix="test_manifests.") as tmp:
+            shutil.copytree(MANIFESTS, os.path.join(tmp, "manifests"))
+            certs = harness.make_certs(os.path.join(tmp, "certs"), service=NAME, namespace=NS)
+            r = subprocess.run(["sh", "-c", FILL_CA_BUNDLE], cwd=tmp, capture_output=True,
+                               text=True, timeout=30,
+                               env=dict(os.environ, CERTS=os.path.join(tmp, "certs")))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            webhook = [o for o in render(os.path.join(tmp, "manifests"))
+                       if o["kind"] == "MutatingWebhookConfiguration"][0]["webhooks"][0]
+            with open(certs["ca.crt"], "rb") as f:
+                ca = f.read()
+            self.assertEqual(base64.b64decode(webhook["clientConfig"]["caBundle"]), ca)
+            # The serving certificate verifies against it for the Service's DNS name.
+            r = subprocess.run(["openssl", "verify", "-CAfile", certs["ca.crt"],
+                                "-verify_hostname", "%s.%s.svc" % (NAME, NS), certs["tls.crt"]],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
+def dockerfile_instructions(path=DOCKERFILE):
+    """[(INSTRUCTION, arguments)] of a Dockerfile: comments dropped, continuations joined."""
+    out = []
+    cur = ""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stripped = line.strip()
+            if stripped.startswith("#") or (not stripped and not cur):
+                continue
+            if stripped.endswith("\\"):
+                cur += stripped[:-1] + " "
+                continue
+            cur += stripped
+            word, _, rest = cur.partition(" ")
+            out.append((word.upper(), rest.strip()))
+            cur = ""
+    return out
+
+
+def dockerfile_stages():
+    """[(FROM arguments, [(INSTRUCTION, arguments)])] per build stage."""
+    stages = []
+    for ins, args in dockerfile_instructions():
+        if ins == "FROM":
+            stages.append((args, []))
+        elif stages:
+            stages[-1][1].append((ins, args))
+    return stages
+
+
+def apt_installed(instructions):
+    """Packages of every `apt-get install` in a stage's RUN instructions."""
+    pkgs = set()
+    for ins, args in instructions:
+        if ins != "RUN":
+            continue
+        for m in re.finditer(r"apt-get install ([^&;|]*)", args):
+            pkgs |= {w for w in m.group(1).split() if not w.startswith("-")}
+    return pkgs
+
+
+class DockerfileTest(unittest.TestCase):
+    """The Dockerfile, statically (no Docker here)."""
+
+    def test_two_stages_debian_12_build_and_slim_runtime(self):
+        stages = [s[0] for s in dockerfile_stages()]
+        self.assertEqual(stages, ["debian:12 AS build", "debian:12-slim"])
+
+    def test_build_stage_installs_dev_packages_and_runs_make(self):
+        build = dockerfile_stages()[0][1]
+        self.assertLessEqual({"build-essential", "pkg-config", "libmicrohttpd-dev",
+                              "libjansson-dev", "libcurl4-openssl-dev", "libssl-dev",
+                              "libyaml-dev"}, apt_installed(build))
+        self.assertTrue(any(i == "RUN" and re.search(r"(^|\s)make(\s|$)", a) for i, a in build))
+
+    def test_runtime_stage_installs_only_the_runtime_libraries(self):
+        self.assertEqual(apt_installed(dockerfile_stages()[-1][1]), RUNTIME_PACKAGES)
+
+    def test_runtime_libraries_cover_what_the_binary_links(self):
+        exe = harness.binary()
+        if not os.access(exe, os.X_OK):
+            self.skipTest("%s not built" % exe)
+        for tool in ("readelf", "ldd", "dpkg-query"):
+            if shutil.which(tool) is None:
+                self.skipTest("%s not found" % tool)
+        needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]",
+                            subprocess.run(["readelf", "-d", exe], capture_output=True,
+                                           text=True, check=True).stdout)
+        resolved = dict(re.findall(r"^\s*(\S+) => (/\S+)",
+                                   subprocess.run(["ldd", exe], capture_output=True, text=True,
+                                                  check=True).stdout, re.M))
+        self.assertTrue(needed)
+        for lib in needed:
+            with self.subTest(lib=lib):
+                self.assertIn(lib, resolved)
+                path = resolved[lib]
+                owners = None
+                for p in (path, "/usr" + path, os.path.realpath(path)):
+                    r = subprocess.run(["dpkg-query", "-S", p], capture_output=True, text=True)
+                    if r.returncode == 0:
+                        owners = {o.split(":")[0] for o in r.stdout.split(": ")[0].split(", ")}
+                        break
+                self.assertIsNotNone(owners, "no Debian package owns %s" % path)
+                # libc6 is in every Debian image.
+                self.assertTrue(owners & (RUNTIME_PACKAGES | {"libc6"}),
+                                "%s comes from %s, not installed in the image" % (lib, owners))
+
+    def test_runs_as_non_root_user_65532(self):
+        users = [a for i, a in dockerfile_stages()[-1][1] if i == "USER"]
+        self.assertEqual(len(users), 1)
+        self.assertEqual(users[0].split(":")[0], str(NONROOT))
+
+    def test_entrypoint_is_the_binary(self):
+        final = dockerfile_stages()[-1][1]
+        entry = [json.loads(a) for i, a in final if i == "ENTRYPOINT"]
+        self.assertEqual(entry, [["/usr/local/bin/volcano-plugin-webhook"]])
+        copies = [a for i, a in final if i == "COPY"]
+        self.assertTrue(any(a.startswith("--from=build ") and
+                            a.endswith(" /usr/local/bin/volcano-plugin-webhook") for a in copies))
+
+    def test_cmd_is_serve_with_flags_serve_accepts(self):
+        cmds = [json.loads(a) for i, a in dockerfile_stages()[-1][1] if i == "CMD"]
+        self.assertEqual(len(cmds), 1)
+        self.assertEqual(cmds[0][0], "serve")
+        flags = serve_flags()
+        if flags is None:
+            self.skipTest("%s not built: serve --help not checked" % harness.binary())
+        for f in flag_names(cmds[0][1:]):
+            with self.subTest(flag=f):
+                self.assertIn(f, flags)
+
+    def test_dockerignore_keeps_the_sources_and_drops_build_output(self):
+        with open(DOCKERIGNORE, encoding="utf-8") as f:
+            patterns = [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
+
+        def ignored(rel):
+            # Docker matches each pattern against the path and, for a directory, its contents.
+            parts = rel.split("/")
+            for pat in patterns:
+                pat = pat.rstrip("/")
+                for n in range(1, len(parts) + 1):
+                    prefix = "/".join(parts[:n])
+                    if pat.startswith("**/"):
+                        if any(re.fullmatch(_glob(pat[3:]), "/".join(parts[k:n]))
+                               for k in range(n)):
+                            return True
+                    elif re.fullmatch(_glob(pat), prefix):
+                        return True
+            return False
+
+        for d in ("webhook", "plugins", "k8s", "certs"):
+            for f in os.listdir(os.path.join(ROOT, d)):
+                if f.endswith((".c", ".h")):
+                    with self.subTest(path=d + "/" + f):
+                        self.assertFalse(ignored(d + "/" + f))
+        self.assertFalse(ignored("Makefile"))
+        for path in ("build/volcano-plugin-webhook", ".git/HEAD",
+                     "tests/schema/node_modules/ajv/package.json", "webhook/x.o"):
+            with self.subTest(path=path):
+                self.assertTrue(ignored(path))
+
+
+def _glob(pattern):
+    """A .dockerignore pattern without '**' as a regular expression ('*' stays in a segment)."""
+    return "".join("[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch)
+                   for ch in pattern)
+
+
+class SchemaValidatorsTest(unittest.TestCase):
+    """The validators the manifests and the mutated pods are checked with test themselves."""
+
+    def test_node_self_tests_pass(self):
+        node = shutil.which("node")
+        self.assertIsNotNone(node, "node not found")
+        r = subprocess.run([node, "--test", SCHEMA_DIR + "/"], capture_output=True, text=True,
+                           timeout=300, cwd=ROOT)
+        self.assertEqual(r.returncode, 0, r.stdout[-4000:] + r.stderr[-2000:])
+        self.assertRegex(r.stdout, r"(?m)^# fail 0$")
+
+
+if __name__ == "__main__":
+    unittest.main()
