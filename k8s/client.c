@@ -1,23 +1,29 @@
 /*
- * client.c - Kubernetes REST GETs over libcurl (client.h).
+ * client.c - Kubernetes REST requests over libcurl (client.h, client_internal.h).
  *
  * Design: the client holds an immutable copy of the config. Each thread that
  * calls it gets its own CURL easy handle, kept under a pthread key and reused,
  * so connections are kept alive per thread. The handle is configured once with
  * the TLS material (files, or PEM from memory through the *_BLOB options);
- * per request only the URL, timeout and headers change. The bearer token is
- * read from token_file on every request (kubelet rotates bound tokens) and
- * never logged; the header buffer holding it is wiped after use.
+ * per request only the method, URL, body, timeout and headers change. The
+ * bearer token is read from token_file on every request (kubelet rotates bound
+ * tokens) and never logged; every buffer holding it is wiped after use.
  *
- * Errors: 2xx → decoded body; 404 → WH_ENOTFOUND; CURLE_OPERATION_TIMEDOUT →
- * WH_ETIMEOUT; any other status or transport failure → WH_EAPI. An error body
- * that is a Status fills err with "Reason: message", else "HTTP <code>".
- * Bodies over K8S_MAX_BODY are refused.
+ * Every verb goes through k8s_request: rate limiter (a token bucket shared by
+ * all threads), then the transfer, then the answer: 2xx → decoded body; 429 or
+ * 503 with Retry-After → sleep and try again (at most retry_max times, only
+ * while the request's own timeout leaves room); any other status → the Status
+ * body decoded into a code (client_internal.h k8s_client_status_error) and
+ * "Reason: message" in err. CURLE_OPERATION_TIMEDOUT → WH_ETIMEOUT; other
+ * transport failures → WH_EAPI. Bodies over K8S_MAX_BODY are refused.
  *
- * Threads: any thread may call k8s_get concurrently. Handles are tracked in a
- * list guarded by c->mu, so k8s_client_destroy frees the handles of threads
- * that are still alive; a thread that exits first frees its own through the
- * key's destructor. curl_global_init must have run (main does it).
+ * Threads: any thread may call any function concurrently, except
+ * k8s_client_set_options (before threads use the client) and
+ * k8s_client_destroy (after they are done). Locks: c->mu guards the handle
+ * list, so k8s_client_destroy frees the handles of threads that are still
+ * alive (a thread that exits first frees its own through the key's
+ * destructor); c->lim_mu guards the token bucket and is never held while
+ * sleeping or doing I/O. curl_global_init must have run (main does it).
  */
 #include "k8s/client.h"
 
@@ -28,7 +34,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "k8s/client_internal.h"
 #include "webhook/log.h"
 
 #define K8S_MAX_BODY (16u * 1024 * 1024)   /* bytes */
@@ -43,10 +51,14 @@ struct handle {
 };
 
 struct k8s_client {
-    struct k8s_config cfg;   /* deep copy, immutable */
-    pthread_key_t key;       /* this thread's struct handle */
-    pthread_mutex_t mu;      /* guards handles */
-    struct handle *handles;  /* every live handle */
+    struct k8s_config cfg;        /* deep copy, immutable */
+    struct k8s_client_options opt;/* set before threads start, then read-only */
+    pthread_key_t key;            /* this thread's struct handle */
+    pthread_mutex_t mu;           /* guards handles */
+    struct handle *handles;       /* every live handle */
+    pthread_mutex_t lim_mu;       /* guards tokens and lim_last_ms */
+    double tokens;                /* bucket level; negative = reserved by sleepers */
+    long long lim_last_ms;        /* monotonic ms of the last refill */
 };
 
 struct body {
@@ -55,6 +67,26 @@ struct body {
     size_t cap;
     bool toobig;
 };
+
+long long k8s_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long long ms)
+{
+    struct timespec ts;
+
+    if (ms <= 0)
+        return;
+    ts.tv_sec = (time_t)(ms / 1000);
+    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
 
 static void handle_free(struct handle *h)
 {
@@ -120,6 +152,10 @@ struct k8s_client *k8s_client_create(const struct k8s_config *cfg, struct wh_err
         return NULL;
     }
     pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->lim_mu, NULL);
+    c->opt.qps = 0;   /* no limit, no retries until k8s_client_set_options */
+    c->opt.burst = 1;
+    c->opt.retry_max = 0;
     return c;
 }
 
@@ -142,8 +178,63 @@ void k8s_client_destroy(struct k8s_client *c)
         h = next;
     }
     pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->lim_mu);
     k8s_config_dispose(&c->cfg);
     free(c);
+}
+
+void k8s_client_set_options(struct k8s_client *c, const struct k8s_client_options *opt)
+{
+    if (c == NULL || opt == NULL)
+        return;
+    pthread_mutex_lock(&c->lim_mu);
+    c->opt = *opt;
+    if (c->opt.burst < 1)
+        c->opt.burst = 1;
+    if (c->opt.retry_max < 0)
+        c->opt.retry_max = 0;
+    c->tokens = c->opt.burst; /* a full bucket to start with, as client-go's */
+    c->lim_last_ms = k8s_now_ms();
+    pthread_mutex_unlock(&c->lim_mu);
+}
+
+/*
+ * Token bucket with reservations: a caller takes a token at once, driving the
+ * level negative when the bucket is empty, and then sleeps until the refill
+ * would have covered it. Waiters thus queue in arrival order and the lock is
+ * held only for the arithmetic.
+ */
+int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, struct wh_error *err)
+{
+    long long now;
+    long long wait_ms = 0;
+    double qps;
+
+    pthread_mutex_lock(&c->lim_mu);
+    qps = c->opt.qps;
+    if (qps <= 0) {
+        pthread_mutex_unlock(&c->lim_mu);
+        return 0;
+    }
+    now = k8s_now_ms();
+    c->tokens += (double)(now - c->lim_last_ms) * qps / 1000.0;
+    if (c->tokens > c->opt.burst)
+        c->tokens = c->opt.burst;
+    c->lim_last_ms = now;
+    c->tokens -= 1.0;
+    if (c->tokens < 0) {
+        /* round up: waking a millisecond early would find no token */
+        wait_ms = (long long)(-c->tokens * 1000.0 / qps) + 1;
+        if (wait_ms > max_wait_ms) {
+            c->tokens += 1.0; /* give the reservation back */
+            pthread_mutex_unlock(&c->lim_mu);
+            return wh_error_set(err, WH_ETIMEOUT,
+                                "client rate limit: waiting %lld ms exceeds the timeout", wait_ms);
+        }
+    }
+    pthread_mutex_unlock(&c->lim_mu);
+    sleep_ms(wait_ms);
+    return 0;
 }
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
@@ -184,8 +275,9 @@ static int blob_opt(CURL *h, CURLoption opt, const char *pem)
 }
 
 /* Options that never change for this client. */
-static int handle_setup(CURL *h, const struct k8s_config *cfg, struct wh_error *err)
+int k8s_client_handle_setup(struct k8s_client *c, CURL *h, struct wh_error *err)
 {
+    const struct k8s_config *cfg = &c->cfg;
     CURLcode cc = CURLE_OK;
 
     cc |= curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -247,7 +339,7 @@ static CURL *thread_handle(struct k8s_client *c, struct wh_error *err)
         wh_error_set(err, WH_EAPI, "curl_easy_init failed");
         return NULL;
     }
-    if (handle_setup(h->curl, &c->cfg, err) < 0 || pthread_setspecific(c->key, h) != 0) {
+    if (k8s_client_handle_setup(c, h->curl, err) < 0 || pthread_setspecific(c->key, h) != 0) {
         if (err != NULL && err->code == 0)
             wh_error_set(err, WH_ERROR, "pthread_setspecific failed");
         handle_free(h);
@@ -313,148 +405,464 @@ out:
     return rc;
 }
 
-/* err from a non-2xx answer: the Status body's "Reason: message", else "HTTP code". */
-static int status_error(long code, const struct body *b, struct wh_error *err)
+void k8s_client_headers_free(struct curl_slist *hdrs)
 {
-    int rc = code == 404 ? WH_ENOTFOUND : WH_EAPI;
-    json_t *st = b->data ? json_loadb(b->data, b->len, 0, NULL) : NULL;
+    struct curl_slist *l;
+
+    for (l = hdrs; l != NULL; l = l->next)
+        OPENSSL_cleanse(l->data, strlen(l->data));
+    curl_slist_free_all(hdrs);
+}
+
+/* Append a formatted "Name: value" line; 0 or -1 on ENOMEM (list kept). */
+static int hdr_add(struct curl_slist **l, const char *name, const char *value)
+{
+    char line[512];
+    struct curl_slist *n;
+
+    if ((size_t)snprintf(line, sizeof(line), "%s: %s", name, value) >= sizeof(line))
+        return -1;
+    n = curl_slist_append(*l, line);
+    if (n == NULL)
+        return -1;
+    *l = n;
+    return 0;
+}
+
+int k8s_client_headers(struct k8s_client *c, const char *accept, const char *content_type,
+                       struct curl_slist **out, struct wh_error *err)
+{
+    struct curl_slist *l = NULL;
+    struct curl_slist *n;
+    char *auth = NULL;
+    int rc;
+
+    *out = NULL;
+    rc = auth_header(&c->cfg, &auth, err);
+    if (rc < 0)
+        return rc;
+    if (hdr_add(&l, "Accept", accept) < 0 ||
+        (content_type != NULL && hdr_add(&l, "Content-Type", content_type) < 0) ||
+        (n = curl_slist_append(l, "Expect:")) == NULL) {
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+        goto out;
+    }
+    l = n;
+    if (auth != NULL) {
+        n = curl_slist_append(l, auth);
+        if (n == NULL) {
+            rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+            goto out;
+        }
+        l = n;
+    }
+    *out = l;
+    l = NULL; /* now owned by the caller */
+out:
+    k8s_client_headers_free(l);
+    if (auth != NULL)
+        OPENSSL_cleanse(auth, strlen(auth));
+    free(auth);
+    return rc;
+}
+
+char *k8s_client_url(const struct k8s_client *c, const char *path)
+{
+    size_t n = strlen(c->cfg.server) + strlen(path) + 1;
+    char *url = malloc(n);
+
+    if (url != NULL)
+        snprintf(url, n, "%s%s", c->cfg.server, path);
+    return url;
+}
+
+int k8s_client_status_from_json(long http_code, const json_t *st, struct wh_error *err)
+{
     const char *reason = json_string_value(json_object_get(st, "reason"));
     const char *msg = json_string_value(json_object_get(st, "message"));
+    int rc;
 
+    if (http_code == 0 && json_is_integer(json_object_get(st, "code")))
+        http_code = (long)json_integer_value(json_object_get(st, "code"));
+    switch (http_code) {
+    case 404:
+        rc = WH_ENOTFOUND;
+        break;
+    case 409:
+        /* the two 409s need different handling: reread-and-retry vs. taken */
+        rc = reason != NULL && strcmp(reason, "AlreadyExists") == 0 ? WH_EEXISTS : WH_ECONFLICT;
+        break;
+    case 410:
+        rc = WH_EGONE;
+        break;
+    default:
+        rc = WH_EAPI;
+        break;
+    }
     if (msg != NULL && msg[0] != '\0' && reason != NULL && reason[0] != '\0')
         wh_error_set(err, rc, "%s: %s", reason, msg);
     else if (msg != NULL && msg[0] != '\0')
-        wh_error_set(err, rc, "HTTP %ld: %s", code, msg);
+        wh_error_set(err, rc, "HTTP %ld: %s", http_code, msg);
     else if (reason != NULL && reason[0] != '\0')
-        wh_error_set(err, rc, "%s: HTTP %ld", reason, code);
+        wh_error_set(err, rc, "%s: HTTP %ld", reason, http_code);
     else
-        wh_error_set(err, rc, "HTTP %ld", code);
+        wh_error_set(err, rc, "HTTP %ld", http_code);
+    return rc;
+}
+
+int k8s_client_status_error(long http_code, const char *body, size_t len, struct wh_error *err)
+{
+    json_t *st = body != NULL ? json_loadb(body, len, 0, NULL) : NULL;
+    int rc = k8s_client_status_from_json(http_code, st, err);
+
     json_decref(st);
+    return rc;
+}
+
+/* Set method and body on a reused handle; every option a previous request set is overridden. */
+static void set_method(CURL *h, const char *method, const char *data, size_t len)
+{
+    if (strcmp(method, "GET") == 0 || (data == NULL && strcmp(method, "DELETE") == 0)) {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    } else {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(data ? len : 0));
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, data ? data : "");
+    }
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, strcmp(method, "GET") == 0 ||
+                                                       strcmp(method, "POST") == 0
+                                                   ? NULL
+                                                   : method);
+}
+
+/*
+ * Whether the answer carried Retry-After, and its value in seconds (libcurl
+ * parses both the seconds and the HTTP-date form, and reports 0 for "absent",
+ * so presence is asked separately: "Retry-After: 0" is a valid answer).
+ */
+static bool has_retry_after(CURL *h, curl_off_t *secs)
+{
+    struct curl_header *hd;
+
+    if (curl_easy_header(h, "Retry-After", 0, CURLH_HEADER, -1, &hd) != CURLHE_OK)
+        return false;
+    if (curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, secs) != CURLE_OK || *secs < 0)
+        *secs = 0;
+    return true;
+}
+
+int k8s_request(struct k8s_client *c, const char *method, const char *path, const json_t *body,
+                const char *content_type, long timeout_ms, json_t **out, struct wh_error *err)
+{
+    struct body b = {0};
+    struct curl_slist *hdrs = NULL;
+    char *data = NULL;
+    char *url = NULL;
+    char errbuf[CURL_ERROR_SIZE];
+    long long deadline = k8s_now_ms() + timeout_ms;
+    long attempt;
+    json_error_t je;
+    CURLcode cc;
+    CURL *h;
+    long code = 0;
+    int rc;
+
+    if (out != NULL)
+        *out = NULL;
+    if (method == NULL || path == NULL || path[0] != '/' ||
+        (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0 &&
+         strcmp(method, "PUT") != 0 && strcmp(method, "PATCH") != 0 &&
+         strcmp(method, "DELETE") != 0))
+        return wh_error_set(err, WH_EINVAL, "bad request method or path");
+    h = thread_handle(c, err);
+    if (h == NULL)
+        return err != NULL && err->code != 0 ? err->code : WH_EAPI;
+    if (body != NULL) {
+        data = json_dumps(body, JSON_COMPACT);
+        if (data == NULL)
+            return wh_error_set(err, WH_ENOMEM, "%s %s: cannot encode the body", method, path);
+        if (content_type == NULL)
+            content_type = "application/json";
+    } else {
+        content_type = NULL;
+    }
+    url = k8s_client_url(c, path);
+    if (url == NULL) {
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (attempt = 0;; attempt++) {
+        long long left = deadline - k8s_now_ms();
+        curl_off_t retry_after = 0;
+
+        if (left <= 0) {
+            rc = wh_error_set(err, WH_ETIMEOUT, "%s %s: timed out after %ld ms", method, path,
+                              timeout_ms);
+            goto out;
+        }
+        rc = k8s_client_throttle(c, (long)left, err);
+        if (rc < 0)
+            goto out;
+        left = deadline - k8s_now_ms();
+        if (left < 1)
+            left = 1;
+        k8s_client_headers_free(hdrs); /* token re-read per attempt */
+        rc = k8s_client_headers(c, "application/json", content_type, &hdrs, err);
+        if (rc < 0)
+            goto out;
+        free(b.data);
+        memset(&b, 0, sizeof(b));
+        errbuf[0] = '\0';
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        set_method(h, method, data, data ? strlen(data) : 0);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)left);
+        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)left);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+        cc = curl_easy_perform(h);
+        /* the handle outlives this call: drop pointers to our stack and heap */
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
+        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+        if (cc == CURLE_OPERATION_TIMEDOUT) {
+            rc = wh_error_set(err, WH_ETIMEOUT, "%s %s: timed out after %ld ms", method, path,
+                              timeout_ms);
+            goto out;
+        }
+        if (cc == CURLE_WRITE_ERROR && b.toobig) {
+            rc = wh_error_set(err, WH_EAPI, "%s %s: response body larger than %u bytes", method,
+                              path, K8S_MAX_BODY);
+            goto out;
+        }
+        if (cc != CURLE_OK) {
+            rc = wh_error_set(err, WH_EAPI, "%s %s: %s", method, path,
+                              errbuf[0] ? errbuf : curl_easy_strerror(cc));
+            goto out;
+        }
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+        LOG_DEBUG("k8s: method=%s path=%s status=%ld bytes=%zu attempt=%ld", method, path, code,
+                  b.len, attempt);
+        if (code >= 200 && code <= 299)
+            break;
+        if ((code == 429 || code == 503) && attempt < c->opt.retry_max &&
+            has_retry_after(h, &retry_after) &&
+            (long long)retry_after * 1000 < deadline - k8s_now_ms()) {
+            /* the server asked for a pause and there is time for it and one more try */
+            LOG_DEBUG("k8s: method=%s path=%s status=%ld retry_after=%ld", method, path, code,
+                      (long)retry_after);
+            sleep_ms((long long)retry_after * 1000);
+            continue;
+        }
+        rc = k8s_client_status_error(code, b.data, b.len, err);
+        goto out;
+    }
+    rc = 0;
+    if (out == NULL)
+        goto out;
+    if (b.len == 0) {
+        *out = json_null(); /* 204 or an empty 2xx: still a value, never NULL */
+        goto out;
+    }
+    *out = json_loadb(b.data, b.len, 0, &je);
+    if (*out == NULL)
+        rc = wh_error_set(err, WH_EAPI, "%s %s: invalid JSON in response: %s", method, path,
+                          je.text);
+out:
+    k8s_client_headers_free(hdrs);
+    free(url);
+    free(data);
+    free(b.data);
     return rc;
 }
 
 int k8s_get(struct k8s_client *c, const char *path, long timeout_ms, json_t **out,
             struct wh_error *err)
 {
-    struct body b = {0};
-    struct curl_slist *hdrs = NULL;
-    struct curl_slist *tmp;
-    char *auth = NULL;
-    char *url = NULL;
-    char errbuf[CURL_ERROR_SIZE];
-    json_error_t je;
-    CURLcode cc;
-    CURL *h;
-    long code = 0;
-    size_t n;
-    int rc;
-
-    *out = NULL;
-    h = thread_handle(c, err);
-    if (h == NULL)
-        return err != NULL && err->code != 0 ? err->code : WH_EAPI;
-    rc = auth_header(&c->cfg, &auth, err);
-    if (rc < 0)
-        goto out;
-    n = strlen(c->cfg.server) + strlen(path) + 1;
-    url = malloc(n);
-    if (url == NULL) {
-        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
-        goto out;
-    }
-    snprintf(url, n, "%s%s", c->cfg.server, path);
-    tmp = curl_slist_append(hdrs, "Accept: application/json");
-    if (tmp != NULL) {
-        hdrs = tmp;
-        tmp = auth != NULL ? curl_slist_append(hdrs, auth) : hdrs;
-    }
-    if (tmp == NULL) {
-        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
-        goto out;
-    }
-    hdrs = tmp;
-    errbuf[0] = '\0';
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-    cc = curl_easy_perform(h);
-    /* the handle outlives this call: drop pointers to our stack and heap */
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
-    if (cc == CURLE_OPERATION_TIMEDOUT) {
-        rc = wh_error_set(err, WH_ETIMEOUT, "GET %s: timed out after %ld ms", path, timeout_ms);
-        goto out;
-    }
-    if (cc == CURLE_WRITE_ERROR && b.toobig) {
-        rc = wh_error_set(err, WH_EAPI, "GET %s: response body larger than %u bytes", path,
-                          K8S_MAX_BODY);
-        goto out;
-    }
-    if (cc != CURLE_OK) {
-        rc = wh_error_set(err, WH_EAPI, "GET %s: %s", path,
-                          errbuf[0] ? errbuf : curl_easy_strerror(cc));
-        goto out;
-    }
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    LOG_DEBUG("k8s: GET path=%s status=%ld bytes=%zu", path, code, b.len);
-    if (code < 200 || code > 299) {
-        rc = status_error(code, &b, err);
-        goto out;
-    }
-    *out = json_loadb(b.data ? b.data : "", b.len, 0, &je);
-    if (*out == NULL) {
-        rc = wh_error_set(err, WH_EAPI, "GET %s: invalid JSON in response: %s", path, je.text);
-        goto out;
-    }
-    rc = 0;
-out:
-    curl_slist_free_all(hdrs);
-    if (auth != NULL)
-        OPENSSL_cleanse(auth, strlen(auth));
-    free(auth);
-    free(url);
-    free(b.data);
-    return rc;
+    return k8s_request(c, "GET", path, NULL, NULL, timeout_ms, out, err);
 }
 
 int k8s_get_job(struct k8s_client *c, const char *ns, const char *name, long timeout_ms,
                 json_t **out, struct wh_error *err)
 {
-    char *ens = NULL;
-    char *ename = NULL;
-    char *path = NULL;
-    size_t n;
-    CURL *h;
+    char *path;
     int rc;
 
     *out = NULL;
     if (ns == NULL || ns[0] == '\0' || name == NULL || name[0] == '\0')
         return wh_error_set(err, WH_EINVAL, "job namespace and name must not be empty");
-    h = thread_handle(c, err);
-    if (h == NULL)
-        return err != NULL && err->code != 0 ? err->code : WH_EAPI;
-    ens = curl_easy_escape(h, ns, 0);
-    ename = curl_easy_escape(h, name, 0);
-    if (ens == NULL || ename == NULL) {
-        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
-        goto out;
-    }
-    n = strlen(ens) + strlen(ename) + 64;
-    path = malloc(n);
-    if (path == NULL) {
-        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
-        goto out;
-    }
-    snprintf(path, n, "/apis/batch.volcano.sh/v1alpha1/namespaces/%s/jobs/%s", ens, ename);
+    path = k8s_path("batch.volcano.sh", "v1alpha1", ns, "jobs", name);
+    if (path == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
     rc = k8s_get(c, path, timeout_ms, out, err);
-out:
-    curl_free(ens);
-    curl_free(ename);
     free(path);
     return rc;
+}
+
+int k8s_create(struct k8s_client *c, const char *collection_path, const json_t *obj,
+               long timeout_ms, json_t **out, struct wh_error *err)
+{
+    return k8s_request(c, "POST", collection_path, obj, NULL, timeout_ms, out, err);
+}
+
+int k8s_update(struct k8s_client *c, const char *object_path, const json_t *obj, long timeout_ms,
+               json_t **out, struct wh_error *err)
+{
+    return k8s_request(c, "PUT", object_path, obj, NULL, timeout_ms, out, err);
+}
+
+int k8s_delete(struct k8s_client *c, const char *object_path, long timeout_ms,
+               struct wh_error *err)
+{
+    json_t *opts = json_pack("{s:s, s:s, s:s}", "kind", "DeleteOptions", "apiVersion", "v1",
+                             "propagationPolicy", "Background");
+    int rc;
+
+    if (opts == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    rc = k8s_request(c, "DELETE", object_path, opts, NULL, timeout_ms, NULL, err);
+    json_decref(opts);
+    return rc;
+}
+
+/*
+ * timeout_ms applies to each page (as client-go's per-request timeout), so a
+ * long list is not cut short by its own length.
+ */
+int k8s_list(struct k8s_client *c, const char *collection_path, long limit, long timeout_ms,
+             json_t **items_out, char **rv_out, struct wh_error *err)
+{
+    json_t *items = json_array();
+    json_t *page = NULL;
+    char *cont = NULL;    /* escaped continue token of the next page */
+    char *rv = NULL;
+    char *path = NULL;
+    const char *sep = strchr(collection_path, '?') != NULL ? "&" : "?";
+    int rc = 0;
+
+    *items_out = NULL;
+    *rv_out = NULL;
+    if (items == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    for (;;) {
+        size_t n = strlen(collection_path) + (cont ? strlen(cont) : 0) + 64;
+        json_t *meta;
+        json_t *arr;
+        const char *next;
+        const char *prv;
+
+        free(path);
+        path = malloc(n);
+        if (path == NULL) {
+            rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+            goto out;
+        }
+        if (limit > 0)
+            snprintf(path, n, "%s%slimit=%ld%s%s", collection_path, sep, limit,
+                     cont ? "&continue=" : "", cont ? cont : "");
+        else if (cont != NULL)
+            snprintf(path, n, "%s%scontinue=%s", collection_path, sep, cont);
+        else
+            snprintf(path, n, "%s", collection_path);
+        json_decref(page);
+        page = NULL;
+        rc = k8s_request(c, "GET", path, NULL, NULL, timeout_ms, &page, err);
+        if (rc < 0)
+            goto out;
+        meta = json_object_get(page, "metadata");
+        arr = json_object_get(page, "items");
+        if (!json_is_object(page) || (arr != NULL && !json_is_array(arr) && !json_is_null(arr))) {
+            rc = wh_error_set(err, WH_EAPI, "LIST %s: answer is not a list", collection_path);
+            goto out;
+        }
+        if (json_is_array(arr) && json_array_extend(items, arr) < 0) {
+            rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+            goto out;
+        }
+        prv = json_string_value(json_object_get(meta, "resourceVersion"));
+        if (prv != NULL) {
+            free(rv);
+            rv = strdup(prv);
+            if (rv == NULL) {
+                rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+                goto out;
+            }
+        }
+        next = json_string_value(json_object_get(meta, "continue"));
+        curl_free(cont);
+        cont = NULL;
+        if (next == NULL || next[0] == '\0')
+            break;
+        cont = curl_easy_escape(NULL, next, 0);
+        if (cont == NULL) {
+            rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    if (rv == NULL) {
+        rc = wh_error_set(err, WH_EAPI, "LIST %s: list has no metadata.resourceVersion",
+                          collection_path);
+        goto out;
+    }
+    *items_out = items;
+    items = NULL; /* now owned by the caller */
+    *rv_out = rv;
+    rv = NULL;
+out:
+    json_decref(items);
+    json_decref(page);
+    curl_free(cont);
+    free(rv);
+    free(path);
+    return rc;
+}
+
+/* Append s URL-escaped after "/"; 0 or -1 on ENOMEM. */
+static int path_seg(char **buf, size_t *len, const char *s, bool escape)
+{
+    char *e = escape ? curl_easy_escape(NULL, s, 0) : (char *)s;
+    size_t n;
+    char *nb;
+
+    if (e == NULL)
+        return -1;
+    n = strlen(e);
+    nb = realloc(*buf, *len + n + 2);
+    if (nb == NULL) {
+        if (escape)
+            curl_free(e);
+        return -1;
+    }
+    nb[*len] = '/';
+    memcpy(nb + *len + 1, e, n + 1);
+    *len += n + 1;
+    *buf = nb;
+    if (escape)
+        curl_free(e);
+    return 0;
+}
+
+/*
+ * ns NULL or "" gives the cluster-wide form ("/apis/G/V/RESOURCE"): the
+ * all-namespaces collection, or a cluster-scoped object.
+ */
+char *k8s_path(const char *group, const char *version, const char *ns, const char *resource,
+               const char *name)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    bool core = group == NULL || group[0] == '\0';
+
+    if (version == NULL || resource == NULL)
+        return NULL;
+    if (path_seg(&buf, &len, core ? "api" : "apis", false) < 0 ||
+        (!core && path_seg(&buf, &len, group, true) < 0) ||
+        path_seg(&buf, &len, version, true) < 0 ||
+        (ns != NULL && ns[0] != '\0' &&
+         (path_seg(&buf, &len, "namespaces", false) < 0 || path_seg(&buf, &len, ns, true) < 0)) ||
+        path_seg(&buf, &len, resource, true) < 0 ||
+        (name != NULL && path_seg(&buf, &len, name, true) < 0)) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
 }

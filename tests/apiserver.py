@@ -11,18 +11,36 @@ Design
             "apis/<group>/<version>"; cluster-scoped objects use namespace "".
             One lock guards the store, the resourceVersion counter and the
             event log. Every write appends (rv, type, key, object) to the event
-            log and notifies Store.cond; watch (chunked stream of
-            {"type","object"} lines, BOOKMARK, 410 for a compacted RV) is meant
-            to be added on top of Store.events_since() and Store.cond.
+            log and notifies Store.cond, which wakes the watchers.
+  Watch     ?watch=1|true on a collection (one namespace or all): HTTP 200, a
+            chunked stream of {"type","object"} lines from the event log after
+            resourceVersion (""/"0": synthetic ADDED for the current state
+            first), BOOKMARKs every --bookmark-interval s with
+            allowWatchBookmarks=true, timeoutSeconds, label/field selectors. An
+            RV older than the compaction point: 200 then one ERROR event
+            (Status 410 Expired), or HTTP 410 with the watch_gone_http fault.
+  GC        deleting an object deletes, --gc-delay s later, every object whose
+            ownerReferences name its uid (and no other live owner), cascading;
+            propagationPolicy Orphan skips it; POST /_test/gc {"enabled": false}
+            turns it off (and {"delay_ms": N} sets the delay).
   Lists     are served from a snapshot rebuilt from the event log at the list's
             resourceVersion, so every page of a paged list is consistent, as
             etcd makes it. Store.compact(rv) forgets history below rv: continue
             tokens older than that answer 410 Expired.
   Control   /_test/... endpoints (never authenticated, never faulted, never
-            logged): faults, request log, direct object creation, compaction.
+            logged): faults, request log (with the server's monotonic "time"
+            of each request and per-path "counts"), direct object creation,
+            compaction, GC.
+  Faults    POST /_test/faults {method, path_regex, count (-1 = forever), for_ms
+            (lapses after), then: status/reason/message/retry_after (answer a
+            Status), delay_ms (stall first), close (drop the connection), or for
+            watches watch_drop_after_events K, watch_drop_after_ms T (abrupt end
+            without the final chunk), watch_stall_ms (send nothing for that long,
+            -1 = until the client leaves), watch_gone_http (410 instead of an
+            ERROR event for a too-old RV)}.
 
 Flags: --port N (0 = pick) --port-file F --bind ADDR --tls-cert F --tls-key F
-       --load FILE (repeatable) --token T -v
+       --load FILE (repeatable) --token T --bookmark-interval S --gc-delay S -v
 Threads: ThreadingHTTPServer, one thread per connection, HTTP/1.1 keep-alive.
 SIGTERM/SIGINT: stop accepting and exit 0. Nothing is written to stdout.
 """
@@ -34,6 +52,7 @@ import json
 import os
 import random
 import re
+import select
 import signal
 import socket
 import ssl
@@ -157,13 +176,15 @@ def bad_request(message):
 class Store:
     """Objects, the resourceVersion counter and the event log, under one lock."""
 
-    def __init__(self):
+    def __init__(self, gc_delay=0.1):
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
         self.objects = {}      # (gv, resource, ns, name) -> object
         self.rv = 0            # last resourceVersion handed out
         self.events = []       # (rv, type, key, object) for every write
         self.compacted = 0     # history below this rv is gone
+        self.gc_enabled = True # ownerReference garbage collection
+        self.gc_delay = gc_delay  # seconds between an owner's delete and its dependents'
 
     # ---- helpers, called with the lock held ----
     def _next_rv(self):
@@ -273,7 +294,7 @@ class Store:
             self._record(rv, "MODIFIED", key, new)
             return copy.deepcopy(new)
 
-    def patch(self, gv, resource, ns, name, ctype, patch):
+    def patch(self, gv, resource, ns, name, ctype, patch, subresource=None):
         with self.lock:
             cur = self.objects.get((gv, resource, ns, name))
             if cur is None:
@@ -292,13 +313,14 @@ class Store:
             raise bad_request("the patch does not produce an object")
         new.setdefault("metadata", {})["resourceVersion"] = cur["metadata"]["resourceVersion"]
         try:
-            return self.update(gv, resource, ns, name, new)
+            return self.update(gv, resource, ns, name, new, subresource)
         except ApiError as e:
             if e.reason == "Conflict":  # raced with a writer: kube retries internally
-                return self.patch(gv, resource, ns, name, ctype, patch)
+                return self.patch(gv, resource, ns, name, ctype, patch, subresource)
             raise
 
-    def delete(self, gv, resource, ns, name):
+    def delete(self, gv, resource, ns, name, orphan=False):
+        """DELETE; dependents go later through the garbage collector unless orphan."""
         key = (gv, resource, ns, name)
         with self.lock:
             cur = self.objects.pop(key, None)
@@ -307,7 +329,44 @@ class Store:
             rv = self._next_rv()
             cur["metadata"]["resourceVersion"] = str(rv)
             self._record(rv, "DELETED", key, cur)
+            if not orphan:
+                self._gc_schedule(cur["metadata"].get("uid"))
             return copy.deepcopy(cur)
+
+    # ---- ownerReference garbage collection (kube-api-facts "Writing") ----
+    def _gc_schedule(self, uid):
+        """Collect uid's dependents after gc_delay, as kube's GC does some time later."""
+        if not uid or not self.gc_enabled:
+            return
+        t = threading.Timer(self.gc_delay, self._gc_collect, [uid])
+        t.daemon = True
+        t.start()
+
+    def _gc_collect(self, owner_uid):
+        """Delete every object owned by owner_uid whose owners are all gone; cascade."""
+        with self.lock:
+            if not self.gc_enabled:
+                return
+            live = {o["metadata"].get("uid") for o in self.objects.values()}
+            victims = []
+            for key, obj in sorted(self.objects.items()):
+                refs = [r for r in (obj.get("metadata", {}).get("ownerReferences") or [])
+                        if isinstance(r, dict)]
+                uids = {r.get("uid") for r in refs}
+                if owner_uid in uids and not (uids & live):
+                    victims.append(key)
+            for key in victims:
+                cur = self.objects.pop(key)
+                rv = self._next_rv()
+                cur["metadata"]["resourceVersion"] = str(rv)
+                self._record(rv, "DELETED", key, cur)
+                self._gc_schedule(cur["metadata"].get("uid"))
+
+    def set_gc(self, enabled, delay=None):
+        with self.lock:
+            self.gc_enabled = bool(enabled)
+            if delay is not None:
+                self.gc_delay = max(0.0, float(delay))
 
     def list(self, gv, resource, ns, limit=0, cont=None, match=None):
         """ns None = all namespaces. Returns (items, list rv, continue token, remaining)."""
@@ -352,6 +411,10 @@ class Store:
         with self.lock:
             self.compacted = max(self.compacted, min(rv, self.rv))
             self.events = [e for e in self.events if e[0] >= self.compacted]
+
+    def too_old(self, rv):
+        """Whether a watch from rv needs history that compaction forgot. Lock held."""
+        return rv < self.compacted - 1
 
     def events_since(self, rv):
         """Events after rv, or None when rv is older than the kept history. Lock held."""
@@ -476,6 +539,16 @@ def field_matcher(selector):
     return lambda obj: all(f(obj) for f in terms)
 
 
+def selector_matcher(q):
+    """labelSelector and fieldSelector of a query, as one predicate (None: everything)."""
+    matchers = []
+    if q.get("labelSelector", [""])[0]:
+        matchers.append(label_matcher(q["labelSelector"][0]))
+    if q.get("fieldSelector", [""])[0]:
+        matchers.append(field_matcher(q["fieldSelector"][0]))
+    return (lambda o: all(f(o) for f in matchers)) if matchers else None
+
+
 PATH_RE = re.compile(
     r"^/(?P<gv>api/v1|apis/[^/]+/[^/]+)"
     r"(?:/namespaces/(?P<ns>[^/]+))?"
@@ -505,14 +578,22 @@ class Faults:
              "status": int(rule.get("status", 0) or 0), "reason": rule.get("reason", ""),
              "message": rule.get("message", ""), "delay_ms": int(rule.get("delay_ms", 0) or 0),
              "count": int(rule.get("count", 1)), "retry_after": rule.get("retry_after"),
-             "close": bool(rule.get("close", False))}
+             "close": bool(rule.get("close", False)),
+             # watch faults: passed to the watch instead of answering
+             "watch_drop_after_events": int(rule.get("watch_drop_after_events", 0) or 0),
+             "watch_drop_after_ms": int(rule.get("watch_drop_after_ms", 0) or 0),
+             "watch_stall_ms": int(rule.get("watch_stall_ms", 0) or 0),
+             "watch_gone_http": bool(rule.get("watch_gone_http", False)),
+             "for_ms": int(rule.get("for_ms", 0) or 0)}
+        # for_ms: the rule lapses after this long whatever its count ("for a while")
+        r["expires"] = time.monotonic() + r["for_ms"] / 1000.0 if r["for_ms"] else None
         try:
             r["re"] = re.compile(r["path_regex"])
         except re.error as e:
             raise bad_request("bad path_regex: %s" % e)
         with self.lock:
             self.rules.append(r)
-        return {k: v for k, v in r.items() if k != "re"}
+        return {k: v for k, v in r.items() if k not in ("re", "expires")}
 
     def clear(self):
         with self.lock:
@@ -521,6 +602,8 @@ class Faults:
     def match(self, method, target):
         """The first rule matching method and "path?query"; uses up one count."""
         with self.lock:
+            now = time.monotonic()
+            self.rules = [r for r in self.rules if r["expires"] is None or r["expires"] > now]
             for r in self.rules:
                 if r["method"] and r["method"].upper() != method:
                     continue
@@ -543,7 +626,7 @@ class Server(ThreadingHTTPServer):
         self.address_family = socket.AF_INET6 if ":" in addr[0] else socket.AF_INET
         super().__init__(addr, handler)
         self.opts = opts
-        self.store = Store()
+        self.store = Store(opts.gc_delay)
         self.faults = Faults()
         self.requests = []
         self.req_lock = threading.Lock()
@@ -639,6 +722,7 @@ class Handler(BaseHTTPRequestHandler):
                 return
             self.log_request_entry(path, query)
             fault = self.server.faults.match(self.command, path + ("?" + query if query else ""))
+            self.fault = fault
             if fault is not None:
                 if self.apply_fault(fault):
                     return
@@ -650,7 +734,8 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def log_request_entry(self, path, query):
-        entry = {"method": self.command, "path": path, "query": query,
+        # time: the server's monotonic clock in seconds, for tests that measure client pacing
+        entry = {"method": self.command, "path": path, "query": query, "time": time.monotonic(),
                  "headers": {h: self.headers[h] for h in LOGGED_HEADERS if h in self.headers}}
         with self.server.req_lock:
             self.server.requests.append(entry)
@@ -725,26 +810,36 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, store.update(gv, resource, ns, name, self.read_json(), sub))
         elif m == "PATCH":
             ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
-            self.send_json(200, store.patch(gv, resource, ns, name, ctype, self.read_json()))
+            self.send_json(200, store.patch(gv, resource, ns, name, ctype, self.read_json(),
+                                            sub))
         elif m == "DELETE":
-            self.send_json(200, store.delete(gv, resource, ns, name))
+            self.send_json(200, store.delete(gv, resource, ns, name,
+                                             self.delete_policy(q) == "Orphan"))
         else:
             raise ApiError(405, "MethodNotAllowed",
                            "the server does not allow this method on the requested resource")
 
+    def delete_policy(self, q):
+        """propagationPolicy from the query or a DeleteOptions body ("" when none)."""
+        pol = q.get("propagationPolicy", [""])[0]
+        if self.body_raw:
+            try:
+                opts = json.loads(self.body_raw)
+                if isinstance(opts, dict) and isinstance(opts.get("propagationPolicy"), str):
+                    pol = opts["propagationPolicy"]
+            except ValueError:
+                raise bad_request("the body of the request could not be decoded")
+        return pol
+
     def list(self, gv, resource, ns, q):
         if q.get("watch", ["0"])[0] in ("1", "true"):
-            raise ApiError(405, "MethodNotAllowed", "watch is not implemented by apiserver.py")
+            self.watch(gv, resource, ns, q)
+            return
         try:
             limit = int(q.get("limit", ["0"])[0] or 0)
         except ValueError:
             raise bad_request("limit must be an integer")
-        matchers = []
-        if q.get("labelSelector", [""])[0]:
-            matchers.append(label_matcher(q["labelSelector"][0]))
-        if q.get("fieldSelector", [""])[0]:
-            matchers.append(field_matcher(q["fieldSelector"][0]))
-        match = (lambda o: all(f(o) for f in matchers)) if matchers else None
+        match = selector_matcher(q)
         items, rv, token, remaining = self.server.store.list(
             gv, resource, ns, limit, q.get("continue", [""])[0] or None, match)
         meta = {"resourceVersion": str(rv)}
@@ -754,6 +849,140 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(200, {"kind": resource_to_kind(resource) + "List",
                              "apiVersion": gv_to_api_version(gv), "metadata": meta,
                              "items": items})
+
+    # ---- watch (kube-api-facts "Reading: get, list, watch") ----
+    def write_chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def write_event(self, etype, obj):
+        self.write_chunk((json.dumps({"type": etype, "object": obj}, separators=(",", ":"))
+                          + "\n").encode())
+
+    def drop_connection(self):
+        """End abruptly: no final chunk, as a network path that dies."""
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def client_gone(self):
+        """True when the client closed its end (a watch client never sends anything)."""
+        try:
+            r, _, _ = select.select([self.connection], [], [], 0)
+            if not r:
+                return False
+            if isinstance(self.connection, ssl.SSLSocket):
+                return True  # close_notify or EOF; nothing else is expected
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
+    def watch(self, gv, resource, ns, q):
+        """Chunked stream of {"type","object"} lines from the event log after resourceVersion.
+
+        RV "" or "0": synthetic ADDED for the current state, then live. An RV older than
+        the compaction point: HTTP 200 and one ERROR event (Status 410 Expired), or HTTP 410
+        with the fault option watch_gone_http. allowWatchBookmarks=true: a BOOKMARK every
+        --bookmark-interval seconds. timeoutSeconds ends the stream cleanly (final chunk).
+        """
+        srv, store, f = self.server, self.server.store, self.fault or {}
+        rv_s = q.get("resourceVersion", [""])[0]
+        bookmarks = q.get("allowWatchBookmarks", ["false"])[0] in ("1", "true")
+        try:
+            timeout = float(q.get("timeoutSeconds", ["0"])[0] or 0)
+            start = int(rv_s) if rv_s not in ("", "0") else None
+        except ValueError:
+            raise bad_request("invalid resourceVersion or timeoutSeconds")
+        match = selector_matcher(q)
+        kind, api_version = resource_to_kind(resource), gv_to_api_version(gv)
+
+        def relevant(key, obj):
+            return (key[0] == gv and key[1] == resource and (ns is None or key[2] == ns)
+                    and (match is None or match(obj)))
+
+        initial = []
+        with store.lock:
+            if start is None:
+                cur = store.rv
+                initial = [copy.deepcopy(o) for k, o in sorted(store.objects.items())
+                           if relevant(k, o)]
+                gone = False
+            else:
+                cur = start
+                gone = store.too_old(start)
+            compacted = store.compacted
+        expired = ApiError(410, "Expired", "too old resource version: %s (%d)"
+                           % (rv_s, max(compacted - 1, 0)))
+        if gone and f.get("watch_gone_http"):
+            raise expired
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if gone:
+            self.write_event("ERROR", expired.body())
+            self.write_chunk(b"")
+            return
+        t0 = time.monotonic()
+        deadline = t0 + timeout if timeout > 0 else None
+        drop_at = t0 + f["watch_drop_after_ms"] / 1000.0 if f.get("watch_drop_after_ms") else None
+        drop_after = f.get("watch_drop_after_events") or 0
+        sent = 0
+        if f.get("watch_stall_ms"):
+            # send nothing, keep the connection open (a stuck path); < 0 = until the client leaves
+            stall_end = t0 + f["watch_stall_ms"] / 1000.0 if f["watch_stall_ms"] > 0 else None
+            while not srv.stopping.is_set() and not self.client_gone():
+                if stall_end is not None and time.monotonic() >= stall_end:
+                    break
+                time.sleep(0.05)
+            if srv.stopping.is_set() or self.client_gone():
+                self.drop_connection()
+                return
+        interval = srv.opts.bookmark_interval
+        next_bm = time.monotonic() + interval
+        pending = [("ADDED", o) for o in initial]
+        while True:
+            for etype, obj in pending:
+                self.write_event(etype, obj)
+                sent += 1
+                if drop_after and sent >= drop_after:
+                    self.drop_connection()
+                    return
+            now = time.monotonic()
+            if drop_at is not None and now >= drop_at:
+                self.drop_connection()
+                return
+            if deadline is not None and now >= deadline:
+                self.write_chunk(b"")  # clean end of the stream
+                return
+            if bookmarks and now >= next_bm:
+                self.write_event("BOOKMARK", {"kind": kind, "apiVersion": api_version,
+                                              "metadata": {"resourceVersion": str(cur)}})
+                next_bm = now + interval
+            if srv.stopping.is_set() or self.client_gone():
+                self.drop_connection()
+                return
+            wake = [now + 0.2]
+            for t in (deadline, drop_at, next_bm if bookmarks else None):
+                if t is not None:
+                    wake.append(t)
+            with store.cond:
+                evs = store.events_since(cur)
+                if evs == []:
+                    store.cond.wait(max(0.0, min(wake) - time.monotonic()))
+                    evs = store.events_since(cur)
+            if evs is None:  # compacted past us while we watched
+                self.write_event("ERROR", ApiError(410, "Expired", "too old resource version: "
+                                                   "%d (%d)" % (cur, store.compacted - 1)).body())
+                self.write_chunk(b"")
+                return
+            pending = []
+            for erv, etype, key, obj in evs:
+                cur = erv
+                if relevant(key, obj):
+                    pending.append((etype, obj))
 
     # ---- /_test/ control ----
     def control(self, path):
@@ -767,7 +996,10 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, {})
         elif path == "/_test/requests" and m == "GET":
             with srv.req_lock:
-                self.send_json(200, {"requests": list(srv.requests)})
+                counts = {}
+                for e in srv.requests:
+                    counts[e["path"]] = counts.get(e["path"], 0) + 1
+                self.send_json(200, {"requests": list(srv.requests), "counts": counts})
         elif path == "/_test/requests" and m == "DELETE":
             with srv.req_lock:
                 srv.requests.clear()
@@ -777,6 +1009,15 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/_test/objects" and m == "DELETE":
             srv.store.clear()
             self.send_json(200, {})
+        elif path == "/_test/gc" and m == "POST":
+            body = self.read_json()
+            if not isinstance(body, dict):
+                raise bad_request("gc: an object is required")
+            delay = body.get("delay_ms")
+            srv.store.set_gc(body.get("enabled", True),
+                             None if delay is None else float(delay) / 1000.0)
+            self.send_json(200, {"enabled": srv.store.gc_enabled,
+                                 "delay_ms": int(srv.store.gc_delay * 1000)})
         elif path == "/_test/compact" and m == "POST":
             body = self.read_json()
             srv.store.compact(int(body.get("resourceVersion", srv.store.rv)))
@@ -829,6 +1070,10 @@ def main():
     ap.add_argument("--tls-key")
     ap.add_argument("--load", action="append", default=[])
     ap.add_argument("--token")
+    ap.add_argument("--bookmark-interval", type=float, default=1.0,
+                    help="seconds between watch BOOKMARK events (allowWatchBookmarks=true)")
+    ap.add_argument("--gc-delay", type=float, default=0.1,
+                    help="seconds before the garbage collector deletes an owner's dependents")
     ap.add_argument("-v", "--verbose", action="store_true")
     opts = ap.parse_args()
     if bool(opts.tls_cert) != bool(opts.tls_key):

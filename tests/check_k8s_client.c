@@ -1,6 +1,7 @@
 /*
  * check_k8s_client.c - k8s/config.c and k8s/client.c: kubeconfig and
- * in-cluster config, then real GETs against tests/apiserver.py started as a
+ * in-cluster config, then real requests (GET, create/update/patch/delete, paged
+ * lists, Retry-After retries, the rate limiter) against tests/apiserver.py started as a
  * child process on a free loopback port, over HTTP and HTTPS (a throwaway CA
  * and serving certificate made with the openssl CLI).
  *
@@ -725,6 +726,397 @@ START_TEST(test_threads)
 }
 END_TEST
 
+
+/* ---- writes, lists, retries, rate limit (issue 3) ---- */
+
+#define CMS "/api/v1/namespaces/ns1/configmaps"
+
+static const char *meta_str(const json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
+}
+
+START_TEST(test_path_helper)
+{
+    static const struct {
+        const char *g, *v, *ns, *r, *n, *want;
+    } cases[] = {
+        {"", "v1", "ns1", "configmaps", "c", "/api/v1/namespaces/ns1/configmaps/c"},
+        {NULL, "v1", "ns1", "secrets", NULL, "/api/v1/namespaces/ns1/secrets"},
+        {"batch.volcano.sh", "v1alpha1", NULL, "jobs", NULL, "/apis/batch.volcano.sh/v1alpha1/jobs"},
+        {"coordination.k8s.io", "v1", "kube-system", "leases", "vpw",
+         "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/vpw"},
+        {"networking.k8s.io", "v1", "n s", "networkpolicies", "a/b?c",
+         "/apis/networking.k8s.io/v1/namespaces/n%20s/networkpolicies/a%2Fb%3Fc"},
+        {"", "v1", "", "namespaces", "x", "/api/v1/namespaces/x"},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *p = k8s_path(cases[i].g, cases[i].v, cases[i].ns, cases[i].r, cases[i].n);
+
+        ck_assert_ptr_nonnull(p);
+        ck_assert_str_eq(p, cases[i].want);
+        free(p);
+    }
+    ck_assert_ptr_null(k8s_path("", NULL, "ns", "x", NULL));
+}
+END_TEST
+
+START_TEST(test_create_update_delete)
+{
+    json_t *job = reset_and_create_job();
+    struct k8s_client *c = client_for_server(false);
+    struct wh_error err = {0};
+    json_t *cm = tu_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+                         "\"metadata\":{\"name\":\"a\",\"labels\":{\"x\":\"1\"}},"
+                         "\"data\":{\"k\":\"v\"}}");
+    json_t *created = NULL;
+    json_t *got = NULL;
+    json_t *upd = NULL;
+    json_t *log = NULL;
+    json_t *req;
+    long rv;
+
+    ck_assert_int_eq(k8s_create(c, CMS, cm, 5000, &created, &err), 0);
+    ck_assert_str_eq(meta_str(created, "namespace"), "ns1");
+    ck_assert_uint_eq(strlen(meta_str(created, "uid")), 36);
+    rv = strtol(meta_str(job, "resourceVersion"), NULL, 10);
+    ck_assert_int_eq(strtol(meta_str(created, "resourceVersion"), NULL, 10), rv + 1);
+    ck_assert_int_eq(k8s_get(c, CMS "/a", 5000, &got, &err), 0);
+    ck_assert(json_equal(got, created)); /* 201 carried the stored object */
+    json_decref(got);
+    got = NULL;
+    req = logged_request(&log, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(req, "method")), "POST");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(req, "headers"),
+                                                       "Content-Type")),
+                     "application/json");
+    json_decref(log);
+
+    /* the name is taken */
+    ck_assert_int_eq(k8s_create(c, CMS, cm, 5000, &got, &err), WH_EEXISTS);
+    ck_assert_ptr_null(got);
+    ck_assert_str_eq(err.msg, "AlreadyExists: configmaps \"a\" already exists");
+
+    /* PUT with the current resourceVersion, then again with the now stale one */
+    upd = json_deep_copy(created);
+    json_object_set_new(json_object_get(upd, "data"), "k", json_string("v2"));
+    ck_assert_int_eq(k8s_update(c, CMS "/a", upd, 5000, &got, &err), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(got, "data"), "k")), "v2");
+    ck_assert_int_eq(strtol(meta_str(got, "resourceVersion"), NULL, 10), rv + 2);
+    json_decref(got);
+    got = NULL;
+    ck_assert_int_eq(k8s_update(c, CMS "/a", upd, 5000, &got, &err), WH_ECONFLICT);
+    ck_assert_str_eq(err.msg, "Conflict: Operation cannot be fulfilled on configmaps \"a\": the "
+                              "object has been modified; please apply your changes to the latest "
+                              "version and try again");
+    /* any other status: WH_EAPI with the Status reason */
+    ck_assert_int_eq(k8s_update(c, CMS "/nope", upd, 5000, NULL, &err), WH_EAPI);
+    ck_assert_str_eq(err.msg, "BadRequest: the name of the object (a) does not match the name "
+                              "on the URL (nope)");
+
+    /* PATCH: merge and JSON patch content types */
+    {
+        json_t *mp = tu_json("{\"data\":{\"k\":null,\"m\":\"1\"}}");
+        json_t *jp = tu_json("[{\"op\":\"add\",\"path\":\"/data/n\",\"value\":\"2\"}]");
+
+        ck_assert_int_eq(k8s_request(c, "PATCH", CMS "/a", mp, "application/merge-patch+json",
+                                     5000, &got, &err),
+                         0);
+        tu_assert_json_eq(json_object_get(got, "data"), "{\"m\":\"1\"}");
+        json_decref(got);
+        ck_assert_int_eq(k8s_request(c, "PATCH", CMS "/a", jp, "application/json-patch+json",
+                                     5000, &got, &err),
+                         0);
+        tu_assert_json_eq(json_object_get(got, "data"), "{\"m\":\"1\",\"n\":\"2\"}");
+        json_decref(got);
+        got = NULL;
+        json_decref(mp);
+        json_decref(jp);
+    }
+    ck_assert_int_eq(k8s_request(c, "HEAD", CMS "/a", NULL, NULL, 5000, &got, &err), WH_EINVAL);
+
+    ck_assert_int_eq(k8s_delete(c, CMS "/a", 5000, &err), 0);
+    ck_assert_int_eq(k8s_get(c, CMS "/a", 5000, &got, &err), WH_ENOTFOUND);
+    ck_assert_int_eq(k8s_delete(c, CMS "/a", 5000, &err), WH_ENOTFOUND);
+    ck_assert_str_eq(err.msg, "NotFound: configmaps \"a\" not found");
+    req = logged_request(&log, 10);
+    ck_assert_uint_eq(json_array_size(json_object_get(log, "requests")), 11);
+    ck_assert_str_eq(json_string_value(json_object_get(req, "method")), "DELETE");
+    ck_assert_str_eq(json_string_value(json_object_get(req, "path")), CMS "/a");
+    json_decref(log);
+
+    json_decref(upd);
+    json_decref(created);
+    json_decref(cm);
+    json_decref(job);
+    k8s_client_destroy(c);
+}
+END_TEST
+
+START_TEST(test_list_paged)
+{
+    static const char *names[] = {"e", "a", "c", "d", "b"};
+    json_t *job = reset_and_create_job();
+    struct k8s_client *c = client_for_server(false);
+    struct wh_error err = {0};
+    json_t *items = NULL;
+    json_t *all = NULL;
+    json_t *log = NULL;
+    json_t *reqs;
+    char *rv = NULL;
+    char *rv_all = NULL;
+    size_t i;
+
+    for (i = 0; i < 5; i++) {
+        char body[256];
+
+        snprintf(body, sizeof(body),
+                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
+                 "\"namespace\":\"ns1\"}}",
+                 names[i]);
+        ck_assert_int_eq(ctl("POST", "/_test/objects", body, NULL), 201);
+    }
+    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
+    ck_assert_int_eq(k8s_list(c, CMS, 2, 5000, &items, &rv, &err), 0);
+    ck_assert_int_eq(k8s_list(c, CMS, 0, 5000, &all, &rv_all, &err), 0);
+    ck_assert_uint_eq(json_array_size(items), 5);
+    ck_assert(json_equal(items, all));
+    ck_assert_str_eq(meta_str(json_array_get(items, 0), "name"), "a");
+    ck_assert_str_eq(meta_str(json_array_get(items, 4), "name"), "e");
+    ck_assert_str_eq(rv, rv_all);
+    ck_assert_int_eq(strtol(rv, NULL, 10), strtol(meta_str(job, "resourceVersion"), NULL, 10) + 5);
+    /* three pages of limit=2 (the last two carrying continue), then the unpaged list */
+    logged_request(&log, 0);
+    reqs = json_object_get(log, "requests");
+    ck_assert_uint_eq(json_array_size(reqs), 4);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(reqs, 0), "query")),
+                     "limit=2");
+    for (i = 1; i < 3; i++)
+        ck_assert_msg(strncmp(json_string_value(json_object_get(json_array_get(reqs, i), "query")),
+                              "limit=2&continue=", 17) == 0,
+                      "page %zu", i);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(reqs, 3), "query")), "");
+    json_decref(log);
+    json_decref(items);
+    json_decref(all);
+    free(rv);
+    free(rv_all);
+    json_decref(job);
+    k8s_client_destroy(c);
+}
+END_TEST
+
+/* While page 2 is held back by the server, write and compact past the list's RV. */
+static void *compact_soon(void *p)
+{
+    struct timespec ts = {0, 150 * 1000 * 1000};
+
+    (void)p;
+    nanosleep(&ts, NULL);
+    ctl("POST", "/_test/objects",
+        "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"late\","
+        "\"namespace\":\"ns1\"}}",
+        NULL);
+    ctl("POST", "/_test/compact", "{}", NULL);
+    return NULL;
+}
+
+START_TEST(test_list_expired_continue)
+{
+    json_t *job = reset_and_create_job();
+    struct k8s_client *c = client_for_server(false);
+    struct wh_error err = {0};
+    json_t *items = NULL;
+    char *rv = NULL;
+    pthread_t th;
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        char body[256];
+
+        snprintf(body, sizeof(body),
+                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c%d\","
+                 "\"namespace\":\"ns1\"}}",
+                 i);
+        ck_assert_int_eq(ctl("POST", "/_test/objects", body, NULL), 201);
+    }
+    ck_assert_int_eq(ctl("POST", "/_test/faults",
+                         "{\"path_regex\":\"continue=\",\"delay_ms\":800,\"count\":1}", NULL),
+                     201);
+    ck_assert_int_eq(pthread_create(&th, NULL, compact_soon, NULL), 0);
+    ck_assert_int_eq(k8s_list(c, CMS, 2, 5000, &items, &rv, &err), WH_EGONE);
+    pthread_join(th, NULL);
+    ck_assert_ptr_null(items);
+    ck_assert_ptr_null(rv);
+    ck_assert_msg(strncmp(err.msg, "Expired: The provided continue parameter is too old", 51) == 0,
+                  "%s", err.msg);
+    /* listing again from scratch works */
+    ck_assert_int_eq(k8s_list(c, CMS, 2, 5000, &items, &rv, &err), 0);
+    ck_assert_uint_eq(json_array_size(items), 4);
+    json_decref(items);
+    free(rv);
+    json_decref(job);
+    k8s_client_destroy(c);
+}
+END_TEST
+
+/* The server's monotonic time of logged request n (seconds). */
+static double req_time(json_t *log, size_t n)
+{
+    json_t *t = json_object_get(json_array_get(json_object_get(log, "requests"), n), "time");
+
+    ck_assert_msg(json_is_number(t), "request %zu has no time", n);
+    return json_number_value(t);
+}
+
+START_TEST(test_retry_after)
+{
+    json_t *job = reset_and_create_job();
+    struct k8s_client *c = client_for_server(false);
+    struct k8s_client_options opt = {.qps = 0, .burst = 1, .retry_max = 3};
+    struct wh_error err = {0};
+    json_t *got = NULL;
+    json_t *log = NULL;
+
+    k8s_client_set_options(c, &opt);
+    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
+    ck_assert_int_eq(ctl("POST", "/_test/faults",
+                         "[{\"path_regex\":\"/jobs/j1$\",\"status\":429,\"reason\":"
+                         "\"TooManyRequests\",\"message\":\"slow down\",\"retry_after\":1,"
+                         "\"count\":1},"
+                         "{\"path_regex\":\"/jobs/j1$\",\"status\":503,\"reason\":"
+                         "\"ServiceUnavailable\",\"message\":\"busy\",\"retry_after\":1,"
+                         "\"count\":1}]",
+                         NULL),
+                     201);
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 10000, &got, &err), 0);
+    ck_assert(json_equal(got, job));
+    json_decref(got);
+    got = NULL;
+    logged_request(&log, 0);
+    ck_assert_uint_eq(json_array_size(json_object_get(log, "requests")), 3);
+    /* the server saw each retry at least Retry-After (1 s) after the one before */
+    ck_assert_msg(req_time(log, 1) - req_time(log, 0) >= 0.95, "%f",
+                  req_time(log, 1) - req_time(log, 0));
+    ck_assert_msg(req_time(log, 2) - req_time(log, 1) >= 0.95, "%f",
+                  req_time(log, 2) - req_time(log, 1));
+    json_decref(log);
+
+    /* a Retry-After longer than the time left: the error at once, no retry */
+    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
+    ck_assert_int_eq(ctl("POST", "/_test/faults",
+                         "{\"path_regex\":\"/jobs/j1$\",\"status\":429,\"reason\":"
+                         "\"TooManyRequests\",\"message\":\"slow down\",\"retry_after\":30,"
+                         "\"count\":1}",
+                         NULL),
+                     201);
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 2000, &got, &err), WH_EAPI);
+    ck_assert_str_eq(err.msg, "TooManyRequests: slow down");
+    logged_request(&log, 0);
+    ck_assert_uint_eq(json_array_size(json_object_get(log, "requests")), 1);
+    json_decref(log);
+
+    /* retries used up: the last 429 is the answer */
+    opt.retry_max = 1;
+    k8s_client_set_options(c, &opt);
+    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
+    ck_assert_int_eq(ctl("POST", "/_test/faults",
+                         "{\"path_regex\":\"/jobs/j1$\",\"status\":429,\"reason\":"
+                         "\"TooManyRequests\",\"message\":\"slow down\",\"retry_after\":0,"
+                         "\"count\":2}",
+                         NULL),
+                     201);
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), WH_EAPI);
+    ck_assert_str_eq(err.msg, "TooManyRequests: slow down");
+    logged_request(&log, 0);
+    ck_assert_uint_eq(json_array_size(json_object_get(log, "requests")), 2);
+    json_decref(log);
+    /* a 429 without Retry-After is not retried */
+    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
+    ck_assert_int_eq(ctl("POST", "/_test/faults",
+                         "{\"path_regex\":\"/jobs/j1$\",\"status\":429,\"count\":1}", NULL),
+                     201);
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), WH_EAPI);
+    ck_assert_str_eq(err.msg, "HTTP 429");
+    logged_request(&log, 0);
+    ck_assert_uint_eq(json_array_size(json_object_get(log, "requests")), 1);
+    json_decref(log);
+    json_decref(job);
+    k8s_client_destroy(c);
+}
+END_TEST
+
+struct rl_arg {
+    struct k8s_client *c;
+    int n;
+    int fails;
+};
+
+static void *rl_thread(void *p)
+{
+    struct rl_arg *a = p;
+    int i;
+
+    for (i = 0; i < a->n; i++) {
+        json_t *got = NULL;
+        struct wh_error err = {0};
+
+        if (k8s_get_job(a->c, "ns1", "j1", 10000, &got, &err) != 0)
+            a->fails++;
+        json_decref(got);
+    }
+    return NULL;
+}
+
+START_TEST(test_rate_limit)
+{
+    json_t *job = reset_and_create_job();
+    struct k8s_client *c = client_for_server(false);
+    struct k8s_client_options opt = {.qps = 20, .burst = 4, .retry_max = 0};
+    struct rl_arg args[2] = {{c, 12, 0}, {c, 12, 0}};
+    struct wh_error err = {0};
+    json_t *got = NULL;
+    json_t *log = NULL;
+    pthread_t th[2];
+    size_t n;
+    int i;
+
+    k8s_client_set_options(c, &opt);
+    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
+    /* 24 requests from two threads sharing one bucket: at least (24 - 4) / 20 = 1 s */
+    for (i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, rl_thread, &args[i]), 0);
+    for (i = 0; i < 2; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(args[i].fails, 0);
+    }
+    logged_request(&log, 0);
+    n = json_array_size(json_object_get(log, "requests"));
+    ck_assert_uint_eq(n, 24);
+    ck_assert_msg(req_time(log, n - 1) - req_time(log, 0) >= 0.9, "24 requests in %f s",
+                  req_time(log, n - 1) - req_time(log, 0));
+    json_decref(log);
+
+    /* a wait longer than the request's timeout is a timeout, without a request */
+    opt.qps = 0.2;
+    opt.burst = 1;
+    k8s_client_set_options(c, &opt);
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
+    json_decref(got);
+    got = NULL;
+    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
+    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 200, &got, &err), WH_ETIMEOUT);
+    ck_assert_msg(strncmp(err.msg, "client rate limit: waiting ", 27) == 0, "%s", err.msg);
+    logged_request(&log, 0);
+    ck_assert_uint_eq(json_array_size(json_object_get(log, "requests")), 0);
+    json_decref(log);
+    json_decref(job);
+    k8s_client_destroy(c);
+}
+END_TEST
+
 /* ---- requests over HTTPS ---- */
 
 START_TEST(test_https_ca_file_and_data)
@@ -821,6 +1213,7 @@ static Suite *k8s_client_suite(void)
     tcase_add_test(cfg, test_kubeconfig_files_relative);
     tcase_add_test(cfg, test_kubeconfig_errors);
     tcase_add_test(cfg, test_in_cluster);
+    tcase_add_test(cfg, test_path_helper);
     suite_add_tcase(s, cfg);
 
     tcase_add_unchecked_fixture(http, http_setup, server_stop);
@@ -832,6 +1225,11 @@ static Suite *k8s_client_suite(void)
     tcase_add_test(http, test_token_rotation);
     tcase_add_test(http, test_body_cap);
     tcase_add_test(http, test_threads);
+    tcase_add_test(http, test_create_update_delete);
+    tcase_add_test(http, test_list_paged);
+    tcase_add_test(http, test_list_expired_continue);
+    tcase_add_test(http, test_retry_after);
+    tcase_add_test(http, test_rate_limit);
     suite_add_tcase(s, http);
 
     tcase_add_unchecked_fixture(https, https_setup, server_stop);

@@ -1,0 +1,67 @@
+/*
+ * client_internal.h - what k8s/watch.c shares with k8s/client.c (not for other modules).
+ *
+ * The watch stream needs the same TLS material, User-Agent, bearer token and
+ * Status decoding as ordinary requests, but on its own CURL handle; these
+ * functions give it exactly that, so the setup lives in one place (client.c).
+ * Thread-safe: every function may be called from any thread.
+ */
+#ifndef WH_K8S_CLIENT_INTERNAL_H
+#define WH_K8S_CLIENT_INTERNAL_H
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stddef.h>
+
+#include "k8s/client.h"
+#include "webhook/error.h"
+
+/**
+ * Configure a fresh easy handle h with the client's fixed options: NOSIGNAL,
+ * User-Agent, http/https only, no redirects, TCP keep-alive, CA / client
+ * certificate and key (files or PEM blobs), insecure-skip-tls-verify.
+ * The caller owns h and sets URL, headers, timeouts and callbacks itself.
+ * @return 0; WH_EAPI when libcurl refuses an option (err filled).
+ */
+int k8s_client_handle_setup(struct k8s_client *c, CURL *h, struct wh_error *err) WH_WARN_UNUSED;
+
+/**
+ * Request headers: "Accept: accept", "Content-Type: content_type" when not
+ * NULL, "Expect:" (no 100-continue round trip) and "Authorization: Bearer T"
+ * with the token read now (token files are re-read on every call).
+ * @param[out] out new list; free with k8s_client_headers_free (wipes the token).
+ * @return 0; WH_ENOMEM; WH_EAPI when the token file is unreadable or empty.
+ */
+int k8s_client_headers(struct k8s_client *c, const char *accept, const char *content_type,
+                       struct curl_slist **out, struct wh_error *err) WH_WARN_UNUSED;
+
+/** Wipe every header string (the token) and free the list; NULL allowed. */
+void k8s_client_headers_free(struct curl_slist *hdrs);
+
+/** malloc'd "server + path", NULL on ENOMEM. */
+char *k8s_client_url(const struct k8s_client *c, const char *path);
+
+/**
+ * Map a non-2xx answer to a code and fill err with "Reason: message" from the
+ * Status body (body may be NULL or not JSON: "HTTP <code>").
+ * 404 → WH_ENOTFOUND; 409 reason AlreadyExists → WH_EEXISTS, other 409 →
+ * WH_ECONFLICT; 410 → WH_EGONE; anything else → WH_EAPI.
+ * @return the code.
+ */
+int k8s_client_status_error(long http_code, const char *body, size_t len, struct wh_error *err);
+
+/** The same mapping for a decoded Status object (borrowed), e.g. a watch ERROR event. */
+int k8s_client_status_from_json(long http_code, const json_t *status, struct wh_error *err);
+
+/**
+ * Take one token from the client's rate limiter, sleeping (without holding the
+ * lock) until one is free. A wait longer than max_wait_ms gives the token back.
+ * @return 0; WH_ETIMEOUT when the wait would exceed max_wait_ms.
+ */
+int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, struct wh_error *err)
+    WH_WARN_UNUSED;
+
+/** Milliseconds on CLOCK_MONOTONIC. */
+long long k8s_now_ms(void);
+
+#endif
