@@ -221,7 +221,7 @@ static long ctl(const char *method, const char *path, const char *body, json_t *
     curl_easy_setopt(h, CURLOPT_CAINFO, ca);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 60000L);
     if (body != NULL)
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ctl_body);
@@ -1217,7 +1217,7 @@ static Suite *k8s_client_suite(void)
     suite_add_tcase(s, cfg);
 
     tcase_add_unchecked_fixture(http, http_setup, server_stop);
-    tcase_set_timeout(http, 30);
+    tcase_set_timeout(http, 120);
     tcase_add_test(http, test_get_job_200);
     tcase_add_test(http, test_get_job_404_and_escaping);
     tcase_add_test(http, test_injected_errors);
@@ -1233,7 +1233,7 @@ static Suite *k8s_client_suite(void)
     suite_add_tcase(s, http);
 
     tcase_add_unchecked_fixture(https, https_setup, server_stop);
-    tcase_set_timeout(https, 30);
+    tcase_set_timeout(https, 120);
     tcase_add_test(https, test_https_ca_file_and_data);
     tcase_add_test(https, test_https_verification);
     suite_add_tcase(s, https);
