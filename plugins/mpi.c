@@ -107,7 +107,8 @@ static int mpi_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
 const struct plugin plugin_mpi = {
     .name = "mpi",
     .on_pod_create = mpi_on_pod_create,
-    .on_job_add = NULL,    /* wired by the reconcile thread (issue 3) */
-    .on_job_update = NULL, /* wired by the reconcile thread (issue 3) */
-    .on_job_delete = NULL, /* wired by the reconcile thread (issue 3) */
+    /* No Kubernetes objects (spec §5.2) and no Job writes (D9): no job hooks. */
+    .on_job_add = NULL,
+    .on_job_update = NULL,
+    .on_job_delete = NULL,
 };

@@ -12,6 +12,12 @@
  * Flag names are camelCase; --clientServerPort is accepted as an alias of
  * --clientPort (spec D4), since the public guide documents that name.
  *
+ * Job hooks (spec §4.7, §5.2, D9-D12): the ClusterIP Service J-head-svc
+ * (selector job-name, job-namespace, task-spec = --head; ports gcs, dashboard,
+ * client-server with named target ports). add and update create it when absent
+ * (update thus re-creates it after a deletion, D10), never update it; delete
+ * removes it when it is ours (D12).
+ *
  * Threads: no state; arguments are parsed per call (plugins/plugin.h).
  */
 #include <stdint.h>
@@ -19,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s/objects.h"
 #include "plugins/args.h"
 #include "plugins/jobutil.h"
 #include "plugins/plugin.h"
@@ -152,10 +159,112 @@ out:
     return rc;
 }
 
+/* ---- job hooks (reconcile side) ---- */
+
+#define RAY_DEFAULT_TIMEOUT_MS 10000L   /* when the reconciler passes no env */
+
+static int ray_owner(const struct plugin_ctx *c, struct k8s_owner_ctx *o, struct wh_error *err)
+{
+    if (c->kc == NULL)
+        return wh_error_set(err, WH_EINVAL, "ray plugin: job hook called without an API client");
+    o->kc = c->kc;
+    o->timeout_ms = c->env != NULL ? c->env->timeout_ms : RAY_DEFAULT_TIMEOUT_MS;
+    o->foreign = c->env != NULL ? c->env->foreign : NULL;
+    o->job = c->job;
+    return 0;
+}
+
+/* "J-head-svc": malloc'd, NULL on ENOMEM. */
+static char *ray_service_name(const json_t *job)
+{
+    size_t n = strlen(job_name(job));
+    char *name = malloc(n + sizeof("-head-svc"));
+
+    if (name != NULL) {
+        memcpy(name, job_name(job), n);
+        memcpy(name + n, "-head-svc", sizeof("-head-svc"));
+    }
+    return name;
+}
+
+/* The head Service of spec §4.7 (ports narrowed to 32 bits as the pod's, §3.4 rule 10). */
+static json_t *ray_head_service(const json_t *job, const char *name, const struct ray_args *a)
+{
+    json_t *obj = k8s_object_for_job(&k8s_kind_service, job, name);
+    json_t *spec = json_pack(
+        "{s:{s:s, s:s, s:s}, s:[{s:s, s:I, s:s, s:s}, {s:s, s:I, s:s, s:s}, {s:s, s:I, s:s, s:s}]}",
+        "selector", "volcano.sh/job-name", job_name(job), "volcano.sh/job-namespace",
+        job_namespace(job), "volcano.sh/task-spec", a->head,
+        "ports",
+        "name", "gcs", "port", (json_int_t)(int32_t)a->port, "targetPort", "gcs",
+        "protocol", "TCP",
+        "name", "dashboard", "port", (json_int_t)(int32_t)a->dashboard_port,
+        "targetPort", "dashboard", "protocol", "TCP",
+        "name", "client-server", "port", (json_int_t)(int32_t)a->client_port,
+        "targetPort", "client-server", "protocol", "TCP");
+
+    if (obj == NULL || spec == NULL || json_object_set_new(obj, "spec", spec) < 0) {
+        if (obj == NULL)
+            json_decref(spec);
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+/* OnJobAdd and OnJobUpdate: the head Service exists (created if absent, D10). */
+static int ray_job_sync(const struct plugin_ctx *c, struct wh_error *err)
+{
+    struct ray_args a;
+    struct k8s_owner_ctx o;
+    char *name;
+    json_t *svc = NULL;
+    int rc;
+
+    ray_args_parse(c, &a);
+    rc = ray_owner(c, &o, err);
+    if (rc < 0)
+        return rc;
+    name = ray_service_name(c->job);
+    if (name != NULL)
+        svc = ray_head_service(c->job, name, &a);
+    if (svc == NULL) {
+        rc = wh_error_set(err, WH_ENOMEM, "ray plugin: out of memory");
+    } else {
+        const struct k8s_ensure_spec s = {.kind = &k8s_kind_service, .name = name,
+                                          .desired = svc};   /* never updated */
+
+        rc = k8s_object_ensure(&o, &s, NULL, err);
+        if (rc > 0)
+            rc = 0;   /* foreign (D12): left alone, the pods still get their mutation */
+    }
+    json_decref(svc);
+    free(name);
+    return rc;
+}
+
+/* OnJobDelete: our head Service (404 = done). */
+static int ray_job_delete(const struct plugin_ctx *c, struct wh_error *err)
+{
+    struct k8s_owner_ctx o;
+    char *name;
+    int rc;
+
+    rc = ray_owner(c, &o, err);
+    if (rc < 0)
+        return rc;
+    name = ray_service_name(c->job);
+    if (name == NULL)
+        return wh_error_set(err, WH_ENOMEM, "ray plugin: out of memory");
+    rc = k8s_object_delete(&o, &k8s_kind_service, name, err);
+    free(name);
+    return rc > 0 ? 0 : rc;
+}
+
 const struct plugin plugin_ray = {
     .name = "ray",
     .on_pod_create = ray_on_pod_create,
-    .on_job_add = NULL,    /* wired by the reconcile thread (issue 3) */
-    .on_job_update = NULL, /* wired by the reconcile thread (issue 3) */
-    .on_job_delete = NULL, /* wired by the reconcile thread (issue 3) */
+    .on_job_add = ray_job_sync,
+    .on_job_update = ray_job_sync,   /* re-creates the Service when it went missing */
+    .on_job_delete = ray_job_delete,
 };

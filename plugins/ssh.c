@@ -5,18 +5,35 @@
  * when the key path is exactly "/root/.ssh", else 0644) and mounts it with
  * subPath ".ssh" at --ssh-key-file-path in every container, then every init
  * container. Both are upserts (D5): volume keyed by name, mount by mountPath.
- * The Secret itself is made by the reconcile side (spec D11, issue 3); the pod
- * waits for it, as in Volcano.
+ * The pod waits for the Secret, as in Volcano.
  *
- * Threads: no state; arguments are parsed per call (plugins/plugin.h).
+ * Job hooks (spec §4.3, §5.2, D9, D11, D12): Secret J-ssh with data (base64)
+ * id_rsa, id_rsa.pub, authorized_keys, config.
+ *   add, update  absent → create it with the Job uid's pair from the key store
+ *                (made once per uid, plugins/sshkeys.h) or the user's keys
+ *                verbatim; present and ours → adopted as is (D11) except that
+ *                `config` is brought up to date (PUT with only config changed),
+ *                and its keys go into the store, so that a Secret someone
+ *                deleted comes back with the same keys. Never regenerated.
+ *                ssh-port <= 0 or > 65535 → 22.
+ *   delete       our Secret (404 = done), then the uid leaves the store.
+ *
+ * Threads: no state; arguments are parsed per call (plugins/plugin.h). The key
+ * store is shared and locks itself.
  */
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "k8s/objects.h"
 #include "plugins/args.h"
 #include "plugins/jobutil.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
+#include "plugins/sshkeys.h"
 
 #define SSH_DEFAULT_PATH "/root/.ssh"
 #define SSH_MODE_ROOT    0600 /* JSON 384, only for the exact default path */
@@ -104,10 +121,331 @@ static int ssh_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
     return ssh_mount_list(podutil_init_containers(pod), "initContainers", job, a.key_path, err);
 }
 
+/* ---- job hooks (reconcile side) ---- */
+
+#define SSH_DEFAULT_PORT 22
+#define SSH_DEFAULT_TIMEOUT_MS 10000L   /* when the reconciler passes no env */
+
+static int ssh_owner(const struct plugin_ctx *c, struct k8s_owner_ctx *o, struct wh_error *err)
+{
+    if (c->kc == NULL)
+        return wh_error_set(err, WH_EINVAL, "ssh plugin: job hook called without an API client");
+    o->kc = c->kc;
+    o->timeout_ms = c->env != NULL ? c->env->timeout_ms : SSH_DEFAULT_TIMEOUT_MS;
+    o->foreign = c->env != NULL ? c->env->foreign : NULL;
+    o->job = c->job;
+    return 0;
+}
+
+/* ssh-port validation at the start of OnJobAdd (spec §4.3): out of range → 22. */
+static int64_t ssh_port(const struct ssh_args *a)
+{
+    return a->port <= 0 || a->port > 65535 ? SSH_DEFAULT_PORT : a->port;
+}
+
+/*
+ * The `config` entry (spec §4.3): two fixed lines, then per task (array order)
+ * and replica one Host block; one block only for a task whose template sets a
+ * hostname. @return malloc'd text, NULL on ENOMEM.
+ */
+static char *ssh_config_text(const json_t *job, int64_t port)
+{
+    const char *J = job_name(job);
+    const json_t *task;
+    char *buf = NULL;
+    size_t len = 0;
+    size_t k;
+    FILE *f = open_memstream(&buf, &len);
+
+    if (f == NULL)
+        return NULL;
+    fputs("StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\n", f);
+    json_array_foreach(job_tasks(job), k, task) {
+        const char *hostname = job_task_hostname(task);
+        const char *domain = job_task_subdomain(task);
+        int64_t replicas = job_task_replicas(task);
+
+        if (domain[0] == '\0')
+            domain = J;
+        for (int64_t i = 0; i < replicas; i++) {
+            if (hostname[0] != '\0') {
+                fprintf(f, "Host %s\n  HostName %s.%s\n  Port %lld\n", hostname, hostname,
+                        domain, (long long)port);
+                break;
+            }
+            fprintf(f, "Host %s-%s-%lld\n  HostName %s-%s-%lld.%s\n  Port %lld\n", J,
+                    job_task_name(task), (long long)i, J, job_task_name(task), (long long)i,
+                    domain, (long long)port);
+        }
+    }
+    if (ferror(f) != 0) {
+        fclose(f);
+        free(buf);
+        return NULL;
+    }
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* base64 of text (OpenSSL, no line breaks): new JSON string, NULL on ENOMEM. */
+static json_t *b64_string(const char *text)
+{
+    size_t n = strlen(text);
+    char *out = malloc(4 * ((n + 2) / 3) + 1);
+    json_t *s;
+
+    if (out == NULL)
+        return NULL;
+    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)text, (int)n);
+    s = json_string(out);
+    OPENSSL_cleanse(out, strlen(out));   /* may be a private key */
+    free(out);
+    return s;
+}
+
+/*
+ * Decode a base64 Secret value (as the API server stores it).
+ * @return malloc'd NUL-terminated text; NULL when v is no string, is not
+ *         base64, holds a NUL byte, or on ENOMEM.
+ */
+static char *b64_decode(const json_t *v)
+{
+    const char *in = json_string_value(v);
+    EVP_ENCODE_CTX *ctx;
+    unsigned char *out;
+    int n = 0;
+    int tail = 0;
+    size_t len;
+
+    if (in == NULL || (len = strlen(in)) > (size_t)INT32_MAX / 2)
+        return NULL;
+    out = malloc(len / 4 * 3 + 4);
+    ctx = EVP_ENCODE_CTX_new();
+    if (out == NULL || ctx == NULL)
+        goto fail;
+    EVP_DecodeInit(ctx);
+    if (EVP_DecodeUpdate(ctx, out, &n, (const unsigned char *)in, (int)len) < 0
+        || EVP_DecodeFinal(ctx, out + n, &tail) != 1)
+        goto fail;
+    n += tail;
+    out[n] = '\0';
+    if (memchr(out, '\0', (size_t)n) != NULL)
+        goto fail;
+    EVP_ENCODE_CTX_free(ctx);
+    return (char *)out;
+fail:
+    EVP_ENCODE_CTX_free(ctx);
+    if (out != NULL)
+        OPENSSL_cleanse(out, len / 4 * 3 + 4);
+    free(out);
+    return NULL;
+}
+
+static void free_secret_text(char *s)
+{
+    if (s != NULL) {
+        OPENSSL_cleanse(s, strlen(s));
+        free(s);
+    }
+}
+
+/* "J-ssh": malloc'd, NULL on ENOMEM. */
+static char *ssh_secret_name(const json_t *job)
+{
+    size_t n = strlen(job_name(job));
+    char *name = malloc(n + sizeof("-ssh"));
+
+    if (name != NULL) {
+        memcpy(name, job_name(job), n);
+        memcpy(name + n, "-ssh", sizeof("-ssh"));
+    }
+    return name;
+}
+
+/* What the Secret build/update functions need. */
+struct ssh_secret_job {
+    const struct plugin_ctx *c;
+    const struct ssh_args *a;
+    const char *name;      /* J-ssh */
+    const char *config;    /* the config text */
+};
+
+/* k8s_build_fn: the Secret with the uid's pair (made now if new) or the user's keys. */
+static int ssh_secret_build(void *ud, json_t **out, struct wh_error *err)
+{
+    const struct ssh_secret_job *sj = ud;
+    const struct plugin_ctx *c = sj->c;
+    struct ssh_key_store *store = c->env != NULL ? c->env->ssh_keys : NULL;
+    char *priv = NULL;
+    char *pub = NULL;
+    json_t *obj = NULL;
+    json_t *data = NULL;
+    int rc = 0;
+
+    *out = NULL;
+    if (sj->a->private_key[0] != '\0') {
+        /* user-provided (spec §4.3): verbatim, public key "" when not given */
+        priv = strdup(sj->a->private_key);
+        pub = strdup(sj->a->public_key);
+        if (priv == NULL || pub == NULL)
+            rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+    } else if (store != NULL) {
+        rc = sshkeys_get_or_generate(store, job_uid(c->job), &priv, &pub, err);
+    } else {
+        rc = sshkeys_generate(&priv, &pub, err);
+    }
+    if (rc < 0)
+        goto out;
+    rc = WH_ENOMEM;
+    obj = k8s_object_for_job(&k8s_kind_secret, c->job, sj->name);
+    data = json_object();
+    if (obj == NULL || data == NULL
+        || json_object_set_new(data, "id_rsa", b64_string(priv)) < 0
+        || json_object_set_new(data, "id_rsa.pub", b64_string(pub)) < 0
+        || json_object_set_new(data, "authorized_keys", b64_string(pub)) < 0
+        || json_object_set_new(data, "config", b64_string(sj->config)) < 0) {
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+        goto out;
+    }
+    rc = json_object_set_new(obj, "data", data);   /* no type: the API makes it Opaque */
+    data = NULL;   /* now owned by obj (even on failure) */
+    if (rc < 0) {
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+        goto out;
+    }
+    *out = obj;
+    obj = NULL;   /* now owned by the caller */
+    rc = 0;
+out:
+    json_decref(obj);
+    json_decref(data);
+    free_secret_text(priv);
+    free(pub);
+    return rc;
+}
+
+/* k8s_update_fn: adopt as is (D11), only `config` brought up to date. */
+static int ssh_secret_update(json_t *obj, void *ud, struct wh_error *err)
+{
+    const struct ssh_secret_job *sj = ud;
+    json_t *data = json_object_get(obj, "data");
+    char *have = b64_decode(json_object_get(data, "config"));
+    bool same = have != NULL && strcmp(have, sj->config) == 0;
+
+    free(have);
+    if (same)
+        return 0;
+    if (!json_is_object(data)) {
+        data = json_object();
+        if (json_object_set_new(obj, "data", data) < 0)
+            return wh_error_set(err, WH_ENOMEM, "out of memory");
+    }
+    if (json_object_set_new(data, "config", b64_string(sj->config)) < 0)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    return 1;
+}
+
+/* D11: remember the keys of our Secret as stored, so a re-creation reuses them. */
+static int ssh_adopt_keys(const struct plugin_ctx *c, const json_t *secret)
+{
+    struct ssh_key_store *store = c->env != NULL ? c->env->ssh_keys : NULL;
+    const json_t *data = json_object_get(secret, "data");
+    char *priv;
+    char *pub;
+    int rc = 0;
+
+    if (store == NULL)
+        return 0;
+    priv = b64_decode(json_object_get(data, "id_rsa"));
+    pub = b64_decode(json_object_get(data, "id_rsa.pub"));
+    /* a Secret without usable keys is adopted as is, but gives the store nothing */
+    if (priv != NULL && pub != NULL && priv[0] != '\0' && pub[0] != '\0')
+        rc = sshkeys_put(store, job_uid(c->job), priv, pub);
+    free_secret_text(priv);
+    free(pub);
+    return rc;
+}
+
+/* OnJobAdd and OnJobUpdate (D10, D11: the same, and never a new key). */
+static int ssh_job_sync(const struct plugin_ctx *c, struct wh_error *err)
+{
+    struct ssh_args a;
+    struct k8s_owner_ctx o;
+    struct ssh_secret_job sj = {c, &a, NULL, NULL};
+    char *name = NULL;
+    char *config = NULL;
+    json_t *stored = NULL;
+    int rc;
+
+    ssh_args_parse(c, &a);
+    rc = ssh_owner(c, &o, err);
+    if (rc < 0)
+        return rc;
+    name = ssh_secret_name(c->job);
+    config = ssh_config_text(c->job, ssh_port(&a));
+    if (name == NULL || config == NULL) {
+        rc = wh_error_set(err, WH_ENOMEM, "ssh plugin: out of memory");
+        goto out;
+    }
+    sj.name = name;
+    sj.config = config;
+    {
+        const struct k8s_ensure_spec s = {.kind = &k8s_kind_secret, .name = name,
+                                          .build = ssh_secret_build,
+                                          .update = ssh_secret_update, .ud = &sj};
+
+        rc = k8s_object_ensure(&o, &s, &stored, err);
+    }
+    if (rc < 0) {
+        /* Volcano's wording (spec §4.3), with the cause */
+        char cause[WH_ERROR_MSG_MAX];
+
+        snprintf(cause, sizeof(cause), "%s", err != NULL ? err->msg : "");
+        rc = wh_error_set(err, rc, "create secret for job %s/%s with ssh plugin failed for %s",
+                          job_namespace(c->job), job_name(c->job), cause);
+        goto out;
+    }
+    if (rc == 0 && a.private_key[0] == '\0' && ssh_adopt_keys(c, stored) < 0) {
+        rc = wh_error_set(err, WH_ENOMEM, "ssh plugin: out of memory");
+        goto out;
+    }
+    rc = 0;   /* a foreign Secret (WH_DECLINED) is no failure of the hook (D12) */
+out:
+    json_decref(stored);
+    free(name);
+    free(config);
+    return rc;
+}
+
+/* OnJobDelete: our Secret, then the uid's pair leaves the store. */
+static int ssh_job_delete(const struct plugin_ctx *c, struct wh_error *err)
+{
+    struct k8s_owner_ctx o;
+    char *name;
+    int rc;
+
+    rc = ssh_owner(c, &o, err);
+    if (rc < 0)
+        return rc;
+    name = ssh_secret_name(c->job);
+    if (name == NULL)
+        return wh_error_set(err, WH_ENOMEM, "ssh plugin: out of memory");
+    rc = k8s_object_delete(&o, &k8s_kind_secret, name, err);
+    free(name);
+    if (rc < 0)
+        return rc;   /* retried; the pair stays until the Secret is gone */
+    if (c->env != NULL && c->env->ssh_keys != NULL)
+        sshkeys_drop(c->env->ssh_keys, job_uid(c->job));
+    return 0;
+}
+
 const struct plugin plugin_ssh = {
     .name = "ssh",
     .on_pod_create = ssh_on_pod_create,
-    .on_job_add = NULL,    /* wired by the reconcile thread (issue 3) */
-    .on_job_update = NULL, /* wired by the reconcile thread (issue 3) */
-    .on_job_delete = NULL, /* wired by the reconcile thread (issue 3) */
+    .on_job_add = ssh_job_sync,
+    .on_job_update = ssh_job_sync,   /* same as add: repair, never regenerate (D11) */
+    .on_job_delete = ssh_job_delete,
 };

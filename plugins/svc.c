@@ -11,8 +11,19 @@
  *      container, then every init container.
  *   4. volume J-svc (ConfigMap J-svc); 5. mount at /etc/volcano in every
  *      container, then every init container.
- * Every edit is an upsert (D5). The ConfigMap, Service and NetworkPolicy are
- * the reconcile side's (issue 3).
+ * Every edit is an upsert (D5).
+ *
+ * Job hooks (spec §4.2, §5.2, D9-D12), through k8s/objects.h:
+ *   add, update  ConfigMap J-svc (data = svc_configmap_data, replaced when it
+ *                differs), headless Service J and, unless
+ *                --disable-network-policy, NetworkPolicy J: each created when
+ *                absent (so a resync re-creates what someone deleted, D10); the
+ *                Service and NetworkPolicy are never updated. The first API
+ *                error ends the hook (it is retried); a foreign object (D12) is
+ *                left alone and the hook goes on.
+ *   delete       ConfigMap, Service, then NetworkPolicy unless disabled, only
+ *                ours (D12), 404 = done. Every delete is tried; the first error
+ *                is returned, so one failure does not strand the others.
  *
  * Threads: no state; arguments are parsed per call (plugins/plugin.h).
  */
@@ -24,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s/objects.h"
 #include "plugins/args.h"
 #include "plugins/jobutil.h"
 #include "plugins/plugin.h"
@@ -311,10 +323,180 @@ out:
     return rc < 0 ? rc : 0;
 }
 
+/* ---- job hooks (reconcile side) ---- */
+
+#define SVC_DEFAULT_TIMEOUT_MS 10000L   /* when the reconciler passes no env */
+
+static int svc_owner(const struct plugin_ctx *c, struct k8s_owner_ctx *o, struct wh_error *err)
+{
+    if (c->kc == NULL)
+        return wh_error_set(err, WH_EINVAL, "svc plugin: job hook called without an API client");
+    o->kc = c->kc;
+    o->timeout_ms = c->env != NULL ? c->env->timeout_ms : SVC_DEFAULT_TIMEOUT_MS;
+    o->foreign = c->env != NULL ? c->env->foreign : NULL;
+    o->job = c->job;
+    return 0;
+}
+
+/* {"volcano.sh/job-name": J, "volcano.sh/job-namespace": NS}: new reference. */
+static json_t *svc_job_labels(const json_t *job)
+{
+    return json_pack("{s:s, s:s}", "volcano.sh/job-name", job_name(job),
+                     "volcano.sh/job-namespace", job_namespace(job));
+}
+
+/* k8s_object_for_job + obj[key] = value_new (stolen). @return new object or NULL. */
+static json_t *svc_object(const struct k8s_kind *kind, const json_t *job, const char *name,
+                          const char *key, json_t *value_new)
+{
+    json_t *obj = k8s_object_for_job(kind, job, name);
+
+    if (obj == NULL || value_new == NULL || json_object_set_new(obj, key, value_new) < 0) {
+        if (obj == NULL)
+            json_decref(value_new);
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+/* ConfigMap J-svc (spec §4.2 OnJobAdd step 1). */
+static json_t *svc_configmap(const json_t *job, const char *cm)
+{
+    return svc_object(&k8s_kind_configmap, job, cm, "data", svc_configmap_data(job));
+}
+
+/* The headless Service J (spec §4.2 step 2): no ports, no type. */
+static json_t *svc_service(const json_t *job, bool publish_not_ready)
+{
+    return svc_object(&k8s_kind_service, job, job_name(job), "spec",
+                      json_pack("{s:s, s:o, s:b}", "clusterIP", "None", "selector",
+                                svc_job_labels(job), "publishNotReadyAddresses",
+                                publish_not_ready));
+}
+
+/* NetworkPolicy J (spec §4.2 step 3): ingress only from pods of the same Job. */
+static json_t *svc_network_policy(const json_t *job)
+{
+    return svc_object(&k8s_kind_networkpolicy, job, job_name(job), "spec",
+                      json_pack("{s:{s:o}, s:[{s:[{s:{s:o}}]}], s:[s]}", "podSelector",
+                                "matchLabels", svc_job_labels(job), "ingress", "from",
+                                "podSelector", "matchLabels", svc_job_labels(job),
+                                "policyTypes", "Ingress"));
+}
+
+/* Update function of the ConfigMap: replace data only when it differs. */
+static int svc_configmap_update(json_t *obj, void *ud, struct wh_error *err)
+{
+    const json_t *want = ud;
+    const json_t *have = json_object_get(obj, "data");
+
+    /* the API server drops an empty data map: absent equals {} */
+    if (json_equal(have, want) || (have == NULL && json_object_size(want) == 0))
+        return 0;
+    if (json_object_set_new(obj, "data", json_deep_copy(want)) < 0)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    return 1;
+}
+
+/* OnJobAdd and OnJobUpdate (D10: both recompute and repair). */
+static int svc_job_sync(const struct plugin_ctx *c, struct wh_error *err)
+{
+    struct svc_args a;
+    struct k8s_owner_ctx o;
+    char *cm_name = NULL;
+    json_t *cm = NULL;
+    json_t *svc = NULL;
+    json_t *np = NULL;
+    int rc;
+
+    svc_args_parse(c, &a);
+    rc = svc_owner(c, &o, err);
+    if (rc < 0)
+        return rc;
+    cm_name = str_concat3(job_name(c->job), "-svc", "");
+    if (cm_name == NULL)
+        goto nomem;
+    cm = svc_configmap(c->job, cm_name);
+    svc = svc_service(c->job, a.publish_not_ready);
+    np = a.disable_netpol ? NULL : svc_network_policy(c->job);
+    if (cm == NULL || svc == NULL || (np == NULL && !a.disable_netpol))
+        goto nomem;
+    {
+        const struct k8s_ensure_spec s = {.kind = &k8s_kind_configmap, .name = cm_name,
+                                          .desired = cm, .update = svc_configmap_update,
+                                          .ud = json_object_get(cm, "data")};
+
+        rc = k8s_object_ensure(&o, &s, NULL, err);
+        if (rc < 0)
+            goto out;
+    }
+    {
+        const struct k8s_ensure_spec s = {.kind = &k8s_kind_service, .name = job_name(c->job),
+                                          .desired = svc};   /* never updated */
+
+        rc = k8s_object_ensure(&o, &s, NULL, err);
+        if (rc < 0)
+            goto out;
+    }
+    if (np != NULL) {   /* unless --disable-network-policy */
+        const struct k8s_ensure_spec s = {.kind = &k8s_kind_networkpolicy,
+                                          .name = job_name(c->job), .desired = np};
+
+        rc = k8s_object_ensure(&o, &s, NULL, err);
+        if (rc < 0)
+            goto out;
+    }
+    rc = 0;   /* a foreign object (WH_DECLINED) is no failure of the hook (D12) */
+    goto out;
+nomem:
+    rc = wh_error_set(err, WH_ENOMEM, "svc plugin: out of memory");
+out:
+    json_decref(cm);
+    json_decref(svc);
+    json_decref(np);
+    free(cm_name);
+    return rc;
+}
+
+/* OnJobDelete: our ConfigMap, Service and (unless disabled) NetworkPolicy. */
+static int svc_job_delete(const struct plugin_ctx *c, struct wh_error *err)
+{
+    struct svc_args a;
+    struct k8s_owner_ctx o;
+    struct wh_error e = {0};
+    char *cm_name;
+    int first = 0;
+    int rc;
+
+    svc_args_parse(c, &a);
+    rc = svc_owner(c, &o, err);
+    if (rc < 0)
+        return rc;
+    cm_name = str_concat3(job_name(c->job), "-svc", "");
+    if (cm_name == NULL)
+        return wh_error_set(err, WH_ENOMEM, "svc plugin: out of memory");
+    rc = k8s_object_delete(&o, &k8s_kind_configmap, cm_name, &e);
+    if (rc < 0 && first == 0)
+        first = wh_error_set(err, rc, "%s", e.msg);
+    rc = k8s_object_delete(&o, &k8s_kind_service, job_name(c->job), &e);
+    if (rc < 0 && first == 0)
+        first = wh_error_set(err, rc, "%s", e.msg);
+    if (!a.disable_netpol) {
+        rc = k8s_object_delete(&o, &k8s_kind_networkpolicy, job_name(c->job), &e);
+        if (rc < 0 && first == 0)
+            first = wh_error_set(err, rc, "%s", e.msg);
+    }
+    free(cm_name);
+    if (first == 0)
+        wh_error_clear(err);
+    return first;
+}
+
 const struct plugin plugin_svc = {
     .name = "svc",
     .on_pod_create = svc_on_pod_create,
-    .on_job_add = NULL,    /* wired by the reconcile thread (issue 3) */
-    .on_job_update = NULL, /* wired by the reconcile thread (issue 3) */
-    .on_job_delete = NULL, /* wired by the reconcile thread (issue 3) */
+    .on_job_add = svc_job_sync,
+    .on_job_update = svc_job_sync,   /* recompute the ConfigMap, re-create what is missing */
+    .on_job_delete = svc_job_delete,
 };

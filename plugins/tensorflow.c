@@ -273,7 +273,8 @@ out:
 const struct plugin plugin_tensorflow = {
     .name = "tensorflow",
     .on_pod_create = tf_on_pod_create,
-    .on_job_add = NULL,    /* wired by the reconcile thread (issue 3) */
-    .on_job_update = NULL, /* wired by the reconcile thread (issue 3) */
-    .on_job_delete = NULL, /* wired by the reconcile thread (issue 3) */
+    /* No Kubernetes objects (spec §5.2) and no Job writes (D9): no job hooks. */
+    .on_job_add = NULL,
+    .on_job_update = NULL,
+    .on_job_delete = NULL,
 };
