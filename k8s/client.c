@@ -281,6 +281,8 @@ int k8s_client_handle_setup(struct k8s_client *c, CURL *h, struct wh_error *err)
     CURLcode cc = CURLE_OK;
 
     cc |= curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    /* Never let curl resolve "." or ".." segments into another resource's path. */
+    cc |= curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
     cc |= curl_easy_setopt(h, CURLOPT_USERAGENT, K8S_USER_AGENT);
     cc |= curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     cc |= curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);

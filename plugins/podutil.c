@@ -153,6 +153,72 @@ int podutil_upsert_env(json_t *container, json_t *env_new)
     return upsert_keyed(container, "env", "name", env_new, true);
 }
 
+int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at)
+{
+    json_t *list;
+    json_t *index = NULL;   /* name -> position of the LAST entry of that name */
+    size_t i;
+    const json_t *e;
+    int rc = 0;
+
+    if (failed_at != NULL)
+        *failed_at = 0;
+    if (!json_is_object(container) || !json_is_array(envs))
+        return WH_EINVAL;
+    if (json_array_size(envs) == 0)
+        return 0;
+    list = json_object_get(container, "env");
+    if (list == NULL || json_is_null(list)) {
+        list = json_array();
+        if (list == NULL || json_object_set_new(container, "env", list) < 0)
+            return WH_ENOMEM;
+    } else if (!json_is_array(list)) {
+        return WH_EINVAL;
+    }
+    index = json_object();
+    if (index == NULL)
+        return WH_ENOMEM;
+    json_array_foreach(list, i, e) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+
+        if (name != NULL && json_object_set_new(index, name, json_integer((json_int_t)i)) < 0)
+            goto nomem;
+    }
+    json_array_foreach(envs, i, e) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const json_t *pos = name != NULL ? json_object_get(index, name) : NULL;
+        json_t *copy;
+
+        if (failed_at != NULL)
+            *failed_at = i;
+        if (name == NULL) {
+            rc = WH_EINVAL;
+            break;
+        }
+        if (pos != NULL) {
+            const json_t *have = json_array_get(list, (size_t)json_integer_value(pos));
+            bool kind_differs = json_object_get(e, "valueFrom") == NULL
+                                && json_object_get(have, "valueFrom") != NULL;
+
+            if (!kind_differs && podutil_covers(have, e))
+                continue;
+            copy = json_deep_copy(e);
+            if (copy == NULL || json_array_set_new(list, (size_t)json_integer_value(pos), copy) < 0)
+                goto nomem;
+            continue;
+        }
+        copy = json_deep_copy(e);
+        if (copy == NULL || json_array_append_new(list, copy) < 0
+            || json_object_set_new(index, name, json_integer((json_int_t)json_array_size(list) - 1)) < 0)
+            goto nomem;
+    }
+    json_decref(index);
+    return rc;
+nomem:
+    json_decref(index);
+    return WH_ENOMEM;
+}
+
 int podutil_upsert_volume(json_t *pod, json_t *volume_new)
 {
     json_t *spec = pod_spec(pod);

@@ -42,6 +42,16 @@ json_t *podutil_init_containers(json_t *pod);
 /** Env var of the same name in container: covered → SAME, else replaced; absent → appended. */
 int podutil_upsert_env(json_t *container, json_t *env_new);
 
+/**
+ * podutil_upsert_env for every entry of envs (a borrowed array of env vars,
+ * copied), in order, in O(existing + new) time: a Job with thousands of tasks
+ * gives svc thousands of entries per container.
+ * @param[out] failed_at  index in envs of the entry that failed (may be NULL)
+ * @return 0; WH_EINVAL (container or its env not the right type, an entry without
+ *         a string name); WH_ENOMEM. Entries before the failure stay applied.
+ */
+int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at);
+
 /** Volume keyed by name in spec.volumes (created when absent). */
 int podutil_upsert_volume(json_t *pod, json_t *volume_new);
 

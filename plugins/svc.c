@@ -208,18 +208,16 @@ static int svc_env_list(json_t *list, const char *list_name, const json_t *env,
 {
     size_t i;
     json_t *ctr;
-    size_t k;
-    const json_t *e;
 
     json_array_foreach(list, i, ctr) {
-        json_array_foreach(env, k, e) {
-            /* A copy per container: entries are never shared between containers. */
-            int rc = podutil_upsert_env(ctr, json_deep_copy(e));
+        size_t k = 0;
+        /* Entries are copied per container, never shared between containers. */
+        int rc = podutil_upsert_envs(ctr, env, &k);
 
-            if (rc < 0)
-                return wh_error_set(err, rc, "cannot set env %s in spec.%s[%zu]: %s",
-                                    podutil_str(e, "name"), list_name, i, fail_reason(rc));
-        }
+        if (rc < 0)
+            return wh_error_set(err, rc, "cannot set env %s in spec.%s[%zu]: %s",
+                                podutil_str(json_array_get(env, k), "name"), list_name, i,
+                                fail_reason(rc));
     }
     return 0;
 }

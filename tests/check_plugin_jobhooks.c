@@ -696,12 +696,12 @@ START_TEST(test_svc_foreign)
     hook_ok(&plugin_svc, ADD, job, NULL);
     log = capture_stderr_end(saved, path);
     snprintf(want, sizeof(want),
-             "level=warn reconcile: ConfigMap " NS "/mpi-job-svc exists and is not owned by job "
-             NS "/mpi-job (uid %s), left alone\n", uid);
+             "\"level\":\"warn\",\"msg\":\"reconcile: ConfigMap " NS "/mpi-job-svc exists and is not owned by job "
+             NS "/mpi-job (uid %s), left alone\"}\n", uid);
     ck_assert_msg(strstr(log, want) != NULL, "log: %s", log);
     snprintf(want, sizeof(want),
-             "level=warn reconcile: Service " NS "/mpi-job exists and is not owned by job "
-             NS "/mpi-job (uid %s), left alone\n", uid);
+             "\"level\":\"warn\",\"msg\":\"reconcile: Service " NS "/mpi-job exists and is not owned by job "
+             NS "/mpi-job (uid %s), left alone\"}\n", uid);
     ck_assert_msg(strstr(log, want) != NULL, "log: %s", log);
     free(log);
     ck_assert_uint_eq(foreign, 2);

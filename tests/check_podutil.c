@@ -122,6 +122,73 @@ START_TEST(upsert_env_empty_value_replaces_value_from)
 }
 END_TEST
 
+/* The batch upsert gives exactly what one podutil_upsert_env per entry gives. */
+START_TEST(upsert_envs_matches_single_upserts)
+{
+    static const char *const names[] = {"A", "B", "C", "D"};
+    static const char *const values[] = {"", "1", "2"};
+    unsigned seed = 12345;
+
+    for (int round = 0; round < 500; round++) {
+        json_t *c1 = tu_json("{\"name\":\"c\"}");
+        json_t *envs = json_array();
+        json_t *c2;
+        size_t failed = 99;
+        int n_existing = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 5;
+        int n_new = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 5;
+
+        for (int i = 0; i < n_existing; i++) {
+            unsigned r = (seed = seed * 1103515245u + 12345u) >> 16;
+            json_t *e = (r & 8) ? podutil_env_configmap(names[r % 4], "cm", "k")
+                                : podutil_env_value(names[r % 4], values[(r >> 4) % 3]);
+
+            if (json_object_get(c1, "env") == NULL)
+                json_object_set_new(c1, "env", json_array());
+            json_array_append_new(json_object_get(c1, "env"), e); /* duplicates allowed */
+        }
+        c2 = json_deep_copy(c1);
+        for (int i = 0; i < n_new; i++) {
+            unsigned r = (seed = seed * 1103515245u + 12345u) >> 16;
+            json_t *e = (r & 8) ? podutil_env_configmap(names[r % 4], "cm", "k2")
+                                : podutil_env_value(names[r % 4], values[(r >> 4) % 3]);
+
+            json_array_append_new(envs, e);
+        }
+        for (size_t i = 0; i < json_array_size(envs); i++)
+            ck_assert_int_ge(podutil_upsert_env(c1, json_deep_copy(json_array_get(envs, i))), 0);
+        ck_assert_int_eq(podutil_upsert_envs(c2, envs, &failed), 0);
+        if (!json_equal(c1, c2)) {
+            char *a = json_dumps(c1, JSON_COMPACT), *b = json_dumps(c2, JSON_COMPACT);
+            ck_abort_msg("round %d: single %s, batch %s", round, a, b);
+        }
+        json_decref(c1);
+        json_decref(c2);
+        json_decref(envs);
+    }
+}
+END_TEST
+
+START_TEST(upsert_envs_edges)
+{
+    json_t *c = tu_json("{\"name\":\"c\"}");
+    json_t *none = json_array();
+    json_t *bad = tu_json("[{\"name\":\"A\",\"value\":\"1\"},{\"value\":\"x\"}]");
+    size_t failed = 99;
+
+    /* nothing to add: no empty env list is created (it would be a patch op) */
+    ck_assert_int_eq(podutil_upsert_envs(c, none, NULL), 0);
+    tu_assert_json_eq(c, "{\"name\":\"c\"}");
+    ck_assert_int_eq(podutil_upsert_envs(c, bad, &failed), WH_EINVAL);
+    ck_assert_uint_eq(failed, 1);
+    tu_assert_json_eq(c, "{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"}]}");
+    json_object_set_new(c, "env", json_string("oops"));
+    ck_assert_int_eq(podutil_upsert_envs(c, bad, NULL), WH_EINVAL);
+    json_decref(c);
+    json_decref(none);
+    json_decref(bad);
+}
+END_TEST
+
 START_TEST(upsert_bad_input_no_leak)
 {
     json_t *s = json_string("not a container");
@@ -347,6 +414,8 @@ static Suite *podutil_suite(void)
     tcase_add_test(tc, upsert_env_results);
     tcase_add_test(tc, upsert_env_matches_last_entry);
     tcase_add_test(tc, upsert_env_empty_value_replaces_value_from);
+    tcase_add_test(tc, upsert_envs_matches_single_upserts);
+    tcase_add_test(tc, upsert_envs_edges);
     tcase_add_test(tc, upsert_bad_input_no_leak);
     tcase_add_test(tc, upsert_volume_results);
     tcase_add_test(tc, upsert_mount_keyed_by_path);

@@ -42,6 +42,15 @@ int wh_error_set(struct wh_error *err, int code, const char *fmt, ...)
 /** Reset err (may be NULL) to "no error". */
 void wh_error_clear(struct wh_error *err);
 
+/**
+ * Make s valid UTF-8 in place: every byte that does not start a complete,
+ * well-formed sequence (RFC 3629: no overlongs, surrogates or code points above
+ * U+10FFFF) becomes '?'. Text cut to fit a buffer, or built from user input,
+ * must pass through this before it becomes a JSON string (jansson refuses
+ * invalid UTF-8).
+ */
+void wh_utf8_sanitize(char *s);
+
 /** A short constant name for code ("not found", "timeout", ...); never NULL. */
 const char *wh_error_str(int code);
 

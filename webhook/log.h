@@ -1,21 +1,28 @@
 /*
- * log.h - leveled, one-line-per-event logging to stderr in key=value form.
+ * log.h - leveled, one-line-per-event logging to stderr.
  *
- * The level is a process-wide setting made once at start-up (log_set_level),
- * before threads start; the macros check it before formatting. Never log
- * tokens, keys or Secret data.
+ * Call sites write "event text key=value key=\"quoted value\"". In the default
+ * JSON format each line is one object {"time","level","msg", key: value...}
+ * (time RFC 3339 UTC with microseconds); the text format prints the line as is.
+ * Level and format are process-wide settings made once at start-up, before
+ * threads start; the macros check the level before formatting. Never log tokens,
+ * keys, certificates or Secret data.
  */
 #ifndef WH_LOG_H
 #define WH_LOG_H
 
 enum log_level { LOG_LEVEL_ERROR = 0, LOG_LEVEL_WARN = 1, LOG_LEVEL_INFO = 2, LOG_LEVEL_DEBUG = 3 };
+enum log_format { LOG_FORMAT_JSON = 0, LOG_FORMAT_TEXT = 1 };
 
 extern int log_level_current;
 
 /** Set the level (clamped to ERROR..DEBUG). Call before threads start. */
 void log_set_level(int level);
 
-/** Write one line "time level msg" to stderr. Use the macros instead. */
+/** JSON (default) or text lines. Call before threads start. */
+void log_set_format(enum log_format format);
+
+/** Write one line to stderr in the current format. Use the macros instead. */
 void log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define LOG_AT(lvl, ...) \

@@ -1,29 +1,11 @@
 /* warnings.c - see warnings.h. Request-owned; no locking. */
 #include "webhook/warnings.h"
 
+#include "webhook/error.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-/* vsnprintf may cut a multi-byte character; JSON strings must stay valid UTF-8. */
-static void trim_partial_utf8(char *s)
-{
-    size_t len = strlen(s);
-    size_t start = len;
-    size_t need;
-    unsigned char lead;
-
-    while (start > 0 && ((unsigned char)s[start - 1] & 0xC0) == 0x80)
-        start--;
-    if (start == 0)
-        return;
-    lead = (unsigned char)s[start - 1];
-    if (lead < 0xC0)
-        return;
-    need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
-    if (len - (start - 1) < need)
-        s[start - 1] = '\0';
-}
 
 void warnings_init(struct warnings *w)
 {
@@ -40,7 +22,8 @@ void warnings_add(struct warnings *w, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    trim_partial_utf8(buf);
+    /* Cut to fit, or built from user text: it must stay valid UTF-8 for JSON. */
+    wh_utf8_sanitize(buf);
     for (size_t i = 0; i < w->n; i++)
         if (strcmp(w->items[i], buf) == 0)
             return;

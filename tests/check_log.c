@@ -1,0 +1,131 @@
+/*
+ * check_log.c - the log line formats of webhook/log.c: JSON fields split from
+ * "event key=value" text, and no forged lines in the text format.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/testutil.h"
+#include "webhook/log.h"
+
+/* Run one LOG call with stderr sent to a temporary file; return what it wrote. */
+static char *capture(enum log_format format, void (*emit)(void))
+{
+    FILE *tmp = tmpfile();
+    int saved = dup(STDERR_FILENO);
+    char *out = calloc(1, 8192);
+    size_t n;
+
+    ck_assert_ptr_nonnull(tmp);
+    fflush(stderr);
+    dup2(fileno(tmp), STDERR_FILENO);
+    log_set_format(format);
+    emit();
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    rewind(tmp);
+    n = fread(out, 1, 8191, tmp);
+    out[n] = '\0';
+    fclose(tmp);
+    log_set_format(LOG_FORMAT_JSON);
+    return out;
+}
+
+static void emit_fields(void)
+{
+    LOG_INFO("admission uid=%s job=%s allowed=%s err=\"%s\"", "u-1", "ns/j", "true",
+             "InternalError: \"boom\" now");
+}
+
+static void emit_plain(void)
+{
+    LOG_WARN("reconcile: Secret ns/j-ssh exists and is not owned by job ns/j, left alone");
+}
+
+static void emit_injection(void)
+{
+    LOG_INFO("admission job=%s outcome=x", "j\r\nX-Injected: 1");
+}
+
+static void emit_debug(void)
+{
+    LOG_DEBUG("never shown at info");
+}
+
+START_TEST(json_fields)
+{
+    char *line = capture(LOG_FORMAT_JSON, emit_fields);
+    json_t *obj = tu_json(line);
+
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "level")), "info");
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "msg")), "admission");
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "uid")), "u-1");
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "job")), "ns/j");
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "allowed")), "true");
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "err")), "InternalError: \"boom\" now");
+    /* RFC 3339 UTC with microseconds */
+    ck_assert_uint_eq(strlen(json_string_value(json_object_get(obj, "time"))), 27);
+    ck_assert_int_eq(line[strlen(line) - 1], '\n');
+    ck_assert_ptr_null(strchr(line, '\n') + 1 == line + strlen(line) ? NULL : line);
+    json_decref(obj);
+    free(line);
+}
+END_TEST
+
+START_TEST(json_plain_message)
+{
+    char *line = capture(LOG_FORMAT_JSON, emit_plain);
+    json_t *obj = tu_json(line);
+
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "level")), "warn");
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "msg")),
+                     "reconcile: Secret ns/j-ssh exists and is not owned by job ns/j, left alone");
+    ck_assert_uint_eq(json_object_size(obj), 3);
+    json_decref(obj);
+    free(line);
+}
+END_TEST
+
+START_TEST(no_forged_lines)
+{
+    char *json = capture(LOG_FORMAT_JSON, emit_injection);
+    char *text = capture(LOG_FORMAT_TEXT, emit_injection);
+    json_t *obj = tu_json(json);
+
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "job")), "j\r\nX-Injected:");
+    ck_assert_ptr_eq(strchr(json, '\n'), json + strlen(json) - 1);
+    ck_assert_ptr_eq(strchr(text, '\n'), text + strlen(text) - 1);
+    ck_assert_ptr_nonnull(strstr(text, "job=j??X-Injected: 1 outcome=x"));
+    json_decref(obj);
+    free(json);
+    free(text);
+}
+END_TEST
+
+START_TEST(level_filters)
+{
+    char *out;
+
+    log_set_level(LOG_LEVEL_INFO);
+    out = capture(LOG_FORMAT_JSON, emit_debug);
+    ck_assert_str_eq(out, "");
+    free(out);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("log");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_test(tc, json_fields);
+    tcase_add_test(tc, json_plain_message);
+    tcase_add_test(tc, no_forged_lines);
+    tcase_add_test(tc, level_filters);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
