@@ -121,6 +121,7 @@ int job_task_hosts(char **out, const json_t *job, const json_t *task, const char
     int64_t replicas = job_task_replicas(task);
     int64_t n = 0;
     size_t len = 0;
+    size_t cap = 1;
     size_t seplen = strlen(sep);
     char *buf = strdup("");
     int rc = WH_ENOMEM;
@@ -141,12 +142,18 @@ int job_task_hosts(char **out, const json_t *job, const json_t *task, const char
             rc = WH_ETOOBIG;
             goto fail;
         }
-        grown = realloc(buf, len + (n > 0 ? seplen : 0) + dlen + 1);
-        if (grown == NULL) {
-            free(dom);
-            goto fail;
+        if (len + seplen + dlen + 1 > cap) {
+            /* Geometric growth: a realloc per entry is quadratic where realloc copies. */
+            size_t want = (len + seplen + dlen + 1) * 2;
+
+            grown = realloc(buf, want);
+            if (grown == NULL) {
+                free(dom);
+                goto fail;
+            }
+            buf = grown;
+            cap = want;
         }
-        buf = grown;
         if (n > 0) {
             memcpy(buf + len, sep, seplen);
             len += seplen;

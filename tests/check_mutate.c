@@ -18,15 +18,18 @@ struct fake_source {
     int calls;
     char last_ns[64];
     char last_name[64];
+    char last_uid[64];
 };
 
-static int fake_get(void *ud, const char *ns, const char *name, json_t **out, struct wh_error *err)
+static int fake_get(void *ud, const char *ns, const char *name, const char *uid, json_t **out,
+                    struct wh_error *err)
 {
     struct fake_source *fs = ud;
 
     fs->calls++;
     snprintf(fs->last_ns, sizeof(fs->last_ns), "%s", ns);
     snprintf(fs->last_name, sizeof(fs->last_name), "%s", name);
+    snprintf(fs->last_uid, sizeof(fs->last_uid), "%s", uid);
     if (fs->rc < 0)
         return wh_error_set(err, fs->rc, "InternalError: etcd is sad");
     if (fs->job == NULL || strcmp(json_string_value(json_object_get(
@@ -74,6 +77,7 @@ START_TEST(served_pod_gets_env_patch)
     ck_assert_int_eq(fs.calls, 1);
     ck_assert_str_eq(fs.last_ns, "ns1");
     ck_assert_str_eq(fs.last_name, "j");
+    ck_assert_str_eq(fs.last_uid, "u-1");   /* the ownerReference's uid (D6) */
     tu_assert_json_eq(r.patch,
         "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":{\"name\":\"VK_TASK_INDEX\",\"value\":\"1\"}},"
         " {\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":{\"name\":\"VC_TASK_INDEX\",\"value\":\"1\"}}]");
@@ -391,6 +395,64 @@ START_TEST(huge_replicas_denied_not_exhausted)
 }
 END_TEST
 
+START_TEST(cut_utf8_in_warning_stays_valid)
+{
+    /* Go's flag message quotes the value and is cut to fit: the cut may fall inside
+     * a multi-byte character, which jansson would refuse (was an HTTP 500). */
+    json_t *job = tu_json(JOB_SIMPLE);
+    json_t *pod = tu_json(POD_SIMPLE);
+    json_t *args = json_array();
+    json_t *warnings;
+    char arg[512] = "--port=x";
+    struct mutate_result r;
+
+    for (int i = 0; i < 100; i++)
+        strcat(arg, "\xc3\xa9");  /* é */
+    json_array_append_new(args, json_string(arg));
+    json_object_set_new(json_object_get(json_object_get(job, "spec"), "plugins"), "tensorflow", args);
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, pod, "ns1", &r);
+    ck_assert(r.allowed);
+    ck_assert_uint_ge(r.warnings.n, 1);
+    warnings = warnings_to_json(&r.warnings);
+    ck_assert_ptr_nonnull(warnings);   /* every entry is valid UTF-8 */
+    ck_assert_uint_eq(json_array_size(warnings), r.warnings.n);
+    ck_assert_msg(strncmp(r.warnings.items[0], "tensorflow plugin: invalid value \"x\xc3\xa9", 37) == 0,
+                  "%s", r.warnings.items[0]);
+    json_decref(warnings);
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
+START_TEST(invalid_owner_name_not_looked_up)
+{
+    /* "." would make the GET path the namespace's Job list. */
+    struct fake_source fs = {.job = tu_json(JOB_SIMPLE)};
+    json_t *pod = tu_json(POD_SIMPLE);
+    json_t *refs = json_object_get(json_object_get(pod, "metadata"), "ownerReferences");
+    static const char *const bad[] = {".", "..", "J", "a/b", "-a", ""};
+    struct mutate_result r;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        json_object_set_new(json_array_get(refs, 0), "name", json_string(bad[i]));
+        review(&fs, "CREATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
+        ck_assert(r.allowed);
+        ck_assert_ptr_null(r.patch);
+        if (bad[i][0] != '\0') {  /* an empty name is no owner at all: not served, no warning */
+            ck_assert_uint_eq(r.warnings.n, 1);
+            ck_assert_str_eq(r.warnings.items[0],
+                             "ownerReference names no valid volcano job, pod not mutated");
+        }
+        mutate_result_dispose(&r);
+    }
+    ck_assert_int_eq(fs.calls, 0);
+    json_decref(pod);
+    json_decref(fs.job);
+}
+END_TEST
+
 static Suite *mutate_suite(void)
 {
     Suite *s = suite_create("mutate");
@@ -407,6 +469,8 @@ static Suite *mutate_suite(void)
     tcase_add_test(tc, added_init_container_gets_every_plugin_d13);
     tcase_add_test(tc, generate_name_pod_d14);
     tcase_add_test(tc, huge_replicas_denied_not_exhausted);
+    tcase_add_test(tc, cut_utf8_in_warning_stays_valid);
+    tcase_add_test(tc, invalid_owner_name_not_looked_up);
     suite_add_tcase(s, tc);
     return s;
 }

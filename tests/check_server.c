@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,10 +24,11 @@
 
 #define MiB ((size_t)1024 * 1024)
 
-static int fake_get(void *userdata, const char *ns, const char *name, json_t **job_out,
-                    struct wh_error *err)
+static int fake_get(void *userdata, const char *ns, const char *name, const char *uid,
+                    json_t **job_out, struct wh_error *err)
 {
     (void)userdata;
+    (void)uid;
     (void)job_out;
     return wh_error_set(err, WH_ENOTFOUND, "jobs.batch.volcano.sh \"%s/%s\" not found", ns, name);
 }
@@ -259,6 +261,66 @@ START_TEST(test_healthz)
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(r.body, "ok");
     reply_free(&r);
+}
+END_TEST
+
+/* server_config.ready for test_readyz: ready once the flag is set. */
+static const char *flag_ready(void *userdata)
+{
+    return atomic_load((atomic_bool *)userdata) ? NULL : "jobs cache not synced";
+}
+
+START_TEST(test_readyz)
+{
+    static atomic_bool synced;
+    struct server_config cfg = {
+        .bind_address = "127.0.0.1",
+        .threads = 2,
+        .src = {.get = fake_get},
+        .ready = flag_ready,
+        .ready_userdata = &synced,
+    };
+    struct wh_error err = {0, ""};
+    struct server *s2 = NULL;
+    char saved[sizeof(base)];
+    struct reply r;
+
+    /* Without a ready callback: ready whenever it answers. */
+    request("GET", "/readyz", NULL, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.body, "ok");
+    reply_free(&r);
+
+    atomic_init(&synced, false);
+    ck_assert_msg(server_start(&s2, &cfg, &err) == 0, "server_start: %s", err.msg);
+    memcpy(saved, base, sizeof(base));
+    snprintf(base, sizeof(base), "http://127.0.0.1:%u", server_port(s2));
+    request("GET", "/readyz", NULL, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 503);
+    assert_status_body(&r, 503, "ServiceUnavailable", "jobs cache not synced");
+    reply_free(&r);
+    request("HEAD", "/readyz", NULL, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 503);
+    reply_free(&r);
+    /* Liveness does not depend on readiness. */
+    request("GET", "/healthz", NULL, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 200);
+    reply_free(&r);
+    request("POST", "/readyz", "application/json", "{}", 2, &r);
+    ck_assert_int_eq(r.status, 405);
+    ck_assert_str_eq(r.allow, "GET, HEAD");
+    assert_status_body(&r, 405, "MethodNotAllowed",
+                       "method POST is not allowed on /readyz, use GET");
+    reply_free(&r);
+
+    atomic_store(&synced, true);
+    request("GET", "/readyz?verbose", NULL, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.body, "ok");
+    ck_assert_str_eq(r.ctype, "text/plain; charset=utf-8");
+    reply_free(&r);
+    server_stop(s2);
+    memcpy(base, saved, sizeof(base));
 }
 END_TEST
 
@@ -706,6 +768,7 @@ static Suite *server_suite(void)
     tcase_add_checked_fixture(plain, plain_setup, plain_teardown);
     tcase_set_timeout(plain, 60);
     tcase_add_test(plain, test_healthz);
+    tcase_add_test(plain, test_readyz);
     tcase_add_test(plain, test_not_found);
     tcase_add_test(plain, test_method_not_allowed);
     tcase_add_test(plain, test_unsupported_media_type);

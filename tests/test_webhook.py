@@ -188,9 +188,15 @@ class ErrorPolicyTest(unittest.TestCase):
         self.job = harness.load_job("pytorch-job")
 
     def start(self, args=()):
-        env = harness.Env(jobs=[self.job], webhook_args=list(args))
+        env = harness.Env(jobs=[self.job], webhook_args=list(args), start_webhook=False)
         self.addCleanup(env.close)
         env.start()
+        # A Job in the informer's cache is never read from the API; these tests are about
+        # the one GET of a cache miss, so keep the cache empty: every LIST of Jobs fails.
+        env.api.add_faults([{"method": "GET", "path_regex": "/v1alpha1/jobs\\?", "status": 503,
+                             "reason": "ServiceUnavailable", "message": "no list in this test",
+                             "count": -1}])
+        env.start_webhook_now()
         pod = harness.build_pod(env.jobs[0], "worker", 0)
         return env, harness.review(pod, "default")
 

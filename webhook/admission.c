@@ -316,7 +316,7 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
         status = answer_status(400, "BadRequest", "request body is empty", out, out_len);
         goto out;
     }
-    review = json_loadb(body, len, JSON_DECODE_ANY, &jerr);
+    review = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
     if (review == NULL) {
         ascii_only(jerr.text);
         snprintf(b.msg, sizeof(b.msg), "invalid JSON at line %d column %d: %s", jerr.line,

@@ -2,8 +2,9 @@
  * cache.h - the Jobs cache (informer store): namespace/name → immutable Job.
  *
  * Threads: many readers (MHD workers, reconcile workers), one writer (the
- * informer thread). A pthread_rwlock guards the map; readers take a reference
- * under the read lock and work outside it (C-STYLE §6.5). Cached Jobs are never
+ * informer thread). A pthread_rwlock guards the map; readers take a deep copy
+ * under the read lock and work outside it (C-STYLE §6.5; cache.c says why a copy
+ * and not a shared reference). Cached Jobs are never
  * modified: an update swaps in a new object.
  */
 #ifndef WH_CACHE_H
@@ -23,8 +24,8 @@ struct job_cache *cache_create(void);
 void cache_destroy(struct job_cache *c);
 
 /**
- * Look up ns/name. @param[out] job_out new reference (the caller decrefs).
- * @return 0, or WH_ENOTFOUND.
+ * Look up ns/name. @param[out] job_out new reference (the caller decrefs): a private copy.
+ * @return 0, WH_ENOTFOUND, or WH_ENOMEM.
  */
 int cache_get(struct job_cache *c, const char *ns, const char *name, json_t **job_out);
 
@@ -40,7 +41,8 @@ int cache_remove(struct job_cache *c, const char *ns, const char *name);
  */
 int cache_replace_all(struct job_cache *c, const json_t *items, json_t **removed_out);
 
-/** @return new reference: array of every cached Job (a snapshot, for resyncs). */
+/** @return new reference: array of copies of every cached Job (a snapshot, for resyncs);
+ *  NULL on ENOMEM. */
 json_t *cache_list(struct job_cache *c);
 
 size_t cache_size(struct job_cache *c);

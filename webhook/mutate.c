@@ -10,6 +10,7 @@
 #include "webhook/mutate.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,6 +49,7 @@ static void deny(struct mutate_result *out, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(out->message, sizeof(out->message), fmt, ap);
     va_end(ap);
+    wh_utf8_sanitize(out->message);
     json_decref(out->patch);
     out->patch = NULL;
 }
@@ -78,6 +80,23 @@ int mutate_pod_owner(const json_t *pod, const char **name_out, const char **uid_
         return 0;
     }
     return WH_DECLINED;
+}
+
+/* RFC 1123 subdomain as Kubernetes validates object names: [a-z0-9]([-a-z0-9.]*[a-z0-9])?, <= 253. */
+static bool dns_subdomain(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > 253)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+
+        if (!alnum && ((c != '-' && c != '.') || i == 0 || i == n - 1))
+            return false;
+    }
+    return true;
 }
 
 static const char *meta_str(const json_t *pod, const char *map, const char *key)
@@ -227,10 +246,15 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
              job_name_ref);
         return;
     }
+    /* No Job can have such a name ("." or ".." would even name another URL path). */
+    if (!dns_subdomain(job_name_ref) || !dns_subdomain(ns)) {
+        warnings_add(&out->warnings, "ownerReference names no valid volcano job, pod not mutated");
+        return;
+    }
     snprintf(key, sizeof(key), "%s/%s", ns, job_name_ref);
 
     wh_error_clear(&err);
-    rc = src->get(src->userdata, ns, job_name_ref, &job, &err);
+    rc = src->get(src->userdata, ns, job_name_ref, owner_uid, &job, &err);
     if (rc == WH_ENOTFOUND) {
         warnings_add(&out->warnings, "volcano job %s not found, pod not mutated", key);
         LOG_INFO("admission uid=%s job=%s outcome=job-not-found", str_or_empty(req->uid), key);

@@ -232,10 +232,12 @@ struct file_job {
 };
 
 /* job_source over the -f Job: found when the name matches and the namespace fits. */
-static int file_job_get(void *userdata, const char *ns, const char *name, json_t **job_out,
-                        struct wh_error *err)
+static int file_job_get(void *userdata, const char *ns, const char *name, const char *uid,
+                        json_t **job_out, struct wh_error *err)
 {
     const struct file_job *fj = userdata;
+
+    (void)uid;  /* the file is the truth; mutate_review compares the uid itself */
     const char *jns = job_namespace(fj->job);
     json_t *copy;
 

@@ -38,6 +38,7 @@
 
 #define PATH_MUTATE  "/pods/mutate"
 #define PATH_HEALTHZ "/healthz"
+#define PATH_READYZ  "/readyz"
 #define BODY_INITIAL ((size_t)64 * 1024)   /* first buffer when the length is unknown */
 #define ECHO_MAX     96                     /* bytes of client text echoed in a message */
 
@@ -52,6 +53,8 @@ struct server {
     struct MHD_Daemon *daemon;
     struct job_source src;
     struct mutate_options mutate;
+    const char *(*ready)(void *userdata);  /* NULL: always ready */
+    void *ready_userdata;
     size_t max_body;          /* bytes */
     unsigned port;
     char *cert_pem;           /* owned copies, alive as long as the daemon */
@@ -179,6 +182,23 @@ static enum MHD_Result request_begin(struct server *s, struct MHD_Connection *c,
         snprintf(msg, sizeof(msg), "method %s is not allowed on " PATH_HEALTHZ ", use GET",
                  echo_safe(method, a, sizeof(a)));
         return queue_status(c, MHD_HTTP_METHOD_NOT_ALLOWED, "MethodNotAllowed", "GET, HEAD", msg);
+    }
+    if (strcmp(url, PATH_READYZ) == 0) {
+        const char *why = NULL;
+
+        ctx->answered = true;
+        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
+            snprintf(msg, sizeof(msg), "method %s is not allowed on " PATH_READYZ ", use GET",
+                     echo_safe(method, a, sizeof(a)));
+            return queue_status(c, MHD_HTTP_METHOD_NOT_ALLOWED, "MethodNotAllowed", "GET, HEAD",
+                                msg);
+        }
+        if (s->ready != NULL)
+            why = s->ready(s->ready_userdata);
+        if (why == NULL)
+            return queue(c, MHD_HTTP_OK, "text/plain; charset=utf-8", NULL, (char *)"ok", 2,
+                         false);
+        return queue_status(c, MHD_HTTP_SERVICE_UNAVAILABLE, "ServiceUnavailable", NULL, why);
     }
     if (strcmp(url, PATH_MUTATE) != 0) {
         ctx->answered = true;
@@ -416,6 +436,8 @@ int server_start(struct server **out, const struct server_config *cfg, struct wh
         return wh_error_set(err, WH_ENOMEM, "out of memory");
     s->src = cfg->src;
     s->mutate = cfg->mutate;
+    s->ready = cfg->ready;
+    s->ready_userdata = cfg->ready_userdata;
     s->max_body = cfg->max_body > 0 ? cfg->max_body : SERVER_MAX_BODY;
 
     flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;

@@ -2,9 +2,11 @@
  * server.h - the HTTP(S) front of the webhook (libmicrohttpd, TLS by GnuTLS).
  *
  * Routes: POST /pods/mutate → admission_handle; GET (or HEAD) /healthz → 200
- * "ok". Anything else gets a Kubernetes Status body: 404 unknown path, 405
- * (with Allow) wrong method, 413 body over the cap, 415 Content-Type not
- * application/json. Query strings (?timeout=10s) are ignored.
+ * "ok"; GET (or HEAD) /readyz → 200 "ok" when server_config.ready says so, else
+ * 503 with a Status naming the reason. Anything else gets a Kubernetes Status
+ * body: 404 unknown path, 405 (with Allow) wrong method, 413 body over the cap,
+ * 415 Content-Type not application/json. Query strings (?timeout=10s) are
+ * ignored.
  *
  * Threads: server_start/server_stop on the main thread; requests are served
  * on MHD's own worker pool, each request entirely on one worker.
@@ -34,6 +36,15 @@ struct server_config {
     struct job_source src;        /* copied; src.userdata is borrowed and must outlive the
                                      server, and src.get must be callable from any worker */
     struct mutate_options mutate; /* copied */
+    /*
+     * GET /readyz. NULL → ready whenever the server answers (a server with TLS
+     * answers only once its pair is loaded: server_start fails otherwise). Else
+     * called on MHD workers (so it must be thread-safe) with ready_userdata
+     * (borrowed, must outlive the server): NULL when ready, else the reason, a
+     * constant string ("jobs cache not synced"), answered with 503.
+     */
+    const char *(*ready)(void *userdata);
+    void *ready_userdata;
 };
 
 struct server;
@@ -41,7 +52,7 @@ struct server;
 /**
  * Bind, listen and start serving on MHD's worker threads. The config and the
  * PEM texts are copied; nothing in cfg is needed after the call except
- * cfg->src.userdata.
+ * cfg->src.userdata and cfg->ready_userdata.
  * @param[out] out the running server, stopped and freed by server_stop.
  * @return 0; WH_EINVAL (bad address, only one of cert/key, TLS unsupported by
  *         this libmicrohttpd); WH_ERROR when the daemon cannot start (port in

@@ -1,0 +1,358 @@
+/*
+ * check_cache.c - webhook/cache.c: get/put/remove, replace_all with the removed
+ * list, snapshots, the synced flag, and many readers with one writer on real
+ * threads (run it under SANITIZER=thread as well).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "tests/testutil.h"
+#include "webhook/cache.h"
+
+/* A Job ns/name with resourceVersion rv (new reference). */
+static json_t *job(const char *ns, const char *name, const char *rv)
+{
+    json_t *j = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:{s:i}}", "apiVersion",
+                          "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata", "name", name,
+                          "namespace", ns, "resourceVersion", rv, "uid", "u-1", "spec",
+                          "minAvailable", 1);
+
+    ck_assert_ptr_nonnull(j);
+    return j;
+}
+
+static const char *rv_of(const json_t *j)
+{
+    return json_string_value(json_object_get(json_object_get(j, "metadata"), "resourceVersion"));
+}
+
+static const char *name_of(const json_t *j)
+{
+    return json_string_value(json_object_get(json_object_get(j, "metadata"), "name"));
+}
+
+START_TEST(test_empty)
+{
+    struct job_cache *c = cache_create();
+    json_t *got = (json_t *)1;
+    json_t *all;
+
+    ck_assert_ptr_nonnull(c);
+    ck_assert_uint_eq(cache_size(c), 0);
+    ck_assert(!cache_synced(c));
+    ck_assert_int_eq(cache_get(c, "ns1", "j1", &got), WH_ENOTFOUND);
+    ck_assert_ptr_null(got);
+    ck_assert_int_eq(cache_remove(c, "ns1", "j1"), WH_ENOTFOUND);
+    all = cache_list(c);
+    tu_assert_json_eq(all, "[]");
+    json_decref(all);
+    cache_destroy(c);
+    cache_destroy(NULL);
+}
+END_TEST
+
+START_TEST(test_put_get_replace_remove)
+{
+    struct job_cache *c = cache_create();
+    json_t *j1 = job("ns1", "j1", "5");
+    json_t *j1b = job("ns1", "j1", "9");
+    json_t *j2 = job("ns2", "j1", "6");
+    json_t *got = NULL;
+    json_t *old = NULL;
+
+    ck_assert_int_eq(cache_put(c, j1), 0);
+    ck_assert_int_eq(cache_put(c, j2), 0);
+    ck_assert_uint_eq(cache_size(c), 2);
+    /* The cache took its own reference: the caller's and the cache's. */
+    ck_assert_int_eq(j1->refcount, 2);
+
+    ck_assert_int_eq(cache_get(c, "ns1", "j1", &got), 0);
+    /* A private copy: equal, not the cached object, which gains no reference. */
+    ck_assert_ptr_ne(got, j1);
+    ck_assert(json_equal(got, j1));
+    ck_assert_int_eq(got->refcount, 1);
+    ck_assert_int_eq(j1->refcount, 2);
+    old = got;
+    got = NULL;
+
+    /* An update swaps the object; what a reader holds stays valid and unchanged. */
+    ck_assert_int_eq(cache_put(c, j1b), 0);
+    ck_assert_uint_eq(cache_size(c), 2);
+    ck_assert_int_eq(j1->refcount, 1);
+    ck_assert_str_eq(rv_of(old), "5");
+    ck_assert_int_eq(cache_get(c, "ns1", "j1", &got), 0);
+    ck_assert_str_eq(rv_of(got), "9");
+    json_decref(got);
+    json_decref(old);
+
+    /* Namespaces are part of the key. */
+    ck_assert_int_eq(cache_get(c, "ns2", "j1", &got), 0);
+    ck_assert_str_eq(rv_of(got), "6");
+    json_decref(got);
+    ck_assert_int_eq(cache_get(c, "ns3", "j1", &got), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_get(c, "ns1", "j2", &got), WH_ENOTFOUND);
+
+    ck_assert_int_eq(cache_remove(c, "ns1", "j1"), 0);
+    ck_assert_int_eq(cache_remove(c, "ns1", "j1"), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_get(c, "ns1", "j1", &got), WH_ENOTFOUND);
+    ck_assert_uint_eq(cache_size(c), 1);
+    ck_assert_int_eq(j1b->refcount, 1);
+
+    cache_destroy(c);
+    ck_assert_int_eq(j2->refcount, 1);
+    json_decref(j1);
+    json_decref(j1b);
+    json_decref(j2);
+}
+END_TEST
+
+START_TEST(test_bad_input)
+{
+    struct job_cache *c = cache_create();
+    json_t *nons = tu_json("{\"metadata\":{\"name\":\"x\"}}");
+    json_t *noname = tu_json("{\"metadata\":{\"namespace\":\"x\"}}");
+    json_t *str = json_string("job");
+    json_t *got = NULL;
+    json_t *removed = NULL;
+    json_t *items;
+
+    ck_assert_int_eq(cache_put(c, nons), WH_EINVAL);
+    ck_assert_int_eq(cache_put(c, noname), WH_EINVAL);
+    ck_assert_int_eq(cache_put(c, str), WH_EINVAL);
+    ck_assert_int_eq(cache_put(c, NULL), WH_EINVAL);
+    ck_assert_int_eq(cache_get(c, "", "x", &got), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_get(c, NULL, "x", &got), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_remove(c, "x", ""), WH_ENOTFOUND);
+    ck_assert_uint_eq(cache_size(c), 0);
+    ck_assert_int_eq(cache_replace_all(c, str, &removed), WH_EINVAL);
+    ck_assert_ptr_null(removed);
+    /* Items that are not Jobs with a namespace and a name are skipped. */
+    items = json_pack("[O, O, O, o]", nons, noname, str, job("a", "b", "1"));
+    ck_assert_int_eq(cache_replace_all(c, items, &removed), 0);
+    tu_assert_json_eq(removed, "[]");
+    ck_assert_uint_eq(cache_size(c), 1);
+    ck_assert_int_eq(cache_get(c, "a", "b", &got), 0);
+    json_decref(got);
+    json_decref(removed);
+    json_decref(items);
+    json_decref(nons);
+    json_decref(noname);
+    json_decref(str);
+    cache_destroy(c);
+}
+END_TEST
+
+START_TEST(test_replace_all)
+{
+    struct job_cache *c = cache_create();
+    json_t *a = job("ns", "a", "1");
+    json_t *b = job("ns", "b", "2");
+    json_t *b2 = job("ns", "b", "7");
+    json_t *d = job("ns", "d", "3");
+    json_t *e = job("ns2", "e", "8");
+    json_t *items;
+    json_t *removed = NULL;
+    json_t *got = NULL;
+    json_t *all;
+
+    ck_assert_int_eq(cache_put(c, a), 0);
+    ck_assert_int_eq(cache_put(c, b), 0);
+    ck_assert_int_eq(cache_put(c, d), 0);
+
+    /* LIST now says: b (changed) and e (new); a and d are gone. */
+    items = json_pack("[O, O]", b2, e);
+    ck_assert_int_eq(cache_replace_all(c, items, &removed), 0);
+    ck_assert_uint_eq(json_array_size(removed), 2);
+    ck_assert_ptr_eq(json_array_get(removed, 0), a);   /* the last known objects themselves */
+    ck_assert_ptr_eq(json_array_get(removed, 1), d);
+    json_decref(removed);
+    ck_assert_uint_eq(cache_size(c), 2);
+    ck_assert_int_eq(cache_get(c, "ns", "a", &got), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_get(c, "ns", "b", &got), 0);
+    ck_assert(json_equal(got, b2));
+    json_decref(got);
+    ck_assert_int_eq(cache_get(c, "ns2", "e", &got), 0);
+    ck_assert(json_equal(got, e));
+    json_decref(got);
+    /* The old objects are released by the cache. */
+    ck_assert_int_eq(a->refcount, 1);
+    ck_assert_int_eq(b->refcount, 1);
+    ck_assert_int_eq(d->refcount, 1);
+
+    /* A snapshot is independent of later writes. */
+    all = cache_list(c);
+    ck_assert_uint_eq(json_array_size(all), 2);
+    ck_assert_int_eq(cache_remove(c, "ns", "b"), 0);
+    ck_assert_uint_eq(json_array_size(all), 2);
+    ck_assert(json_equal(json_array_get(all, 0), b2));
+    ck_assert(json_equal(json_array_get(all, 1), e));
+    ck_assert_ptr_ne(json_array_get(all, 0), b2);
+    ck_assert_int_eq(b2->refcount, 2);   /* ours and items': the snapshot holds copies */
+    json_decref(all);
+
+    /* removed_out NULL is allowed; an empty LIST empties the cache. */
+    json_decref(items);
+    items = json_array();
+    ck_assert_int_eq(cache_replace_all(c, items, NULL), 0);
+    ck_assert_uint_eq(cache_size(c), 0);
+    ck_assert_int_eq(e->refcount, 1);
+
+    json_decref(items);
+    json_decref(a);
+    json_decref(b);
+    json_decref(b2);
+    json_decref(d);
+    json_decref(e);
+    cache_destroy(c);
+}
+END_TEST
+
+START_TEST(test_synced)
+{
+    struct job_cache *c = cache_create();
+
+    ck_assert(!cache_synced(c));
+    cache_set_synced(c, true);
+    ck_assert(cache_synced(c));
+    cache_set_synced(c, false);
+    ck_assert(!cache_synced(c));
+    cache_destroy(c);
+}
+END_TEST
+
+/* ---- many readers, one writer ---- */
+
+#define N_READERS 4
+#define N_JOBS 16
+#define N_ROUNDS 300
+
+struct race {
+    struct job_cache *c;
+    atomic_bool done;
+    atomic_ulong hits;
+    atomic_ulong bad;          /* a reader saw a Job that is not the one it asked for */
+};
+
+static void *reader(void *arg)
+{
+    struct race *r = arg;
+    char name[16];
+    unsigned i = 0;
+
+    while (!atomic_load(&r->done)) {
+        json_t *got = NULL;
+        json_t *all;
+        char *text;
+
+        snprintf(name, sizeof(name), "j%u", i++ % N_JOBS);
+        if (cache_get(r->c, "ns", name, &got) == 0) {
+            /* Work on the Job outside the lock: read it, dump it. */
+            const char *n = name_of(got);
+            long rv = strtol(rv_of(got), NULL, 10);
+
+            if (n == NULL || strcmp(n, name) != 0 || rv < 1)
+                atomic_fetch_add(&r->bad, 1);
+            text = json_dumps(got, JSON_COMPACT);
+            if (text == NULL)
+                atomic_fetch_add(&r->bad, 1);
+            free(text);
+            json_decref(got);
+            atomic_fetch_add(&r->hits, 1);
+        }
+        if (i % 64 == 0) {
+            all = cache_list(r->c);
+            if (all == NULL || json_array_size(all) > N_JOBS)
+                atomic_fetch_add(&r->bad, 1);
+            json_decref(all);
+            (void)cache_size(r->c);
+            (void)cache_synced(r->c);
+        }
+    }
+    return NULL;
+}
+
+START_TEST(test_concurrent_readers_one_writer)
+{
+    struct race r;
+    pthread_t th[N_READERS];
+    char name[16];
+    char rv[24];
+    long next_rv = 1;
+    json_t *got = NULL;
+
+    r.c = cache_create();
+    atomic_init(&r.done, false);
+    atomic_init(&r.hits, 0);
+    atomic_init(&r.bad, 0);
+    for (int t = 0; t < N_READERS; t++)
+        ck_assert_int_eq(pthread_create(&th[t], NULL, reader, &r), 0);
+
+    for (int round = 0; round < N_ROUNDS; round++) {
+        json_t *items = json_array();
+
+        for (unsigned k = 0; k < N_JOBS; k++) {
+            json_t *j;
+
+            snprintf(name, sizeof(name), "j%u", k);
+            snprintf(rv, sizeof(rv), "%ld", next_rv++);
+            j = job("ns", name, rv);
+            switch ((round + (int)k) % 4) {
+            case 0:
+                ck_assert_int_eq(cache_put(r.c, j), 0);
+                break;
+            case 1:
+                cache_remove(r.c, "ns", name);
+                break;
+            default:
+                ck_assert_int_eq(json_array_append(items, j), 0);
+                break;
+            }
+            json_decref(j);
+        }
+        if (round % 10 == 0) {
+            json_t *removed = NULL;
+
+            ck_assert_int_eq(cache_replace_all(r.c, items, &removed), 0);
+            json_decref(removed);
+            cache_set_synced(r.c, true);
+        }
+        json_decref(items);
+    }
+    atomic_store(&r.done, true);
+    for (int t = 0; t < N_READERS; t++)
+        ck_assert_int_eq(pthread_join(th[t], NULL), 0);
+    ck_assert_uint_eq(atomic_load(&r.bad), 0);
+    ck_assert_uint_gt(atomic_load(&r.hits), 0);
+
+    /* The last writes are what the cache holds: round N_ROUNDS-1 = 299, k=1 → put. */
+    snprintf(rv, sizeof(rv), "%ld", (long)(N_ROUNDS - 1) * N_JOBS + 1 + 1);
+    ck_assert_int_eq(cache_get(r.c, "ns", "j1", &got), 0);
+    ck_assert_str_eq(rv_of(got), rv);
+    ck_assert_int_eq(got->refcount, 1);
+    json_decref(got);
+    cache_destroy(r.c);
+}
+END_TEST
+
+static Suite *cache_suite(void)
+{
+    Suite *s = suite_create("cache");
+    TCase *tc = tcase_create("core");
+
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_empty);
+    tcase_add_test(tc, test_put_get_replace_remove);
+    tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_replace_all);
+    tcase_add_test(tc, test_synced);
+    tcase_add_test(tc, test_concurrent_readers_one_writer);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    json_object_seed(0);
+    return tu_run(cache_suite());
+}

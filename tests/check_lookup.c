@@ -1,0 +1,204 @@
+/*
+ * check_lookup.c - webhook/lookup.c, the admission path's Job lookup, against
+ * tests/apiserver.py: a cached Job costs no API request at all; a miss, or a
+ * cached Job with another uid (spec D6), costs exactly one GET; 404, a stall
+ * past the timeout and a 500 come back as the errors mutate_review expects.
+ * Request counts come from the server's own request log.
+ */
+#include "tests/apitest.h"
+#include "webhook/cache.h"
+#include "webhook/lookup.h"
+
+#define JOB_PATH "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs/j1"
+
+static struct apitest api;
+static struct k8s_client *kc;
+static struct job_cache *cache;
+static json_t *stored;     /* Job ns1/j1 as the API server stored it */
+
+static void setup(void)
+{
+    json_t *resp = NULL;
+
+    apitest_start(&api, NULL);
+    kc = apitest_client(&api);
+    cache = cache_create();
+    ck_assert_ptr_nonnull(cache);
+    ck_assert_int_eq(apitest_call(&api, "POST", "/_test/objects",
+                                  "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+                                  "\"metadata\":{\"name\":\"j1\",\"namespace\":\"ns1\"},"
+                                  "\"spec\":{\"minAvailable\":1}}",
+                                  false, &resp),
+                     201);
+    stored = json_incref(json_array_get(json_object_get(resp, "items"), 0));
+    json_decref(resp);
+    ck_assert(json_is_object(stored));
+    apitest_ctl(&api, "DELETE", "/_test/requests", NULL);
+}
+
+static void teardown(void)
+{
+    json_decref(stored);
+    stored = NULL;
+    cache_destroy(cache);
+    cache = NULL;
+    k8s_client_destroy(kc);
+    kc = NULL;
+    apitest_stop(&api);
+}
+
+static const char *uid_of(const json_t *j)
+{
+    return json_string_value(json_object_get(json_object_get(j, "metadata"), "uid"));
+}
+
+/* A Job ns1/j1 as the cache might hold it (new reference). */
+static json_t *cached_job(const char *uid)
+{
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:{s:i}}", "apiVersion",
+                     "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata", "name", "j1",
+                     "namespace", "ns1", "uid", uid, "resourceVersion", "1", "spec",
+                     "minAvailable", 7);
+}
+
+static int get(struct job_lookup *l, const char *name, const char *uid, json_t **out,
+               struct wh_error *err)
+{
+    struct job_source src = lookup_job_source(l);
+
+    ck_assert_ptr_eq(src.userdata, l);
+    return src.get(src.userdata, "ns1", name, uid, out, err);
+}
+
+START_TEST(test_cached_job_makes_no_request)
+{
+    struct job_lookup l = {cache, kc, 2000};
+    struct wh_error err = {0, ""};
+    json_t *job = cached_job(uid_of(stored));
+    json_t *got = NULL;
+
+    ck_assert_int_eq(cache_put(cache, job), 0);
+    cache_set_synced(cache, true);
+    for (int i = 0; i < 5; i++) {
+        ck_assert_int_eq(get(&l, "j1", uid_of(stored), &got, &err), 0);
+        ck_assert(json_equal(got, job));       /* the cached one (minAvailable 7), not the API's */
+        json_decref(got);
+        got = NULL;
+    }
+    /* No uid to compare (an ownerReference without one): the cached Job too. */
+    ck_assert_int_eq(get(&l, "j1", "", &got, &err), 0);
+    ck_assert(json_equal(got, job));
+    json_decref(got);
+    ck_assert_uint_eq(apitest_total(&api), 0);
+    json_decref(job);
+}
+END_TEST
+
+START_TEST(test_miss_makes_one_get)
+{
+    struct job_lookup l = {cache, kc, 2000};
+    struct wh_error err = {0, ""};
+    json_t *got = NULL;
+
+    ck_assert_int_eq(get(&l, "j1", uid_of(stored), &got, &err), 0);
+    ck_assert(json_equal(got, stored));
+    json_decref(got);
+    ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 1);
+    ck_assert_uint_eq(apitest_total(&api), 1);
+    /* The lookup never writes the cache: the informer is its only writer. */
+    ck_assert_uint_eq(cache_size(cache), 0);
+
+    /* Synced or not, a miss is a GET (the watch may lag behind a new Job). */
+    cache_set_synced(cache, true);
+    ck_assert_int_eq(get(&l, "j1", uid_of(stored), &got, &err), 0);
+    json_decref(got);
+    ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 2);
+}
+END_TEST
+
+START_TEST(test_stale_uid_reads_again)
+{
+    struct job_lookup l = {cache, kc, 2000};
+    struct wh_error err = {0, ""};
+    json_t *old = cached_job("uid-of-a-deleted-incarnation");
+    json_t *got = NULL;
+
+    ck_assert_int_eq(cache_put(cache, old), 0);
+    cache_set_synced(cache, true);
+    ck_assert_int_eq(get(&l, "j1", uid_of(stored), &got, &err), 0);
+    ck_assert(json_equal(got, stored));
+    ck_assert_str_eq(uid_of(got), uid_of(stored));
+    json_decref(got);
+    ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 1);
+    ck_assert_uint_eq(apitest_total(&api), 1);
+    json_decref(old);
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+    struct job_lookup l = {cache, kc, 300};
+    struct wh_error err = {0, ""};
+    json_t *got = NULL;
+
+    /* 404 → WH_ENOTFOUND (D7: allowed with a warning). */
+    ck_assert_int_eq(get(&l, "nope", "u", &got, &err), WH_ENOTFOUND);
+    ck_assert_ptr_null(got);
+    ck_assert_int_eq(apitest_count(&api, "GET", "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs/nope"), 1);
+
+    /* 500 → WH_EAPI with the Status reason. */
+    apitest_ctl(&api, "POST", "/_test/faults",
+                "{\"method\":\"GET\",\"path_regex\":\"/jobs/j1$\",\"status\":500,"
+                "\"reason\":\"InternalError\",\"message\":\"boom\",\"count\":1}");
+    wh_error_clear(&err);
+    ck_assert_int_eq(get(&l, "j1", "", &got, &err), WH_EAPI);
+    ck_assert_str_eq(err.msg, "InternalError: boom");
+
+    /* A stall past --job-lookup-timeout → WH_ETIMEOUT. */
+    apitest_ctl(&api, "POST", "/_test/faults",
+                "{\"method\":\"GET\",\"path_regex\":\"/jobs/j1$\",\"delay_ms\":3000,\"count\":1}");
+    wh_error_clear(&err);
+    ck_assert_int_eq(get(&l, "j1", "", &got, &err), WH_ETIMEOUT);
+    ck_assert_ptr_null(got);
+}
+END_TEST
+
+START_TEST(test_no_cache)
+{
+    struct job_lookup l = {NULL, kc, 2000};
+    struct wh_error err = {0, ""};
+    json_t *got = NULL;
+
+    ck_assert_int_eq(get(&l, "j1", NULL, &got, &err), 0);
+    ck_assert(json_equal(got, stored));
+    json_decref(got);
+    ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 1);
+}
+END_TEST
+
+static Suite *lookup_suite(void)
+{
+    Suite *s = suite_create("lookup");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_cached_job_makes_no_request);
+    tcase_add_test(tc, test_miss_makes_one_get);
+    tcase_add_test(tc, test_stale_uid_reads_again);
+    tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_no_cache);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    int rc;
+
+    json_object_seed(0);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    rc = tu_run(lookup_suite());
+    curl_global_cleanup();
+    return rc;
+}

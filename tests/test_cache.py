@@ -1,0 +1,169 @@
+"""test_cache.py - the Jobs cache end to end: the real binary's informer (LIST, then
+WATCH) against the test API server, seen from the admission path and /readyz.
+
+- admissions for Jobs in the cache make no GET of a Job (the API server's request log);
+- a Job created after start is served from the cache once the watch brought it in;
+- a Job not in the cache yet (the watch is stalled) is fetched with one GET per admission,
+  and so is a Job whose cached uid is not the one the pod's ownerReference names (D6);
+- /readyz is 503 with the reason until the first LIST completes, then 200.
+"""
+
+import json
+import re
+import time
+import unittest
+
+import harness
+
+JOB_GET = re.compile(r"^/apis/batch\.volcano\.sh/v1alpha1/namespaces/([^/]+)/jobs/([^/]+)$")
+JOBS_COLLECTION = "/apis/batch.volcano.sh/v1alpha1/namespaces/%s/jobs"
+
+
+def job_gets(api, name=None):
+    """GETs of single Jobs (the admission fallback) in the API server's request log."""
+    out = []
+    for r in api.requests():
+        m = JOB_GET.match(r["path"])
+        if r["method"] == "GET" and m and (name is None or m.group(2) == name):
+            out.append(r["path"])
+    return out
+
+
+def wait_for(cond, what, timeout=None):
+    deadline = time.monotonic() + (timeout or harness.startup_timeout() * 2)
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+class CacheTest(unittest.TestCase):
+
+    def start(self, jobs=(), faults=None, args=()):
+        """API server (with faults added before the webhook starts), then the webhook."""
+        env = harness.Env(jobs=list(jobs), webhook_args=list(args), start_webhook=False)
+        self.addCleanup(env.close)
+        env.start()
+        if faults:
+            env.api.add_faults(faults)
+        env.start_webhook_now()
+        return env
+
+    def readyz(self, env):
+        conn = env.webhook.connection(timeout=5)
+        try:
+            conn.request("GET", "/readyz")
+            resp = conn.getresponse()
+            return resp.status, resp.read().decode()
+        finally:
+            conn.close()
+
+    def wait_ready(self, env):
+        wait_for(lambda: self.readyz(env)[0] == 200, "/readyz 200")
+
+    def admit_patched(self, env, job, task, index):
+        """Admit one pod of job; it must be allowed with a patch and no warning."""
+        pod = harness.build_pod(job, task, index)
+        resp = env.webhook.admit(harness.review(pod, job["metadata"]["namespace"]))
+        self.assertTrue(resp["allowed"], resp)
+        self.assertNotIn("warnings", resp)
+        patched = harness.apply_patch(pod, resp)
+        self.assertEqual(patched["spec"]["subdomain"], job["metadata"]["name"])
+        return patched
+
+    def test_cached_jobs_make_no_job_gets(self):
+        env = self.start(jobs=[harness.load_job("mpi-job"), harness.load_job("pytorch-job")])
+        self.wait_ready(env)
+        env.api.clear_requests()
+        n = 0
+        for job in env.jobs:
+            for task, i in harness.pod_names(job):
+                self.admit_patched(env, job, task, i)
+                n += 1
+        self.assertGreaterEqual(n, 5)
+        self.assertEqual(job_gets(env.api), [])
+
+    def test_job_created_after_start_is_served_from_cache(self):
+        env = self.start()
+        self.wait_ready(env)
+        job = harness.load_job("pytorch-job")
+        status, stored = env.api.call("POST", JOBS_COLLECTION % "default", job)
+        self.assertEqual(status, 201, stored)
+        # Once the watch has delivered it, an admission needs no GET; before that it may
+        # be fetched (a miss). Poll until an admission is answered from the cache.
+        served_from_cache = []
+
+        def from_cache():
+            env.api.clear_requests()
+            self.admit_patched(env, stored, "worker", 0)
+            if not job_gets(env.api):
+                served_from_cache.append(True)
+            return bool(served_from_cache)
+
+        wait_for(from_cache, "an admission answered from the cache")
+        env.api.clear_requests()
+        for task, i in harness.pod_names(stored):
+            self.admit_patched(env, stored, task, i)
+        self.assertEqual(job_gets(env.api), [])
+
+    def test_job_not_cached_yet_is_fetched(self):
+        # The LIST works, every WATCH sends nothing: the cache stays as listed (empty).
+        env = self.start(faults=[{"method": "GET", "path_regex": r"/v1alpha1/jobs\?.*watch=",
+                                  "watch_stall_ms": -1, "count": -1}])
+        self.wait_ready(env)
+        job = harness.load_job("mpi-job")
+        status, stored = env.api.call("POST", JOBS_COLLECTION % "default", job)
+        self.assertEqual(status, 201, stored)
+        env.api.clear_requests()
+        self.admit_patched(env, stored, "mpimaster", 0)
+        self.assertEqual(job_gets(env.api), ["/apis/batch.volcano.sh/v1alpha1/namespaces/"
+                                             "default/jobs/mpi-job"])
+        # The lookup never fills the cache (the informer is its only writer): GET again.
+        self.admit_patched(env, stored, "mpiworker", 0)
+        self.assertEqual(len(job_gets(env.api, "mpi-job")), 2)
+
+    def test_stale_uid_in_cache_is_fetched_again(self):
+        # Listed with one uid; deleted and created again (a new uid) while the watch is
+        # stalled, so the cache still holds the old incarnation (D6: fetch again).
+        env = self.start(jobs=[harness.load_job("mpi-job")],
+                         faults=[{"method": "GET", "path_regex": r"/v1alpha1/jobs\?.*watch=",
+                                  "watch_stall_ms": -1, "count": -1}])
+        self.wait_ready(env)
+        old = env.jobs[0]
+        status, _ = env.api.call("DELETE", JOBS_COLLECTION % "default" + "/mpi-job")
+        self.assertEqual(status, 200)
+        job = harness.load_job("mpi-job")
+        status, new = env.api.call("POST", JOBS_COLLECTION % "default", job)
+        self.assertEqual(status, 201, new)
+        self.assertNotEqual(new["metadata"]["uid"], old["metadata"]["uid"])
+        env.api.clear_requests()
+        self.admit_patched(env, new, "mpimaster", 0)
+        self.assertEqual(len(job_gets(env.api, "mpi-job")), 1)
+        # A pod of the cached incarnation is answered from the cache.
+        env.api.clear_requests()
+        self.admit_patched(env, old, "mpimaster", 0)
+        self.assertEqual(job_gets(env.api), [])
+
+    def test_readyz_503_until_first_list(self):
+        # The first LIST stalls for a while: not ready; admission still works by GET.
+        env = self.start(jobs=[harness.load_job("pytorch-job")],
+                         faults=[{"method": "GET", "path_regex": r"/v1alpha1/jobs\?limit=",
+                                  "delay_ms": 4000, "count": 1}])
+        status, body = self.readyz(env)
+        self.assertEqual(status, 503, body)
+        self.assertEqual(json.loads(body), {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "jobs cache not synced", "reason": "ServiceUnavailable", "code": 503})
+        env.api.clear_requests()
+        self.admit_patched(env, env.jobs[0], "worker", 0)
+        self.assertEqual(len(job_gets(env.api, "pytorch-job")), 1)
+        self.wait_ready(env)
+        self.assertEqual(self.readyz(env), (200, "ok"))
+        env.api.clear_requests()
+        self.admit_patched(env, env.jobs[0], "worker", 1)
+        self.assertEqual(job_gets(env.api), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,476 @@
+/*
+ * informer.c - list/watch of Volcano Jobs into the Jobs cache (informer.h;
+ * kube-api-facts "Reading: get, list, watch").
+ *
+ * The loop, on the informer's own thread:
+ *   LIST (paged) → cache_replace_all → handlers (on_delete for Jobs gone,
+ *   on_add for new ones, on_update for ones whose resourceVersion changed;
+ *   unchanged ones are not reported) → cache_set_synced(true)
+ *   → WATCH from the list's resourceVersion, with bookmarks:
+ *       ADDED / MODIFIED → cache_put, then on_add (not cached before) or
+ *                          on_update (old copy, new)
+ *       DELETED          → cache_remove, then on_delete
+ *       BOOKMARK         → remember its resourceVersion only
+ *   → the watch ends normally (timeoutSeconds): watch again from the last
+ *     resourceVersion seen; WH_EGONE (410, or an ERROR event with 410): LIST
+ *     again; any other error: sleep a capped exponential backoff with jitter,
+ *     then watch again from the last resourceVersion (LIST when there is none).
+ *     A failed LIST backs off the same way and is tried again.
+ * The backoff grows with consecutive failures (backoff_min_ms · 2^(n-1), at most
+ * backoff_max_ms), is drawn from [d/2, d] ("equal jitter", so that replicas do
+ * not reconnect in step), and is reset by a LIST or by a watch that delivered
+ * an event. A watch that ends normally at once with nothing delivered counts
+ * as a failure too, so a server that closes every stream cannot make us spin.
+ *
+ * Threads: informer_start/informer_stop on the main thread; everything else on
+ * the informer thread, which is the cache's only writer and calls the handlers.
+ * Shared with the main thread: the stop flag (atomic_bool), the stats
+ * (atomic_ulong, read by informer_get_stats from any thread) and the mutex +
+ * condition variable (CLOCK_MONOTONIC) that backoff sleeps wait on, so that
+ * informer_stop wakes a sleeping thread at once. A WATCH notices the stop flag
+ * within about a second (k8s/watch.h); a LIST page in flight is not cut short
+ * (k8s_list has no stop flag), so a stop may wait for it, at most
+ * request_timeout_ms.
+ *
+ * Objects put in the cache are the ones the watch or the LIST decoded; they are
+ * referenced only by this thread and by the cache (readers get copies), which
+ * keeps jansson reference counts off shared objects (see cache.c).
+ */
+#include "webhook/informer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "k8s/watch.h"
+#include "webhook/log.h"
+
+#define JOBS_PATH "/apis/batch.volcano.sh/v1alpha1/jobs"
+#define JOB_API_VERSION "batch.volcano.sh/v1alpha1"
+
+#define DEFAULT_PAGE_SIZE 500L
+#define DEFAULT_REQUEST_TIMEOUT_MS 30000L
+#define DEFAULT_WATCH_TIMEOUT_S 300L
+#define DEFAULT_IDLE_TIMEOUT_MS 90000L
+#define DEFAULT_BACKOFF_MIN_MS 500L
+#define DEFAULT_BACKOFF_MAX_MS 30000L
+#define SHORT_WATCH_MS 1000L   /* a normal end sooner than this with no event: a failure */
+
+struct informer {
+    struct k8s_client *client;    /* borrowed */
+    struct job_cache *cache;      /* borrowed */
+    struct informer_config cfg;   /* defaults filled in */
+    struct informer_handlers h;
+    pthread_t thread;
+    bool thread_started;
+
+    atomic_bool stop;             /* set by informer_stop */
+    pthread_mutex_t mu;           /* guards nothing but the sleeps on cv */
+    pthread_cond_t cv;            /* signalled by informer_stop; CLOCK_MONOTONIC */
+
+    atomic_ulong lists;
+    atomic_ulong watches;
+    atomic_ulong relists_gone;
+    atomic_ulong errors;
+
+    /* Informer thread only. */
+    char *rv;                     /* where the next WATCH starts; NULL → LIST first */
+    unsigned failures;            /* consecutive failed attempts (backoff exponent) */
+    unsigned seed;                /* rand_r state for jitter */
+    unsigned long delivered;      /* events handled by the current watch */
+};
+
+static bool stopping(struct informer *inf)
+{
+    return atomic_load(&inf->stop);
+}
+
+static const char *meta_str(const json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
+}
+
+static const char *str_or(const char *s, const char *dflt)
+{
+    return s != NULL ? s : dflt;
+}
+
+static long monotonic_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Remember rv as the place to resume from. */
+static void set_rv(struct informer *inf, const char *rv)
+{
+    char *copy;
+
+    if (rv == NULL || rv[0] == '\0')
+        return;
+    copy = strdup(rv);
+    if (copy == NULL)
+        return;  /* keep the older one: at worst events are seen twice */
+    free(inf->rv);
+    inf->rv = copy;
+}
+
+/* Sleep ms, or less when informer_stop is called. */
+static void sleep_ms(struct informer *inf, long ms)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&inf->mu);
+    while (!stopping(inf)) {
+        if (pthread_cond_timedwait(&inf->cv, &inf->mu, &until) == ETIMEDOUT)
+            break;
+    }
+    pthread_mutex_unlock(&inf->mu);
+}
+
+/* One more failure: sleep the capped exponential backoff with equal jitter. */
+static void backoff(struct informer *inf)
+{
+    long d = inf->cfg.backoff_min_ms;
+    long wait;
+
+    if (inf->failures < 32)
+        inf->failures++;
+    for (unsigned i = 1; i < inf->failures && d < inf->cfg.backoff_max_ms; i++)
+        d *= 2;
+    if (d > inf->cfg.backoff_max_ms)
+        d = inf->cfg.backoff_max_ms;
+    wait = d / 2 + (long)(rand_r(&inf->seed) % (unsigned)(d / 2 + 1));
+    LOG_DEBUG("informer: backoff ms=%ld failures=%u", wait, inf->failures);
+    sleep_ms(inf, wait);
+}
+
+/* Items of a Job LIST may lack apiVersion/kind (kube omits them in lists): add them. */
+static void fill_type_meta(json_t *job)
+{
+    if (json_object_get(job, "apiVersion") == NULL)
+        json_object_set_new(job, "apiVersion", json_string(JOB_API_VERSION));
+    if (json_object_get(job, "kind") == NULL)
+        json_object_set_new(job, "kind", json_string("Job"));
+}
+
+/* LIST every Job, replace the cache, report the differences. */
+static int informer_list(struct informer *inf, struct wh_error *err)
+{
+    json_t *items = NULL;
+    json_t *olds = NULL;
+    json_t *removed = NULL;
+    json_t *job;
+    char *rv = NULL;
+    size_t i;
+    int rc;
+
+    rc = k8s_list(inf->client, JOBS_PATH, inf->cfg.page_size, inf->cfg.request_timeout_ms,
+                  &items, &rv, err);
+    if (rc < 0)
+        return rc;
+    olds = json_array();
+    if (olds == NULL) {
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* What each listed Job was before (null: not cached), to tell add from update. */
+    json_array_foreach(items, i, job) {
+        json_t *old = NULL;
+
+        if (json_is_object(job))
+            fill_type_meta(job);
+        if (cache_get(inf->cache, str_or(meta_str(job, "namespace"), ""),
+                      str_or(meta_str(job, "name"), ""), &old) != 0)
+            old = json_null();
+        if (json_array_append_new(olds, old) != 0) {
+            rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    rc = cache_replace_all(inf->cache, items, &removed);
+    if (rc < 0) {
+        wh_error_set(err, rc, "cannot replace the jobs cache: %s", wh_error_str(rc));
+        goto out;
+    }
+    cache_set_synced(inf->cache, true);
+    free(inf->rv);
+    inf->rv = rv;
+    rv = NULL;  /* now owned by inf */
+    atomic_fetch_add(&inf->lists, 1);
+    LOG_INFO("informer: listed jobs=%zu removed=%zu resource_version=%s",
+             json_array_size(items), json_array_size(removed), str_or(inf->rv, ""));
+
+    /* Handlers after the cache is updated, in a fixed order: deletions, then the rest. */
+    json_array_foreach(removed, i, job) {
+        if (inf->h.on_delete != NULL)
+            inf->h.on_delete(inf->h.userdata, job);
+    }
+    json_array_foreach(items, i, job) {
+        const json_t *old = json_array_get(olds, i);
+        const char *old_rv;
+        const char *new_rv;
+
+        if (!json_is_object(job) || meta_str(job, "namespace") == NULL
+            || meta_str(job, "name") == NULL)
+            continue;  /* skipped by the cache too */
+        if (json_is_null(old)) {
+            if (inf->h.on_add != NULL)
+                inf->h.on_add(inf->h.userdata, job);
+            continue;
+        }
+        old_rv = str_or(meta_str(old, "resourceVersion"), "");
+        new_rv = str_or(meta_str(job, "resourceVersion"), "");
+        if (strcmp(old_rv, new_rv) != 0 && inf->h.on_update != NULL)
+            inf->h.on_update(inf->h.userdata, old, job);
+    }
+    rc = 0;
+out:
+    free(rv);
+    json_decref(items);
+    json_decref(olds);
+    json_decref(removed);
+    return rc;
+}
+
+/* watch_fn: apply one event to the cache, then call the handler. */
+static int on_watch_event(void *userdata, enum watch_event_type type, json_t *obj)
+{
+    struct informer *inf = userdata;
+    const char *ns = str_or(meta_str(obj, "namespace"), "");
+    const char *name = str_or(meta_str(obj, "name"), "");
+    json_t *old = NULL;
+
+    switch (type) {
+    case WATCH_BOOKMARK:
+        LOG_DEBUG("informer: bookmark resource_version=%s",
+                  str_or(meta_str(obj, "resourceVersion"), ""));
+        break;
+    case WATCH_ADDED:
+    case WATCH_MODIFIED:
+        if (cache_get(inf->cache, ns, name, &old) != 0)
+            old = NULL;
+        if (cache_put(inf->cache, obj) < 0) {
+            LOG_WARN("informer: cannot cache a job without namespace or name job=%s/%s", ns,
+                     name);
+            json_decref(old);
+            break;
+        }
+        LOG_DEBUG("informer: event type=%s job=%s/%s resource_version=%s",
+                  type == WATCH_ADDED ? "added" : "modified", ns, name,
+                  str_or(meta_str(obj, "resourceVersion"), ""));
+        if (old == NULL) {
+            if (inf->h.on_add != NULL)
+                inf->h.on_add(inf->h.userdata, obj);
+        } else if (inf->h.on_update != NULL) {
+            inf->h.on_update(inf->h.userdata, old, obj);
+        }
+        json_decref(old);
+        inf->delivered++;
+        break;
+    case WATCH_DELETED:
+        cache_remove(inf->cache, ns, name);  /* WH_ENOTFOUND: already gone, still report */
+        LOG_DEBUG("informer: event type=deleted job=%s/%s", ns, name);
+        if (inf->h.on_delete != NULL)
+            inf->h.on_delete(inf->h.userdata, obj);
+        inf->delivered++;
+        break;
+    case WATCH_ERROR:
+        break;  /* k8s_watch ends the stream itself on ERROR events */
+    }
+    set_rv(inf, meta_str(obj, "resourceVersion"));
+    return 0;
+}
+
+/* One WATCH from inf->rv. @return k8s_watch's result. */
+static int informer_watch(struct informer *inf, struct wh_error *err)
+{
+    struct watch_params p;
+    long t = inf->cfg.watch_timeout_s;
+    char *last_rv = NULL;
+    int rc;
+
+    /* timeoutSeconds randomised ±10% so that replicas do not reconnect in step. */
+    if (t >= 10)
+        t = t - t / 10 + (long)(rand_r(&inf->seed) % (unsigned)(2 * (t / 10) + 1));
+    memset(&p, 0, sizeof(p));
+    p.path = JOBS_PATH;
+    p.resource_version = inf->rv;
+    p.timeout_seconds = t;
+    p.idle_timeout_ms = inf->cfg.idle_timeout_ms;
+    p.stop = &inf->stop;
+    atomic_fetch_add(&inf->watches, 1);
+    LOG_DEBUG("informer: watch resource_version=%s timeout_seconds=%ld", str_or(inf->rv, ""),
+              t);
+    rc = k8s_watch(inf->client, &p, on_watch_event, inf, &last_rv, err);
+    /* Our callback tracked every event's rv; last_rv can only agree (or be newer). */
+    if (last_rv != NULL)
+        set_rv(inf, last_rv);
+    free(last_rv);
+    return rc;
+}
+
+static void *informer_main(void *arg)
+{
+    struct informer *inf = arg;
+    bool need_list = true;
+    struct wh_error err;
+    int rc;
+
+    while (!stopping(inf)) {
+        if (need_list || inf->rv == NULL) {
+            wh_error_clear(&err);
+            rc = informer_list(inf, &err);
+            if (stopping(inf))
+                break;
+            if (rc < 0) {
+                atomic_fetch_add(&inf->errors, 1);
+                if (rc == WH_EGONE)
+                    atomic_fetch_add(&inf->relists_gone, 1);
+                LOG_WARN("informer: list failed path=%s err=\"%s\"", JOBS_PATH,
+                         err.msg[0] != '\0' ? err.msg : wh_error_str(rc));
+                backoff(inf);
+                continue;
+            }
+            need_list = false;
+            inf->failures = 0;
+        }
+        {
+            long started = monotonic_ms();
+
+            inf->delivered = 0;
+            wh_error_clear(&err);
+            rc = informer_watch(inf, &err);
+            if (stopping(inf))
+                break;
+            if (inf->delivered > 0)
+                inf->failures = 0;
+            if (rc == 0) {
+                /* Ended normally (timeoutSeconds): resume from the last rv at once. */
+                if (inf->delivered == 0 && monotonic_ms() - started < SHORT_WATCH_MS)
+                    backoff(inf);
+                continue;
+            }
+            if (rc == WH_EGONE) {
+                /* Our resourceVersion is older than the server's history: LIST again. */
+                atomic_fetch_add(&inf->relists_gone, 1);
+                LOG_INFO("informer: resource version gone (410), listing again "
+                         "resource_version=%s", str_or(inf->rv, ""));
+                need_list = true;
+                continue;
+            }
+            atomic_fetch_add(&inf->errors, 1);
+            LOG_WARN("informer: watch failed resource_version=%s err=\"%s\"",
+                     str_or(inf->rv, ""), err.msg[0] != '\0' ? err.msg : wh_error_str(rc));
+            backoff(inf);
+        }
+    }
+    return NULL;
+}
+
+int informer_start(struct informer **out, struct k8s_client *client, struct job_cache *cache,
+                   const struct informer_config *cfg, const struct informer_handlers *h,
+                   struct wh_error *err)
+{
+    struct informer *inf;
+    pthread_condattr_t ca;
+    int rc;
+
+    *out = NULL;
+    if (client == NULL || cache == NULL)
+        return wh_error_set(err, WH_EINVAL, "informer: no client or cache");
+    inf = calloc(1, sizeof(*inf));
+    if (inf == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    inf->client = client;
+    inf->cache = cache;
+    if (cfg != NULL)
+        inf->cfg = *cfg;
+    if (h != NULL)
+        inf->h = *h;
+    if (inf->cfg.page_size <= 0)
+        inf->cfg.page_size = DEFAULT_PAGE_SIZE;
+    if (inf->cfg.request_timeout_ms <= 0)
+        inf->cfg.request_timeout_ms = DEFAULT_REQUEST_TIMEOUT_MS;
+    if (inf->cfg.watch_timeout_s <= 0)
+        inf->cfg.watch_timeout_s = DEFAULT_WATCH_TIMEOUT_S;
+    if (inf->cfg.idle_timeout_ms <= 0)
+        inf->cfg.idle_timeout_ms = DEFAULT_IDLE_TIMEOUT_MS;
+    if (inf->cfg.backoff_min_ms <= 0)
+        inf->cfg.backoff_min_ms = DEFAULT_BACKOFF_MIN_MS;
+    if (inf->cfg.backoff_max_ms <= 0)
+        inf->cfg.backoff_max_ms = DEFAULT_BACKOFF_MAX_MS;
+    if (inf->cfg.backoff_max_ms < inf->cfg.backoff_min_ms)
+        inf->cfg.backoff_max_ms = inf->cfg.backoff_min_ms;
+    inf->seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)inf;
+    atomic_init(&inf->stop, false);
+    atomic_init(&inf->lists, 0);
+    atomic_init(&inf->watches, 0);
+    atomic_init(&inf->relists_gone, 0);
+    atomic_init(&inf->errors, 0);
+
+    if (pthread_condattr_init(&ca) != 0) {
+        free(inf);
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    }
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    rc = pthread_cond_init(&inf->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (rc != 0) {
+        free(inf);
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    }
+    if (pthread_mutex_init(&inf->mu, NULL) != 0) {
+        pthread_cond_destroy(&inf->cv);
+        free(inf);
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    }
+    rc = pthread_create(&inf->thread, NULL, informer_main, inf);
+    if (rc != 0) {
+        pthread_mutex_destroy(&inf->mu);
+        pthread_cond_destroy(&inf->cv);
+        free(inf);
+        return wh_error_set(err, WH_ERROR, "cannot start the informer thread: %s", strerror(rc));
+    }
+    inf->thread_started = true;
+    *out = inf;
+    return 0;
+}
+
+void informer_stop(struct informer *inf)
+{
+    if (inf == NULL)
+        return;
+    atomic_store(&inf->stop, true);
+    pthread_mutex_lock(&inf->mu);
+    pthread_cond_broadcast(&inf->cv);
+    pthread_mutex_unlock(&inf->mu);
+    if (inf->thread_started)
+        pthread_join(inf->thread, NULL);
+    pthread_mutex_destroy(&inf->mu);
+    pthread_cond_destroy(&inf->cv);
+    free(inf->rv);
+    free(inf);
+}
+
+void informer_get_stats(const struct informer *inf, struct informer_stats *out)
+{
+    out->lists = atomic_load(&inf->lists);
+    out->watches = atomic_load(&inf->watches);
+    out->relists_gone = atomic_load(&inf->relists_gone);
+    out->errors = atomic_load(&inf->errors);
+}
