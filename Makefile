@@ -33,7 +33,7 @@ TEST_SRCS := $(sort $(wildcard tests/check_*.c))
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 HDRS      := $(wildcard webhook/*.h plugins/*.h k8s/*.h certs/*.h tests/*.h)
 
-.PHONY: all test check deps unit-test integration-test demo clean format lint bench fuzz
+.PHONY: all test check deps unit-test integration-test demo clean format lint bench fuzz fuzz-regress
 all: $(BUILD)/$(PROG)
 
 $(BUILD)/obj/%.o: %.c $(HDRS)
@@ -64,7 +64,15 @@ integration-test: $(BUILD)/$(PROG)
 test: deps
 	@$(MAKE) --no-print-directory check
 
-check: all unit-test integration-test
+check: all unit-test integration-test fuzz-regress
+
+# Replay the fuzz seed corpora and every saved crash once (seconds).
+fuzz-regress:
+	@tests/fuzz/run --regress
+
+# libFuzzer for FUZZ_SECONDS (default 60) per harness; FUZZ_HARNESSES picks a subset.
+fuzz:
+	@tests/fuzz/run
 
 deps:
 	@scripts/install-deps

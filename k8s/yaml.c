@@ -492,6 +492,9 @@ static int on_scalar(struct loader *ld, const yaml_event_t *ev)
 
     if (++ld->nodes > YAML_MAX_NODES)
         return mark_error(ld, WH_ETOOBIG, &ev->start_mark, "document has too many nodes");
+    /* A "\0" escape would cut a name short wherever it is read as a C string. */
+    if (memchr(ev->data.scalar.value, '\0', ev->data.scalar.length) != NULL)
+        return mark_error(ld, WH_EINVAL, &ev->start_mark, "NUL character not supported");
     if (top != NULL && json_is_object(top->val) && top->key == NULL) {
         const char *s = (const char *)ev->data.scalar.value;
         size_t len = ev->data.scalar.length;

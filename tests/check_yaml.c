@@ -307,6 +307,11 @@ START_TEST(test_syntax_errors)
     /* invalid UTF-8 on line 2 */
     load_fail("a: 1\nb: \xff\n", WH_EINVAL, &err);
     ck_assert_str_eq(err.msg, "line 2 column 4: invalid leading UTF-8 octet");
+    /* a "\0" escape (found by fuzzing): names would be cut short as C strings */
+    load_fail("a: 1\n\"svc\\0x\": []\n", WH_EINVAL, &err);
+    ck_assert_str_eq(err.msg, "line 2 column 1: NUL character not supported");
+    load_fail("a: \"x\\0y\"\n", WH_EINVAL, &err);
+    ck_assert_str_eq(err.msg, "line 1 column 4: NUL character not supported");
 }
 END_TEST
 
