@@ -1,0 +1,1241 @@
+#!/usr/bin/python3
+"""bench.py - the measurements of `make bench` (started by bench/run, which installs the
+tools and builds everything first).
+
+Stages, each on 127.0.0.1 only, in one run on this machine:
+  throughput  wrk (keep-alive, TLS) at 1, 16 and 128 connections against
+              - the webhook (volcano-plugin-webhook serve), pods of the example Jobs with
+                every plugin that fits them on,
+              - nginx answering a fixed AdmissionReview answer of the webhook's size
+                (the ceiling),
+              - the Go standard-library webhook of bench/go-webhook and the webhook on
+                the same pytorch+svc+env Jobs (the alternative).
+  burst       one Job of 10,000 replicas, 500 AdmissionReviews at once.
+  memory      RSS with 10,000 Jobs of 10 tasks in the test API server, and before/after
+              BENCH_ADMISSIONS admissions.
+  reconcile   time until the auxiliary objects of 1,000 new Jobs exist (when the binary
+              has a reconcile side).
+  callgrind   instructions per admission (bench/bench_admission under valgrind).
+Then bench/RESULTS.md is written.
+
+Env: BUILD (build), BENCH_DURATION (10 s per wrk run), BENCH_ADMISSIONS (1,000,000;
+capped when unset, see memory_stage), BENCH_WORKDIR (scratch directory, made by
+bench/run), BENCH_GO_BIN, BENCH_ADMISSION_BIN (built by bench/run), BENCH_RESULTS
+(bench/RESULTS.md), BENCH_COMMANDS (file with the build commands bench/run ran).
+Processes are started through tests/harness.py (new session each, stopped by pid).
+"""
+
+import copy
+import http.client
+import json
+import math
+import os
+import platform
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import harness  # noqa: E402
+
+LUA = os.path.join(BENCH, "rotate.lua")
+DURATION = int(os.environ.get("BENCH_DURATION") or 10)
+CONNECTIONS = [1, 16, 128]
+THREADS = 2
+ADMISSIONS_DEFAULT = 1000000
+ADMISSIONS_SET = bool(os.environ.get("BENCH_ADMISSIONS"))
+ADMISSIONS = int(os.environ.get("BENCH_ADMISSIONS") or ADMISSIONS_DEFAULT)
+MEMORY_BUDGET_S = 300      # longest the fixed-count memory run may take with the default
+MEMORY_CAPPED_S = 240      # what it is cut to when it would take longer
+WORK = os.environ.get("BENCH_WORKDIR") or "/tmp/vpw-bench"
+RESULTS = os.environ.get("BENCH_RESULTS") or os.path.join(BENCH, "RESULTS.md")
+NS = "default"
+
+LOG = []
+
+
+def say(msg=""):
+    """Print a line and keep it for the summary in RESULTS.md."""
+    print(msg, flush=True)
+    LOG.append(msg)
+
+
+# ---------------------------------------------------------------- Jobs and bodies
+
+EXAMPLES = ["mpi-job", "lm-mpi-job", "pytorch-job", "ray-cluster-job",
+            "tensorflow-dist-mnist", "tensorflow-training"]
+
+
+def all_plugins(job):
+    """Every plugin that fits the Job's tasks: ssh, env, svc always; the framework
+    plugins and hcclrank where the Job has the tasks they look for."""
+    tasks = {t["name"] for t in job["spec"]["tasks"]}
+    p = job["spec"].setdefault("plugins", {})
+    for name in ("ssh", "env", "svc"):
+        p.setdefault(name, [])
+    if {"mpimaster", "mpiworker"} <= tasks:
+        p.setdefault("mpi", ["--master=mpimaster", "--worker=mpiworker", "--port=22"])
+        p.setdefault("hcclrank", ["--master=mpimaster", "--worker=mpiworker"])
+    if {"master", "worker"} <= tasks:
+        p.setdefault("pytorch", ["--master=master", "--worker=worker", "--port=23456"])
+        p.setdefault("hcclrank", [])
+    if "ps" in tasks and "worker" in tasks:
+        p.setdefault("tensorflow", [])
+    if "head" in tasks:
+        p.setdefault("ray", [])
+    return job
+
+
+def large_pytorch_job(name):
+    """pytorch-job with a production-like template (GPU resources, env, probes, volumes,
+    scheduling constraints): pods of 6-7 KiB, the upper half of the body sizes."""
+    job = harness.load_job("pytorch-job")
+    job["metadata"]["name"] = name
+    job["metadata"].pop("uid", None)
+    env = [{"name": k, "value": v} for k, v in [
+        ("NCCL_DEBUG", "WARN"), ("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_IB_DISABLE", "1"),
+        ("OMP_NUM_THREADS", "8"), ("PYTHONUNBUFFERED", "1"), ("DATA_DIR", "/data/imagenet"),
+        ("CHECKPOINT_DIR", "/checkpoints/resnet152"), ("HF_HOME", "/cache/huggingface"),
+        ("TORCH_HOME", "/cache/torch"), ("WANDB_PROJECT", "resnet152-imagenet"),
+        ("WANDB_ENTITY", "vision-research"), ("NCCL_ASYNC_ERROR_HANDLING", "1"),
+        ("TORCH_DISTRIBUTED_DEBUG", "OFF"), ("CUDA_DEVICE_MAX_CONNECTIONS", "1"),
+        ("LOG_LEVEL", "info"), ("EXPERIMENT_ID", "exp-2024-11-resnet152-lr0.1-bs256")]]
+    env += [{"name": k, "valueFrom": {"fieldRef": {"fieldPath": p}}} for k, p in [
+        ("POD_NAME", "metadata.name"), ("POD_IP", "status.podIP"),
+        ("NODE_NAME", "spec.nodeName")]]
+    for task in job["spec"]["tasks"]:
+        spec = task["template"]["spec"]
+        c = spec["containers"][0]
+        c["image"] = "registry.example.com/ml/pytorch-train:2.4.1-cuda12.1-cudnn9"
+        c["command"] = ["torchrun"]
+        c["args"] = ["--nnodes=8", "--nproc-per-node=4", "/workspace/train.py",
+                     "--arch=resnet152", "--epochs=90", "--batch-size=256", "--lr=0.1",
+                     "--data=/data/imagenet", "--checkpoint-dir=/checkpoints/resnet152"]
+        c["workingDir"] = "/workspace"
+        c["env"] = copy.deepcopy(env)
+        c["resources"] = {"limits": {"cpu": "16", "memory": "128Gi", "nvidia.com/gpu": "4"},
+                          "requests": {"cpu": "12", "memory": "96Gi"}}
+        c["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"},
+                             {"name": "data", "mountPath": "/data", "readOnly": True},
+                             {"name": "checkpoints", "mountPath": "/checkpoints"},
+                             {"name": "cache", "mountPath": "/cache"}]
+        c["livenessProbe"] = {"exec": {"command": ["cat", "/tmp/healthy"]},
+                              "initialDelaySeconds": 60, "periodSeconds": 30}
+        c["securityContext"] = {"capabilities": {"add": ["IPC_LOCK", "SYS_RESOURCE"]}}
+        spec["containers"].append({
+            "name": "metrics-exporter", "image": "registry.example.com/ops/dcgm-exporter:3.3.5",
+            "args": ["--collectors=/etc/dcgm/counters.csv", "--address=:9400"],
+            "ports": [{"name": "metrics", "containerPort": 9400}],
+            "env": [{"name": "DCGM_EXPORTER_KUBERNETES", "value": "true"},
+                    {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+            "resources": {"limits": {"cpu": "200m", "memory": "256Mi"}},
+            "volumeMounts": [{"name": "cache", "mountPath": "/cache", "readOnly": True}],
+            "readinessProbe": {"httpGet": {"path": "/health", "port": 9400},
+                               "periodSeconds": 15}})
+        spec["volumes"] = [
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}},
+            {"name": "data", "persistentVolumeClaim": {"claimName": "imagenet",
+                                                       "readOnly": True}},
+            {"name": "checkpoints", "persistentVolumeClaim": {"claimName": "ckpt-resnet152"}},
+            {"name": "cache", "emptyDir": {}}]
+        spec["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
+                                "topology.kubernetes.io/zone": "zone-a"}
+        spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists",
+                                "effect": "NoSchedule"}]
+        spec["affinity"] = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "podAffinityTerm": {
+                "labelSelector": {"matchLabels": {"volcano.sh/job-name": name}},
+                "topologyKey": "kubernetes.io/hostname"}}]}}
+        spec["priorityClassName"] = "high-priority"
+        if task["name"] == "worker":
+            task["replicas"] = 7
+    return fill_job(job)
+
+
+def fill_job(job):
+    """What load_job fills (namespace, uid, queue, status) for a Job built in memory."""
+    path = os.path.join(WORK, "job-%s.json" % job["metadata"]["name"])
+    with open(path, "w") as f:
+        json.dump(job, f)
+    return harness.load_job(path)
+
+
+def bench_jobs():
+    """The Jobs of the throughput runs: (all-plugins set, pytorch+svc+env set)."""
+    full = [all_plugins(harness.load_job(n)) for n in EXAMPLES]
+    full.append(all_plugins(large_pytorch_job("pytorch-large")))
+    pt = []
+    for src, name in ((harness.load_job("pytorch-job"), "pt-job"),
+                      (large_pytorch_job("pt-large"), "pt-large")):
+        job = copy.deepcopy(src)
+        job["metadata"]["name"] = name
+        job["metadata"].pop("uid", None)
+        job["spec"]["plugins"] = {"pytorch": ["--master=master", "--worker=worker",
+                                              "--port=23456"], "svc": [], "env": []}
+        pt.append(fill_job(job))
+    return full, pt
+
+
+def compact(obj):
+    """JSON as kube-apiserver writes it (Go encoding/json: no spaces)."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def reviews_for(jobs, seed):
+    """[(pod, review)] for every pod of the stored Jobs, in a fixed shuffled order."""
+    out = []
+    for job in jobs:
+        for task, i in harness.pod_names(job):
+            pod = harness.build_pod(job, task, i)
+            out.append((pod, harness.review(pod, job["metadata"]["namespace"])))
+    random.Random(seed).shuffle(out)
+    return out
+
+
+def write_bodies(path, pairs):
+    with open(path, "w", encoding="utf-8") as f:
+        for _, rev in pairs:
+            f.write(compact(rev) + "\n")
+    return [len(compact(rev).encode()) for _, rev in pairs]
+
+
+def size_text(sizes):
+    return "%d bodies, %.1f-%.1f KiB (mean %.1f KiB)" % (
+        len(sizes), min(sizes) / 1024, max(sizes) / 1024, sum(sizes) / len(sizes) / 1024)
+
+
+# ---------------------------------------------------------------- processes
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_tcp(port, proc, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not proc.alive():
+            raise AssertionError("%s exited:\n%s" % (proc.name, proc.log()))
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError("%s not listening on %d:\n%s" % (proc.name, port, proc.log()))
+
+
+def rss_kib(pid):
+    """(VmRSS, VmHWM) of pid in KiB, from /proc/PID/status."""
+    vals = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "VmHWM"):
+                vals[k] = int(v.split()[0])
+    return vals.get("VmRSS", 0), vals.get("VmHWM", 0)
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])   # utime + stime
+
+
+def settle_cpu(pid, timeout=60):
+    """Wait until the process uses under 5% of a core over half a second (start-up work
+    such as the reconcile side's first keys is over). Returns the seconds waited."""
+    t0 = time.monotonic()
+    hz = os.sysconf("SC_CLK_TCK")
+    last = cpu_ticks(pid)
+    while time.monotonic() - t0 < timeout:
+        time.sleep(0.5)
+        now = cpu_ticks(pid)
+        if (now - last) / hz < 0.025:
+            break
+        last = now
+    return time.monotonic() - t0
+
+
+def post_raw(conn, body):
+    conn.request("POST", harness.WEBHOOK_PATH + "?timeout=10s", body=body,
+                 headers={"Content-Type": "application/json", "Accept": "application/json"})
+    resp = conn.getresponse()
+    return resp.status, resp.read()
+
+
+def check_answers(name, connect, pairs):
+    """Send every review once; each must be HTTP 200, allowed, with a patch that applies.
+    Returns ([patched pod], [answer size])."""
+    pods, sizes = [], []
+    conn = connect()
+    try:
+        for pod, rev in pairs:
+            status, raw = post_raw(conn, compact(rev).encode())
+            if status != 200:
+                raise AssertionError("%s: HTTP %d for pod %s: %s" % (
+                    name, status, pod["metadata"]["name"], raw[:300]))
+            body = json.loads(raw)
+            resp = body.get("response") or {}
+            if body.get("apiVersion") != rev["apiVersion"] or \
+                    resp.get("uid") != rev["request"]["uid"] or resp.get("allowed") is not True:
+                raise AssertionError("%s: bad answer for pod %s: %s" % (
+                    name, pod["metadata"]["name"], raw[:500]))
+            if harness.decode_patch(resp) is None:
+                raise AssertionError("%s: no patch for pod %s" % (name, pod["metadata"]["name"]))
+            pods.append(harness.apply_patch(pod, resp))
+            sizes.append(len(raw))
+    finally:
+        conn.close()
+    return pods, sizes
+
+
+def api_job_reads(api):
+    """Job GETs/LISTs and watches in the test API server's request log."""
+    reqs = api.requests()
+    gets = sum(1 for r in reqs if r["method"] == "GET" and "/jobs/" in r["path"])
+    lists = sum(1 for r in reqs if r["method"] == "GET" and r["path"].endswith("/jobs")
+                and "watch" not in r["query"])
+    watches = sum(1 for r in reqs if "watch=" in r["query"])
+    return gets, lists, watches
+
+
+# ---------------------------------------------------------------- wrk
+
+def wrk(url, bodies, conns, duration, limit=0):
+    """One wrk run (keep-alive, TLS); returns the BENCH_RESULT dict plus rps/cmd."""
+    threads = min(THREADS, conns)
+    cmd = ["wrk", "-t", str(threads), "-c", str(conns), "-d", "%ds" % duration, "--latency",
+           "--timeout", "10s", "-s", LUA, url]
+    done = os.path.join(WORK, "wrk-done-")
+    for k in range(1, threads + 1):
+        if os.path.exists(done + str(k)):
+            os.remove(done + str(k))
+    env = dict(os.environ, BENCH_BODIES=bodies, BENCH_DONE=done,
+               BENCH_LIMIT=str(int(math.ceil(limit / threads)) if limit else 0))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True)
+    try:
+        if limit:
+            # fixed count: every thread marks its end; SIGINT makes wrk report at once
+            while proc.poll() is None and not all(
+                    os.path.exists(done + str(k)) for k in range(1, threads + 1)):
+                time.sleep(0.05)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=duration + 120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    m = re.search(r"^BENCH_RESULT (\{.*\})$", out, re.M)
+    if proc.returncode != 0 or not m:
+        raise AssertionError("wrk failed (%d): %s %s" % (proc.returncode, out, err))
+    res = json.loads(m.group(1))
+    res["rps"] = res["requests"] / (res["duration_us"] / 1e6)
+    res["errors"] = sum(res[k] for k in ("connect_errors", "read_errors", "write_errors",
+                                         "status_errors", "timeouts"))
+    res["cmd"] = "BENCH_BODIES=%s %s%s" % (os.path.basename(bodies),
+                                          "BENCH_LIMIT=%s " % env["BENCH_LIMIT"] if limit else "",
+                                          " ".join(cmd).replace(BENCH, "bench"))
+    return res
+
+
+def fmt_ms(us):
+    return "%.3f" % (us / 1000.0)
+
+
+def wrk_series(label, url, bodies, table):
+    """wrk at every connection count; fills table[label][conns]."""
+    table[label] = {}
+    for c in CONNECTIONS:
+        res = wrk(url, bodies, c, DURATION)
+        table[label][c] = res
+        say("  %-22s c=%-3d %9.0f req/s  p50 %s ms  p99 %s ms  p99.9 %s ms  errors %d  denied %d"
+            % (label, c, res["rps"], fmt_ms(res["p50_us"]), fmt_ms(res["p99_us"]),
+               fmt_ms(res["p999_us"]), res["errors"], res["denied"]))
+    return table[label]
+
+
+# ---------------------------------------------------------------- stages
+
+class Bench:
+    def __init__(self):
+        self.r = {"failures": []}
+        self.procs = []
+        self.api = None
+        self.certs = None
+        self.kubeconfig = None
+
+    def start(self, proc):
+        self.procs.append(proc)
+        return proc.start()
+
+    def stop_all(self):
+        for p in reversed(self.procs):
+            try:
+                p.stop()
+            except Exception:  # noqa: BLE001 - best effort at exit
+                pass
+        self.procs = []
+
+    # -- setup
+    def setup(self):
+        os.makedirs(WORK, exist_ok=True)
+        self.certs = harness.make_certs(os.path.join(WORK, "webhook-certs"))
+        self.api = harness.ApiServer(WORK).start()
+        self.procs.append(self.api.process)
+        self.kubeconfig = harness.write_kubeconfig(os.path.join(WORK, "kubeconfig"),
+                                                   self.api.url, self.api.ca_file,
+                                                   self.api.token)
+        full, pt = bench_jobs()
+        self.full_jobs = self.api.create_objects(full)
+        self.pt_jobs = self.api.create_objects(pt)
+        self.full_pairs = reviews_for(self.full_jobs, 1)
+        self.pt_pairs = reviews_for(self.pt_jobs, 2)
+        self.full_bodies = os.path.join(WORK, "bodies-all.jsonl")
+        self.pt_bodies = os.path.join(WORK, "bodies-pytorch.jsonl")
+        sizes = write_bodies(self.full_bodies, self.full_pairs)
+        pt_sizes = write_bodies(self.pt_bodies, self.pt_pairs)
+        with open(os.path.join(WORK, "jobs-all.json"), "w") as f:
+            json.dump(self.full_jobs + self.pt_jobs, f)
+        with open(os.path.join(WORK, "jobs-pytorch.json"), "w") as f:
+            json.dump(self.pt_jobs, f)
+        self.r["bodies_all"] = size_text(sizes)
+        self.r["bodies_pt"] = size_text(pt_sizes)
+        self.r["jobs_all"] = ", ".join("%s (%s)" % (j["metadata"]["name"],
+                                                    ",".join(j["spec"]["plugins"]))
+                                       for j in self.full_jobs)
+        self.r["jobs_pt"] = ", ".join(j["metadata"]["name"] for j in self.pt_jobs)
+        self.r["api_get_ms"] = self.api_get_ms()
+        say("test API server: one Job GET (keep-alive, TLS) takes %.1f ms (median of 20): "
+            "the floor of an admission that reads its Job through the API" % self.r["api_get_ms"])
+        say("AdmissionReviews, all plugins: %s" % self.r["bodies_all"])
+        say("  jobs: %s" % self.r["jobs_all"])
+        say("AdmissionReviews, pytorch+svc+env: %s (jobs %s)" % (self.r["bodies_pt"],
+                                                                 self.r["jobs_pt"]))
+
+    def api_get_ms(self, n=20):
+        """Median time of one Job GET from the test API server on a kept-alive connection."""
+        conn = self.api._conn()
+        job = self.full_jobs[0]["metadata"]
+        path = "/apis/batch.volcano.sh/v1alpha1/namespaces/%s/jobs/%s" % (job["namespace"],
+                                                                         job["name"])
+        times = []
+        try:
+            for _ in range(n):
+                t0 = time.perf_counter()
+                conn.request("GET", path, headers={"Authorization": "Bearer " + self.api.token})
+                conn.getresponse().read()
+                times.append(time.perf_counter() - t0)
+        finally:
+            conn.close()
+        return sorted(times)[n // 2] * 1000
+
+    def webhook(self, extra=()):
+        # harness.Webhook reads WORK/webhook.port: a previous server's must not be seen
+        stale = os.path.join(WORK, "webhook.port")
+        if os.path.exists(stale):
+            os.remove(stale)
+        wh = harness.Webhook(WORK, self.certs, self.kubeconfig, extra_args=list(extra))
+        wh.start()
+        self.procs.append(wh.process)
+        wh.ready = self.wait_ready(wh)
+        return wh
+
+    @staticmethod
+    def wait_ready(wh, timeout=300):
+        """Wait for GET /readyz (the Jobs cache synced) when the webhook has it.
+        Returns "ready after N s", or "no /readyz" for a build without a cache."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            conn = wh.connection(timeout=5)
+            try:
+                conn.request("GET", "/readyz")
+                resp = conn.getresponse()
+                resp.read()
+                if resp.status == 200:
+                    return "ready after %.1f s" % (time.monotonic() - t0)
+                if resp.status == 404:
+                    return "no /readyz"
+            except (OSError, http.client.HTTPException):
+                pass
+            finally:
+                conn.close()
+            time.sleep(0.1)
+        raise AssertionError("webhook not ready after %d s:\n%s" % (timeout, wh.process.log()))
+
+    def stop_proc(self, proc):
+        proc.stop()
+        if proc in self.procs:
+            self.procs.remove(proc)
+
+    # -- throughput
+    def throughput(self):
+        t = self.r.setdefault("wrk", {})
+        wh = self.webhook()
+        self.wh_pid = wh.process.proc.pid
+        try:
+            say("webhook: %s; idle %.1f s after start" % (wh.ready, settle_cpu(self.wh_pid)))
+            url = "https://127.0.0.1:%d%s?timeout=10s" % (wh.port, harness.WEBHOOK_PATH)
+            c_pods, c_sizes = check_answers("webhook", wh.connection, self.full_pairs)
+            self.r["answer_sizes"] = c_sizes
+            say("webhook answers: every review allowed with a patch that applies "
+                "(%d pods; answers %d-%d bytes)" % (len(c_pods), min(c_sizes), max(c_sizes)))
+            # API calls per admission (the cache target): one pass over the bodies
+            self.api.clear_requests()
+            check_answers("webhook", wh.connection, self.full_pairs)
+            gets, lists, watches = api_job_reads(self.api)
+            self.r["api_calls_per_admission"] = gets / len(self.full_pairs)
+            self.r["cache"] = gets == 0
+            say("Job reads through the API per admission: %.2f (%s)" % (
+                gets / len(self.full_pairs),
+                "watch-fed cache: no API call per admission" if gets == 0 else
+                "no cache yet: one GET per admission"))
+            self.r["rss_start_kib"] = rss_kib(self.wh_pid)[0]
+            say("throughput, %d s per run, %d wrk threads (1 at c=1):" % (DURATION, THREADS))
+            wrk_series("webhook (all plugins)", url, self.full_bodies, t)
+            pt_pods, _ = check_answers("webhook", wh.connection, self.pt_pairs)
+            self.pt_c_pods = pt_pods
+            wrk_series("webhook (pytorch set)", url, self.pt_bodies, t)
+        finally:
+            self.stop_proc(wh.process)
+        self.nginx(t)
+        self.go(t)
+
+    def nginx(self, t):
+        sizes = self.r["answer_sizes"]
+        mean = sum(sizes) / len(sizes)
+        wh = None
+        # the webhook answer closest to the mean size, verbatim, as the fixed body
+        wh = self.webhook()
+        try:
+            conn = wh.connection()
+            best = None
+            for pod, rev in self.full_pairs:
+                status, raw = post_raw(conn, compact(rev).encode())
+                if best is None or abs(len(raw) - mean) < abs(len(best) - mean):
+                    best = raw
+            conn.close()
+        finally:
+            self.stop_proc(wh.process)
+        text = best.decode()
+        if any(ch in text for ch in "$'\\"):
+            raise AssertionError("answer has characters nginx's return would interpret")
+        port = free_port()
+        ndir = os.path.join(WORK, "nginx")
+        os.makedirs(os.path.join(ndir, "tmp"), exist_ok=True)
+        conf = os.path.join(ndir, "nginx.conf")
+        with open(os.path.join(BENCH, "nginx.conf.in")) as f:
+            tmpl = f.read()
+        with open(conf, "w") as f:
+            f.write(tmpl.replace("@DIR@", ndir).replace("@PORT@", str(port))
+                    .replace("@CERT@", self.certs["tls.crt"])
+                    .replace("@KEY@", self.certs["tls.key"]).replace("@BODY@", text))
+        self.r["nginx_body"] = len(best)
+        proc = harness.Process("nginx", ["nginx", "-p", ndir, "-c", conf, "-e",
+                                         os.path.join(ndir, "error.log")], WORK)
+        self.start(proc)
+        try:
+            wait_tcp(port, proc)
+            say("nginx: fixed answer of %d bytes (webhook answers: mean %.0f)" % (len(best), mean))
+            url = "https://127.0.0.1:%d%s?timeout=10s" % (port, harness.WEBHOOK_PATH)
+            wrk_series("nginx (ceiling)", url, self.full_bodies, t)
+        finally:
+            self.stop_proc(proc)
+
+    def go(self, t):
+        exe = os.environ.get("BENCH_GO_BIN")
+        if not exe or not os.access(exe, os.X_OK):
+            raise AssertionError("Go webhook not built (BENCH_GO_BIN)")
+        port_file = os.path.join(WORK, "go-webhook.port")
+        if os.path.exists(port_file):
+            os.remove(port_file)
+        proc = harness.Process("go-webhook", [
+            exe, "--jobs", os.path.join(WORK, "jobs-pytorch.json"),
+            "--tls-cert-file", self.certs["tls.crt"],
+            "--tls-private-key-file", self.certs["tls.key"],
+            "--bind-address", "127.0.0.1", "--port", "0", "--port-file", port_file], WORK)
+        self.start(proc)
+        try:
+            port = proc.wait_port_file(port_file)
+            wait_tcp(port, proc)
+            ctx = harness.https_context(self.certs["ca.crt"])
+            # Go's net/http picks h2 when offered; http.client (like wrk) speaks HTTP/1.1
+            ctx.set_alpn_protocols(["http/1.1"])
+
+            def connect():
+                return harness._PinnedHTTPSConnection("127.0.0.1", port,
+                                                      harness.service_dns(), ctx, 10)
+            go_pods, _ = check_answers("go-webhook", connect, self.pt_pairs)
+            same = sum(1 for a, b in zip(go_pods, self.pt_c_pods) if a == b)
+            self.r["go_same"] = "%d/%d" % (same, len(go_pods))
+            say("Go webhook: %s pods identical to the C webhook's after patching" %
+                self.r["go_same"])
+            if same != len(go_pods):
+                raise AssertionError("the Go webhook's patches differ from the C webhook's")
+            url = "https://127.0.0.1:%d%s?timeout=10s" % (port, harness.WEBHOOK_PATH)
+            wrk_series("go webhook (pytorch set)", url, self.pt_bodies, t)
+        finally:
+            self.stop_proc(proc)
+
+    # -- burst
+    def burst(self, n=500, replicas=10000):
+        job = harness.load_job("pytorch-job")
+        job["metadata"]["name"] = "burst-job"
+        job["metadata"].pop("uid", None)
+        job["spec"]["tasks"][1]["replicas"] = replicas - 1
+        all_plugins(job)
+        job = self.api.create_objects([fill_job(job)])[0]
+        names = harness.pod_names(job)
+        step = max(1, len(names) // n)
+        chosen = names[::step][:n]
+        bodies = [compact(harness.review(harness.build_pod(job, t, i), NS)).encode()
+                  for t, i in chosen]
+        wh = self.webhook()
+        try:
+            conns = []
+            for _ in bodies:
+                c = wh.connection(timeout=60)
+                c.connect()
+                conns.append(c)
+            results = [None] * len(bodies)
+            barrier = threading.Barrier(len(bodies) + 1)
+
+            def one(k):
+                barrier.wait()
+                t0 = time.perf_counter()
+                try:
+                    status, raw = post_raw(conns[k], bodies[k])
+                    ok = status == 200 and b'"allowed":true' in raw and b'"patch"' in raw
+                except Exception as e:  # noqa: BLE001 - counted as not answered
+                    ok, status = False, repr(e)
+                results[k] = (ok, time.perf_counter() - t0, status)
+
+            threads = [threading.Thread(target=one, args=(k,)) for k in range(len(bodies))]
+            for th in threads:
+                th.start()
+            barrier.wait()
+            t0 = time.perf_counter()
+            for th in threads:
+                th.join()
+            wall = time.perf_counter() - t0
+            for c in conns:
+                c.close()
+        finally:
+            self.stop_proc(wh.process)
+        lat = sorted(r[1] for r in results)
+        ok = sum(1 for r in results if r[0])
+        b = {"n": len(bodies), "ok": ok, "slowest_ms": lat[-1] * 1000,
+             "p50_ms": lat[len(lat) // 2] * 1000, "p99_ms": lat[int(len(lat) * 0.99) - 1] * 1000,
+             "wall_ms": wall * 1000, "replicas": replicas,
+             "plugins": ",".join(job["spec"]["plugins"]),
+             "body": "%.1f KiB" % (sum(map(len, bodies)) / len(bodies) / 1024)}
+        self.r["burst"] = b
+        say("burst: %d reviews at once for pods of a %d-replica Job (%s): %d answered "
+            "allowed with a patch; slowest %.1f ms, p50 %.1f ms, all done in %.1f ms" % (
+                b["n"], replicas, b["plugins"], ok, b["slowest_ms"], b["p50_ms"], b["wall_ms"]))
+        if ok != len(bodies):
+            bad = [r for r in results if not r[0]][:3]
+            raise AssertionError("burst: %d of %d not answered right: %r" % (
+                len(bodies) - ok, len(bodies), bad))
+
+    # -- memory
+    def memory(self, jobs=10000, tasks=10):
+        m = self.r.setdefault("memory", {})
+        batch = []
+        total_bytes = 0
+        t0 = time.monotonic()
+        for k in range(jobs):
+            job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                   "metadata": {"name": "mem-job-%05d" % k, "namespace": "bench-mem"},
+                   "spec": {"minAvailable": tasks, "schedulerName": "volcano",
+                            "queue": "default", "plugins": {"env": []},
+                            "tasks": [{"name": "task%d" % i, "replicas": 1, "template": {
+                                "spec": {"containers": [{
+                                    "name": "main", "image": "busybox:1.36.1",
+                                    "command": ["sh", "-c", "sleep 3600"],
+                                    "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}],
+                                    "restartPolicy": "OnFailure"}}}
+                                for i in range(tasks)]},
+                   "status": {"state": {"phase": "Running"}, "version": 0, "retryCount": 0}}
+            total_bytes += len(compact(job))
+            batch.append(job)
+            if len(batch) == 500:
+                self.api.create_objects(batch)
+                batch = []
+        if batch:
+            self.api.create_objects(batch)
+        m["jobs"] = jobs
+        m["job_bytes"] = total_bytes // jobs
+        say("memory: %d Jobs of %d tasks (%.1f KiB of JSON each, %.1f MiB in all) loaded "
+            "into the test API server in %.1f s" % (jobs, tasks, total_bytes / jobs / 1024,
+                                                   total_bytes / 2**20, time.monotonic() - t0))
+        wh = self.webhook()
+        pid = wh.process.proc.pid
+        try:
+            # the cache (when there is one) filled before /readyz (webhook()); now wait
+            # for the RSS to settle
+            ready = wh.ready
+            deadline = time.monotonic() + 120
+            last, stable_since = -1, time.monotonic()
+            while time.monotonic() < deadline:
+                rss = rss_kib(pid)[0]
+                if abs(rss - last) > max(256, last // 100):
+                    last, stable_since = rss, time.monotonic()
+                elif time.monotonic() - stable_since >= 3:
+                    break
+                time.sleep(0.5)
+            gets, lists, watches = api_job_reads(self.api)
+            m["lists"], m["watches"] = lists, watches
+            m["rss_10k_kib"] = rss_kib(pid)[0]
+            m["ready"] = ready
+            cached = self.r.get("cache") and lists > 0
+            m["cached"] = cached
+            say("  webhook RSS with the %d Jobs in the API server: %.1f MiB (%s; Job LISTs %d, "
+                "watches %d: %s)" % (jobs, m["rss_10k_kib"] / 1024, ready, lists, watches,
+                                     "the Jobs are in its cache" if cached else
+                                     "no cache yet, the Jobs are not in the webhook"))
+            # fixed-count run
+            n = ADMISSIONS
+            rate = self.r["wrk"]["webhook (all plugins)"][16]["rps"]
+            m["capped"] = False
+            if not ADMISSIONS_SET and n / rate > MEMORY_BUDGET_S:
+                n = max(1000, int(rate * MEMORY_CAPPED_S) // 1000 * 1000)
+                m["capped"] = True
+                say("  %d admissions would take %.0f s at the measured %.0f req/s: this run "
+                    "does %d (about %d s); set BENCH_ADMISSIONS to choose" % (
+                        ADMISSIONS, ADMISSIONS / rate, rate, n, MEMORY_CAPPED_S))
+            m["admissions_asked"] = n
+            url = "https://127.0.0.1:%d%s?timeout=10s" % (wh.port, harness.WEBHOOK_PATH)
+            warm = max(1000, min(20000, n // 10))
+            wrk(url, self.full_bodies, 16, 3600, limit=warm)
+            self.api.clear_requests()
+            m["warmup"] = warm
+            m["rss_before_kib"] = rss_kib(pid)[0]
+            t0 = time.monotonic()
+            res = wrk(url, self.full_bodies, 16, 3600, limit=n)
+            m["seconds"] = time.monotonic() - t0
+            time.sleep(1)
+            m["rss_after_kib"], m["hwm_kib"] = rss_kib(pid)
+            m["admissions"] = res["requests"]
+            m["errors"], m["denied"] = res["errors"], res["denied"]
+            m["cmd"] = res["cmd"]
+            growth = m["rss_after_kib"] - m["rss_before_kib"]
+            m["growth_kib"] = growth
+            say("  %d admissions (16 connections) in %.0f s, %.0f req/s, errors %d, denied %d: "
+                "RSS %.1f MiB before (after %d warm-up admissions), %.1f MiB after, growth "
+                "%+d KiB; peak %.1f MiB" % (
+                    res["requests"], m["seconds"], res["requests"] / m["seconds"], res["errors"],
+                    res["denied"], m["rss_before_kib"] / 1024, warm,
+                    m["rss_after_kib"] / 1024, growth, m["hwm_kib"] / 1024))
+        finally:
+            self.stop_proc(wh.process)
+
+    # -- reconcile
+    def reconcile(self, jobs=1000):
+        exe = harness.binary()
+        help_text = subprocess.run([exe, "serve", "--help"], capture_output=True,
+                                   text=True).stdout
+        if "--resync-period" not in help_text:
+            self.r["reconcile"] = None
+            say("reconcile: skipped: no reconcile side yet (serve --help has no "
+                "--resync-period)")
+            return
+        rec = self.r["reconcile"] = {}
+        # a fresh API server, so that only the new Jobs are reconciled
+        self.stop_proc(self.api.process)
+        os.makedirs(os.path.join(WORK, "rec"), exist_ok=True)
+        self.api = harness.ApiServer(os.path.join(WORK, "rec")).start()
+        self.procs.append(self.api.process)
+        self.kubeconfig = harness.write_kubeconfig(os.path.join(WORK, "kubeconfig-rec"),
+                                                   self.api.url, self.api.ca_file,
+                                                   self.api.token)
+        wh = self.webhook()
+        try:
+            time.sleep(3)  # leader election and the first (empty) LIST
+            for label, ns, plugins, kind, suffix in (
+                    ("without ssh", "bench-rec-svc", {"svc": []}, "configmaps", "-svc"),
+                    ("with ssh", "bench-rec-ssh", {"ssh": [], "svc": []}, "secrets", "-ssh")):
+                objs = [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                         "metadata": {"name": "rec-%04d" % k, "namespace": ns},
+                         "spec": {"minAvailable": 2, "queue": "default", "plugins": plugins,
+                                  "tasks": [{"name": "worker", "replicas": 2, "template": {
+                                      "spec": {"containers": [{"name": "main",
+                                                               "image": "busybox:1.36.1"}]}}}]},
+                         "status": {"state": {"phase": "Pending"}}} for k in range(jobs)]
+                self.api.clear_requests()
+                t0 = time.monotonic()
+                self.api.create_objects(objs)
+                want = {"rec-%04d%s" % (k, suffix) for k in range(jobs)}
+                svc_want = {"rec-%04d" % k for k in range(jobs)}
+                done_at, have = None, 0
+                while time.monotonic() - t0 < 600:
+                    _, body = self.api.get("/api/v1/namespaces/%s/%s" % (ns, kind))
+                    names = {o["metadata"]["name"] for o in (body or {}).get("items", [])}
+                    _, sbody = self.api.get("/api/v1/namespaces/%s/services" % ns)
+                    snames = {o["metadata"]["name"] for o in (sbody or {}).get("items", [])}
+                    have = len(want & names)
+                    if want <= names and svc_want <= snames:
+                        done_at = time.monotonic() - t0
+                        break
+                    time.sleep(0.25)
+                calls = sum(1 for q in self.api.requests()
+                            if "volcano-plugin-webhook" in q["headers"].get("User-Agent", "")
+                            and "watch=" not in q["query"])
+                rec[label] = {"seconds": done_at, "have": have, "calls_per_job": calls / jobs}
+                if done_at is None:
+                    say("reconcile %s: only %d of %d Jobs' objects after 600 s" % (
+                        label, have, jobs))
+                else:
+                    say("reconcile %s: auxiliary objects of %d new Jobs in %.1f s "
+                        "(%.1f Jobs/s; the webhook made %.1f API requests per Job)" % (
+                            label, jobs, done_at, jobs / done_at, calls / jobs))
+            ssh = rec["with ssh"]["seconds"]
+            if ssh:
+                rec["keys_per_s"] = jobs / ssh
+                say("  ssh keys per second, end to end: %.1f" % rec["keys_per_s"])
+            exe = os.environ.get("BENCH_ADMISSION_BIN")
+            if exe:
+                out = subprocess.run([exe, "--keys", "20"], capture_output=True, text=True,
+                                     timeout=300).stdout
+                mk = re.search(r"keys_per_second=([0-9.]+)", out)
+                if mk:
+                    rec["keygen_per_s"] = float(mk.group(1))
+                    say("  RSA 2048 key pairs per second, one thread (bench_admission --keys "
+                        "20): %.1f" % rec["keygen_per_s"])
+        finally:
+            self.stop_proc(wh.process)
+
+    # -- callgrind
+    def callgrind(self, n=300):
+        exe = os.environ.get("BENCH_ADMISSION_BIN")
+        if not exe or not os.access(exe, os.X_OK):
+            raise AssertionError("bench_admission not built (BENCH_ADMISSION_BIN)")
+        cg = self.r["callgrind"] = {}
+        jobs = os.path.join(WORK, "jobs-all.json")
+        timing = subprocess.run([exe, jobs, self.full_bodies, "20000"], capture_output=True,
+                                text=True, timeout=600)
+        if timing.returncode != 0:
+            raise AssertionError("bench_admission: %s%s" % (timing.stdout, timing.stderr))
+        cg["timing"] = timing.stdout.strip()
+        ns = float(re.search(r"ns_per_admission=([0-9.]+)", timing.stdout).group(1))
+        cg["us_per_admission"] = ns / 1000
+        say("in-process, one thread, no socket: %s" % cg["timing"])
+        for label, bodies in (("all plugins", self.full_bodies), ("pytorch set", self.pt_bodies)):
+            out = os.path.join(WORK, "callgrind-%s.out" % label.split()[0])
+            cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
+                   "--collect-atstart=no", "--toggle-collect=bench_loop*", exe, jobs, bodies,
+                   str(n)]
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+            if r.returncode != 0:
+                raise AssertionError("callgrind: %s" % r.stderr[-2000:])
+            total, top = annotate(out, inclusive=True)
+            _, self_top = annotate(out, inclusive=False)
+            cg[label] = {"per_admission": total / n, "cmd": " ".join(cmd).replace(WORK, "$W"),
+                         "top": top[:18], "self": self_top[:12], "n": n}
+            say("callgrind, %s: %.0f instructions per admission (%d admissions)" % (
+                label, total / n, n))
+        for cost, fn in cg["all plugins"]["top"][:10]:
+            say("  %6.1f%%  %s" % (100.0 * cost / (cg["all plugins"]["per_admission"] * n),
+                                  short_fn(fn)))
+
+
+def annotate(out, inclusive):
+    """(total Ir, [(Ir, function)] best first) from callgrind_annotate's function table,
+    without the frames around the measured loop."""
+    ann = subprocess.run(["callgrind_annotate", "--auto=no",
+                          "--inclusive=" + ("yes" if inclusive else "no"), out],
+                         capture_output=True, text=True).stdout
+    total = int(re.search(r"^\s*([\d,]+)\s.*PROGRAM TOTALS", ann, re.M)
+                .group(1).replace(",", ""))
+    lines = ann.splitlines()
+    start = next(k for k, line in enumerate(lines) if re.match(r"^Ir\s+file:function", line))
+    top, seen = [], set()
+    for line in lines[start + 2:]:
+        if not line.strip() or line.startswith("--"):
+            break
+        mm = re.match(r"^\s*([\d,]+)\s+(?:\([\s\d.%]+\)\s+)?(\S.*)$", line)
+        if not mm:
+            continue
+        fn = mm.group(2).strip()
+        # recursion duplicates (name'2) and the frames around the loop are not news
+        if "'" in fn or re.search(r"\(below main\)|__libc_start|:main(\s|$)|bench_loop|"
+                                  r"ld-linux|dl-runtime|_dl_", fn):
+            continue
+        key = short_fn(fn)
+        if key in seen:
+            continue
+        seen.add(key)
+        top.append((int(mm.group(1).replace(",", "")), fn))
+    top.sort(key=lambda x: -x[0])
+    return total, top
+
+
+def short_fn(fn):
+    """'file.c:name [binary]' → 'name (file.c)'; unnamed code → 'address (library)'."""
+    m = re.search(r"\s*\[([^\]]*)\]$", fn)
+    lib = os.path.basename(m.group(1)) if m else ""
+    fn = fn[:m.start()] if m else fn
+    path, _, name = fn.rpartition(":")
+    if path in ("???", ""):
+        if name.startswith("0x"):
+            return "%s internal function at %s" % (lib, name.replace("0x00000000000", "0x"))
+        return "%s (%s)" % (name, lib)
+    return "%s (%s)" % (name, os.path.basename(path))
+
+
+# ---------------------------------------------------------------- RESULTS.md
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True,
+                              timeout=20).stdout.strip() or \
+            subprocess.run(cmd, shell=True, capture_output=True, text=True,
+                           timeout=20).stderr.strip()
+    except Exception:  # noqa: BLE001 - a missing tool is reported as such
+        return "?"
+
+
+def verdict(ok):
+    return "met" if ok else "**missed**"
+
+
+def write_results(b, started, elapsed):
+    r = b.r
+    w = r.get("wrk", {})
+    lines = []
+    add = lines.append
+    cpu = sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip()
+    add("# Benchmark results")
+    add("")
+    add("Written by `make bench` (bench/run, bench/bench.py); do not edit by hand. "
+        "Figures are from one run on one machine, every contender measured side by side; "
+        "nothing is tuned toward the targets of issue 5.")
+    add("")
+    add("## Machine")
+    add("")
+    add("| | |")
+    add("|---|---|")
+    add("| date (UTC) | %s |" % time.strftime("%Y-%m-%d %H:%M", time.gmtime(started)))
+    add("| CPU | %s, %s cores (nproc) |" % (cpu, os.cpu_count()))
+    add("| memory | %s MiB |" % sh("free -m | awk '/Mem:/{print $2}'"))
+    add("| kernel | %s |" % platform.release())
+    add("| OS | Debian %s |" % sh("cat /etc/debian_version"))
+    add("| webhook | %s, libmicrohttpd %s, jansson %s, OpenSSL %s |" % (
+        sh("git -C %s describe --always --dirty" % ROOT), sh("pkg-config --modversion libmicrohttpd"),
+        sh("pkg-config --modversion jansson"), sh("pkg-config --modversion openssl")))
+    add("| tools | %s; %s; %s; %s |" % (
+        sh("wrk -v 2>&1 | head -1 | cut -d' ' -f1,2"), sh("nginx -v 2>&1"),
+        sh("go version"), sh("valgrind --version")))
+    add("| whole run | %.0f s |" % elapsed)
+    add("| load average before the run | %s |" % r.get("loadavg", "?"))
+    add("")
+
+    add("## Targets (issue 5)")
+    add("")
+    add("| target | figure | verdict |")
+    add("|---|---|---|")
+    try:
+        c16 = w["webhook (all plugins)"][16]
+        n16 = w["nginx (ceiling)"][16]
+        ratio = c16["rps"] / n16["rps"]
+        add("| throughput at 16 connections ≥ 0.5 × nginx | %.0f vs %.0f req/s = **%.2f ×** | %s |"
+            % (c16["rps"], n16["rps"], ratio, verdict(ratio >= 0.5)))
+    except KeyError:
+        add("| throughput at 16 connections ≥ 0.5 × nginx | not measured | — |")
+    try:
+        p16 = w["webhook (pytorch set)"][16]
+        g16 = w["go webhook (pytorch set)"][16]
+        ratio = p16["rps"] / g16["rps"]
+        add("| throughput at 16 connections ≥ 3 × the Go webhook (same pytorch+svc+env Jobs) "
+            "| %.0f vs %.0f req/s = **%.2f ×** | %s |" % (p16["rps"], g16["rps"], ratio,
+                                                         verdict(ratio >= 3)))
+    except KeyError:
+        add("| throughput at 16 connections ≥ 3 × the Go webhook | not measured | — |")
+    try:
+        c16 = w["webhook (all plugins)"][16]
+        add("| p99 latency at 16 connections ≤ 1 ms | **%s ms** (all-plugins set) | %s |" % (
+            fmt_ms(c16["p99_us"]), verdict(c16["p99_us"] <= 1000)))
+        p16 = w["webhook (pytorch set)"][16]
+        g16 = w["go webhook (pytorch set)"][16]
+        ratio = p16["p99_us"] / g16["p99_us"]
+        add("| p99 latency at 16 connections ≤ ⅓ of the Go webhook's | %s vs %s ms = **%.2f ×** "
+            "| %s |" % (fmt_ms(p16["p99_us"]), fmt_ms(g16["p99_us"]), ratio,
+                        verdict(ratio <= 1 / 3.0)))
+    except KeyError:
+        add("| p99 latency at 16 connections | not measured | — |")
+    if "api_calls_per_admission" in r:
+        add("| no API call per admission when the Job is cached | **%.2f** Job GETs per "
+            "admission (%s) | %s |" % (r["api_calls_per_admission"],
+                                       "cache" if r["cache"] else "no cache in this build",
+                                       verdict(r["api_calls_per_admission"] == 0)))
+    m = r.get("memory") or {}
+    if "rss_10k_kib" in m:
+        add("| RSS ≤ 64 MiB with 10,000 Jobs cached | **%.1f MiB** (%s) | %s |" % (
+            m["rss_10k_kib"] / 1024,
+            "Jobs in the cache" if m.get("cached") else
+            "no cache in this build: the Jobs are not in the webhook, so this does not "
+            "test the target yet", verdict(m["rss_10k_kib"] <= 64 * 1024) if m.get("cached")
+            else "not testable yet (%.1f MiB)" % (m["rss_10k_kib"] / 1024)))
+    if "growth_kib" in m:
+        flat = m["growth_kib"] < 1024
+        add("| RSS flat after 1,000,000 admissions (growth < 1 MiB after warm-up) | **%+d KiB** "
+            "after %s admissions%s | %s |" % (
+                m["growth_kib"], "{:,}".format(m["admissions"]),
+                " (fewer than 1,000,000: see Memory)" if m["admissions"] < 1000000 else "",
+                verdict(flat)))
+    add("")
+
+    add("## Throughput and latency (wrk, keep-alive over TLS, %d s per run)" % DURATION)
+    add("")
+    add("Request bodies: AdmissionReviews as kube-apiserver sends them (tests/harness.py "
+        "build_pod + review, compact JSON), rotated by bench/rotate.lua, each thread from "
+        "its own offset.")
+    add("")
+    add("* all plugins: %s; Jobs %s (pytorch-large: pytorch-job with a production-like "
+        "template, 8 pods)." % (r.get("bodies_all"), r.get("jobs_all")))
+    add("* pytorch set (webhook vs Go): %s; Jobs %s, plugins pytorch, svc, env. Go and C "
+        "patches compared: %s pods identical after patching." % (
+            r.get("bodies_pt"), r.get("jobs_pt"), r.get("go_same", "?")))
+    if "api_get_ms" in r:
+        add("* test API server (tests/apiserver.py): one Job GET on a kept-alive TLS "
+            "connection takes %.1f ms (median of 20). A webhook without a Job cache makes "
+            "one per admission, so without the cache its figures measure this server, not "
+            "the webhook." % r["api_get_ms"])
+    add("* nginx: the webhook's own answer closest to the mean answer size, %s bytes, "
+        "as a fixed `return 200` body (bench/nginx.conf.in)." % r.get("nginx_body", "?"))
+    add("")
+    add("| server | bodies | conns | req/s | p50 ms | p99 ms | p99.9 ms | max ms | errors "
+        "| denied |")
+    add("|---|---|---|---|---|---|---|---|---|---|")
+    for label in ("webhook (all plugins)", "nginx (ceiling)", "webhook (pytorch set)",
+                  "go webhook (pytorch set)"):
+        for c, res in sorted((w.get(label) or {}).items()):
+            server, _, bodies = label.partition(" (")
+            add("| %s | %s | %d | %.0f | %s | %s | %s | %s | %d | %d |" % (
+                server, bodies.rstrip(")"), c, res["rps"], fmt_ms(res["p50_us"]),
+                fmt_ms(res["p99_us"]), fmt_ms(res["p999_us"]), fmt_ms(res["max_us"]),
+                res["errors"], res["denied"]))
+    add("")
+    add("| ratio | c=1 | c=16 | c=128 |")
+    add("|---|---|---|---|")
+    for name, a, bb in (("webhook / nginx req/s", "webhook (all plugins)", "nginx (ceiling)"),
+                        ("webhook / Go req/s", "webhook (pytorch set)",
+                         "go webhook (pytorch set)")):
+        if a in w and bb in w:
+            add("| %s | %s |" % (name, " | ".join(
+                "%.2f" % (w[a][c]["rps"] / w[bb][c]["rps"]) for c in CONNECTIONS)))
+    if "webhook (pytorch set)" in w and "go webhook (pytorch set)" in w:
+        add("| webhook / Go p99 | %s |" % " | ".join(
+            "%.2f" % (w["webhook (pytorch set)"][c]["p99_us"] /
+                      max(1, w["go webhook (pytorch set)"][c]["p99_us"])) for c in CONNECTIONS))
+    add("")
+    add("\"errors\" are wrk's connect/read/write/timeout errors and HTTP statuses ≥ 400; "
+        "\"denied\" counts answers without `\"allowed\":true`. wrk runs 2 threads (1 at "
+        "c=1, as wrk needs a connection per thread) on the same 2 cores as the server.")
+    add("")
+
+    add("## Burst")
+    add("")
+    bu = r.get("burst")
+    if bu:
+        add("One Job of %d replicas (pytorch-job scaled up; plugins %s) in the test API "
+            "server; %d AdmissionReviews (%s each) for its pods sent at once over %d "
+            "pre-opened TLS connections (Python threads, http.client, released by one "
+            "barrier)." % (bu["replicas"], bu["plugins"], bu["n"], bu["body"], bu["n"]))
+        add("")
+        add("| answered allowed with a patch | slowest | p99 | p50 | all answered after |")
+        add("|---|---|---|---|---|")
+        add("| %d / %d | **%.1f ms** | %.1f ms | %.1f ms | %.1f ms |" % (
+            bu["ok"], bu["n"], bu["slowest_ms"], bu["p99_ms"], bu["p50_ms"], bu["wall_ms"]))
+        add("")
+        add("Times are measured in the client (send to whole answer read), so they include "
+            "the Python client's own scheduling of 500 threads on the same 2 cores.")
+    else:
+        add("not measured (see the output below)")
+    add("")
+
+    add("## Memory")
+    add("")
+    if m:
+        add("| | |")
+        add("|---|---|")
+        add("| RSS after start, example Jobs only | %.1f MiB |" % (r.get("rss_start_kib", 0) / 1024))
+        if "rss_10k_kib" in m:
+            add("| RSS with %d Jobs of 10 tasks in the API server (%.1f KiB of JSON each) | "
+                "**%.1f MiB** (%s) |" % (m["jobs"], m["job_bytes"] / 1024,
+                                         m["rss_10k_kib"] / 1024,
+                                         "in the watch-fed cache" if m.get("cached") else
+                                         "no cache yet: the webhook does not hold them"))
+        if "rss_before_kib" in m:
+            add("| RSS before the run (after %d warm-up admissions) | %.1f MiB |" % (
+                m["warmup"], m["rss_before_kib"] / 1024))
+            add("| RSS after %d admissions (16 connections, %.0f s) | %.1f MiB |" % (
+                m["admissions"], m["seconds"], m["rss_after_kib"] / 1024))
+            add("| growth | **%+d KiB** |" % m["growth_kib"])
+            add("| peak RSS (VmHWM) | %.1f MiB |" % (m["hwm_kib"] / 1024))
+            add("| errors / denied during the run | %d / %d |" % (m["errors"], m["denied"]))
+        add("")
+        if m.get("capped"):
+            add("The default is 1,000,000 admissions, but at this build's 16-connection rate "
+                "that would take %.0f minutes, so the run was cut to what fits in about "
+                "%d s (%d admissions asked). `BENCH_ADMISSIONS=1000000 make bench` runs the "
+                "full count." % (ADMISSIONS / w["webhook (all plugins)"][16]["rps"] / 60,
+                                 MEMORY_CAPPED_S, m["admissions_asked"]))
+            add("")
+        add("Command: `%s`" % m.get("cmd", "?"))
+    else:
+        add("not measured (see the output below)")
+    add("")
+
+    add("## Reconcile")
+    add("")
+    rec = r.get("reconcile")
+    if rec is None:
+        add("skipped: no reconcile side yet (`serve --help` has no `--resync-period`).")
+    elif rec:
+        add("1,000 Jobs created at once (one POST to the test API server's /_test/objects) "
+            "while the webhook runs with its default flags (leader election on, 4 reconcile "
+            "workers, --kube-api-qps 50, --kube-api-burst 100); the clock stops when the "
+            "last object exists (polled every 0.25 s). Without ssh: plugin svc (ConfigMap, "
+            "Service, NetworkPolicy per Job); with ssh: ssh and svc (plus the Secret).")
+        add("")
+        add("| 1,000 new Jobs | time until every auxiliary object exists | Jobs/s | API "
+            "requests per Job |")
+        add("|---|---|---|---|")
+        for label in ("without ssh", "with ssh"):
+            x = rec.get(label) or {}
+            add("| %s | %s | %s | %s |" % (
+                label, "**%.1f s**" % x["seconds"] if x.get("seconds")
+                else "not all after 600 s (%s)" % x.get("have"),
+                "%.1f" % (1000 / x["seconds"]) if x.get("seconds") else "—",
+                "%.1f" % x["calls_per_job"] if "calls_per_job" in x else "?"))
+        add("")
+        if rec.get("keys_per_s"):
+            add("ssh keys per second, end to end: **%.1f**. " % rec["keys_per_s"])
+        if rec.get("keygen_per_s"):
+            add("RSA 2048 key generation alone (`bench_admission --keys 20`, one thread): "
+                "**%.1f keys/s** per core." % rec["keygen_per_s"])
+        add("")
+        add("At --kube-api-qps 50 the API requests alone take (requests per Job × 1,000) / 50 "
+            "seconds, and the test API server answers a request in %s ms, so these times "
+            "measure the client's rate limit and the test server as much as the webhook." %
+            ("%.0f" % r["api_get_ms"] if "api_get_ms" in r else "?"))
+    else:
+        add("failed (see the output below)")
+    add("")
+
+    add("## Instructions per admission (callgrind)")
+    add("")
+    cg = r.get("callgrind") or {}
+    if "all plugins" in cg:
+        add("bench/bench_admission runs `admission_handle` in-process over the same bodies, "
+            "the Jobs served from memory by reference (as the cache does, no API call); "
+            "callgrind counts only its loop.")
+        add("")
+        add("| bodies | instructions per admission |")
+        add("|---|---|")
+        for label in ("all plugins", "pytorch set"):
+            if label in cg:
+                add("| %s | **%.0f** |" % (label, cg[label]["per_admission"]))
+        add("")
+        add("Without valgrind, one thread: `%s` (%.1f µs per admission)." % (
+            cg.get("timing"), cg.get("us_per_admission", 0)))
+        add("")
+        add("Where the instructions go (all plugins, inclusive):")
+        add("")
+        add("| inclusive | function |")
+        add("|---|---|")
+        tot = cg["all plugins"]["per_admission"] * cg["all plugins"]["n"]
+        for cost, fn in cg["all plugins"]["top"]:
+            add("| %.1f%% | `%s` |" % (100.0 * cost / tot, short_fn(fn)))
+        add("")
+        add("Most instructions of their own (exclusive):")
+        add("")
+        add("| self | function |")
+        add("|---|---|")
+        for cost, fn in cg["all plugins"]["self"]:
+            add("| %.1f%% | `%s` |" % (100.0 * cost / tot, short_fn(fn)))
+        add("")
+        add("Command: `%s` then `callgrind_annotate --inclusive=yes`." % cg["all plugins"]["cmd"])
+    else:
+        add("not measured (see the output below)")
+    add("")
+
+    add("## Exact commands")
+    add("")
+    add("```sh")
+    add("make bench                      # = make all && bench/run")
+    cmds = os.environ.get("BENCH_COMMANDS")
+    if cmds and os.path.exists(cmds):
+        with open(cmds) as f:
+            for line in f:
+                add(line.rstrip("\n"))
+    for label in ("webhook (all plugins)", "nginx (ceiling)", "go webhook (pytorch set)"):
+        if label in w:
+            add("# %s, c = 1, 16, 128 (-t 1 at c=1)" % label)
+            add(w[label][16]["cmd"])
+    add("```")
+    add("")
+    add("The webhook runs as `build/volcano-plugin-webhook serve --bind-address 127.0.0.1 "
+        "--port 0 --port-file F --tls-cert-file tls.crt --tls-private-key-file tls.key "
+        "--kubeconfig K` (default flags otherwise), with the test API server "
+        "(tests/apiserver.py, HTTPS, bearer token) holding the Jobs; certificates from "
+        "`gen-certs`; nginx with bench/nginx.conf.in; the Go webhook with `--jobs "
+        "jobs-pytorch.json` (the same Jobs, read once at start).")
+    add("")
+    if r["failures"]:
+        add("## Stages that failed")
+        add("")
+        for f in r["failures"]:
+            add("* " + f)
+        add("")
+    add("## Output of the run")
+    add("")
+    add("```")
+    lines.extend(LOG)
+    add("```")
+    with open(RESULTS, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    started = time.time()
+    t0 = time.monotonic()
+    b = Bench()
+    with open("/proc/loadavg") as f:
+        b.r["loadavg"] = " ".join(f.read().split()[:3])
+    say("load average before the run: %s (other processes share these %d cores)" % (
+        b.r["loadavg"], os.cpu_count()))
+    try:
+        b.setup()
+        for name, stage in (("throughput", b.throughput), ("burst", b.burst),
+                            ("memory", b.memory), ("reconcile", b.reconcile),
+                            ("callgrind", b.callgrind)):
+            s0 = time.monotonic()
+            try:
+                stage()
+            except Exception as e:  # noqa: BLE001 - one failed stage does not stop the others
+                b.r["failures"].append("%s: %s" % (name, str(e)[:2000]))
+                say("%s: FAILED: %s" % (name, str(e)[:2000]))
+            say("[%s: %.0f s]" % (name, time.monotonic() - s0))
+    finally:
+        b.stop_all()
+    elapsed = time.monotonic() - t0
+    say("bench: %.0f s in all; results in %s" % (elapsed, os.path.relpath(RESULTS, ROOT)))
+    write_results(b, started, elapsed)
+    return 1 if b.r["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

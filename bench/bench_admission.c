@@ -1,0 +1,198 @@
+/*
+ * bench_admission.c - admissions in-process, for `make bench`: the instruction count
+ * of one admission under callgrind, and the time of one admission without a socket.
+ *
+ *   bench_admission JOBS.json BODIES.jsonl N
+ *   bench_admission --keys N
+ *
+ * JOBS.json is a JSON array of Jobs; they are served by an in-memory job_source that
+ * hands out references to immutable Jobs, as the informer cache does (no copy, no
+ * API call). BODIES.jsonl holds one AdmissionReview per line. bench_loop() runs
+ * admission_handle N times over the bodies in rotation; callgrind counts only it
+ * (--collect-atstart=no --toggle-collect=bench_loop). Prints one line
+ *   admissions=N patched=P failed=F seconds=S ns_per_admission=X
+ * --keys N generates N ssh key pairs (sshkeys_generate, the reconcile side's RSA 2048)
+ * one after the other and prints "keys=N seconds=S keys_per_second=X".
+ * Exit status 1 when an answer is not HTTP 200, a key cannot be made or a file cannot
+ * be read; 2 on bad usage.
+ * Single thread. Built by bench/run (not by the Makefile) against build/libwebhook.a.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "plugins/sshkeys.h"
+#include "webhook/admission.h"
+#include "webhook/mutate.h"
+
+#define MAX_BODIES 4096
+
+struct bench_jobs {
+    json_t *by_key;   /* "ns/name" -> Job (owned) */
+};
+
+struct bench_bodies {
+    char *text[MAX_BODIES];
+    size_t len[MAX_BODIES];
+    size_t n;
+};
+
+/* job_source.get: a new reference to the stored Job, like cache_get. */
+static int bench_job_get(void *userdata, const char *ns, const char *name, const char *uid,
+                         json_t **job_out, struct wh_error *err)
+{
+    const struct bench_jobs *jobs = userdata;
+    char key[512];
+    json_t *job;
+
+    (void)uid;  /* the Jobs of the file are current: nothing is stale */
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    job = json_object_get(jobs->by_key, key);
+    if (job == NULL)
+        return wh_error_set(err, WH_ENOTFOUND, "jobs.batch.volcano.sh \"%s\" not found", name);
+    *job_out = json_incref(job);
+    return 0;
+}
+
+static int bench_load_jobs(const char *path, struct bench_jobs *jobs)
+{
+    json_error_t jerr;
+    json_t *arr = json_load_file(path, 0, &jerr);
+    json_t *job;
+    size_t i;
+
+    if (!json_is_array(arr)) {
+        fprintf(stderr, "bench_admission: %s: %s\n", path, arr ? "not an array" : jerr.text);
+        json_decref(arr);
+        return -1;
+    }
+    jobs->by_key = json_object();
+    json_array_foreach(arr, i, job) {
+        const char *ns = json_string_value(json_object_get(json_object_get(job, "metadata"),
+                                                           "namespace"));
+        const char *name = json_string_value(json_object_get(json_object_get(job, "metadata"),
+                                                             "name"));
+        char key[512];
+
+        if (name == NULL)
+            continue;
+        snprintf(key, sizeof(key), "%s/%s", ns ? ns : "default", name);
+        json_object_set(jobs->by_key, key, job);
+    }
+    json_decref(arr);
+    return 0;
+}
+
+static int bench_load_bodies(const char *path, struct bench_bodies *b)
+{
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+
+    if (f == NULL) {
+        perror(path);
+        return -1;
+    }
+    while (b->n < MAX_BODIES && (got = getline(&line, &cap, f)) > 0) {
+        while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r'))
+            line[--got] = '\0';
+        if (got == 0)
+            continue;
+        b->text[b->n] = strdup(line);
+        b->len[b->n] = (size_t)got;
+        if (b->text[b->n] == NULL)
+            break;
+        b->n++;
+    }
+    free(line);
+    fclose(f);
+    return b->n > 0 ? 0 : -1;
+}
+
+/* The measured part; not inlined so that callgrind can toggle on it. */
+__attribute__((noinline)) static long bench_loop(const struct bench_bodies *b,
+                                                 const struct job_source *src,
+                                                 const struct mutate_options *opt, long n,
+                                                 long *patched)
+{
+    long i, failed = 0;
+
+    for (i = 0; i < n; i++) {
+        size_t k = (size_t)i % b->n;
+        char *out = NULL;
+        size_t out_len = 0;
+        int status = admission_handle(b->text[k], b->len[k], src, opt, &out, &out_len);
+
+        if (status != 200)
+            failed++;
+        else if (out != NULL && strstr(out, "\"patch\"") != NULL)
+            (*patched)++;
+        free(out);
+    }
+    return failed;
+}
+
+static double bench_seconds(const struct timespec *t0, const struct timespec *t1)
+{
+    return (double)(t1->tv_sec - t0->tv_sec) + (double)(t1->tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* --keys N: RSA key pairs per second on one thread. */
+static int bench_keys(long n)
+{
+    struct timespec t0, t1;
+    struct wh_error err = {0};
+    double secs;
+    long i;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (i = 0; i < n; i++) {
+        char *priv = NULL, *pub = NULL;
+
+        if (sshkeys_generate(&priv, &pub, &err) < 0) {
+            fprintf(stderr, "bench_admission: sshkeys_generate: %s\n", err.msg);
+            return 1;
+        }
+        free(priv);
+        free(pub);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    secs = bench_seconds(&t0, &t1);
+    printf("keys=%ld seconds=%.3f keys_per_second=%.1f\n", n, secs, (double)n / secs);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct bench_jobs jobs = {0};
+    static struct bench_bodies bodies;
+    struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
+    struct job_source src = {.get = bench_job_get, .userdata = &jobs};
+    struct timespec t0, t1;
+    long n, failed, patched = 0;
+    double secs;
+    size_t i;
+
+    if (argc == 3 && strcmp(argv[1], "--keys") == 0 && (n = strtol(argv[2], NULL, 10)) > 0)
+        return bench_keys(n);
+    if (argc != 4 || (n = strtol(argv[3], NULL, 10)) <= 0) {
+        fprintf(stderr, "usage: bench_admission JOBS.json BODIES.jsonl N\n"
+                        "       bench_admission --keys N\n");
+        return 2;
+    }
+    if (bench_load_jobs(argv[1], &jobs) < 0 || bench_load_bodies(argv[2], &bodies) < 0)
+        return 1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    failed = bench_loop(&bodies, &src, &opt, n, &patched);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    secs = bench_seconds(&t0, &t1);
+    printf("admissions=%ld patched=%ld failed=%ld seconds=%.3f ns_per_admission=%.0f\n", n,
+           patched, failed, secs, secs * 1e9 / (double)n);
+    for (i = 0; i < bodies.n; i++)
+        free(bodies.text[i]);
+    json_decref(jobs.by_key);
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,3 @@
+module volcano-plugin-webhook/bench/go-webhook
+
+go 1.19
