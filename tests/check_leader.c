@@ -11,25 +11,20 @@
  * Runs from the repository root (TEST_APISERVER overrides tests/apiserver.py).
  */
 #include <curl/curl.h>
-#include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "k8s/client.h"
+#include "tests/apitest.h"
 #include "tests/testutil.h"
 #include "webhook/leader.h"
 
 #define LEASE_PATH "/apis/coordination.k8s.io/v1/namespaces/ns1/leases/volcano-plugin-webhook"
 
-static char tmpdir[256];
-static pid_t srv_pid = -1;
-static int srv_port;
+static struct apitest api;   /* per test: no token, plain HTTP */
 static struct k8s_client *kc;
 
 /* ---- callback record ---- */
@@ -58,100 +53,14 @@ static void cb_expect(const char *want)
     pthread_mutex_unlock(&cb_mu);
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    nanosleep(&ts, NULL);
-}
-
 /* ---- the test API server ---- */
-
-static size_t ctl_body(char *p, size_t size, size_t nmemb, void *ud)
-{
-    char **b = ud;
-    size_t old = *b ? strlen(*b) : 0;
-    char *n = realloc(*b, old + size * nmemb + 1);
-
-    if (n == NULL)
-        return 0;
-    memcpy(n + old, p, size * nmemb);
-    n[old + size * nmemb] = '\0';
-    *b = n;
-    return size * nmemb;
-}
-
-/* A request to the test server; returns the HTTP status, *resp the decoded body (or NULL). */
-static long ctl(const char *method, const char *path, const char *body, json_t **resp)
-{
-    CURL *h = curl_easy_init();
-    char url[1024];
-    char *buf = NULL;
-    long code = 0;
-    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-
-    ck_assert_ptr_nonnull(h);
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", srv_port, path);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
-    if (body != NULL)
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ctl_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
-    ck_assert_int_eq(curl_easy_perform(h), CURLE_OK);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    if (resp != NULL)
-        *resp = buf ? json_loads(buf, 0, NULL) : NULL;
-    free(buf);
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(h);
-    return code;
-}
-
-static void server_start(void)
-{
-    char port_file[512];
-    const char *script = getenv("TEST_APISERVER");
-    FILE *f;
-    int i;
-
-    snprintf(port_file, sizeof(port_file), "%s/port", tmpdir);
-    unlink(port_file);
-    if (script == NULL)
-        script = "tests/apiserver.py";
-    srv_pid = fork();
-    ck_assert_int_ge(srv_pid, 0);
-    if (srv_pid == 0) {
-        execl("/usr/bin/python3", "python3", script, "--port", "0", "--port-file", port_file,
-              "--bind", "127.0.0.1", (char *)NULL);
-        _exit(127);
-    }
-    for (i = 0; i < 500 && access(port_file, R_OK) != 0; i++) {
-        int st;
-
-        ck_assert_msg(waitpid(srv_pid, &st, WNOHANG) == 0, "apiserver.py exited");
-        sleep_ms(20);
-    }
-    f = fopen(port_file, "r");
-    ck_assert_msg(f != NULL, "apiserver.py did not start");
-    ck_assert_int_eq(fscanf(f, "%d", &srv_port), 1);
-    fclose(f);
-}
 
 static void setup(void)
 {
-    struct k8s_config cfg = {0};
-    struct wh_error err = {0, ""};
-    char server[64];
+    const struct apitest_opts o = {.token = NULL};
 
-    server_start();
-    snprintf(server, sizeof(server), "http://127.0.0.1:%d", srv_port);
-    cfg.server = server;
-    kc = k8s_client_create(&cfg, &err);
-    ck_assert_msg(kc != NULL, "%s", err.msg);
+    apitest_start_opts(&api, &o);
+    kc = apitest_client(&api);
     pthread_mutex_lock(&cb_mu);
     cb_n = 0;
     cb_log[0] = '\0';
@@ -160,15 +69,9 @@ static void setup(void)
 
 static void teardown(void)
 {
-    int st;
-
     k8s_client_destroy(kc);
     kc = NULL;
-    if (srv_pid > 0) {
-        kill(srv_pid, SIGTERM);
-        waitpid(srv_pid, &st, 0);
-        srv_pid = -1;
-    }
+    apitest_stop(&api);
 }
 
 static struct leader *start(const char *identity)
@@ -187,7 +90,7 @@ static void wait_leading(struct leader *l, bool want)
     for (int i = 0; i < 1500; i++) {
         if (leader_is_leading(l) == want)
             return;
-        sleep_ms(10);
+        apitest_nap(10);
     }
     ck_abort_msg("leader_is_leading never became %d", want);
 }
@@ -198,7 +101,7 @@ static json_t *lease_spec(void)
     json_t *lease = NULL;
     json_t *spec;
 
-    ck_assert_int_eq(ctl("GET", LEASE_PATH, NULL, &lease), 200);
+    ck_assert_int_eq(apitest_call(&api, "GET", LEASE_PATH, NULL, true, &lease), 200);
     spec = json_incref(json_object_get(lease, "spec"));
     json_decref(lease);
     ck_assert_ptr_nonnull(spec);
@@ -235,7 +138,7 @@ static void make_lease(const char *holder, int transitions)
              "\"acquireTime\":\"2026-01-02T03:04:05.000006Z\",\"renewTime\":\"%s\","
              "\"leaseTransitions\":%d}}",
              holder, now_s, transitions);
-    ck_assert_int_eq(ctl("POST", "/_test/objects", body, NULL), 201);
+    apitest_ctl_expect(&api, "POST", "/_test/objects", body, 201);
 }
 
 static void fault(const char *method, const char *regex, int status, const char *reason,
@@ -247,7 +150,7 @@ static void fault(const char *method, const char *regex, int status, const char 
              "{\"method\":\"%s\",\"path_regex\":\"%s\",\"status\":%d,\"reason\":\"%s\","
              "\"message\":\"injected\",\"count\":%d}",
              method, regex, status, reason, count);
-    ck_assert_int_eq(ctl("POST", "/_test/faults", body, NULL), 201);
+    apitest_fault(&api, body);
 }
 
 /* ---- MicroTime ---- */
@@ -398,7 +301,7 @@ START_TEST(test_create_renew_release)
         s2 = lease_spec();
         if (strcmp(sget(s2, "renewTime"), sget(s1, "renewTime")) != 0)
             break;
-        sleep_ms(50);
+        apitest_nap(50);
     }
     ck_assert_str_ne(sget(s2, "renewTime"), sget(s1, "renewTime"));
     ck_assert_int_eq(leader_parse_microtime(sget(s2, "renewTime"), &sec, &usec), 0);
@@ -440,7 +343,7 @@ START_TEST(test_unexpired_then_takeover)
     make_lease("other", 4);
     l = start("a");
     /* the lease was renewed "now" for 3 s: "a" must wait; check it holds back meanwhile */
-    sleep_ms(1500);
+    apitest_nap(1500);
     ck_assert(!leader_is_leading(l));
     s = lease_spec();
     ck_assert_str_eq(sget(s, "holderIdentity"), "other");
@@ -472,7 +375,7 @@ START_TEST(test_renewing_holder_kept)
     for (int i = 0; i < 45; i++) {  /* 4.5 s: longer than the lease duration */
         ck_assert(!leader_is_leading(b));
         ck_assert(leader_is_leading(a));
-        sleep_ms(100);
+        apitest_nap(100);
     }
     s = lease_spec();
     ck_assert_str_eq(sget(s, "holderIdentity"), "a");
@@ -500,11 +403,11 @@ START_TEST(test_create_race_lost)
 
     /* the first CREATE answers 409 AlreadyExists: another candidate won that round */
     fault("POST", "/leases$", 409, "AlreadyExists", 1);
-    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
+    apitest_clear_requests(&api);
     l = start("a");
     wait_leading(l, true);
-    ck_assert_int_eq(ctl("GET", "/_test/requests", NULL, &log), 200);
-    json_array_foreach(json_object_get(log, "requests"), i, r) {
+    log = apitest_requests(&api);
+    json_array_foreach(log, i, r) {
         size_t off = strlen(seq);
 
         if (i == 4)
@@ -535,7 +438,7 @@ START_TEST(test_update_race_lost)
     json_decref(s);
     /* a Conflict on a renewal: read again, still ours, renew; no flapping */
     fault("PUT", "/leases/", 409, "Conflict", 1);
-    sleep_ms(2500);
+    apitest_nap(2500);
     ck_assert(leader_is_leading(l));
     cb_expect("aT");
     leader_stop(l);
@@ -557,7 +460,7 @@ START_TEST(test_two_candidates)
         leaders = la + lb;
         if (leaders == 1 && i > 150)
             break;
-        sleep_ms(10);
+        apitest_nap(10);
     }
     ck_assert_int_eq(leaders, 1);
     s = lease_spec();
@@ -579,7 +482,7 @@ START_TEST(test_renew_deadline)
     fault("", "/leases", 500, "InternalError", 1000);
     wait_leading(l, false);
     cb_expect("aTaF");
-    ck_assert_int_eq(ctl("DELETE", "/_test/faults", NULL, NULL), 200);
+    apitest_ctl_expect(&api, "DELETE", "/_test/faults", NULL, 200);
     /* the record still names "a": it renews as its own holder */
     wait_leading(l, true);
     cb_expect("aTaFaT");
@@ -598,10 +501,10 @@ START_TEST(test_stolen_lease)
     char *body;
 
     wait_leading(l, true);
-    ck_assert_int_eq(ctl("GET", LEASE_PATH, NULL, &lease), 200);
+    ck_assert_int_eq(apitest_call(&api, "GET", LEASE_PATH, NULL, true, &lease), 200);
     json_object_set_new(json_object_get(lease, "spec"), "holderIdentity", json_string("thief"));
     body = json_dumps(lease, JSON_COMPACT);
-    ck_assert_int_eq(ctl("PUT", LEASE_PATH, body, NULL), 200);
+    ck_assert_int_eq(apitest_call(&api, "PUT", LEASE_PATH, body, true, NULL), 200);
     free(body);
     json_decref(lease);
     wait_leading(l, false);
@@ -643,20 +546,8 @@ int main(void)
 {
     int rc;
 
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/check_leader_XXXXXX");
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
-        return 1;
-    }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     rc = tu_run(leader_suite());
     curl_global_cleanup();
-    {
-        char p[300];
-
-        snprintf(p, sizeof(p), "%s/port", tmpdir);
-        unlink(p);
-        rmdir(tmpdir);
-    }
     return rc;
 }

@@ -7,102 +7,9 @@
 #include <string.h>
 
 #include "plugins/plugin.h"
-#include "tests/testutil.h"
-#include "webhook/warnings.h"
+#include "tests/plugincase.h"
 
-#define P plugin_env
-
-/*
- * Run plugin P's on_pod_create on pod_text for job_text (args_text: JSON or NULL)
- * and assert the whole resulting pod, the warnings list, and D5's fixed point:
- * a second call on the result changes nothing and adds no new warning.
- */
-static void run_case(const char *job_text, const char *args_text,
-                     const struct plugin_pod_info *info, const char *pod_text,
-                     const char *want_pod, const char *want_warnings)
-{
-    json_t *job = tu_json(job_text);
-    json_t *args = args_text != NULL ? tu_json(args_text) : NULL;
-    json_t *pod = tu_json(pod_text);
-    json_t *before_second;
-    json_t *warns;
-    struct warnings w;
-    struct wh_error err = {0, ""};
-    struct plugin_ctx c = {
-        .name = P.name, .job = job, .args = args, .pod = info, .warnings = &w, .kc = NULL,
-    };
-
-    warnings_init(&w);
-    ck_assert_int_eq(P.on_pod_create(&c, pod, &err), 0);
-    ck_assert_int_eq(err.code, 0);
-    tu_assert_json_eq(pod, want_pod);
-    warns = warnings_to_json(&w);
-    tu_assert_json_eq(warns, want_warnings);
-    json_decref(warns);
-
-    before_second = json_deep_copy(pod);
-    ck_assert_int_eq(P.on_pod_create(&c, pod, &err), 0);
-    ck_assert_msg(json_equal(pod, before_second), "second call changed the pod");
-    warns = warnings_to_json(&w);
-    tu_assert_json_eq(warns, want_warnings);
-    json_decref(warns);
-
-    json_decref(before_second);
-    json_decref(pod);
-    json_decref(args);
-    json_decref(job);
-}
-
-/* Allocation failures (C-STYLE §11): fail the Nth jansson allocation, N upward. */
-static long chaos_left;
-
-static void *chaos_malloc(size_t n)
-{
-    if (chaos_left-- == 0)
-        return NULL;
-    return malloc(n);
-}
-
-/*
- * Run P on a fresh pod with the Nth allocation failing, for N = 0, 1, ... until
- * a run succeeds: every failing run must return WH_ENOMEM with a message (no
- * crash; ASan/LSan catch leaks), and the successful run must give want_pod.
- */
-static void chaos_case(const char *job_text, const char *args_text,
-                       const struct plugin_pod_info *info, const char *pod_text,
-                       const char *want_pod)
-{
-    json_t *job = tu_json(job_text);
-    json_t *args = args_text != NULL ? tu_json(args_text) : NULL;
-    int rc = -1;
-    long n;
-
-    for (n = 0; n < 100000 && rc != 0; n++) {
-        json_t *pod = tu_json(pod_text);
-        struct warnings w;
-        struct wh_error err = {0, ""};
-        struct plugin_ctx c = {.name = P.name, .job = job, .args = args, .pod = info,
-                               .warnings = &w};
-
-        warnings_init(&w);
-        chaos_left = n;
-        json_set_alloc_funcs(chaos_malloc, free);
-        rc = P.on_pod_create(&c, pod, &err);
-        json_set_alloc_funcs(malloc, free);
-        if (rc != 0) {
-            ck_assert_int_eq(rc, WH_ENOMEM);
-            ck_assert_int_eq(err.code, WH_ENOMEM);
-            ck_assert_msg(strstr(err.msg, "out of memory") != NULL, "message: %s", err.msg);
-        } else {
-            tu_assert_json_eq(pod, want_pod);
-        }
-        json_decref(pod);
-    }
-    ck_assert_int_eq(rc, 0);
-    ck_assert_int_gt(n, 1); /* at least one run did fail */
-    json_decref(args);
-    json_decref(job);
-}
+#define P (&plugin_env)
 
 static const char *const JOB =
     "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
@@ -114,19 +21,19 @@ static const struct plugin_pod_info POD3 = {"job1-worker-3", "ns1", "worker", "3
 
 START_TEST(containers_then_init_containers)
 {
-    run_case(JOB, "[]", &POD3,
-             "{\"metadata\":{\"name\":\"job1-worker-3\"},"
-             " \"spec\":{\"initContainers\":[{\"name\":\"i1\"}],"
-             "  \"containers\":[{\"name\":\"c1\",\"env\":[{\"name\":\"A\",\"value\":\"a\"}]},"
-             "                 {\"name\":\"c2\"}]}}",
-             "{\"metadata\":{\"name\":\"job1-worker-3\"},"
-             " \"spec\":{\"initContainers\":[{\"name\":\"i1\",\"env\":["
-             "    {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}],"
-             "  \"containers\":[{\"name\":\"c1\",\"env\":[{\"name\":\"A\",\"value\":\"a\"},"
-             "    {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]},"
-             "                 {\"name\":\"c2\",\"env\":["
-             "    {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}]}}",
-             "[]");
+    pc_ok_args(P, JOB, "[]", &POD3,
+               "{\"metadata\":{\"name\":\"job1-worker-3\"},"
+               " \"spec\":{\"initContainers\":[{\"name\":\"i1\"}],"
+               "  \"containers\":[{\"name\":\"c1\",\"env\":[{\"name\":\"A\",\"value\":\"a\"}]},"
+               "                 {\"name\":\"c2\"}]}}",
+               "{\"metadata\":{\"name\":\"job1-worker-3\"},"
+               " \"spec\":{\"initContainers\":[{\"name\":\"i1\",\"env\":["
+               "    {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}],"
+               "  \"containers\":[{\"name\":\"c1\",\"env\":[{\"name\":\"A\",\"value\":\"a\"},"
+               "    {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]},"
+               "                 {\"name\":\"c2\",\"env\":["
+               "    {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}]}}",
+               "[]");
 }
 END_TEST
 
@@ -135,52 +42,52 @@ START_TEST(short_name_gives_empty_index)
 {
     const struct plugin_pod_info info = {"job1-x", "ns1", "default", ""};
 
-    run_case(JOB, NULL, &info,
-             "{\"metadata\":{\"name\":\"job1-x\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-             "{\"metadata\":{\"name\":\"job1-x\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
-             "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"\"}]}]}}",
-             "[]");
+    pc_ok_args(P, JOB, NULL, &info,
+               "{\"metadata\":{\"name\":\"job1-x\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+               "{\"metadata\":{\"name\":\"job1-x\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
+               "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"\"}]}]}}",
+               "[]");
 }
 END_TEST
 
 /* Spec §4.1: env never parses its arguments, so even garbage gives no warning. */
 START_TEST(arguments_ignored_without_warning)
 {
-    run_case(JOB, "[\"--bogus\", \"---x\", \"--port=abc\"]", &POD3,
-             "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-             "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
-             "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}]}}",
-             "[]");
+    pc_ok_args(P, JOB, "[\"--bogus\", \"---x\", \"--port=abc\"]", &POD3,
+               "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+               "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
+               "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}]}}",
+               "[]");
 }
 END_TEST
 
 /* D5: another value is replaced in place, keeping the entries around it. */
 START_TEST(existing_other_value_replaced_in_place)
 {
-    run_case(JOB, NULL, &POD3,
-             "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
-             "  {\"name\":\"A\",\"value\":\"1\"},"
-             "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"9\"},"
-             "  {\"name\":\"B\",\"value\":\"2\"}]}]}}",
-             "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
-             "  {\"name\":\"A\",\"value\":\"1\"},"
-             "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},"
-             "  {\"name\":\"B\",\"value\":\"2\"},"
-             "  {\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}]}}",
-             "[]");
+    pc_ok_args(P, JOB, NULL, &POD3,
+               "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
+               "  {\"name\":\"A\",\"value\":\"1\"},"
+               "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"9\"},"
+               "  {\"name\":\"B\",\"value\":\"2\"}]}]}}",
+               "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
+               "  {\"name\":\"A\",\"value\":\"1\"},"
+               "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},"
+               "  {\"name\":\"B\",\"value\":\"2\"},"
+               "  {\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}]}}",
+               "[]");
 }
 END_TEST
 
 /* D5: a variable defined through valueFrom is a different entry: replaced whole. */
 START_TEST(existing_value_from_replaced)
 {
-    run_case(JOB, NULL, &POD3,
-             "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
-             "  {\"name\":\"VC_TASK_INDEX\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.name\"}}}]}]}}",
-             "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
-             "  {\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"},"
-             "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"}]}]}}",
-             "[]");
+    pc_ok_args(P, JOB, NULL, &POD3,
+               "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
+               "  {\"name\":\"VC_TASK_INDEX\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.name\"}}}]}]}}",
+               "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
+               "  {\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"},"
+               "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"}]}]}}",
+               "[]");
 }
 END_TEST
 
@@ -195,7 +102,7 @@ START_TEST(existing_same_value_unchanged)
         " \"initContainers\":[{\"name\":\"i\",\"env\":["
         "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}]}}";
 
-    run_case(JOB, NULL, &POD3, pod, pod, "[]");
+    pc_ok_args(P, JOB, NULL, &POD3, pod, pod, "[]");
 }
 END_TEST
 
@@ -207,26 +114,26 @@ START_TEST(empty_value_stored_without_value_unchanged)
         "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
         "  {\"name\":\"VK_TASK_INDEX\"},{\"name\":\"VC_TASK_INDEX\"}]}]}}";
 
-    run_case(JOB, NULL, &info, pod, pod, "[]");
+    pc_ok_args(P, JOB, NULL, &info, pod, pod, "[]");
 }
 END_TEST
 
 START_TEST(pod_without_containers_unchanged)
 {
-    run_case(JOB, NULL, &POD3, "{\"metadata\":{},\"spec\":{}}", "{\"metadata\":{},\"spec\":{}}",
-             "[]");
-    run_case(JOB, NULL, &POD3, "{}", "{}", "[]");
+    pc_ok_args(P, JOB, NULL, &POD3, "{\"metadata\":{},\"spec\":{}}", "{\"metadata\":{},\"spec\":{}}",
+               "[]");
+    pc_ok_args(P, JOB, NULL, &POD3, "{}", "{}", "[]");
 }
 END_TEST
 
 START_TEST(allocation_failures)
 {
-    chaos_case(JOB, NULL, &POD3,
-               "{\"spec\":{\"containers\":[{\"name\":\"c\"}],\"initContainers\":[{\"name\":\"i\"}]}}",
-               "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
-               "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}],"
-               " \"initContainers\":[{\"name\":\"i\",\"env\":["
-               "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}]}}");
+    pc_chaos_args(P, JOB, NULL, &POD3,
+                  "{\"spec\":{\"containers\":[{\"name\":\"c\"}],\"initContainers\":[{\"name\":\"i\"}]}}",
+                  "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
+                  "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}],"
+                  " \"initContainers\":[{\"name\":\"i\",\"env\":["
+                  "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}]}}");
 }
 END_TEST
 
@@ -239,11 +146,11 @@ START_TEST(malformed_container_is_an_error)
     struct wh_error err = {0, ""};
     struct plugin_ctx c = {.name = "env", .job = job, .args = NULL, .pod = &POD3};
 
-    ck_assert_int_eq(P.on_pod_create(&c, pod, &err), WH_EINVAL);
+    ck_assert_int_eq(P->on_pod_create(&c, pod, &err), WH_EINVAL);
     ck_assert_int_eq(err.code, WH_EINVAL);
     ck_assert_str_eq(err.msg, "cannot set env VK_TASK_INDEX in "
                               "spec.initContainers[0]: malformed container");
-    ck_assert_int_eq(P.on_pod_create(&c, pod2, &err), WH_EINVAL);
+    ck_assert_int_eq(P->on_pod_create(&c, pod2, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "cannot set env VK_TASK_INDEX in "
                               "spec.containers[0]: malformed container");
     json_decref(pod2);
@@ -254,11 +161,7 @@ END_TEST
 
 START_TEST(plugin_table)
 {
-    ck_assert_str_eq(plugin_env.name, "env");
-    ck_assert(plugin_env.on_pod_create != NULL);
-    ck_assert(plugin_env.on_job_add == NULL);
-    ck_assert(plugin_env.on_job_update == NULL);
-    ck_assert(plugin_env.on_job_delete == NULL);
+    pc_assert_entry(P, "env", false);
 }
 END_TEST
 

@@ -12,22 +12,19 @@
  * Runs from the repository root (TEST_APISERVER overrides tests/apiserver.py).
  */
 #include <curl/curl.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "k8s/client.h"
 #include "k8s/objects.h"
 #include "plugins/plugin.h"
 #include "plugins/sshkeys.h"
+#include "tests/apitest.h"
 #include "tests/testutil.h"
 
 #define NS "ns1"
@@ -36,9 +33,8 @@
 #define SEC_PATH(name) "/api/v1/namespaces/" NS "/secrets/" name
 #define NP_PATH(name) "/apis/networking.k8s.io/v1/namespaces/" NS "/networkpolicies/" name
 
-static char tmpdir[256];
-static pid_t srv_pid = -1;
-static int srv_port;
+static char tmpdir[256];      /* per process: captured stderr */
+static struct apitest api;    /* the test API server of the current TCase */
 
 /* Per test (each runs in its own forked process). */
 static struct k8s_client *kc;
@@ -47,114 +43,23 @@ static unsigned long foreign;
 
 /* ---- the test API server ---- */
 
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf;
-    long n;
-
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = malloc((size_t)n + 1);
-    ck_assert_ptr_nonnull(buf);
-    ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
+/* apiserver.py with token tok1. */
 static void server_start(void)
 {
-    char port_file[512];
-    const char *script = getenv("TEST_APISERVER");
-    struct timespec ts = {0, 20 * 1000 * 1000};
-    char *p;
+    const struct apitest_opts o = {.token = "tok1"};
 
-    snprintf(port_file, sizeof(port_file), "%s/port", tmpdir);
-    unlink(port_file);
-    if (script == NULL)
-        script = "tests/apiserver.py";
-    srv_pid = fork();
-    ck_assert_int_ge(srv_pid, 0);
-    if (srv_pid == 0) {
-        execl("/usr/bin/python3", "python3", script, "--port", "0", "--port-file", port_file,
-              "--bind", "127.0.0.1", "--token", "tok1", (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 500 && access(port_file, R_OK) != 0; i++) {
-        int st;
-
-        ck_assert_msg(waitpid(srv_pid, &st, WNOHANG) == 0, "apiserver.py exited");
-        nanosleep(&ts, NULL);
-    }
-    ck_assert_msg(access(port_file, R_OK) == 0, "apiserver.py did not start");
-    p = read_file(port_file);
-    srv_port = (int)strtol(p, NULL, 10);
-    free(p);
-    ck_assert_int_gt(srv_port, 0);
+    apitest_start_opts(&api, &o);
 }
 
 static void server_stop(void)
 {
-    int st;
-
-    if (srv_pid > 0) {
-        kill(srv_pid, SIGTERM);
-        waitpid(srv_pid, &st, 0);
-        srv_pid = -1;
-    }
+    apitest_stop(&api);
 }
 
-struct ctl_buf {
-    char *data;
-    size_t len;
-};
-
-static size_t ctl_body(char *p, size_t size, size_t nmemb, void *ud)
-{
-    struct ctl_buf *b = ud;
-    char *n = realloc(b->data, b->len + size * nmemb + 1);
-
-    if (n == NULL)
-        return 0;
-    memcpy(n + b->len, p, size * nmemb);
-    b->len += size * nmemb;
-    n[b->len] = '\0';
-    b->data = n;
-    return size * nmemb;
-}
-
-/* A raw request (test control, or REST as an outside user); HTTP status and body. */
+/* A REST request as an outside user (with the token); HTTP status and body. */
 static long ctl(const char *method, const char *path, const char *body, json_t **resp)
 {
-    CURL *h = curl_easy_init();
-    char url[1024];
-    struct ctl_buf buf = {0};
-    long code = 0;
-    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-
-    hdrs = curl_slist_append(hdrs, "Authorization: Bearer tok1");
-    ck_assert_ptr_nonnull(h);
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", srv_port, path);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
-    if (body != NULL)
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ctl_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
-    ck_assert_int_eq(curl_easy_perform(h), CURLE_OK);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    if (resp != NULL)
-        *resp = buf.data ? json_loadb(buf.data, buf.len, 0, NULL) : NULL;
-    free(buf.data);
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(h);
-    return code;
+    return apitest_call(&api, method, path, body, true, resp);
 }
 
 /* The stored object at path (new reference), or NULL on 404. */
@@ -171,19 +76,6 @@ static json_t *api_get(const char *path)
     return obj;
 }
 
-/* Create objects directly (POST /_test/objects); the first stored one (new ref). */
-static json_t *api_load(const char *text)
-{
-    json_t *resp = NULL;
-    json_t *first;
-
-    ck_assert_int_eq(ctl("POST", "/_test/objects", text, &resp), 201);
-    first = json_incref(json_array_get(json_object_get(resp, "items"), 0));
-    json_decref(resp);
-    ck_assert(json_is_object(first));
-    return first;
-}
-
 static const char *rv_of(const json_t *obj)
 {
     const char *rv = json_string_value(json_object_get(json_object_get(obj, "metadata"),
@@ -193,47 +85,32 @@ static const char *rv_of(const json_t *obj)
     return rv;
 }
 
-/* The methods of the logged API requests since the last reset, joined by ' '. */
-static void logged_methods(char *buf, size_t len)
+/* Assert the methods of the logged API requests since the last reset, joined by ' '. */
+static void assert_methods(const char *want)
 {
-    json_t *log = NULL;
+    json_t *log = apitest_requests(&api);
     json_t *r;
     size_t i;
     size_t off = 0;
+    char buf[512] = "";
 
-    buf[0] = '\0';
-    ck_assert_int_eq(ctl("GET", "/_test/requests", NULL, &log), 200);
-    json_array_foreach(json_object_get(log, "requests"), i, r) {
-        int n = snprintf(buf + off, len - off, "%s%s", off > 0 ? " " : "",
+    json_array_foreach(log, i, r) {
+        int n = snprintf(buf + off, sizeof(buf) - off, "%s%s", off > 0 ? " " : "",
                          json_string_value(json_object_get(r, "method")));
 
-        ck_assert(n > 0 && (size_t)n < len - off);
+        ck_assert(n > 0 && (size_t)n < sizeof(buf) - off);
         off += (size_t)n;
     }
     json_decref(log);
-}
-
-static void clear_requests(void)
-{
-    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
+    ck_assert_str_eq(buf, want);
 }
 
 /* Empty server, no faults, GC off (the tests prove the hooks' own deletes); fresh client. */
 static void per_test_setup(void)
 {
-    struct k8s_config cfg = {0};
-    struct wh_error err = {0};
-    char server[64];
-
-    ck_assert_int_eq(ctl("DELETE", "/_test/faults", NULL, NULL), 200);
-    ck_assert_int_eq(ctl("DELETE", "/_test/objects", NULL, NULL), 200);
-    ck_assert_int_eq(ctl("POST", "/_test/gc", "{\"enabled\":false}", NULL), 200);
-    clear_requests();
-    snprintf(server, sizeof(server), "http://127.0.0.1:%d", srv_port);
-    cfg.server = server;
-    cfg.token = "tok1";
-    kc = k8s_client_create(&cfg, &err);
-    ck_assert_msg(kc != NULL, "%s", err.msg);
+    apitest_reset(&api);
+    apitest_gc(&api, false);
+    kc = apitest_client(&api);
     store = sshkeys_create();
     ck_assert_ptr_nonnull(store);
     foreign = 0;
@@ -406,7 +283,7 @@ static char *capture_stderr_end(int saved, char *path)
     fflush(stderr);
     ck_assert_int_ge(dup2(saved, 2), 0);
     close(saved);
-    text = read_file(path);
+    text = tu_read_file(path);
     unlink(path);
     free(path);
     return text;
@@ -507,16 +384,14 @@ static char *capture_stderr_end(int saved, char *path)
 
 START_TEST(test_svc_add_exact_and_idempotent)
 {
-    json_t *job = api_load(MPI_JOB);
+    json_t *job = apitest_load(&api, MPI_JOB);
     const char *uid = uid_of(job);
     json_t *cm;
     json_t *svc;
     json_t *np;
-    char methods[512];
 
     hook_ok(&plugin_svc, ADD, job, "[]");
-    logged_methods(methods, sizeof(methods));
-    ck_assert_str_eq(methods, "GET POST GET POST GET POST");
+    assert_methods("GET POST GET POST GET POST");
     assert_stored(CM_PATH("mpi-job-svc"), MPI_CM(MPI_CM_DATA_2), uid);
     assert_stored(SVC_PATH("mpi-job"), MPI_SVC("false"), uid);
     assert_stored(NP_PATH("mpi-job"), MPI_NP, uid);
@@ -525,11 +400,10 @@ START_TEST(test_svc_add_exact_and_idempotent)
     cm = api_get(CM_PATH("mpi-job-svc"));
     svc = api_get(SVC_PATH("mpi-job"));
     np = api_get(NP_PATH("mpi-job"));
-    clear_requests();
+    apitest_clear_requests(&api);
     hook_ok(&plugin_svc, ADD, job, "[]");
     hook_ok(&plugin_svc, UPDATE, job, NULL);
-    logged_methods(methods, sizeof(methods));
-    ck_assert_str_eq(methods, "GET GET GET GET GET GET");
+    assert_methods("GET GET GET GET GET GET");
     {
         json_t *cm2 = api_get(CM_PATH("mpi-job-svc"));
         json_t *svc2 = api_get(SVC_PATH("mpi-job"));
@@ -552,7 +426,7 @@ END_TEST
 
 START_TEST(test_svc_scale_up_and_repair)
 {
-    json_t *job = api_load(MPI_JOB);
+    json_t *job = apitest_load(&api, MPI_JOB);
     const char *uid = uid_of(job);
     json_t *job3 = job_scaled(job, 1, 3);
     json_t *svc;
@@ -598,7 +472,7 @@ END_TEST
 
 START_TEST(test_svc_flags)
 {
-    json_t *job = api_load(MPI_JOB);
+    json_t *job = apitest_load(&api, MPI_JOB);
     const char *uid = uid_of(job);
 
     /* --disable-network-policy: none created; --publish-not-ready-addresses copied */
@@ -630,14 +504,13 @@ END_TEST
 
 START_TEST(test_svc_delete_exactly_ours)
 {
-    json_t *job = api_load(MPI_JOB);
+    json_t *job = apitest_load(&api, MPI_JOB);
     json_t *other;
     json_t *got;
-    char methods[512];
 
     /* an unrelated ConfigMap, and our ssh Secret, in the same namespace */
-    other = api_load("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
-                     "\"mpi-job-other\",\"namespace\":\"" NS "\"},\"data\":{\"a\":\"b\"}}");
+    other = apitest_load(&api, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+                               "\"mpi-job-other\",\"namespace\":\"" NS "\"},\"data\":{\"a\":\"b\"}}");
     hook_ok(&plugin_ssh, ADD, job, NULL);
     hook_ok(&plugin_svc, ADD, job, NULL);
     hook_ok(&plugin_svc, DEL, job, NULL);
@@ -652,17 +525,15 @@ START_TEST(test_svc_delete_exactly_ours)
     json_decref(got);
 
     /* again: everything is already gone (404s), still success, no DELETE sent */
-    clear_requests();
+    apitest_clear_requests(&api);
     hook_ok(&plugin_svc, DEL, job, NULL);
-    logged_methods(methods, sizeof(methods));
-    ck_assert_str_eq(methods, "GET GET GET");
+    assert_methods("GET GET GET");
 
     /* a DELETE that finds the object gone (404) counts as done */
     hook_ok(&plugin_svc, ADD, job, NULL);
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"method\":\"DELETE\",\"path_regex\":\"/services/mpi-job(\\\\?|$)\","
-                         "\"status\":404,\"reason\":\"NotFound\",\"message\":\"gone\","
-                         "\"count\":1}", NULL), 201);
+    apitest_fault(&api, "{\"method\":\"DELETE\",\"path_regex\":\"/services/mpi-job(\\\\?|$)\","
+                        "\"status\":404,\"reason\":\"NotFound\",\"message\":\"gone\","
+                        "\"count\":1}");
     hook_ok(&plugin_svc, DEL, job, NULL);
     assert_absent(CM_PATH("mpi-job-svc"));
     assert_absent(NP_PATH("mpi-job"));
@@ -675,17 +546,17 @@ END_TEST
 /* D12: same-named objects of someone else are left alone, logged and counted. */
 START_TEST(test_svc_foreign)
 {
-    json_t *job = api_load(MPI_JOB);
+    json_t *job = apitest_load(&api, MPI_JOB);
     const char *uid = uid_of(job);
-    json_t *cm0 = api_load("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
-                           "{\"name\":\"mpi-job-svc\",\"namespace\":\"" NS "\"},"
-                           "\"data\":{\"mine\":\"yes\"}}");
+    json_t *cm0 = apitest_load(&api, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                                     "{\"name\":\"mpi-job-svc\",\"namespace\":\"" NS "\"},"
+                                     "\"data\":{\"mine\":\"yes\"}}");
     /* a predecessor Job of the same name (another uid) owns the Service */
-    json_t *svc0 = api_load("{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":"
-                            "{\"name\":\"mpi-job\",\"namespace\":\"" NS "\",\"ownerReferences\":"
-                            "[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
-                            "\"name\":\"mpi-job\",\"uid\":\"0ld-uid\",\"controller\":true}]},"
-                            "\"spec\":{\"clusterIP\":\"10.0.0.7\"}}");
+    json_t *svc0 = apitest_load(&api, "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":"
+                                      "{\"name\":\"mpi-job\",\"namespace\":\"" NS "\",\"ownerReferences\":"
+                                      "[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+                                      "\"name\":\"mpi-job\",\"uid\":\"0ld-uid\",\"controller\":true}]},"
+                                      "\"spec\":{\"clusterIP\":\"10.0.0.7\"}}");
     json_t *got;
     int saved;
     char *path;
@@ -731,7 +602,7 @@ END_TEST
 
 START_TEST(test_svc_odd_tasks)
 {
-    json_t *job = api_load(ODD_JOB);
+    json_t *job = apitest_load(&api, ODD_JOB);
     const char *uid = uid_of(job);
 
     hook_ok(&plugin_svc, ADD, job, NULL);
@@ -753,16 +624,14 @@ END_TEST
 /* API failures end the hook with the cause; conflicts and create races are retried. */
 START_TEST(test_svc_api_errors_and_conflicts)
 {
-    json_t *job = api_load(MPI_JOB);
+    json_t *job = apitest_load(&api, MPI_JOB);
     const char *uid = uid_of(job);
     json_t *job3 = job_scaled(job, 1, 3);
     struct wh_error err = {0};
-    char methods[512];
 
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"method\":\"POST\",\"path_regex\":\"/configmaps$\",\"status\":500,"
-                         "\"reason\":\"InternalError\",\"message\":\"etcd is down\","
-                         "\"count\":1}", NULL), 201);
+    apitest_fault(&api, "{\"method\":\"POST\",\"path_regex\":\"/configmaps$\",\"status\":500,"
+                        "\"reason\":\"InternalError\",\"message\":\"etcd is down\","
+                        "\"count\":1}");
     ck_assert_int_eq(run_hook(&plugin_svc, ADD, job, NULL, &err), WH_EAPI);
     ck_assert_str_eq(err.msg, "create ConfigMap " NS "/mpi-job-svc: InternalError: etcd is down");
     assert_absent(SVC_PATH("mpi-job"));   /* the first error ends the hook */
@@ -770,37 +639,31 @@ START_TEST(test_svc_api_errors_and_conflicts)
     assert_stored(CM_PATH("mpi-job-svc"), MPI_CM(MPI_CM_DATA_2), uid);
 
     /* one 409 Conflict on PUT: read again, reapply, succeed */
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"method\":\"PUT\",\"path_regex\":\"/configmaps/mpi-job-svc$\","
-                         "\"status\":409,\"reason\":\"Conflict\",\"message\":\"modified\","
-                         "\"count\":1}", NULL), 201);
-    clear_requests();
+    apitest_fault(&api, "{\"method\":\"PUT\",\"path_regex\":\"/configmaps/mpi-job-svc$\","
+                        "\"status\":409,\"reason\":\"Conflict\",\"message\":\"modified\","
+                        "\"count\":1}");
+    apitest_clear_requests(&api);
     hook_ok(&plugin_svc, UPDATE, job3, NULL);
-    logged_methods(methods, sizeof(methods));
-    ck_assert_str_eq(methods, "GET PUT GET PUT GET GET");
+    assert_methods("GET PUT GET PUT GET GET");
     assert_stored(CM_PATH("mpi-job-svc"), MPI_CM(MPI_CM_DATA_3), uid);
 
     /* Conflict every time: the first PUT and 3 retries, then the error */
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"method\":\"PUT\",\"path_regex\":\"/configmaps/mpi-job-svc$\","
-                         "\"status\":409,\"reason\":\"Conflict\",\"message\":\"modified\","
-                         "\"count\":-1}", NULL), 201);
-    clear_requests();
+    apitest_fault(&api, "{\"method\":\"PUT\",\"path_regex\":\"/configmaps/mpi-job-svc$\","
+                        "\"status\":409,\"reason\":\"Conflict\",\"message\":\"modified\","
+                        "\"count\":-1}");
+    apitest_clear_requests(&api);
     ck_assert_int_eq(run_hook(&plugin_svc, UPDATE, job, NULL, &err), WH_ECONFLICT);
     ck_assert_str_eq(err.msg, "update ConfigMap " NS "/mpi-job-svc: Conflict: modified");
-    logged_methods(methods, sizeof(methods));
-    ck_assert_str_eq(methods, "GET PUT GET PUT GET PUT GET PUT");
-    ck_assert_int_eq(ctl("DELETE", "/_test/faults", NULL, NULL), 200);
+    assert_methods("GET PUT GET PUT GET PUT GET PUT");
+    apitest_ctl_expect(&api, "DELETE", "/_test/faults", NULL, 200);
 
     /* create race: GET says 404, POST says AlreadyExists → GET again, update what is there */
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"method\":\"GET\",\"path_regex\":\"/configmaps/mpi-job-svc$\","
-                         "\"status\":404,\"reason\":\"NotFound\",\"message\":\"not yet\","
-                         "\"count\":1}", NULL), 201);
-    clear_requests();
+    apitest_fault(&api, "{\"method\":\"GET\",\"path_regex\":\"/configmaps/mpi-job-svc$\","
+                        "\"status\":404,\"reason\":\"NotFound\",\"message\":\"not yet\","
+                        "\"count\":1}");
+    apitest_clear_requests(&api);
     hook_ok(&plugin_svc, UPDATE, job, NULL);
-    logged_methods(methods, sizeof(methods));
-    ck_assert_str_eq(methods, "GET POST GET PUT GET GET");
+    assert_methods("GET POST GET PUT GET GET");
     assert_stored(CM_PATH("mpi-job-svc"), MPI_CM(MPI_CM_DATA_2), uid);
     json_decref(job3);
     json_decref(job);
@@ -845,13 +708,12 @@ static void assert_secret(const char *path, const char *name, const char *job_na
 
 START_TEST(test_ssh_add_exact_and_idempotent)
 {
-    json_t *job = api_load(MPI_JOB);
+    json_t *job = apitest_load(&api, MPI_JOB);
     const char *uid = uid_of(job);
     char *priv = NULL;
     char *pub = NULL;
     json_t *sec;
     json_t *sec2;
-    char methods[256];
 
     hook_ok(&plugin_ssh, ADD, job, "[]");
     /* the pair was made for this uid and is what the Secret holds */
@@ -862,11 +724,10 @@ START_TEST(test_ssh_add_exact_and_idempotent)
                   MPI_SSH_CONFIG_2);
 
     sec = api_get(SEC_PATH("mpi-job-ssh"));
-    clear_requests();
+    apitest_clear_requests(&api);
     hook_ok(&plugin_ssh, ADD, job, "[]");
     hook_ok(&plugin_ssh, UPDATE, job, NULL);
-    logged_methods(methods, sizeof(methods));
-    ck_assert_str_eq(methods, "GET GET");
+    assert_methods("GET GET");
     sec2 = api_get(SEC_PATH("mpi-job-ssh"));
     ck_assert(json_equal(sec2, sec));
     json_decref(sec2);
@@ -879,19 +740,17 @@ END_TEST
 
 START_TEST(test_ssh_scale_up_keeps_keys)
 {
-    json_t *job = api_load(MPI_JOB);
+    json_t *job = apitest_load(&api, MPI_JOB);
     const char *uid = uid_of(job);
     json_t *job3 = job_scaled(job, 1, 3);
     char *priv = NULL;
     char *pub = NULL;
-    char methods[256];
 
     hook_ok(&plugin_ssh, ADD, job, NULL);
     ck_assert_int_eq(sshkeys_lookup(store, uid, &priv, &pub), 0);
-    clear_requests();
+    apitest_clear_requests(&api);
     hook_ok(&plugin_ssh, UPDATE, job3, NULL);
-    logged_methods(methods, sizeof(methods));
-    ck_assert_str_eq(methods, "GET PUT");
+    assert_methods("GET PUT");
     /* keys unchanged, config has the third worker */
     assert_secret(SEC_PATH("mpi-job-ssh"), "mpi-job-ssh", "mpi-job", uid, priv, pub,
                   MPI_SSH_CONFIG_3);
@@ -911,7 +770,7 @@ END_TEST
 /* D11: an existing Secret of the Job is adopted as is; only config is brought up to date. */
 START_TEST(test_ssh_adopt)
 {
-    json_t *job = api_load(MPI_JOB);
+    json_t *job = apitest_load(&api, MPI_JOB);
     const char *uid = uid_of(job);
     char *text;
     char *priv = NULL;
@@ -930,7 +789,7 @@ START_TEST(test_ssh_adopt)
                  b_cfg);
         text = subst_uid(tmpl, uid);
     }
-    json_decref(api_load(text));
+    json_decref(apitest_load(&api, text));
     free(text);
     hook_ok(&plugin_ssh, ADD, job, NULL);
     /* keys and everything else as they were, config replaced */
@@ -979,7 +838,7 @@ END_TEST
 
 START_TEST(test_ssh_user_keys_verbatim)
 {
-    json_t *job = api_load(MPI_JOB);
+    json_t *job = apitest_load(&api, MPI_JOB);
     const char *uid = uid_of(job);
     char *priv = NULL;
     char *pub = NULL;
@@ -1013,7 +872,7 @@ END_TEST
 
 START_TEST(test_ssh_port_and_hosts)
 {
-    json_t *job = api_load(ODD_JOB);
+    json_t *job = apitest_load(&api, ODD_JOB);
     json_t *sec;
     char *cfg;
     static const char *const cases[][2] = {
@@ -1056,7 +915,7 @@ END_TEST
 
 START_TEST(test_ssh_delete_and_foreign)
 {
-    json_t *job = api_load(MPI_JOB);
+    json_t *job = apitest_load(&api, MPI_JOB);
     const char *uid = uid_of(job);
     json_t *theirs;
     json_t *got;
@@ -1073,10 +932,10 @@ START_TEST(test_ssh_delete_and_foreign)
     hook_ok(&plugin_ssh, DEL, job, NULL);   /* already gone: done */
 
     /* a Secret of that name that is not ours: untouched, and no key is made for it */
-    theirs = api_load("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
-                      "\"mpi-job-ssh\",\"namespace\":\"" NS "\",\"ownerReferences\":"
-                      "[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"x\","
-                      "\"uid\":\"x-uid\"}]},\"data\":{\"id_rsa\":\"WA==\"}}");
+    theirs = apitest_load(&api, "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
+                                "\"mpi-job-ssh\",\"namespace\":\"" NS "\",\"ownerReferences\":"
+                                "[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"x\","
+                                "\"uid\":\"x-uid\"}]},\"data\":{\"id_rsa\":\"WA==\"}}");
     hook_ok(&plugin_ssh, ADD, job, NULL);
     ck_assert_uint_eq(foreign, 1);
     ck_assert_int_eq(sshkeys_lookup(store, uid, &p2, &q2), WH_ENOTFOUND);
@@ -1097,12 +956,11 @@ END_TEST
 
 START_TEST(test_ssh_api_error_message)
 {
-    json_t *job = api_load(MPI_JOB);
+    json_t *job = apitest_load(&api, MPI_JOB);
     struct wh_error err = {0};
 
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"method\":\"POST\",\"path_regex\":\"/secrets$\",\"status\":403,"
-                         "\"reason\":\"Forbidden\",\"message\":\"no\",\"count\":1}", NULL), 201);
+    apitest_fault(&api, "{\"method\":\"POST\",\"path_regex\":\"/secrets$\",\"status\":403,"
+                        "\"reason\":\"Forbidden\",\"message\":\"no\",\"count\":1}");
     ck_assert_int_eq(run_hook(&plugin_ssh, ADD, job, NULL, &err), WH_EAPI);
     ck_assert_str_eq(err.msg, "create secret for job " NS "/mpi-job with ssh plugin failed for "
                               "create Secret " NS "/mpi-job-ssh: Forbidden: no");
@@ -1131,21 +989,19 @@ END_TEST
 
 START_TEST(test_ray_head_service)
 {
-    json_t *job = api_load(RAY_JOB);
+    json_t *job = apitest_load(&api, RAY_JOB);
     const char *uid = uid_of(job);
     json_t *svc;
     json_t *svc2;
-    char methods[256];
 
     hook_ok(&plugin_ray, ADD, job, "[]");
     assert_stored(SVC_PATH("ray-cluster-job-head-svc"),
                   RAY_HEAD_SVC("head", "6379", "8265", "10001"), uid);
     svc = api_get(SVC_PATH("ray-cluster-job-head-svc"));
-    clear_requests();
+    apitest_clear_requests(&api);
     hook_ok(&plugin_ray, ADD, job, "[]");
     hook_ok(&plugin_ray, UPDATE, job, "[\"--port=1\"]");   /* never updated */
-    logged_methods(methods, sizeof(methods));
-    ck_assert_str_eq(methods, "GET GET");
+    assert_methods("GET GET");
     svc2 = api_get(SVC_PATH("ray-cluster-job-head-svc"));
     ck_assert(json_equal(svc2, svc));
     json_decref(svc2);
@@ -1170,10 +1026,10 @@ END_TEST
 
 START_TEST(test_ray_foreign)
 {
-    json_t *job = api_load(RAY_JOB);
-    json_t *theirs = api_load("{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":"
-                              "{\"name\":\"ray-cluster-job-head-svc\",\"namespace\":\"" NS "\"},"
-                              "\"spec\":{\"ports\":[{\"port\":1}]}}");
+    json_t *job = apitest_load(&api, RAY_JOB);
+    json_t *theirs = apitest_load(&api, "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":"
+                                        "{\"name\":\"ray-cluster-job-head-svc\",\"namespace\":\"" NS "\"},"
+                                        "\"spec\":{\"ports\":[{\"port\":1}]}}");
     json_t *got;
 
     hook_ok(&plugin_ray, ADD, job, NULL);

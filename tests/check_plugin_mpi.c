@@ -7,104 +7,11 @@
 #include <string.h>
 
 #include "plugins/plugin.h"
-#include "tests/testutil.h"
-#include "webhook/warnings.h"
+#include "tests/plugincase.h"
 
-#define P plugin_mpi
-
-/*
- * Run plugin P's on_pod_create on pod_text for job_text (args_text: JSON or NULL)
- * and assert the whole resulting pod, the warnings list, and D5's fixed point:
- * a second call on the result changes nothing and adds no new warning.
- */
-static void run_case(const char *job_text, const char *args_text,
-                     const struct plugin_pod_info *info, const char *pod_text,
-                     const char *want_pod, const char *want_warnings)
-{
-    json_t *job = tu_json(job_text);
-    json_t *args = args_text != NULL ? tu_json(args_text) : NULL;
-    json_t *pod = tu_json(pod_text);
-    json_t *before_second;
-    json_t *warns;
-    struct warnings w;
-    struct wh_error err = {0, ""};
-    struct plugin_ctx c = {
-        .name = P.name, .job = job, .args = args, .pod = info, .warnings = &w, .kc = NULL,
-    };
-
-    warnings_init(&w);
-    ck_assert_int_eq(P.on_pod_create(&c, pod, &err), 0);
-    ck_assert_int_eq(err.code, 0);
-    tu_assert_json_eq(pod, want_pod);
-    warns = warnings_to_json(&w);
-    tu_assert_json_eq(warns, want_warnings);
-    json_decref(warns);
-
-    before_second = json_deep_copy(pod);
-    ck_assert_int_eq(P.on_pod_create(&c, pod, &err), 0);
-    ck_assert_msg(json_equal(pod, before_second), "second call changed the pod");
-    warns = warnings_to_json(&w);
-    tu_assert_json_eq(warns, want_warnings);
-    json_decref(warns);
-
-    json_decref(before_second);
-    json_decref(pod);
-    json_decref(args);
-    json_decref(job);
-}
+#define P (&plugin_mpi)
 
 /* examples/lm-mpi-job.yaml. */
-/* Allocation failures (C-STYLE §11): fail the Nth jansson allocation, N upward. */
-static long chaos_left;
-
-static void *chaos_malloc(size_t n)
-{
-    if (chaos_left-- == 0)
-        return NULL;
-    return malloc(n);
-}
-
-/*
- * Run P on a fresh pod with the Nth allocation failing, for N = 0, 1, ... until
- * a run succeeds: every failing run must return WH_ENOMEM with a message (no
- * crash; ASan/LSan catch leaks), and the successful run must give want_pod.
- */
-static void chaos_case(const char *job_text, const char *args_text,
-                       const struct plugin_pod_info *info, const char *pod_text,
-                       const char *want_pod)
-{
-    json_t *job = tu_json(job_text);
-    json_t *args = args_text != NULL ? tu_json(args_text) : NULL;
-    int rc = -1;
-    long n;
-
-    for (n = 0; n < 100000 && rc != 0; n++) {
-        json_t *pod = tu_json(pod_text);
-        struct warnings w;
-        struct wh_error err = {0, ""};
-        struct plugin_ctx c = {.name = P.name, .job = job, .args = args, .pod = info,
-                               .warnings = &w};
-
-        warnings_init(&w);
-        chaos_left = n;
-        json_set_alloc_funcs(chaos_malloc, free);
-        rc = P.on_pod_create(&c, pod, &err);
-        json_set_alloc_funcs(malloc, free);
-        if (rc != 0) {
-            ck_assert_int_eq(rc, WH_ENOMEM);
-            ck_assert_int_eq(err.code, WH_ENOMEM);
-            ck_assert_msg(strstr(err.msg, "out of memory") != NULL, "message: %s", err.msg);
-        } else {
-            tu_assert_json_eq(pod, want_pod);
-        }
-        json_decref(pod);
-    }
-    ck_assert_int_eq(rc, 0);
-    ck_assert_int_gt(n, 1); /* at least one run did fail */
-    json_decref(args);
-    json_decref(job);
-}
-
 static const char *const LM_JOB =
     "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
     " \"metadata\":{\"name\":\"lm-mpi-job\",\"namespace\":\"default\",\"uid\":\"u1\"},"
@@ -131,35 +38,35 @@ static const char *const SIMPLE_POD =
 /* Master pod: MPI_HOST = worker domains joined by ",", port on init containers and containers. */
 START_TEST(lm_master_pod)
 {
-    run_case(LM_JOB, LM_ARGS, &LM_MASTER,
-             "{\"metadata\":{\"name\":\"lm-mpi-job-mpimaster-0\"},"
-             " \"spec\":{\"initContainers\":[{\"name\":\"init\"}],"
-             "  \"containers\":[{\"name\":\"mpimaster\",\"image\":\"volcanosh/example-mpi:0.0.3\","
-             "                   \"workingDir\":\"/home\"},{\"name\":\"side\",\"ports\":[{\"containerPort\":80}]}]}}",
-             "{\"metadata\":{\"name\":\"lm-mpi-job-mpimaster-0\"},"
-             " \"spec\":{\"initContainers\":[{\"name\":\"init\",\"ports\":[" PORT(22) "],"
-             "    \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"" LM_HOSTS "\"}]}],"
-             "  \"containers\":[{\"name\":\"mpimaster\",\"image\":\"volcanosh/example-mpi:0.0.3\","
-             "    \"workingDir\":\"/home\",\"ports\":[" PORT(22) "],"
-             "    \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"" LM_HOSTS "\"}]},"
-             "   {\"name\":\"side\",\"ports\":[{\"containerPort\":80}," PORT(22) "],"
-             "    \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"" LM_HOSTS "\"}]}]}}",
-             "[]");
+    pc_ok_args(P, LM_JOB, LM_ARGS, &LM_MASTER,
+               "{\"metadata\":{\"name\":\"lm-mpi-job-mpimaster-0\"},"
+               " \"spec\":{\"initContainers\":[{\"name\":\"init\"}],"
+               "  \"containers\":[{\"name\":\"mpimaster\",\"image\":\"volcanosh/example-mpi:0.0.3\","
+               "                   \"workingDir\":\"/home\"},{\"name\":\"side\",\"ports\":[{\"containerPort\":80}]}]}}",
+               "{\"metadata\":{\"name\":\"lm-mpi-job-mpimaster-0\"},"
+               " \"spec\":{\"initContainers\":[{\"name\":\"init\",\"ports\":[" PORT(22) "],"
+               "    \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"" LM_HOSTS "\"}]}],"
+               "  \"containers\":[{\"name\":\"mpimaster\",\"image\":\"volcanosh/example-mpi:0.0.3\","
+               "    \"workingDir\":\"/home\",\"ports\":[" PORT(22) "],"
+               "    \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"" LM_HOSTS "\"}]},"
+               "   {\"name\":\"side\",\"ports\":[{\"containerPort\":80}," PORT(22) "],"
+               "    \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"" LM_HOSTS "\"}]}]}}",
+               "[]");
 }
 END_TEST
 
 /* Non-master pods only get the port. */
 START_TEST(lm_worker_pod_only_port)
 {
-    run_case(LM_JOB, LM_ARGS, &LM_WORKER, SIMPLE_POD,
-             "{\"spec\":{\"initContainers\":[{\"name\":\"init\",\"ports\":[" PORT(22) "]}],"
-             "  \"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "]}]}}",
-             "[]");
+    pc_ok_args(P, LM_JOB, LM_ARGS, &LM_WORKER, SIMPLE_POD,
+               "{\"spec\":{\"initContainers\":[{\"name\":\"init\",\"ports\":[" PORT(22) "]}],"
+               "  \"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "]}]}}",
+               "[]");
     /* Another task (and a pod without task annotation, "default") too. */
-    run_case(LM_JOB, LM_ARGS, &(struct plugin_pod_info){"x", "default", "default", ""},
-             "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-             "{\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "]}]}}",
-             "[]");
+    pc_ok_args(P, LM_JOB, LM_ARGS, &(struct plugin_pod_info){"x", "default", "default", ""},
+               "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+               "{\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "]}]}}",
+               "[]");
 }
 END_TEST
 
@@ -171,7 +78,7 @@ START_TEST(port_number_already_declared)
         "  [{\"containerPort\":22,\"name\":\"mpijob-port\",\"protocol\":\"TCP\"}]},"
         "  {\"name\":\"other\",\"ports\":[{\"containerPort\":22,\"name\":\"ssh\",\"protocol\":\"UDP\"}]}]}}";
 
-    run_case(LM_JOB, LM_ARGS, &LM_WORKER, pod, pod, "[]");
+    pc_ok_args(P, LM_JOB, LM_ARGS, &LM_WORKER, pod, pod, "[]");
 }
 END_TEST
 
@@ -182,32 +89,32 @@ START_TEST(port_name_taken_by_other_number)
         "{\"spec\":{\"initContainers\":[{\"name\":\"i\",\"ports\":[" PORT(2222) "]}],"
         " \"containers\":[{\"name\":\"c\",\"ports\":[" PORT(23) "]}]}}";
 
-    run_case(LM_JOB, LM_ARGS, &LM_WORKER, pod, pod,
-             "[\"mpi plugin: port name mpijob-port already used by port 2222 in container i, "
-             "port 22 not added\","
-             " \"mpi plugin: port name mpijob-port already used by port 23 in container c, "
-             "port 22 not added\"]");
+    pc_ok_args(P, LM_JOB, LM_ARGS, &LM_WORKER, pod, pod,
+               "[\"mpi plugin: port name mpijob-port already used by port 2222 in container i, "
+               "port 22 not added\","
+               " \"mpi plugin: port name mpijob-port already used by port 23 in container c, "
+               "port 22 not added\"]");
 }
 END_TEST
 
 /* Worker template hostname: one entry. */
 START_TEST(worker_template_hostname_one_entry)
 {
-    run_case("{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":["
-             " {\"name\":\"master\",\"replicas\":1},"
-             " {\"name\":\"worker\",\"replicas\":3,\"template\":{\"spec\":{\"hostname\":\"w\"}}}]}}",
-             NULL, &MASTER, "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-             "{\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "],"
-             "  \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"w.j\"}]}]}}",
-             "[]");
+    pc_ok_args(P, "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":["
+               " {\"name\":\"master\",\"replicas\":1},"
+               " {\"name\":\"worker\",\"replicas\":3,\"template\":{\"spec\":{\"hostname\":\"w\"}}}]}}",
+               NULL, &MASTER, "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+               "{\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "],"
+               "  \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"w.j\"}]}]}}",
+               "[]");
     /* Template subdomain replaces J in every entry. */
-    run_case("{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":["
-             " {\"name\":\"master\",\"replicas\":1},"
-             " {\"name\":\"worker\",\"replicas\":2,\"template\":{\"spec\":{\"subdomain\":\"sd\"}}}]}}",
-             NULL, &MASTER, "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-             "{\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "],"
-             "  \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"j-worker-0.sd,j-worker-1.sd\"}]}]}}",
-             "[]");
+    pc_ok_args(P, "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":["
+               " {\"name\":\"master\",\"replicas\":1},"
+               " {\"name\":\"worker\",\"replicas\":2,\"template\":{\"spec\":{\"subdomain\":\"sd\"}}}]}}",
+               NULL, &MASTER, "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+               "{\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "],"
+               "  \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"j-worker-0.sd,j-worker-1.sd\"}]}]}}",
+               "[]");
 }
 END_TEST
 
@@ -218,12 +125,12 @@ START_TEST(worker_zero_replicas_empty_host)
         "{\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "],"
         "  \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"\"}]}]}}";
 
-    run_case("{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":["
-             " {\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":0}]}}",
-             NULL, &MASTER, "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}", want, "[]");
-    run_case("{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":["
-             " {\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\"}]}}",
-             NULL, &MASTER, "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}", want, "[]");
+    pc_ok_args(P, "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":["
+               " {\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":0}]}}",
+               NULL, &MASTER, "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}", want, "[]");
+    pc_ok_args(P, "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":["
+               " {\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\"}]}}",
+               NULL, &MASTER, "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}", want, "[]");
 }
 END_TEST
 
@@ -233,12 +140,12 @@ START_TEST(master_without_worker_task_unchanged)
     static const char *const job =
         "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":[{\"name\":\"master\",\"replicas\":1}]}}";
 
-    run_case(job, NULL, &MASTER, SIMPLE_POD, SIMPLE_POD, "[]");
+    pc_ok_args(P, job, NULL, &MASTER, SIMPLE_POD, SIMPLE_POD, "[]");
     /* lm-mpi-job with default flags: no task is named "master", so every pod gets the port. */
-    run_case(LM_JOB, "[]", &LM_MASTER, SIMPLE_POD,
-             "{\"spec\":{\"initContainers\":[{\"name\":\"init\",\"ports\":[" PORT(22) "]}],"
-             "  \"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "]}]}}",
-             "[]");
+    pc_ok_args(P, LM_JOB, "[]", &LM_MASTER, SIMPLE_POD,
+               "{\"spec\":{\"initContainers\":[{\"name\":\"init\",\"ports\":[" PORT(22) "]}],"
+               "  \"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "]}]}}",
+               "[]");
 }
 END_TEST
 
@@ -248,22 +155,22 @@ START_TEST(port_flag)
         "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":["
         " {\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":1}]}}";
 
-    run_case(job, "[\"--port=2222\"]", &MASTER, SIMPLE_POD,
-             "{\"spec\":{\"initContainers\":[{\"name\":\"init\",\"ports\":[" PORT(2222) "],"
-             "   \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"j-worker-0.j\"}]}],"
-             "  \"containers\":[{\"name\":\"c\",\"ports\":[" PORT(2222) "],"
-             "   \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"j-worker-0.j\"}]}]}}",
-             "[]");
+    pc_ok_args(P, job, "[\"--port=2222\"]", &MASTER, SIMPLE_POD,
+               "{\"spec\":{\"initContainers\":[{\"name\":\"init\",\"ports\":[" PORT(2222) "],"
+               "   \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"j-worker-0.j\"}]}],"
+               "  \"containers\":[{\"name\":\"c\",\"ports\":[" PORT(2222) "],"
+               "   \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"j-worker-0.j\"}]}]}}",
+               "[]");
     /* Spec §3.4 rule 10: 2^32 + 22 is narrowed to 22 without checks; 0x prefix accepted. */
-    run_case(job, "[\"-port\", \"4294967318\"]", &WORKER, "{\"spec\":{\"containers\":[{}]}}",
-             "{\"spec\":{\"containers\":[{\"ports\":[" PORT(22) "]}]}}", "[]");
-    run_case(job, "[\"--port=0x8AE\"]", &WORKER, "{\"spec\":{\"containers\":[{}]}}",
-             "{\"spec\":{\"containers\":[{\"ports\":[" PORT(2222) "]}]}}", "[]");
+    pc_ok_args(P, job, "[\"-port\", \"4294967318\"]", &WORKER, "{\"spec\":{\"containers\":[{}]}}",
+               "{\"spec\":{\"containers\":[{\"ports\":[" PORT(22) "]}]}}", "[]");
+    pc_ok_args(P, job, "[\"--port=0x8AE\"]", &WORKER, "{\"spec\":{\"containers\":[{}]}}",
+               "{\"spec\":{\"containers\":[{\"ports\":[" PORT(2222) "]}]}}", "[]");
     /* 2^31 wraps to a negative number, as Go's int32() conversion does. */
-    run_case(job, "[\"--port=2147483648\"]", &WORKER, "{\"spec\":{\"containers\":[{}]}}",
-             "{\"spec\":{\"containers\":[{\"ports\":[" PORT(-2147483648) "]}]}}",
-             "[\"mpi plugin: container port -2147483648 is outside 1-65535, the pod will be "
-             "rejected\"]");
+    pc_ok_args(P, job, "[\"--port=2147483648\"]", &WORKER, "{\"spec\":{\"containers\":[{}]}}",
+               "{\"spec\":{\"containers\":[{\"ports\":[" PORT(-2147483648) "]}]}}",
+               "[\"mpi plugin: container port -2147483648 is outside 1-65535, the pod will be "
+               "rejected\"]");
 }
 END_TEST
 
@@ -274,40 +181,40 @@ START_TEST(bad_args_warn)
         "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":["
         " {\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":1}]}}";
 
-    run_case(job, "[\"--port=abc\", \"--master=worker\"]", &WORKER,
-             "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-             "{\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[" PORT(0) "]}]}}",
-             "[\"mpi plugin: invalid value \\\"abc\\\" for flag -port: parse error, "
-             "later arguments ignored\", \"mpi plugin: container port 0 is outside 1-65535, "
-             "the pod will be rejected\"]");
+    pc_ok_args(P, job, "[\"--port=abc\", \"--master=worker\"]", &WORKER,
+               "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+               "{\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[" PORT(0) "]}]}}",
+               "[\"mpi plugin: invalid value \\\"abc\\\" for flag -port: parse error, "
+               "later arguments ignored\", \"mpi plugin: container port 0 is outside 1-65535, "
+               "the pod will be rejected\"]");
     /* Values before the error stay: worker is now the master task. */
-    run_case(job, "[\"--master=worker\", \"--worker=master\", \"--slots=2\", \"--port=1\"]", &WORKER,
-             "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-             "{\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "],"
-             "  \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"j-master-0.j\"}]}]}}",
-             "[\"mpi plugin: flag provided but not defined: -slots, later arguments ignored\"]");
+    pc_ok_args(P, job, "[\"--master=worker\", \"--worker=master\", \"--slots=2\", \"--port=1\"]", &WORKER,
+               "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+               "{\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "],"
+               "  \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"j-master-0.j\"}]}]}}",
+               "[\"mpi plugin: flag provided but not defined: -slots, later arguments ignored\"]");
 }
 END_TEST
 
 /* D5: an MPI_HOST with another value is replaced in place. */
 START_TEST(mpi_host_replaced_in_place)
 {
-    run_case(LM_JOB, LM_ARGS, &LM_MASTER,
-             "{\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "],\"env\":["
-             " {\"name\":\"MPI_HOST\",\"value\":\"old\"},{\"name\":\"X\",\"value\":\"x\"}]}]}}",
-             "{\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "],\"env\":["
-             " {\"name\":\"MPI_HOST\",\"value\":\"" LM_HOSTS "\"},{\"name\":\"X\",\"value\":\"x\"}]}]}}",
-             "[]");
+    pc_ok_args(P, LM_JOB, LM_ARGS, &LM_MASTER,
+               "{\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "],\"env\":["
+               " {\"name\":\"MPI_HOST\",\"value\":\"old\"},{\"name\":\"X\",\"value\":\"x\"}]}]}}",
+               "{\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "],\"env\":["
+               " {\"name\":\"MPI_HOST\",\"value\":\"" LM_HOSTS "\"},{\"name\":\"X\",\"value\":\"x\"}]}]}}",
+               "[]");
 }
 END_TEST
 
 START_TEST(allocation_failures)
 {
-    chaos_case(LM_JOB, LM_ARGS, &LM_MASTER, SIMPLE_POD,
-               "{\"spec\":{\"initContainers\":[{\"name\":\"init\",\"ports\":[" PORT(22) "],"
-               "   \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"" LM_HOSTS "\"}]}],"
-               "  \"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "],"
-               "   \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"" LM_HOSTS "\"}]}]}}");
+    pc_chaos_args(P, LM_JOB, LM_ARGS, &LM_MASTER, SIMPLE_POD,
+                  "{\"spec\":{\"initContainers\":[{\"name\":\"init\",\"ports\":[" PORT(22) "],"
+                  "   \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"" LM_HOSTS "\"}]}],"
+                  "  \"containers\":[{\"name\":\"c\",\"ports\":[" PORT(22) "],"
+                  "   \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"" LM_HOSTS "\"}]}]}}");
 }
 END_TEST
 
@@ -321,13 +228,13 @@ START_TEST(malformed_container_is_an_error)
     struct wh_error err = {0, ""};
     struct plugin_ctx c = {.name = "mpi", .job = job, .args = args, .pod = &LM_MASTER};
 
-    ck_assert_int_eq(P.on_pod_create(&c, badports, &err), WH_EINVAL);
+    ck_assert_int_eq(P->on_pod_create(&c, badports, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "cannot add port 22 to spec.containers[0]: "
                               "malformed container");
-    ck_assert_int_eq(P.on_pod_create(&c, badenv, &err), WH_EINVAL);
+    ck_assert_int_eq(P->on_pod_create(&c, badenv, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "cannot set env MPI_HOST in spec.initContainers[0]: "
                               "malformed container");
-    ck_assert_int_eq(P.on_pod_create(&c, notobj, &err), WH_EINVAL);
+    ck_assert_int_eq(P->on_pod_create(&c, notobj, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "cannot add port 22 to spec.containers[0]: "
                               "malformed container");
     json_decref(notobj);
@@ -340,11 +247,7 @@ END_TEST
 
 START_TEST(plugin_table)
 {
-    ck_assert_str_eq(plugin_mpi.name, "mpi");
-    ck_assert(plugin_mpi.on_pod_create != NULL);
-    ck_assert(plugin_mpi.on_job_add == NULL);
-    ck_assert(plugin_mpi.on_job_update == NULL);
-    ck_assert(plugin_mpi.on_job_delete == NULL);
+    pc_assert_entry(P, "mpi", false);
 }
 END_TEST
 

@@ -7,104 +7,11 @@
 #include <string.h>
 
 #include "plugins/plugin.h"
-#include "tests/testutil.h"
-#include "webhook/warnings.h"
+#include "tests/plugincase.h"
 
-#define P plugin_ssh
-
-/*
- * Run plugin P's on_pod_create on pod_text for job_text (args_text: JSON or NULL)
- * and assert the whole resulting pod, the warnings list, and D5's fixed point:
- * a second call on the result changes nothing and adds no new warning.
- */
-static void run_case(const char *job_text, const char *args_text,
-                     const struct plugin_pod_info *info, const char *pod_text,
-                     const char *want_pod, const char *want_warnings)
-{
-    json_t *job = tu_json(job_text);
-    json_t *args = args_text != NULL ? tu_json(args_text) : NULL;
-    json_t *pod = tu_json(pod_text);
-    json_t *before_second;
-    json_t *warns;
-    struct warnings w;
-    struct wh_error err = {0, ""};
-    struct plugin_ctx c = {
-        .name = P.name, .job = job, .args = args, .pod = info, .warnings = &w, .kc = NULL,
-    };
-
-    warnings_init(&w);
-    ck_assert_int_eq(P.on_pod_create(&c, pod, &err), 0);
-    ck_assert_int_eq(err.code, 0);
-    tu_assert_json_eq(pod, want_pod);
-    warns = warnings_to_json(&w);
-    tu_assert_json_eq(warns, want_warnings);
-    json_decref(warns);
-
-    before_second = json_deep_copy(pod);
-    ck_assert_int_eq(P.on_pod_create(&c, pod, &err), 0);
-    ck_assert_msg(json_equal(pod, before_second), "second call changed the pod");
-    warns = warnings_to_json(&w);
-    tu_assert_json_eq(warns, want_warnings);
-    json_decref(warns);
-
-    json_decref(before_second);
-    json_decref(pod);
-    json_decref(args);
-    json_decref(job);
-}
+#define P (&plugin_ssh)
 
 /* From examples/mpi-job.yaml (plugins ssh + svc). */
-/* Allocation failures (C-STYLE §11): fail the Nth jansson allocation, N upward. */
-static long chaos_left;
-
-static void *chaos_malloc(size_t n)
-{
-    if (chaos_left-- == 0)
-        return NULL;
-    return malloc(n);
-}
-
-/*
- * Run P on a fresh pod with the Nth allocation failing, for N = 0, 1, ... until
- * a run succeeds: every failing run must return WH_ENOMEM with a message (no
- * crash; ASan/LSan catch leaks), and the successful run must give want_pod.
- */
-static void chaos_case(const char *job_text, const char *args_text,
-                       const struct plugin_pod_info *info, const char *pod_text,
-                       const char *want_pod)
-{
-    json_t *job = tu_json(job_text);
-    json_t *args = args_text != NULL ? tu_json(args_text) : NULL;
-    int rc = -1;
-    long n;
-
-    for (n = 0; n < 100000 && rc != 0; n++) {
-        json_t *pod = tu_json(pod_text);
-        struct warnings w;
-        struct wh_error err = {0, ""};
-        struct plugin_ctx c = {.name = P.name, .job = job, .args = args, .pod = info,
-                               .warnings = &w};
-
-        warnings_init(&w);
-        chaos_left = n;
-        json_set_alloc_funcs(chaos_malloc, free);
-        rc = P.on_pod_create(&c, pod, &err);
-        json_set_alloc_funcs(malloc, free);
-        if (rc != 0) {
-            ck_assert_int_eq(rc, WH_ENOMEM);
-            ck_assert_int_eq(err.code, WH_ENOMEM);
-            ck_assert_msg(strstr(err.msg, "out of memory") != NULL, "message: %s", err.msg);
-        } else {
-            tu_assert_json_eq(pod, want_pod);
-        }
-        json_decref(pod);
-    }
-    ck_assert_int_eq(rc, 0);
-    ck_assert_int_gt(n, 1); /* at least one run did fail */
-    json_decref(args);
-    json_decref(job);
-}
-
 static const char *const JOB =
     "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
     " \"metadata\":{\"name\":\"mpi-job\",\"namespace\":\"default\",\"uid\":\"u1\"},"
@@ -135,71 +42,71 @@ static const char *const POD_IN =
 /* Spec §4.3 / §5.4: the default path gets 0600 (384), mount in containers and init containers. */
 START_TEST(default_path_mode_384)
 {
-    run_case(JOB, "[]", &POD, POD_IN,
-             "{\"metadata\":{\"name\":\"mpi-job-mpiworker-1\"},"
-             " \"spec\":{\"volumes\":[{\"name\":\"data\",\"emptyDir\":{}}, " VOLUME("384") "],"
-             "  \"initContainers\":[{\"name\":\"init\",\"volumeMounts\":[" MOUNT("/root/.ssh") "]}],"
-             "  \"containers\":[{\"name\":\"mpiworker\",\"image\":\"img\","
-             "                   \"volumeMounts\":[{\"name\":\"data\",\"mountPath\":\"/data\"},"
-             MOUNT("/root/.ssh") "]},"
-             "                  {\"name\":\"side\",\"volumeMounts\":[" MOUNT("/root/.ssh") "]}]}}",
-             "[]");
+    pc_ok_args(P, JOB, "[]", &POD, POD_IN,
+               "{\"metadata\":{\"name\":\"mpi-job-mpiworker-1\"},"
+               " \"spec\":{\"volumes\":[{\"name\":\"data\",\"emptyDir\":{}}, " VOLUME("384") "],"
+               "  \"initContainers\":[{\"name\":\"init\",\"volumeMounts\":[" MOUNT("/root/.ssh") "]}],"
+               "  \"containers\":[{\"name\":\"mpiworker\",\"image\":\"img\","
+               "                   \"volumeMounts\":[{\"name\":\"data\",\"mountPath\":\"/data\"},"
+               MOUNT("/root/.ssh") "]},"
+               "                  {\"name\":\"side\",\"volumeMounts\":[" MOUNT("/root/.ssh") "]}]}}",
+               "[]");
 }
 END_TEST
 
 /* Args NULL (implied plugin, D1) behave as the defaults. */
 START_TEST(no_args_is_default)
 {
-    run_case(JOB, NULL, &POD,
-             "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-             "{\"spec\":{\"volumes\":[" VOLUME("384") "],"
-             "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT("/root/.ssh") "]}]}}",
-             "[]");
+    pc_ok_args(P, JOB, NULL, &POD,
+               "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+               "{\"spec\":{\"volumes\":[" VOLUME("384") "],"
+               "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT("/root/.ssh") "]}]}}",
+               "[]");
 }
 END_TEST
 
 /* A plain string comparison: a trailing slash is "another path" (420). */
 START_TEST(trailing_slash_mode_420)
 {
-    run_case(JOB, "[\"--ssh-key-file-path=/root/.ssh/\"]", &POD,
-             "{\"spec\":{\"containers\":[{\"name\":\"c\"}],\"initContainers\":[{\"name\":\"i\"}]}}",
-             "{\"spec\":{\"volumes\":[" VOLUME("420") "],"
-             "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT("/root/.ssh/") "]}],"
-             "  \"initContainers\":[{\"name\":\"i\",\"volumeMounts\":[" MOUNT("/root/.ssh/") "]}]}}",
-             "[]");
+    pc_ok_args(P, JOB, "[\"--ssh-key-file-path=/root/.ssh/\"]", &POD,
+               "{\"spec\":{\"containers\":[{\"name\":\"c\"}],\"initContainers\":[{\"name\":\"i\"}]}}",
+               "{\"spec\":{\"volumes\":[" VOLUME("420") "],"
+               "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT("/root/.ssh/") "]}],"
+               "  \"initContainers\":[{\"name\":\"i\",\"volumeMounts\":[" MOUNT("/root/.ssh/") "]}]}}",
+               "[]");
 }
 END_TEST
 
 START_TEST(other_path_mode_420)
 {
-    run_case(JOB, "[\"--ssh-key-file-path=/home/u/.ssh\"]", &POD,
-             "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-             "{\"spec\":{\"volumes\":[" VOLUME("420") "],"
-             "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT("/home/u/.ssh") "]}]}}",
-             "[]");
+    pc_ok_args(P, JOB, "[\"--ssh-key-file-path=/home/u/.ssh\"]", &POD,
+               "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+               "{\"spec\":{\"volumes\":[" VOLUME("420") "],"
+               "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT("/home/u/.ssh") "]}]}}",
+               "[]");
     /* Single dash and the value in the next element (spec §3.4 rules 4, 8). */
-    run_case(JOB, "[\"-ssh-key-file-path\", \"/home/u/.ssh\"]", &POD,
-             "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-             "{\"spec\":{\"volumes\":[" VOLUME("420") "],"
-             "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT("/home/u/.ssh") "]}]}}",
-             "[]");
+    pc_ok_args(P, JOB, "[\"-ssh-key-file-path\", \"/home/u/.ssh\"]", &POD,
+               "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+               "{\"spec\":{\"volumes\":[" VOLUME("420") "],"
+               "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT("/home/u/.ssh") "]}]}}",
+               "[]");
 }
 END_TEST
 
 /* D4: one warning; values set before the error stay, later arguments are ignored. */
 START_TEST(unknown_flag_warns_and_stops)
 {
-    run_case(JOB, "[\"--ssh-port=2022\", \"--ssh-key\", \"--ssh-key-file-path=/home/u/.ssh\"]", &POD,
-             "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-             "{\"spec\":{\"volumes\":[" VOLUME("384") "],"
-             "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT("/root/.ssh") "]}]}}",
-             "[\"ssh plugin: flag provided but not defined: -ssh-key, later arguments ignored\"]");
-    run_case(JOB, "[\"--ssh-key-file-path=/opt/k\", \"--ssh-port=abc\", \"--ssh-key-file-path=/x\"]",
-             &POD, "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-             "{\"spec\":{\"volumes\":[" VOLUME("420") "],"
-             "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT("/opt/k") "]}]}}",
-             "[\"ssh plugin: invalid value \\\"abc\\\" for flag -ssh-port: parse error, "
-             "later arguments ignored\"]");
+    pc_ok_args(P, JOB, "[\"--ssh-port=2022\", \"--ssh-key\", \"--ssh-key-file-path=/home/u/.ssh\"]", &POD,
+               "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+               "{\"spec\":{\"volumes\":[" VOLUME("384") "],"
+               "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT("/root/.ssh") "]}]}}",
+               "[\"ssh plugin: flag provided but not defined: -ssh-key, later arguments ignored\"]");
+    pc_ok_args(P, JOB, "[\"--ssh-key-file-path=/opt/k\", \"--ssh-port=abc\", \"--ssh-key-file-path=/x\"]",
+               &POD, "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+               "{\"spec\":{\"volumes\":[" VOLUME("420") "],"
+               "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT("/opt/k") "]}]}}",
+               "[\"ssh plugin: invalid value \\\"abc\\\" for flag -ssh-port: parse error, "
+               "later arguments ignored\"]");
 }
 END_TEST
 
@@ -218,47 +125,47 @@ START_TEST(identical_with_api_defaults_unchanged)
         "   {\"name\":\"mpi-job-ssh\",\"mountPath\":\"/root/.ssh\",\"subPath\":\".ssh\",\"readOnly\":true}]}],"
         " \"initContainers\":[{\"name\":\"i\",\"volumeMounts\":[" MOUNT("/root/.ssh") "]}]}}";
 
-    run_case(JOB, "[]", &POD, pod, pod, "[]");
+    pc_ok_args(P, JOB, "[]", &POD, pod, pod, "[]");
 }
 END_TEST
 
 /* D5: a different J-ssh volume (other mode) is replaced whole at its position. */
 START_TEST(different_volume_replaced_at_position)
 {
-    run_case(JOB, "[]", &POD,
-             "{\"spec\":{\"volumes\":[{\"name\":\"a\",\"emptyDir\":{}},"
-             "  {\"name\":\"mpi-job-ssh\",\"secret\":{\"secretName\":\"mpi-job-ssh\",\"defaultMode\":420}},"
-             "  {\"name\":\"b\",\"emptyDir\":{}}],"
-             " \"containers\":[{\"name\":\"c\",\"volumeMounts\":["
-             "  {\"name\":\"x\",\"mountPath\":\"/root/.ssh\"},{\"name\":\"y\",\"mountPath\":\"/y\"}]}]}}",
-             "{\"spec\":{\"volumes\":[{\"name\":\"a\",\"emptyDir\":{}}," VOLUME("384") ","
-             "  {\"name\":\"b\",\"emptyDir\":{}}],"
-             " \"containers\":[{\"name\":\"c\",\"volumeMounts\":["
-             MOUNT("/root/.ssh") ",{\"name\":\"y\",\"mountPath\":\"/y\"}]}]}}",
-             "[]");
+    pc_ok_args(P, JOB, "[]", &POD,
+               "{\"spec\":{\"volumes\":[{\"name\":\"a\",\"emptyDir\":{}},"
+               "  {\"name\":\"mpi-job-ssh\",\"secret\":{\"secretName\":\"mpi-job-ssh\",\"defaultMode\":420}},"
+               "  {\"name\":\"b\",\"emptyDir\":{}}],"
+               " \"containers\":[{\"name\":\"c\",\"volumeMounts\":["
+               "  {\"name\":\"x\",\"mountPath\":\"/root/.ssh\"},{\"name\":\"y\",\"mountPath\":\"/y\"}]}]}}",
+               "{\"spec\":{\"volumes\":[{\"name\":\"a\",\"emptyDir\":{}}," VOLUME("384") ","
+               "  {\"name\":\"b\",\"emptyDir\":{}}],"
+               " \"containers\":[{\"name\":\"c\",\"volumeMounts\":["
+               MOUNT("/root/.ssh") ",{\"name\":\"y\",\"mountPath\":\"/y\"}]}]}}",
+               "[]");
 }
 END_TEST
 
 /* The Job name is read from the Job object, not from the pod. */
 START_TEST(names_follow_job_name)
 {
-    run_case("{\"metadata\":{\"name\":\"lm\"},\"spec\":{\"tasks\":[]}}", "[]", &POD,
-             "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-             "{\"spec\":{\"volumes\":[{\"name\":\"lm-ssh\",\"secret\":{\"secretName\":\"lm-ssh\","
-             "  \"items\":" ITEMS ",\"defaultMode\":384}}],"
-             "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":["
-             "  {\"name\":\"lm-ssh\",\"mountPath\":\"/root/.ssh\",\"subPath\":\".ssh\"}]}]}}",
-             "[]");
+    pc_ok_args(P, "{\"metadata\":{\"name\":\"lm\"},\"spec\":{\"tasks\":[]}}", "[]", &POD,
+               "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+               "{\"spec\":{\"volumes\":[{\"name\":\"lm-ssh\",\"secret\":{\"secretName\":\"lm-ssh\","
+               "  \"items\":" ITEMS ",\"defaultMode\":384}}],"
+               "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":["
+               "  {\"name\":\"lm-ssh\",\"mountPath\":\"/root/.ssh\",\"subPath\":\".ssh\"}]}]}}",
+               "[]");
 }
 END_TEST
 
 START_TEST(allocation_failures)
 {
-    chaos_case(JOB, "[\"--ssh-key-file-path=/home/u/.ssh\"]", &POD,
-               "{\"spec\":{\"containers\":[{\"name\":\"c\"}],\"initContainers\":[{\"name\":\"i\"}]}}",
-               "{\"spec\":{\"volumes\":[" VOLUME("420") "],"
-               "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT("/home/u/.ssh") "]}],"
-               "  \"initContainers\":[{\"name\":\"i\",\"volumeMounts\":[" MOUNT("/home/u/.ssh") "]}]}}");
+    pc_chaos_args(P, JOB, "[\"--ssh-key-file-path=/home/u/.ssh\"]", &POD,
+                  "{\"spec\":{\"containers\":[{\"name\":\"c\"}],\"initContainers\":[{\"name\":\"i\"}]}}",
+                  "{\"spec\":{\"volumes\":[" VOLUME("420") "],"
+                  "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT("/home/u/.ssh") "]}],"
+                  "  \"initContainers\":[{\"name\":\"i\",\"volumeMounts\":[" MOUNT("/home/u/.ssh") "]}]}}");
 }
 END_TEST
 
@@ -271,11 +178,11 @@ START_TEST(malformed_pod_is_an_error)
     struct wh_error err = {0, ""};
     struct plugin_ctx c = {.name = "ssh", .job = job, .args = NULL, .pod = &POD};
 
-    ck_assert_int_eq(P.on_pod_create(&c, nospec, &err), WH_EINVAL);
+    ck_assert_int_eq(P->on_pod_create(&c, nospec, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "cannot add volume mpi-job-ssh: malformed pod spec");
-    ck_assert_int_eq(P.on_pod_create(&c, badvol, &err), WH_EINVAL);
+    ck_assert_int_eq(P->on_pod_create(&c, badvol, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "cannot add volume mpi-job-ssh: malformed pod spec");
-    ck_assert_int_eq(P.on_pod_create(&c, badctr, &err), WH_EINVAL);
+    ck_assert_int_eq(P->on_pod_create(&c, badctr, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "cannot mount mpi-job-ssh in spec.initContainers[0]: "
                               "malformed container");
     json_decref(badctr);
@@ -287,12 +194,8 @@ END_TEST
 
 START_TEST(plugin_table)
 {
-    ck_assert_str_eq(plugin_ssh.name, "ssh");
-    ck_assert(plugin_ssh.on_pod_create != NULL);
-    /* job hooks: tests/check_plugin_jobhooks.c; add and update are one sync */
-    ck_assert(plugin_ssh.on_job_add != NULL);
-    ck_assert(plugin_ssh.on_job_update == plugin_ssh.on_job_add);
-    ck_assert(plugin_ssh.on_job_delete != NULL);
+    /* job hooks: tests/check_plugin_jobhooks.c */
+    pc_assert_entry(P, "ssh", true);
 }
 END_TEST
 

@@ -9,104 +9,11 @@
 
 #include "plugins/plugin.h"
 #include "plugins/svc.h"
-#include "tests/testutil.h"
-#include "webhook/warnings.h"
+#include "tests/plugincase.h"
 
-#define P plugin_svc
-
-/*
- * Run plugin P's on_pod_create on pod_text for job_text (args_text: JSON or NULL)
- * and assert the whole resulting pod, the warnings list, and D5's fixed point:
- * a second call on the result changes nothing and adds no new warning.
- */
-static void run_case(const char *job_text, const char *args_text,
-                     const struct plugin_pod_info *info, const char *pod_text,
-                     const char *want_pod, const char *want_warnings)
-{
-    json_t *job = tu_json(job_text);
-    json_t *args = args_text != NULL ? tu_json(args_text) : NULL;
-    json_t *pod = tu_json(pod_text);
-    json_t *before_second;
-    json_t *warns;
-    struct warnings w;
-    struct wh_error err = {0, ""};
-    struct plugin_ctx c = {
-        .name = P.name, .job = job, .args = args, .pod = info, .warnings = &w, .kc = NULL,
-    };
-
-    warnings_init(&w);
-    ck_assert_int_eq(P.on_pod_create(&c, pod, &err), 0);
-    ck_assert_int_eq(err.code, 0);
-    tu_assert_json_eq(pod, want_pod);
-    warns = warnings_to_json(&w);
-    tu_assert_json_eq(warns, want_warnings);
-    json_decref(warns);
-
-    before_second = json_deep_copy(pod);
-    ck_assert_int_eq(P.on_pod_create(&c, pod, &err), 0);
-    ck_assert_msg(json_equal(pod, before_second), "second call changed the pod");
-    warns = warnings_to_json(&w);
-    tu_assert_json_eq(warns, want_warnings);
-    json_decref(warns);
-
-    json_decref(before_second);
-    json_decref(pod);
-    json_decref(args);
-    json_decref(job);
-}
+#define P (&plugin_svc)
 
 /* From examples/mpi-job.yaml (plugins ssh + svc). */
-/* Allocation failures (C-STYLE §11): fail the Nth jansson allocation, N upward. */
-static long chaos_left;
-
-static void *chaos_malloc(size_t n)
-{
-    if (chaos_left-- == 0)
-        return NULL;
-    return malloc(n);
-}
-
-/*
- * Run P on a fresh pod with the Nth allocation failing, for N = 0, 1, ... until
- * a run succeeds: every failing run must return WH_ENOMEM with a message (no
- * crash; ASan/LSan catch leaks), and the successful run must give want_pod.
- */
-static void chaos_case(const char *job_text, const char *args_text,
-                       const struct plugin_pod_info *info, const char *pod_text,
-                       const char *want_pod)
-{
-    json_t *job = tu_json(job_text);
-    json_t *args = args_text != NULL ? tu_json(args_text) : NULL;
-    int rc = -1;
-    long n;
-
-    for (n = 0; n < 100000 && rc != 0; n++) {
-        json_t *pod = tu_json(pod_text);
-        struct warnings w;
-        struct wh_error err = {0, ""};
-        struct plugin_ctx c = {.name = P.name, .job = job, .args = args, .pod = info,
-                               .warnings = &w};
-
-        warnings_init(&w);
-        chaos_left = n;
-        json_set_alloc_funcs(chaos_malloc, free);
-        rc = P.on_pod_create(&c, pod, &err);
-        json_set_alloc_funcs(malloc, free);
-        if (rc != 0) {
-            ck_assert_int_eq(rc, WH_ENOMEM);
-            ck_assert_int_eq(err.code, WH_ENOMEM);
-            ck_assert_msg(strstr(err.msg, "out of memory") != NULL, "message: %s", err.msg);
-        } else {
-            tu_assert_json_eq(pod, want_pod);
-        }
-        json_decref(pod);
-    }
-    ck_assert_int_eq(rc, 0);
-    ck_assert_int_gt(n, 1); /* at least one run did fail */
-    json_decref(args);
-    json_decref(job);
-}
-
 static const char *const JOB =
     "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
     " \"metadata\":{\"name\":\"mpi-job\",\"namespace\":\"default\",\"uid\":\"u1\"},"
@@ -124,40 +31,40 @@ static const struct plugin_pod_info POD = {"mpi-job-mpiworker-1", "default", "mp
 
 START_TEST(full_pod)
 {
-    run_case(JOB, "[]", &POD,
-             "{\"metadata\":{\"name\":\"mpi-job-mpiworker-1\"},"
-             " \"spec\":{\"initContainers\":[{\"name\":\"init\"}],"
-             "  \"containers\":[{\"name\":\"w\",\"env\":[{\"name\":\"A\",\"value\":\"a\"}],"
-             "                   \"volumeMounts\":[{\"name\":\"d\",\"mountPath\":\"/d\"}]},"
-             "                  {\"name\":\"side\"}]}}",
-             "{\"metadata\":{\"name\":\"mpi-job-mpiworker-1\"},"
-             " \"spec\":{\"hostname\":\"mpi-job-mpiworker-1\",\"subdomain\":\"mpi-job\","
-             "  \"volumes\":[" VOLUME "],"
-             "  \"initContainers\":[{\"name\":\"init\",\"env\":[" REFS "],\"volumeMounts\":[" MOUNT "]}],"
-             "  \"containers\":[{\"name\":\"w\",\"env\":[{\"name\":\"A\",\"value\":\"a\"}," REFS "],"
-             "                   \"volumeMounts\":[{\"name\":\"d\",\"mountPath\":\"/d\"}," MOUNT "]},"
-             "                  {\"name\":\"side\",\"env\":[" REFS "],\"volumeMounts\":[" MOUNT "]}]}}",
-             "[]");
+    pc_ok_args(P, JOB, "[]", &POD,
+               "{\"metadata\":{\"name\":\"mpi-job-mpiworker-1\"},"
+               " \"spec\":{\"initContainers\":[{\"name\":\"init\"}],"
+               "  \"containers\":[{\"name\":\"w\",\"env\":[{\"name\":\"A\",\"value\":\"a\"}],"
+               "                   \"volumeMounts\":[{\"name\":\"d\",\"mountPath\":\"/d\"}]},"
+               "                  {\"name\":\"side\"}]}}",
+               "{\"metadata\":{\"name\":\"mpi-job-mpiworker-1\"},"
+               " \"spec\":{\"hostname\":\"mpi-job-mpiworker-1\",\"subdomain\":\"mpi-job\","
+               "  \"volumes\":[" VOLUME "],"
+               "  \"initContainers\":[{\"name\":\"init\",\"env\":[" REFS "],\"volumeMounts\":[" MOUNT "]}],"
+               "  \"containers\":[{\"name\":\"w\",\"env\":[{\"name\":\"A\",\"value\":\"a\"}," REFS "],"
+               "                   \"volumeMounts\":[{\"name\":\"d\",\"mountPath\":\"/d\"}," MOUNT "]},"
+               "                  {\"name\":\"side\",\"env\":[" REFS "],\"volumeMounts\":[" MOUNT "]}]}}",
+               "[]");
 }
 END_TEST
 
 /* Hostname and subdomain are set only when empty: template values stay; "" counts as empty. */
 START_TEST(template_names_kept)
 {
-    run_case(JOB, NULL, &POD,
-             "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\",\"containers\":[]}}",
-             "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\",\"containers\":[],"
-             "  \"volumes\":[" VOLUME "]}}",
-             "[]");
-    run_case(JOB, NULL, &POD,
-             "{\"spec\":{\"hostname\":\"\",\"subdomain\":\"s\"}}",
-             "{\"spec\":{\"hostname\":\"mpi-job-mpiworker-1\",\"subdomain\":\"s\","
-             "  \"volumes\":[" VOLUME "]}}",
-             "[]");
-    run_case(JOB, NULL, &POD,
-             "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"\"}}",
-             "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"mpi-job\",\"volumes\":[" VOLUME "]}}",
-             "[]");
+    pc_ok_args(P, JOB, NULL, &POD,
+               "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\",\"containers\":[]}}",
+               "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\",\"containers\":[],"
+               "  \"volumes\":[" VOLUME "]}}",
+               "[]");
+    pc_ok_args(P, JOB, NULL, &POD,
+               "{\"spec\":{\"hostname\":\"\",\"subdomain\":\"s\"}}",
+               "{\"spec\":{\"hostname\":\"mpi-job-mpiworker-1\",\"subdomain\":\"s\","
+               "  \"volumes\":[" VOLUME "]}}",
+               "[]");
+    pc_ok_args(P, JOB, NULL, &POD,
+               "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"\"}}",
+               "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"mpi-job\",\"volumes\":[" VOLUME "]}}",
+               "[]");
 }
 END_TEST
 
@@ -166,72 +73,72 @@ START_TEST(pod_without_name)
 {
     const struct plugin_pod_info info = {"", "default", "mpiworker", "1"};
 
-    run_case(JOB, "[]", &info,
-             "{\"metadata\":{\"generateName\":\"mpi-job-mpiworker-\"},"
-             " \"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-             "{\"metadata\":{\"generateName\":\"mpi-job-mpiworker-\"},"
-             " \"spec\":{\"subdomain\":\"mpi-job\",\"volumes\":[" VOLUME "],"
-             "  \"containers\":[{\"name\":\"c\",\"env\":[" REFS "],\"volumeMounts\":[" MOUNT "]}]}}",
-             "[\"svc plugin: pod has no name (generateName), spec.hostname left unset\"]");
+    pc_ok_args(P, JOB, "[]", &info,
+               "{\"metadata\":{\"generateName\":\"mpi-job-mpiworker-\"},"
+               " \"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+               "{\"metadata\":{\"generateName\":\"mpi-job-mpiworker-\"},"
+               " \"spec\":{\"subdomain\":\"mpi-job\",\"volumes\":[" VOLUME "],"
+               "  \"containers\":[{\"name\":\"c\",\"env\":[" REFS "],\"volumeMounts\":[" MOUNT "]}]}}",
+               "[\"svc plugin: pod has no name (generateName), spec.hostname left unset\"]");
     /* A template hostname needs no pod name: no warning. */
-    run_case(JOB, "[]", &info,
-             "{\"spec\":{\"hostname\":\"h\"}}",
-             "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"mpi-job\",\"volumes\":[" VOLUME "]}}",
-             "[]");
+    pc_ok_args(P, JOB, "[]", &info,
+               "{\"spec\":{\"hostname\":\"h\"}}",
+               "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"mpi-job\",\"volumes\":[" VOLUME "]}}",
+               "[]");
 }
 END_TEST
 
 /* --inject-hosts-env=false: no env, but the volume and mounts are still there (spec §4.2). */
 START_TEST(inject_hosts_env_false)
 {
-    run_case(JOB, "[\"--inject-hosts-env=false\"]", &POD,
-             "{\"metadata\":{\"name\":\"mpi-job-mpiworker-1\"},"
-             " \"spec\":{\"containers\":[{\"name\":\"c\"}],\"initContainers\":[{\"name\":\"i\"}]}}",
-             "{\"metadata\":{\"name\":\"mpi-job-mpiworker-1\"},"
-             " \"spec\":{\"hostname\":\"mpi-job-mpiworker-1\",\"subdomain\":\"mpi-job\","
-             "  \"volumes\":[" VOLUME "],"
-             "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT "]}],"
-             "  \"initContainers\":[{\"name\":\"i\",\"volumeMounts\":[" MOUNT "]}]}}",
-             "[]");
+    pc_ok_args(P, JOB, "[\"--inject-hosts-env=false\"]", &POD,
+               "{\"metadata\":{\"name\":\"mpi-job-mpiworker-1\"},"
+               " \"spec\":{\"containers\":[{\"name\":\"c\"}],\"initContainers\":[{\"name\":\"i\"}]}}",
+               "{\"metadata\":{\"name\":\"mpi-job-mpiworker-1\"},"
+               " \"spec\":{\"hostname\":\"mpi-job-mpiworker-1\",\"subdomain\":\"mpi-job\","
+               "  \"volumes\":[" VOLUME "],"
+               "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT "]}],"
+               "  \"initContainers\":[{\"name\":\"i\",\"volumeMounts\":[" MOUNT "]}]}}",
+               "[]");
     /* The other two flags are accepted and change nothing on the pod. */
-    run_case(JOB, "[\"--publish-not-ready-addresses\", \"--disable-network-policy=true\"]", &POD,
-             "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-             "{\"spec\":{\"hostname\":\"mpi-job-mpiworker-1\",\"subdomain\":\"mpi-job\","
-             "  \"volumes\":[" VOLUME "],"
-             "  \"containers\":[{\"name\":\"c\",\"env\":[" REFS "],\"volumeMounts\":[" MOUNT "]}]}}",
-             "[]");
+    pc_ok_args(P, JOB, "[\"--publish-not-ready-addresses\", \"--disable-network-policy=true\"]", &POD,
+               "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+               "{\"spec\":{\"hostname\":\"mpi-job-mpiworker-1\",\"subdomain\":\"mpi-job\","
+               "  \"volumes\":[" VOLUME "],"
+               "  \"containers\":[{\"name\":\"c\",\"env\":[" REFS "],\"volumeMounts\":[" MOUNT "]}]}}",
+               "[]");
 }
 END_TEST
 
 /* D4 + §3.4 rule 7: a bad boolean spelling sets the flag to false and is one warning. */
 START_TEST(bad_boolean_warns)
 {
-    run_case(JOB, "[\"--inject-hosts-env=yes\", \"--inject-hosts-env=true\"]", &POD,
-             "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-             "{\"spec\":{\"hostname\":\"mpi-job-mpiworker-1\",\"subdomain\":\"mpi-job\","
-             "  \"volumes\":[" VOLUME "],"
-             "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT "]}]}}",
-             "[\"svc plugin: invalid boolean value \\\"yes\\\" for -inject-hosts-env: parse error, "
-             "later arguments ignored\"]");
+    pc_ok_args(P, JOB, "[\"--inject-hosts-env=yes\", \"--inject-hosts-env=true\"]", &POD,
+               "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+               "{\"spec\":{\"hostname\":\"mpi-job-mpiworker-1\",\"subdomain\":\"mpi-job\","
+               "  \"volumes\":[" VOLUME "],"
+               "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT "]}]}}",
+               "[\"svc plugin: invalid boolean value \\\"yes\\\" for -inject-hosts-env: parse error, "
+               "later arguments ignored\"]");
 }
 END_TEST
 
 /* Spec §8 #17: dashes in task names become underscores in the env names. */
 START_TEST(dashes_in_task_names)
 {
-    run_case("{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":["
-             "  {\"name\":\"mpi-worker\",\"replicas\":2},{\"name\":\"ps\",\"replicas\":0}]}}",
-             NULL, &POD,
-             "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-             "{\"spec\":{\"hostname\":\"mpi-job-mpiworker-1\",\"subdomain\":\"j\","
-             "  \"volumes\":[{\"name\":\"j-svc\",\"configMap\":{\"name\":\"j-svc\"}}],"
-             "  \"containers\":[{\"name\":\"c\",\"env\":["
-             "   {\"name\":\"VC_MPI_WORKER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"j-svc\",\"key\":\"VC_MPI_WORKER_HOSTS\"}}},"
-             "   {\"name\":\"VC_MPI_WORKER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"j-svc\",\"key\":\"VC_MPI_WORKER_NUM\"}}},"
-             "   {\"name\":\"VC_PS_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"j-svc\",\"key\":\"VC_PS_HOSTS\"}}},"
-             "   {\"name\":\"VC_PS_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"j-svc\",\"key\":\"VC_PS_NUM\"}}}],"
-             "   \"volumeMounts\":[{\"name\":\"j-svc\",\"mountPath\":\"/etc/volcano\"}]}]}}",
-             "[]");
+    pc_ok_args(P, "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":["
+               "  {\"name\":\"mpi-worker\",\"replicas\":2},{\"name\":\"ps\",\"replicas\":0}]}}",
+               NULL, &POD,
+               "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+               "{\"spec\":{\"hostname\":\"mpi-job-mpiworker-1\",\"subdomain\":\"j\","
+               "  \"volumes\":[{\"name\":\"j-svc\",\"configMap\":{\"name\":\"j-svc\"}}],"
+               "  \"containers\":[{\"name\":\"c\",\"env\":["
+               "   {\"name\":\"VC_MPI_WORKER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"j-svc\",\"key\":\"VC_MPI_WORKER_HOSTS\"}}},"
+               "   {\"name\":\"VC_MPI_WORKER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"j-svc\",\"key\":\"VC_MPI_WORKER_NUM\"}}},"
+               "   {\"name\":\"VC_PS_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"j-svc\",\"key\":\"VC_PS_HOSTS\"}}},"
+               "   {\"name\":\"VC_PS_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"j-svc\",\"key\":\"VC_PS_NUM\"}}}],"
+               "   \"volumeMounts\":[{\"name\":\"j-svc\",\"mountPath\":\"/etc/volcano\"}]}]}}",
+               "[]");
 }
 END_TEST
 
@@ -246,44 +153,44 @@ START_TEST(already_mutated_with_api_defaults_unchanged)
         "  \"containers\":[{\"name\":\"c\",\"env\":[" REFS "],"
         "   \"volumeMounts\":[{\"name\":\"mpi-job-svc\",\"mountPath\":\"/etc/volcano\",\"readOnly\":false}]}]}}";
 
-    run_case(JOB, "[]", &POD, pod, pod, "[]");
+    pc_ok_args(P, JOB, "[]", &POD, pod, pod, "[]");
 }
 END_TEST
 
 /* D5: a different entry with the same key is replaced whole, at its position. */
 START_TEST(different_entries_replaced_in_place)
 {
-    run_case(JOB, "[\"--inject-hosts-env=false\"]", &POD,
-             "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\","
-             "  \"volumes\":[{\"name\":\"mpi-job-svc\",\"configMap\":{\"name\":\"other\"}},{\"name\":\"z\"}],"
-             "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":["
-             "   {\"name\":\"cfg\",\"mountPath\":\"/etc/volcano\"},{\"name\":\"z\",\"mountPath\":\"/z\"}]}]}}",
-             "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\","
-             "  \"volumes\":[" VOLUME ",{\"name\":\"z\"}],"
-             "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":["
-             MOUNT ",{\"name\":\"z\",\"mountPath\":\"/z\"}]}]}}",
-             "[]");
+    pc_ok_args(P, JOB, "[\"--inject-hosts-env=false\"]", &POD,
+               "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\","
+               "  \"volumes\":[{\"name\":\"mpi-job-svc\",\"configMap\":{\"name\":\"other\"}},{\"name\":\"z\"}],"
+               "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":["
+               "   {\"name\":\"cfg\",\"mountPath\":\"/etc/volcano\"},{\"name\":\"z\",\"mountPath\":\"/z\"}]}]}}",
+               "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\","
+               "  \"volumes\":[" VOLUME ",{\"name\":\"z\"}],"
+               "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":["
+               MOUNT ",{\"name\":\"z\",\"mountPath\":\"/z\"}]}]}}",
+               "[]");
     /* An env entry of that name with a literal value becomes the reference. */
-    run_case("{\"metadata\":{\"name\":\"mpi-job\"},\"spec\":{\"tasks\":[{\"name\":\"mpimaster\"}]}}",
-             NULL, &POD,
-             "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\",\"containers\":[{\"name\":\"c\",\"env\":["
-             "  {\"name\":\"VC_MPIMASTER_NUM\",\"value\":\"1\"},{\"name\":\"B\"}]}]}}",
-             "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\",\"volumes\":[" VOLUME "],"
-             "  \"containers\":[{\"name\":\"c\",\"env\":["
-             REF("VC_MPIMASTER_NUM") ",{\"name\":\"B\"}," REF("VC_MPIMASTER_HOSTS") "],"
-             "  \"volumeMounts\":[" MOUNT "]}]}}",
-             "[]");
+    pc_ok_args(P, "{\"metadata\":{\"name\":\"mpi-job\"},\"spec\":{\"tasks\":[{\"name\":\"mpimaster\"}]}}",
+               NULL, &POD,
+               "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\",\"containers\":[{\"name\":\"c\",\"env\":["
+               "  {\"name\":\"VC_MPIMASTER_NUM\",\"value\":\"1\"},{\"name\":\"B\"}]}]}}",
+               "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\",\"volumes\":[" VOLUME "],"
+               "  \"containers\":[{\"name\":\"c\",\"env\":["
+               REF("VC_MPIMASTER_NUM") ",{\"name\":\"B\"}," REF("VC_MPIMASTER_HOSTS") "],"
+               "  \"volumeMounts\":[" MOUNT "]}]}}",
+               "[]");
 }
 END_TEST
 
 START_TEST(allocation_failures)
 {
-    chaos_case(JOB, "[]", &POD,
-               "{\"spec\":{\"containers\":[{\"name\":\"c\"}],\"initContainers\":[{\"name\":\"i\"}]}}",
-               "{\"spec\":{\"hostname\":\"mpi-job-mpiworker-1\",\"subdomain\":\"mpi-job\","
-               "  \"volumes\":[" VOLUME "],"
-               "  \"containers\":[{\"name\":\"c\",\"env\":[" REFS "],\"volumeMounts\":[" MOUNT "]}],"
-               "  \"initContainers\":[{\"name\":\"i\",\"env\":[" REFS "],\"volumeMounts\":[" MOUNT "]}]}}");
+    pc_chaos_args(P, JOB, "[]", &POD,
+                  "{\"spec\":{\"containers\":[{\"name\":\"c\"}],\"initContainers\":[{\"name\":\"i\"}]}}",
+                  "{\"spec\":{\"hostname\":\"mpi-job-mpiworker-1\",\"subdomain\":\"mpi-job\","
+                  "  \"volumes\":[" VOLUME "],"
+                  "  \"containers\":[{\"name\":\"c\",\"env\":[" REFS "],\"volumeMounts\":[" MOUNT "]}],"
+                  "  \"initContainers\":[{\"name\":\"i\",\"env\":[" REFS "],\"volumeMounts\":[" MOUNT "]}]}}");
 }
 END_TEST
 
@@ -295,10 +202,9 @@ START_TEST(configmap_data_allocation_failures)
     long n;
 
     for (n = 0; n < 100000 && data == NULL; n++) {
-        chaos_left = n;
-        json_set_alloc_funcs(chaos_malloc, free);
+        pc_alloc_fail_nth(n);
         data = svc_configmap_data(job);
-        json_set_alloc_funcs(malloc, free);
+        pc_alloc_restore();
     }
     ck_assert_ptr_nonnull(data);
     ck_assert_int_gt(n, 1);
@@ -319,12 +225,12 @@ START_TEST(malformed_pod_is_an_error)
     struct wh_error err = {0, ""};
     struct plugin_ctx c = {.name = "svc", .job = job, .args = NULL, .pod = &POD};
 
-    ck_assert_int_eq(P.on_pod_create(&c, nospec, &err), WH_EINVAL);
+    ck_assert_int_eq(P->on_pod_create(&c, nospec, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "pod has no spec object");
-    ck_assert_int_eq(P.on_pod_create(&c, badenv, &err), WH_EINVAL);
+    ck_assert_int_eq(P->on_pod_create(&c, badenv, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "cannot set env VC_MPIMASTER_HOSTS in spec.containers[0]: "
                               "malformed container");
-    ck_assert_int_eq(P.on_pod_create(&c, badmount, &err), WH_EINVAL);
+    ck_assert_int_eq(P->on_pod_create(&c, badmount, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "cannot mount /etc/volcano in spec.initContainers[0]: "
                               "malformed container");
     json_decref(badmount);
@@ -336,12 +242,8 @@ END_TEST
 
 START_TEST(plugin_table)
 {
-    ck_assert_str_eq(plugin_svc.name, "svc");
-    ck_assert(plugin_svc.on_pod_create != NULL);
-    /* job hooks: tests/check_plugin_jobhooks.c; add and update are one sync */
-    ck_assert(plugin_svc.on_job_add != NULL);
-    ck_assert(plugin_svc.on_job_update == plugin_svc.on_job_add);
-    ck_assert(plugin_svc.on_job_delete != NULL);
+    /* job hooks: tests/check_plugin_jobhooks.c */
+    pc_assert_entry(P, "svc", true);
 }
 END_TEST
 

@@ -1,16 +1,22 @@
 /*
- * plugincase.h - one-call harness for the plugin suites (header-only, static).
+ * plugincase.h - one-call harness for the eight plugin suites (header-only, static).
  *
  * A case is a Job, the framework's pod info and a pod, all JSON text written
  * with ' in place of " so the tables stay readable (no value in these suites
- * needs a real apostrophe). The plugin's arguments are taken from the Job's
- * spec.plugins[<plugin name>], as the framework does.
+ * needs a real apostrophe). Plain JSON with real double quotes is read as it
+ * is, provided it holds no '. The plugin's arguments are taken from the Job's
+ * spec.plugins[<plugin name>], as the framework does (pc_ok, pc_err), or given
+ * on their own, NULL standing for "no arguments" (pc_ok_args, pc_chaos_args).
+ *
+ * Every check runs one plugin's on_pod_create in the test's own thread; the
+ * allocation-failure switch (pc_alloc_fail_nth) is process-wide jansson state.
  */
 #ifndef WH_PLUGINCASE_H
 #define WH_PLUGINCASE_H
 
 #include <check.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +53,7 @@ static inline void pc_assert_json(const json_t *got, const char *sq_want)
     json_decref(want);
 }
 
+/* Assert the warnings list w equals the JSON text sq_want (' for "). */
 static inline void pc_assert_warnings(const struct warnings *w, const char *sq_want)
 {
     json_t *got = warnings_to_json(w);
@@ -55,11 +62,12 @@ static inline void pc_assert_warnings(const struct warnings *w, const char *sq_w
     json_decref(got);
 }
 
-static inline struct plugin_ctx pc_ctx(const struct plugin *p, const json_t *job,
-                                       const struct plugin_pod_info *info, struct warnings *w)
+/* @return a pod-side context for p with job and args (both borrowed, may be NULL). */
+static inline struct plugin_ctx pc_ctx_args(const struct plugin *p, const json_t *job,
+                                            const json_t *args,
+                                            const struct plugin_pod_info *info,
+                                            struct warnings *w)
 {
-    const json_t *args = json_object_get(json_object_get(json_object_get(job, "spec"), "plugins"),
-                                         p->name);
     struct plugin_ctx c = {
         .name = p->name, .job = job, .args = args, .pod = info, .warnings = w, .kc = NULL,
     };
@@ -67,27 +75,40 @@ static inline struct plugin_ctx pc_ctx(const struct plugin *p, const json_t *job
     return c;
 }
 
-/*
- * Run p.on_pod_create and assert success, the WHOLE resulting pod and the exact
- * warnings; then D5's fixed point: a second call on the result returns 0, changes
- * nothing and adds no warning. job_sq may be NULL (no Job).
- * @return new reference: the resulting pod, for further byte-level asserts.
- */
-static inline json_t *pc_ok_keep(const struct plugin *p, const char *job_sq,
-                                 const struct plugin_pod_info *info, const char *pod_sq,
-                                 const char *want_pod_sq, const char *want_warnings_sq)
+/* @return borrowed job.spec.plugins[p->name], NULL when absent (or job is NULL). */
+static inline const json_t *pc_job_args(const struct plugin *p, const json_t *job)
 {
-    json_t *job = job_sq != NULL ? pc_json(job_sq) : NULL;
-    json_t *pod = pc_json(pod_sq);
+    return json_object_get(json_object_get(json_object_get(job, "spec"), "plugins"), p->name);
+}
+
+/* @return a pod-side context whose args are job.spec.plugins[p->name] (borrowed). */
+static inline struct plugin_ctx pc_ctx(const struct plugin *p, const json_t *job,
+                                       const struct plugin_pod_info *info, struct warnings *w)
+{
+    return pc_ctx_args(p, job, pc_job_args(p, job), info, w);
+}
+
+/*
+ * The core of every successful case: run p.on_pod_create on pod (changed in
+ * place) and assert it returns 0 with err.code 0, the WHOLE resulting pod and
+ * the exact warnings; then D5's fixed point: a second call on the result
+ * returns 0, changes nothing and adds no warning. job and args are borrowed
+ * and may be NULL.
+ */
+static inline void pc_run_ok(const struct plugin *p, const json_t *job, const json_t *args,
+                             const struct plugin_pod_info *info, json_t *pod,
+                             const char *want_pod_sq, const char *want_warnings_sq)
+{
     json_t *first;
     struct warnings w;
     struct wh_error err = {0, ""};
-    struct plugin_ctx c = pc_ctx(p, job, info, &w);
+    struct plugin_ctx c = pc_ctx_args(p, job, args, info, &w);
     int rc;
 
     warnings_init(&w);
     rc = p->on_pod_create(&c, pod, &err);
     ck_assert_msg(rc == 0, "on_pod_create returned %d: %s", rc, err.msg);
+    ck_assert_int_eq(err.code, 0);
     pc_assert_json(pod, want_pod_sq);
     pc_assert_warnings(&w, want_warnings_sq);
 
@@ -97,17 +118,51 @@ static inline json_t *pc_ok_keep(const struct plugin *p, const char *job_sq,
     ck_assert_msg(rc == 0, "second on_pod_create returned %d: %s", rc, err.msg);
     ck_assert_msg(json_equal(pod, first), "second call changed the pod");
     pc_assert_warnings(&w, want_warnings_sq);
-
     json_decref(first);
+}
+
+/*
+ * pc_run_ok with the plugin's arguments from job.spec.plugins[p->name].
+ * job_sq may be NULL (no Job).
+ * @return new reference: the resulting pod, for further byte-level asserts.
+ */
+static inline json_t *pc_ok_keep(const struct plugin *p, const char *job_sq,
+                                 const struct plugin_pod_info *info, const char *pod_sq,
+                                 const char *want_pod_sq, const char *want_warnings_sq)
+{
+    json_t *job = job_sq != NULL ? pc_json(job_sq) : NULL;
+    json_t *pod = pc_json(pod_sq);
+
+    pc_run_ok(p, job, pc_job_args(p, job), info, pod, want_pod_sq, want_warnings_sq);
     json_decref(job);
     return pod;
 }
 
+/* pc_ok_keep without the result. */
 static inline void pc_ok(const struct plugin *p, const char *job_sq,
                          const struct plugin_pod_info *info, const char *pod_sq,
                          const char *want_pod_sq, const char *want_warnings_sq)
 {
     json_decref(pc_ok_keep(p, job_sq, info, pod_sq, want_pod_sq, want_warnings_sq));
+}
+
+/*
+ * pc_run_ok with the arguments given apart from the Job: args_sq is the JSON
+ * array text, or NULL for no arguments at all (an implied plugin, D1).
+ * job_sq may be NULL (no Job).
+ */
+static inline void pc_ok_args(const struct plugin *p, const char *job_sq, const char *args_sq,
+                              const struct plugin_pod_info *info, const char *pod_sq,
+                              const char *want_pod_sq, const char *want_warnings_sq)
+{
+    json_t *job = job_sq != NULL ? pc_json(job_sq) : NULL;
+    json_t *args = args_sq != NULL ? pc_json(args_sq) : NULL;
+    json_t *pod = pc_json(pod_sq);
+
+    pc_run_ok(p, job, args, info, pod, want_pod_sq, want_warnings_sq);
+    json_decref(pod);
+    json_decref(args);
+    json_decref(job);
 }
 
 /* Assert on_pod_create fails with WH_EINVAL and exactly want_msg, leaving the pod alone. */
@@ -128,6 +183,98 @@ static inline void pc_err(const struct plugin *p, const char *job_sq,
     pc_assert_json(pod, pod_sq);
     pc_assert_warnings(&w, want_warnings_sq);
     json_decref(pod);
+    json_decref(job);
+}
+
+/*
+ * Assert p's registry entry: its name, an on_pod_create, and either all three
+ * job hooks (add and update being one sync) or none at all.
+ */
+static inline void pc_assert_entry(const struct plugin *p, const char *name, bool job_hooks)
+{
+    ck_assert_str_eq(p->name, name);
+    ck_assert(p->on_pod_create != NULL);
+    if (job_hooks) {
+        ck_assert(p->on_job_add != NULL);
+        ck_assert(p->on_job_update == p->on_job_add);
+        ck_assert(p->on_job_delete != NULL);
+    } else {
+        ck_assert(p->on_job_add == NULL);
+        ck_assert(p->on_job_update == NULL);
+        ck_assert(p->on_job_delete == NULL);
+    }
+}
+
+/*
+ * Allocation failures (C-STYLE §11): pc_alloc_fail_nth(n) makes jansson's
+ * allocation number n from now (0 = the next one) fail, and only that one;
+ * pc_alloc_restore() puts malloc back. Always restore before asserting.
+ */
+static inline long *pc_alloc_countdown(void)
+{
+    static long left;
+
+    return &left;
+}
+
+static inline void *pc_alloc_failing_malloc(size_t n)
+{
+    long *left = pc_alloc_countdown();
+
+    if ((*left)-- == 0)
+        return NULL;
+    return malloc(n);
+}
+
+static inline void pc_alloc_fail_nth(long n)
+{
+    *pc_alloc_countdown() = n;
+    json_set_alloc_funcs(pc_alloc_failing_malloc, free);
+}
+
+static inline void pc_alloc_restore(void)
+{
+    json_set_alloc_funcs(malloc, free);
+}
+
+/*
+ * Run p.on_pod_create (args as for pc_ok_args) on a fresh pod_sq with the Nth
+ * allocation failing, for N = 0, 1, ... until a run succeeds: every failing
+ * run must return WH_ENOMEM with an "out of memory" message (no crash;
+ * ASan/LSan catch leaks), the successful run must give want_pod_sq, and at
+ * least one run must have failed.
+ */
+static inline void pc_chaos_args(const struct plugin *p, const char *job_sq, const char *args_sq,
+                                 const struct plugin_pod_info *info, const char *pod_sq,
+                                 const char *want_pod_sq)
+{
+    json_t *job = job_sq != NULL ? pc_json(job_sq) : NULL;
+    json_t *args = args_sq != NULL ? pc_json(args_sq) : NULL;
+    int rc = -1;
+    long n;
+
+    for (n = 0; n < 100000 && rc != 0; n++) {
+        json_t *pod = pc_json(pod_sq);
+        struct warnings w;
+        struct wh_error err = {0, ""};
+        struct plugin_ctx c = pc_ctx_args(p, job, args, info, &w);
+
+        warnings_init(&w);
+        pc_alloc_fail_nth(n);
+        rc = p->on_pod_create(&c, pod, &err);
+        pc_alloc_restore();
+        if (rc != 0) {
+            ck_assert_int_eq(rc, WH_ENOMEM);
+            ck_assert_int_eq(err.code, WH_ENOMEM);
+            ck_assert_msg(strstr(err.msg, "out of memory") != NULL, "message: %s", err.msg);
+        } else {
+            pc_assert_json(pod, want_pod_sq);
+        }
+        json_decref(pod);
+    }
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_gt(n, 1); /* at least one run did fail */
+    json_decref(args);
     json_decref(job);
 }
 

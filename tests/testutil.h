@@ -5,7 +5,9 @@
 #define WH_TESTUTIL_H
 
 #include <check.h>
+#include <errno.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +40,25 @@ static inline const char *tu_fixture(const char *rel, char *buf, size_t len)
     const char *root = getenv("TEST_FIXTURES");
 
     snprintf(buf, len, "%s/%s", root ? root : "tests/fixtures", rel);
+    return buf;
+}
+
+/* Whole file as a NUL-terminated malloc'd string (free()); fails the test when unreadable. */
+static inline char *tu_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    long n;
+
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(buf);
+    ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
     return buf;
 }
 
