@@ -12,7 +12,7 @@ BUILD     ?= build/san-$(SANITIZER)
 endif
 
 CC        ?= cc
-PKGS      := libmicrohttpd jansson libcurl openssl yaml-0.1
+PKGS      := libmicrohttpd gnutls jansson libcurl openssl yaml-0.1
 WARN      := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wformat=2 -Wpointer-arith -Werror -Werror=deprecated-declarations
 CFLAGS    ?= -O2 -g
@@ -33,7 +33,7 @@ TEST_SRCS := $(sort $(wildcard tests/check_*.c))
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 HDRS      := $(wildcard webhook/*.h plugins/*.h k8s/*.h certs/*.h tests/*.h)
 
-.PHONY: all test check deps unit-test integration-test demo clean format lint bench fuzz fuzz-regress
+.PHONY: all test check deps unit-test integration-test demo clean format lint bench fuzz fuzz-regress soak tsan-test
 all: $(BUILD)/$(PROG)
 
 $(BUILD)/obj/%.o: %.c $(HDRS)
@@ -69,6 +69,19 @@ check: all unit-test integration-test fuzz-regress
 # Replay the fuzz seed corpora and every saved crash once (seconds).
 fuzz-regress:
 	@tests/fuzz/run --regress
+
+# Soak: 60 s of admissions and Job churn under valgrind memcheck (issue 6); about 2 min.
+soak: all
+	@BUILD=$(BUILD) tests/soak.sh
+
+# The threaded modules under ThreadSanitizer (cache, informer, lookup, reconcile queue,
+# leader election, metrics, server).
+TSAN_SUITES := check_cache check_informer check_lookup check_reconcile check_leader \
+               check_metrics check_server check_sshkeys
+tsan-test:
+	@$(MAKE) --no-print-directory SANITIZER=thread \
+	    $(addprefix build/san-thread/tests/,$(TSAN_SUITES))
+	@BUILD=build/san-thread tests/run-unit $(addprefix build/san-thread/tests/,$(TSAN_SUITES))
 
 # libFuzzer for FUZZ_SECONDS (default 60) per harness; FUZZ_HARNESSES picks a subset.
 fuzz:

@@ -2,7 +2,8 @@
  * certs.c - serving certificates with the OpenSSL 3 EVP/X509 API.
  *
  * certs_generate makes a small two-level PKI: a self-signed CA and one
- * serving certificate, both ECDSA P-256 signed with SHA-256, with the
+ * serving certificate, both ECDSA P-256 (or both RSA-2048) signed with
+ * SHA-256, with the
  * extensions kube-apiserver (Go crypto/x509) checks: subjectAltName (the CN is
  * ignored), basicConstraints, keyUsage, extendedKeyUsage serverAuth, and
  * subject/authority key identifiers. certs_load_pair reads a PEM pair and
@@ -20,12 +21,15 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/rsa.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define PEM_FILE_MAX ((long)1024 * 1024)  /* bytes; a cert chain or key is far smaller */
 #define CA_COMMON_NAME "volcano-plugin-webhook-ca"
@@ -354,8 +358,13 @@ static int make_cert(X509 **out, EVP_PKEY *key, const char *cn, X509 *issuer,
                          err);
     } else {
         rc = add_ext(cert, &ctx, NID_basic_constraints, "critical,CA:FALSE", err);
+        /* RSA keys also encipher (TLS 1.2 RSA key transport), as Go's generate_cert sets. */
         if (rc == 0)
-            rc = add_ext(cert, &ctx, NID_key_usage, "critical,digitalSignature", err);
+            rc = add_ext(cert, &ctx, NID_key_usage,
+                         EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA
+                             ? "critical,digitalSignature,keyEncipherment"
+                             : "critical,digitalSignature",
+                         err);
         if (rc == 0)
             rc = add_ext(cert, &ctx, NID_ext_key_usage, "serverAuth", err);
         if (rc == 0)
@@ -404,8 +413,16 @@ out:
     return rc;
 }
 
-int certs_generate(struct certs_pair *ca, struct certs_pair *leaf, const char *const *dns,
-                   size_t ndns, int days, struct wh_error *err)
+/* A new key of type. @return the key, or NULL (OpenSSL error queued). */
+static EVP_PKEY *key_generate(enum certs_key_type type)
+{
+    if (type == CERTS_KEY_RSA_2048)
+        return EVP_RSA_gen(2048);
+    return EVP_EC_gen("P-256");
+}
+
+int certs_generate(struct certs_pair *ca, struct certs_pair *leaf, enum certs_key_type key_type,
+                   const char *const *dns, size_t ndns, int days, struct wh_error *err)
 {
     EVP_PKEY *ca_key = NULL;
     EVP_PKEY *leaf_key = NULL;
@@ -419,14 +436,18 @@ int certs_generate(struct certs_pair *ca, struct certs_pair *leaf, const char *c
         return wh_error_set(err, WH_EINVAL, "no subjectAltName given");
     if (days <= 0 || days > 36500)
         return wh_error_set(err, WH_EINVAL, "days %d out of range 1..36500", days);
+    if (key_type != CERTS_KEY_ECDSA_P256 && key_type != CERTS_KEY_RSA_2048)
+        return wh_error_set(err, WH_EINVAL, "unknown key type %d", (int)key_type);
     for (size_t i = 0; i < ndns; i++)
         if (dns[i] == NULL || dns[i][0] == '\0')
             return wh_error_set(err, WH_EINVAL, "empty subjectAltName");
 
-    ca_key = EVP_EC_gen("P-256");
-    leaf_key = EVP_EC_gen("P-256");
+    ca_key = key_generate(key_type);
+    leaf_key = key_generate(key_type);
     if (ca_key == NULL || leaf_key == NULL) {
-        rc = ossl_fail(err, WH_ERROR, "cannot generate P-256 key");
+        rc = ossl_fail(err, WH_ERROR, key_type == CERTS_KEY_RSA_2048
+                                          ? "cannot generate RSA-2048 key"
+                                          : "cannot generate P-256 key");
         goto out;
     }
     rc = make_cert(&ca_cert, ca_key, CA_COMMON_NAME, NULL, ca_key, true, NULL, 0, days, err);
@@ -456,4 +477,47 @@ out:
     EVP_PKEY_free(leaf_key);
     ERR_clear_error();
     return rc;
+}
+
+char *certs_base64(const void *data, size_t len)
+{
+    size_t cap;
+    char *out;
+
+    /* EVP_EncodeBlock takes an int length; caBundles and Secrets are far smaller. */
+    if (len > (size_t)1 << 30)
+        return NULL;
+    cap = 4 * ((len + 2) / 3) + 1;
+    out = malloc(cap);
+    if (out == NULL)
+        return NULL;
+    /* One line, padded, NUL-terminated: EVP_EncodeBlock writes no newlines. */
+    EVP_EncodeBlock((unsigned char *)out, data, (int)len);
+    return out;
+}
+
+/* Separate from certs_load_pair so that tests and tools can load any file; serve calls
+ * it first unless --allow-insecure-key-permissions. */
+int certs_check_key_permissions(const char *key_file, struct wh_error *err)
+{
+    struct stat st;
+
+    if (key_file == NULL)
+        return wh_error_set(err, WH_EINVAL, "no private key file");
+    if (stat(key_file, &st) != 0)
+        return wh_error_set(err, WH_ERROR, "%s: %s", key_file, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return wh_error_set(err, WH_EINVAL, "%s: private key is not a regular file", key_file);
+    if (st.st_uid != 0 && st.st_uid != geteuid())
+        return wh_error_set(err, WH_EINVAL,
+                            "%s: private key is owned by uid %lu, neither root nor this "
+                            "process (uid %lu)",
+                            key_file, (unsigned long)st.st_uid, (unsigned long)geteuid());
+    if ((st.st_mode & (S_IWGRP | S_IRWXO)) != 0)
+        return wh_error_set(err, WH_EINVAL,
+                            "%s: private key has mode %04o, readable or writable by others "
+                            "(want 0600, 0400 or 0440; a Secret volume needs defaultMode "
+                            "0440 or 0400)",
+                            key_file, (unsigned)(st.st_mode & 07777));
+    return 0;
 }

@@ -28,16 +28,45 @@ void certs_pair_dispose(struct certs_pair *p);
 int certs_load_pair(struct certs_pair *out, const char *cert_file, const char *key_file,
                     struct wh_error *err);
 
+/* Key algorithm of certs_generate (both the CA's and the serving key). */
+enum certs_key_type {
+    CERTS_KEY_ECDSA_P256 = 0,   /* ECDSA on P-256 (prime256v1), signed with SHA-256; default */
+    CERTS_KEY_RSA_2048 = 1,     /* RSA 2048 bits (e 65537), PKCS#1 v1.5 with SHA-256 */
+};
+
 /**
  * Make a CA (self-signed, CA:TRUE, keyCertSign) and a serving certificate signed
- * by it: ECDSA P-256, subjectAltName DNS entries = dns[0..ndns) (and IP entries for
- * names that parse as IPv4/IPv6), extendedKeyUsage serverAuth, CA:FALSE, valid
- * `days` days from one hour ago. Verifiable by clients that ignore the CN.
+ * by it: keys of key_type (ECDSA P-256 or RSA-2048, signatures with SHA-256),
+ * subjectAltName DNS entries = dns[0..ndns) (and IP entries for names that parse
+ * as IPv4/IPv6), extendedKeyUsage serverAuth, CA:FALSE, valid `days` days from
+ * one hour ago. Verifiable by clients that ignore the CN (RFC 6125, Go crypto/x509).
  * @param[out] ca    CA certificate and key
  * @param[out] leaf  serving certificate and key
- * @return 0, or WH_ERROR / WH_ENOMEM with the OpenSSL reason.
+ * @return 0; WH_EINVAL on no/empty SAN, days outside 1..36500 or an unknown
+ *         key_type; WH_ERROR / WH_ENOMEM with the OpenSSL reason.
  */
-int certs_generate(struct certs_pair *ca, struct certs_pair *leaf, const char *const *dns,
-                   size_t ndns, int days, struct wh_error *err);
+int certs_generate(struct certs_pair *ca, struct certs_pair *leaf, enum certs_key_type key_type,
+                   const char *const *dns, size_t ndns, int days, struct wh_error *err);
+
+/**
+ * Base64 (RFC 4648, standard alphabet, padded, no line breaks) of data[0..len),
+ * e.g. a PEM CA certificate as a webhook's caBundle or a Secret's data value.
+ * @return malloc'd NUL-terminated text (free()), or NULL when out of memory or
+ *         len is over 1 GiB.
+ */
+char *certs_base64(const void *data, size_t len);
+
+/**
+ * Refuse a private key file that others could read or change (issue 6, security
+ * review): follows symbolic links (kubelet Secret volumes are symlinks into a
+ * ..data directory), then requires a regular file owned by root or by the
+ * effective user, with no permission for "other" and no group write
+ * (mode & 0027 == 0). Group read stays allowed: a Secret volume with
+ * defaultMode 0440 and the pod's fsGroup is how a non-root process reads its key.
+ * Nothing is read from the file.
+ * @return 0; WH_ERROR naming the file when it cannot be stat'ed; WH_EINVAL naming
+ *         the file, its mode or owner and the fix when the rule is broken.
+ */
+int certs_check_key_permissions(const char *key_file, struct wh_error *err);
 
 #endif

@@ -1,29 +1,37 @@
 /*
  * gen.c - the `gen-certs` subcommand: write a CA and a serving certificate for
- * the webhook Service (ca.crt, ca.key, tls.crt, tls.key) into a directory.
+ * the webhook Service (ca.crt, ca.key, tls.crt, tls.key) into a directory, and
+ * optionally the kubernetes.io/tls Secret manifest (--secret-manifest) and the
+ * webhook's caBundle value (--ca-bundle).
  *
  * SANs: NAME, NAME.NS, NAME.NS.svc, NAME.NS.svc.cluster.local and every
- * --dns. Keys are written mode 0600, certificates 0644; each file is written
- * to a temporary name and renamed, so a reader never sees half a file.
+ * --dns / --ip. Keys (and the Secret manifest, which holds one) are written
+ * mode 0600, certificates 0644; each file is written to a temporary name and
+ * renamed, so a reader never sees half a file. The Secret manifest is emitted
+ * by libyaml.
  *
  * Threads: main thread only (getopt_long).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <openssl/crypto.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <yaml.h>
 
 #include "certs/certs.h"
 #include "webhook/commands.h"
 
 #define GEN_MAX_DNS 32        /* --dns entries */
 #define GEN_DEFAULT_DAYS 365
+#define GEN_SECRET_NAME "volcano-plugin-webhook-tls"  /* the Secret manifests/ mounts */
 
 static void gen_usage(FILE *to)
 {
@@ -31,7 +39,7 @@ static void gen_usage(FILE *to)
             "usage: " WH_PROG " gen-certs --service NAME --namespace NS --out DIR [flags]\n"
             "\n"
             "Write a CA (ca.crt, ca.key) and a serving certificate signed by it (tls.crt,\n"
-            "tls.key) for the webhook Service. ECDSA P-256, SHA-256.\n"
+            "tls.key) for the webhook Service. ECDSA P-256 or RSA-2048, SHA-256.\n"
             "\n"
             "flags:\n"
             "  --service NAME     Service name (required)\n"
@@ -39,14 +47,23 @@ static void gen_usage(FILE *to)
             "  --out DIR          output directory, created with its parents if missing\n"
             "                     (required)\n"
             "  --days N           validity in days, 1..36500 (default %d)\n"
-            "  --dns NAME         extra subjectAltName (DNS name or IP address); repeatable,\n"
-            "                     up to %d (default: none)\n"
-            "  --force            replace existing files in DIR (a new CA invalidates the\n"
+            "  --dns NAME         extra subjectAltName (DNS name or IP address); repeatable\n"
+            "                     (default: none)\n"
+            "  --ip ADDR          extra IP subjectAltName (IPv4 or IPv6); repeatable; --dns\n"
+            "                     and --ip together up to %d (default: none)\n"
+            "  --key-type TYPE    ecdsa (P-256) or rsa (2048 bits) (default ecdsa)\n"
+            "  --secret-manifest FILE  also write a kubernetes.io/tls Secret manifest\n"
+            "                     \"" GEN_SECRET_NAME "\" in NS with tls.crt, tls.key and\n"
+            "                     ca.crt, mode 0600 (default: none)\n"
+            "  --ca-bundle FILE   also write base64 of ca.crt on one line: the caBundle\n"
+            "                     value of the webhook configuration (default: none)\n"
+            "  --force            replace existing files (a new CA invalidates the\n"
             "                     caBundle already deployed; default: refuse)\n"
             "  -h, --help         show this help\n"
             "\n"
             "subjectAltNames always include NAME, NAME.NS, NAME.NS.svc and\n"
-            "NAME.NS.svc.cluster.local. Put base64 of ca.crt in the webhook's caBundle.\n",
+            "NAME.NS.svc.cluster.local. The webhook's caBundle is base64 of ca.crt\n"
+            "(--ca-bundle writes it).\n",
             GEN_DEFAULT_DAYS, GEN_MAX_DNS);
 }
 
@@ -76,18 +93,20 @@ static bool dns_name_ok(const char *s)
     return true;
 }
 
-/* Write text to dir/name with mode, through a temporary file and rename(2). */
-static int write_file(const char *dir, const char *name, const char *text, mode_t mode)
+/* Write text to path with mode, through a temporary file beside it and rename(2). */
+static int write_file(const char *path, const char *text, mode_t mode)
 {
-    char path[PATH_MAX];
     char tmp[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    int dirlen = slash != NULL ? (int)(slash - path + 1) : 0;
     size_t len = strlen(text);
     size_t done = 0;
     int fd;
 
-    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path)
-        || (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >= sizeof(tmp)) {
-        fprintf(stderr, WH_PROG ": gen-certs: path too long in --out %s\n", dir);
+    /* "dir/.name.tmp": hidden, and on the same file system as path (rename is atomic) */
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp", dirlen, path, path + dirlen)
+        >= sizeof(tmp)) {
+        fprintf(stderr, WH_PROG ": gen-certs: path too long: %s\n", path);
         return -1;
     }
     unlink(tmp);
@@ -124,6 +143,180 @@ fail:
     return -1;
 }
 
+/* write_file of dir/name. */
+static int write_in_dir(const char *dir, const char *name, const char *text, mode_t mode)
+{
+    char path[PATH_MAX];
+
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path)) {
+        fprintf(stderr, WH_PROG ": gen-certs: path too long in --out %s\n", dir);
+        return -1;
+    }
+    return write_file(path, text, mode);
+}
+
+/* ---- Secret manifest and caBundle ---- */
+
+/* libyaml output handler: append to a memory BIO-like growing buffer (struct yaml_buf). */
+struct yaml_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+};
+
+static int yaml_buf_write(void *data, unsigned char *buffer, size_t size)
+{
+    struct yaml_buf *b = data;
+
+    if (b->len + size + 1 > b->cap) {
+        size_t cap = (b->len + size + 1) * 2;
+        char *p = realloc(b->data, cap);
+
+        if (p == NULL)
+            return 0;
+        b->data = p;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, buffer, size);
+    b->len += size;
+    b->data[b->len] = '\0';
+    return 1;
+}
+
+/* One event: a plain scalar, or double-quoted when quoted. @return 1 or 0. */
+static int emit_scalar(yaml_emitter_t *e, const char *text, bool quoted)
+{
+    yaml_event_t ev;
+
+    if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)text, (int)strlen(text),
+                                      !quoted, quoted,
+                                      quoted ? YAML_DOUBLE_QUOTED_SCALAR_STYLE
+                                             : YAML_PLAIN_SCALAR_STYLE))
+        return 0;
+    return yaml_emitter_emit(e, &ev);
+}
+
+static int emit_mapping(yaml_emitter_t *e, bool start)
+{
+    yaml_event_t ev;
+
+    if (start) {
+        if (!yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE))
+            return 0;
+    } else if (!yaml_mapping_end_event_initialize(&ev)) {
+        return 0;
+    }
+    return yaml_emitter_emit(e, &ev);
+}
+
+/*
+ * The Secret manifest text (malloc'd, or NULL on failure):
+ *   apiVersion: v1 / kind: Secret / metadata {name, namespace, labels} /
+ *   type: kubernetes.io/tls / data {ca.crt, tls.crt, tls.key: base64 of the PEM}.
+ */
+static char *secret_manifest(const char *ns, const struct certs_pair *ca,
+                             const struct certs_pair *leaf)
+{
+    const char *pem[3] = {ca->cert_pem, leaf->cert_pem, leaf->key_pem};
+    static const char *const keys[3] = {"ca.crt", "tls.crt", "tls.key"};
+    char *b64[3] = {NULL, NULL, NULL};
+    struct yaml_buf buf = {NULL, 0, 0};
+    yaml_emitter_t e;
+    yaml_event_t ev;
+    int ok;
+
+    for (size_t i = 0; i < 3; i++) {
+        b64[i] = certs_base64(pem[i], strlen(pem[i]));
+        if (b64[i] == NULL)
+            goto out;
+    }
+    if (!yaml_emitter_initialize(&e))
+        goto out;
+    yaml_emitter_set_output(&e, yaml_buf_write, &buf);
+    yaml_emitter_set_unicode(&e, 1);
+    yaml_emitter_set_width(&e, -1);   /* never fold the long base64 lines */
+    ok = yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING)
+         && yaml_emitter_emit(&e, &ev)
+         && yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1)
+         && yaml_emitter_emit(&e, &ev)
+         && emit_mapping(&e, true)
+         && emit_scalar(&e, "apiVersion", false) && emit_scalar(&e, "v1", false)
+         && emit_scalar(&e, "kind", false) && emit_scalar(&e, "Secret", false)
+         && emit_scalar(&e, "metadata", false) && emit_mapping(&e, true)
+         && emit_scalar(&e, "name", false) && emit_scalar(&e, GEN_SECRET_NAME, false)
+         && emit_scalar(&e, "namespace", false) && emit_scalar(&e, ns, true)
+         && emit_scalar(&e, "labels", false) && emit_mapping(&e, true)
+         && emit_scalar(&e, "app.kubernetes.io/name", false)
+         && emit_scalar(&e, "volcano-plugin-webhook", false)
+         && emit_scalar(&e, "app.kubernetes.io/part-of", false)
+         && emit_scalar(&e, "volcano-plugin-webhook", false)
+         && emit_mapping(&e, false) && emit_mapping(&e, false)
+         && emit_scalar(&e, "type", false) && emit_scalar(&e, "kubernetes.io/tls", false)
+         && emit_scalar(&e, "data", false) && emit_mapping(&e, true);
+    for (size_t i = 0; ok && i < 3; i++)
+        ok = emit_scalar(&e, keys[i], false) && emit_scalar(&e, b64[i], true);
+    ok = ok && emit_mapping(&e, false) && emit_mapping(&e, false)
+         && yaml_document_end_event_initialize(&ev, 1) && yaml_emitter_emit(&e, &ev)
+         && yaml_stream_end_event_initialize(&ev) && yaml_emitter_emit(&e, &ev);
+    yaml_emitter_delete(&e);
+    if (!ok) {
+        free(buf.data);
+        buf.data = NULL;
+    }
+out:
+    for (size_t i = 0; i < 3; i++) {
+        /* b64[2] is the private key in base64: scrub it too */
+        if (b64[i] != NULL)
+            OPENSSL_cleanse(b64[i], strlen(b64[i]));
+        free(b64[i]);
+    }
+    return buf.data;
+}
+
+/* Write --secret-manifest (0600: it holds the key) and --ca-bundle files. @return 0 or -1. */
+static int write_extras(const char *secret_file, const char *bundle_file, const char *ns,
+                        const struct certs_pair *ca, const struct certs_pair *leaf)
+{
+    int rc = 0;
+
+    if (secret_file != NULL) {
+        char *text = secret_manifest(ns, ca, leaf);
+
+        if (text == NULL) {
+            fprintf(stderr, WH_PROG ": gen-certs: cannot make the Secret manifest: out of "
+                            "memory\n");
+            return -1;
+        }
+        rc = write_file(secret_file, text, 0600);
+        OPENSSL_cleanse(text, strlen(text));
+        free(text);
+        if (rc < 0)
+            return -1;
+    }
+    if (bundle_file != NULL) {
+        char *b64 = certs_base64(ca->cert_pem, strlen(ca->cert_pem));
+        char *line;
+        size_t n;
+
+        if (b64 == NULL) {
+            fprintf(stderr, WH_PROG ": gen-certs: out of memory\n");
+            return -1;
+        }
+        n = strlen(b64) + 2;
+        line = malloc(n);
+        if (line != NULL) {
+            snprintf(line, n, "%s\n", b64);
+            rc = write_file(bundle_file, line, 0644);
+        } else {
+            fprintf(stderr, WH_PROG ": gen-certs: out of memory\n");
+            rc = -1;
+        }
+        free(line);
+        free(b64);
+    }
+    return rc;
+}
+
 /* mkdir -p: create dir and any missing parents (mode 0755). @return 0 or -1 (errno). */
 static int mkdir_parents(const char *dir)
 {
@@ -145,6 +338,26 @@ static int mkdir_parents(const char *dir)
             path[i] = '/';
     }
     return 0;
+}
+
+/* --key-type: "ecdsa" or "rsa". @return 0 or -1. */
+static int parse_key_type(const char *s, enum certs_key_type *out)
+{
+    if (strcmp(s, "ecdsa") == 0)
+        *out = CERTS_KEY_ECDSA_P256;
+    else if (strcmp(s, "rsa") == 0)
+        *out = CERTS_KEY_RSA_2048;
+    else
+        return -1;
+    return 0;
+}
+
+/* An --ip value: a numeric IPv4 or IPv6 address. */
+static bool ip_ok(const char *s)
+{
+    unsigned char buf[16];
+
+    return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
 }
 
 /* Parse --days strictly. @return 0 or -1. */
@@ -169,6 +382,10 @@ int gen_certs_main(int argc, char **argv)
         {"out", required_argument, NULL, 'o'},
         {"days", required_argument, NULL, 'd'},
         {"dns", required_argument, NULL, 'D'},
+        {"ip", required_argument, NULL, 'I'},
+        {"key-type", required_argument, NULL, 'k'},
+        {"secret-manifest", required_argument, NULL, 'S'},
+        {"ca-bundle", required_argument, NULL, 'B'},
         {"force", no_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -179,6 +396,9 @@ int gen_certs_main(int argc, char **argv)
     const char *extra[GEN_MAX_DNS];
     size_t nextra = 0;
     int days = GEN_DEFAULT_DAYS;
+    enum certs_key_type key_type = CERTS_KEY_ECDSA_P256;
+    const char *secret_file = NULL;
+    const char *bundle_file = NULL;
     char names[4][512];
     const char *sans[4 + GEN_MAX_DNS];
     size_t nsans = 0;
@@ -217,10 +437,44 @@ int gen_certs_main(int argc, char **argv)
                 return 2;
             }
             if (nextra == GEN_MAX_DNS) {
-                fprintf(stderr, WH_PROG ": gen-certs: more than %d --dns flags\n", GEN_MAX_DNS);
+                fprintf(stderr, WH_PROG ": gen-certs: more than %d --dns and --ip flags\n",
+                        GEN_MAX_DNS);
                 return 2;
             }
             extra[nextra++] = optarg;
+            break;
+        case 'I':
+            if (!ip_ok(optarg)) {
+                fprintf(stderr, WH_PROG ": gen-certs: invalid --ip \"%s\": want an IPv4 or "
+                                "IPv6 address\n", optarg);
+                return 2;
+            }
+            if (nextra == GEN_MAX_DNS) {
+                fprintf(stderr, WH_PROG ": gen-certs: more than %d --dns and --ip flags\n",
+                        GEN_MAX_DNS);
+                return 2;
+            }
+            extra[nextra++] = optarg;
+            break;
+        case 'k':
+            if (parse_key_type(optarg, &key_type) < 0) {
+                fprintf(stderr,
+                        WH_PROG ": gen-certs: invalid --key-type \"%s\": want ecdsa or rsa\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'S':
+        case 'B':
+            if (optarg[0] == '\0') {
+                fprintf(stderr, WH_PROG ": gen-certs: %s needs a file name\n",
+                        opt == 'S' ? "--secret-manifest" : "--ca-bundle");
+                return 2;
+            }
+            if (opt == 'S')
+                secret_file = optarg;
+            else
+                bundle_file = optarg;
             break;
         case 'f':
             force = true;
@@ -288,17 +542,32 @@ int gen_certs_main(int argc, char **argv)
             return 1;
         }
     }
-    if (certs_generate(&ca, &leaf, sans, nsans, days, &err) < 0) {
+    for (size_t i = 0; !force && i < 2; i++) {
+        const char *path = i == 0 ? secret_file : bundle_file;
+
+        if (path != NULL && access(path, F_OK) == 0) {
+            fprintf(stderr,
+                    WH_PROG ": gen-certs: %s exists; a new CA invalidates the deployed caBundle "
+                    "(use --force to replace it)\n", path);
+            return 1;
+        }
+    }
+    if (certs_generate(&ca, &leaf, key_type, sans, nsans, days, &err) < 0) {
         fprintf(stderr, WH_PROG ": gen-certs: %s\n", err.msg);
         goto out;
     }
-    if (write_file(dir, "ca.key", ca.key_pem, 0600) < 0
-        || write_file(dir, "ca.crt", ca.cert_pem, 0644) < 0
-        || write_file(dir, "tls.key", leaf.key_pem, 0600) < 0
-        || write_file(dir, "tls.crt", leaf.cert_pem, 0644) < 0)
+    if (write_in_dir(dir, "ca.key", ca.key_pem, 0600) < 0
+        || write_in_dir(dir, "ca.crt", ca.cert_pem, 0644) < 0
+        || write_in_dir(dir, "tls.key", leaf.key_pem, 0600) < 0
+        || write_in_dir(dir, "tls.crt", leaf.cert_pem, 0644) < 0
+        || write_extras(secret_file, bundle_file, ns, &ca, &leaf) < 0)
         goto out;
-    printf("wrote %s/ca.crt %s/ca.key %s/tls.crt %s/tls.key (valid %d days)\n", dir, dir, dir,
-           dir, days);
+    printf("wrote %s/ca.crt %s/ca.key %s/tls.crt %s/tls.key (%s, valid %d days)\n", dir, dir,
+           dir, dir, key_type == CERTS_KEY_RSA_2048 ? "RSA-2048" : "ECDSA P-256", days);
+    if (secret_file != NULL)
+        printf("wrote Secret %s/%s manifest to %s\n", ns, GEN_SECRET_NAME, secret_file);
+    if (bundle_file != NULL)
+        printf("wrote caBundle (base64 of ca.crt) to %s\n", bundle_file);
     printf("subjectAltNames:");
     for (size_t i = 0; i < nsans; i++)
         printf(" %s", sans[i]);

@@ -537,11 +537,10 @@ static void set_method(CURL *h, const char *method, const char *data, size_t len
 }
 
 /*
- * Whether the answer carried Retry-After, and its value in seconds (libcurl
- * parses both the seconds and the HTTP-date form, and reports 0 for "absent",
- * so presence is asked separately: "Retry-After: 0" is a valid answer).
+ * libcurl reports 0 for "absent", so presence is asked separately:
+ * "Retry-After: 0" is a valid answer.
  */
-static bool has_retry_after(CURL *h, curl_off_t *secs)
+bool k8s_client_retry_after(CURL *h, curl_off_t *secs)
 {
     struct curl_header *hd;
 
@@ -647,7 +646,7 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
         if (code >= 200 && code <= 299)
             break;
         if ((code == 429 || code == 503) && attempt < c->opt.retry_max &&
-            has_retry_after(h, &retry_after) &&
+            k8s_client_retry_after(h, &retry_after) &&
             (long long)retry_after * 1000 < deadline - k8s_now_ms()) {
             /* the server asked for a pause and there is time for it and one more try */
             LOG_DEBUG("k8s: method=%s path=%s status=%ld retry_after=%ld", method, path, code,

@@ -11,6 +11,7 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "k8s/client.h"
@@ -60,6 +61,14 @@ int k8s_client_status_from_json(long http_code, const json_t *status, struct wh_
  */
 int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, struct wh_error *err)
     WH_WARN_UNUSED;
+
+/**
+ * Whether the answer on h carried a Retry-After header (RFC 9110 §10.2.3; libcurl
+ * parses both the seconds and the HTTP-date form).
+ * @param[out] secs its value in seconds, 0 when negative or unparsable
+ * @return true when the header is present ("Retry-After: 0" included).
+ */
+bool k8s_client_retry_after(CURL *h, curl_off_t *secs);
 
 /** Milliseconds on CLOCK_MONOTONIC. */
 long long k8s_now_ms(void);

@@ -10,7 +10,10 @@
  * error), decodes each with watch_decode_event and hands ADDED / MODIFIED /
  * DELETED / BOOKMARK to the caller's callback in stream order. An ERROR event
  * ends the watch (code 410 → WH_EGONE). A non-200 answer is collected and
- * decoded as a Status (410 → WH_EGONE).
+ * decoded as a Status (410 → WH_EGONE); a 429 or 503 with Retry-After is
+ * waited out here (at most WATCH_RETRY_AFTER_MAX_MS, stop flag honoured) before
+ * the error is returned, so the caller's reconnect comes no sooner than the
+ * server asked, as client-go's watch retries do.
  *
  * The progress callback, which libcurl calls about once a second even when no
  * byte arrives, enforces the idle timeout (no byte for idle_timeout_ms:
@@ -31,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "k8s/client_internal.h"
 #include "webhook/log.h"
@@ -38,6 +42,7 @@
 #define WATCH_MAX_LINE (16u * 1024 * 1024)   /* bytes in one event line */
 #define WATCH_MAX_ERRBODY (64u * 1024)       /* bytes of a non-200 body kept */
 #define WATCH_CONNECT_MS 10000L              /* connect timeout without an idle timeout */
+#define WATCH_RETRY_AFTER_MAX_MS 60000L      /* longest Retry-After honoured */
 
 static const struct {
     const char *name;
@@ -254,6 +259,26 @@ static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, cur
     return 0;
 }
 
+/* Sleep the Retry-After of a 429/503 answer on s->h, in slices so that stop is seen. */
+static void wait_retry_after(struct watch_state *s)
+{
+    curl_off_t secs = 0;
+    long long until;
+
+    if ((s->http_code != 429 && s->http_code != 503) || !k8s_client_retry_after(s->h, &secs))
+        return;
+    until = k8s_now_ms() + (secs * 1000 < WATCH_RETRY_AFTER_MAX_MS ? (long long)secs * 1000
+                                                                     : WATCH_RETRY_AFTER_MAX_MS);
+    LOG_DEBUG("k8s: watch path=%s status=%ld retry_after=%ld", s->p->path, s->http_code,
+              (long)secs);
+    while (k8s_now_ms() < until && !(s->p->stop != NULL && atomic_load(s->p->stop))) {
+        long long left = until - k8s_now_ms();
+        struct timespec ts = {0, (left > 100 ? 100 : (left > 0 ? left : 0)) * 1000000L};
+
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* path?watch=1&allowWatchBookmarks=true[&resourceVersion=RV][&timeoutSeconds=N], malloc'd. */
 static char *watch_path(const struct watch_params *p)
 {
@@ -349,6 +374,7 @@ int k8s_watch(struct k8s_client *c, const struct watch_params *p, watch_fn fn, v
         rc = k8s_client_status_error(s.http_code, s.buf, s.len, &st);
         rc = wh_error_set(err, rc == WH_EGONE ? WH_EGONE : WH_EAPI, "watch %s: %s", p->path,
                           st.msg);
+        wait_retry_after(&s);
         goto out;
     }
     if (cc != CURLE_OK) {

@@ -50,7 +50,9 @@ struct watch_params {
  * @return 0 when the stream ended normally or stop was set; WH_EGONE when the server
  *         answered 410 or sent an ERROR event with code 410 (list again);
  *         WH_ETIMEOUT on idle timeout; the callback's negative value; WH_EAPI /
- *         WH_EINVAL (bad line) otherwise, with err filled.
+ *         WH_EINVAL (bad line) otherwise, with err filled. A 429 or 503 answer with
+ *         Retry-After returns (WH_EAPI) only after waiting that long (at most 60 s;
+ *         sooner when stop is set).
  */
 int k8s_watch(struct k8s_client *c, const struct watch_params *p, watch_fn fn, void *userdata,
               char **last_rv, struct wh_error *err);

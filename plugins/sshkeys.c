@@ -13,7 +13,8 @@
  * that the generating thread fills; waiters sleep on the condition variable.
  * The private key text is wiped (OPENSSL_cleanse) before it is freed.
  *
- * Threads: sshkeys_generate is pure; the store functions lock (see the header).
+ * Threads: sshkeys_generate is pure but for the key generation time it adds to
+ * the metrics (atomics); the store functions lock (see the header).
  */
 #include "plugins/sshkeys.h"
 
@@ -29,6 +30,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "webhook/metrics.h"
 
 #define STORE_BUCKETS 1024u
 
@@ -171,8 +175,17 @@ static void free_secret(char *s)
     }
 }
 
+static double seconds_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 int sshkeys_generate(char **priv_out, char **pub_out, struct wh_error *err)
 {
+    double started = seconds_now();
     EVP_PKEY *pk = EVP_RSA_gen(SSHKEYS_RSA_BITS);   /* e = 65537, OpenSSL's default */
     int rc;
 
@@ -180,6 +193,7 @@ int sshkeys_generate(char **priv_out, char **pub_out, struct wh_error *err)
     *pub_out = NULL;
     if (pk == NULL)
         return ossl_error(err, "RSA generation");
+    metrics_ssh_keygen(seconds_now() - started);   /* webhook_ssh_keygen_seconds */
     rc = private_pem(pk, priv_out, err);
     if (rc == 0)
         rc = public_line(pk, pub_out, err);

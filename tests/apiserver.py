@@ -37,7 +37,15 @@ Design
             watches watch_drop_after_events K, watch_drop_after_ms T (abrupt end
             without the final chunk), watch_stall_ms (send nothing for that long,
             -1 = until the client leaves), watch_gone_http (410 instead of an
-            ERROR event for a too-old RV)}.
+            ERROR event for a too-old RV)}. Answer manglers, applied to the real
+            answer after the request was carried out (so a create still happens):
+            truncate_body_bytes N (send the headers with the full Content-Length,
+            then only the first N body bytes, then drop the connection),
+            body_override TEXT (replace the body; on a watch: send TEXT as the only
+            chunk of the stream and end it), content_type CT (replace the
+            Content-Type header).
+  Clock     POST /_test/clock {"offset_s": S}: the server's wall clock (creation
+            timestamps) runs S seconds off, to test clients against far-off clocks.
 
 Flags: --port N (0 = pick) --port-file F --bind ADDR --tls-cert F --tls-key F
        --load FILE (repeatable) --token T --bookmark-interval S --gc-delay S -v
@@ -70,6 +78,17 @@ KINDS = {
     "secrets": "Secret", "networkpolicies": "NetworkPolicy", "leases": "Lease",
     "podgroups": "PodGroup", "events": "Event", "namespaces": "Namespace",
     "queues": "Queue", "endpoints": "Endpoints",
+    "mutatingwebhookconfigurations": "MutatingWebhookConfiguration",
+    "validatingwebhookconfigurations": "ValidatingWebhookConfiguration",
+    "clusterroles": "ClusterRole", "clusterrolebindings": "ClusterRoleBinding",
+    "customresourcedefinitions": "CustomResourceDefinition",
+}
+# Cluster-scoped resources: stored with namespace "", reached only by paths without
+# /namespaces/NS (a namespaced path to them is 404, as in kube-apiserver).
+CLUSTER_SCOPED = {
+    "namespaces", "nodes", "persistentvolumes", "mutatingwebhookconfigurations",
+    "validatingwebhookconfigurations", "clusterroles", "clusterrolebindings",
+    "customresourcedefinitions", "priorityclasses", "storageclasses",
 }
 RESOURCES = {v: k for k, v in KINDS.items()}
 LOGGED_HEADERS = ("Authorization", "User-Agent", "Accept", "Content-Type", "Connection")
@@ -117,8 +136,11 @@ def qualified(gv, resource):
     return resource + "." + g if g else resource
 
 
+CLOCK_OFFSET_S = [0.0]  # POST /_test/clock: how far the server's wall clock is off
+
+
 def now_rfc3339():
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + CLOCK_OFFSET_S[0]))
 
 
 class ApiError(Exception):
@@ -584,9 +606,19 @@ class Faults:
              "watch_drop_after_ms": int(rule.get("watch_drop_after_ms", 0) or 0),
              "watch_stall_ms": int(rule.get("watch_stall_ms", 0) or 0),
              "watch_gone_http": bool(rule.get("watch_gone_http", False)),
+             # answer manglers: the request is carried out, its answer spoiled
+             "truncate_body_bytes": rule.get("truncate_body_bytes"),
+             "body_override": rule.get("body_override"),
+             "content_type": rule.get("content_type"),
              "for_ms": int(rule.get("for_ms", 0) or 0)}
         # for_ms: the rule lapses after this long whatever its count ("for a while")
         r["expires"] = time.monotonic() + r["for_ms"] / 1000.0 if r["for_ms"] else None
+        if r["truncate_body_bytes"] is not None:
+            r["truncate_body_bytes"] = int(r["truncate_body_bytes"])
+        if r["body_override"] is not None and not isinstance(r["body_override"], str):
+            raise bad_request("body_override must be a string")
+        if r["content_type"] is not None and not isinstance(r["content_type"], str):
+            raise bad_request("content_type must be a string")
         try:
             r["re"] = re.compile(r["path_regex"])
         except re.error as e:
@@ -684,14 +716,27 @@ class Handler(BaseHTTPRequestHandler):
 
     def send_json(self, code, obj, headers=None):
         body = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+        f = getattr(self, "fault", None) or {}
+        ctype = "application/json"
+        if f.get("body_override") is not None:
+            body = f["body_override"].encode()
+        if f.get("content_type") is not None:
+            ctype = f["content_type"]
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         for k, v in (headers or {}).items():
             self.send_header(k, str(v))
         self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        if self.command == "HEAD":
+            return
+        if f.get("truncate_body_bytes") is not None:
+            # the promised length never arrives: the client sees the connection die
+            self.wfile.write(body[:max(0, f["truncate_body_bytes"])])
+            self.wfile.flush()
+            self.drop_connection()
+            return
+        self.wfile.write(body)
 
     def send_status(self, e):
         self.send_json(e.code, e.body(), e.headers)
@@ -715,6 +760,7 @@ class Handler(BaseHTTPRequestHandler):
     def dispatch(self):
         url = urllib.parse.urlsplit(self.path)
         path, query = url.path, url.query
+        self.fault = None
         try:
             self.body_raw = self._read_body()
             if path.startswith("/_test/"):
@@ -789,6 +835,9 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "the server could not find the requested resource",
                            {})
         gv, resource, ns, name, sub = parsed
+        if ns is not None and resource in CLUSTER_SCOPED:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource",
+                           {})
         store = self.server.store
         m = self.command
         if name is None:
@@ -918,9 +967,13 @@ class Handler(BaseHTTPRequestHandler):
         if gone and f.get("watch_gone_http"):
             raise expired
         self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", f.get("content_type") or "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        if f.get("body_override") is not None:
+            self.write_chunk(f["body_override"].encode())  # one bad "event", then the end
+            self.write_chunk(b"")
+            return
         if gone:
             self.write_event("ERROR", expired.body())
             self.write_chunk(b"")
@@ -1018,6 +1071,12 @@ class Handler(BaseHTTPRequestHandler):
                              None if delay is None else float(delay) / 1000.0)
             self.send_json(200, {"enabled": srv.store.gc_enabled,
                                  "delay_ms": int(srv.store.gc_delay * 1000)})
+        elif path == "/_test/clock" and m == "POST":
+            body = self.read_json()
+            if not isinstance(body, dict):
+                raise bad_request("clock: an object is required")
+            CLOCK_OFFSET_S[0] = float(body.get("offset_s", 0) or 0)
+            self.send_json(200, {"offset_s": CLOCK_OFFSET_S[0]})
         elif path == "/_test/compact" and m == "POST":
             body = self.read_json()
             srv.store.compact(int(body.get("resourceVersion", srv.store.rv)))
@@ -1044,7 +1103,7 @@ def load_objects(store, doc):
     gv = api_version_to_gv(doc["apiVersion"])
     resource = kind_to_resource(doc["kind"])
     ns = (doc.get("metadata") or {}).get("namespace") or "default"
-    if doc["kind"] == "Namespace":
+    if resource in CLUSTER_SCOPED:
         ns = ""
     return [store.create(gv, resource, ns, doc)]
 

@@ -1,8 +1,10 @@
 /*
- * check_certs.c - certs_generate checked with OpenSSL's own verifier (chain,
- * host names from the SAN, IP SAN, EKU, CA flags, algorithms, validity),
- * certs_load_pair on good / mismatched / garbage / missing files, and the
- * gen-certs subcommand end to end in a temporary directory.
+ * check_certs.c - certs_generate checked with OpenSSL's own verifier in strict
+ * mode, host names from the SAN only (the CN is never consulted, as Go's
+ * crypto/x509 does): chain, IP SAN, EKU, CA flags, algorithms (ECDSA P-256 and
+ * RSA-2048), validity; certs_base64; certs_load_pair on good / mismatched /
+ * garbage / missing files; the gen-certs subcommand end to end in a temporary
+ * directory, with its Secret manifest (parsed with k8s/yaml.h) and caBundle.
  */
 #include <check.h>
 #include <openssl/bio.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include "certs/certs.h"
+#include "k8s/yaml.h"
 #include "tests/testutil.h"
 #include "webhook/commands.h"
 
@@ -62,6 +65,9 @@ static int verify(X509 *ca, X509 *leaf, const char *host, const char *ip)
     ck_assert_int_eq(X509_STORE_CTX_init(ctx, store, leaf, NULL), 1);
     param = X509_STORE_CTX_get0_param(ctx);
     ck_assert_int_eq(X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER), 1);
+    /* strict RFC 5280 checks, and the SAN only: a CN that matches does not count */
+    ck_assert_int_eq(X509_VERIFY_PARAM_set_flags(param, X509_V_FLAG_X509_STRICT), 1);
+    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
     if (host != NULL)
         ck_assert_int_eq(X509_VERIFY_PARAM_set1_host(param, host, 0), 1);
     if (ip != NULL)
@@ -80,7 +86,7 @@ START_TEST(test_generate_verifies)
     X509 *cac;
     X509 *lc;
 
-    ck_assert_int_eq(certs_generate(&ca, &leaf, sans, NSANS, 30, &err), 0);
+    ck_assert_int_eq(certs_generate(&ca, &leaf, CERTS_KEY_ECDSA_P256, sans, NSANS, 30, &err), 0);
     cac = pem_cert(ca.cert_pem);
     lc = pem_cert(leaf.cert_pem);
     for (size_t i = 0; i < 4; i++)
@@ -109,8 +115,8 @@ START_TEST(test_other_ca_fails)
     X509 *c2;
     X509 *l1;
 
-    ck_assert_int_eq(certs_generate(&ca1, &leaf1, sans, 1, 1, NULL), 0);
-    ck_assert_int_eq(certs_generate(&ca2, &leaf2, sans, 1, 1, NULL), 0);
+    ck_assert_int_eq(certs_generate(&ca1, &leaf1, CERTS_KEY_ECDSA_P256, sans, 1, 1, NULL), 0);
+    ck_assert_int_eq(certs_generate(&ca2, &leaf2, CERTS_KEY_ECDSA_P256, sans, 1, 1, NULL), 0);
     c2 = pem_cert(ca2.cert_pem);
     l1 = pem_cert(leaf1.cert_pem);
     ck_assert_int_eq(verify(c2, l1, "wh", NULL), X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY);
@@ -146,7 +152,7 @@ START_TEST(test_generate_fields)
     BIGNUM *s1;
     BIGNUM *s2;
 
-    ck_assert_int_eq(certs_generate(&ca, &leaf, sans, NSANS, 30, NULL), 0);
+    ck_assert_int_eq(certs_generate(&ca, &leaf, CERTS_KEY_ECDSA_P256, sans, NSANS, 30, NULL), 0);
     cac = pem_cert(ca.cert_pem);
     lc = pem_cert(leaf.cert_pem);
     lk = pem_key(leaf.key_pem);
@@ -206,14 +212,83 @@ START_TEST(test_generate_bad_args)
     struct wh_error err = {0, ""};
     const char *const empty[] = {""};
 
-    ck_assert_int_eq(certs_generate(&ca, &leaf, sans, 0, 30, &err), WH_EINVAL);
+    ck_assert_int_eq(certs_generate(&ca, &leaf, CERTS_KEY_ECDSA_P256, sans, 0, 30, &err),
+                     WH_EINVAL);
     ck_assert_str_eq(err.msg, "no subjectAltName given");
-    ck_assert_int_eq(certs_generate(&ca, &leaf, sans, 1, 0, &err), WH_EINVAL);
+    ck_assert_int_eq(certs_generate(&ca, &leaf, CERTS_KEY_ECDSA_P256, sans, 1, 0, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "days 0 out of range 1..36500");
-    ck_assert_int_eq(certs_generate(&ca, &leaf, empty, 1, 1, &err), WH_EINVAL);
+    ck_assert_int_eq(certs_generate(&ca, &leaf, CERTS_KEY_ECDSA_P256, empty, 1, 1, &err),
+                     WH_EINVAL);
     ck_assert_str_eq(err.msg, "empty subjectAltName");
+    ck_assert_int_eq(certs_generate(&ca, &leaf, (enum certs_key_type)7, sans, 1, 1, &err),
+                     WH_EINVAL);
+    ck_assert_str_eq(err.msg, "unknown key type 7");
     ck_assert_ptr_null(ca.cert_pem);
     ck_assert_ptr_null(leaf.key_pem);
+}
+END_TEST
+
+/* RSA-2048: every SAN verifies (strict, SAN only); RSA keys, SHA-256 signatures. */
+START_TEST(test_generate_rsa)
+{
+    struct certs_pair ca = {NULL, NULL};
+    struct certs_pair leaf = {NULL, NULL};
+    struct wh_error err = {0, ""};
+    X509 *cac;
+    X509 *lc;
+    EVP_PKEY *lk;
+
+    ck_assert_msg(certs_generate(&ca, &leaf, CERTS_KEY_RSA_2048, sans, NSANS, 30, &err) == 0,
+                  "%s", err.msg);
+    cac = pem_cert(ca.cert_pem);
+    lc = pem_cert(leaf.cert_pem);
+    lk = pem_key(leaf.key_pem);
+    for (size_t i = 0; i < 4; i++)
+        ck_assert_msg(verify(cac, lc, sans[i], NULL) == X509_V_OK, "name %s", sans[i]);
+    ck_assert_int_eq(verify(cac, lc, NULL, "127.0.0.1"), X509_V_OK);
+    ck_assert_int_eq(verify(cac, lc, NULL, "::1"), X509_V_OK);
+    ck_assert_int_eq(verify(cac, lc, "wh.other.svc", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
+    ck_assert_int_ne(verify(cac, cac, "wh.ns.svc", NULL), X509_V_OK);
+    ck_assert_int_eq(EVP_PKEY_get_base_id(X509_get0_pubkey(lc)), EVP_PKEY_RSA);
+    ck_assert_int_eq(EVP_PKEY_get_bits(X509_get0_pubkey(lc)), 2048);
+    ck_assert_int_eq(EVP_PKEY_get_base_id(X509_get0_pubkey(cac)), EVP_PKEY_RSA);
+    ck_assert_int_eq(EVP_PKEY_get_bits(X509_get0_pubkey(cac)), 2048);
+    ck_assert_int_eq(X509_get_signature_nid(lc), NID_sha256WithRSAEncryption);
+    ck_assert_int_eq(X509_get_signature_nid(cac), NID_sha256WithRSAEncryption);
+    ck_assert_uint_eq(X509_get_key_usage(lc), KU_DIGITAL_SIGNATURE | KU_KEY_ENCIPHERMENT);
+    ck_assert_uint_eq(X509_get_extended_key_usage(lc), XKU_SSL_SERVER);
+    ck_assert_int_eq(X509_check_ca(lc), 0);
+    ck_assert_int_eq(X509_check_private_key(lc, lk), 1);
+    ck_assert_ptr_nonnull(strstr(leaf.key_pem, "-----BEGIN PRIVATE KEY-----"));
+    EVP_PKEY_free(lk);
+    X509_free(cac);
+    X509_free(lc);
+    certs_pair_dispose(&ca);
+    certs_pair_dispose(&leaf);
+}
+END_TEST
+
+/* RFC 4648 section 10 test vectors; one line however long. */
+START_TEST(test_base64)
+{
+    static const char *const in[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
+    static const char *const want[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=",
+                                       "Zm9vYmFy"};
+    char big[3000];
+    char *b;
+
+    for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+        b = certs_base64(in[i], strlen(in[i]));
+        ck_assert_ptr_nonnull(b);
+        ck_assert_str_eq(b, want[i]);
+        free(b);
+    }
+    memset(big, 0xff, sizeof(big));
+    b = certs_base64(big, sizeof(big));
+    ck_assert_uint_eq(strlen(b), 4000);
+    ck_assert_ptr_null(strchr(b, '\n'));
+    ck_assert_int_eq(strspn(b, "/"), 4000);
+    free(b);
 }
 END_TEST
 
@@ -269,7 +344,7 @@ START_TEST(test_load_pair)
     char *chain;
     size_t n;
 
-    ck_assert_int_eq(certs_generate(&ca, &leaf, sans, NSANS, 30, NULL), 0);
+    ck_assert_int_eq(certs_generate(&ca, &leaf, CERTS_KEY_ECDSA_P256, sans, NSANS, 30, NULL), 0);
     put("tls.crt", leaf.cert_pem);
     put("tls.key", leaf.key_pem);
     put("ca.key", ca.key_pem);
@@ -342,7 +417,7 @@ START_TEST(test_load_encrypted_key)
     long n;
     char *text;
 
-    ck_assert_int_eq(certs_generate(&ca, &leaf, sans, 1, 1, NULL), 0);
+    ck_assert_int_eq(certs_generate(&ca, &leaf, CERTS_KEY_ECDSA_P256, sans, 1, 1, NULL), 0);
     k = pem_key(leaf.key_pem);
     ck_assert_int_eq(PEM_write_bio_PKCS8PrivateKey(b, k, EVP_aes_256_cbc(), NULL, 0, NULL,
                                                    (void *)"secret"),
@@ -442,6 +517,152 @@ START_TEST(test_gen_certs_command)
 }
 END_TEST
 
+/* Whole file as a malloc'd string. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = calloc(1, 1 << 16);
+    size_t n;
+
+    ck_assert_ptr_nonnull(f);
+    n = fread(buf, 1, (1 << 16) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* Base64-decode text (standard alphabet, padded) into a malloc'd NUL-terminated string. */
+static char *unbase64(const char *text)
+{
+    size_t n = strlen(text);
+    unsigned char *out = calloc(1, n + 4);
+    int len;
+
+    ck_assert_uint_eq(n % 4, 0);
+    len = EVP_DecodeBlock(out, (const unsigned char *)text, (int)n);
+    ck_assert_int_ge(len, 0);
+    /* EVP_DecodeBlock counts the padding as zero bytes: take them off */
+    if (n >= 1 && text[n - 1] == '=')
+        len--;
+    if (n >= 2 && text[n - 2] == '=')
+        len--;
+    out[len] = '\0';
+    ck_assert_uint_eq(strlen((char *)out), (size_t)len);
+    return (char *)out;
+}
+
+/* --key-type rsa --secret-manifest --ca-bundle: the Secret and the caBundle hold exactly
+ * the PEM files written to --out. */
+START_TEST(test_gen_certs_secret_and_bundle)
+{
+    char out[128];
+    char secret[128];
+    char bundle[128];
+    char a[160];
+    struct wh_error err = {0, ""};
+    struct stat st;
+    json_t *doc = NULL;
+    json_t *data;
+    char *text;
+    char *file;
+    char *dec;
+    const char *argv[] = {"gen-certs", "--service", "vpw", "--namespace", "no", "--out", out,
+                          "--key-type", "rsa", "--secret-manifest", secret, "--ca-bundle",
+                          bundle, NULL};
+    static const char *const keys[] = {"ca.crt", "tls.crt", "tls.key"};
+
+    snprintf(out, sizeof(out), "%s/certs", tmpdir);
+    snprintf(secret, sizeof(secret), "%s/secret.yaml", tmpdir);
+    snprintf(bundle, sizeof(bundle), "%s/ca-bundle.txt", tmpdir);
+    ck_assert_int_eq(run_gen(13, argv), 0);
+
+    /* The Secret: exactly these fields (namespace "no" stays a string, not YAML 1.1 false). */
+    ck_assert_msg(yaml_load_file(secret, &doc, &err) == 0, "%s", err.msg);
+    data = json_object_get(doc, "data");
+    ck_assert_uint_eq(json_object_size(doc), 5);
+    ck_assert_str_eq(json_string_value(json_object_get(doc, "apiVersion")), "v1");
+    ck_assert_str_eq(json_string_value(json_object_get(doc, "kind")), "Secret");
+    ck_assert_str_eq(json_string_value(json_object_get(doc, "type")), "kubernetes.io/tls");
+    tu_assert_json_eq(json_object_get(doc, "metadata"),
+                      "{\"name\": \"volcano-plugin-webhook-tls\", \"namespace\": \"no\","
+                      " \"labels\": {\"app.kubernetes.io/name\": \"volcano-plugin-webhook\","
+                      " \"app.kubernetes.io/part-of\": \"volcano-plugin-webhook\"}}");
+    ck_assert_uint_eq(json_object_size(data), 3);
+    for (size_t i = 0; i < 3; i++) {
+        const char *v = json_string_value(json_object_get(data, keys[i]));
+        char p[160];
+
+        ck_assert_msg(v != NULL, "data.%s missing", keys[i]);
+        dec = unbase64(v);
+        snprintf(p, sizeof(p), "%s/%s", out, keys[i]);
+        file = slurp(p);
+        ck_assert_str_eq(dec, file);
+        free(dec);
+        free(file);
+    }
+    json_decref(doc);
+    ck_assert_int_eq(stat(secret, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0600);
+
+    /* The caBundle: one line of base64 of ca.crt, then a newline. */
+    text = slurp(bundle);
+    ck_assert_uint_gt(strlen(text), 100);
+    ck_assert_ptr_eq(strchr(text, '\n'), text + strlen(text) - 1);
+    text[strlen(text) - 1] = '\0';
+    dec = unbase64(text);
+    file = slurp(tmp_path("certs/ca.crt", a, sizeof(a)));
+    ck_assert_str_eq(dec, file);
+    ck_assert_ptr_nonnull(strstr(dec, "-----BEGIN CERTIFICATE-----"));
+    free(dec);
+    free(file);
+    free(text);
+    ck_assert_int_eq(stat(bundle, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0644);
+
+    /* RSA keys on disk. */
+    {
+        struct certs_pair leaf = {NULL, NULL};
+        char b[160];
+        EVP_PKEY *k;
+
+        ck_assert_int_eq(certs_load_pair(&leaf, tmp_path("certs/tls.crt", a, sizeof(a)),
+                                         tmp_path("certs/tls.key", b, sizeof(b)), NULL),
+                         0);
+        k = pem_key(leaf.key_pem);
+        ck_assert_int_eq(EVP_PKEY_get_base_id(k), EVP_PKEY_RSA);
+        ck_assert_int_eq(EVP_PKEY_get_bits(k), 2048);
+        EVP_PKEY_free(k);
+        certs_pair_dispose(&leaf);
+    }
+
+    /* Again: the secret manifest and caBundle alone also block a run without --force. */
+    {
+        const char *again[] = {"gen-certs", "--service", "vpw", "--namespace", "no", "--out",
+                               a, "--secret-manifest", secret, NULL};
+        const char *again_bundle[] = {"gen-certs", "--service", "vpw", "--namespace", "no",
+                                      "--out", a, "--ca-bundle", bundle, NULL};
+        const char *forced[] = {"gen-certs", "--service", "vpw", "--namespace", "no", "--out",
+                                out, "--secret-manifest", secret, "--ca-bundle", bundle,
+                                "--force", NULL};
+
+        snprintf(a, sizeof(a), "%s/other", tmpdir);
+        text = slurp(secret);
+        ck_assert_int_eq(run_gen(9, again), 1);
+        ck_assert_int_eq(run_gen(9, again_bundle), 1);
+        file = slurp(secret);
+        ck_assert_str_eq(file, text);   /* untouched */
+        free(file);
+        ck_assert_int_eq(run_gen(12, forced), 0);
+        file = slurp(secret);
+        ck_assert_str_ne(file, text);   /* a new CA and pair */
+        free(file);
+        free(text);
+        ck_assert_int_eq(stat(secret, &st), 0);
+        ck_assert_uint_eq(st.st_mode & 0777, 0600);
+    }
+}
+END_TEST
+
 START_TEST(test_gen_certs_usage)
 {
     char out[128];
@@ -459,6 +680,12 @@ START_TEST(test_gen_certs_usage)
                              "--dns", "a,b", NULL};
     const char *extra_arg[] = {"gen-certs", "--service", "s", "--namespace", "ns", "--out", out,
                                "stray", NULL};
+    const char *bad_type[] = {"gen-certs", "--service", "s", "--namespace", "ns", "--out", out,
+                              "--key-type", "dsa", NULL};
+    const char *bad_ip[] = {"gen-certs", "--service", "s", "--namespace", "ns", "--out", out,
+                            "--ip", "wh.example", NULL};
+    const char *empty_secret[] = {"gen-certs", "--service", "s", "--namespace", "ns", "--out",
+                                  out, "--secret-manifest", "", NULL};
 
     snprintf(out, sizeof(out), "%s/x", tmpdir);
     ck_assert_int_eq(run_gen(2, help), 0);
@@ -470,6 +697,9 @@ START_TEST(test_gen_certs_usage)
     ck_assert_int_eq(run_gen(7, bad_name), 2);
     ck_assert_int_eq(run_gen(9, bad_dns), 2);
     ck_assert_int_eq(run_gen(8, extra_arg), 2);
+    ck_assert_int_eq(run_gen(9, bad_type), 2);
+    ck_assert_int_eq(run_gen(9, bad_ip), 2);
+    ck_assert_int_eq(run_gen(9, empty_secret), 2);
     /* Nothing was written by a refused run. */
     ck_assert_int_eq(access(out, F_OK), -1);
 }
@@ -486,11 +716,14 @@ static Suite *certs_suite(void)
     tcase_add_test(gen, test_other_ca_fails);
     tcase_add_test(gen, test_generate_fields);
     tcase_add_test(gen, test_generate_bad_args);
+    tcase_add_test(gen, test_generate_rsa);
+    tcase_add_test(gen, test_base64);
     tcase_add_checked_fixture(files, tmp_setup, tmp_teardown);
     tcase_set_timeout(files, 30);
     tcase_add_test(files, test_load_pair);
     tcase_add_test(files, test_load_encrypted_key);
     tcase_add_test(files, test_gen_certs_command);
+    tcase_add_test(files, test_gen_certs_secret_and_bundle);
     tcase_add_test(files, test_gen_certs_usage);
     suite_add_tcase(s, gen);
     suite_add_tcase(s, files);

@@ -11,24 +11,24 @@
 #include <errno.h>
 #include <openssl/evp.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "k8s/client.h"
+#include "tests/apitest.h"
 #include "tests/testutil.h"
 
 #define JOBS "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs"
 
-static char tmpdir[256];     /* per process: certs, kubeconfigs, port file */
-static pid_t srv_pid = -1;   /* the test API server of the current TCase */
-static int srv_port;
-static bool srv_tls;
+static char tmpdir[256];     /* per process: certs, kubeconfigs */
+static struct apitest api;   /* the test API server of the current TCase */
+static char ca_crt[512];     /* tmpdir/ca.crt, srv.crt, srv.key: borrowed by api */
+static char srv_crt[512];
+static char srv_key[512];
 
 /* ---- helpers ---- */
 
@@ -44,25 +44,6 @@ static void write_file(const char *path, const char *text)
     ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
     fputs(text, f);
     ck_assert_int_eq(fclose(f), 0);
-}
-
-/* Whole file as a malloc'd string. */
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf;
-    long n;
-
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = malloc((size_t)n + 1);
-    ck_assert_ptr_nonnull(buf);
-    ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
 }
 
 static char *b64(const char *text)
@@ -119,59 +100,25 @@ static void remove_tmpdir(void)
     tmpdir[0] = '\0';
 }
 
+/* apiserver.py with token tok1, over HTTPS (srv.crt, signed by ca.crt) when tls. */
 static void server_start(bool tls)
 {
-    char port_file[512];
-    char cert[512];
-    char key[512];
-    const char *script = getenv("TEST_APISERVER");
-    struct timespec ts = {0, 20 * 1000 * 1000};
-    int i;
+    struct apitest_opts o = {.token = "tok1", .timeout_ms = 60000};
 
-    tpath(port_file, sizeof(port_file), tls ? "port-tls" : "port");
-    tpath(cert, sizeof(cert), "srv.crt");
-    tpath(key, sizeof(key), "srv.key");
-    unlink(port_file);
-    if (script == NULL)
-        script = "tests/apiserver.py";
-    srv_tls = tls;
-    srv_pid = fork();
-    ck_assert_int_ge(srv_pid, 0);
-    if (srv_pid == 0) {
-        if (tls)
-            execl("/usr/bin/python3", "python3", script, "--port", "0", "--port-file", port_file,
-                  "--bind", "127.0.0.1", "--token", "tok1", "--tls-cert", cert, "--tls-key", key,
-                  (char *)NULL);
-        else
-            execl("/usr/bin/python3", "python3", script, "--port", "0", "--port-file", port_file,
-                  "--bind", "127.0.0.1", "--token", "tok1", (char *)NULL);
-        _exit(127);
+    if (tls) {
+        tpath(ca_crt, sizeof(ca_crt), "ca.crt");
+        tpath(srv_crt, sizeof(srv_crt), "srv.crt");
+        tpath(srv_key, sizeof(srv_key), "srv.key");
+        o.tls_cert = srv_crt;
+        o.tls_key = srv_key;
+        o.ca_file = ca_crt;
     }
-    for (i = 0; i < 500 && access(port_file, R_OK) != 0; i++) {
-        int st;
-
-        ck_assert_msg(waitpid(srv_pid, &st, WNOHANG) == 0, "apiserver.py exited");
-        nanosleep(&ts, NULL);
-    }
-    ck_assert_msg(access(port_file, R_OK) == 0, "apiserver.py did not start");
-    {
-        char *p = read_file(port_file);
-
-        srv_port = (int)strtol(p, NULL, 10);
-        free(p);
-    }
-    ck_assert_int_gt(srv_port, 0);
+    apitest_start_opts(&api, &o);
 }
 
 static void server_stop(void)
 {
-    int st;
-
-    if (srv_pid > 0) {
-        kill(srv_pid, SIGTERM);
-        waitpid(srv_pid, &st, 0);
-        srv_pid = -1;
-    }
+    apitest_stop(&api);
 }
 
 static void http_setup(void)
@@ -184,77 +131,13 @@ static void https_setup(void)
     server_start(true);
 }
 
-struct ctl_buf {
-    char *data;
-    size_t len;
-};
-
-static size_t ctl_body(char *p, size_t size, size_t nmemb, void *ud)
-{
-    struct ctl_buf *b = ud;
-    char *n = realloc(b->data, b->len + size * nmemb + 1);
-
-    if (n == NULL)
-        return 0;
-    memcpy(n + b->len, p, size * nmemb);
-    b->len += size * nmemb;
-    n[b->len] = '\0';
-    b->data = n;
-    return size * nmemb;
-}
-
-/* A test-control request; returns the HTTP status and the decoded body (new ref or NULL). */
-static long ctl(const char *method, const char *path, const char *body, json_t **resp)
-{
-    CURL *h = curl_easy_init();
-    char url[1024];
-    char ca[512];
-    struct ctl_buf buf = {0};
-    long code = 0;
-    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-
-    ck_assert_ptr_nonnull(h);
-    snprintf(url, sizeof(url), "%s://127.0.0.1:%d%s", srv_tls ? "https" : "http", srv_port, path);
-    tpath(ca, sizeof(ca), "ca.crt");
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(h, CURLOPT_CAINFO, ca);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 60000L);
-    if (body != NULL)
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ctl_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
-    ck_assert_int_eq(curl_easy_perform(h), CURLE_OK);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    if (resp != NULL)
-        *resp = buf.data ? json_loadb(buf.data, buf.len, 0, NULL) : NULL;
-    free(buf.data);
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(h);
-    return code;
-}
-
 /* Reset the server's faults, request log and objects; create Job ns1/j1; new ref to it. */
 static json_t *reset_and_create_job(void)
 {
-    json_t *resp = NULL;
-    json_t *job;
-
-    ck_assert_int_eq(ctl("DELETE", "/_test/faults", NULL, NULL), 200);
-    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
-    ck_assert_int_eq(ctl("DELETE", "/_test/objects", NULL, NULL), 200);
-    ck_assert_int_eq(ctl("POST", "/_test/objects",
-                         "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
-                         "\"metadata\":{\"name\":\"j1\",\"namespace\":\"ns1\"},"
-                         "\"spec\":{\"minAvailable\":2,\"plugins\":{\"ssh\":[]}}}",
-                         &resp),
-                     201);
-    job = json_incref(json_array_get(json_object_get(resp, "items"), 0));
-    json_decref(resp);
-    ck_assert(json_is_object(job));
-    return job;
+    apitest_reset(&api);
+    return apitest_load(&api, "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+                              "\"metadata\":{\"name\":\"j1\",\"namespace\":\"ns1\"},"
+                              "\"spec\":{\"minAvailable\":2,\"plugins\":{\"ssh\":[]}}}");
 }
 
 /* A client for the running server with token file tok (contents "tok1"). */
@@ -267,11 +150,10 @@ static struct k8s_client *client_for_server(bool with_ca_file)
     char tok[512];
     char ca[512];
 
-    snprintf(server, sizeof(server), "%s://127.0.0.1:%d", srv_tls ? "https" : "http", srv_port);
     tpath(tok, sizeof(tok), "token");
     tpath(ca, sizeof(ca), "ca.crt");
     write_file(tok, "tok1\n");
-    cfg.server = server;
+    cfg.server = (char *)apitest_url(&api, server, sizeof(server));
     cfg.token_file = tok;
     cfg.ca_file = with_ca_file ? ca : NULL;
     c = k8s_client_create(&cfg, &err);
@@ -279,11 +161,11 @@ static struct k8s_client *client_for_server(bool with_ca_file)
     return c;
 }
 
-/* The n-th logged request (borrowed from *log, which the caller decrefs). */
+/* The n-th logged request (borrowed from *log, the whole log, which the caller decrefs). */
 static json_t *logged_request(json_t **log, size_t n)
 {
-    ck_assert_int_eq(ctl("GET", "/_test/requests", NULL, log), 200);
-    return json_array_get(json_object_get(*log, "requests"), n);
+    *log = apitest_requests(&api);
+    return json_array_get(*log, n);
 }
 
 /* ---- kubeconfig ---- */
@@ -302,11 +184,11 @@ START_TEST(test_kubeconfig_data_fields)
     struct wh_error err = {0};
 
     tpath(kc, sizeof(kc), "ca.crt");
-    ca = read_file(kc);
+    ca = tu_read_file(kc);
     tpath(kc, sizeof(kc), "srv.crt");
-    crt = read_file(kc);
+    crt = tu_read_file(kc);
     tpath(kc, sizeof(kc), "srv.key");
-    key = read_file(kc);
+    key = tu_read_file(kc);
     b_ca = b64(ca);
     b_crt = b64(crt);
     b_key = b64(key);
@@ -500,23 +382,39 @@ END_TEST
 
 /* ---- requests over HTTP ---- */
 
+/* Per test of the "http" TCase (checked fixture): Job ns1/j1 as stored, and a client. */
+static json_t *job;
+static struct k8s_client *kc;
+
+static void http_test_setup(void)
+{
+    job = reset_and_create_job();
+    kc = client_for_server(false);
+}
+
+static void http_test_teardown(void)
+{
+    k8s_client_destroy(kc);
+    kc = NULL;
+    json_decref(job);
+    job = NULL;
+}
+
 START_TEST(test_get_job_200)
 {
-    json_t *want = reset_and_create_job();
-    struct k8s_client *c = client_for_server(false);
     struct wh_error err = {0};
     json_t *got = NULL;
     json_t *log = NULL;
     json_t *req;
 
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
-    ck_assert(json_equal(got, want));
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 5000, &got, &err), 0);
+    ck_assert(json_equal(got, job));
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(got, "metadata"), "uid")),
-                     json_string_value(json_object_get(json_object_get(want, "metadata"), "uid")));
+                     json_string_value(json_object_get(json_object_get(job, "metadata"), "uid")));
     json_decref(got);
     /* the same thread's handle again (connection reuse), via k8s_get */
-    ck_assert_int_eq(k8s_get(c, JOBS "/j1", 5000, &got, &err), 0);
-    ck_assert(json_equal(got, want));
+    ck_assert_int_eq(k8s_get(kc, JOBS "/j1", 5000, &got, &err), 0);
+    ck_assert(json_equal(got, job));
     json_decref(got);
 
     req = logged_request(&log, 0);
@@ -527,130 +425,103 @@ START_TEST(test_get_job_200)
     ck_assert_str_eq(json_string_value(json_object_get(req, "User-Agent")),
                      "volcano-plugin-webhook/0.1.0");
     ck_assert_str_eq(json_string_value(json_object_get(req, "Accept")), "application/json");
-    ck_assert_uint_eq(json_array_size(json_object_get(log, "requests")), 2);
+    ck_assert_uint_eq(json_array_size(log), 2);
     json_decref(log);
-    json_decref(want);
-    k8s_client_destroy(c);
 }
 END_TEST
 
 START_TEST(test_get_job_404_and_escaping)
 {
-    json_t *job = reset_and_create_job();
-    struct k8s_client *c = client_for_server(false);
     struct wh_error err = {0};
     json_t *got = NULL;
     json_t *log = NULL;
 
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "missing", 5000, &got, &err), WH_ENOTFOUND);
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "missing", 5000, &got, &err), WH_ENOTFOUND);
     ck_assert_ptr_null(got);
     ck_assert_int_eq(err.code, WH_ENOTFOUND);
     ck_assert_str_eq(err.msg, "NotFound: jobs.batch.volcano.sh \"missing\" not found");
 
-    ck_assert_int_eq(k8s_get_job(c, "n s", "a b/c?d", 5000, &got, &err), WH_ENOTFOUND);
+    ck_assert_int_eq(k8s_get_job(kc, "n s", "a b/c?d", 5000, &got, &err), WH_ENOTFOUND);
     ck_assert_str_eq(err.msg, "NotFound: jobs.batch.volcano.sh \"a b/c?d\" not found");
     ck_assert_str_eq(json_string_value(json_object_get(logged_request(&log, 1), "path")),
                      "/apis/batch.volcano.sh/v1alpha1/namespaces/n%20s/jobs/a%20b%2Fc%3Fd");
     json_decref(log);
 
-    ck_assert_int_eq(k8s_get(c, "/no/such/thing", 5000, &got, &err), WH_ENOTFOUND);
+    ck_assert_int_eq(k8s_get(kc, "/no/such/thing", 5000, &got, &err), WH_ENOTFOUND);
     ck_assert_str_eq(err.msg, "NotFound: the server could not find the requested resource");
-    ck_assert_int_eq(k8s_get_job(c, "", "x", 5000, &got, &err), WH_EINVAL);
-    json_decref(job);
-    k8s_client_destroy(c);
+    ck_assert_int_eq(k8s_get_job(kc, "", "x", 5000, &got, &err), WH_EINVAL);
 }
 END_TEST
 
 START_TEST(test_injected_errors)
 {
-    json_t *job = reset_and_create_job();
-    struct k8s_client *c = client_for_server(false);
     struct wh_error err = {0};
     json_t *got = NULL;
 
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"method\":\"GET\",\"path_regex\":\"/jobs/j1$\",\"status\":500,"
-                         "\"reason\":\"InternalError\",\"message\":\"etcd is down\",\"count\":1}",
-                         NULL),
-                     201);
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), WH_EAPI);
+    apitest_fault(&api, "{\"method\":\"GET\",\"path_regex\":\"/jobs/j1$\",\"status\":500,"
+                        "\"reason\":\"InternalError\",\"message\":\"etcd is down\",\"count\":1}");
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 5000, &got, &err), WH_EAPI);
     ck_assert_str_eq(err.msg, "InternalError: etcd is down");
     ck_assert_ptr_null(got);
     /* used up: the next request succeeds on the same handle */
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 5000, &got, &err), 0);
     ck_assert(json_equal(got, job));
     json_decref(got);
     got = NULL;
 
     /* a Status without reason or message: the HTTP code */
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"path_regex\":\"/jobs/j1$\",\"status\":503,\"count\":1}", NULL),
-                     201);
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), WH_EAPI);
+    apitest_fault(&api, "{\"path_regex\":\"/jobs/j1$\",\"status\":503,\"count\":1}");
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 5000, &got, &err), WH_EAPI);
     ck_assert_str_eq(err.msg, "HTTP 503");
 
     /* a dropped connection is a transport error */
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"path_regex\":\"/jobs/j1$\",\"close\":true,\"count\":-1}", NULL),
-                     201);
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), WH_EAPI);
+    apitest_fault(&api, "{\"path_regex\":\"/jobs/j1$\",\"close\":true,\"count\":-1}");
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 5000, &got, &err), WH_EAPI);
     ck_assert_msg(strncmp(err.msg, "GET " JOBS "/j1: ", strlen(JOBS) + 9) == 0, "%s", err.msg);
-    ck_assert_int_eq(ctl("DELETE", "/_test/faults", NULL, NULL), 200);
-    json_decref(job);
-    k8s_client_destroy(c);
+    apitest_ctl_expect(&api, "DELETE", "/_test/faults", NULL, 200);
 }
 END_TEST
 
 START_TEST(test_timeout)
 {
-    json_t *job = reset_and_create_job();
-    struct k8s_client *c = client_for_server(false);
     struct wh_error err = {0};
     json_t *got = NULL;
 
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"path_regex\":\"/jobs/j1$\",\"delay_ms\":3000,\"count\":1}", NULL),
-                     201);
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 300, &got, &err), WH_ETIMEOUT);
+    apitest_fault(&api, "{\"path_regex\":\"/jobs/j1$\",\"delay_ms\":3000,\"count\":1}");
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 300, &got, &err), WH_ETIMEOUT);
     ck_assert_str_eq(err.msg, "GET " JOBS "/j1: timed out after 300 ms");
     ck_assert_ptr_null(got);
     /* the client recovers on a fresh connection */
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 5000, &got, &err), 0);
     json_decref(got);
-    json_decref(job);
-    k8s_client_destroy(c);
 }
 END_TEST
 
 START_TEST(test_token_rotation)
 {
-    json_t *job = reset_and_create_job();
-    struct k8s_client *c = client_for_server(false);
     struct wh_error err = {0};
     json_t *got = NULL;
     json_t *log = NULL;
     char tok[512];
 
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 5000, &got, &err), 0);
     json_decref(got);
     /* the kubelet rewrites the token: the next request sends the new one */
     tpath(tok, sizeof(tok), "token");
     write_file(tok, "tok2\n");
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), WH_EAPI);
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 5000, &got, &err), WH_EAPI);
     ck_assert_str_eq(err.msg, "Unauthorized: Unauthorized");
     ck_assert_str_eq(json_string_value(json_object_get(
                          json_object_get(logged_request(&log, 1), "headers"), "Authorization")),
                      "Bearer tok2");
     json_decref(log);
     write_file(tok, "  tok1  \n");
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 5000, &got, &err), 0);
     json_decref(got);
     /* an empty token file is an error, not an anonymous request */
     write_file(tok, "\n");
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), WH_EAPI);
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 5000, &got, &err), WH_EAPI);
     ck_assert_msg(strstr(err.msg, "is empty") != NULL, "%s", err.msg);
-    json_decref(job);
-    k8s_client_destroy(c);
 }
 END_TEST
 
@@ -658,26 +529,22 @@ START_TEST(test_body_cap)
 {
     size_t n = 17u * 1024 * 1024;
     char *body = malloc(n + 200);
-    struct k8s_client *c;
     struct wh_error err = {0};
     json_t *got = NULL;
     int off;
 
-    json_decref(reset_and_create_job());
     ck_assert_ptr_nonnull(body);
     off = snprintf(body, 200, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
                               "{\"name\":\"big\",\"namespace\":\"ns1\"},\"data\":{\"x\":\"");
     memset(body + off, 'a', n);
     snprintf(body + off + n, 200, "\"}}");
-    ck_assert_int_eq(ctl("POST", "/_test/objects", body, NULL), 201);
+    apitest_ctl_expect(&api, "POST", "/_test/objects", body, 201);
     free(body);
-    c = client_for_server(false);
-    ck_assert_int_eq(k8s_get(c, "/api/v1/namespaces/ns1/configmaps/big", 20000, &got, &err),
+    ck_assert_int_eq(k8s_get(kc, "/api/v1/namespaces/ns1/configmaps/big", 20000, &got, &err),
                      WH_EAPI);
     ck_assert_str_eq(err.msg, "GET /api/v1/namespaces/ns1/configmaps/big: response body larger "
                               "than 16777216 bytes");
     ck_assert_ptr_null(got);
-    k8s_client_destroy(c);
 }
 END_TEST
 
@@ -703,15 +570,13 @@ static void *thread_main(void *p)
 
 START_TEST(test_threads)
 {
-    json_t *job = reset_and_create_job();
-    struct k8s_client *c = client_for_server(false);
     struct thread_arg args[3];
     pthread_t th[3];
     int i;
     int j;
 
     for (i = 0; i < 3; i++) {
-        args[i].c = c;
+        args[i].c = kc;
         ck_assert_int_eq(pthread_create(&th[i], NULL, thread_main, &args[i]), 0);
     }
     for (i = 0; i < 3; i++) {
@@ -721,8 +586,6 @@ START_TEST(test_threads)
     }
     /* one thread still holding a handle at destroy time: its handle is freed too */
     thread_main(&args[0]);
-    json_decref(job);
-    k8s_client_destroy(c);
 }
 END_TEST
 
@@ -765,8 +628,6 @@ END_TEST
 
 START_TEST(test_create_update_delete)
 {
-    json_t *job = reset_and_create_job();
-    struct k8s_client *c = client_for_server(false);
     struct wh_error err = {0};
     json_t *cm = tu_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
                          "\"metadata\":{\"name\":\"a\",\"labels\":{\"x\":\"1\"}},"
@@ -778,12 +639,12 @@ START_TEST(test_create_update_delete)
     json_t *req;
     long rv;
 
-    ck_assert_int_eq(k8s_create(c, CMS, cm, 5000, &created, &err), 0);
+    ck_assert_int_eq(k8s_create(kc, CMS, cm, 5000, &created, &err), 0);
     ck_assert_str_eq(meta_str(created, "namespace"), "ns1");
     ck_assert_uint_eq(strlen(meta_str(created, "uid")), 36);
     rv = strtol(meta_str(job, "resourceVersion"), NULL, 10);
     ck_assert_int_eq(strtol(meta_str(created, "resourceVersion"), NULL, 10), rv + 1);
-    ck_assert_int_eq(k8s_get(c, CMS "/a", 5000, &got, &err), 0);
+    ck_assert_int_eq(k8s_get(kc, CMS "/a", 5000, &got, &err), 0);
     ck_assert(json_equal(got, created)); /* 201 carried the stored object */
     json_decref(got);
     got = NULL;
@@ -795,24 +656,24 @@ START_TEST(test_create_update_delete)
     json_decref(log);
 
     /* the name is taken */
-    ck_assert_int_eq(k8s_create(c, CMS, cm, 5000, &got, &err), WH_EEXISTS);
+    ck_assert_int_eq(k8s_create(kc, CMS, cm, 5000, &got, &err), WH_EEXISTS);
     ck_assert_ptr_null(got);
     ck_assert_str_eq(err.msg, "AlreadyExists: configmaps \"a\" already exists");
 
     /* PUT with the current resourceVersion, then again with the now stale one */
     upd = json_deep_copy(created);
     json_object_set_new(json_object_get(upd, "data"), "k", json_string("v2"));
-    ck_assert_int_eq(k8s_update(c, CMS "/a", upd, 5000, &got, &err), 0);
+    ck_assert_int_eq(k8s_update(kc, CMS "/a", upd, 5000, &got, &err), 0);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(got, "data"), "k")), "v2");
     ck_assert_int_eq(strtol(meta_str(got, "resourceVersion"), NULL, 10), rv + 2);
     json_decref(got);
     got = NULL;
-    ck_assert_int_eq(k8s_update(c, CMS "/a", upd, 5000, &got, &err), WH_ECONFLICT);
+    ck_assert_int_eq(k8s_update(kc, CMS "/a", upd, 5000, &got, &err), WH_ECONFLICT);
     ck_assert_str_eq(err.msg, "Conflict: Operation cannot be fulfilled on configmaps \"a\": the "
                               "object has been modified; please apply your changes to the latest "
                               "version and try again");
     /* any other status: WH_EAPI with the Status reason */
-    ck_assert_int_eq(k8s_update(c, CMS "/nope", upd, 5000, NULL, &err), WH_EAPI);
+    ck_assert_int_eq(k8s_update(kc, CMS "/nope", upd, 5000, NULL, &err), WH_EAPI);
     ck_assert_str_eq(err.msg, "BadRequest: the name of the object (a) does not match the name "
                               "on the URL (nope)");
 
@@ -821,12 +682,12 @@ START_TEST(test_create_update_delete)
         json_t *mp = tu_json("{\"data\":{\"k\":null,\"m\":\"1\"}}");
         json_t *jp = tu_json("[{\"op\":\"add\",\"path\":\"/data/n\",\"value\":\"2\"}]");
 
-        ck_assert_int_eq(k8s_request(c, "PATCH", CMS "/a", mp, "application/merge-patch+json",
+        ck_assert_int_eq(k8s_request(kc, "PATCH", CMS "/a", mp, "application/merge-patch+json",
                                      5000, &got, &err),
                          0);
         tu_assert_json_eq(json_object_get(got, "data"), "{\"m\":\"1\"}");
         json_decref(got);
-        ck_assert_int_eq(k8s_request(c, "PATCH", CMS "/a", jp, "application/json-patch+json",
+        ck_assert_int_eq(k8s_request(kc, "PATCH", CMS "/a", jp, "application/json-patch+json",
                                      5000, &got, &err),
                          0);
         tu_assert_json_eq(json_object_get(got, "data"), "{\"m\":\"1\",\"n\":\"2\"}");
@@ -835,14 +696,14 @@ START_TEST(test_create_update_delete)
         json_decref(mp);
         json_decref(jp);
     }
-    ck_assert_int_eq(k8s_request(c, "HEAD", CMS "/a", NULL, NULL, 5000, &got, &err), WH_EINVAL);
+    ck_assert_int_eq(k8s_request(kc, "HEAD", CMS "/a", NULL, NULL, 5000, &got, &err), WH_EINVAL);
 
-    ck_assert_int_eq(k8s_delete(c, CMS "/a", 5000, &err), 0);
-    ck_assert_int_eq(k8s_get(c, CMS "/a", 5000, &got, &err), WH_ENOTFOUND);
-    ck_assert_int_eq(k8s_delete(c, CMS "/a", 5000, &err), WH_ENOTFOUND);
+    ck_assert_int_eq(k8s_delete(kc, CMS "/a", 5000, &err), 0);
+    ck_assert_int_eq(k8s_get(kc, CMS "/a", 5000, &got, &err), WH_ENOTFOUND);
+    ck_assert_int_eq(k8s_delete(kc, CMS "/a", 5000, &err), WH_ENOTFOUND);
     ck_assert_str_eq(err.msg, "NotFound: configmaps \"a\" not found");
     req = logged_request(&log, 10);
-    ck_assert_uint_eq(json_array_size(json_object_get(log, "requests")), 11);
+    ck_assert_uint_eq(json_array_size(log), 11);
     ck_assert_str_eq(json_string_value(json_object_get(req, "method")), "DELETE");
     ck_assert_str_eq(json_string_value(json_object_get(req, "path")), CMS "/a");
     json_decref(log);
@@ -850,20 +711,15 @@ START_TEST(test_create_update_delete)
     json_decref(upd);
     json_decref(created);
     json_decref(cm);
-    json_decref(job);
-    k8s_client_destroy(c);
 }
 END_TEST
 
 START_TEST(test_list_paged)
 {
     static const char *names[] = {"e", "a", "c", "d", "b"};
-    json_t *job = reset_and_create_job();
-    struct k8s_client *c = client_for_server(false);
     struct wh_error err = {0};
     json_t *items = NULL;
     json_t *all = NULL;
-    json_t *log = NULL;
     json_t *reqs;
     char *rv = NULL;
     char *rv_all = NULL;
@@ -876,11 +732,11 @@ START_TEST(test_list_paged)
                  "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
                  "\"namespace\":\"ns1\"}}",
                  names[i]);
-        ck_assert_int_eq(ctl("POST", "/_test/objects", body, NULL), 201);
+        apitest_ctl_expect(&api, "POST", "/_test/objects", body, 201);
     }
-    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
-    ck_assert_int_eq(k8s_list(c, CMS, 2, 5000, &items, &rv, &err), 0);
-    ck_assert_int_eq(k8s_list(c, CMS, 0, 5000, &all, &rv_all, &err), 0);
+    apitest_clear_requests(&api);
+    ck_assert_int_eq(k8s_list(kc, CMS, 2, 5000, &items, &rv, &err), 0);
+    ck_assert_int_eq(k8s_list(kc, CMS, 0, 5000, &all, &rv_all, &err), 0);
     ck_assert_uint_eq(json_array_size(items), 5);
     ck_assert(json_equal(items, all));
     ck_assert_str_eq(meta_str(json_array_get(items, 0), "name"), "a");
@@ -888,8 +744,7 @@ START_TEST(test_list_paged)
     ck_assert_str_eq(rv, rv_all);
     ck_assert_int_eq(strtol(rv, NULL, 10), strtol(meta_str(job, "resourceVersion"), NULL, 10) + 5);
     /* three pages of limit=2 (the last two carrying continue), then the unpaged list */
-    logged_request(&log, 0);
-    reqs = json_object_get(log, "requests");
+    reqs = apitest_requests(&api);
     ck_assert_uint_eq(json_array_size(reqs), 4);
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(reqs, 0), "query")),
                      "limit=2");
@@ -898,13 +753,11 @@ START_TEST(test_list_paged)
                               "limit=2&continue=", 17) == 0,
                       "page %zu", i);
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(reqs, 3), "query")), "");
-    json_decref(log);
+    json_decref(reqs);
     json_decref(items);
     json_decref(all);
     free(rv);
     free(rv_all);
-    json_decref(job);
-    k8s_client_destroy(c);
 }
 END_TEST
 
@@ -915,18 +768,16 @@ static void *compact_soon(void *p)
 
     (void)p;
     nanosleep(&ts, NULL);
-    ctl("POST", "/_test/objects",
-        "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"late\","
-        "\"namespace\":\"ns1\"}}",
-        NULL);
-    ctl("POST", "/_test/compact", "{}", NULL);
+    apitest_call(&api, "POST", "/_test/objects",
+                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"late\","
+                 "\"namespace\":\"ns1\"}}",
+                 false, NULL);
+    apitest_call(&api, "POST", "/_test/compact", "{}", false, NULL);
     return NULL;
 }
 
 START_TEST(test_list_expired_continue)
 {
-    json_t *job = reset_and_create_job();
-    struct k8s_client *c = client_for_server(false);
     struct wh_error err = {0};
     json_t *items = NULL;
     char *rv = NULL;
@@ -940,63 +791,73 @@ START_TEST(test_list_expired_continue)
                  "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c%d\","
                  "\"namespace\":\"ns1\"}}",
                  i);
-        ck_assert_int_eq(ctl("POST", "/_test/objects", body, NULL), 201);
+        apitest_ctl_expect(&api, "POST", "/_test/objects", body, 201);
     }
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"path_regex\":\"continue=\",\"delay_ms\":800,\"count\":1}", NULL),
-                     201);
+    apitest_fault(&api, "{\"path_regex\":\"continue=\",\"delay_ms\":800,\"count\":1}");
     ck_assert_int_eq(pthread_create(&th, NULL, compact_soon, NULL), 0);
-    ck_assert_int_eq(k8s_list(c, CMS, 2, 5000, &items, &rv, &err), WH_EGONE);
+    ck_assert_int_eq(k8s_list(kc, CMS, 2, 5000, &items, &rv, &err), WH_EGONE);
     pthread_join(th, NULL);
     ck_assert_ptr_null(items);
     ck_assert_ptr_null(rv);
     ck_assert_msg(strncmp(err.msg, "Expired: The provided continue parameter is too old", 51) == 0,
                   "%s", err.msg);
     /* listing again from scratch works */
-    ck_assert_int_eq(k8s_list(c, CMS, 2, 5000, &items, &rv, &err), 0);
+    ck_assert_int_eq(k8s_list(kc, CMS, 2, 5000, &items, &rv, &err), 0);
     ck_assert_uint_eq(json_array_size(items), 4);
     json_decref(items);
     free(rv);
-    json_decref(job);
-    k8s_client_destroy(c);
 }
 END_TEST
 
 /* The server's monotonic time of logged request n (seconds). */
 static double req_time(json_t *log, size_t n)
 {
-    json_t *t = json_object_get(json_array_get(json_object_get(log, "requests"), n), "time");
+    json_t *t = json_object_get(json_array_get(log, n), "time");
 
     ck_assert_msg(json_is_number(t), "request %zu has no time", n);
     return json_number_value(t);
 }
 
+/* A 429 TooManyRequests rule for Job j1 with this Retry-After, count times. */
+#define TOO_MANY(retry_after, count)                                                       \
+    "{\"path_regex\":\"/jobs/j1$\",\"status\":429,\"reason\":\"TooManyRequests\","            \
+    "\"message\":\"slow down\",\"retry_after\":" retry_after ",\"count\":" count "}"
+
+/*
+ * With an empty request log and the fault rule added, GET Job ns1/j1 within
+ * timeout_ms fails with WH_EAPI and exactly want_msg after want_requests requests.
+ */
+static void get_job_fails_after(const char *fault, long timeout_ms, const char *want_msg,
+                                size_t want_requests)
+{
+    struct wh_error err = {0};
+    json_t *got = NULL;
+
+    apitest_clear_requests(&api);
+    apitest_fault(&api, fault);
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", timeout_ms, &got, &err), WH_EAPI);
+    ck_assert_str_eq(err.msg, want_msg);
+    ck_assert_uint_eq(apitest_total(&api), want_requests);
+}
+
 START_TEST(test_retry_after)
 {
-    json_t *job = reset_and_create_job();
-    struct k8s_client *c = client_for_server(false);
     struct k8s_client_options opt = {.qps = 0, .burst = 1, .retry_max = 3};
     struct wh_error err = {0};
     json_t *got = NULL;
     json_t *log = NULL;
 
-    k8s_client_set_options(c, &opt);
-    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "[{\"path_regex\":\"/jobs/j1$\",\"status\":429,\"reason\":"
-                         "\"TooManyRequests\",\"message\":\"slow down\",\"retry_after\":1,"
-                         "\"count\":1},"
-                         "{\"path_regex\":\"/jobs/j1$\",\"status\":503,\"reason\":"
-                         "\"ServiceUnavailable\",\"message\":\"busy\",\"retry_after\":1,"
-                         "\"count\":1}]",
-                         NULL),
-                     201);
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 10000, &got, &err), 0);
+    k8s_client_set_options(kc, &opt);
+    apitest_clear_requests(&api);
+    apitest_fault(&api, "[" TOO_MANY("1", "1") ","
+                        "{\"path_regex\":\"/jobs/j1$\",\"status\":503,\"reason\":"
+                        "\"ServiceUnavailable\",\"message\":\"busy\",\"retry_after\":1,"
+                        "\"count\":1}]");
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 10000, &got, &err), 0);
     ck_assert(json_equal(got, job));
     json_decref(got);
-    got = NULL;
-    logged_request(&log, 0);
-    ck_assert_uint_eq(json_array_size(json_object_get(log, "requests")), 3);
+    log = apitest_requests(&api);
+    ck_assert_uint_eq(json_array_size(log), 3);
     /* the server saw each retry at least Retry-After (1 s) after the one before */
     ck_assert_msg(req_time(log, 1) - req_time(log, 0) >= 0.95, "%f",
                   req_time(log, 1) - req_time(log, 0));
@@ -1005,46 +866,14 @@ START_TEST(test_retry_after)
     json_decref(log);
 
     /* a Retry-After longer than the time left: the error at once, no retry */
-    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"path_regex\":\"/jobs/j1$\",\"status\":429,\"reason\":"
-                         "\"TooManyRequests\",\"message\":\"slow down\",\"retry_after\":30,"
-                         "\"count\":1}",
-                         NULL),
-                     201);
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 2000, &got, &err), WH_EAPI);
-    ck_assert_str_eq(err.msg, "TooManyRequests: slow down");
-    logged_request(&log, 0);
-    ck_assert_uint_eq(json_array_size(json_object_get(log, "requests")), 1);
-    json_decref(log);
-
+    get_job_fails_after(TOO_MANY("30", "1"), 2000, "TooManyRequests: slow down", 1);
     /* retries used up: the last 429 is the answer */
     opt.retry_max = 1;
-    k8s_client_set_options(c, &opt);
-    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"path_regex\":\"/jobs/j1$\",\"status\":429,\"reason\":"
-                         "\"TooManyRequests\",\"message\":\"slow down\",\"retry_after\":0,"
-                         "\"count\":2}",
-                         NULL),
-                     201);
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), WH_EAPI);
-    ck_assert_str_eq(err.msg, "TooManyRequests: slow down");
-    logged_request(&log, 0);
-    ck_assert_uint_eq(json_array_size(json_object_get(log, "requests")), 2);
-    json_decref(log);
+    k8s_client_set_options(kc, &opt);
+    get_job_fails_after(TOO_MANY("0", "2"), 5000, "TooManyRequests: slow down", 2);
     /* a 429 without Retry-After is not retried */
-    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"path_regex\":\"/jobs/j1$\",\"status\":429,\"count\":1}", NULL),
-                     201);
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), WH_EAPI);
-    ck_assert_str_eq(err.msg, "HTTP 429");
-    logged_request(&log, 0);
-    ck_assert_uint_eq(json_array_size(json_object_get(log, "requests")), 1);
-    json_decref(log);
-    json_decref(job);
-    k8s_client_destroy(c);
+    get_job_fails_after("{\"path_regex\":\"/jobs/j1$\",\"status\":429,\"count\":1}", 5000,
+                        "HTTP 429", 1);
 }
 END_TEST
 
@@ -1072,10 +901,8 @@ static void *rl_thread(void *p)
 
 START_TEST(test_rate_limit)
 {
-    json_t *job = reset_and_create_job();
-    struct k8s_client *c = client_for_server(false);
     struct k8s_client_options opt = {.qps = 20, .burst = 4, .retry_max = 0};
-    struct rl_arg args[2] = {{c, 12, 0}, {c, 12, 0}};
+    struct rl_arg args[2] = {{kc, 12, 0}, {kc, 12, 0}};
     struct wh_error err = {0};
     json_t *got = NULL;
     json_t *log = NULL;
@@ -1083,8 +910,8 @@ START_TEST(test_rate_limit)
     size_t n;
     int i;
 
-    k8s_client_set_options(c, &opt);
-    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
+    k8s_client_set_options(kc, &opt);
+    apitest_clear_requests(&api);
     /* 24 requests from two threads sharing one bucket: at least (24 - 4) / 20 = 1 s */
     for (i = 0; i < 2; i++)
         ck_assert_int_eq(pthread_create(&th[i], NULL, rl_thread, &args[i]), 0);
@@ -1092,8 +919,8 @@ START_TEST(test_rate_limit)
         pthread_join(th[i], NULL);
         ck_assert_int_eq(args[i].fails, 0);
     }
-    logged_request(&log, 0);
-    n = json_array_size(json_object_get(log, "requests"));
+    log = apitest_requests(&api);
+    n = json_array_size(log);
     ck_assert_uint_eq(n, 24);
     ck_assert_msg(req_time(log, n - 1) - req_time(log, 0) >= 0.9, "24 requests in %f s",
                   req_time(log, n - 1) - req_time(log, 0));
@@ -1102,18 +929,14 @@ START_TEST(test_rate_limit)
     /* a wait longer than the request's timeout is a timeout, without a request */
     opt.qps = 0.2;
     opt.burst = 1;
-    k8s_client_set_options(c, &opt);
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
+    k8s_client_set_options(kc, &opt);
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 5000, &got, &err), 0);
     json_decref(got);
     got = NULL;
-    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
-    ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 200, &got, &err), WH_ETIMEOUT);
+    apitest_clear_requests(&api);
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 200, &got, &err), WH_ETIMEOUT);
     ck_assert_msg(strncmp(err.msg, "client rate limit: waiting ", 27) == 0, "%s", err.msg);
-    logged_request(&log, 0);
-    ck_assert_uint_eq(json_array_size(json_object_get(log, "requests")), 0);
-    json_decref(log);
-    json_decref(job);
-    k8s_client_destroy(c);
+    ck_assert_uint_eq(apitest_total(&api), 0);
 }
 END_TEST
 
@@ -1121,7 +944,7 @@ END_TEST
 
 START_TEST(test_https_ca_file_and_data)
 {
-    json_t *job = reset_and_create_job();
+    json_t *want = reset_and_create_job();
     struct k8s_client *c = client_for_server(true);
     struct k8s_config cfg = {0};
     struct wh_error err = {0};
@@ -1133,18 +956,18 @@ START_TEST(test_https_ca_file_and_data)
     char *key;
 
     ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
-    ck_assert(json_equal(got, job));
+    ck_assert(json_equal(got, want));
     json_decref(got);
     k8s_client_destroy(c);
 
     /* CA, client certificate and key from memory (the *_BLOB options) */
     tpath(p, sizeof(p), "ca.crt");
-    ca = read_file(p);
+    ca = tu_read_file(p);
     tpath(p, sizeof(p), "srv.crt");
-    crt = read_file(p);
+    crt = tu_read_file(p);
     tpath(p, sizeof(p), "srv.key");
-    key = read_file(p);
-    snprintf(server, sizeof(server), "https://127.0.0.1:%d", srv_port);
+    key = tu_read_file(p);
+    apitest_url(&api, server, sizeof(server));
     cfg.server = server;
     cfg.ca_data = ca;
     cfg.cert_data = crt;
@@ -1153,7 +976,7 @@ START_TEST(test_https_ca_file_and_data)
     c = k8s_client_create(&cfg, &err);
     ck_assert_ptr_nonnull(c);
     ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
-    ck_assert(json_equal(got, job));
+    ck_assert(json_equal(got, want));
     json_decref(got);
     k8s_client_destroy(c);
 
@@ -1166,13 +989,13 @@ START_TEST(test_https_ca_file_and_data)
     free(ca);
     free(crt);
     free(key);
-    json_decref(job);
+    json_decref(want);
 }
 END_TEST
 
 START_TEST(test_https_verification)
 {
-    json_t *job = reset_and_create_job();
+    json_t *want = reset_and_create_job();
     struct k8s_config cfg = {0};
     struct wh_error err = {0};
     struct k8s_client *c;
@@ -1180,7 +1003,7 @@ START_TEST(test_https_verification)
     char server[128];
     char other[512];
 
-    snprintf(server, sizeof(server), "https://127.0.0.1:%d", srv_port);
+    apitest_url(&api, server, sizeof(server));
     tpath(other, sizeof(other), "other.crt");
     cfg.server = server;
     cfg.token = "tok1";
@@ -1195,10 +1018,10 @@ START_TEST(test_https_verification)
     c = k8s_client_create(&cfg, &err);
     ck_assert_ptr_nonnull(c);
     ck_assert_int_eq(k8s_get_job(c, "ns1", "j1", 5000, &got, &err), 0);
-    ck_assert(json_equal(got, job));
+    ck_assert(json_equal(got, want));
     json_decref(got);
     k8s_client_destroy(c);
-    json_decref(job);
+    json_decref(want);
 }
 END_TEST
 
@@ -1217,6 +1040,7 @@ static Suite *k8s_client_suite(void)
     suite_add_tcase(s, cfg);
 
     tcase_add_unchecked_fixture(http, http_setup, server_stop);
+    tcase_add_checked_fixture(http, http_test_setup, http_test_teardown);
     tcase_set_timeout(http, 120);
     tcase_add_test(http, test_get_job_200);
     tcase_add_test(http, test_get_job_404_and_escaping);

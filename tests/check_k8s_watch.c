@@ -11,26 +11,21 @@
  * Runs from the repository root (TEST_APISERVER overrides tests/apiserver.py).
  */
 #include <curl/curl.h>
-#include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "k8s/client.h"
 #include "k8s/watch.h"
+#include "tests/apitest.h"
 #include "tests/testutil.h"
 
 #define CMS "/api/v1/namespaces/ns1/configmaps"
 
-static char tmpdir[256];
-static pid_t srv_pid = -1;
-static int srv_port;
+static struct apitest api;   /* the test API server of the "server" TCase */
 
 /* ---- decoder ---- */
 
@@ -104,133 +99,18 @@ END_TEST
 
 /* ---- against the test API server ---- */
 
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    char buf[64];
-    size_t n;
-
-    if (f == NULL)
-        return NULL;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return strdup(buf);
-}
-
+/* apiserver.py with token tok1 and a bookmark every 0.2 s. */
 static void server_start(void)
 {
-    char port_file[512];
-    const char *script = getenv("TEST_APISERVER");
-    struct timespec ts = {0, 20 * 1000 * 1000};
-    char *p;
-    int i;
+    static const char *const extra[] = {"--bookmark-interval", "0.2", NULL};
+    const struct apitest_opts o = {.token = "tok1", .extra = extra, .timeout_ms = 30000};
 
-    snprintf(port_file, sizeof(port_file), "%s/port", tmpdir);
-    unlink(port_file);
-    if (script == NULL)
-        script = "tests/apiserver.py";
-    srv_pid = fork();
-    ck_assert_int_ge(srv_pid, 0);
-    if (srv_pid == 0) {
-        execl("/usr/bin/python3", "python3", script, "--port", "0", "--port-file", port_file,
-              "--bind", "127.0.0.1", "--token", "tok1", "--bookmark-interval", "0.2",
-              (char *)NULL);
-        _exit(127);
-    }
-    for (i = 0; i < 500 && access(port_file, R_OK) != 0; i++) {
-        int st;
-
-        ck_assert_msg(waitpid(srv_pid, &st, WNOHANG) == 0, "apiserver.py exited");
-        nanosleep(&ts, NULL);
-    }
-    p = read_file(port_file);
-    ck_assert_msg(p != NULL, "apiserver.py did not start");
-    srv_port = (int)strtol(p, NULL, 10);
-    free(p);
-    ck_assert_int_gt(srv_port, 0);
+    apitest_start_opts(&api, &o);
 }
 
 static void server_stop(void)
 {
-    int st;
-
-    if (srv_pid > 0) {
-        kill(srv_pid, SIGTERM);
-        waitpid(srv_pid, &st, 0);
-        srv_pid = -1;
-    }
-}
-
-struct ctl_buf {
-    char *data;
-    size_t len;
-};
-
-static size_t ctl_body(char *p, size_t size, size_t nmemb, void *ud)
-{
-    struct ctl_buf *b = ud;
-    char *n = realloc(b->data, b->len + size * nmemb + 1);
-
-    if (n == NULL)
-        return 0;
-    memcpy(n + b->len, p, size * nmemb);
-    b->len += size * nmemb;
-    n[b->len] = '\0';
-    b->data = n;
-    return size * nmemb;
-}
-
-/* A test-control request; returns the HTTP status and the decoded body (new ref or NULL). */
-static long ctl(const char *method, const char *path, const char *body, json_t **resp)
-{
-    CURL *h = curl_easy_init();
-    char url[1024];
-    struct ctl_buf buf = {0};
-    long code = 0;
-    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-
-    ck_assert_ptr_nonnull(h);
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", srv_port, path);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
-    if (body != NULL)
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ctl_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
-    ck_assert_int_eq(curl_easy_perform(h), CURLE_OK);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    if (resp != NULL)
-        *resp = buf.data ? json_loadb(buf.data, buf.len, 0, NULL) : NULL;
-    free(buf.data);
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(h);
-    return code;
-}
-
-static void reset(void)
-{
-    ck_assert_int_eq(ctl("DELETE", "/_test/faults", NULL, NULL), 200);
-    ck_assert_int_eq(ctl("DELETE", "/_test/objects", NULL, NULL), 200);
-    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
-}
-
-static struct k8s_client *client(void)
-{
-    struct k8s_config cfg = {0};
-    struct wh_error err = {0};
-    struct k8s_client *c;
-    char server[128];
-
-    snprintf(server, sizeof(server), "http://127.0.0.1:%d", srv_port);
-    cfg.server = server;
-    cfg.token = "tok1";
-    c = k8s_client_create(&cfg, &err);
-    ck_assert_msg(c != NULL, "%s", err.msg);
-    return c;
+    apitest_stop(&api);
 }
 
 /* A ConfigMap body for k8s_create (new ref). */
@@ -291,7 +171,7 @@ static int on_event(void *ud, enum watch_event_type type, json_t *obj)
 
 START_TEST(test_events_in_order)
 {
-    struct k8s_client *c = client();
+    struct k8s_client *c = apitest_client(&api);
     struct wh_error err = {0};
     struct seen s = {0};
     struct watch_params p = {.path = CMS, .timeout_seconds = 1, .idle_timeout_ms = 5000};
@@ -304,7 +184,7 @@ START_TEST(test_events_in_order)
     long base;
     char want[32];
 
-    reset();
+    apitest_reset(&api);
     /* a write first, so that the list's RV is not "0" (which means "from now") */
     ck_assert_int_eq(k8s_create(c, "/api/v1/namespaces/ns1/secrets", a, 5000, NULL, &err), 0);
     ck_assert_int_eq(k8s_list(c, CMS, 0, 5000, &items, &list_rv, &err), 0);
@@ -361,7 +241,7 @@ END_TEST
 
 START_TEST(test_bookmarks_update_rv)
 {
-    struct k8s_client *c = client();
+    struct k8s_client *c = apitest_client(&api);
     struct wh_error err = {0};
     struct seen s = {0};
     struct watch_params p = {.path = CMS, .timeout_seconds = 1, .idle_timeout_ms = 5000};
@@ -373,7 +253,7 @@ START_TEST(test_bookmarks_update_rv)
     json_t *log = NULL;
     json_t *req;
 
-    reset();
+    apitest_reset(&api);
     ck_assert_int_eq(k8s_create(c, "/api/v1/namespaces/ns2/secrets", x, 5000, NULL, &err), 0);
     ck_assert_int_eq(k8s_list(c, CMS, 0, 5000, &items, &list_rv, &err), 0);
     json_decref(items);
@@ -393,8 +273,8 @@ START_TEST(test_bookmarks_update_rv)
     ck_assert_str_eq(last, want);
 
     /* what the client asked for */
-    ck_assert_int_eq(ctl("GET", "/_test/requests", NULL, &log), 200);
-    req = json_array_get(json_object_get(log, "requests"), 4);
+    log = apitest_requests(&api);
+    req = json_array_get(log, 4);
     ck_assert_str_eq(json_string_value(json_object_get(req, "path")), CMS);
     snprintf(want, sizeof(want), "watch=1&allowWatchBookmarks=true&resourceVersion=%s"
              "&timeoutSeconds=1", list_rv);
@@ -413,7 +293,7 @@ END_TEST
 
 START_TEST(test_gone)
 {
-    struct k8s_client *c = client();
+    struct k8s_client *c = apitest_client(&api);
     struct wh_error err = {0};
     struct seen s = {0};
     struct watch_params p = {.path = CMS, .resource_version = "1", .idle_timeout_ms = 5000};
@@ -424,9 +304,9 @@ START_TEST(test_gone)
     char want[256];
     long compacted;
 
-    reset();
+    apitest_reset(&api);
     ck_assert_int_eq(k8s_create(c, CMS, x, 5000, &made, &err), 0);
-    ck_assert_int_eq(ctl("POST", "/_test/compact", "{}", &resp), 200);
+    ck_assert_int_eq(apitest_call(&api, "POST", "/_test/compact", "{}", false, &resp), 200);
     compacted = (long)json_integer_value(json_object_get(resp, "compacted"));
     ck_assert_int_eq(compacted, strtol(meta_rv(made), NULL, 10));
     json_decref(resp);
@@ -441,9 +321,7 @@ START_TEST(test_gone)
     ck_assert_ptr_null(last);
 
     /* HTTP 410 directly */
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"path_regex\":\"watch=1\",\"watch_gone_http\":true}", NULL),
-                     201);
+    apitest_fault(&api, "{\"path_regex\":\"watch=1\",\"watch_gone_http\":true}");
     ck_assert_int_eq(k8s_watch(c, &p, on_event, &s, &last, &err), WH_EGONE);
     snprintf(want, sizeof(want), "watch " CMS ": Expired: too old resource version: 1 (%ld)",
              compacted - 1);
@@ -458,11 +336,8 @@ START_TEST(test_gone)
     free(last);
 
     /* another error status: WH_EAPI with the Status */
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"path_regex\":\"watch=1\",\"status\":500,\"reason\":\"InternalError\","
-                         "\"message\":\"boom\"}",
-                         NULL),
-                     201);
+    apitest_fault(&api, "{\"path_regex\":\"watch=1\",\"status\":500,\"reason\":\"InternalError\","
+                        "\"message\":\"boom\"}");
     ck_assert_int_eq(k8s_watch(c, &p, on_event, &s, NULL, &err), WH_EAPI);
     ck_assert_str_eq(err.msg, "watch " CMS ": InternalError: boom");
     seen_reset(&s);
@@ -474,17 +349,15 @@ END_TEST
 
 START_TEST(test_idle_timeout)
 {
-    struct k8s_client *c = client();
+    struct k8s_client *c = apitest_client(&api);
     struct wh_error err = {0};
     struct seen s = {0};
     struct watch_params p = {.path = CMS, .resource_version = "0", .idle_timeout_ms = 500};
     char *last = NULL;
 
-    reset();
+    apitest_reset(&api);
     /* the server keeps the connection open and sends nothing, bookmarks included */
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"path_regex\":\"watch=1\",\"watch_stall_ms\":-1}", NULL),
-                     201);
+    apitest_fault(&api, "{\"path_regex\":\"watch=1\",\"watch_stall_ms\":-1}");
     ck_assert_int_eq(k8s_watch(c, &p, on_event, &s, &last, &err), WH_ETIMEOUT);
     ck_assert_str_eq(err.msg, "watch " CMS ": no data for 500 ms");
     ck_assert_int_eq(s.n, 0);
@@ -516,38 +389,33 @@ static void *set_stop(void *p)
 
 START_TEST(test_stop_flag)
 {
-    struct k8s_client *c = client();
+    struct k8s_client *c = apitest_client(&api);
     struct wh_error err = {0};
     struct seen s = {0};
     atomic_bool stop = false;
     struct watch_params p = {.path = CMS, .resource_version = "0", .stop = &stop};
     struct stopper st = {&stop, 300};
-    json_t *log = NULL;
     pthread_t th;
 
-    reset();
+    apitest_reset(&api);
     /* a stall with no idle timeout and no server timeout: only stop ends it */
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"path_regex\":\"watch=1\",\"watch_stall_ms\":-1}", NULL),
-                     201);
+    apitest_fault(&api, "{\"path_regex\":\"watch=1\",\"watch_stall_ms\":-1}");
     ck_assert_int_eq(pthread_create(&th, NULL, set_stop, &st), 0);
     ck_assert_int_eq(k8s_watch(c, &p, on_event, &s, NULL, &err), 0);
     pthread_join(th, NULL);
     ck_assert_int_eq(s.n, 0);
     /* already set: no request at all */
-    ck_assert_int_eq(ctl("DELETE", "/_test/requests", NULL, NULL), 200);
+    apitest_clear_requests(&api);
     ck_assert_int_eq(k8s_watch(c, &p, on_event, &s, NULL, &err), 0);
-    ck_assert_int_eq(ctl("GET", "/_test/requests", NULL, &log), 200);
-    ck_assert_uint_eq(json_array_size(json_object_get(log, "requests")), 0);
+    ck_assert_uint_eq(apitest_total(&api), 0);
     seen_reset(&s);
-    json_decref(log);
     k8s_client_destroy(c);
 }
 END_TEST
 
 START_TEST(test_dropped_connection)
 {
-    struct k8s_client *c = client();
+    struct k8s_client *c = apitest_client(&api);
     struct wh_error err = {0};
     struct seen s = {0};
     struct watch_params p = {.path = CMS, .resource_version = "0", .idle_timeout_ms = 5000};
@@ -555,7 +423,7 @@ START_TEST(test_dropped_connection)
     char *last = NULL;
     int i;
 
-    reset();
+    apitest_reset(&api);
     for (i = 0; i < 3; i++) {
         char name[8];
         json_t *o;
@@ -566,9 +434,7 @@ START_TEST(test_dropped_connection)
         json_decref(o);
     }
     /* after two events the connection dies without the final chunk: WH_EAPI */
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"path_regex\":\"watch=1\",\"watch_drop_after_events\":2}", NULL),
-                     201);
+    apitest_fault(&api, "{\"path_regex\":\"watch=1\",\"watch_drop_after_events\":2}");
     ck_assert_int_eq(k8s_watch(c, &p, on_event, &s, &last, &err), WH_EAPI);
     ck_assert_msg(strncmp(err.msg, "watch " CMS ": ", strlen(CMS) + 8) == 0, "%s", err.msg);
     ck_assert_int_eq(s.n, 2);
@@ -578,9 +444,7 @@ START_TEST(test_dropped_connection)
 
     /* dropped after a time: the same */
     seen_reset(&s);
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"path_regex\":\"watch=1\",\"watch_drop_after_ms\":300}", NULL),
-                     201);
+    apitest_fault(&api, "{\"path_regex\":\"watch=1\",\"watch_drop_after_ms\":300}");
     ck_assert_int_eq(k8s_watch(c, &p, on_event, &s, &last, &err), WH_EAPI);
     ck_assert_int_eq(s.n, 3);
     ck_assert_str_eq(last, meta_rv(made[2]));
@@ -588,17 +452,14 @@ START_TEST(test_dropped_connection)
     last = NULL;
 
     /* a connection refused outright (closed on arrival) */
-    ck_assert_int_eq(ctl("POST", "/_test/faults",
-                         "{\"path_regex\":\"watch=1\",\"close\":true,\"count\":-1,\"for_ms\":500}",
-                         NULL),
-                     201);
+    apitest_fault(&api, "{\"path_regex\":\"watch=1\",\"close\":true,\"count\":-1,\"for_ms\":500}");
     ck_assert_int_eq(k8s_watch(c, &p, on_event, &s, &last, &err), WH_EAPI);
     ck_assert_ptr_null(last);
 
     /* the callback's own stop value comes back as is */
     seen_reset(&s);
     s.stop_after = 2;
-    ck_assert_int_eq(ctl("DELETE", "/_test/faults", NULL, NULL), 200);
+    apitest_ctl_expect(&api, "DELETE", "/_test/faults", NULL, 200);
     ck_assert_int_eq(k8s_watch(c, &p, on_event, &s, &last, &err), -42);
     ck_assert_int_eq(s.n, 2);
     /* the refused event is not counted as seen */
@@ -615,19 +476,19 @@ START_TEST(test_line_cap)
 {
     size_t n = 17u * 1024 * 1024;
     char *body = malloc(n + 200);
-    struct k8s_client *c = client();
+    struct k8s_client *c = apitest_client(&api);
     struct wh_error err = {0};
     struct seen s = {0};
     struct watch_params p = {.path = CMS, .resource_version = "0", .idle_timeout_ms = 20000};
     int off;
 
-    reset();
+    apitest_reset(&api);
     ck_assert_ptr_nonnull(body);
     off = snprintf(body, 200, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
                               "{\"name\":\"big\",\"namespace\":\"ns1\"},\"data\":{\"x\":\"");
     memset(body + off, 'a', n);
     snprintf(body + off + n, 200, "\"}}");
-    ck_assert_int_eq(ctl("POST", "/_test/objects", body, NULL), 201);
+    apitest_ctl_expect(&api, "POST", "/_test/objects", body, 201);
     free(body);
     ck_assert_int_eq(k8s_watch(c, &p, on_event, &s, NULL, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "watch " CMS ": event line longer than 16777216 bytes");
@@ -664,18 +525,9 @@ static Suite *k8s_watch_suite(void)
 int main(void)
 {
     int rc;
-    char cmd[512];
 
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/check_k8s_watch_XXXXXX");
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
-        return EXIT_FAILURE;
-    }
     rc = tu_run(k8s_watch_suite());
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", tmpdir);
     curl_global_cleanup();
     return rc;
 }

@@ -5,21 +5,29 @@
  * against the generated CA by the Service name, IPv6, and garbage on a raw
  * socket. Every server binds 127.0.0.1 (or ::1) port 0; server_start returns
  * only once the socket listens, so no test waits or sleeps.
+ * Operations (issue 4/6): TLS pair swap while serving (old connections keep
+ * theirs, bad pairs refused), GET /metrics with the collect callback,
+ * draining (/readyz 503, Connection: close), quiesce, and the request time
+ * limit against clients that trickle headers or body (these wait for the
+ * server to close, with generous upper bounds only).
  */
 #include <arpa/inet.h>
 #include <check.h>
 #include <curl/curl.h>
 #include <jansson.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "certs/certs.h"
 #include "tests/testutil.h"
+#include "webhook/metrics.h"
 #include "webhook/server.h"
 
 #define MiB ((size_t)1024 * 1024)
@@ -74,6 +82,7 @@ struct reply {
     size_t len;
     char allow[64];     /* Allow header value, "" when absent */
     char ctype[64];     /* Content-Type header value */
+    char connection[32]; /* Connection header value, "" when absent */
     long new_conns;     /* CURLINFO_NUM_CONNECTS */
 };
 
@@ -112,6 +121,7 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 
     header_value(p, sz * n, "Allow", r->allow, sizeof(r->allow));
     header_value(p, sz * n, "Content-Type", r->ctype, sizeof(r->ctype));
+    header_value(p, sz * n, "Connection", r->connection, sizeof(r->connection));
     return sz * n;
 }
 
@@ -617,7 +627,7 @@ START_TEST(test_start_errors)
     ck_assert_int_eq(server_start(&s, &cfg, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "TLS needs both a certificate and a key");
     /* A key that does not match the certificate: the daemon refuses to start. */
-    ck_assert_int_eq(certs_generate(&ca, &leaf, names, 1, 1, NULL), 0);
+    ck_assert_int_eq(certs_generate(&ca, &leaf, CERTS_KEY_ECDSA_P256, names, 1, 1, NULL), 0);
     cfg.tls_cert_pem = leaf.cert_pem;
     cfg.tls_key_pem = ca.key_pem;
     ck_assert_int_eq(server_start(&s, &cfg, &err), WH_ERROR);
@@ -661,7 +671,8 @@ static void tls_setup(void)
     const char *const names[] = {"wh", "wh.ns", "wh.ns.svc", "wh.ns.svc.cluster.local"};
     struct wh_error err = {0, ""};
 
-    ck_assert_msg(certs_generate(&tls_ca, &tls_leaf, names, 4, 1, &err) == 0, "%s", err.msg);
+    ck_assert_msg(certs_generate(&tls_ca, &tls_leaf, CERTS_KEY_ECDSA_P256, names, 4, 1, &err) == 0,
+                  "%s", err.msg);
     srv = start("127.0.0.1", tls_leaf.cert_pem, tls_leaf.key_pem);
 }
 
@@ -736,7 +747,8 @@ START_TEST(test_tls_rejects)
     ck_assert_int_eq(rc, CURLE_PEER_FAILED_VERIFICATION);
     reply_free(&r);
     /* Another CA. */
-    ck_assert_int_eq(certs_generate(&other_ca, &other_leaf, names, 1, 1, NULL), 0);
+    ck_assert_int_eq(
+        certs_generate(&other_ca, &other_leaf, CERTS_KEY_ECDSA_P256, names, 1, 1, NULL), 0);
     rc = tls_get("wh.ns.svc", other_ca.cert_pem, &r, NULL);
     ck_assert_int_eq(rc, CURLE_PEER_FAILED_VERIFICATION);
     reply_free(&r);
@@ -756,6 +768,305 @@ START_TEST(test_tls_rejects)
     ck_assert_int_eq(tls_get("wh.ns.svc", tls_ca.cert_pem, &r, NULL), CURLE_OK);
     ck_assert_int_eq(r.status, 200);
     reply_free(&r);
+}
+END_TEST
+
+/* ---- operations (issue 4/6) ---- */
+
+/* TLS hot reload: new handshakes get the new pair, an open connection keeps its own. */
+START_TEST(test_tls_swap)
+{
+    struct certs_pair other_ca = {NULL, NULL}, other_leaf = {NULL, NULL};
+    const char *const names[] = {"wh.ns.svc"};
+    struct wh_error err = {0, ""};
+    struct server *plain = start("127.0.0.1", NULL, NULL);
+    struct reply r;
+    CURL *h = NULL;
+
+    ck_assert_int_eq(tls_get("wh.ns.svc", tls_ca.cert_pem, &r, &h), CURLE_OK);
+    ck_assert_int_eq(r.new_conns, 1);
+    reply_free(&r);
+    ck_assert_int_eq(
+        certs_generate(&other_ca, &other_leaf, CERTS_KEY_ECDSA_P256, names, 1, 1, NULL), 0);
+    ck_assert_int_eq(server_set_tls_pair(srv, other_leaf.cert_pem, other_leaf.key_pem, &err), 0);
+    /* The open connection goes on with the pair of its handshake. */
+    ck_assert_int_eq(tls_get("wh.ns.svc", tls_ca.cert_pem, &r, &h), CURLE_OK);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(r.new_conns, 0);
+    reply_free(&r);
+    curl_easy_cleanup(h);
+    /* New connections: the new pair only. */
+    ck_assert_int_eq(tls_get("wh.ns.svc", other_ca.cert_pem, &r, NULL), CURLE_OK);
+    ck_assert_int_eq(r.status, 200);
+    reply_free(&r);
+    ck_assert_int_eq(tls_get("wh.ns.svc", tls_ca.cert_pem, &r, NULL),
+                     CURLE_PEER_FAILED_VERIFICATION);
+    reply_free(&r);
+    /* Broken pairs are refused; the current one stays. */
+    ck_assert_int_eq(server_set_tls_pair(srv, tls_leaf.cert_pem, other_leaf.key_pem, &err),
+                     WH_EINVAL);
+    ck_assert_str_eq(err.msg, "the TLS private key does not match the first certificate");
+    ck_assert_int_eq(server_set_tls_pair(srv, "-----BEGIN CERTIFICATE-----\nxx\n"
+                                              "-----END CERTIFICATE-----\n",
+                                         other_leaf.key_pem, &err),
+                     WH_EINVAL);
+    ck_assert_msg(strncmp(err.msg, "the TLS certificate does not parse: ", 36) == 0, "%s",
+                  err.msg);
+    ck_assert_int_eq(server_set_tls_pair(srv, other_leaf.cert_pem, "not a key", &err),
+                     WH_EINVAL);
+    ck_assert_msg(strncmp(err.msg, "the TLS private key does not parse: ", 36) == 0, "%s",
+                  err.msg);
+    ck_assert_int_eq(server_set_tls_pair(srv, NULL, other_leaf.key_pem, &err), WH_EINVAL);
+    ck_assert_int_eq(tls_get("wh.ns.svc", other_ca.cert_pem, &r, NULL), CURLE_OK);
+    ck_assert_int_eq(r.status, 200);
+    reply_free(&r);
+    /* Swapping back works as often as wanted. */
+    ck_assert_int_eq(server_set_tls_pair(srv, tls_leaf.cert_pem, tls_leaf.key_pem, &err), 0);
+    ck_assert_int_eq(tls_get("wh.ns.svc", tls_ca.cert_pem, &r, NULL), CURLE_OK);
+    reply_free(&r);
+    /* A plain HTTP server has no pair to swap. */
+    ck_assert_int_eq(server_set_tls_pair(plain, tls_leaf.cert_pem, tls_leaf.key_pem, &err),
+                     WH_EINVAL);
+    ck_assert_str_eq(err.msg, "the server does not serve TLS");
+    server_stop(plain);
+    certs_pair_dispose(&other_ca);
+    certs_pair_dispose(&other_leaf);
+}
+END_TEST
+
+/* metrics_collect of test_metrics: one sample naming its userdata. */
+static void test_collect(void *userdata, struct metrics_writer *w)
+{
+    metrics_write(w, "test_collected", "gauge", "A test value.", NULL, *(double *)userdata);
+}
+
+START_TEST(test_metrics)
+{
+    static double value = 42;
+    struct server_config cfg = {
+        .bind_address = "127.0.0.1",
+        .threads = 2,
+        .src = {.get = fake_get},
+        .metrics_collect = test_collect,
+        .metrics_userdata = &value,
+    };
+    struct wh_error err = {0, ""};
+    struct server *s2 = NULL;
+    struct reply r;
+
+    metrics_reset();
+    ck_assert_msg(server_start(&s2, &cfg, &err) == 0, "server_start: %s", err.msg);
+    snprintf(base, sizeof(base), "http://127.0.0.1:%u", server_port(s2));
+    request("GET", "/nope", NULL, NULL, 0, &r);
+    reply_free(&r);
+    request("GET", "/pods/mutate", NULL, NULL, 0, &r);
+    reply_free(&r);
+    request("POST", "/pods/mutate", "application/json", valid_review, strlen(valid_review), &r);
+    reply_free(&r);
+    request("POST", "/pods/mutate", "application/json", "{", 1, &r);
+    reply_free(&r);
+    request("GET", "/healthz", NULL, NULL, 0, &r);   /* probes are not admissions */
+    reply_free(&r);
+    request("GET", "/metrics?x=1", NULL, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.ctype, "text/plain; version=0.0.4; charset=utf-8");
+    ck_assert_ptr_nonnull(
+        strstr(r.body, "webhook_admission_requests_total{code=\"404\",outcome=\"error\"} 1\n"));
+    ck_assert_ptr_nonnull(
+        strstr(r.body, "webhook_admission_requests_total{code=\"405\",outcome=\"error\"} 1\n"));
+    ck_assert_ptr_nonnull(
+        strstr(r.body, "webhook_admission_requests_total{code=\"200\",outcome=\"unchanged\"} 1\n"));
+    ck_assert_ptr_nonnull(
+        strstr(r.body, "webhook_admission_requests_total{code=\"400\",outcome=\"error\"} 1\n"));
+    ck_assert_ptr_nonnull(strstr(r.body, "webhook_admission_duration_seconds_count 4\n"));
+    ck_assert_ptr_nonnull(strstr(r.body, "webhook_admission_in_flight 0\n"));
+    ck_assert_ptr_nonnull(strstr(r.body, "# TYPE test_collected gauge\ntest_collected 42\n"));
+    reply_free(&r);
+    request("HEAD", "/metrics", NULL, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.body, "");
+    reply_free(&r);
+    request("POST", "/metrics", "application/json", "{}", 2, &r);
+    ck_assert_int_eq(r.status, 405);
+    ck_assert_str_eq(r.allow, "GET, HEAD");
+    assert_status_body(&r, 405, "MethodNotAllowed",
+                       "method POST is not allowed on /metrics, use GET");
+    reply_free(&r);
+    server_stop(s2);
+}
+END_TEST
+
+/* Poll until the server has nothing in flight (the last answer's completion runs
+ * just after the client got it). */
+static void wait_idle(struct server *s)
+{
+    for (int i = 0; i < 500 && server_in_flight(s) != 0; i++)
+        usleep(10000);
+    ck_assert_uint_eq(server_in_flight(s), 0);
+}
+
+START_TEST(test_draining)
+{
+    struct reply r;
+    CURL *h = curl_easy_init();
+    char url[128];
+
+    snprintf(url, sizeof(url), "%s/pods/mutate", base);
+    ck_assert_int_eq(exchange(h, "POST", url, "application/json", valid_review,
+                              strlen(valid_review), false, &r), CURLE_OK);
+    ck_assert_str_eq(r.connection, "");
+    reply_free(&r);
+    wait_idle(srv);
+    server_set_draining(srv);
+    server_set_draining(srv);   /* idempotent */
+    request("GET", "/readyz", NULL, NULL, 0, &r);
+    assert_status_body(&r, 503, "ServiceUnavailable", "shutting down");
+    ck_assert_str_eq(r.connection, "close");
+    reply_free(&r);
+    request("GET", "/healthz", NULL, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.connection, "close");
+    reply_free(&r);
+    /* Admissions are still served, each on a connection the server then closes. */
+    ck_assert_int_eq(exchange(h, "POST", url, "application/json", valid_review,
+                              strlen(valid_review), false, &r), CURLE_OK);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(r.new_conns, 0);
+    ck_assert_str_eq(r.connection, "close");
+    assert_valid_answer(&r);
+    reply_free(&r);
+    ck_assert_int_eq(exchange(h, "POST", url, "application/json", valid_review,
+                              strlen(valid_review), false, &r), CURLE_OK);
+    ck_assert_int_eq(r.new_conns, 1);
+    reply_free(&r);
+    curl_easy_cleanup(h);
+    wait_idle(srv);
+}
+END_TEST
+
+START_TEST(test_quiesce)
+{
+    static const char head[] =
+        "POST /pods/mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Connection: close\r\nContent-Length: ";
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)server_port(srv))};
+    struct timeval tv = {.tv_sec = 10};
+    CURL *fresh = curl_easy_init();
+    char url[128];
+    char len[32];
+    char buf[4096];
+    size_t got = 0;
+    ssize_t n;
+    struct reply r;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    /* A request under way when the listener stops... */
+    ck_assert_int_ge(fd, 0);
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    snprintf(len, sizeof(len), "%zu\r\n\r\n", strlen(valid_review));
+    ck_assert_int_eq(send(fd, head, strlen(head), MSG_NOSIGNAL) == (ssize_t)strlen(head), 1);
+    ck_assert_int_eq(send(fd, len, strlen(len), MSG_NOSIGNAL) == (ssize_t)strlen(len), 1);
+    for (int i = 0; i < 500 && server_in_flight(srv) == 0; i++)
+        usleep(10000);   /* until the server has accepted it */
+    server_quiesce(srv);
+    server_quiesce(srv);   /* idempotent */
+    ck_assert_uint_eq(server_in_flight(srv), 1);
+    /* ...is still served to the end. */
+    ck_assert_int_eq(send(fd, valid_review, strlen(valid_review), MSG_NOSIGNAL)
+                         == (ssize_t)strlen(valid_review), 1);
+    while (got + 1 < sizeof(buf) && (n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0)
+        got += (size_t)n;
+    buf[got] = '\0';
+    close(fd);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got %s", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"uid\":\"u-1\""));
+    /* A new connection is not accepted any more. */
+    snprintf(url, sizeof(url), "%s/readyz", base);
+    memset(&r, 0, sizeof(r));
+    curl_easy_setopt(fresh, CURLOPT_URL, url);
+    curl_easy_setopt(fresh, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(fresh, CURLOPT_WRITEDATA, &r);
+    curl_easy_setopt(fresh, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(fresh, CURLOPT_TIMEOUT_MS, 1000L);
+    ck_assert_int_eq(curl_easy_perform(fresh), CURLE_OPERATION_TIMEDOUT);
+    free(r.body);
+    curl_easy_cleanup(fresh);
+    wait_idle(srv);
+}
+END_TEST
+
+/* A raw client: connect to port, send head, then one more byte every 50 ms until the
+ * server closes. @return whether it closed within 20 s. */
+static bool trickle_until_closed(unsigned port, const char *head)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    bool closed = false;
+
+    ck_assert_int_ge(fd, 0);
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    if (head[0] != '\0')
+        ck_assert_int_eq(send(fd, head, strlen(head), MSG_NOSIGNAL) == (ssize_t)strlen(head), 1);
+    for (int i = 0; i < 400 && !closed; i++) {
+        struct pollfd p = {fd, POLLIN, 0};
+        char buf[256];
+
+        if (poll(&p, 1, 50) > 0) {
+            ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+            ck_assert_msg(n <= 0, "the server answered a request still arriving");
+            closed = true;
+        } else if (head[0] != '\0' && send(fd, "a", 1, MSG_NOSIGNAL) != 1) {
+            closed = true;
+        }
+    }
+    close(fd);
+    return closed;
+}
+
+START_TEST(test_request_timeout)
+{
+    struct server_config cfg = {
+        .bind_address = "127.0.0.1",
+        .threads = 2,
+        .request_timeout_ms = 300,
+        .src = {.get = fake_get},
+    };
+    struct wh_error err = {0, ""};
+    struct server *s2 = NULL;
+    CURL *h = curl_easy_init();
+    char url[128];
+    struct reply r;
+
+    ck_assert_msg(server_start(&s2, &cfg, &err) == 0, "server_start: %s", err.msg);
+    snprintf(base, sizeof(base), "http://127.0.0.1:%u", server_port(s2));
+    /* Headers a byte at a time, the body a byte at a time, nothing at all. */
+    ck_assert(trickle_until_closed(server_port(s2), "POST /pods/mutate HTTP/1.1\r\nHost: x\r\n"
+                                                    "X-Slow: "));
+    ck_assert(trickle_until_closed(server_port(s2),
+                                   "POST /pods/mutate HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                   "application/json\r\nContent-Length: 100000\r\n\r\n{"));
+    ck_assert(trickle_until_closed(server_port(s2), "GET /heal"));
+    ck_assert(trickle_until_closed(server_port(s2), ""));
+    /* A keep-alive connection idle past the request time is not a slow request. */
+    snprintf(url, sizeof(url), "%s/pods/mutate", base);
+    ck_assert_int_eq(exchange(h, "POST", url, "application/json", valid_review,
+                              strlen(valid_review), false, &r), CURLE_OK);
+    ck_assert_int_eq(r.new_conns, 1);
+    reply_free(&r);
+    usleep(700 * 1000);
+    ck_assert_int_eq(exchange(h, "POST", url, "application/json", valid_review,
+                              strlen(valid_review), false, &r), CURLE_OK);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(r.new_conns, 0);
+    assert_valid_answer(&r);
+    reply_free(&r);
+    curl_easy_cleanup(h);
+    wait_idle(s2);
+    server_stop(s2);
 }
 END_TEST
 
@@ -779,10 +1090,15 @@ static Suite *server_suite(void)
     tcase_add_test(plain, test_garbage_survives);
     tcase_add_test(plain, test_start_errors);
     tcase_add_test(plain, test_ipv6);
+    tcase_add_test(plain, test_metrics);
+    tcase_add_test(plain, test_draining);
+    tcase_add_test(plain, test_quiesce);
+    tcase_add_test(plain, test_request_timeout);
     tcase_add_checked_fixture(tls, tls_setup, tls_teardown);
     tcase_set_timeout(tls, 60);
     tcase_add_test(tls, test_tls);
     tcase_add_test(tls, test_tls_rejects);
+    tcase_add_test(tls, test_tls_swap);
     suite_add_tcase(s, plain);
     suite_add_tcase(s, tls);
     return s;

@@ -6,8 +6,11 @@
  * decoded body), and encode the AdmissionReview answer (kube-api-facts
  * "Calling the webhook") or a Kubernetes Status for a body that is not one.
  *
+ * Every call is recorded in the process metrics (metrics.h): HTTP status and
+ * outcome, time spent, the plugins of a patched pod, warnings sent.
+ *
  * Threads: called from MHD worker threads and tests; no state of its own, every
- * value is request-owned, so it is reentrant without locks.
+ * value is request-owned, so it is reentrant without locks (metrics are atomics).
  */
 #include "webhook/admission.h"
 
@@ -18,8 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "plugins/plugin.h"
 #include "webhook/log.h"
+#include "webhook/metrics.h"
 
 #define API_V1      "admission.k8s.io/v1"
 #define API_V1BETA1 "admission.k8s.io/v1beta1"
@@ -293,9 +299,38 @@ static const char *pod_name(const json_t *pod)
     return s != NULL ? s : "";
 }
 
+static double seconds_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Record one answered review: status, outcome, latency, plugins, warnings. */
+static void record(int status, const struct mutate_result *res, double started)
+{
+    enum metrics_outcome outcome = METRICS_ERROR;
+
+    if (status == 200 && !res->allowed)
+        outcome = METRICS_DENIED;
+    else if (status == 200 && json_array_size(res->patch) > 0)
+        outcome = METRICS_PATCHED;
+    else if (status == 200)
+        outcome = METRICS_UNCHANGED;
+    metrics_admission(status, outcome, seconds_now() - started);
+    if (outcome == METRICS_PATCHED)
+        for (size_t k = 0; k < sizeof(res->enabled) * 8; k++)
+            if (res->enabled & (1u << k))
+                metrics_plugin_patch(k);
+    if (status == 200 && res->warnings.n > 0)
+        metrics_warnings((unsigned)res->warnings.n);
+}
+
 int admission_handle(const char *body, size_t len, const struct job_source *src,
                      const struct mutate_options *opt, char **out, size_t *out_len)
 {
+    double started = seconds_now();
     struct mutate_request req = {0};
     struct mutate_result res;
     struct bad_request b = {{0}};
@@ -346,10 +381,23 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
     if (log_level_current >= LOG_LEVEL_DEBUG && req.pod != NULL
         && mutate_pod_owner(req.pod, &job, &job_uid) != 0)
         job = "";
-    LOG_DEBUG("admission uid=%s ns=%s pod=%s job=%s allowed=%s ops=%zu", req.uid, req.ns,
-              pod_name(req.pod), job, res.allowed ? "true" : "false",
-              json_is_array(res.patch) ? json_array_size(res.patch) : (size_t)0);
+    if (log_level_current >= LOG_LEVEL_DEBUG) {
+        char plugins[256] = "";
+        size_t n = 0;
+
+        /* The effective plugin set, comma separated (names are short and fixed). */
+        for (size_t k = 0; k < plugin_registry_len && k < sizeof(res.enabled) * 8; k++)
+            if ((res.enabled & (1u << k)) && n + 1 < sizeof(plugins))
+                n += (size_t)snprintf(plugins + n, sizeof(plugins) - n, "%s%s",
+                                      n > 0 ? "," : "", plugin_registry[k]->name);
+        LOG_DEBUG("admission uid=%s ns=%s pod=%s job=%s allowed=%s ops=%zu plugins=%s "
+                  "duration_ms=%.3f",
+                  req.uid, req.ns, pod_name(req.pod), job, res.allowed ? "true" : "false",
+                  json_is_array(res.patch) ? json_array_size(res.patch) : (size_t)0,
+                  plugins[0] != '\0' ? plugins : "none", (seconds_now() - started) * 1000);
+    }
 out:
+    record(status, &res, started);
     json_decref(answer);
     json_decref(review);
     mutate_result_dispose(&res);

@@ -24,6 +24,9 @@
  *         Kubernetes Status body (reason BadRequest) naming what is wrong when
  *         the body is not JSON or not an AdmissionReview; 500 with a Status
  *         body on ENOMEM.
+ * Records the call in the metrics (metrics.h): metrics_admission with the
+ * status, outcome and time spent; metrics_plugin_patch for each enabled plugin
+ * of a patched pod; metrics_warnings for the warnings sent.
  */
 int admission_handle(const char *body, size_t len, const struct job_source *src,
                      const struct mutate_options *opt, char **out, size_t *out_len);

@@ -164,6 +164,10 @@ void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
         goto nomem;
     pod_info_init(&info, copy, ns);
     plugin_effective_set(job, enabled, args, &out->warnings);
+    /* enabled[] has 16 entries, out->enabled 32 bits */
+    for (size_t k = 0; k < plugin_registry_len && k < sizeof(enabled) / sizeof(enabled[0]); k++)
+        if (enabled[k])
+            out->enabled |= 1u << k;
 
     for (int pass = 0; pass < CHAIN_PASSES_MAX; pass++) {
         size_t before = container_count(copy);

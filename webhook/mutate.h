@@ -55,6 +55,7 @@ struct mutate_result {
     json_t *patch;              /* new reference: RFC 6902 ops; NULL when there are none */
     json_t *pod;                /* new reference: the mutated pod; NULL when not served */
     struct warnings warnings;   /* response.warnings */
+    unsigned enabled;           /* bit k: plugin_registry[k] was in the effective set */
 };
 
 /** Zero a result. */

@@ -6,9 +6,11 @@
  * SIGTERM/SIGINT → Jobs cache → reconciler (idle) → informer thread (its
  * handlers queue Jobs for the reconciler) → leader election (or, with
  * --leader-elect=false, reconcile at once) → server_start (every thread
- * inherits the blocked mask, so the signals reach this thread only) → port
- * file → wait in sigsuspend until a signal sets the flag → leader_stop (stops
- * reconciling, releases the Lease) → server_stop → informer_stop (no more
+ * inherits the blocked mask, so the signals reach this thread only) → TLS
+ * files watcher (certwatch) → port file → wait in sigsuspend until a signal
+ * sets the flag → drain (/readyz 503 at once; serve until nothing is in flight
+ * and min(grace, 2 s) passed, at most --shutdown-grace) → certwatch stop →
+ * leader_stop (stops reconciling, releases the Lease) → server_stop → informer_stop (no more
  * queueing) → reconcile_stop (joins the workers) → client destroy → cache
  * destroy → exit 0.
  *
@@ -18,28 +20,37 @@
  * rwlock) and the shareable k8s client. The informer thread writes the cache.
  * The reconciler's handlers (serve_on_job_*) run on the informer thread and
  * serve_on_leading on the leader-election thread; both only call the
- * thread-safe reconcile_* functions.
+ * thread-safe reconcile_* functions. serve_collect (GET /metrics) runs on MHD
+ * workers and reads the modules under serve_ops.lock; serve_apply_tls runs on
+ * the certwatch thread and calls the thread-safe server_set_tls_pair. With
+ * --self-signed, the caBundle patch thread (certs/selfsigned.c, started after
+ * the signal mask) uses the shared client; serve_ready reads its atomic flag.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/rand.h>
 
 #include "certs/certs.h"
+#include "certs/selfsigned.h"
 #include "k8s/client.h"
 #include "webhook/cache.h"
+#include "webhook/certwatch.h"
 #include "webhook/commands.h"
 #include "webhook/informer.h"
 #include "webhook/leader.h"
 #include "webhook/log.h"
 #include "webhook/lookup.h"
+#include "webhook/metrics.h"
 #include "webhook/reconcile.h"
 #include "webhook/server.h"
 
@@ -56,12 +67,32 @@ static void on_signal(int sig)
     stop_signal = sig;
 }
 
+/* ---- --self-signed: readiness flag (issue 4, certificates) ---- */
+
+/* The caBundle patcher of --self-signed, NULL without it. Set on the main thread
+ * before server_start and cleared after server_stop, so MHD workers only read it. */
+static const struct selfsigned_patcher *ready_patcher;
+
+/* NULL when our caBundle is in place (or --self-signed is off), else the reason. */
+static const char *selfsigned_not_ready(void)
+{
+    if (ready_patcher == NULL || selfsigned_patch_done(ready_patcher))
+        return NULL;
+    return "caBundle not patched yet";
+}
+
+/* ---- end of --self-signed readiness flag ---- */
+
 /* ---- Jobs cache: readiness (issue 3) ---- */
 
 /* server_config.ready: /readyz waits for the first LIST (the TLS pair is loaded
  * before the server starts at all). Runs on MHD workers; cache_synced is atomic. */
 static const char *serve_ready(void *userdata)
 {
+    const char *why = selfsigned_not_ready();  /* --self-signed: once our CA is trusted */
+
+    if (why != NULL)
+        return why;
     return cache_synced(userdata) ? NULL : "jobs cache not synced";
 }
 
@@ -78,6 +109,21 @@ static void serve_usage(FILE *to)
             "  --port N                       TCP port, 0 = any free port (default %d)\n"
             "  --tls-cert-file FILE           PEM serving certificate (chain) (required)\n"
             "  --tls-private-key-file FILE    PEM private key of the certificate (required)\n"
+            "  --self-signed                  instead of the two flags above: make a CA and\n"
+            "                                 serving certificate in memory at start-up and\n"
+            "                                 patch the caBundle of --webhook-config-name;\n"
+            "                                 single-replica or test setups only (each replica\n"
+            "                                 makes its own CA, the last to patch wins)\n"
+            "  --service-name NAME            with --self-signed: Service name in the\n"
+            "                                 certificate (default volcano-plugin-webhook)\n"
+            "  --tls-san NAME                 with --self-signed: one more subjectAltName,\n"
+            "                                 DNS name or IP; repeatable (default: none)\n"
+            "  --webhook-config-name NAME     with --self-signed: the\n"
+            "                                 MutatingWebhookConfiguration whose webhooks get\n"
+            "                                 the caBundle (default volcano-plugin-webhook)\n"
+            "  --allow-insecure-key-permissions  load --tls-private-key-file even when it\n"
+            "                                 is readable by others or group-writable\n"
+            "                                 (default: refuse; want 0600/0400/0440)\n"
             "  --insecure-http                serve plain HTTP without TLS; tests and demos\n"
             "                                 only, kube-apiserver needs HTTPS (default off)\n"
             "  --kubeconfig FILE              kubeconfig for the Jobs list/watch and lookups\n"
@@ -108,9 +154,26 @@ static void serve_usage(FILE *to)
             "  -v, --v N                      log verbosity: 0 error, 1 warn, 2 info,\n"
             "                                 3+ debug (default 2)\n"
             "  --port-file FILE               write the bound port to FILE once listening\n"
-            "                                 (default none)\n"
-            "  -h, --help                     show this help\n",
+            "                                 (default none)\n",
             DEFAULT_BIND, DEFAULT_PORT);
+    /* operations flags (issue 4/6): a second string, ISO C caps one literal at 4095 bytes */
+    fputs("  --shutdown-grace DURATION      on SIGTERM/SIGINT: /readyz fails at once; new\n"
+          "                                 connections are served until none is in flight\n"
+          "                                 (after at least 2s) or until a third of this is\n"
+          "                                 left (at most 5s), which the requests in flight\n"
+          "                                 get; 0 = stop at once (default 15s)\n"
+          "  --max-connections N            concurrent connections, 1..1000000 (default 1000)\n"
+          "  --max-connections-per-ip N     concurrent connections from one client address;\n"
+          "                                 0 = no limit (default 0: kube-apiserver may call\n"
+          "                                 from a single address)\n"
+          "  --connection-idle-timeout DURATION  close a connection idle this long, whole\n"
+          "                                 seconds (default 30s)\n"
+          "  --request-timeout DURATION     close a connection whose request (headers and\n"
+          "                                 body; for a new connection also the TLS\n"
+          "                                 handshake) has not arrived within this\n"
+          "                                 (default 10s)\n"
+          "  -h, --help                     show this help\n",
+          to);
 }
 
 /* Strict integer parse of s into [lo, hi]. @return 0 or -1. */
@@ -203,6 +266,13 @@ enum {
     OPT_RECONCILE_WORKERS,
     OPT_KUBE_API_QPS,
     OPT_KUBE_API_BURST,
+    /* --self-signed (issue 4, certificates) */
+    OPT_SELF_SIGNED,
+    OPT_SERVICE_NAME,
+    OPT_TLS_SAN,
+    OPT_WEBHOOK_CONFIG,
+    OPT_WATCH_IDLE_TIMEOUT,     /* hidden (tests, advanced): stalled-watch detection */
+    OPT_ALLOW_INSECURE_KEY,     /* --allow-insecure-key-permissions (issue 6) */
 };
 
 /* Report a bad flag value and return the usage exit status. */
@@ -443,6 +513,404 @@ static int reconcile_side_lead(struct serve_reconcile *rs, struct k8s_client *kc
     return 0;
 }
 
+/* ---- --self-signed: in-memory pair and caBundle patch (issue 4, certificates) ---- */
+
+#define SELFSIGNED_DEFAULT_NAME "volcano-plugin-webhook"  /* Service and webhook config */
+
+/* The --self-signed flags and objects; main thread only. */
+struct serve_selfsigned {
+    bool on;                                  /* --self-signed */
+    const char *service;                      /* --service-name */
+    const char *config;                       /* --webhook-config-name */
+    const char *sans[SELFSIGNED_MAX_EXTRA];   /* --tls-san, borrowed from argv */
+    size_t nsans;
+    bool named;                               /* any of the three given */
+    struct certs_pair ca;                     /* the CA made at start-up */
+    struct selfsigned_patcher *patcher;       /* owned */
+};
+
+/* DNS-1123 subdomain-ish: 1-253 of [a-z0-9.-], alphanumeric at both ends. */
+static bool dns1123_name(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > 253 || s[0] == '-' || s[0] == '.' || s[n - 1] == '-' || s[n - 1] == '.')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'
+              || s[i] == '.'))
+            return false;
+    return true;
+}
+
+/* One --self-signed flag. @return 0, or the usage exit status after the message. */
+static int selfsigned_flag(struct serve_selfsigned *ss, int opt, const char *arg)
+{
+    size_t n;
+
+    switch (opt) {
+    case OPT_SELF_SIGNED:
+        ss->on = true;
+        return 0;
+    case OPT_SERVICE_NAME:
+        if (!dns1123_name(arg) || strchr(arg, '.') != NULL || strlen(arg) > 63)
+            return bad_value("--service-name", arg, "want a Service name (DNS-1123 label)");
+        ss->service = arg;
+        ss->named = true;
+        return 0;
+    case OPT_WEBHOOK_CONFIG:
+        if (!dns1123_name(arg))
+            return bad_value("--webhook-config-name", arg, "want an object name");
+        ss->config = arg;
+        ss->named = true;
+        return 0;
+    case OPT_TLS_SAN:
+        /* a DNS name or an IP address: printable, no spaces or commas */
+        n = strlen(arg);
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned char)arg[i] <= 0x20 || (unsigned char)arg[i] > 0x7E || arg[i] == ',')
+                n = 0;
+        if (n == 0 || n > 253)
+            return bad_value("--tls-san", arg, "want a DNS name or an IP address");
+        if (ss->nsans == SELFSIGNED_MAX_EXTRA) {
+            fprintf(stderr, WH_PROG ": serve: more than %d --tls-san flags\n",
+                    SELFSIGNED_MAX_EXTRA);
+            return 2;
+        }
+        ss->sans[ss->nsans++] = arg;
+        ss->named = true;
+        return 0;
+    default:
+        return 2;
+    }
+}
+
+/* --self-signed excludes a certificate from files and plain HTTP. @return 0 or 2. */
+static int selfsigned_flags_check(const struct serve_selfsigned *ss, bool insecure,
+                                  const char *cert_file, const char *key_file)
+{
+    if (ss->on && (cert_file != NULL || key_file != NULL || insecure)) {
+        fprintf(stderr, WH_PROG ": serve: --self-signed cannot be combined with %s\n",
+                cert_file != NULL ? "--tls-cert-file"
+                : key_file != NULL ? "--tls-private-key-file" : "--insecure-http");
+        return 2;
+    }
+    if (!ss->on && ss->named) {
+        fprintf(stderr, WH_PROG ": serve: --service-name, --tls-san and --webhook-config-name "
+                        "need --self-signed\n");
+        return 2;
+    }
+    return 0;
+}
+
+/* Make the CA and the serving pair for SERVICE.NS (ns: the Lease namespace). */
+static int selfsigned_side_generate(struct serve_selfsigned *ss, const char *ns,
+                                    struct certs_pair *leaf)
+{
+    struct selfsigned_config cfg;
+    struct wh_error err = {0, ""};
+
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.service = ss->service;
+    cfg.ns = ns;
+    cfg.extra = ss->sans;
+    cfg.nextra = ss->nsans;
+    cfg.key_type = CERTS_KEY_ECDSA_P256;
+    if (selfsigned_generate(&cfg, &ss->ca, leaf, &err) < 0) {
+        LOG_ERROR("cannot make the self-signed serving certificate: %s", err.msg);
+        return -1;
+    }
+    LOG_INFO("self-signed serving certificate made service=%s namespace=%s extra_sans=%zu "
+             "webhook_config=%s", ss->service, ns, ss->nsans, ss->config);
+    LOG_WARN("--self-signed: this replica made its own CA; with several replicas the last "
+             "to patch the caBundle wins (single-replica or test setups only)");
+    return 0;
+}
+
+/* Start patching the caBundle; /readyz waits for it. Main thread, before server_start. */
+static int selfsigned_side_start(struct serve_selfsigned *ss, struct k8s_client *kc)
+{
+    struct selfsigned_patch_config pcfg;
+    struct wh_error err = {0, ""};
+
+    if (!ss->on)
+        return 0;
+    memset(&pcfg, 0, sizeof(pcfg));
+    pcfg.webhook_config = ss->config;
+    pcfg.ca_pem = ss->ca.cert_pem;
+    if (selfsigned_patch_start(&ss->patcher, kc, &pcfg, &err) < 0) {
+        LOG_ERROR("cannot start the caBundle patch: %s", err.msg);
+        return -1;
+    }
+    ready_patcher = ss->patcher;
+    return 0;
+}
+
+/* After server_stop (its readiness callback reads the patcher). */
+static void selfsigned_side_stop(struct serve_selfsigned *ss)
+{
+    ready_patcher = NULL;
+    selfsigned_patch_stop(ss->patcher);
+    ss->patcher = NULL;
+    certs_pair_dispose(&ss->ca);
+}
+
+/* ---- end of --self-signed ---- */
+
+/* ---- operations: TLS hot reload, metrics, connection limits, graceful shutdown
+ *      (issue 4 "TLS serving", "Observability", "Operations"; issue 6 "Hostile clients") ---- */
+
+#define DEFAULT_SHUTDOWN_GRACE_MS 15000L
+#define SHUTDOWN_MIN_WAIT_MS 2000L     /* accept at least this long (within the grace) so that
+                                          endpoints drop the pod before the listener goes */
+#define SHUTDOWN_RESERVE_MAX_MS 5000L  /* at most this much of the grace is kept for the
+                                          requests in flight once the listener is closed */
+#define SHUTDOWN_POLL_MS 100L
+
+enum {
+    OPT_SHUTDOWN_GRACE = 512,
+    OPT_MAX_CONNECTIONS,
+    OPT_MAX_CONNECTIONS_PER_IP,
+    OPT_CONNECTION_IDLE_TIMEOUT,
+    OPT_REQUEST_TIMEOUT,
+};
+
+/*
+ * The operations side's flags and objects. Flags and certwatch: main thread
+ * only. The module pointers are read by serve_collect on MHD workers under
+ * lock, and cleared under it (ops_stop) before those modules are stopped.
+ */
+struct serve_ops {
+    long shutdown_grace_ms;         /* --shutdown-grace */
+    long max_connections;           /* --max-connections */
+    long max_per_ip;                /* --max-connections-per-ip, 0 = no limit */
+    long idle_timeout_ms;           /* --connection-idle-timeout, whole seconds */
+    long request_timeout_ms;        /* --request-timeout */
+    struct certwatch *watch;        /* TLS files watcher, owned */
+    pthread_mutex_t lock;           /* guards the five pointers below and leader_elect */
+    struct job_cache *cache;        /* borrowed, for /metrics */
+    struct informer *informer;
+    struct reconciler *rec;
+    struct leader *leader;
+    bool leader_elect;
+    bool attached;                  /* the pointers above may be read */
+};
+
+static void ops_flags_init(struct serve_ops *ops)
+{
+    memset(ops, 0, sizeof(*ops));
+    pthread_mutex_init(&ops->lock, NULL);
+    ops->shutdown_grace_ms = DEFAULT_SHUTDOWN_GRACE_MS;
+    ops->max_connections = SERVER_DEFAULT_CONNECTIONS;
+    ops->max_per_ip = 0;
+    ops->idle_timeout_ms = (long)SERVER_DEFAULT_TIMEOUT * 1000;
+    ops->request_timeout_ms = (long)SERVER_DEFAULT_REQUEST_TIMEOUT_MS;
+}
+
+/* One operations flag. @return 0, or the usage exit status after the message. */
+static int ops_flag(struct serve_ops *ops, int opt, const char *arg)
+{
+    switch (opt) {
+    case OPT_SHUTDOWN_GRACE:
+        /* "0" alone is a duration too (Go's rule): stop at once. */
+        if (strcmp(arg, "0") == 0) {
+            ops->shutdown_grace_ms = 0;
+            return 0;
+        }
+        if (parse_duration_ms(arg, &ops->shutdown_grace_ms) < 0
+            || ops->shutdown_grace_ms > 3600000L)
+            return bad_value("--shutdown-grace", arg,
+                             "want a duration from 0 (stop at once) to 1h, like 15s");
+        return 0;
+    case OPT_MAX_CONNECTIONS:
+        return parse_long(arg, 1, 1000000, &ops->max_connections) < 0
+                   ? bad_value("--max-connections", arg, "want an integer 1..1000000") : 0;
+    case OPT_MAX_CONNECTIONS_PER_IP:
+        return parse_long(arg, 0, 1000000, &ops->max_per_ip) < 0
+                   ? bad_value("--max-connections-per-ip", arg,
+                               "want an integer 0 (no limit)..1000000") : 0;
+    case OPT_CONNECTION_IDLE_TIMEOUT:
+        return parse_seconds_ms(arg, &ops->idle_timeout_ms) < 0
+                       || ops->idle_timeout_ms > 3600000L
+                   ? bad_value("--connection-idle-timeout", arg,
+                               "want whole seconds from 1s to 1h, like 30s") : 0;
+    case OPT_REQUEST_TIMEOUT:
+        return parse_duration_ms(arg, &ops->request_timeout_ms) < 0
+                       || ops->request_timeout_ms < 100 || ops->request_timeout_ms > 600000L
+                   ? bad_value("--request-timeout", arg,
+                               "want a duration from 100ms to 10m, like 10s") : 0;
+    default:
+        return 2;
+    }
+}
+
+/* server_config.metrics_collect (MHD workers): values other modules own. */
+static void serve_collect(void *userdata, struct metrics_writer *w)
+{
+    struct serve_ops *ops = userdata;
+
+    pthread_mutex_lock(&ops->lock);
+    if (!ops->attached) {
+        pthread_mutex_unlock(&ops->lock);
+        return;
+    }
+    if (ops->cache != NULL)
+        metrics_write(w, "webhook_cache_jobs", "gauge", "Volcano Jobs in the informer cache.",
+                      NULL, (double)cache_size(ops->cache));
+    if (ops->informer != NULL) {
+        struct informer_stats st;
+
+        informer_get_stats(ops->informer, &st);
+        metrics_write(w, "webhook_informer_lists_total", "counter",
+                      "Completed LISTs of Volcano Jobs (start-up and relists).", NULL,
+                      (double)st.lists);
+        metrics_write(w, "webhook_informer_watches_total", "counter",
+                      "WATCH requests of Volcano Jobs started.", NULL, (double)st.watches);
+        metrics_write(w, "webhook_informer_relists_total", "counter",
+                      "LISTs caused by 410 Gone (watch history expired).", NULL,
+                      (double)st.relists_gone);
+        metrics_write(w, "webhook_informer_errors_total", "counter",
+                      "Failed LIST or WATCH attempts (retried with backoff).", NULL,
+                      (double)st.errors);
+        metrics_write(w, "webhook_watch_restarts_total", "counter",
+                      "WATCHes of Volcano Jobs started after the first one.", NULL,
+                      (double)(st.watches > 0 ? st.watches - 1 : 0));
+    }
+    if (ops->rec != NULL) {
+        struct reconcile_stats st;
+
+        reconcile_get_stats(ops->rec, &st);
+        metrics_write(w, "webhook_reconcile_total", "counter",
+                      "Job keys reconciled (job hooks run).", NULL, (double)st.reconciles);
+        metrics_write(w, "webhook_reconcile_errors_total", "counter",
+                      "Failed job hook runs (retried with backoff).", NULL, (double)st.errors);
+        metrics_write(w, "webhook_reconcile_queue_length", "gauge",
+                      "Job keys waiting to be reconciled.", NULL, (double)st.queue_len);
+        metrics_write(w, "webhook_reconcile_foreign_objects_total", "counter",
+                      "Objects with a plugin's name that belong to someone else, left alone.",
+                      NULL, (double)st.foreign);
+    }
+    metrics_write(w, "webhook_leader", "gauge",
+                  "1 while this replica reconciles: it holds the Lease, or "
+                  "--leader-elect=false; else 0.",
+                  NULL, !ops->leader_elect || leader_is_leading(ops->leader) ? 1 : 0);
+    pthread_mutex_unlock(&ops->lock);
+}
+
+/* Fill the server's limits and /metrics source; the modules are read until ops_stop. */
+static void ops_server_config(struct serve_ops *ops, struct server_config *scfg,
+                              struct job_cache *cache, struct informer *informer,
+                              struct reconciler *rec, struct leader *leader, bool leader_elect)
+{
+    pthread_mutex_lock(&ops->lock);
+    ops->cache = cache;
+    ops->informer = informer;
+    ops->rec = rec;
+    ops->leader = leader;
+    ops->leader_elect = leader_elect;
+    ops->attached = true;
+    pthread_mutex_unlock(&ops->lock);
+    scfg->connection_limit = (unsigned)ops->max_connections;
+    scfg->per_ip_limit = (unsigned)ops->max_per_ip;
+    scfg->connection_timeout = (unsigned)(ops->idle_timeout_ms / 1000);
+    scfg->request_timeout_ms = (unsigned)ops->request_timeout_ms;
+    scfg->metrics_collect = serve_collect;
+    scfg->metrics_userdata = ops;
+}
+
+/* certwatch_apply_fn (watcher thread): serve the new pair; userdata is the server. */
+static int serve_apply_tls(void *userdata, const struct certs_pair *pair, struct wh_error *err)
+{
+    return server_set_tls_pair(userdata, pair->cert_pem, pair->key_pem, err);
+}
+
+/* Watch the TLS files (pair: what the server serves now). @return 0 or -1 after logging. */
+static int ops_watch_start(struct serve_ops *ops, struct server *srv, const char *cert_file,
+                           const char *key_file, const struct certs_pair *pair)
+{
+    struct certwatch_config wcfg = {cert_file, key_file, 0, 0};
+    struct wh_error err = {0, ""};
+
+    if (certwatch_start(&ops->watch, &wcfg, pair, serve_apply_tls, srv, &err) < 0) {
+        LOG_ERROR("cannot watch the TLS files: %s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Milliseconds since t0 (monotonic). */
+static long ms_since(const struct timespec *t0)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long)((now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000);
+}
+
+/*
+ * Wait until the server has nothing in flight and at least min_ms passed since
+ * t0, or until max_ms passed. @return false when a second stop signal ended
+ * the wait. block: the stop signals (blocked on every thread, so sigtimedwait
+ * takes them).
+ */
+static bool ops_wait_idle(struct server *srv, const struct timespec *t0, long min_ms,
+                          long max_ms, const sigset_t *block)
+{
+    long waited;
+
+    while ((waited = ms_since(t0)) < max_ms) {
+        struct timespec step = {0, SHUTDOWN_POLL_MS * 1000000L};
+
+        if (waited >= min_ms && server_in_flight(srv) == 0)
+            return true;
+        if (sigtimedwait(block, NULL, &step) > 0) {
+            LOG_INFO("second stop signal: stopping without waiting for requests in flight");
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * After SIGTERM/SIGINT: /readyz answers 503 at once and every answer says
+ * "Connection: close", while everything is still served. Phase 1 keeps
+ * accepting until nothing is in flight (after at least min(grace, 2 s)), or
+ * until only the reserve (a third of the grace, at most 5 s) is left: under
+ * steady load nothing-in-flight never comes. Phase 2 stops accepting and gives
+ * the connections already accepted the rest of the grace, so that the stop
+ * drops no request that reached the listener (a connect queued after phase 1
+ * is refused, which a client sees before it sends anything).
+ */
+static void ops_drain(struct serve_ops *ops, struct server *srv, const sigset_t *block)
+{
+    long grace = ops->shutdown_grace_ms;
+    long reserve = grace / 3 < SHUTDOWN_RESERVE_MAX_MS ? grace / 3 : SHUTDOWN_RESERVE_MAX_MS;
+    long accept_ms = grace - reserve;
+    long min_ms = accept_ms < SHUTDOWN_MIN_WAIT_MS ? accept_ms : SHUTDOWN_MIN_WAIT_MS;
+    struct timespec t0;
+
+    server_set_draining(srv);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (ops_wait_idle(srv, &t0, min_ms, accept_ms, block) && ms_since(&t0) < grace) {
+        server_quiesce(srv);
+        ops_wait_idle(srv, &t0, 0, grace, block);
+    }
+    LOG_INFO("drained waited_ms=%ld in_flight=%u shutdown_grace_ms=%ld", ms_since(&t0),
+             server_in_flight(srv), grace);
+}
+
+/* Before the server and the modules stop: no more reloads, no more module reads. */
+static void ops_stop(struct serve_ops *ops)
+{
+    certwatch_stop(ops->watch);
+    ops->watch = NULL;
+    pthread_mutex_lock(&ops->lock);
+    ops->attached = false;
+    pthread_mutex_unlock(&ops->lock);
+}
+
+/* ---- end of operations ---- */
+
 int serve_main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -465,6 +933,17 @@ int serve_main(int argc, char **argv)
         {"reconcile-workers", required_argument, NULL, OPT_RECONCILE_WORKERS},
         {"kube-api-qps", required_argument, NULL, OPT_KUBE_API_QPS},
         {"kube-api-burst", required_argument, NULL, OPT_KUBE_API_BURST},
+        {"self-signed", no_argument, NULL, OPT_SELF_SIGNED},
+        {"service-name", required_argument, NULL, OPT_SERVICE_NAME},
+        {"tls-san", required_argument, NULL, OPT_TLS_SAN},
+        {"webhook-config-name", required_argument, NULL, OPT_WEBHOOK_CONFIG},
+        {"watch-idle-timeout", required_argument, NULL, OPT_WATCH_IDLE_TIMEOUT},
+        {"allow-insecure-key-permissions", no_argument, NULL, OPT_ALLOW_INSECURE_KEY},
+        {"shutdown-grace", required_argument, NULL, OPT_SHUTDOWN_GRACE},
+        {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+        {"max-connections-per-ip", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_IP},
+        {"connection-idle-timeout", required_argument, NULL, OPT_CONNECTION_IDLE_TIMEOUT},
+        {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -479,7 +958,12 @@ int serve_main(int argc, char **argv)
     struct job_lookup lookup = {NULL, NULL, DEFAULT_LOOKUP_TIMEOUT_MS};
     struct job_cache *cache = NULL;      /* Jobs cache (issue 3) */
     struct informer *informer = NULL;    /* its list/watch thread */
+    long watch_idle_ms = 0;              /* --watch-idle-timeout; 0 = informer default */
+    bool allow_insecure_key = false;     /* --allow-insecure-key-permissions */
     struct serve_reconcile rs;           /* reconciler and leader election (issue 3) */
+    struct serve_ops ops;                /* TLS reload, metrics, limits, shutdown (issue 4) */
+    struct serve_selfsigned ss = {false, SELFSIGNED_DEFAULT_NAME, SELFSIGNED_DEFAULT_NAME,
+                                  {NULL}, 0, false, {NULL, NULL}, NULL};  /* --self-signed */
     struct server_config scfg;
     struct certs_pair pair = {NULL, NULL};
     struct k8s_config kcfg;
@@ -497,6 +981,7 @@ int serve_main(int argc, char **argv)
     memset(&scfg, 0, sizeof(scfg));
     memset(&kcfg, 0, sizeof(kcfg));
     reconcile_flags_init(&rs);
+    ops_flags_init(&ops);
     scfg.mutate.lookup_failure = LOOKUP_FAILURE_DENY;
 
     optind = 0;  /* full getopt reset: serve_main may run more than once (tests) */
@@ -544,8 +1029,26 @@ int serve_main(int argc, char **argv)
                 return bad_value("-v", val, "want an integer 0..10");
             break;
         }
+        case OPT_SELF_SIGNED:
+        case OPT_SERVICE_NAME:
+        case OPT_TLS_SAN:
+        case OPT_WEBHOOK_CONFIG:
+            if (selfsigned_flag(&ss, opt, optarg) != 0)
+                return 2;
+            break;
         case OPT_PORT_FILE:
             port_file = optarg;
+            break;
+        case OPT_ALLOW_INSECURE_KEY:
+            allow_insecure_key = true;
+            break;
+        case OPT_WATCH_IDLE_TIMEOUT:
+            /* not in --help: a watch with no byte (event or bookmark) for this long is
+             * dead; the default (90s) suits kube-apiserver's one-minute bookmarks */
+            if (parse_duration_ms(optarg, &watch_idle_ms) < 0 || watch_idle_ms < 100
+                || watch_idle_ms > 3600000L)
+                return bad_value("--watch-idle-timeout", optarg,
+                                 "want a duration from 100ms to 1h, like 90s");
             break;
         case OPT_LEADER_ELECT:
         case OPT_LEASE_DURATION:
@@ -557,6 +1060,14 @@ int serve_main(int argc, char **argv)
         case OPT_KUBE_API_QPS:
         case OPT_KUBE_API_BURST:
             if (reconcile_flag(&rs, opt, optarg) != 0)
+                return 2;
+            break;
+        case OPT_SHUTDOWN_GRACE:
+        case OPT_MAX_CONNECTIONS:
+        case OPT_MAX_CONNECTIONS_PER_IP:
+        case OPT_CONNECTION_IDLE_TIMEOUT:
+        case OPT_REQUEST_TIMEOUT:
+            if (ops_flag(&ops, opt, optarg) != 0)
                 return 2;
             break;
         case 'h':
@@ -574,12 +1085,14 @@ int serve_main(int argc, char **argv)
         fprintf(stderr, WH_PROG ": serve: unexpected argument \"%s\"\n", argv[optind]);
         return 2;
     }
+    if (selfsigned_flags_check(&ss, insecure, cert_file, key_file) != 0)
+        return 2;
     if (insecure && (cert_file != NULL || key_file != NULL)) {
         fprintf(stderr, WH_PROG ": serve: --insecure-http cannot be combined with %s\n",
                 cert_file != NULL ? "--tls-cert-file" : "--tls-private-key-file");
         return 2;
     }
-    if (!insecure && (cert_file == NULL || key_file == NULL)) {
+    if (!insecure && !ss.on && (cert_file == NULL || key_file == NULL)) {
         fprintf(stderr, WH_PROG ": serve: missing required flag %s\n",
                 cert_file == NULL ? "--tls-cert-file" : "--tls-private-key-file");
         return 2;
@@ -591,6 +1104,15 @@ int serve_main(int argc, char **argv)
     if (insecure) {
         LOG_WARN("serving plain HTTP (--insecure-http): for tests and demos only, "
                  "kube-apiserver calls webhooks over HTTPS");
+    } else if (ss.on) {
+        /* --self-signed: SANs from the Service and the Lease (the pod's) namespace */
+        if (selfsigned_side_generate(&ss, lease_namespace(&rs), &pair) < 0)
+            goto out;
+    } else if (!allow_insecure_key && certs_check_key_permissions(key_file, &err) < 0) {
+        /* a key others can read is as good as published (issue 6, security review) */
+        LOG_ERROR("refusing the TLS private key: %s (--allow-insecure-key-permissions to "
+                  "load it anyway)", err.msg);
+        goto out;
     } else if (certs_load_pair(&pair, cert_file, key_file, &err) < 0) {
         LOG_ERROR("cannot load the TLS pair: %s", err.msg);
         goto out;
@@ -636,8 +1158,11 @@ int serve_main(int argc, char **argv)
     {
         struct informer_handlers inf_handlers = {serve_on_job_add, serve_on_job_update,
                                                  serve_on_job_delete, rs.rec};
+        struct informer_config inf_cfg;
 
-        if (informer_start(&informer, lookup.client, cache, NULL, &inf_handlers, &err) < 0) {
+        memset(&inf_cfg, 0, sizeof(inf_cfg));  /* 0 = the informer's defaults */
+        inf_cfg.idle_timeout_ms = watch_idle_ms;
+        if (informer_start(&informer, lookup.client, cache, &inf_cfg, &inf_handlers, &err) < 0) {
             LOG_ERROR("cannot start the jobs informer: %s", err.msg);
             goto out;
         }
@@ -648,6 +1173,9 @@ int serve_main(int argc, char **argv)
     /* reconcile side: leader election (or reconcile at once) */
     if (reconcile_side_lead(&rs, lookup.client) < 0)
         goto out;
+    /* --self-signed: patch the caBundle in the background (after the signal mask) */
+    if (selfsigned_side_start(&ss, lookup.client) < 0)
+        goto out;
 
     scfg.bind_address = bind;
     scfg.port = (unsigned)port;
@@ -656,10 +1184,16 @@ int serve_main(int argc, char **argv)
     scfg.src = lookup_job_source(&lookup);   /* cache first, else one GET */
     scfg.ready = serve_ready;
     scfg.ready_userdata = cache;
+    /* operations: connection limits and /metrics (issue 4/6) */
+    ops_server_config(&ops, &scfg, cache, informer, rs.rec, rs.leader, rs.leader_elect);
     if (server_start(&srv, &scfg, &err) < 0) {
         LOG_ERROR("%s", err.msg);
         goto out;
     }
+    /* operations: TLS files hot reload (not for --self-signed or plain HTTP) */
+    if (cert_file != NULL && key_file != NULL
+        && ops_watch_start(&ops, srv, cert_file, key_file, &pair) < 0)
+        goto out;
     certs_pair_dispose(&pair);  /* the server keeps its own copy */
     LOG_INFO("serving version=%s address=%s port=%u tls=%s job_lookup_failure=%s "
              "job_lookup_timeout_ms=%ld",
@@ -680,11 +1214,14 @@ int serve_main(int argc, char **argv)
             sigsuspend(&wait_mask);
     }
     LOG_INFO("shutting down signal=%d", (int)stop_signal);
+    ops_drain(&ops, srv, &block);   /* operations: readiness false, serve what comes */
     rc = 0;
 out:
+    ops_stop(&ops);   /* operations: before the server and the modules /metrics reads */
     /* reconcile side first: stop reconciling and release the Lease for the successor */
     leader_stop(rs.leader);
     server_stop(srv);
+    selfsigned_side_stop(&ss);  /* after the server: its readiness reads the patcher */
     informer_stop(informer);   /* joins the thread: nothing uses the client or the cache after */
     reconcile_stop(rs.rec);    /* after the informer (its handlers queue); joins the workers */
     if (lookup.client != NULL)

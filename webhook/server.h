@@ -3,13 +3,28 @@
  *
  * Routes: POST /pods/mutate → admission_handle; GET (or HEAD) /healthz → 200
  * "ok"; GET (or HEAD) /readyz → 200 "ok" when server_config.ready says so, else
- * 503 with a Status naming the reason. Anything else gets a Kubernetes Status
- * body: 404 unknown path, 405 (with Allow) wrong method, 413 body over the cap,
- * 415 Content-Type not application/json. Query strings (?timeout=10s) are
- * ignored.
+ * 503 with a Status naming the reason ("shutting down" once server_set_draining
+ * was called); GET (or HEAD) /metrics → metrics_render in the Prometheus text
+ * format 0.0.4. Anything else gets a Kubernetes Status body: 404 unknown path,
+ * 405 (with Allow) wrong method, 413 body over the cap, 415 Content-Type not
+ * application/json. Query strings (?timeout=10s) are ignored.
+ *
+ * TLS (issue 4): TLS 1.2 and 1.3 only, the Mozilla "intermediate" cipher
+ * suites (SERVER_TLS_PRIORITIES), ALPN "http/1.1" only. The pair is served
+ * through a certificate callback, so server_set_tls_pair swaps it while the
+ * server runs: new handshakes use the new pair, open connections keep theirs.
+ *
+ * Hostile clients (issue 6): at most connection_limit connections (and
+ * per_ip_limit per client address); a connection idle for connection_timeout
+ * is closed; a request whose headers and body have not all arrived within
+ * request_timeout_ms of its start is closed (a new connection's first request
+ * starts at accept, so the TLS handshake counts too); the body buffer grows as
+ * data arrives, never past max_body.
  *
  * Threads: server_start/server_stop on the main thread; requests are served
- * on MHD's own worker pool, each request entirely on one worker.
+ * on MHD's own worker pool, each request entirely on one worker; one reaper
+ * thread of the server closes requests over their time. server_set_tls_pair,
+ * server_set_draining and server_in_flight may be called from any thread.
  */
 #ifndef WH_SERVER_H
 #define WH_SERVER_H
@@ -17,11 +32,26 @@
 #include <stddef.h>
 
 #include "webhook/error.h"
+#include "webhook/metrics.h"
 #include "webhook/mutate.h"
 
 #define SERVER_MAX_BODY ((size_t)3 * 1024 * 1024)   /* bytes; kube-apiserver's own request cap */
 #define SERVER_DEFAULT_TIMEOUT 30                    /* seconds a connection may idle */
 #define SERVER_DEFAULT_CONNECTIONS 1000              /* concurrent connections */
+#define SERVER_DEFAULT_REQUEST_TIMEOUT_MS 10000u     /* headers + body of one request */
+
+/*
+ * GnuTLS priority string of the HTTPS server: Mozilla's "intermediate" profile
+ * (https://wiki.mozilla.org/Security/Server_Side_TLS, v5.7): TLS 1.3 and 1.2
+ * only; TLS 1.3 suites AES-128-GCM, AES-256-GCM, CHACHA20-POLY1305; TLS 1.2
+ * ECDHE-ECDSA / ECDHE-RSA / DHE-RSA with those AEAD ciphers only (no CBC, no
+ * RSA key exchange, no 3DES/RC4/SHA-1 MACs); groups X25519, P-256, P-384,
+ * ffdhe2048; the client's cipher preference is honoured, as the profile says.
+ */
+#define SERVER_TLS_PRIORITIES                                                          \
+    "SECURE:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:" \
+    "+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:+DHE-RSA:"       \
+    "-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1:+GROUP-FFDHE2048"
 
 struct server_config {
     const char *bind_address;     /* numeric IPv4 or IPv6 address; NULL → "0.0.0.0" */
@@ -32,6 +62,10 @@ struct server_config {
     unsigned threads;             /* worker threads; 0 → online CPUs, at least 2 */
     unsigned connection_timeout;  /* seconds; 0 → SERVER_DEFAULT_TIMEOUT */
     unsigned connection_limit;    /* 0 → SERVER_DEFAULT_CONNECTIONS */
+    unsigned per_ip_limit;        /* connections per client IP address; 0 → no limit */
+    unsigned request_timeout_ms;  /* headers + body of a request within this from its
+                                     start, else the connection is closed;
+                                     0 → SERVER_DEFAULT_REQUEST_TIMEOUT_MS */
     size_t max_body;              /* bytes; 0 → SERVER_MAX_BODY */
     struct job_source src;        /* copied; src.userdata is borrowed and must outlive the
                                      server, and src.get must be callable from any worker */
@@ -45,6 +79,10 @@ struct server_config {
      */
     const char *(*ready)(void *userdata);
     void *ready_userdata;
+    /* GET /metrics: passed to metrics_render (may be NULL); called on MHD workers
+     * with metrics_userdata (borrowed, must outlive the server). */
+    metrics_collect_fn metrics_collect;
+    void *metrics_userdata;
 };
 
 struct server;
@@ -60,6 +98,41 @@ struct server;
  */
 int server_start(struct server **out, const struct server_config *cfg, struct wh_error *err)
     WH_WARN_UNUSED;
+
+/**
+ * Serve a new TLS pair (hot reload, issue 4): parse and check it first; on
+ * success new handshakes use it at once while connections that handshook with
+ * the old pair keep it (freed when the last of them closes). PEM texts are
+ * copied. Any thread.
+ * @return 0; WH_EINVAL when the server has no TLS, or when either PEM does not
+ *         parse or the key does not match the first certificate (the old pair
+ *         stays; err says why); WH_ENOMEM.
+ */
+int server_set_tls_pair(struct server *s, const char *cert_pem, const char *key_pem,
+                        struct wh_error *err) WH_WARN_UNUSED;
+
+/**
+ * Start draining for shutdown: from now on GET /readyz answers 503 "shutting
+ * down" and every answer carries "Connection: close"; everything is still
+ * served. Any thread; idempotent.
+ */
+void server_set_draining(struct server *s);
+
+/**
+ * Requests being served now: connections that are not idle between keep-alive
+ * requests, i.e. accepted and not yet sent their first answer (TLS handshake
+ * and request included), or with a request under way. Any thread.
+ */
+unsigned server_in_flight(const struct server *s);
+
+/**
+ * Stop accepting connections (for the last moments of a graceful shutdown):
+ * requests under way are still served to the end (libmicrohttpd may close
+ * connections idle between keep-alive requests); new connects wait in the
+ * kernel's queue and are refused when server_stop closes the socket. Main
+ * thread; idempotent.
+ */
+void server_quiesce(struct server *s);
 
 /** The TCP port actually bound (the one the OS chose when cfg->port was 0). */
 unsigned server_port(const struct server *s);

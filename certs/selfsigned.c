@@ -1,0 +1,276 @@
+/*
+ * selfsigned.c - `serve --self-signed`: the in-memory CA and serving pair, and
+ * the background thread that installs the CA as the caBundle of every webhook
+ * of the MutatingWebhookConfiguration.
+ *
+ * The patch is one JSON Patch per attempt, built from a fresh GET: a `test` of
+ * metadata.resourceVersion (a configuration changed in between is refused with
+ * 422 rather than patched at the wrong indexes), then one `replace` of
+ * /webhooks/i/clientConfig/caBundle per webhook (`add` where the member is
+ * absent). Any failure is retried with a doubling delay (500 ms to 30 s by
+ * default) until it succeeds or the patcher stops.
+ *
+ * Threads: the patch thread only reads the patcher's immutable fields and the
+ * shareable k8s client; `stopping` is guarded by mu (the thread sleeps on
+ * cond), `done` is atomic (read by MHD workers through selfsigned_patch_done).
+ * The CA certificate is public; no key material reaches a log line.
+ */
+#include "certs/selfsigned.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "webhook/log.h"
+
+#define WEBHOOK_CONFIG_GROUP "admissionregistration.k8s.io"
+#define WEBHOOK_CONFIG_VERSION "v1"
+#define WEBHOOK_CONFIG_RESOURCE "mutatingwebhookconfigurations"
+#define DEFAULT_INITIAL_BACKOFF_MS 500L
+#define DEFAULT_MAX_BACKOFF_MS 30000L
+#define DEFAULT_REQUEST_TIMEOUT_MS 10000L
+#define NAME_MAX_LEN 253   /* a DNS-1123 subdomain */
+
+int selfsigned_generate(const struct selfsigned_config *cfg, struct certs_pair *ca,
+                        struct certs_pair *leaf, struct wh_error *err)
+{
+    char names[4][NAME_MAX_LEN + 32];
+    const char *sans[4 + SELFSIGNED_MAX_EXTRA];
+    size_t n = 0;
+
+    if (cfg->service == NULL || cfg->service[0] == '\0' || cfg->ns == NULL
+        || cfg->ns[0] == '\0')
+        return wh_error_set(err, WH_EINVAL, "self-signed: empty service name or namespace");
+    if (strlen(cfg->service) + strlen(cfg->ns) + strlen("..svc.cluster.local") > NAME_MAX_LEN)
+        return wh_error_set(err, WH_EINVAL, "self-signed: service name and namespace too long");
+    if (cfg->nextra > SELFSIGNED_MAX_EXTRA)
+        return wh_error_set(err, WH_EINVAL, "self-signed: more than %d extra names",
+                            SELFSIGNED_MAX_EXTRA);
+    snprintf(names[0], sizeof(names[0]), "%s", cfg->service);
+    snprintf(names[1], sizeof(names[1]), "%s.%s", cfg->service, cfg->ns);
+    snprintf(names[2], sizeof(names[2]), "%s.%s.svc", cfg->service, cfg->ns);
+    snprintf(names[3], sizeof(names[3]), "%s.%s.svc.cluster.local", cfg->service, cfg->ns);
+    for (size_t i = 0; i < 4; i++)
+        sans[n++] = names[i];
+    for (size_t i = 0; i < cfg->nextra; i++)
+        sans[n++] = cfg->extra[i];
+    return certs_generate(ca, leaf, cfg->key_type, sans, n,
+                          cfg->days > 0 ? cfg->days : SELFSIGNED_DEFAULT_DAYS, err);
+}
+
+int selfsigned_patch_build(const json_t *config, const char *ca_b64, json_t **out,
+                           size_t *nwebhooks, struct wh_error *err)
+{
+    const json_t *webhooks = json_object_get(config, "webhooks");
+    const char *rv = json_string_value(
+        json_object_get(json_object_get(config, "metadata"), "resourceVersion"));
+    json_t *ops = NULL;
+    size_t i;
+    const json_t *wh;
+
+    *out = NULL;
+    if (rv == NULL)
+        return wh_error_set(err, WH_EINVAL, "configuration has no metadata.resourceVersion");
+    if (!json_is_array(webhooks))
+        return wh_error_set(err, WH_EINVAL, "configuration has no webhooks array");
+    ops = json_array();
+    if (ops == NULL
+        || json_array_append_new(ops, json_pack("{s:s, s:s, s:s}", "op", "test", "path",
+                                                "/metadata/resourceVersion", "value", rv))
+               != 0)
+        goto nomem;
+    json_array_foreach(webhooks, i, wh) {
+        const json_t *cc = json_object_get(wh, "clientConfig");
+        char path[64];
+
+        if (!json_is_object(cc)) {
+            json_decref(ops);
+            return wh_error_set(err, WH_EINVAL, "webhooks[%zu] has no clientConfig", i);
+        }
+        snprintf(path, sizeof(path), "/webhooks/%zu/clientConfig/caBundle", i);
+        /* RFC 6902 4.3: replace needs the member to exist; add creates or replaces it */
+        if (json_array_append_new(ops, json_pack("{s:s, s:s, s:s}", "op",
+                                                 json_object_get(cc, "caBundle") != NULL
+                                                     ? "replace" : "add",
+                                                 "path", path, "value", ca_b64))
+            != 0)
+            goto nomem;
+    }
+    if (nwebhooks != NULL)
+        *nwebhooks = json_array_size(webhooks);
+    *out = ops;
+    return 0;
+nomem:
+    json_decref(ops);
+    return wh_error_set(err, WH_ENOMEM, "out of memory");
+}
+
+struct selfsigned_patcher {
+    struct k8s_client *kc;        /* borrowed */
+    char *path;                   /* REST path of the configuration */
+    char *name;                   /* its name, for log lines */
+    char *ca_b64;                 /* the caBundle value */
+    long initial_backoff_ms;
+    long max_backoff_ms;
+    long timeout_ms;
+    pthread_t thread;
+    pthread_mutex_t mu;           /* guards stopping */
+    pthread_cond_t cond;          /* signalled by selfsigned_patch_stop */
+    bool stopping;
+    atomic_bool done;
+};
+
+/* One GET + PATCH. @return 0 with *n the webhooks patched, or the error code. */
+static int patch_once(struct selfsigned_patcher *p, size_t *n, struct wh_error *err)
+{
+    json_t *config = NULL;
+    json_t *ops = NULL;
+    int rc;
+
+    rc = k8s_request(p->kc, "GET", p->path, NULL, NULL, p->timeout_ms, &config, err);
+    if (rc < 0)
+        return rc;
+    rc = selfsigned_patch_build(config, p->ca_b64, &ops, n, err);
+    if (rc == 0)
+        rc = k8s_request(p->kc, "PATCH", p->path, ops, "application/json-patch+json",
+                         p->timeout_ms, NULL, err);
+    json_decref(ops);
+    json_decref(config);
+    return rc;
+}
+
+/* Sleep ms unless stopped first. @return true when stopping. */
+static bool wait_or_stop(struct selfsigned_patcher *p, long ms)
+{
+    struct timespec until;
+    bool stopping;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&p->mu);
+    while (!p->stopping) {
+        if (pthread_cond_timedwait(&p->cond, &p->mu, &until) == ETIMEDOUT)
+            break;
+    }
+    stopping = p->stopping;
+    pthread_mutex_unlock(&p->mu);
+    return stopping;
+}
+
+static void *patch_thread(void *arg)
+{
+    struct selfsigned_patcher *p = arg;
+    long delay = p->initial_backoff_ms;
+
+    for (unsigned attempt = 1;; attempt++) {
+        struct wh_error err = {0, ""};
+        size_t n = 0;
+        bool stopping;
+        int rc;
+
+        pthread_mutex_lock(&p->mu);
+        stopping = p->stopping;
+        pthread_mutex_unlock(&p->mu);
+        if (stopping)
+            break;
+        rc = patch_once(p, &n, &err);
+        if (rc == 0) {
+            atomic_store(&p->done, true);
+            LOG_INFO("caBundle patched mutatingwebhookconfiguration=%s webhooks=%zu attempt=%u",
+                     p->name, n, attempt);
+            break;
+        }
+        LOG_WARN("caBundle patch failed mutatingwebhookconfiguration=%s attempt=%u code=\"%s\" "
+                 "err=\"%s\" retry_in_ms=%ld",
+                 p->name, attempt, wh_error_str(rc), err.msg, delay);
+        if (wait_or_stop(p, delay))
+            break;
+        delay = delay > p->max_backoff_ms / 2 ? p->max_backoff_ms : delay * 2;
+    }
+    return NULL;
+}
+
+static void patcher_free(struct selfsigned_patcher *p)
+{
+    free(p->path);
+    free(p->name);
+    free(p->ca_b64);
+    free(p);
+}
+
+int selfsigned_patch_start(struct selfsigned_patcher **out, struct k8s_client *kc,
+                           const struct selfsigned_patch_config *cfg, struct wh_error *err)
+{
+    struct selfsigned_patcher *p;
+
+    *out = NULL;
+    if (cfg->webhook_config == NULL || cfg->webhook_config[0] == '\0' || cfg->ca_pem == NULL
+        || cfg->ca_pem[0] == '\0')
+        return wh_error_set(err, WH_EINVAL, "self-signed: no webhook configuration name or CA");
+    p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    p->kc = kc;
+    p->initial_backoff_ms = cfg->initial_backoff_ms > 0 ? cfg->initial_backoff_ms
+                                                        : DEFAULT_INITIAL_BACKOFF_MS;
+    p->max_backoff_ms = cfg->max_backoff_ms > 0 ? cfg->max_backoff_ms : DEFAULT_MAX_BACKOFF_MS;
+    if (p->max_backoff_ms < p->initial_backoff_ms)
+        p->max_backoff_ms = p->initial_backoff_ms;
+    p->timeout_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms
+                                                : DEFAULT_REQUEST_TIMEOUT_MS;
+    atomic_init(&p->done, false);
+    p->path = k8s_path(WEBHOOK_CONFIG_GROUP, WEBHOOK_CONFIG_VERSION, NULL,
+                       WEBHOOK_CONFIG_RESOURCE, cfg->webhook_config);
+    p->name = strdup(cfg->webhook_config);
+    p->ca_b64 = certs_base64(cfg->ca_pem, strlen(cfg->ca_pem));
+    if (p->path == NULL || p->name == NULL || p->ca_b64 == NULL) {
+        patcher_free(p);
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    }
+    if (pthread_mutex_init(&p->mu, NULL) != 0) {
+        patcher_free(p);
+        return wh_error_set(err, WH_ERROR, "self-signed: cannot create a mutex");
+    }
+    if (pthread_cond_init(&p->cond, NULL) != 0) {
+        pthread_mutex_destroy(&p->mu);
+        patcher_free(p);
+        return wh_error_set(err, WH_ERROR, "self-signed: cannot create a condition variable");
+    }
+    if (pthread_create(&p->thread, NULL, patch_thread, p) != 0) {
+        pthread_cond_destroy(&p->cond);
+        pthread_mutex_destroy(&p->mu);
+        patcher_free(p);
+        return wh_error_set(err, WH_ERROR, "self-signed: cannot start the caBundle thread");
+    }
+    *out = p;
+    return 0;
+}
+
+bool selfsigned_patch_done(const struct selfsigned_patcher *p)
+{
+    /* atomic_load wants a pointer to non-const in C11; done is only read here */
+    return p != NULL && atomic_load(&((struct selfsigned_patcher *)p)->done);
+}
+
+void selfsigned_patch_stop(struct selfsigned_patcher *p)
+{
+    if (p == NULL)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stopping = true;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->thread, NULL);
+    pthread_cond_destroy(&p->cond);
+    pthread_mutex_destroy(&p->mu);
+    patcher_free(p);
+}

@@ -1,0 +1,319 @@
+/*
+ * check_selfsigned.c - `serve --self-signed` pieces: the Service's names in the
+ * in-memory certificate (strict, SAN-only verification), the caBundle JSON
+ * Patch built from a MutatingWebhookConfiguration, and the patch thread against
+ * tests/apiserver.py (two webhooks, conflicts and 5xx retried, a configuration
+ * created late, stop while retrying).
+ */
+#include <check.h>
+#include <openssl/bio.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "certs/certs.h"
+#include "certs/selfsigned.h"
+#include "tests/apitest.h"
+#include "tests/testutil.h"
+
+#define MWC_PATH "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/vpw-test"
+
+static X509 *pem_cert(const char *pem)
+{
+    BIO *b = BIO_new_mem_buf(pem, -1);
+    X509 *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+
+    BIO_free(b);
+    ck_assert_ptr_nonnull(x);
+    return x;
+}
+
+/* Strict, SAN-only (never the CN) verification of leaf by ca for a DNS name or an IP. */
+static int verify(X509 *ca, X509 *leaf, const char *host, const char *ip)
+{
+    X509_STORE *store = X509_STORE_new();
+    X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+    X509_VERIFY_PARAM *param;
+    int result;
+
+    ck_assert_int_eq(X509_STORE_add_cert(store, ca), 1);
+    ck_assert_int_eq(X509_STORE_CTX_init(ctx, store, leaf, NULL), 1);
+    param = X509_STORE_CTX_get0_param(ctx);
+    ck_assert_int_eq(X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER), 1);
+    ck_assert_int_eq(X509_VERIFY_PARAM_set_flags(param, X509_V_FLAG_X509_STRICT), 1);
+    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
+    if (host != NULL)
+        ck_assert_int_eq(X509_VERIFY_PARAM_set1_host(param, host, 0), 1);
+    if (ip != NULL)
+        ck_assert_int_eq(X509_VERIFY_PARAM_set1_ip_asc(param, ip), 1);
+    result = X509_verify_cert(ctx) == 1 ? X509_V_OK : X509_STORE_CTX_get_error(ctx);
+    X509_STORE_CTX_free(ctx);
+    X509_STORE_free(store);
+    return result;
+}
+
+START_TEST(test_generate_names)
+{
+    static const char *const extra[] = {"vpw.example.org", "10.0.0.9"};
+    struct selfsigned_config cfg = {"vpw", "team-a", extra, 2, 2, CERTS_KEY_ECDSA_P256};
+    struct certs_pair ca = {NULL, NULL};
+    struct certs_pair leaf = {NULL, NULL};
+    struct wh_error err = {0, ""};
+    static const char *const good[] = {"vpw", "vpw.team-a", "vpw.team-a.svc",
+                                       "vpw.team-a.svc.cluster.local", "vpw.example.org"};
+    X509 *cac;
+    X509 *lc;
+    int day = -1;
+    int sec = -1;
+
+    ck_assert_msg(selfsigned_generate(&cfg, &ca, &leaf, &err) == 0, "%s", err.msg);
+    cac = pem_cert(ca.cert_pem);
+    lc = pem_cert(leaf.cert_pem);
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+        ck_assert_msg(verify(cac, lc, good[i], NULL) == X509_V_OK, "name %s", good[i]);
+    ck_assert_int_eq(verify(cac, lc, NULL, "10.0.0.9"), X509_V_OK);
+    ck_assert_int_eq(verify(cac, lc, "vpw.default.svc", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
+    ck_assert_int_eq(verify(cac, lc, "volcano-plugin-webhook.team-a.svc", NULL),
+                     X509_V_ERR_HOSTNAME_MISMATCH);
+    ck_assert_int_eq(verify(cac, lc, NULL, "10.0.0.8"), X509_V_ERR_IP_ADDRESS_MISMATCH);
+    /* cfg.days = 2: two days and the hour of clock-skew margin */
+    ck_assert_int_eq(ASN1_TIME_diff(&day, &sec, X509_get0_notBefore(lc), X509_get0_notAfter(lc)),
+                     1);
+    ck_assert_int_eq(day, 2);
+    ck_assert_int_eq(sec, 3600);
+    X509_free(cac);
+    X509_free(lc);
+    certs_pair_dispose(&ca);
+    certs_pair_dispose(&leaf);
+}
+END_TEST
+
+START_TEST(test_generate_bad_config)
+{
+    struct selfsigned_config cfg = {"", "ns", NULL, 0, 0, CERTS_KEY_ECDSA_P256};
+    struct certs_pair ca = {NULL, NULL};
+    struct certs_pair leaf = {NULL, NULL};
+    struct wh_error err = {0, ""};
+    char long_ns[300];
+
+    ck_assert_int_eq(selfsigned_generate(&cfg, &ca, &leaf, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "self-signed: empty service name or namespace");
+    cfg.service = "vpw";
+    memset(long_ns, 'a', sizeof(long_ns) - 1);
+    long_ns[sizeof(long_ns) - 1] = '\0';
+    cfg.ns = long_ns;
+    ck_assert_int_eq(selfsigned_generate(&cfg, &ca, &leaf, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "self-signed: service name and namespace too long");
+    cfg.ns = "ns";
+    cfg.nextra = SELFSIGNED_MAX_EXTRA + 1;
+    ck_assert_int_eq(selfsigned_generate(&cfg, &ca, &leaf, &err), WH_EINVAL);
+    ck_assert_ptr_null(ca.cert_pem);
+    ck_assert_ptr_null(leaf.cert_pem);
+}
+END_TEST
+
+START_TEST(test_patch_build)
+{
+    json_t *cfg = tu_json("{\"metadata\": {\"name\": \"x\", \"resourceVersion\": \"42\"},"
+                          " \"webhooks\": [{\"name\": \"a\", \"clientConfig\": {\"caBundle\":"
+                          " \"b2xk\", \"service\": {\"name\": \"s\"}}},"
+                          " {\"name\": \"b\", \"clientConfig\": {\"url\": \"https://x\"}}]}");
+    json_t *bad;
+    json_t *ops = NULL;
+    struct wh_error err = {0, ""};
+    size_t n = 0;
+
+    ck_assert_int_eq(selfsigned_patch_build(cfg, "Q0E=", &ops, &n, &err), 0);
+    ck_assert_uint_eq(n, 2);
+    tu_assert_json_eq(ops, "[{\"op\": \"test\", \"path\": \"/metadata/resourceVersion\","
+                           " \"value\": \"42\"},"
+                           " {\"op\": \"replace\", \"path\": \"/webhooks/0/clientConfig/caBundle\","
+                           " \"value\": \"Q0E=\"},"
+                           " {\"op\": \"add\", \"path\": \"/webhooks/1/clientConfig/caBundle\","
+                           " \"value\": \"Q0E=\"}]");
+    json_decref(ops);
+
+    /* No webhooks at all: only the test op, nothing to patch. */
+    bad = tu_json("{\"metadata\": {\"resourceVersion\": \"7\"}, \"webhooks\": []}");
+    ck_assert_int_eq(selfsigned_patch_build(bad, "Q0E=", &ops, &n, &err), 0);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_uint_eq(json_array_size(ops), 1);
+    json_decref(ops);
+    json_decref(bad);
+
+    bad = tu_json("{\"metadata\": {}, \"webhooks\": []}");
+    ck_assert_int_eq(selfsigned_patch_build(bad, "Q0E=", &ops, NULL, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "configuration has no metadata.resourceVersion");
+    ck_assert_ptr_null(ops);
+    json_decref(bad);
+    bad = tu_json("{\"metadata\": {\"resourceVersion\": \"1\"}}");
+    ck_assert_int_eq(selfsigned_patch_build(bad, "Q0E=", &ops, NULL, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "configuration has no webhooks array");
+    json_decref(bad);
+    bad = tu_json("{\"metadata\": {\"resourceVersion\": \"1\"}, \"webhooks\": [{\"name\": \"a\","
+                  " \"clientConfig\": {}}, {\"name\": \"b\"}]}");
+    ck_assert_int_eq(selfsigned_patch_build(bad, "Q0E=", &ops, NULL, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "webhooks[1] has no clientConfig");
+    ck_assert_ptr_null(ops);
+    json_decref(bad);
+    json_decref(cfg);
+}
+END_TEST
+
+/* ---- the patch thread against tests/apiserver.py ---- */
+
+static struct apitest api;
+
+static void api_setup(void)
+{
+    apitest_start(&api, NULL);
+}
+
+static void api_teardown(void)
+{
+    apitest_stop(&api);
+}
+
+static const char *const two_webhooks =
+    "{\"apiVersion\": \"admissionregistration.k8s.io/v1\","
+    " \"kind\": \"MutatingWebhookConfiguration\", \"metadata\": {\"name\": \"vpw-test\"},"
+    " \"webhooks\": [{\"name\": \"a.example.org\", \"clientConfig\": {\"caBundle\": \"b2xk\","
+    " \"service\": {\"name\": \"vpw\", \"namespace\": \"ns\"}}},"
+    " {\"name\": \"b.example.org\", \"clientConfig\": {"
+    " \"service\": {\"name\": \"vpw\", \"namespace\": \"ns\"}}}]}";
+
+/* Poll until the patcher is done (Check's test timeout bounds the wait). */
+static void wait_done(struct selfsigned_patcher *p)
+{
+    while (!selfsigned_patch_done(p))
+        apitest_nap(20);
+}
+
+/* Both webhooks hold base64 of pem. */
+static void assert_bundles(const char *pem)
+{
+    json_t *cfg = NULL;
+    json_t *wh;
+    size_t i;
+    char *want = certs_base64(pem, strlen(pem));
+
+    ck_assert_int_eq(apitest_call(&api, "GET", MWC_PATH, NULL, true, &cfg), 200);
+    ck_assert_uint_eq(json_array_size(json_object_get(cfg, "webhooks")), 2);
+    json_array_foreach(json_object_get(cfg, "webhooks"), i, wh) {
+        const char *got =
+            json_string_value(json_object_get(json_object_get(wh, "clientConfig"), "caBundle"));
+
+        ck_assert_msg(got != NULL && strcmp(got, want) == 0, "webhooks[%zu] caBundle %s", i,
+                      got ? got : "(none)");
+    }
+    /* the rest of the configuration is untouched */
+    wh = json_array_get(json_object_get(cfg, "webhooks"), 1);
+    tu_assert_json_eq(json_object_get(json_object_get(wh, "clientConfig"), "service"),
+                      "{\"name\": \"vpw\", \"namespace\": \"ns\"}");
+    ck_assert_str_eq(json_string_value(json_object_get(wh, "name")), "b.example.org");
+    json_decref(cfg);
+    free(want);
+}
+
+/* A 503 on the first GET and two 409 Conflicts on PATCH: retried until it lands. */
+START_TEST(test_patcher_retries)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct selfsigned_patch_config pcfg = {"vpw-test", "-----BEGIN CERTIFICATE-----\nQ0E=\n", 20,
+                                           80, 5000};
+    struct selfsigned_patcher *p = NULL;
+    struct wh_error err = {0, ""};
+
+    apitest_ctl(&api, "POST", "/_test/objects", two_webhooks);
+    apitest_ctl(&api, "POST", "/_test/faults",
+                "[{\"method\": \"GET\","
+                " \"path_regex\": \"mutatingwebhookconfigurations/vpw-test$\","
+                " \"count\": 1, \"status\": 503, \"reason\": \"ServiceUnavailable\","
+                " \"message\": \"etcd is away\"},"
+                " {\"method\": \"PATCH\", \"path_regex\": \"mutatingwebhookconfigurations/\","
+                " \"count\": 2, \"status\": 409, \"reason\": \"Conflict\","
+                " \"message\": \"the object has been modified\"}]");
+    ck_assert_int_eq(selfsigned_patch_done(p), 0);   /* NULL: not done */
+    ck_assert_msg(selfsigned_patch_start(&p, kc, &pcfg, &err) == 0, "%s", err.msg);
+    wait_done(p);
+    selfsigned_patch_stop(p);
+    assert_bundles(pcfg.ca_pem);
+    /* 503 GET; GET + 409; GET + 409; GET + PATCH: then nothing more */
+    ck_assert_int_eq(apitest_count(&api, "GET", MWC_PATH), 4 + 1);  /* + assert_bundles */
+    ck_assert_int_eq(apitest_count(&api, "PATCH", MWC_PATH), 3);
+    k8s_client_destroy(kc);
+}
+END_TEST
+
+/* The configuration does not exist yet (404): retried until it is created. */
+START_TEST(test_patcher_waits_for_config)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct selfsigned_patch_config pcfg = {"vpw-test", "-----BEGIN CERTIFICATE-----\nTEFURQ==\n",
+                                           20, 40, 5000};
+    struct selfsigned_patcher *p = NULL;
+
+    ck_assert_int_eq(selfsigned_patch_start(&p, kc, &pcfg, NULL), 0);
+    while (apitest_count(&api, "GET", MWC_PATH) < 2)
+        apitest_nap(20);
+    ck_assert_int_eq(selfsigned_patch_done(p), 0);
+    apitest_ctl(&api, "POST", "/_test/objects", two_webhooks);
+    wait_done(p);
+    selfsigned_patch_stop(p);
+    assert_bundles(pcfg.ca_pem);
+    k8s_client_destroy(kc);
+}
+END_TEST
+
+/* Stop while it keeps failing: returns (no hang), never done. */
+START_TEST(test_patcher_stop_while_retrying)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct selfsigned_patch_config pcfg = {"vpw-test", "x", 20, 60000, 5000};
+    struct selfsigned_patcher *p = NULL;
+    struct wh_error err = {0, ""};
+
+    ck_assert_int_eq(selfsigned_patch_start(&p, kc, &pcfg, NULL), 0);
+    while (apitest_count(&api, "GET", MWC_PATH) < 3)
+        apitest_nap(20);
+    ck_assert_int_eq(selfsigned_patch_done(p), 0);
+    selfsigned_patch_stop(p);
+    selfsigned_patch_stop(NULL);
+    /* bad configs */
+    pcfg.webhook_config = "";
+    ck_assert_int_eq(selfsigned_patch_start(&p, kc, &pcfg, &err), WH_EINVAL);
+    ck_assert_ptr_null(p);
+    pcfg.webhook_config = "x";
+    pcfg.ca_pem = NULL;
+    ck_assert_int_eq(selfsigned_patch_start(&p, kc, &pcfg, &err), WH_EINVAL);
+    k8s_client_destroy(kc);
+}
+END_TEST
+
+static Suite *selfsigned_suite(void)
+{
+    Suite *s = suite_create("selfsigned");
+    TCase *gen = tcase_create("generate");
+    TCase *patch = tcase_create("patch");
+
+    tcase_set_timeout(gen, 30);
+    tcase_add_test(gen, test_generate_names);
+    tcase_add_test(gen, test_generate_bad_config);
+    tcase_add_test(gen, test_patch_build);
+    tcase_add_checked_fixture(patch, api_setup, api_teardown);
+    tcase_set_timeout(patch, 60);
+    tcase_add_test(patch, test_patcher_retries);
+    tcase_add_test(patch, test_patcher_waits_for_config);
+    tcase_add_test(patch, test_patcher_stop_while_retrying);
+    suite_add_tcase(s, gen);
+    suite_add_tcase(s, patch);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(selfsigned_suite());
+}
