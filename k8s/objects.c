@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "webhook/log.h"
+#include "webhook/metrics.h"
 
 #define JOB_API_VERSION "batch.volcano.sh/v1alpha1"
 #define ENSURE_MAX_ROUNDS (K8S_OBJECTS_CONFLICT_RETRIES + 3) /* + create race + first GET */
@@ -202,6 +203,7 @@ done:
         cur = NULL;   /* now owned by the caller */
     }
 out:
+    metrics_reconcile_op(s->kind->kind, "ensure", rc >= 0);
     json_decref(cur);
     json_decref(edit);
     json_decref(desired);
@@ -241,6 +243,7 @@ int k8s_object_delete(const struct k8s_owner_ctx *o, const struct k8s_kind *kind
 out:
     if (rc == 0)
         wh_error_clear(err);
+    metrics_reconcile_op(kind->kind, "delete", rc >= 0);
     json_decref(cur);
     free(path);
     return rc;

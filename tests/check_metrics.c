@@ -43,6 +43,10 @@ START_TEST(counters_after_known_traffic)
     metrics_tls_reload(true);
     metrics_tls_reload(false);
     metrics_tls_reload(false);
+    metrics_reconcile_op("Secret", "ensure", true);
+    metrics_reconcile_op("Secret", "ensure", false);
+    metrics_reconcile_op("NetworkPolicy", "delete", true);
+    metrics_reconcile_op("Lease", "delete", false);
     text = render(NULL);
     assert_line(text, "# TYPE webhook_admission_requests_total counter");
     assert_line(text, "webhook_admission_requests_total{code=\"200\",outcome=\"patched\"} 2");
@@ -65,6 +69,11 @@ START_TEST(counters_after_known_traffic)
     assert_line(text, "webhook_tls_reloads_total{result=\"ok\"} 1");
     assert_line(text, "webhook_tls_reloads_total{result=\"refused\"} 2");
     assert_line(text, "webhook_build_info{version=\"0.1.0\"} 1");
+    assert_line(text, "webhook_reconcile_operations_total{kind=\"Secret\",op=\"ensure\",result=\"ok\"} 1");
+    assert_line(text, "webhook_reconcile_operations_total{kind=\"Secret\",op=\"ensure\",result=\"error\"} 1");
+    assert_line(text, "webhook_reconcile_operations_total{kind=\"NetworkPolicy\",op=\"delete\",result=\"ok\"} 1");
+    assert_line(text, "webhook_reconcile_operations_total{kind=\"other\",op=\"delete\",result=\"error\"} 1");
+    assert_line(text, "webhook_reconcile_operations_total{kind=\"ConfigMap\",op=\"ensure\",result=\"ok\"} 0");
     /* HELP/TYPE once per family. */
     ck_assert_ptr_null(strstr(strstr(text, "# TYPE webhook_tls_reloads_total") + 1,
                               "# TYPE webhook_tls_reloads_total"));

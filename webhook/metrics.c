@@ -37,6 +37,10 @@ static atomic_long inflight;
 static atomic_ulong plugin_patches[NPLUGINS];
 static atomic_ulong warnings_total;
 static atomic_ulong tls_reloads[2];               /* [0] refused, [1] ok */
+static const char *const op_kinds[] = {"ConfigMap", "Secret", "Service", "NetworkPolicy", "other"};
+#define NKINDS (sizeof(op_kinds) / sizeof(op_kinds[0]))
+static const char *const op_names[] = {"ensure", "delete"};
+static atomic_ulong reconcile_ops[NKINDS][2][2];   /* [kind][op][ok] */
 static atomic_ulong keygen_count;
 static atomic_ullong keygen_sum_ns;
 
@@ -83,6 +87,17 @@ void metrics_tls_reload(bool ok)
     atomic_fetch_add_explicit(&tls_reloads[ok ? 1 : 0], 1, memory_order_relaxed);
 }
 
+void metrics_reconcile_op(const char *kind, const char *op, bool ok)
+{
+    size_t k = NKINDS - 1;
+
+    for (size_t i = 0; i + 1 < NKINDS; i++)
+        if (strcmp(op_kinds[i], kind) == 0)
+            k = i;
+    atomic_fetch_add_explicit(&reconcile_ops[k][strcmp(op, "delete") == 0 ? 1 : 0][ok ? 1 : 0], 1,
+                              memory_order_relaxed);
+}
+
 void metrics_ssh_keygen(double seconds)
 {
     atomic_fetch_add_explicit(&keygen_count, 1, memory_order_relaxed);
@@ -107,6 +122,10 @@ void metrics_reset(void)
     atomic_store(&tls_reloads[1], 0);
     atomic_store(&keygen_count, 0);
     atomic_store(&keygen_sum_ns, 0);
+    for (size_t k = 0; k < NKINDS; k++)
+        for (size_t o = 0; o < 2; o++)
+            for (size_t r = 0; r < 2; r++)
+                atomic_store(&reconcile_ops[k][o][r], 0);
 }
 
 /* ---- rendering ---- */
@@ -225,6 +244,17 @@ static void render_own(struct metrics_writer *w)
                   "result=\"ok\"", (double)atomic_load(&tls_reloads[1]));
     metrics_write(w, "webhook_tls_reloads_total", NULL, NULL, "result=\"refused\"",
                   (double)atomic_load(&tls_reloads[0]));
+    for (size_t k = 0; k < NKINDS; k++) {
+        for (size_t o = 0; o < 2; o++) {
+            for (size_t r = 0; r < 2; r++) {
+                snprintf(labels, sizeof(labels), "kind=\"%s\",op=\"%s\",result=\"%s\"",
+                         op_kinds[k], op_names[o], r ? "ok" : "error");
+                metrics_write(w, "webhook_reconcile_operations_total", "counter",
+                              "Ensure and delete operations on auxiliary objects by kind and result.",
+                              labels, (double)atomic_load(&reconcile_ops[k][o][r]));
+            }
+        }
+    }
     metrics_write(w, "webhook_ssh_keygen_seconds_sum", "counter",
                   "Time spent generating ssh key pairs, seconds.", NULL,
                   (double)atomic_load(&keygen_sum_ns) / 1e9);

@@ -36,6 +36,13 @@ void metrics_warnings(unsigned n);
 /** A TLS pair reload: ok (new pair in use) or refused (old pair kept). */
 void metrics_tls_reload(bool ok);
 
+/**
+ * One reconcile operation on an auxiliary object: kind "ConfigMap", "Secret",
+ * "Service", "NetworkPolicy" (others count as "other"), op "ensure" or "delete",
+ * and whether it succeeded (a foreign object left alone counts as success, D12).
+ */
+void metrics_reconcile_op(const char *kind, const char *op, bool ok);
+
 /** One ssh key pair generated, taking seconds. */
 void metrics_ssh_keygen(double seconds);
 
