@@ -1,0 +1,852 @@
+"""test_hostile.py - hostile clients and hostile JSON against the running webhook.
+
+Issue 6 ("Hostile clients"; slowloris and the TLS profile are in test_operations.py):
+  - 1,000 idle connections (TLS after the handshake, and plain TCP that never sends a
+    byte): a well-behaved client is answered while --max-connections is not exceeded;
+    past it the server holds at most --max-connections at once (the rest wait in the
+    kernel's queue); every idle one is closed after --connection-idle-timeout, not before.
+  - Clients that drop mid-request (request line only, headers only, half a body, reset,
+    whole request but never reading the answer): the server keeps serving and
+    webhook_admission_in_flight returns to 0.
+  - Pipelined requests on one keep-alive connection: all answered, in order; a refusal
+    sent before its body was read (415) closes the connection and says so, or skips
+    that body, never parsing it as a request.
+  - Huge headers (64 KiB field, 64 KiB URL, 1,000 fields): 431/414 or a closed
+    connection, then normal service.
+  - Chunked bodies that never end: closed by --request-timeout (a trickle) or by the
+    3 MiB cap (a flood); one that ends past the cap gets 413.
+  - Deeply nested JSON, huge arrays within 3 MiB, duplicate keys (the last one wins, as
+    in Go's decoder), invalid UTF-8, numbers out of range: a Status 400 naming the
+    problem, or a correct AdmissionReview.
+  - `/`, `~`, quotes, backslashes and control characters in task, container and pod
+    names, annotation keys and values echoed into the patch: the patch applies strictly
+    (jsonpatch) and a second review of the patched pod gives no patch.
+Throughout, a background well-behaved client sends admissions (keep-alive and, where
+the connection limit allows, new connections): every one is answered, allowed, with
+its uid. No latency is asserted; waits have generous upper bounds only.
+"""
+
+import copy
+import errno
+import json
+import re
+import select
+import socket
+import ssl
+import struct
+import threading
+import time
+import unittest
+
+import harness
+
+JOB = "mpi-job"                 # plugins ssh + svc; tasks mpimaster (1), mpiworker (2)
+SERVER_NAME = harness.service_dns()
+MIB = 1024 * 1024
+CAP = 3 * MIB                   # SERVER_MAX_BODY
+REQUEST_TIMEOUT = 3.0           # --request-timeout of the shared server (seconds)
+
+
+# ---------------------------------------------------------------- helpers
+
+def tls_context(certs):
+    ctx = harness.https_context(certs["ca.crt"])
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+def tls_socket(port, ctx, timeout=10):
+    """A verified TLS connection, handshake done (caller closes)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout)
+    try:
+        return ctx.wrap_socket(sock, server_hostname=SERVER_NAME)
+    except BaseException:
+        sock.close()
+        raise
+
+
+def post_bytes(body, ctype="application/json", extra=b""):
+    """A raw HTTP/1.1 POST /pods/mutate with Content-Length."""
+    return (b"POST /pods/mutate?timeout=10s HTTP/1.1\r\nHost: " + SERVER_NAME.encode() +
+            b"\r\nContent-Type: " + ctype.encode() + b"\r\nContent-Length: %d\r\n" % len(body) +
+            extra + b"\r\n" + body)
+
+
+def read_response(f):
+    """One HTTP/1.1 response from a buffered reader: (status, {lower name: value}, body).
+    Bodies are delimited by Content-Length (MHD's buffer responses) or the end of the
+    stream. Raises EOFError when the stream ends before a status line."""
+    line = f.readline(65537)
+    if not line:
+        raise EOFError("connection closed before a response")
+    m = re.match(rb"HTTP/1\.[01] (\d{3}) ", line)
+    if not m:
+        raise AssertionError("bad status line %r" % line[:100])
+    headers = {}
+    while True:
+        h = f.readline(65537)
+        if h in (b"\r\n", b"\n", b""):
+            break
+        name, _, value = h.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if "content-length" in headers:
+        body = f.read(int(headers["content-length"]))
+    else:
+        body = f.read()
+    return int(m.group(1)), headers, body
+
+
+def drain(sock, timeout=10.0):
+    """Read until the peer closes: (bytes received, how it ended: "eof", "reset" or
+    "timeout")."""
+    sock.settimeout(timeout)
+    out = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            data = sock.recv(65536)
+        except socket.timeout:
+            return out, "timeout"
+        except (ssl.SSLError, OSError):
+            return out, "reset"
+        if not data:
+            return out, "eof"
+        out += data
+    return out, "timeout"
+
+
+def max_in_window(times, width):
+    """The largest number of the (sorted) times inside any window [t, t + width)."""
+    best, lo = 0, 0
+    for hi, t in enumerate(times):
+        while times[lo] <= t - width:
+            lo += 1
+        best = max(best, hi - lo + 1)
+    return best
+
+
+def in_flight(wh):
+    """webhook_admission_in_flight from GET /metrics."""
+    conn = wh.connection()
+    try:
+        conn.request("GET", "/metrics")
+        resp = conn.getresponse()
+        text = resp.read().decode()
+    finally:
+        conn.close()
+    if resp.status != 200:
+        raise AssertionError("/metrics: HTTP %d" % resp.status)
+    m = re.search(r"^webhook_admission_in_flight (\S+)$", text, re.M)
+    if not m:
+        raise AssertionError("no webhook_admission_in_flight in /metrics")
+    return float(m.group(1))
+
+
+def check_answer(rev, status, body):
+    """None when (status, body) is kube-apiserver's idea of a good answer to rev, else
+    why not."""
+    if status != 200 or not isinstance(body, dict):
+        return "HTTP %d %r" % (status, str(body)[:200])
+    resp = body.get("response") or {}
+    if body.get("apiVersion") != rev["apiVersion"] or resp.get("uid") != rev["request"]["uid"]:
+        return "wrong answer %r" % (str(body)[:200],)
+    if resp.get("allowed") is not True:
+        return "not allowed: %r" % (resp,)
+    return None
+
+
+class GoodClient:
+    """The well-behaved client: admissions one after another on a keep-alive
+    connection and, while `fresh` is set, each also on a new connection. Records every
+    failure (no latency limit: client timeouts are 30 s)."""
+
+    def __init__(self, wh, rev, fresh=True):
+        self.wh = wh
+        self.rev = rev
+        self.body = json.dumps(rev).encode()
+        self.fresh = threading.Event()
+        if fresh:
+            self.fresh.set()
+        self.stop_event = threading.Event()
+        self.lock = threading.Lock()
+        self.answered = 0
+        self.rounds = 0
+        self.failures = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _post(self, conn):
+        conn.request("POST", harness.WEBHOOK_PATH + "?timeout=10s", body=self.body,
+                     headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        raw = resp.read()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = raw
+        why = check_answer(self.rev, resp.status, body)
+        with self.lock:
+            if why:
+                self.failures.append(why)
+            else:
+                self.answered += 1
+
+    def _run(self):
+        keep = self.wh.connection(timeout=30)
+        try:
+            while not self.stop_event.is_set():
+                conns = [(keep, False)]
+                if self.fresh.is_set():
+                    conns.append((self.wh.connection(timeout=30), True))
+                for conn, fresh in conns:
+                    try:
+                        self._post(conn)
+                    except Exception as e:   # noqa: BLE001 - every failure is recorded
+                        with self.lock:
+                            self.failures.append("%s: %r" % ("new" if fresh else "keep-alive",
+                                                             e))
+                        if not fresh:
+                            keep.close()
+                            keep = self.wh.connection(timeout=30)
+                    finally:
+                        if fresh:
+                            conn.close()
+                with self.lock:
+                    self.rounds += 1
+                self.stop_event.wait(0.01)
+        finally:
+            keep.close()
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def keep_alive_only(self, timeout=30):
+        """From now on only the keep-alive connection; returns once a round without a
+        new connection has begun (the round under way may still have had one)."""
+        self.fresh.clear()
+        with self.lock:
+            want = self.rounds + 2
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if self.rounds >= want:
+                    return
+            time.sleep(0.01)
+        raise AssertionError("good client: no round completed within %ds" % timeout)
+
+    def wait_answered(self, n, timeout=30):
+        """Wait until n more admissions were answered."""
+        with self.lock:
+            want = self.answered + n
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if self.answered >= want or self.failures:
+                    return
+            time.sleep(0.01)
+        raise AssertionError("good client: %d answers not reached within %ds" % (want, timeout))
+
+    def stop(self):
+        """Stop; returns (answered, failures)."""
+        self.stop_event.set()
+        self.thread.join(60)
+        if self.thread.is_alive():
+            raise AssertionError("good client did not stop")
+        return self.answered, list(self.failures)
+
+
+class HostileCase(unittest.TestCase):
+
+    @staticmethod
+    def make_env(args=(), jobs=None):
+        env = harness.Env(jobs=jobs if jobs is not None else [harness.load_job(JOB)],
+                          # stop at once: nothing is in flight when a test ends
+                          webhook_args=["--leader-elect=false", "--shutdown-grace", "0"] +
+                          list(args))
+        try:
+            env.start()
+        except BaseException:
+            env.close()
+            raise
+        return env
+
+    def good_client(self, env, fresh=True):
+        job = env.jobs[0]
+        pod = harness.build_pod(job, job["spec"]["tasks"][0]["name"], 0)
+        client = GoodClient(env.webhook, harness.review(pod, job["metadata"]["namespace"]),
+                            fresh).start()
+        self.addCleanup(client.stop)
+        client.wait_answered(2)
+        return client
+
+    def assert_good(self, client, least=1):
+        answered, failures = client.stop()
+        self.assertEqual(failures, [])
+        self.assertGreaterEqual(answered, least)
+
+    def assert_serving(self, wh, rev):
+        """/healthz 200 and an admission answered on new connections."""
+        wh.wait_healthy(timeout=10)
+        status, body = wh.post(rev)
+        self.assertIsNone(check_answer(rev, status, body))
+
+
+# ---------------------------------------------------------------- idle connections
+
+class IdleConnectionsTest(HostileCase):
+    """1,000 idle connections against --max-connections 400, idle timeout 4 s."""
+
+    LIMIT = 400
+    IDLE = 4.0
+    N = 1000
+    N_TLS = 150          # handshaken, then silent
+    N_BELOW = 300        # opened first: below the limit with the good client's
+
+    def test_idle_connections(self):
+        env = self.make_env(["--max-connections", str(self.LIMIT),
+                             "--connection-idle-timeout", "%ds" % self.IDLE,
+                             "--request-timeout", "30s"])
+        self.addCleanup(env.close)
+        wh = env.webhook
+        good = self.good_client(env)
+        ctx = tls_context(env.certs)
+        conns = []                       # {"sock", "tls", "opened", "closed"}
+        self.addCleanup(lambda: [c["sock"].close() for c in conns])
+
+        def open_tcp():
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setblocking(False)
+            rc = s.connect_ex(("127.0.0.1", wh.port))
+            if rc not in (0, errno.EINPROGRESS):
+                s.close()
+                raise AssertionError("connect: %s" % errno.errorcode.get(rc, rc))
+            conns.append({"sock": s, "tls": False, "opened": time.monotonic(),
+                          "closed": None})
+
+        # Below the limit: 150 TLS (handshake completed) + 150 plain TCP, all silent.
+        for i in range(self.N_BELOW):
+            if i < self.N_TLS:
+                s = tls_socket(wh.port, ctx)
+                s.setblocking(False)
+                conns.append({"sock": s, "tls": True, "opened": time.monotonic(),
+                              "closed": None})
+            else:
+                open_tcp()
+        # A well-behaved client is answered on new connections while they all idle.
+        rev = good.rev
+        for _ in range(5):
+            status, body = wh.post(rev)
+            self.assertIsNone(check_answer(rev, status, body))
+        poller = select.poll()
+        by_fd = {}
+        for c in conns:
+            poller.register(c["sock"].fileno(), select.POLLIN)
+            by_fd[c["sock"].fileno()] = c
+        unexpected = []
+
+        def collect(timeout_ms):
+            for fd, _ in poller.poll(timeout_ms):
+                c = by_fd[fd]
+                try:
+                    data = c["sock"].recv(4096)
+                except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                    continue   # e.g. a TLS 1.3 session ticket, consumed
+                except (ssl.SSLError, OSError):
+                    data = b""
+                if data:
+                    # GnuTLS may say goodbye with an alert record (type 21) before it
+                    # closes; anything else is an answer nobody asked for.
+                    if c["tls"] or not data.startswith(b"\x15\x03"):
+                        unexpected.append(data[:80])
+                    continue
+                c["closed"] = time.monotonic()
+                poller.unregister(fd)
+
+        collect(0)
+        self.assertEqual([c for c in conns if c["closed"] is not None], [],
+                         "idle connections closed before the admissions were answered")
+        # Past the limit: 700 more; only the keep-alive good client from now on (a new
+        # connection would wait in the kernel's queue behind the idle ones).
+        good.keep_alive_only()
+        for _ in range(self.N - self.N_BELOW):
+            open_tcp()
+            c = conns[-1]
+            poller.register(c["sock"].fileno(), select.POLLIN)
+            by_fd[c["sock"].fileno()] = c
+        deadline = time.monotonic() + 60
+        while any(c["closed"] is None for c in conns) and time.monotonic() < deadline:
+            collect(100)
+        still_open = sum(1 for c in conns if c["closed"] is None)
+        # Back below the limit: new connections are served again.
+        for _ in range(5):
+            status, body = wh.post(rev)
+            self.assertIsNone(check_answer(rev, status, body))
+        self.assert_good(good, 5)
+        self.assertEqual(still_open, 0, "idle connections not closed within 60 s")
+        self.assertEqual(unexpected, [])
+        self.assertEqual(len(conns), self.N)
+        # Closed by the idle timeout, never before it.
+        earliest = min(c["closed"] - c["opened"] for c in conns)
+        self.assertGreaterEqual(earliest, self.IDLE * 0.9)
+        # Each connection the server holds stays at least IDLE, so no window shorter
+        # than IDLE sees more closes than the server holds connections: at most LIMIT
+        # at once (without the limit, all 700 would close together).
+        closes = sorted(c["closed"] for c in conns)
+        self.assertLessEqual(max_in_window(closes, self.IDLE * 0.5), self.LIMIT)
+        self.assertTrue(wh.process.alive())
+
+
+# ---------------------------------------------------------------- one shared server
+
+class SharedServerCase(HostileCase):
+    """One webhook (--request-timeout 3s) for the tests that leave it as they found it."""
+
+    @classmethod
+    def setUpClass(cls):
+        job = harness.load_job(JOB)
+        cls.env = cls.make_env(["--request-timeout", "%gs" % REQUEST_TIMEOUT], jobs=[job])
+        cls.addClassCleanup(cls.env.close)
+        cls.wh = cls.env.webhook
+        cls.ctx = tls_context(cls.env.certs)
+        cls.job = cls.env.jobs[0]
+        cls.pod = harness.build_pod(cls.job, "mpimaster", 0)
+
+    def setUp(self):
+        self.good = self.good_client(self.env)
+
+    def tearDown(self):
+        # Whatever the test did, the server still serves (and is still running).
+        self.assertTrue(self.wh.process.alive(), self.wh.process.log()[-3000:])
+
+    def rev(self, pod=None):
+        return harness.review(pod or self.pod, self.job["metadata"]["namespace"])
+
+    def wait_in_flight_zero(self):
+        deadline = time.monotonic() + 15
+        value = in_flight(self.wh)
+        while value != 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            value = in_flight(self.wh)
+        self.assertEqual(value, 0, "webhook_admission_in_flight did not return to 0")
+
+    def post_raw(self, data, timeout=30):
+        """POST raw bytes as the body; (status, parsed JSON or text)."""
+        return self.wh.post(data, raw=True, timeout=timeout)
+
+    def assert_bad_request(self, data, contains=None):
+        status, body = self.post_raw(data)
+        self.assertEqual(status, 400, str(body)[:300])
+        self.assertIsInstance(body, dict, "400 body is not JSON")
+        self.assertEqual((body["kind"], body["status"], body["reason"], body["code"]),
+                         ("Status", "Failure", "BadRequest", 400))
+        if contains:
+            self.assertIn(contains, body["message"])
+        return body
+
+
+class DropMidRequestTest(SharedServerCase):
+
+    def test_drops_keep_serving_no_in_flight_leak(self):
+        rev = self.rev()
+        body = json.dumps(rev).encode()
+        full = post_bytes(body)
+        head = full[:len(full) - len(body)]
+        cases = {
+            "request line only": b"POST /pods/mutate HTTP/1.1\r\n",
+            "headers only": head,
+            "half a body": head + body[:len(body) // 2],
+            "all but the last byte": full[:-1],
+            "whole request, answer never read": full,
+            "two requests, second cut": full + head + body[:10],
+        }
+        for name, data in cases.items():
+            for rst in (False, True):
+                with self.subTest(case=name, reset=rst):
+                    for _ in range(10):
+                        s = tls_socket(self.wh.port, self.ctx)
+                        s.sendall(data)
+                        if rst:
+                            # SO_LINGER 0: the close is a TCP reset, no close_notify.
+                            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                         struct.pack("ii", 1, 0))
+                        s.close()
+        # Plain TCP: half a ClientHello, then gone.
+        for _ in range(10):
+            s = socket.create_connection(("127.0.0.1", self.wh.port), 10)
+            s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+            s.close()
+        self.assert_serving(self.wh, rev)
+        self.assert_good(self.good, 1)
+        # Every aborted admission left the in-flight gauge (the good client has stopped).
+        self.wait_in_flight_zero()
+        # ... which does count requests cut short while they are open.
+        held = []
+        try:
+            for data in (head, head + body[:100], full[:-1]):
+                held.append(tls_socket(self.wh.port, self.ctx))
+                held[-1].sendall(data)
+            deadline = time.monotonic() + 10
+            while in_flight(self.wh) != 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(in_flight(self.wh), 3)
+        finally:
+            for s in held:
+                s.close()
+        self.wait_in_flight_zero()
+
+
+class PipelineTest(SharedServerCase):
+
+    def pipeline(self, data, n):
+        """Send data in one go on a new connection; read n responses and then what
+        follows until the server closes (bounded)."""
+        s = tls_socket(self.wh.port, self.ctx, timeout=30)
+        try:
+            s.sendall(data)
+            f = s.makefile("rb")
+            answers = []
+            for _ in range(n):
+                answers.append(read_response(f))
+                if answers[-1][1].get("connection", "").lower() == "close":
+                    break
+            rest = f.read()
+        finally:
+            s.close()
+        return answers, rest
+
+    def test_pipelined_requests_answered_in_order(self):
+        revs = [self.rev() for _ in range(3)]
+        data = (post_bytes(json.dumps(revs[0]).encode()) +
+                post_bytes(json.dumps(revs[1]).encode()) +
+                post_bytes(b"{") +
+                post_bytes(json.dumps(revs[2]).encode()) +
+                b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answers, rest = self.pipeline(data, 5)
+        self.assertEqual([a[0] for a in answers], [200, 200, 400, 200, 200])
+        for i, k in ((0, 0), (1, 1), (3, 2)):
+            body = json.loads(answers[i][2])
+            self.assertIsNone(check_answer(revs[k], 200, body))
+            self.assertIsNotNone(harness.decode_patch(body))
+        self.assertEqual(json.loads(answers[2][2])["reason"], "BadRequest")
+        self.assertEqual(answers[4][2], b"ok")
+        self.assertEqual(rest, b"")   # closed after the last, as asked
+        self.assert_good(self.good, 1)
+
+    def test_pipelined_after_early_refusal(self):
+        """A refusal sent before the body was read (415) either closes the connection,
+        saying so (Connection: close), or skips that body and answers the next request;
+        the body is never taken for a request of its own."""
+        revs = [self.rev() for _ in range(2)]
+        data = (post_bytes(json.dumps(revs[0]).encode()) +
+                post_bytes(json.dumps(revs[1]).encode(), ctype="text/plain") +
+                post_bytes(json.dumps(revs[0]).encode(), extra=b"Connection: close\r\n"))
+        answers, rest = self.pipeline(data, 3)
+        self.assertEqual(answers[0][0], 200)
+        self.assertIsNone(check_answer(revs[0], 200, json.loads(answers[0][2])))
+        self.assertEqual(answers[1][0], 415)
+        self.assertEqual(json.loads(answers[1][2])["reason"], "UnsupportedMediaType")
+        if answers[1][1].get("connection", "").lower() == "close":
+            self.assertEqual(len(answers), 2)
+        else:
+            self.assertEqual(len(answers), 3)
+            self.assertIsNone(check_answer(revs[0], answers[2][0], json.loads(answers[2][2])))
+        self.assertEqual(rest, b"")
+        self.assert_good(self.good, 1)
+
+
+class HugeHeadersTest(SharedServerCase):
+
+    def test_huge_headers_refused_then_served(self):
+        big = b"a" * 65536
+        cases = {
+            "64 KiB header field": (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + big +
+                                    b"\r\n\r\n", (431,)),
+            "64 KiB field on an admission": (b"POST /pods/mutate HTTP/1.1\r\nHost: x\r\n"
+                                             b"Content-Type: application/json\r\nX-Big: " +
+                                             big + b"\r\nContent-Length: 2\r\n\r\n{}", (431,)),
+            "64 KiB URL": (b"POST /pods/mutate?" + big + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+                           (414, 431)),
+            "1,000 header fields": (b"GET /healthz HTTP/1.1\r\nHost: x\r\n" +
+                                    b"".join(b"X-H%d: %s\r\n" % (i, b"v" * 60)
+                                             for i in range(1000)) + b"\r\n", (431,)),
+            "64 KiB field without an end": (b"GET /healthz HTTP/1.1\r\nX-Big: " + big * 4,
+                                            (431,)),
+        }
+        for name, (data, codes) in cases.items():
+            with self.subTest(case=name):
+                s = tls_socket(self.wh.port, self.ctx)
+                try:
+                    try:
+                        s.sendall(data)
+                    except (ssl.SSLError, OSError):
+                        pass   # closed while we were still sending: allowed
+                    out, how = drain(s, 15)
+                finally:
+                    s.close()
+                self.assertIn(how, ("eof", "reset"), "connection left open")
+                if out:
+                    m = re.match(rb"HTTP/1\.1 (\d{3}) ", out)
+                    self.assertIsNotNone(m, out[:100])
+                    self.assertIn(int(m.group(1)), codes, out[:100])
+                self.assert_serving(self.wh, self.rev())
+        self.assert_good(self.good, 1)
+
+
+class EndlessChunkedTest(SharedServerCase):
+
+    HEAD = (b"POST /pods/mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n")
+
+    def test_trickle_closed_by_request_timeout(self):
+        s = tls_socket(self.wh.port, self.ctx)
+        started = time.monotonic()
+        received, closed_at = b"", None
+        try:
+            s.sendall(self.HEAD)
+            s.settimeout(0.2)
+            while closed_at is None and time.monotonic() - started < REQUEST_TIMEOUT + 20:
+                try:
+                    s.sendall(b"1\r\n \r\n")
+                    data = s.recv(4096)
+                    if not data:
+                        closed_at = time.monotonic()
+                    received += data
+                except socket.timeout:
+                    pass
+                except (ssl.SSLError, OSError):
+                    closed_at = time.monotonic()
+        finally:
+            s.close()
+        self.assertIsNotNone(closed_at, "endless chunked body not stopped")
+        self.assertGreaterEqual(closed_at - started, REQUEST_TIMEOUT * 0.9)
+        self.assertNotIn(b" 200 ", received[:20])
+        self.assert_serving(self.wh, self.rev())
+        self.assert_good(self.good, 1)
+        self.wait_in_flight_zero()
+
+    def test_flood_closed_by_body_cap(self):
+        chunk = b"10000\r\n" + b" " * 65536 + b"\r\n"
+        s = tls_socket(self.wh.port, self.ctx, timeout=15)
+        sent, stopped = 0, False
+        received = b""
+        try:
+            s.sendall(self.HEAD)
+            while sent < 64 * MIB:
+                try:
+                    s.sendall(chunk)
+                except (ssl.SSLError, OSError):
+                    stopped = True
+                    break
+                sent += 65536
+            if not stopped:
+                received, how = drain(s, 15)
+                stopped = how in ("eof", "reset")
+        finally:
+            s.close()
+        self.assertTrue(stopped, "64 MiB of chunked body accepted")
+        self.assertGreaterEqual(sent, CAP)   # everything up to the cap was read
+        self.assertNotIn(b" 200 ", received[:20])
+        self.assert_serving(self.wh, self.rev())
+        self.assert_good(self.good, 1)
+        self.wait_in_flight_zero()
+
+    def test_chunked_past_cap_that_ends_gets_413(self):
+        s = tls_socket(self.wh.port, self.ctx, timeout=30)
+        try:
+            s.sendall(self.HEAD + (b"10000\r\n" + b" " * 65536 + b"\r\n") * (CAP // 65536 + 4)
+                      + b"0\r\n\r\n")
+            status, _, body = read_response(s.makefile("rb"))
+        finally:
+            s.close()
+        self.assertEqual(status, 413)
+        self.assertEqual(json.loads(body)["reason"], "RequestEntityTooLarge")
+        self.assert_good(self.good, 1)
+
+
+# ---------------------------------------------------------------- hostile JSON
+
+class HostileJSONTest(SharedServerCase):
+
+    def test_deep_nesting(self):
+        for name, data in (("arrays", b"[" * 100000 + b"]" * 100000),
+                           ("objects", b'{"a":' * 100000 + b"1" + b"}" * 100000),
+                           ("inside the pod", json.dumps(self.rev()).replace(
+                               '"status": {}', '"status": {}, "x": ' + "[" * 100000 +
+                               "]" * 100000, 1).encode()),
+                           ("unclosed", b"[" * 1000000)):
+            with self.subTest(case=name):
+                self.assert_bad_request(data, "depth" if name != "unclosed" else None)
+        # Deep but within the parser's limit: an ordinary answer.
+        rev = self.rev()
+        data = json.dumps(rev).replace('"status": {}', '"status": {}, "x": ' + "[" * 2000 +
+                                       "]" * 2000, 1).encode()
+        status, body = self.post_raw(data)
+        self.assertIsNone(check_answer(rev, status, body))
+        self.assertIsNotNone(harness.decode_patch(body))
+        self.assert_good(self.good, 1)
+
+    def test_huge_arrays_within_cap(self):
+        rev = self.rev()
+        pod = copy.deepcopy(self.pod)
+        pod["spec"]["containers"][0]["env"] = [{"name": "E%d" % i, "value": "v"}
+                                               for i in range(90000)]
+        big = harness.review(pod, "default")
+        data = json.dumps(big).encode()
+        self.assertGreater(len(data), 2 * MIB)
+        self.assertLess(len(data), CAP)
+        status, body = self.post_raw(data)
+        self.assertIsNone(check_answer(big, status, body))
+        patched = harness.apply_patch(pod, body)
+        self.assertEqual(patched["spec"]["containers"][0]["env"][:90000],
+                         pod["spec"]["containers"][0]["env"])
+        status, body = self.post_raw(json.dumps(harness.review(patched, "default")).encode())
+        self.assertEqual(status, 200)
+        self.assertIsNone(harness.decode_patch(body))
+        # 1.5 million numbers, then a million empty objects, in a field nobody reads.
+        for name, item in (("numbers", "0"), ("objects", "{}")):
+            with self.subTest(case=name):
+                n = (CAP - len(json.dumps(rev)) - 64) // (len(item) + 1)
+                data = json.dumps(rev).replace('"status": {}', '"status": {}, "x": [' +
+                                               ",".join([item] * n) + "]", 1).encode()
+                self.assertLessEqual(len(data), CAP)
+                status, body = self.post_raw(data, timeout=60)
+                self.assertIsNone(check_answer(rev, status, body))
+                self.assertIsNotNone(harness.decode_patch(body))
+        # One byte over the cap: 413 before the body is read (so none is sent here).
+        s = tls_socket(self.wh.port, self.ctx)
+        try:
+            s.sendall(post_bytes(b" " * (CAP + 1))[:-(CAP + 1)])
+            status, _, raw = read_response(s.makefile("rb"))
+        finally:
+            s.close()
+        self.assertEqual(status, 413)
+        self.assertEqual(json.loads(raw)["reason"], "RequestEntityTooLarge")
+        self.assert_good(self.good, 1)
+
+    def test_duplicate_keys_last_wins(self):
+        """As Go's encoding/json (and kube-apiserver's decoder) does."""
+        rev = self.rev()
+        plain = copy.deepcopy(self.pod)
+        plain["metadata"]["ownerReferences"] = []          # not a Job's pod: no patch
+        req = dict(rev["request"])
+        obj, plain_obj = json.dumps(req.pop("object")), json.dumps(plain)
+        uid = req.pop("uid")
+        rest = json.dumps(req)[1:-1]
+        for first, last, patched in ((plain_obj, obj, True), (obj, plain_obj, False)):
+            with self.subTest(patched=patched):
+                text = ('{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1",'
+                        '"request":{"uid":"first-uid","object":%s,%s,"uid":"%s",'
+                        '"object":%s}}' % (first, rest, uid, last))
+                status, body = self.post_raw(text.encode())
+                self.assertIsNone(check_answer(rev, status, body))
+                self.assertEqual(harness.decode_patch(body) is not None, patched)
+        # A duplicate "request": the last one is answered.
+        text = json.dumps(rev)[:-1] + ',"request":{"uid":"second","operation":"CREATE"}}'
+        status, body = self.post_raw(text.encode())
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["response"]["uid"], "second")
+        self.assertTrue(body["response"]["allowed"])
+        self.assert_good(self.good, 1)
+
+    def test_invalid_utf8(self):
+        text = json.dumps(self.rev(), ensure_ascii=False).encode()
+        name = b'"mpimaster"'
+        self.assertIn(name, text)
+        for case, bad in (("0xff", b'"mpi\xffmaster"'),
+                          ("lone continuation", b'"mpi\x80master"'),
+                          ("overlong /", b'"mpi\xc0\xafmaster"'),
+                          ("surrogate", b'"mpi\xed\xa0\x80master"'),
+                          ("past U+10FFFF", b'"mpi\xf4\x90\x80\x80master"'),
+                          ("cut sequence", b'"mpi\xe2\x82master"'),
+                          ("escaped lone surrogate", b'"mpi\\ud800master"'),
+                          ("latin-1", '"mpimaster\u00e9"'.encode("latin-1"))):
+            with self.subTest(case=case):
+                self.assert_bad_request(text.replace(name, bad, 1))
+        # ... in an object key, and as the whole body (a UTF-16 BOM).
+        self.assert_bad_request(text.replace(b'"labels"', b'"lab\xffels"', 1))
+        self.assert_bad_request(b"\xff\xfe{\x00}\x00")
+        # Valid UTF-8 everywhere (4-byte characters too) is fine.
+        pod = copy.deepcopy(self.pod)
+        pod["metadata"]["annotations"]["note"] = "\u00e9\u4e2d\U0001F600"
+        rev = self.rev(pod)
+        status, body = self.post_raw(json.dumps(rev, ensure_ascii=False).encode())
+        self.assertIsNone(check_answer(rev, status, body))
+        self.assert_good(self.good, 1)
+
+    def test_numbers_out_of_range(self):
+        rev = self.rev()
+        text = json.dumps(rev)
+        field = '"terminationGracePeriodSeconds": 30'
+        self.assertIn(field, text)
+        for lit, msg in (("1e400", "overflow"), ("-1e400", "overflow"),
+                         ("9223372036854775808", "too big integer"),
+                         ("-9223372036854775809", "too big negative integer"),
+                         ("123456789012345678901234567890", "too big integer"),
+                         ("NaN", None), ("Infinity", None), ("-", None), ("01", None),
+                         ("1.", None), ("0x10", None)):
+            with self.subTest(number=lit):
+                self.assert_bad_request(text.replace(field, field[:-2] + lit).encode(), msg)
+        for lit in ("9223372036854775807", "-9223372036854775808", "1e-400",
+                    "1.7976931348623157e308", "-0"):
+            with self.subTest(number=lit):
+                status, body = self.post_raw(text.replace(field, field[:-2] + lit).encode())
+                self.assertIsNone(check_answer(rev, status, body))
+                self.assertIsNotNone(harness.decode_patch(body))
+        self.assert_good(self.good, 1)
+
+
+class EscapingTest(HostileCase):
+    """Hostile characters in names, keys and values that reach the patch."""
+
+    WEIRD = 'w/~0~1"\\\x01\x1f\n\t\u2028\u00e9'
+    # Task names reach env names through UP(T); keep them ASCII so that Go's Unicode
+    # upper-casing and an ASCII one agree.
+    WEIRD_TASK = 'w/~0~1"\\\x01\x1f\n\t'
+
+    def test_patch_applies_and_is_idempotent(self):
+        worker = "t" + self.WEIRD_TASK
+        job = harness.load_job(JOB)
+        job["spec"]["tasks"][1]["name"] = worker
+        job["spec"]["plugins"] = {"ssh": [], "svc": [], "env": [],
+                                  "hcclrank": ["--master=mpimaster", "--worker=" + worker]}
+        env = self.make_env(jobs=[job])
+        self.addCleanup(env.close)
+        good = self.good_client(env)
+        wh = env.webhook
+        job = env.jobs[0]
+        ns = job["metadata"]["namespace"]
+        rank = 'r/~1~0"\\\x01\x1f\n\u2028 \u00e9'
+        pods = [harness.build_pod(job, "mpimaster", 0), harness.build_pod(job, worker, 1)]
+        for pod in pods:
+            pod["spec"]["containers"][0]["name"] = "c" + self.WEIRD
+            pod["metadata"]["annotations"].update({
+                # what a wrong escaping of hccl/rankIndex would hit
+                "hccl~1rankIndex": "decoy", "hccl~01rankIndex": "decoy2",
+                "hccl": "not an object",
+                "a/b~c": 'v"\\\x00\x1f', "~": "/", "": "empty", '"': "\n"})
+            pod["metadata"]["labels"]["l/~" + self.WEIRD] = self.WEIRD
+        pods[0]["spec"]["containers"][0]["env"] = [{"name": "RANK", "value": rank}]
+        for pod, want_rank in zip(pods, (rank, "2")):
+            with self.subTest(pod=pod["metadata"]["name"]):
+                before = copy.deepcopy(pod)
+                resp = wh.admit(harness.review(pod, ns))
+                self.assertIsNotNone(harness.decode_patch(resp))
+                patched = harness.apply_patch(pod, resp)
+                anns = patched["metadata"]["annotations"]
+                self.assertEqual(anns["hccl/rankIndex"], want_rank)
+                self.assertEqual({k: v for k, v in anns.items() if k != "hccl/rankIndex"},
+                                 before["metadata"]["annotations"])
+                self.assertEqual(patched["metadata"]["labels"], before["metadata"]["labels"])
+                self.assertEqual(patched["spec"]["containers"][0]["name"], "c" + self.WEIRD)
+                self.assertEqual(patched["spec"]["hostname"], pod["metadata"]["name"])
+                up = "VC_" + worker.upper() + "_HOSTS"
+                names = [e["name"] for e in patched["spec"]["containers"][0]["env"]]
+                self.assertIn(up, names)
+                # Applying the webhook to its own output changes nothing (spec D5).
+                again = wh.admit(harness.review(patched, ns))
+                self.assertIsNone(harness.decode_patch(again))
+        self.assert_good(good, 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
