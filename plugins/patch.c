@@ -51,8 +51,13 @@ size_t patch_escape_segment(char *dst, size_t dstlen, const char *segment)
 /* Append "/" and the escaped segment; the old length goes to *mark for path_cut. */
 static int path_push(struct path *p, const char *segment, size_t *mark)
 {
-    size_t need = 1 + patch_escape_segment(NULL, 0, segment) + 1;
+    /* Most keys need no escaping: measure the plain run once, escape only the rest. */
+    size_t plain = strcspn(segment, "~/");
+    size_t seglen = plain + strlen(segment + plain);
+    size_t need = 1 + seglen + 1;
 
+    if (segment[plain] != '\0')
+        need = 1 + plain + patch_escape_segment(NULL, 0, segment + plain) + 1;
     if (p->len + need > p->cap) {
         size_t cap = (p->len + need) * 2;
         char *s = realloc(p->s, cap);
@@ -64,8 +69,11 @@ static int path_push(struct path *p, const char *segment, size_t *mark)
     }
     *mark = p->len;
     p->s[p->len] = '/';
-    p->s[p->len + 1] = '\0';
-    p->len += 1 + patch_escape_segment(p->s, p->cap, segment);
+    memcpy(p->s + p->len + 1, segment, plain);
+    p->len += 1 + plain;
+    p->s[p->len] = '\0';
+    if (segment[plain] != '\0')
+        p->len += patch_escape_segment(p->s, p->cap, segment + plain);
     return 0;
 }
 
@@ -76,17 +84,34 @@ static void path_cut(struct path *p, size_t mark)
 }
 
 /* Append {"op", "path"[, "value"]} in that key order; value is deep-copied. */
-static int emit(json_t *ops, const char *op, const char *path, const json_t *value)
+static int emit(json_t *ops, const char *op, const struct path *p, const json_t *value)
 {
-    json_t *o = json_pack("{s:s, s:s}", "op", op, "path", path);
+    /* Built member by member: json_pack's format parsing cost more than the op itself. */
+    json_t *o = json_object();
 
     if (o == NULL)
         return WH_ENOMEM;
-    if (value != NULL && json_object_set_new(o, "value", json_deep_copy(value)) < 0) {
+    if (json_object_set_new_nocheck(o, "op", json_string_nocheck(op)) < 0
+        || json_object_set_new_nocheck(o, "path", json_stringn(p->s, p->len)) < 0
+        || (value != NULL
+            && json_object_set_new_nocheck(o, "value", json_deep_copy(value)) < 0)) {
         json_decref(o);
         return WH_ENOMEM;
     }
     return json_array_append_new(ops, o) < 0 ? WH_ENOMEM : 0;
+}
+
+/* Decimal digits of i into buf (at least 21 bytes), NUL-terminated; @return buf. */
+static const char *index_text(char *buf, size_t i)
+{
+    char *c = buf + 20;
+
+    *c = '\0';
+    do {
+        *--c = (char)('0' + i % 10);
+        i /= 10;
+    } while (i > 0);
+    return c;
 }
 
 static int diff_value(json_t *ops, struct path *p, const json_t *a, const json_t *b);
@@ -108,7 +133,7 @@ static int diff_object(json_t *ops, struct path *p, const json_t *a, const json_
         rc = path_push(p, key, &mark);
         if (rc < 0)
             return rc;
-        rc = old == NULL ? emit(ops, "add", p->s, v) : diff_value(ops, p, old, v);
+        rc = old == NULL ? emit(ops, "add", p, v) : diff_value(ops, p, old, v);
         path_cut(p, mark);
         if (rc < 0)
             return rc;
@@ -119,7 +144,7 @@ static int diff_object(json_t *ops, struct path *p, const json_t *a, const json_
         rc = path_push(p, key, &mark);
         if (rc < 0)
             return rc;
-        rc = emit(ops, "remove", p->s, NULL);
+        rc = emit(ops, "remove", p, NULL);
         path_cut(p, mark);
         if (rc < 0)
             return rc;
@@ -138,17 +163,15 @@ static int diff_array(json_t *ops, struct path *p, const json_t *a, const json_t
     int rc;
 
     if (nb < na)
-        return emit(ops, "replace", p->s, b);
+        return emit(ops, "replace", p, b);
     for (i = 0; i < nb; i++) {
-        if (i < na)
-            snprintf(idx, sizeof(idx), "%zu", i);
-        rc = path_push(p, i < na ? idx : "-", &mark);
+        rc = path_push(p, i < na ? index_text(idx, i) : "-", &mark);
         if (rc < 0)
             return rc;
         if (i < na)
             rc = diff_value(ops, p, json_array_get(a, i), json_array_get(b, i));
         else
-            rc = emit(ops, "add", p->s, json_array_get(b, i));
+            rc = emit(ops, "add", p, json_array_get(b, i));
         path_cut(p, mark);
         if (rc < 0)
             return rc;
@@ -158,14 +181,17 @@ static int diff_array(json_t *ops, struct path *p, const json_t *a, const json_t
 
 static int diff_value(json_t *ops, struct path *p, const json_t *a, const json_t *b)
 {
+    /* The same node (a leaf shared by a copy, or a subtree kept whole) is equal to itself. */
+    if (a == b)
+        return 0;
     /* Integer vs real counts as a type change, so 420 -> 420.0 is a replace. */
     if (json_typeof(a) != json_typeof(b))
-        return emit(ops, "replace", p->s, b);
+        return emit(ops, "replace", p, b);
     if (json_is_object(b))
         return diff_object(ops, p, a, b);
     if (json_is_array(b))
         return diff_array(ops, p, a, b);
-    return json_equal(a, b) ? 0 : emit(ops, "replace", p->s, b);
+    return json_equal(a, b) ? 0 : emit(ops, "replace", p, b);
 }
 
 json_t *patch_diff(const json_t *before, const json_t *after)

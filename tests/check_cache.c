@@ -64,15 +64,15 @@ START_TEST(test_put_get_replace_remove)
     ck_assert_int_eq(cache_put(c, j1), 0);
     ck_assert_int_eq(cache_put(c, j2), 0);
     ck_assert_uint_eq(cache_size(c), 2);
-    /* The cache took its own reference: the caller's and the cache's. */
-    ck_assert_int_eq(j1->refcount, 2);
+    /* The cache keeps a copy of its own: the caller's object gains no reference. */
+    ck_assert_int_eq(j1->refcount, 1);
 
     ck_assert_int_eq(cache_get(c, "ns1", "j1", &got), 0);
     /* A private copy: equal, not the cached object, which gains no reference. */
     ck_assert_ptr_ne(got, j1);
     ck_assert(json_equal(got, j1));
     ck_assert_int_eq(got->refcount, 1);
-    ck_assert_int_eq(j1->refcount, 2);
+    ck_assert_int_eq(j1->refcount, 1);
     old = got;
     got = NULL;
 
@@ -104,6 +104,110 @@ START_TEST(test_put_get_replace_remove)
     json_decref(j1);
     json_decref(j1b);
     json_decref(j2);
+}
+END_TEST
+
+/* A lease is the cached Job itself, and it outlives a replace and a remove unchanged. */
+START_TEST(test_lend)
+{
+    struct job_cache *c = cache_create();
+    json_t *j1 = job("ns1", "j1", "5");
+    json_t *j1b = job("ns1", "j1", "9");
+    struct cache_lease *l1 = NULL;
+    struct cache_lease *l2 = NULL;
+    struct cache_lease *l3 = NULL;
+    struct cache_lease *w;
+
+    ck_assert_int_eq(cache_lend(c, "ns1", "j1", &l1), WH_ENOTFOUND);
+    ck_assert_ptr_null(l1);
+    ck_assert_int_eq(cache_lend(c, "", "j1", &l1), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_put(c, j1), 0);
+    json_object_set_new(j1, "changed", json_true());  /* the caller's object stays the caller's */
+
+    ck_assert_int_eq(cache_lend(c, "ns1", "j1", &l1), 0);
+    ck_assert_int_eq(cache_lend(c, "ns1", "j1", &l2), 0);
+    ck_assert_ptr_nonnull(l1);
+    /* Both leases are the one cached object: no copy, and no jansson reference taken. */
+    ck_assert_ptr_eq(cache_lease_job(l1), cache_lease_job(l2));
+    ck_assert_ptr_ne(cache_lease_job(l1), j1);
+    ck_assert_int_eq(cache_lease_job(l1)->refcount, 1);
+    ck_assert_str_eq(rv_of(cache_lease_job(l1)), "5");
+    ck_assert_ptr_null(json_object_get(cache_lease_job(l1), "changed"));
+
+    /* Replaced: the old leases still read the old Job, a new lease the new one. */
+    ck_assert_int_eq(cache_put(c, j1b), 0);
+    ck_assert_str_eq(rv_of(cache_lease_job(l1)), "5");
+    ck_assert_int_eq(cache_lend(c, "ns1", "j1", &l3), 0);
+    ck_assert_str_eq(rv_of(cache_lease_job(l3)), "9");
+    cache_lease_release(l1);
+    ck_assert_str_eq(rv_of(cache_lease_job(l2)), "5");
+    cache_lease_release(l2);   /* the last holder frees the old Job (ASan/valgrind check it) */
+
+    /* Removed, and the cache destroyed: the lease still holds its Job. */
+    ck_assert_int_eq(cache_remove(c, "ns1", "j1"), 0);
+    ck_assert_int_eq(cache_lend(c, "ns1", "j1", &l1), WH_ENOTFOUND);
+    cache_destroy(c);
+    ck_assert_str_eq(rv_of(cache_lease_job(l3)), "9");
+    cache_lease_release(l3);
+    cache_lease_release(NULL);
+
+    /* A lease over an uncached Job takes it. */
+    w = cache_lease_wrap(json_incref(j1b));
+    ck_assert_ptr_nonnull(w);
+    ck_assert_ptr_eq(cache_lease_job(w), j1b);
+    ck_assert_int_eq(j1b->refcount, 2);
+    cache_lease_release(w);
+    ck_assert_int_eq(j1b->refcount, 1);
+    ck_assert_ptr_null(cache_lease_wrap(NULL));
+
+    json_decref(j1);
+    json_decref(j1b);
+}
+END_TEST
+
+/* The cache keeps only what its readers use (cache.h cache_put); the caller's Job is untouched. */
+START_TEST(test_put_prunes_unread_parts)
+{
+    struct job_cache *c = cache_create();
+    const char *full =
+        "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+        "\"metadata\":{\"name\":\"j\",\"namespace\":\"ns\",\"uid\":\"u-1\","
+        "\"resourceVersion\":\"4\",\"managedFields\":[{\"manager\":\"kubectl\"}],"
+        "\"annotations\":{\"kubectl.kubernetes.io/last-applied-configuration\":\"{}\",\"a\":\"1\"}},"
+        "\"spec\":{\"minAvailable\":3,\"plugins\":{\"svc\":[]},\"tasks\":["
+        "{\"name\":\"ps\",\"replicas\":1,\"template\":{\"metadata\":{\"labels\":{\"x\":\"y\"}},"
+        "\"spec\":{\"hostname\":\"h\",\"subdomain\":\"d\",\"containers\":[{\"name\":\"c\"}],"
+        "\"restartPolicy\":\"Never\"}}},"
+        "{\"name\":\"w\",\"replicas\":2,\"template\":{\"spec\":{\"hostname\":7,\"volumes\":[]}}},"
+        "{\"name\":\"odd\",\"template\":{\"spec\":\"not an object\",\"x\":1}},"
+        "{\"name\":\"odder\",\"template\":5}]},"
+        "\"status\":{\"state\":{\"phase\":\"Running\"},\"retryCount\":1}}";
+    json_t *j = tu_json(full);
+    json_t *orig = tu_json(full);
+    json_t *got = NULL;
+    struct cache_lease *l = NULL;
+    const char *want =
+        "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+        "\"metadata\":{\"name\":\"j\",\"namespace\":\"ns\",\"uid\":\"u-1\","
+        "\"resourceVersion\":\"4\",\"annotations\":{\"a\":\"1\"}},"
+        "\"spec\":{\"minAvailable\":3,\"plugins\":{\"svc\":[]},\"tasks\":["
+        "{\"name\":\"ps\",\"replicas\":1,\"template\":{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"d\"}}},"
+        "{\"name\":\"w\",\"replicas\":2,\"template\":{\"spec\":{\"hostname\":7}}},"
+        "{\"name\":\"odd\",\"template\":{\"spec\":\"not an object\"}},"
+        "{\"name\":\"odder\",\"template\":5}]},"
+        "\"status\":{\"state\":{\"phase\":\"Running\"},\"retryCount\":1}}";
+
+    ck_assert_int_eq(cache_put(c, j), 0);
+    ck_assert(json_equal(j, orig));
+    ck_assert_int_eq(cache_get(c, "ns", "j", &got), 0);
+    tu_assert_json_eq(got, want);
+    json_decref(got);
+    ck_assert_int_eq(cache_lend(c, "ns", "j", &l), 0);
+    tu_assert_json_eq(cache_lease_job(l), want);
+    cache_lease_release(l);
+    json_decref(j);
+    json_decref(orig);
+    cache_destroy(c);
 }
 END_TEST
 
@@ -164,8 +268,11 @@ START_TEST(test_replace_all)
     items = json_pack("[O, O]", b2, e);
     ck_assert_int_eq(cache_replace_all(c, items, &removed), 0);
     ck_assert_uint_eq(json_array_size(removed), 2);
-    ck_assert_ptr_eq(json_array_get(removed, 0), a);   /* the last known objects themselves */
-    ck_assert_ptr_eq(json_array_get(removed, 1), d);
+    /* The last known objects, as copies (lenders may still read the cached ones). */
+    ck_assert(json_equal(json_array_get(removed, 0), a));
+    ck_assert(json_equal(json_array_get(removed, 1), d));
+    ck_assert_ptr_ne(json_array_get(removed, 0), a);
+    ck_assert_int_eq(json_array_get(removed, 0)->refcount, 1);
     json_decref(removed);
     ck_assert_uint_eq(cache_size(c), 2);
     ck_assert_int_eq(cache_get(c, "ns", "a", &got), WH_ENOTFOUND);
@@ -241,6 +348,7 @@ static void *reader(void *arg)
     unsigned i = 0;
 
     while (!atomic_load(&r->done)) {
+        struct cache_lease *lease = NULL;
         json_t *got = NULL;
         json_t *all;
         char *text;
@@ -258,6 +366,20 @@ static void *reader(void *arg)
                 atomic_fetch_add(&r->bad, 1);
             free(text);
             json_decref(got);
+            atomic_fetch_add(&r->hits, 1);
+        }
+        if (cache_lend(r->c, "ns", name, &lease) == 0) {
+            /* The shared Job, read outside the lock while the writer replaces it. */
+            const json_t *lj = cache_lease_job(lease);
+            const char *n = name_of(lj);
+
+            if (n == NULL || strcmp(n, name) != 0 || strtol(rv_of(lj), NULL, 10) < 1)
+                atomic_fetch_add(&r->bad, 1);
+            text = json_dumps(lj, JSON_COMPACT);
+            if (text == NULL)
+                atomic_fetch_add(&r->bad, 1);
+            free(text);
+            cache_lease_release(lease);
             atomic_fetch_add(&r->hits, 1);
         }
         if (i % 64 == 0) {
@@ -343,6 +465,8 @@ static Suite *cache_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_empty);
     tcase_add_test(tc, test_put_get_replace_remove);
+    tcase_add_test(tc, test_lend);
+    tcase_add_test(tc, test_put_prunes_unread_parts);
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_replace_all);
     tcase_add_test(tc, test_synced);

@@ -18,6 +18,8 @@
 #include <limits.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,46 +226,104 @@ static int parse_review(const json_t *review, const char **api_out, struct mutat
     return 0;
 }
 
-/* base64 (RFC 4648, no line breaks) of the compact JSON of ops; new reference. */
-static json_t *patch_base64(const json_t *ops)
-{
-    char *text = json_dumps(ops, JSON_COMPACT);
-    unsigned char *b64 = NULL;
-    json_t *s = NULL;
-    size_t n;
+/*
+ * The answer is written as text, piece by piece, not built as one json_t and
+ * dumped: the base64 patch is most of its bytes, and json_dumps would copy it
+ * into a json_string (a UTF-8 check) and then escape-scan it character by
+ * character. base64 never needs escaping, so it goes straight into the body.
+ * The bytes are exactly those json_dumps(JSON_COMPACT) gives for
+ * {"apiVersion","kind","response":{"uid","allowed"[,"patchType","patch"]
+ * [,"warnings"][,"status"]}}: the pieces are dumped with JSON_EMBED (no
+ * enclosing braces) in that key order.
+ */
+struct outbuf {
+    char *s;      /* malloc'd, NUL-terminated while not failed */
+    size_t len;
+    size_t cap;
+    bool failed;  /* ENOMEM seen: s is meaningless */
+};
 
-    if (text == NULL)
-        return NULL;
-    n = strlen(text);
-    if (n > (size_t)INT_MAX / 4 * 3 - 3)
-        goto out;
-    b64 = malloc(4 * ((n + 2) / 3) + 1);
-    if (b64 == NULL)
-        goto out;
-    EVP_EncodeBlock(b64, (const unsigned char *)text, (int)n);
-    s = json_string((const char *)b64);
-out:
-    free(b64);
-    free(text);
-    return s;
+/* Room for n more bytes plus the NUL. @return 0, or -1 on ENOMEM (failed set). */
+static int outbuf_reserve(struct outbuf *o, size_t n)
+{
+    size_t cap;
+    char *s;
+
+    if (o->failed)
+        return -1;
+    if (n < o->cap - o->len)
+        return 0;
+    if (n > SIZE_MAX / 2 - o->len - 1) {
+        o->failed = true;
+        return -1;
+    }
+    cap = (o->len + n + 1) * 2;
+    s = realloc(o->s, cap);
+    if (s == NULL) {
+        o->failed = true;
+        return -1;
+    }
+    o->s = s;
+    o->cap = cap;
+    return 0;
 }
 
-/* Build the AdmissionResponse for res. @return new reference, NULL on ENOMEM. */
-static json_t *response_build(const char *uid, const struct mutate_result *res)
+/* json_dump_callback_t appending to a struct outbuf. */
+static int outbuf_add(const char *buf, size_t size, void *data)
 {
-    json_t *resp = json_pack("{s:s, s:b}", "uid", uid, "allowed", res->allowed);
-    json_t *warn = NULL;
+    struct outbuf *o = data;
 
-    if (resp == NULL)
-        return NULL;
-    if (json_is_array(res->patch) && json_array_size(res->patch) > 0) {
-        if (json_object_set_new(resp, "patchType", json_string("JSONPatch")) < 0
-            || json_object_set_new(resp, "patch", patch_base64(res->patch)) < 0)
-            goto fail;
+    if (outbuf_reserve(o, size) < 0)
+        return -1;
+    memcpy(o->s + o->len, buf, size);
+    o->len += size;
+    o->s[o->len] = '\0';
+    return 0;
+}
+
+static void outbuf_str(struct outbuf *o, const char *s)
+{
+    outbuf_add(s, strlen(s), o);
+}
+
+/* The members of object v, compact, without its braces; a NULL v counts as ENOMEM. */
+static void outbuf_members(struct outbuf *o, const json_t *v)
+{
+    if (v == NULL || json_dump_callback(v, outbuf_add, o, JSON_COMPACT | JSON_EMBED) < 0)
+        o->failed = true;
+}
+
+/* base64 (RFC 4648, no line breaks) of the compact JSON of ops, appended to o. */
+static void outbuf_patch_base64(struct outbuf *o, const json_t *ops)
+{
+    char *text = json_dumps(ops, JSON_COMPACT);
+    size_t n;
+
+    if (text == NULL) {
+        o->failed = true;
+        return;
     }
+    n = strlen(text);
+    if (n > (size_t)INT_MAX / 4 * 3 - 3) {
+        o->failed = true;
+    } else if (outbuf_reserve(o, 4 * ((n + 2) / 3)) == 0) {
+        /* EVP_EncodeBlock writes the NUL too: reserve leaves room for it. */
+        o->len += (size_t)EVP_EncodeBlock((unsigned char *)o->s + o->len,
+                                          (const unsigned char *)text, (int)n);
+    }
+    free(text);
+}
+
+/* The members of the AdmissionResponse after uid and allowed (warnings, status),
+ * as an object; new reference, NULL on ENOMEM. */
+static json_t *response_tail(const struct mutate_result *res)
+{
+    json_t *tail = json_object();
+
+    if (tail == NULL)
+        return NULL;
     if (res->warnings.n > 0) {
-        warn = warnings_to_json(&res->warnings);
-        if (json_object_set_new(resp, "warnings", warn) < 0)
+        if (json_object_set_new(tail, "warnings", warnings_to_json(&res->warnings)) < 0)
             goto fail;
     }
     if (!res->allowed) {
@@ -276,16 +336,56 @@ static json_t *response_build(const char *uid, const struct mutate_result *res)
         msg[sizeof(msg) - 1] = '\0';
         if (!utf8_valid(msg))
             ascii_only(msg);
-        if (json_object_set_new(resp, "status",
+        if (json_object_set_new(tail, "status",
                                 json_pack("{s:i, s:s, s:s}", "code", code, "message", msg,
                                           "status", "Failure"))
             < 0)
             goto fail;
     }
-    return resp;
+    return tail;
 fail:
-    json_decref(resp);
+    json_decref(tail);
     return NULL;
+}
+
+/*
+ * Encode the AdmissionReview answer for res into a malloc'd *out.
+ * @return 0, or WH_ENOMEM (nothing allocated is left behind).
+ */
+static int answer_encode(const char *api, const char *uid, const struct mutate_result *res,
+                         char **out, size_t *out_len)
+{
+    struct outbuf o = {NULL, 0, 0, false};
+    json_t *head = json_pack("{s:s, s:s}", "apiVersion", api, "kind", "AdmissionReview");
+    json_t *first = json_pack("{s:s, s:b}", "uid", uid, "allowed", res->allowed);
+    json_t *tail = response_tail(res);
+
+    outbuf_str(&o, "{");
+    outbuf_members(&o, head);
+    outbuf_str(&o, ",\"response\":{");
+    outbuf_members(&o, first);
+    if (json_is_array(res->patch) && json_array_size(res->patch) > 0) {
+        outbuf_str(&o, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
+        outbuf_patch_base64(&o, res->patch);
+        outbuf_str(&o, "\"");
+    }
+    if (tail != NULL && json_object_size(tail) > 0) {
+        outbuf_str(&o, ",");
+        outbuf_members(&o, tail);
+    } else if (tail == NULL) {
+        o.failed = true;
+    }
+    outbuf_str(&o, "}}");
+    json_decref(head);
+    json_decref(first);
+    json_decref(tail);
+    if (o.failed) {
+        free(o.s);
+        return WH_ENOMEM;
+    }
+    *out = o.s;
+    *out_len = o.len;
+    return 0;
 }
 
 /* Pod name for the log line: metadata.name, else generateName, else "". */
@@ -336,8 +436,6 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
     struct bad_request b = {{0}};
     json_error_t jerr;
     json_t *review = NULL;
-    json_t *answer = NULL;
-    json_t *resp = NULL;
     const char *api = NULL;
     const char *job = "";
     const char *job_uid = "";
@@ -368,12 +466,7 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
 
     mutate_review(&req, src, opt, &res);
 
-    resp = response_build(req.uid, &res);
-    answer = resp == NULL ? NULL
-                          : json_pack("{s:s, s:s, s:o}", "apiVersion", api, "kind",
-                                      "AdmissionReview", "response", resp);
-    resp = NULL; /* now owned by answer (json_pack "o" steals, even on failure) */
-    if (answer == NULL || dump_body(answer, out, out_len) < 0) {
+    if (answer_encode(api, req.uid, &res, out, out_len) < 0) {
         status = answer_status(500, "InternalError", "out of memory", out, out_len);
         goto out;
     }
@@ -398,7 +491,6 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
     }
 out:
     record(status, &res, started);
-    json_decref(answer);
     json_decref(review);
     mutate_result_dispose(&res);
     return status;

@@ -39,6 +39,7 @@
 #include "webhook/informer.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -244,6 +245,13 @@ out:
     json_decref(items);
     json_decref(olds);
     json_decref(removed);
+    /*
+     * The LIST's parsed items (every Job in full) are gone now, and the cache kept
+     * smaller copies (cache.h cache_put) that were allocated above them: give the
+     * freed pages in between back to the kernel, or the resident size stays at the
+     * LIST's peak (glibc trims only the top of the heap by itself).
+     */
+    malloc_trim(0);
     return rc;
 }
 

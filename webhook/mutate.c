@@ -144,6 +144,55 @@ static size_t container_count(json_t *pod)
            + json_array_size(json_object_get(spec, "initContainers"));
 }
 
+/*
+ * The copy the plugins edit: new objects and arrays all the way down, but the
+ * scalar leaves (strings, numbers) are the pod's own, shared by reference. The
+ * plugins change a pod only through its containers (set, insert, remove), never
+ * a scalar in place (no json_string_set and the like anywhere in plugins/), so a
+ * shared leaf stays equal on both sides and patch_diff skips it by pointer. The
+ * pod is request-owned, so the extra references never cross threads.
+ * Key order is kept (jansson iterates in insertion order), as json_deep_copy does.
+ * @return new reference, NULL on ENOMEM.
+ */
+static json_t *copy_containers(const json_t *v)
+{
+    json_t *c;
+
+    if (json_is_object(v)) {
+        const char *key;
+        size_t klen;
+        json_t *m;
+
+        c = json_object();
+        if (c == NULL)
+            return NULL;
+        /* json_object_keylen_foreach wants a non-const object; it only reads it here. */
+        json_object_keylen_foreach((json_t *)v, key, klen, m) {
+            if (json_object_setn_new_nocheck(c, key, klen, copy_containers(m)) < 0) {
+                json_decref(c);
+                return NULL;
+            }
+        }
+        return c;
+    }
+    if (json_is_array(v)) {
+        size_t i;
+        json_t *m;
+
+        c = json_array();
+        if (c == NULL)
+            return NULL;
+        json_array_foreach(v, i, m) {
+            if (json_array_append_new(c, copy_containers(m)) < 0) {
+                json_decref(c);
+                return NULL;
+            }
+        }
+        return c;
+    }
+    return json_incref((json_t *)v);
+}
+
 void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
                          struct mutate_result *out)
 {
@@ -159,7 +208,7 @@ void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
         deny(out, 400, "pod has no spec");
         return;
     }
-    copy = json_deep_copy(pod);
+    copy = copy_containers(pod);
     if (copy == NULL)
         goto nomem;
     pod_info_init(&info, copy, ns);
@@ -221,7 +270,9 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
     const char *owner_uid = NULL;
     const char *ns;
     const char *uid;
-    json_t *job = NULL;
+    const json_t *job = NULL;
+    json_t *owned = NULL;   /* what get returned (a new reference) */
+    void *hold = NULL;      /* what lend returned, for put */
     struct wh_error err;
     char key[512];
     int rc;
@@ -258,7 +309,12 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
     snprintf(key, sizeof(key), "%s/%s", ns, job_name_ref);
 
     wh_error_clear(&err);
-    rc = src->get(src->userdata, ns, job_name_ref, owner_uid, &job, &err);
+    if (src->lend != NULL) {
+        rc = src->lend(src->userdata, ns, job_name_ref, owner_uid, &job, &hold, &err);
+    } else {
+        rc = src->get(src->userdata, ns, job_name_ref, owner_uid, &owned, &err);
+        job = owned;
+    }
     if (rc == WH_ENOTFOUND) {
         warnings_add(&out->warnings, "volcano job %s not found, pod not mutated", key);
         LOG_INFO("admission uid=%s job=%s outcome=job-not-found", str_or_empty(req->uid), key);
@@ -287,9 +343,11 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
         warnings_add(&out->warnings,
                      "volcano job %s has uid %s but the pod's ownerReference names uid %s, pod not mutated",
                      key, uid, owner_uid);
-        json_decref(job);
-        return;
+    } else {
+        mutate_pod_with_job(job, req->pod, ns, out);
     }
-    mutate_pod_with_job(job, req->pod, ns, out);
-    json_decref(job);
+    if (src->lend != NULL)
+        src->put(src->userdata, hold);
+    else
+        json_decref(owned);
 }
