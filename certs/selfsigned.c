@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "webhook/log.h"
+#include "webhook/clock.h"
 
 #define WEBHOOK_CONFIG_GROUP "admissionregistration.k8s.io"
 #define WEBHOOK_CONFIG_VERSION "v1"
@@ -146,16 +147,9 @@ static int patch_once(struct selfsigned_patcher *p, size_t *n, struct wh_error *
 /* Sleep ms unless stopped first. @return true when stopping. */
 static bool wait_or_stop(struct selfsigned_patcher *p, long ms)
 {
-    struct timespec until;
+    struct timespec until = clock_after_ms(CLOCK_REALTIME, ms);
     bool stopping;
 
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&p->mu);
     while (!p->stopping) {
         if (pthread_cond_timedwait(&p->cond, &p->mu, &until) == ETIMEDOUT)

@@ -38,6 +38,7 @@
 
 #include "k8s/client_internal.h"
 #include "webhook/log.h"
+#include "webhook/clock.h"
 
 #define K8S_MAX_BODY (16u * 1024 * 1024)   /* bytes */
 #define K8S_MAX_TOKEN (64u * 1024)         /* bytes in a token file */
@@ -67,14 +68,6 @@ struct body {
     size_t cap;
     bool toobig;
 };
-
-long long k8s_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(long long ms)
 {
@@ -194,7 +187,7 @@ void k8s_client_set_options(struct k8s_client *c, const struct k8s_client_option
     if (c->opt.retry_max < 0)
         c->opt.retry_max = 0;
     c->tokens = c->opt.burst; /* a full bucket to start with, as client-go's */
-    c->lim_last_ms = k8s_now_ms();
+    c->lim_last_ms = clock_mono_ms();
     pthread_mutex_unlock(&c->lim_mu);
 }
 
@@ -216,7 +209,7 @@ int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, struct wh_error 
         pthread_mutex_unlock(&c->lim_mu);
         return 0;
     }
-    now = k8s_now_ms();
+    now = clock_mono_ms();
     c->tokens += (double)(now - c->lim_last_ms) * qps / 1000.0;
     if (c->tokens > c->opt.burst)
         c->tokens = c->opt.burst;
@@ -559,7 +552,7 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
     char *data = NULL;
     char *url = NULL;
     char errbuf[CURL_ERROR_SIZE];
-    long long deadline = k8s_now_ms() + timeout_ms;
+    long long deadline = clock_mono_ms() + timeout_ms;
     long attempt;
     json_error_t je;
     CURLcode cc;
@@ -592,7 +585,7 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
         goto out;
     }
     for (attempt = 0;; attempt++) {
-        long long left = deadline - k8s_now_ms();
+        long long left = deadline - clock_mono_ms();
         curl_off_t retry_after = 0;
 
         if (left <= 0) {
@@ -603,7 +596,7 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
         rc = k8s_client_throttle(c, (long)left, err);
         if (rc < 0)
             goto out;
-        left = deadline - k8s_now_ms();
+        left = deadline - clock_mono_ms();
         if (left < 1)
             left = 1;
         k8s_client_headers_free(hdrs); /* token re-read per attempt */
@@ -647,7 +640,7 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
             break;
         if ((code == 429 || code == 503) && attempt < c->opt.retry_max &&
             k8s_client_retry_after(h, &retry_after) &&
-            (long long)retry_after * 1000 < deadline - k8s_now_ms()) {
+            (long long)retry_after * 1000 < deadline - clock_mono_ms()) {
             /* the server asked for a pause and there is time for it and one more try */
             LOG_DEBUG("k8s: method=%s path=%s status=%ld retry_after=%ld", method, path, code,
                       (long)retry_after);

@@ -70,7 +70,4 @@ int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, struct wh_error 
  */
 bool k8s_client_retry_after(CURL *h, curl_off_t *secs);
 
-/** Milliseconds on CLOCK_MONOTONIC. */
-long long k8s_now_ms(void);
-
 #endif

@@ -38,6 +38,7 @@
 
 #include "k8s/client_internal.h"
 #include "webhook/log.h"
+#include "webhook/clock.h"
 
 #define WATCH_MAX_LINE (16u * 1024 * 1024)   /* bytes in one event line */
 #define WATCH_MAX_ERRBODY (64u * 1024)       /* bytes of a non-200 body kept */
@@ -199,7 +200,7 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
     size_t i;
     int rc;
 
-    s->last_byte_ms = k8s_now_ms();
+    s->last_byte_ms = clock_mono_ms();
     if (s->http_code == 0)
         curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &s->http_code);
     if (s->http_code != 200) {
@@ -251,7 +252,7 @@ static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, cur
         s->stopped = true;
         return 1;
     }
-    if (s->p->idle_timeout_ms > 0 && k8s_now_ms() - s->last_byte_ms > s->p->idle_timeout_ms) {
+    if (s->p->idle_timeout_ms > 0 && clock_mono_ms() - s->last_byte_ms > s->p->idle_timeout_ms) {
         s->rc = wh_error_set(s->err, WH_ETIMEOUT, "watch %s: no data for %ld ms", s->p->path,
                              s->p->idle_timeout_ms);
         return 1;
@@ -267,12 +268,12 @@ static void wait_retry_after(struct watch_state *s)
 
     if ((s->http_code != 429 && s->http_code != 503) || !k8s_client_retry_after(s->h, &secs))
         return;
-    until = k8s_now_ms() + (secs * 1000 < WATCH_RETRY_AFTER_MAX_MS ? (long long)secs * 1000
+    until = clock_mono_ms() + (secs * 1000 < WATCH_RETRY_AFTER_MAX_MS ? (long long)secs * 1000
                                                                      : WATCH_RETRY_AFTER_MAX_MS);
     LOG_DEBUG("k8s: watch path=%s status=%ld retry_after=%ld", s->p->path, s->http_code,
               (long)secs);
-    while (k8s_now_ms() < until && !(s->p->stop != NULL && atomic_load(s->p->stop))) {
-        long long left = until - k8s_now_ms();
+    while (clock_mono_ms() < until && !(s->p->stop != NULL && atomic_load(s->p->stop))) {
+        long long left = until - clock_mono_ms();
         struct timespec ts = {0, (left > 100 ? 100 : (left > 0 ? left : 0)) * 1000000L};
 
         nanosleep(&ts, NULL);
@@ -354,7 +355,7 @@ int k8s_watch(struct k8s_client *c, const struct watch_params *p, watch_fn fn, v
     curl_easy_setopt(s.h, CURLOPT_CONNECTTIMEOUT_MS,
                      p->idle_timeout_ms > 0 ? p->idle_timeout_ms : WATCH_CONNECT_MS);
     curl_easy_setopt(s.h, CURLOPT_ERRORBUFFER, errbuf);
-    s.last_byte_ms = k8s_now_ms();
+    s.last_byte_ms = clock_mono_ms();
     LOG_DEBUG("k8s: watch path=%s rv=%s", p->path,
               p->resource_version != NULL ? p->resource_version : "");
     cc = curl_easy_perform(s.h);

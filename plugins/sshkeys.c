@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "webhook/metrics.h"
+#include "webhook/clock.h"
 
 #define STORE_BUCKETS 1024u
 
@@ -175,17 +176,9 @@ static void free_secret(char *s)
     }
 }
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int sshkeys_generate(char **priv_out, char **pub_out, struct wh_error *err)
 {
-    double started = seconds_now();
+    double started = clock_mono_s();
     EVP_PKEY *pk = EVP_RSA_gen(SSHKEYS_RSA_BITS);   /* e = 65537, OpenSSL's default */
     int rc;
 
@@ -193,7 +186,7 @@ int sshkeys_generate(char **priv_out, char **pub_out, struct wh_error *err)
     *pub_out = NULL;
     if (pk == NULL)
         return ossl_error(err, "RSA generation");
-    metrics_ssh_keygen(seconds_now() - started);   /* webhook_ssh_keygen_seconds */
+    metrics_ssh_keygen(clock_mono_s() - started);   /* webhook_ssh_keygen_seconds */
     rc = private_pem(pk, priv_out, err);
     if (rc == 0)
         rc = public_line(pk, pub_out, err);

@@ -28,6 +28,7 @@
 #include "plugins/plugin.h"
 #include "webhook/log.h"
 #include "webhook/metrics.h"
+#include "webhook/clock.h"
 
 #define API_V1      "admission.k8s.io/v1"
 #define API_V1BETA1 "admission.k8s.io/v1beta1"
@@ -399,14 +400,6 @@ static const char *pod_name(const json_t *pod)
     return s != NULL ? s : "";
 }
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Record one answered review: status, outcome, latency, plugins, warnings. */
 static void record(int status, const struct mutate_result *res, double started)
 {
@@ -418,7 +411,7 @@ static void record(int status, const struct mutate_result *res, double started)
         outcome = METRICS_PATCHED;
     else if (status == 200)
         outcome = METRICS_UNCHANGED;
-    metrics_admission(status, outcome, seconds_now() - started);
+    metrics_admission(status, outcome, clock_mono_s() - started);
     if (outcome == METRICS_PATCHED)
         for (size_t k = 0; k < sizeof(res->enabled) * 8; k++)
             if (res->enabled & (1u << k))
@@ -430,7 +423,7 @@ static void record(int status, const struct mutate_result *res, double started)
 int admission_handle(const char *body, size_t len, const struct job_source *src,
                      const struct mutate_options *opt, char **out, size_t *out_len)
 {
-    double started = seconds_now();
+    double started = clock_mono_s();
     struct mutate_request req = {0};
     struct mutate_result res;
     struct bad_request b = {{0}};
@@ -487,7 +480,7 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
                   "duration_ms=%.3f",
                   req.uid, req.ns, pod_name(req.pod), job, res.allowed ? "true" : "false",
                   json_is_array(res.patch) ? json_array_size(res.patch) : (size_t)0,
-                  plugins[0] != '\0' ? plugins : "none", (seconds_now() - started) * 1000);
+                  plugins[0] != '\0' ? plugins : "none", (clock_mono_s() - started) * 1000);
     }
 out:
     record(status, &res, started);

@@ -50,6 +50,7 @@
 
 #include "k8s/watch.h"
 #include "webhook/log.h"
+#include "webhook/clock.h"
 
 #define JOBS_PATH "/apis/batch.volcano.sh/v1alpha1/jobs"
 #define JOB_API_VERSION "batch.volcano.sh/v1alpha1"
@@ -101,14 +102,6 @@ static const char *str_or(const char *s, const char *dflt)
     return s != NULL ? s : dflt;
 }
 
-static long monotonic_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Remember rv as the place to resume from. */
 static void set_rv(struct informer *inf, const char *rv)
 {
@@ -126,15 +119,8 @@ static void set_rv(struct informer *inf, const char *rv)
 /* Sleep ms, or less when informer_stop is called. */
 static void sleep_ms(struct informer *inf, long ms)
 {
-    struct timespec until;
+    struct timespec until = clock_after_ms(CLOCK_MONOTONIC, ms);
 
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&inf->mu);
     while (!stopping(inf)) {
         if (pthread_cond_timedwait(&inf->cv, &inf->mu, &until) == ETIMEDOUT)
@@ -358,7 +344,7 @@ static void *informer_main(void *arg)
             inf->failures = 0;
         }
         {
-            long started = monotonic_ms();
+            long started = clock_mono_ms();
 
             inf->delivered = 0;
             wh_error_clear(&err);
@@ -369,7 +355,7 @@ static void *informer_main(void *arg)
                 inf->failures = 0;
             if (rc == 0) {
                 /* Ended normally (timeoutSeconds): resume from the last rv at once. */
-                if (inf->delivered == 0 && monotonic_ms() - started < SHORT_WATCH_MS)
+                if (inf->delivered == 0 && clock_mono_ms() - started < SHORT_WATCH_MS)
                     backoff(inf);
                 continue;
             }

@@ -34,6 +34,7 @@
 
 #include "webhook/leader.h"
 #include "webhook/log.h"
+#include "webhook/clock.h"
 
 #define LEASE_GROUP "coordination.k8s.io"
 #define LEASE_VERSION "v1"
@@ -67,14 +68,6 @@ struct leader {
 };
 
 /* ---- time ---- */
-
-static long long mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void now_microtime(char *buf, size_t len)
 {
@@ -253,7 +246,7 @@ static int put_spec(struct leader *l, const json_t *base, json_t *spec_new, long
 static int try_acquire_or_renew(struct leader *l, long timeout_ms, struct wh_error *err)
 {
     char now_s[32];
-    long long now = mono_ms();
+    long long now = clock_mono_ms();
     bool leading = atomic_load(&l->leading);
     json_t *got = NULL;
     const json_t *spec;
@@ -342,7 +335,7 @@ static void release(struct leader *l)
     now_microtime(now_s, sizeof(now_s));
     rc = put_spec(l, l->lease,
                   make_spec("", 1, now_s, now_s, spec_int(l->observed, "leaseTransitions")),
-                  mono_ms(), RELEASE_TIMEOUT_MS, &err);
+                  clock_mono_ms(), RELEASE_TIMEOUT_MS, &err);
     if (rc == 1)
         LOG_INFO("leader: released lease=%s/%s", l->ns, l->name);
     else
@@ -367,10 +360,9 @@ static bool wait_until(struct leader *l, long long at_ms)
     struct timespec ts;
     bool stop;
 
-    ts.tv_sec = (time_t)(at_ms / 1000);
-    ts.tv_nsec = (long)(at_ms % 1000) * 1000000L;
+    ts = clock_at_ms(at_ms);
     pthread_mutex_lock(&l->mu);
-    while (!l->stopping && mono_ms() < at_ms)
+    while (!l->stopping && clock_mono_ms() < at_ms)
         pthread_cond_timedwait(&l->cv, &l->mu, &ts);
     stop = l->stopping;
     pthread_mutex_unlock(&l->mu);
@@ -380,11 +372,11 @@ static bool wait_until(struct leader *l, long long at_ms)
 static void *leader_main(void *arg)
 {
     struct leader *l = arg;
-    long long next = mono_ms();
+    long long next = clock_mono_ms();
 
     while (!wait_until(l, next)) {
         struct wh_error err = {0, ""};
-        long long start = mono_ms();
+        long long start = clock_mono_ms();
         int rc;
 
         if (!atomic_load(&l->leading)) {
@@ -398,7 +390,7 @@ static void *leader_main(void *arg)
                 if (rc < 0)
                     LOG_WARN("leader: cannot acquire lease=%s/%s rc=%d err=\"%s\"", l->ns,
                              l->name, rc, err.msg);
-                next = mono_ms() + l->retry_ms
+                next = clock_mono_ms() + l->retry_ms
                        + (long long)(rand_r(&l->seed) % (l->retry_ms * 6 / 5 + 1));
             }
             continue;
@@ -416,15 +408,15 @@ static void *leader_main(void *arg)
             LOG_WARN("leader: lease taken lease=%s/%s holder=%s", l->ns, l->name,
                      spec_str(l->observed, "holderIdentity"));
             set_leading(l, false);
-            next = mono_ms() + l->retry_ms;
-        } else if (mono_ms() >= l->renewed_ms + l->renew_deadline_ms) {
+            next = clock_mono_ms() + l->retry_ms;
+        } else if (clock_mono_ms() >= l->renewed_ms + l->renew_deadline_ms) {
             LOG_WARN("leader: cannot renew within the renew deadline lease=%s/%s rc=%d err=\"%s\"",
                      l->ns, l->name, rc, err.msg);
             set_leading(l, false);
-            next = mono_ms() + l->retry_ms;
+            next = clock_mono_ms() + l->retry_ms;
         } else {
             LOG_WARN("leader: renew failed, retrying rc=%d err=\"%s\"", rc, err.msg);
-            next = mono_ms() + l->retry_ms;
+            next = clock_mono_ms() + l->retry_ms;
             if (next > l->renewed_ms + l->renew_deadline_ms)
                 next = l->renewed_ms + l->renew_deadline_ms;
         }
@@ -487,7 +479,7 @@ int leader_start(struct leader **out, struct k8s_client *kc, const struct leader
     l->retry_ms = cfg->retry_period_s * 1000;
     l->on_change = on_change;
     l->userdata = userdata;
-    l->seed = (unsigned)mono_ms() ^ (unsigned)(uintptr_t)l;
+    l->seed = (unsigned)clock_mono_ms() ^ (unsigned)(uintptr_t)l;
     atomic_init(&l->leading, false);
     pthread_mutex_init(&l->mu, NULL);
     pthread_condattr_init(&ca);

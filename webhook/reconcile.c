@@ -45,6 +45,7 @@
 #include "webhook/log.h"
 #include "webhook/reconcile.h"
 #include "webhook/reconcile_internal.h"
+#include "webhook/clock.h"
 
 #define DEFAULT_WORKERS 4
 #define DEFAULT_RESYNC_S 600L
@@ -115,20 +116,6 @@ struct reconciler {
 };
 
 /* ---- time ---- */
-
-static long long mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void abs_deadline(struct timespec *ts, long long at_ms)
-{
-    ts->tv_sec = (time_t)(at_ms / 1000);
-    ts->tv_nsec = (long)(at_ms % 1000) * 1000000L;
-}
 
 /* ---- hash table ---- */
 
@@ -287,7 +274,7 @@ static void delayed_unlink(struct reconciler *r, struct rc_key *k)
 /* workqueue AddAfter: keep the earlier of two pending re-adds. */
 static void key_add_after(struct reconciler *r, struct rc_key *k, long delay_ms)
 {
-    long long at = mono_ms() + delay_ms;
+    long long at = clock_mono_ms() + delay_ms;
 
     if (k->retry_at_ms != 0) {
         if (k->retry_at_ms <= at)
@@ -646,11 +633,11 @@ static void *clock_main(void *arg)
 {
     struct reconciler *r = arg;
     long long period = r->cfg.resync_period_s * 1000LL;
-    long long next_resync = mono_ms() + period;
+    long long next_resync = clock_mono_ms() + period;
 
     pthread_mutex_lock(&r->mu);
     while (!r->stopping) {
-        long long now = mono_ms();
+        long long now = clock_mono_ms();
         long long wake = next_resync;
         struct timespec ts;
         struct rc_key **pp;
@@ -679,7 +666,7 @@ static void *clock_main(void *arg)
                 wake = k->retry_at_ms;
             pp = &k->dnext;
         }
-        abs_deadline(&ts, wake);
+        ts = clock_at_ms(wake);
         pthread_cond_timedwait(&r->clock_cv, &r->mu, &ts);
     }
     pthread_mutex_unlock(&r->mu);

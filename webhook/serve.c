@@ -53,6 +53,7 @@
 #include "webhook/metrics.h"
 #include "webhook/reconcile.h"
 #include "webhook/server.h"
+#include "webhook/clock.h"
 
 #define DEFAULT_BIND "0.0.0.0"
 #define DEFAULT_PORT 8443
@@ -838,13 +839,10 @@ static int ops_watch_start(struct serve_ops *ops, struct server *srv, const char
     return 0;
 }
 
-/* Milliseconds since t0 (monotonic). */
-static long ms_since(const struct timespec *t0)
+/* Milliseconds since t0 (clock_mono_ms). */
+static long ms_since(long long t0)
 {
-    struct timespec now;
-
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (long)((now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000);
+    return (long)(clock_mono_ms() - t0);
 }
 
 /*
@@ -853,7 +851,7 @@ static long ms_since(const struct timespec *t0)
  * the wait. block: the stop signals (blocked on every thread, so sigtimedwait
  * takes them).
  */
-static bool ops_wait_idle(struct server *srv, const struct timespec *t0, long min_ms,
+static bool ops_wait_idle(struct server *srv, long long t0, long min_ms,
                           long max_ms, const sigset_t *block)
 {
     long waited;
@@ -887,15 +885,15 @@ static void ops_drain(struct serve_ops *ops, struct server *srv, const sigset_t 
     long reserve = grace / 3 < SHUTDOWN_RESERVE_MAX_MS ? grace / 3 : SHUTDOWN_RESERVE_MAX_MS;
     long accept_ms = grace - reserve;
     long min_ms = accept_ms < SHUTDOWN_MIN_WAIT_MS ? accept_ms : SHUTDOWN_MIN_WAIT_MS;
-    struct timespec t0;
+    long long t0;
 
     server_set_draining(srv);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (ops_wait_idle(srv, &t0, min_ms, accept_ms, block) && ms_since(&t0) < grace) {
+    t0 = clock_mono_ms();
+    if (ops_wait_idle(srv, t0, min_ms, accept_ms, block) && ms_since(t0) < grace) {
         server_quiesce(srv);
-        ops_wait_idle(srv, &t0, 0, grace, block);
+        ops_wait_idle(srv, t0, 0, grace, block);
     }
-    LOG_INFO("drained waited_ms=%ld in_flight=%u shutdown_grace_ms=%ld", ms_since(&t0),
+    LOG_INFO("drained waited_ms=%ld in_flight=%u shutdown_grace_ms=%ld", ms_since(t0),
              server_in_flight(srv), grace);
 }
 

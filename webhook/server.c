@@ -71,6 +71,7 @@
 
 #include "webhook/admission.h"
 #include "webhook/log.h"
+#include "webhook/clock.h"
 
 #define PATH_MUTATE  "/pods/mutate"
 #define PATH_HEALTHZ "/healthz"
@@ -160,14 +161,6 @@ struct req_ctx {
     bool too_big;             /* over the cap and the 413 could not be queued yet */
     size_t discarded;         /* bytes dropped since too_big was set */
 };
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Route MHD's own error messages to our log (one line each). */
 __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -403,7 +396,7 @@ static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
         cc->srv = s;
         cc->fd = fi != NULL ? fi->connect_fd : -1;
         cc->state = CONN_NEW;
-        cc->since_ms = now_ms();
+        cc->since_ms = clock_mono_ms();
         pthread_mutex_lock(&s->conn_lock);
         atomic_fetch_add(&s->in_flight, 1);   /* a new connection brings a request */
         cc->next = s->conns;
@@ -449,7 +442,7 @@ static void conn_set_state(struct conn_ctx *cc, enum conn_state st)
         return;
     pthread_mutex_lock(&cc->srv->conn_lock);
     conn_set_state_locked(cc, st);
-    cc->since_ms = now_ms();
+    cc->since_ms = clock_mono_ms();
     pthread_mutex_unlock(&cc->srv->conn_lock);
 }
 
@@ -468,7 +461,7 @@ static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c)
     if (cc != NULL) {
         pthread_mutex_lock(&s->conn_lock);
         if (cc->state != CONN_NEW)
-            cc->since_ms = now_ms();
+            cc->since_ms = clock_mono_ms();
         conn_set_state_locked(cc, CONN_REQUEST);
         if (ctx != NULL)
             ctx->deadline_ms = cc->since_ms + s->request_timeout_ms;
@@ -504,7 +497,7 @@ static void *reaper_main(void *arg)
     while (!s->reaper_stop) {
         struct timespec ts;
         unsigned closed = 0;
-        long long now = now_ms();
+        long long now = clock_mono_ms();
 
         for (struct conn_ctx *cc = s->conns; cc != NULL; cc = cc->next) {
             long long dl = conn_deadline(s, cc);
@@ -519,12 +512,7 @@ static void *reaper_main(void *arg)
         if (closed > 0)
             LOG_INFO("http: closed connections over their time count=%u request_timeout_ms=%lld",
                      closed, s->request_timeout_ms);
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += REAPER_PERIOD_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        ts = clock_after_ms(CLOCK_REALTIME, REAPER_PERIOD_MS);
         pthread_cond_timedwait(&s->reaper_cond, &s->conn_lock, &ts);
     }
     pthread_mutex_unlock(&s->conn_lock);
@@ -762,7 +750,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
 
         *upload_data_size = 0;  /* consumed (or discarded) */
         /* A body dribbling in past the request timeout: close (MHD 0.9 cannot answer mid-body). */
-        if (ctx->deadline_ms > 0 && now_ms() > ctx->deadline_ms) {
+        if (ctx->deadline_ms > 0 && clock_mono_ms() > ctx->deadline_ms) {
             LOG_DEBUG("http: request body not complete within request_timeout_ms=%lld, "
                       "closing the connection", s->request_timeout_ms);
             return MHD_NO;
