@@ -54,6 +54,7 @@ struct informer_stats {
     unsigned long relists_gone;   /* LISTs caused by 410 */
     unsigned long errors;         /* failed LIST/WATCH attempts */
 };
+/** Copy the counters into *out (relaxed atomic reads; each value monotonic). Any thread. */
 void informer_get_stats(const struct informer *inf, struct informer_stats *out);
 
 #endif

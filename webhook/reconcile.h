@@ -54,6 +54,7 @@ struct reconcile_stats {
     unsigned long queue_len;     /* keys waiting now */
     unsigned long foreign;       /* D12: objects found that belong to someone else */
 };
+/** Copy the counters into *out (taken under the queue lock; r NULL gives zeros). Any thread. */
 void reconcile_get_stats(struct reconciler *r, struct reconcile_stats *out);
 
 #endif
