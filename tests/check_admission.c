@@ -206,6 +206,48 @@ START_TEST(test_bad_request_binary)
 END_TEST
 
 /* A long apiVersion is quoted in part, cut on a character boundary. */
+/* Too many objects/arrays are refused before jansson allocates them; braces
+ * inside strings (escaped quotes included) do not count. */
+START_TEST(test_bad_request_too_many_containers)
+{
+    static const char head[] = "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                               "\"request\":{\"uid\":\"u\",\"x\":[";
+    size_t n = 200000;
+    size_t len = sizeof(head) - 1 + n * 3 + 3;
+    char *body = malloc(len + 1);
+    char *p = body;
+    json_t *v;
+
+    memcpy(p, head, sizeof(head) - 1);
+    p += sizeof(head) - 1;
+    for (size_t i = 0; i < n; i++) {   /* 200000 arrays + 2 objects: over the limit */
+        memcpy(p, "[],", 3);
+        p += 3;
+    }
+    memcpy(p - 1, "]}}", 3);
+    p += 2;
+    *p = '\0';
+    assert_bad_request(body, (size_t)(p - body),
+                       "request has more than 200000 JSON objects and arrays");
+    /* The same braces inside a string are text, not containers. */
+    v = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "admission.k8s.io/v1", "kind",
+                  "AdmissionReview", "request", "uid", "u", "x", body);
+    free(body);
+    body = json_dumps(v, JSON_COMPACT);
+    json_decref(v);
+    {
+        char *out = NULL;
+        size_t out_len = 0;
+        struct job_source src = {.get = NULL};
+        struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
+
+        ck_assert_int_eq(admission_handle(body, strlen(body), &src, &opt, &out, &out_len), 200);
+        free(out);
+    }
+    free(body);
+}
+END_TEST
+
 START_TEST(test_bad_request_long_value)
 {
     char body[256];
@@ -411,6 +453,7 @@ static Suite *admission_suite(void)
 
     tcase_add_loop_test(tc, test_bad_request, 0, (int)(sizeof(bad_cases) / sizeof(bad_cases[0])));
     tcase_add_test(tc, test_bad_request_binary);
+    tcase_add_test(tc, test_bad_request_too_many_containers);
     tcase_add_test(tc, test_bad_request_long_value);
     tcase_add_test(tc, test_len_honoured);
     tcase_add_loop_test(tc, test_version_echo_no_patch, 0, 2);
