@@ -23,22 +23,13 @@
 
 #include "certs/certs.h"
 #include "k8s/yaml.h"
+#include "tests/certtest.h"
 #include "tests/testutil.h"
 #include "webhook/commands.h"
 
 static const char *const sans[] = {"wh", "wh.ns", "wh.ns.svc", "wh.ns.svc.cluster.local",
                                    "127.0.0.1", "::1"};
 #define NSANS (sizeof(sans) / sizeof(sans[0]))
-
-static X509 *pem_cert(const char *pem)
-{
-    BIO *b = BIO_new_mem_buf(pem, -1);
-    X509 *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
-
-    BIO_free(b);
-    ck_assert_ptr_nonnull(x);
-    return x;
-}
 
 static EVP_PKEY *pem_key(const char *pem)
 {
@@ -50,34 +41,6 @@ static EVP_PKEY *pem_key(const char *pem)
     return k;
 }
 
-/*
- * Verify leaf against ca for host (or IP when ip is set).
- * @return X509_V_OK or the verification error.
- */
-static int verify(X509 *ca, X509 *leaf, const char *host, const char *ip)
-{
-    X509_STORE *store = X509_STORE_new();
-    X509_STORE_CTX *ctx = X509_STORE_CTX_new();
-    X509_VERIFY_PARAM *param;
-    int result;
-
-    ck_assert_int_eq(X509_STORE_add_cert(store, ca), 1);
-    ck_assert_int_eq(X509_STORE_CTX_init(ctx, store, leaf, NULL), 1);
-    param = X509_STORE_CTX_get0_param(ctx);
-    ck_assert_int_eq(X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER), 1);
-    /* strict RFC 5280 checks, and the SAN only: a CN that matches does not count */
-    ck_assert_int_eq(X509_VERIFY_PARAM_set_flags(param, X509_V_FLAG_X509_STRICT), 1);
-    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
-    if (host != NULL)
-        ck_assert_int_eq(X509_VERIFY_PARAM_set1_host(param, host, 0), 1);
-    if (ip != NULL)
-        ck_assert_int_eq(X509_VERIFY_PARAM_set1_ip_asc(param, ip), 1);
-    result = X509_verify_cert(ctx) == 1 ? X509_V_OK : X509_STORE_CTX_get_error(ctx);
-    X509_STORE_CTX_free(ctx);
-    X509_STORE_free(store);
-    return result;
-}
-
 START_TEST(test_generate_verifies)
 {
     struct certs_pair ca = {NULL, NULL};
@@ -87,18 +50,18 @@ START_TEST(test_generate_verifies)
     X509 *lc;
 
     ck_assert_int_eq(certs_generate(&ca, &leaf, CERTS_KEY_ECDSA_P256, sans, NSANS, 30, &err), 0);
-    cac = pem_cert(ca.cert_pem);
-    lc = pem_cert(leaf.cert_pem);
+    cac = ct_pem_cert(ca.cert_pem);
+    lc = ct_pem_cert(leaf.cert_pem);
     for (size_t i = 0; i < 4; i++)
-        ck_assert_msg(verify(cac, lc, sans[i], NULL) == X509_V_OK, "name %s", sans[i]);
-    ck_assert_int_eq(verify(cac, lc, "127.0.0.1", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
-    ck_assert_int_eq(verify(cac, lc, NULL, "127.0.0.1"), X509_V_OK);
-    ck_assert_int_eq(verify(cac, lc, NULL, "::1"), X509_V_OK);
-    ck_assert_int_eq(verify(cac, lc, NULL, "127.0.0.2"), X509_V_ERR_IP_ADDRESS_MISMATCH);
-    ck_assert_int_eq(verify(cac, lc, "other.ns.svc", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
-    ck_assert_int_eq(verify(cac, lc, "wh.other.svc", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
+        ck_assert_msg(ct_verify(cac, lc, sans[i], NULL) == X509_V_OK, "name %s", sans[i]);
+    ck_assert_int_eq(ct_verify(cac, lc, "127.0.0.1", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
+    ck_assert_int_eq(ct_verify(cac, lc, NULL, "127.0.0.1"), X509_V_OK);
+    ck_assert_int_eq(ct_verify(cac, lc, NULL, "::1"), X509_V_OK);
+    ck_assert_int_eq(ct_verify(cac, lc, NULL, "127.0.0.2"), X509_V_ERR_IP_ADDRESS_MISMATCH);
+    ck_assert_int_eq(ct_verify(cac, lc, "other.ns.svc", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
+    ck_assert_int_eq(ct_verify(cac, lc, "wh.other.svc", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
     /* The CA cannot serve: its key usage lacks serverAuth purpose for a leaf. */
-    ck_assert_int_ne(verify(cac, cac, "wh.ns.svc", NULL), X509_V_OK);
+    ck_assert_int_ne(ct_verify(cac, cac, "wh.ns.svc", NULL), X509_V_OK);
     X509_free(cac);
     X509_free(lc);
     certs_pair_dispose(&ca);
@@ -117,9 +80,9 @@ START_TEST(test_other_ca_fails)
 
     ck_assert_int_eq(certs_generate(&ca1, &leaf1, CERTS_KEY_ECDSA_P256, sans, 1, 1, NULL), 0);
     ck_assert_int_eq(certs_generate(&ca2, &leaf2, CERTS_KEY_ECDSA_P256, sans, 1, 1, NULL), 0);
-    c2 = pem_cert(ca2.cert_pem);
-    l1 = pem_cert(leaf1.cert_pem);
-    ck_assert_int_eq(verify(c2, l1, "wh", NULL), X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY);
+    c2 = ct_pem_cert(ca2.cert_pem);
+    l1 = ct_pem_cert(leaf1.cert_pem);
+    ck_assert_int_eq(ct_verify(c2, l1, "wh", NULL), X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY);
     X509_free(c2);
     X509_free(l1);
     certs_pair_dispose(&ca1);
@@ -153,8 +116,8 @@ START_TEST(test_generate_fields)
     BIGNUM *s2;
 
     ck_assert_int_eq(certs_generate(&ca, &leaf, CERTS_KEY_ECDSA_P256, sans, NSANS, 30, NULL), 0);
-    cac = pem_cert(ca.cert_pem);
-    lc = pem_cert(leaf.cert_pem);
+    cac = ct_pem_cert(ca.cert_pem);
+    lc = ct_pem_cert(leaf.cert_pem);
     lk = pem_key(leaf.key_pem);
     ck_assert_ptr_nonnull(strstr(leaf.key_pem, "-----BEGIN PRIVATE KEY-----"));
 
@@ -240,15 +203,15 @@ START_TEST(test_generate_rsa)
 
     ck_assert_msg(certs_generate(&ca, &leaf, CERTS_KEY_RSA_2048, sans, NSANS, 30, &err) == 0,
                   "%s", err.msg);
-    cac = pem_cert(ca.cert_pem);
-    lc = pem_cert(leaf.cert_pem);
+    cac = ct_pem_cert(ca.cert_pem);
+    lc = ct_pem_cert(leaf.cert_pem);
     lk = pem_key(leaf.key_pem);
     for (size_t i = 0; i < 4; i++)
-        ck_assert_msg(verify(cac, lc, sans[i], NULL) == X509_V_OK, "name %s", sans[i]);
-    ck_assert_int_eq(verify(cac, lc, NULL, "127.0.0.1"), X509_V_OK);
-    ck_assert_int_eq(verify(cac, lc, NULL, "::1"), X509_V_OK);
-    ck_assert_int_eq(verify(cac, lc, "wh.other.svc", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
-    ck_assert_int_ne(verify(cac, cac, "wh.ns.svc", NULL), X509_V_OK);
+        ck_assert_msg(ct_verify(cac, lc, sans[i], NULL) == X509_V_OK, "name %s", sans[i]);
+    ck_assert_int_eq(ct_verify(cac, lc, NULL, "127.0.0.1"), X509_V_OK);
+    ck_assert_int_eq(ct_verify(cac, lc, NULL, "::1"), X509_V_OK);
+    ck_assert_int_eq(ct_verify(cac, lc, "wh.other.svc", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
+    ck_assert_int_ne(ct_verify(cac, cac, "wh.ns.svc", NULL), X509_V_OK);
     ck_assert_int_eq(EVP_PKEY_get_base_id(X509_get0_pubkey(lc)), EVP_PKEY_RSA);
     ck_assert_int_eq(EVP_PKEY_get_bits(X509_get0_pubkey(lc)), 2048);
     ck_assert_int_eq(EVP_PKEY_get_base_id(X509_get0_pubkey(cac)), EVP_PKEY_RSA);
@@ -472,15 +435,15 @@ START_TEST(test_gen_certs_command)
     ck_assert_int_eq(certs_load_pair(&leaf, tmp_path("certs/tls.crt", a, sizeof(a)),
                                      tmp_path("certs/tls.key", b, sizeof(b)), NULL),
                      0);
-    cac = pem_cert(ca.cert_pem);
-    lc = pem_cert(leaf.cert_pem);
-    ck_assert_int_eq(verify(cac, lc, "vpw", NULL), X509_V_OK);
-    ck_assert_int_eq(verify(cac, lc, "vpw.volcano-system", NULL), X509_V_OK);
-    ck_assert_int_eq(verify(cac, lc, "vpw.volcano-system.svc", NULL), X509_V_OK);
-    ck_assert_int_eq(verify(cac, lc, "vpw.volcano-system.svc.cluster.local", NULL), X509_V_OK);
-    ck_assert_int_eq(verify(cac, lc, "vpw.example.org", NULL), X509_V_OK);
-    ck_assert_int_eq(verify(cac, lc, NULL, "10.0.0.7"), X509_V_OK);
-    ck_assert_int_eq(verify(cac, lc, "vpw.default.svc", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
+    cac = ct_pem_cert(ca.cert_pem);
+    lc = ct_pem_cert(leaf.cert_pem);
+    ck_assert_int_eq(ct_verify(cac, lc, "vpw", NULL), X509_V_OK);
+    ck_assert_int_eq(ct_verify(cac, lc, "vpw.volcano-system", NULL), X509_V_OK);
+    ck_assert_int_eq(ct_verify(cac, lc, "vpw.volcano-system.svc", NULL), X509_V_OK);
+    ck_assert_int_eq(ct_verify(cac, lc, "vpw.volcano-system.svc.cluster.local", NULL), X509_V_OK);
+    ck_assert_int_eq(ct_verify(cac, lc, "vpw.example.org", NULL), X509_V_OK);
+    ck_assert_int_eq(ct_verify(cac, lc, NULL, "10.0.0.7"), X509_V_OK);
+    ck_assert_int_eq(ct_verify(cac, lc, "vpw.default.svc", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
     X509_free(cac);
     X509_free(lc);
     certs_pair_dispose(&ca);

@@ -17,43 +17,10 @@
 #include "certs/certs.h"
 #include "certs/selfsigned.h"
 #include "tests/apitest.h"
+#include "tests/certtest.h"
 #include "tests/testutil.h"
 
 #define MWC_PATH "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/vpw-test"
-
-static X509 *pem_cert(const char *pem)
-{
-    BIO *b = BIO_new_mem_buf(pem, -1);
-    X509 *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
-
-    BIO_free(b);
-    ck_assert_ptr_nonnull(x);
-    return x;
-}
-
-/* Strict, SAN-only (never the CN) verification of leaf by ca for a DNS name or an IP. */
-static int verify(X509 *ca, X509 *leaf, const char *host, const char *ip)
-{
-    X509_STORE *store = X509_STORE_new();
-    X509_STORE_CTX *ctx = X509_STORE_CTX_new();
-    X509_VERIFY_PARAM *param;
-    int result;
-
-    ck_assert_int_eq(X509_STORE_add_cert(store, ca), 1);
-    ck_assert_int_eq(X509_STORE_CTX_init(ctx, store, leaf, NULL), 1);
-    param = X509_STORE_CTX_get0_param(ctx);
-    ck_assert_int_eq(X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER), 1);
-    ck_assert_int_eq(X509_VERIFY_PARAM_set_flags(param, X509_V_FLAG_X509_STRICT), 1);
-    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
-    if (host != NULL)
-        ck_assert_int_eq(X509_VERIFY_PARAM_set1_host(param, host, 0), 1);
-    if (ip != NULL)
-        ck_assert_int_eq(X509_VERIFY_PARAM_set1_ip_asc(param, ip), 1);
-    result = X509_verify_cert(ctx) == 1 ? X509_V_OK : X509_STORE_CTX_get_error(ctx);
-    X509_STORE_CTX_free(ctx);
-    X509_STORE_free(store);
-    return result;
-}
 
 START_TEST(test_generate_names)
 {
@@ -70,15 +37,15 @@ START_TEST(test_generate_names)
     int sec = -1;
 
     ck_assert_msg(selfsigned_generate(&cfg, &ca, &leaf, &err) == 0, "%s", err.msg);
-    cac = pem_cert(ca.cert_pem);
-    lc = pem_cert(leaf.cert_pem);
+    cac = ct_pem_cert(ca.cert_pem);
+    lc = ct_pem_cert(leaf.cert_pem);
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-        ck_assert_msg(verify(cac, lc, good[i], NULL) == X509_V_OK, "name %s", good[i]);
-    ck_assert_int_eq(verify(cac, lc, NULL, "10.0.0.9"), X509_V_OK);
-    ck_assert_int_eq(verify(cac, lc, "vpw.default.svc", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
-    ck_assert_int_eq(verify(cac, lc, "volcano-plugin-webhook.team-a.svc", NULL),
+        ck_assert_msg(ct_verify(cac, lc, good[i], NULL) == X509_V_OK, "name %s", good[i]);
+    ck_assert_int_eq(ct_verify(cac, lc, NULL, "10.0.0.9"), X509_V_OK);
+    ck_assert_int_eq(ct_verify(cac, lc, "vpw.default.svc", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
+    ck_assert_int_eq(ct_verify(cac, lc, "volcano-plugin-webhook.team-a.svc", NULL),
                      X509_V_ERR_HOSTNAME_MISMATCH);
-    ck_assert_int_eq(verify(cac, lc, NULL, "10.0.0.8"), X509_V_ERR_IP_ADDRESS_MISMATCH);
+    ck_assert_int_eq(ct_verify(cac, lc, NULL, "10.0.0.8"), X509_V_ERR_IP_ADDRESS_MISMATCH);
     /* cfg.days = 2: two days and the hour of clock-skew margin */
     ck_assert_int_eq(ASN1_TIME_diff(&day, &sec, X509_get0_notBefore(lc), X509_get0_notAfter(lc)),
                      1);
