@@ -21,7 +21,7 @@ Then bench/RESULTS.md is written.
 Env: BUILD (build), BENCH_DURATION (10 s per wrk run), BENCH_ADMISSIONS (1,000,000;
 capped when unset, see memory_stage), BENCH_WORKDIR (scratch directory, made by
 bench/run), BENCH_GO_BIN, BENCH_ADMISSION_BIN (built by bench/run), BENCH_RESULTS
-(bench/RESULTS.md), BENCH_COMMANDS (file with the build commands bench/run ran).
+(bench/RESULTS.md), BENCH_STAGES (names of the stages to run; all when unset), BENCH_COMMANDS (file with the build commands bench/run ran).
 Processes are started through tests/harness.py (new session each, stopped by pid).
 """
 
@@ -56,6 +56,9 @@ MEMORY_BUDGET_S = 300      # longest the fixed-count memory run may take with th
 MEMORY_CAPPED_S = 240      # what it is cut to when it would take longer
 WORK = os.environ.get("BENCH_WORKDIR") or "/tmp/vpw-bench"
 RESULTS = os.environ.get("BENCH_RESULTS") or os.path.join(BENCH, "RESULTS.md")
+# BENCH_STAGES="callgrind memory": run only these stages (while working on one figure;
+# RESULTS.md then shows only them, so point BENCH_RESULTS elsewhere).
+STAGES = (os.environ.get("BENCH_STAGES") or "").split()
 NS = "default"
 
 LOG = []
@@ -1222,6 +1225,8 @@ def main():
         for name, stage in (("throughput", b.throughput), ("burst", b.burst),
                             ("memory", b.memory), ("reconcile", b.reconcile),
                             ("callgrind", b.callgrind)):
+            if STAGES and name not in STAGES:
+                continue
             s0 = time.monotonic()
             try:
                 stage()

@@ -13,10 +13,10 @@
 /* A Job ns/name with resourceVersion rv (new reference). */
 static json_t *job(const char *ns, const char *name, const char *rv)
 {
-    json_t *j = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:{s:i}}", "apiVersion",
-                          "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata", "name", name,
-                          "namespace", ns, "resourceVersion", rv, "uid", "u-1", "spec",
-                          "minAvailable", 1);
+    json_t *j = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:{s:[{s:s, s:i}]}}",
+                          "apiVersion", "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata",
+                          "name", name, "namespace", ns, "resourceVersion", rv, "uid", "u-1",
+                          "spec", "tasks", "name", "t", "replicas", 1);
 
     ck_assert_ptr_nonnull(j);
     return j;
@@ -107,59 +107,34 @@ START_TEST(test_put_get_replace_remove)
 }
 END_TEST
 
-/* A lease is the cached Job itself, and it outlives a replace and a remove unchanged. */
-START_TEST(test_lend)
+/* Every read is a private tree: changing it changes neither the cache nor another read. */
+START_TEST(test_reads_are_private)
 {
     struct job_cache *c = cache_create();
     json_t *j1 = job("ns1", "j1", "5");
     json_t *j1b = job("ns1", "j1", "9");
-    struct cache_lease *l1 = NULL;
-    struct cache_lease *l2 = NULL;
-    struct cache_lease *l3 = NULL;
-    struct cache_lease *w;
+    json_t *a = NULL;
+    json_t *b = NULL;
 
-    ck_assert_int_eq(cache_lend(c, "ns1", "j1", &l1), WH_ENOTFOUND);
-    ck_assert_ptr_null(l1);
-    ck_assert_int_eq(cache_lend(c, "", "j1", &l1), WH_ENOTFOUND);
     ck_assert_int_eq(cache_put(c, j1), 0);
-    json_object_set_new(j1, "changed", json_true());  /* the caller's object stays the caller's */
+    json_object_set_new(j1, "kind", json_string("Changed"));  /* the caller's object stays the caller's */
+    ck_assert_int_eq(cache_get(c, "ns1", "j1", &a), 0);
+    ck_assert_int_eq(cache_get(c, "ns1", "j1", &b), 0);
+    ck_assert_ptr_ne(a, b);
+    ck_assert_int_eq(a->refcount, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(a, "kind")), "Job");
+    json_object_set_new(json_object_get(a, "metadata"), "resourceVersion", json_string("77"));
+    ck_assert_str_eq(rv_of(b), "5");
+    json_decref(b);
 
-    ck_assert_int_eq(cache_lend(c, "ns1", "j1", &l1), 0);
-    ck_assert_int_eq(cache_lend(c, "ns1", "j1", &l2), 0);
-    ck_assert_ptr_nonnull(l1);
-    /* Both leases are the one cached object: no copy, and no jansson reference taken. */
-    ck_assert_ptr_eq(cache_lease_job(l1), cache_lease_job(l2));
-    ck_assert_ptr_ne(cache_lease_job(l1), j1);
-    ck_assert_int_eq(cache_lease_job(l1)->refcount, 1);
-    ck_assert_str_eq(rv_of(cache_lease_job(l1)), "5");
-    ck_assert_ptr_null(json_object_get(cache_lease_job(l1), "changed"));
-
-    /* Replaced: the old leases still read the old Job, a new lease the new one. */
+    /* Replaced while a read is held: the read keeps the old Job, a new read sees the new. */
     ck_assert_int_eq(cache_put(c, j1b), 0);
-    ck_assert_str_eq(rv_of(cache_lease_job(l1)), "5");
-    ck_assert_int_eq(cache_lend(c, "ns1", "j1", &l3), 0);
-    ck_assert_str_eq(rv_of(cache_lease_job(l3)), "9");
-    cache_lease_release(l1);
-    ck_assert_str_eq(rv_of(cache_lease_job(l2)), "5");
-    cache_lease_release(l2);   /* the last holder frees the old Job (ASan/valgrind check it) */
-
-    /* Removed, and the cache destroyed: the lease still holds its Job. */
-    ck_assert_int_eq(cache_remove(c, "ns1", "j1"), 0);
-    ck_assert_int_eq(cache_lend(c, "ns1", "j1", &l1), WH_ENOTFOUND);
+    ck_assert_str_eq(rv_of(a), "77");
+    ck_assert_int_eq(cache_get(c, "ns1", "j1", &b), 0);
+    ck_assert_str_eq(rv_of(b), "9");
+    json_decref(a);
+    json_decref(b);
     cache_destroy(c);
-    ck_assert_str_eq(rv_of(cache_lease_job(l3)), "9");
-    cache_lease_release(l3);
-    cache_lease_release(NULL);
-
-    /* A lease over an uncached Job takes it. */
-    w = cache_lease_wrap(json_incref(j1b));
-    ck_assert_ptr_nonnull(w);
-    ck_assert_ptr_eq(cache_lease_job(w), j1b);
-    ck_assert_int_eq(j1b->refcount, 2);
-    cache_lease_release(w);
-    ck_assert_int_eq(j1b->refcount, 1);
-    ck_assert_ptr_null(cache_lease_wrap(NULL));
-
     json_decref(j1);
     json_decref(j1b);
 }
@@ -180,31 +155,29 @@ START_TEST(test_put_prunes_unread_parts)
         "\"restartPolicy\":\"Never\"}}},"
         "{\"name\":\"w\",\"replicas\":2,\"template\":{\"spec\":{\"hostname\":7,\"volumes\":[]}}},"
         "{\"name\":\"odd\",\"template\":{\"spec\":\"not an object\",\"x\":1}},"
-        "{\"name\":\"odder\",\"template\":5}]},"
-        "\"status\":{\"state\":{\"phase\":\"Running\"},\"retryCount\":1}}";
+        "{\"name\":\"odder\",\"template\":5},"
+        "{\"name\":\"bare\",\"template\":{\"spec\":{\"containers\":[]}}}, 3]},"
+        "\"status\":{\"state\":{\"phase\":\"Running\",\"reason\":\"x\"},\"retryCount\":1}}";
     json_t *j = tu_json(full);
     json_t *orig = tu_json(full);
     json_t *got = NULL;
-    struct cache_lease *l = NULL;
     const char *want =
         "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
         "\"metadata\":{\"name\":\"j\",\"namespace\":\"ns\",\"uid\":\"u-1\","
-        "\"resourceVersion\":\"4\",\"annotations\":{\"a\":\"1\"}},"
-        "\"spec\":{\"minAvailable\":3,\"plugins\":{\"svc\":[]},\"tasks\":["
+        "\"resourceVersion\":\"4\"},"
+        "\"spec\":{\"plugins\":{\"svc\":[]},\"tasks\":["
         "{\"name\":\"ps\",\"replicas\":1,\"template\":{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"d\"}}},"
         "{\"name\":\"w\",\"replicas\":2,\"template\":{\"spec\":{\"hostname\":7}}},"
         "{\"name\":\"odd\",\"template\":{\"spec\":\"not an object\"}},"
-        "{\"name\":\"odder\",\"template\":5}]},"
-        "\"status\":{\"state\":{\"phase\":\"Running\"},\"retryCount\":1}}";
+        "{\"name\":\"odder\",\"template\":5},"
+        "{\"name\":\"bare\"}, 3]},"
+        "\"status\":{\"state\":{\"phase\":\"Running\"}}}";
 
     ck_assert_int_eq(cache_put(c, j), 0);
     ck_assert(json_equal(j, orig));
     ck_assert_int_eq(cache_get(c, "ns", "j", &got), 0);
     tu_assert_json_eq(got, want);
     json_decref(got);
-    ck_assert_int_eq(cache_lend(c, "ns", "j", &l), 0);
-    tu_assert_json_eq(cache_lease_job(l), want);
-    cache_lease_release(l);
     json_decref(j);
     json_decref(orig);
     cache_destroy(c);
@@ -268,7 +241,7 @@ START_TEST(test_replace_all)
     items = json_pack("[O, O]", b2, e);
     ck_assert_int_eq(cache_replace_all(c, items, &removed), 0);
     ck_assert_uint_eq(json_array_size(removed), 2);
-    /* The last known objects, as copies (lenders may still read the cached ones). */
+    /* The last known objects, as private trees. */
     ck_assert(json_equal(json_array_get(removed, 0), a));
     ck_assert(json_equal(json_array_get(removed, 1), d));
     ck_assert_ptr_ne(json_array_get(removed, 0), a);
@@ -348,7 +321,6 @@ static void *reader(void *arg)
     unsigned i = 0;
 
     while (!atomic_load(&r->done)) {
-        struct cache_lease *lease = NULL;
         json_t *got = NULL;
         json_t *all;
         char *text;
@@ -366,20 +338,6 @@ static void *reader(void *arg)
                 atomic_fetch_add(&r->bad, 1);
             free(text);
             json_decref(got);
-            atomic_fetch_add(&r->hits, 1);
-        }
-        if (cache_lend(r->c, "ns", name, &lease) == 0) {
-            /* The shared Job, read outside the lock while the writer replaces it. */
-            const json_t *lj = cache_lease_job(lease);
-            const char *n = name_of(lj);
-
-            if (n == NULL || strcmp(n, name) != 0 || strtol(rv_of(lj), NULL, 10) < 1)
-                atomic_fetch_add(&r->bad, 1);
-            text = json_dumps(lj, JSON_COMPACT);
-            if (text == NULL)
-                atomic_fetch_add(&r->bad, 1);
-            free(text);
-            cache_lease_release(lease);
             atomic_fetch_add(&r->hits, 1);
         }
         if (i % 64 == 0) {
@@ -465,7 +423,7 @@ static Suite *cache_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_empty);
     tcase_add_test(tc, test_put_get_replace_remove);
-    tcase_add_test(tc, test_lend);
+    tcase_add_test(tc, test_reads_are_private);
     tcase_add_test(tc, test_put_prunes_unread_parts);
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_replace_all);

@@ -173,11 +173,11 @@ static void seed_jobs(void)
 {
     apitest_ctl(&api, "POST", "/_test/objects",
                 "[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
-                "  \"metadata\":{\"name\":\"a\",\"namespace\":\"ns1\"},\"spec\":{\"minAvailable\":1}},"
+                "  \"metadata\":{\"name\":\"a\",\"namespace\":\"ns1\"},\"spec\":{\"tasks\":[{\"name\":\"t\",\"replicas\":1}]}},"
                 " {\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
-                "  \"metadata\":{\"name\":\"b\",\"namespace\":\"ns1\"},\"spec\":{\"minAvailable\":1}},"
+                "  \"metadata\":{\"name\":\"b\",\"namespace\":\"ns1\"},\"spec\":{\"tasks\":[{\"name\":\"t\",\"replicas\":1}]}},"
                 " {\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
-                "  \"metadata\":{\"name\":\"c\",\"namespace\":\"ns2\"},\"spec\":{\"minAvailable\":1}}]");
+                "  \"metadata\":{\"name\":\"c\",\"namespace\":\"ns2\"},\"spec\":{\"tasks\":[{\"name\":\"t\",\"replicas\":1}]}}]");
 }
 
 /* REST writes through the API, as a user would make them. */
@@ -187,12 +187,12 @@ static void api_create(const char *name)
 
     snprintf(body, sizeof(body),
              "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
-             "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"minAvailable\":1}}",
+             "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"tasks\":[{\"name\":\"t\",\"replicas\":1}]}}",
              name);
     ck_assert_int_eq(apitest_call(&api, "POST", NS1_JOBS, body, true, NULL), 201);
 }
 
-static void api_set_min_available(const char *name, int n)
+static void api_set_replicas(const char *name, int n)
 {
     char path[256];
     json_t *job = NULL;
@@ -200,7 +200,8 @@ static void api_set_min_available(const char *name, int n)
 
     snprintf(path, sizeof(path), NS1_JOBS "/%s", name);
     ck_assert_int_eq(apitest_call(&api, "GET", path, NULL, true, &job), 200);
-    json_object_set_new(json_object_get(job, "spec"), "minAvailable", json_integer(n));
+    json_object_set_new(json_array_get(json_object_get(json_object_get(job, "spec"), "tasks"), 0),
+                        "replicas", json_integer(n));
     text = json_dumps(job, JSON_COMPACT);
     ck_assert_int_eq(apitest_call(&api, "PUT", path, text, true, NULL), 200);
     free(text);
@@ -235,14 +236,15 @@ static int count_jobs_requests(const char *needle)
     return n;
 }
 
-static long cached_min_available(const char *ns, const char *name)
+static long cached_replicas(const char *ns, const char *name)
 {
     json_t *job = NULL;
     long v;
 
     if (cache_get(cache, ns, name, &job) != 0)
         return -1;
-    v = (long)json_integer_value(json_object_get(json_object_get(job, "spec"), "minAvailable"));
+    v = (long)json_integer_value(json_object_get(
+        json_array_get(json_object_get(json_object_get(job, "spec"), "tasks"), 0), "replicas"));
     json_decref(job);
     return v;
 }
@@ -285,19 +287,19 @@ START_TEST(test_watch_events_in_order)
     start(300, 50);
     wait_events(3);
     api_create("d");                    /* rv 4 */
-    api_set_min_available("a", 5);      /* rv 5 */
+    api_set_replicas("a", 5);      /* rv 5 */
     api_delete("b");                    /* rv 6 */
-    api_set_min_available("d", 9);      /* rv 7 */
+    api_set_replicas("d", 9);      /* rv 7 */
     wait_events(7);
     settle();
     assert_events("[\"add ns1/a 1\", \"add ns1/b 2\", \"add ns2/c 3\","
                   " \"add ns1/d 4\", \"update ns1/a 1>5\", \"delete ns1/b\","
                   " \"update ns1/d 4>7\"]");
     ck_assert_uint_eq(cache_size(cache), 3);
-    ck_assert_int_eq(cached_min_available("ns1", "a"), 5);
-    ck_assert_int_eq(cached_min_available("ns1", "b"), -1);
-    ck_assert_int_eq(cached_min_available("ns1", "d"), 9);
-    ck_assert_int_eq(cached_min_available("ns2", "c"), 1);
+    ck_assert_int_eq(cached_replicas("ns1", "a"), 5);
+    ck_assert_int_eq(cached_replicas("ns1", "b"), -1);
+    ck_assert_int_eq(cached_replicas("ns1", "d"), 9);
+    ck_assert_int_eq(cached_replicas("ns2", "c"), 1);
     ck_assert_uint_eq(stats().lists, 1);
     ck_assert_uint_eq(stats().relists_gone, 0);
     ck_assert_uint_eq(stats().errors, 0);
@@ -317,7 +319,7 @@ START_TEST(test_relist_after_compaction)
     wait_stats(s.errors >= 1);
     api_delete("b");                    /* rv 4 */
     api_create("e");                    /* rv 5 */
-    api_set_min_available("a", 3);      /* rv 6 */
+    api_set_replicas("a", 3);      /* rv 6 */
     apitest_ctl(&api, "POST", "/_test/compact", "{}");
     apitest_ctl(&api, "DELETE", "/_test/faults", NULL);
     if (_i == 1)
@@ -333,9 +335,9 @@ START_TEST(test_relist_after_compaction)
     ck_assert_uint_eq(stats().lists, 2);
     ck_assert_uint_eq(stats().relists_gone, 1);
     ck_assert_uint_eq(cache_size(cache), 3);
-    ck_assert_int_eq(cached_min_available("ns1", "a"), 3);
-    ck_assert_int_eq(cached_min_available("ns1", "e"), 1);
-    ck_assert_int_eq(cached_min_available("ns1", "b"), -1);
+    ck_assert_int_eq(cached_replicas("ns1", "a"), 3);
+    ck_assert_int_eq(cached_replicas("ns1", "e"), 1);
+    ck_assert_int_eq(cached_replicas("ns1", "b"), -1);
     /* And it watches on from the new list. */
     api_create("f");                    /* rv 7 */
     wait_events(7);

@@ -55,10 +55,10 @@ static const char *uid_of(const json_t *j)
 /* A Job ns1/j1 as the cache might hold it (new reference). */
 static json_t *cached_job(const char *uid)
 {
-    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:{s:i}}", "apiVersion",
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:{s:{s:[]}}}", "apiVersion",
                      "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata", "name", "j1",
                      "namespace", "ns1", "uid", uid, "resourceVersion", "1", "spec",
-                     "minAvailable", 7);
+                     "plugins", "svc");
 }
 
 static int get(struct job_lookup *l, const char *name, const char *uid, json_t **out,
@@ -81,7 +81,7 @@ START_TEST(test_cached_job_makes_no_request)
     cache_set_synced(cache, true);
     for (int i = 0; i < 5; i++) {
         ck_assert_int_eq(get(&l, "j1", uid_of(stored), &got, &err), 0);
-        ck_assert(json_equal(got, job));       /* the cached one (minAvailable 7), not the API's */
+        ck_assert(json_equal(got, job));       /* the cached one (plugins svc), not the API's */
         json_decref(got);
         got = NULL;
     }
@@ -176,57 +176,6 @@ START_TEST(test_no_cache)
 }
 END_TEST
 
-/* lend/put, the admission path: the cached Job itself, else one GET wrapped in a lease. */
-START_TEST(test_lend)
-{
-    struct job_lookup l = {cache, kc, 300};
-    struct job_source src = lookup_job_source(&l);
-    struct wh_error err = {0, ""};
-    json_t *job = cached_job(uid_of(stored));
-    json_t *old = cached_job("uid-of-a-deleted-incarnation");
-    const json_t *a = NULL;
-    const json_t *b = NULL;
-    void *ha = NULL;
-    void *hb = NULL;
-
-    ck_assert(src.lend == lookup_job_lend);
-    ck_assert(src.put == lookup_job_put);
-
-    /* A miss: one GET, the API's Job. */
-    ck_assert_int_eq(src.lend(src.userdata, "ns1", "j1", uid_of(stored), &a, &ha, &err), 0);
-    ck_assert(json_equal(a, stored));
-    ck_assert_ptr_nonnull(ha);
-    src.put(src.userdata, ha);
-    ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 1);
-
-    /* Cached: no request, and two lends are the one cached object (no copy). */
-    ck_assert_int_eq(cache_put(cache, job), 0);
-    cache_set_synced(cache, true);
-    ck_assert_int_eq(src.lend(src.userdata, "ns1", "j1", uid_of(stored), &a, &ha, &err), 0);
-    ck_assert_int_eq(src.lend(src.userdata, "ns1", "j1", "", &b, &hb, &err), 0);
-    ck_assert_ptr_eq(a, b);
-    ck_assert(json_equal(a, job));   /* minAvailable 7: the cached one */
-    src.put(src.userdata, ha);
-    src.put(src.userdata, hb);
-    ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 1);
-
-    /* A stale uid (D6): read again. */
-    ck_assert_int_eq(cache_put(cache, old), 0);
-    ck_assert_int_eq(src.lend(src.userdata, "ns1", "j1", uid_of(stored), &a, &ha, &err), 0);
-    ck_assert(json_equal(a, stored));
-    src.put(src.userdata, ha);
-    ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 2);
-
-    /* Errors pass through with nothing to put. */
-    ha = (void *)1;
-    ck_assert_int_eq(src.lend(src.userdata, "ns1", "nope", "u", &a, &ha, &err), WH_ENOTFOUND);
-    ck_assert_ptr_null(ha);
-    ck_assert_ptr_null(a);
-    json_decref(job);
-    json_decref(old);
-}
-END_TEST
-
 static Suite *lookup_suite(void)
 {
     Suite *s = suite_create("lookup");
@@ -239,7 +188,6 @@ static Suite *lookup_suite(void)
     tcase_add_test(tc, test_stale_uid_reads_again);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_no_cache);
-    tcase_add_test(tc, test_lend);
     suite_add_tcase(s, tc);
     return s;
 }

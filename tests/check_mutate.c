@@ -39,31 +39,6 @@ static int fake_get(void *ud, const char *ns, const char *name, const char *uid,
     return 0;
 }
 
-/* lend/put over fs: the Job itself, borrowed; holds count what is still out. */
-static int fake_lend(void *ud, const char *ns, const char *name, const char *uid,
-                     const json_t **out, void **hold_out, struct wh_error *err)
-{
-    struct fake_source *fs = ud;
-    json_t *copy = NULL;
-    int rc = fake_get(ud, ns, name, uid, &copy, err);
-
-    json_decref(copy);
-    if (rc < 0)
-        return rc;
-    *out = fs->job;
-    *hold_out = fs;
-    fs->calls += 1000; /* a lend (not a get) was made */
-    return 0;
-}
-
-static void fake_put(void *ud, void *hold)
-{
-    struct fake_source *fs = ud;
-
-    ck_assert_ptr_eq(hold, fs);
-    fs->calls -= 1000;
-}
-
 static const char *JOB_SIMPLE =
     "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
     " \"metadata\":{\"name\":\"j\",\"namespace\":\"ns1\",\"uid\":\"u-1\"},"
@@ -478,61 +453,6 @@ START_TEST(invalid_owner_name_not_looked_up)
 }
 END_TEST
 
-/* With lend set, the Job is borrowed (not copied, not referenced) and put back once. */
-START_TEST(lent_job_is_put_back)
-{
-    struct fake_source fs = {.job = tu_json(JOB_SIMPLE)};
-    json_t *before = json_deep_copy(fs.job);
-    json_t *pod = tu_json(POD_SIMPLE);
-    struct job_source src = {.get = fake_get, .userdata = &fs, .lend = fake_lend, .put = fake_put};
-    struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
-    struct mutate_request req = {
-        .uid = "req-1", .operation = "CREATE", .resource = "pods", .group = "",
-        .sub_resource = "", .ns = "ns1", .pod = pod,
-    };
-    struct mutate_result lent;
-    struct mutate_result got;
-
-    /* Served: the same answer as through get; one lend, one put (calls back to 1). */
-    mutate_review(&req, &src, &opt, &lent);
-    ck_assert_int_eq(fs.calls, 1);
-    review(&fs, "CREATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &got);
-    ck_assert(lent.allowed);
-    ck_assert_ptr_nonnull(lent.patch);
-    ck_assert(json_equal(lent.patch, got.patch));
-    ck_assert(json_equal(lent.pod, got.pod));
-    mutate_result_dispose(&lent);
-    mutate_result_dispose(&got);
-
-    /* Another uid (D6): not mutated, still put back. */
-    json_object_set_new(json_object_get(fs.job, "metadata"), "uid", json_string("u-2"));
-    json_object_set_new(before, "metadata", json_incref(json_object_get(fs.job, "metadata")));
-    fs.calls = 0;
-    mutate_review(&req, &src, &opt, &lent);
-    ck_assert_int_eq(fs.calls, 1);
-    ck_assert(lent.allowed);
-    ck_assert_ptr_null(lent.patch);
-    ck_assert_uint_eq(lent.warnings.n, 1);
-    mutate_result_dispose(&lent);
-
-    /* Not found: nothing lent, nothing put. */
-    fs.calls = 0;
-    json_object_set_new(json_object_get(fs.job, "metadata"), "name", json_string("other"));
-    json_object_set_new(before, "metadata", json_incref(json_object_get(fs.job, "metadata")));
-    mutate_review(&req, &src, &opt, &lent);
-    ck_assert_int_eq(fs.calls, 1);
-    ck_assert_uint_eq(lent.warnings.n, 1);
-    mutate_result_dispose(&lent);
-
-    /* The lent Job was only read: unchanged, and no reference was left on it. */
-    ck_assert(json_equal(fs.job, before));
-    ck_assert_int_eq(fs.job->refcount, 1);
-    json_decref(before);
-    json_decref(pod);
-    json_decref(fs.job);
-}
-END_TEST
-
 static Suite *mutate_suite(void)
 {
     Suite *s = suite_create("mutate");
@@ -551,7 +471,6 @@ static Suite *mutate_suite(void)
     tcase_add_test(tc, huge_replicas_denied_not_exhausted);
     tcase_add_test(tc, cut_utf8_in_warning_stays_valid);
     tcase_add_test(tc, invalid_owner_name_not_looked_up);
-    tcase_add_test(tc, lent_job_is_put_back);
     suite_add_tcase(s, tc);
     return s;
 }

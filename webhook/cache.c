@@ -1,27 +1,26 @@
 /*
- * cache.c - the Jobs cache: a jansson object "namespace/name" → lease (one
- * struct cache_lease per cached Job), guarded by a pthread_rwlock (C-STYLE §6.5).
+ * cache.c - the Jobs cache: a jansson object "namespace/name" → entry (one
+ * struct cached_job per Job: the compact JSON text of the fields its readers
+ * use), guarded by a pthread_rwlock (C-STYLE §6.5).
  *
- * Threads: readers (cache_get, cache_lend, cache_list, cache_size) run on MHD
- * workers and reconcile workers and take the read lock; the writer (cache_put,
- * cache_remove, cache_replace_all) is the informer thread and takes the write
- * lock. cache_lease_release runs on any thread, without the lock. Cached Jobs
- * are never modified: an update swaps in another object.
+ * Threads: readers (cache_get, cache_list, cache_size) run on MHD workers and
+ * reconcile workers and take the read lock; the writer (cache_put, cache_remove,
+ * cache_replace_all) is the informer thread and takes the write lock.
  *
- * Why leases and not jansson references: jansson's reference counts are atomic
- * (checked below), but its inline json_incref/json_decref also read the count
- * non-atomically and the last json_decref frees without an acquire fence, so a
- * json_t whose count several threads change is a data race in C11 terms and
- * ThreadSanitizer reports it. So the jansson counts of a cached Job are never
- * touched while it is shared: the cache stores a deep copy of its own (nobody
- * else holds a reference to it), and sharing is counted in the lease's own C11
- * atomic (the map's reference plus one per lender). Readers get either a lease
- * (cache_lend: an increment, no copy, the admission path) or a deep copy made
- * under the read lock (cache_get, cache_list). The last lease released frees the
- * Job; its acq_rel decrement orders every lender's reads before the free.
- * The map holds each lease as a json_integer of its address (jansson is the
- * string-keyed hashtable here; the lease is released by hand when its key goes).
- * The synced flag is an atomic_bool, read without the lock.
+ * Why text and not jansson trees: a cached Job is read by one admission at a
+ * time and lives for days, so what it costs at rest matters more than what one
+ * read costs. A jansson tree costs about 250 bytes per object or array (the
+ * hashtable's buckets, the pairs, the mallocs), so even a pruned Job of ten tasks
+ * took 15 KiB, 150 MiB for 10,000 Jobs (issue 5's target is 64 MiB); its compact
+ * text takes a few hundred bytes. A reader parses its own private tree from the
+ * text (json_loadb of a pruned Job: a few microseconds, and nothing shared, so
+ * no jansson reference count is ever touched by two threads). An entry is
+ * immutable; an update swaps in another. Each entry is reference-counted in a C11
+ * atomic (the map's reference plus one per reader parsing it outside the lock);
+ * the last release frees it, its acq_rel decrement ordering every reader's reads
+ * before the free. The map holds each entry as a json_integer of its address
+ * (jansson is the string-keyed hashtable here; the entry is released by hand when
+ * its key goes). The synced flag is an atomic_bool, read without the lock.
  */
 #include "webhook/cache.h"
 
@@ -32,137 +31,179 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if !JANSSON_THREAD_SAFE_REFCOUNT
-#error "the Jobs cache shares json_t references between threads: jansson >= 2.11 with atomic refcounts is required"
-#endif
-
 #define KEY_MAX 512   /* namespace (63) + "/" + name (253) fit with room to spare */
 
 struct job_cache {
     pthread_rwlock_t lock;
-    json_t *map;            /* owned; "ns/name" → lease address (one lease ref each); under lock */
+    json_t *map;            /* owned; "ns/name" → entry address (one entry ref each); under lock */
     atomic_bool synced;     /* the first LIST has completed */
 };
 
-struct cache_lease {
-    atomic_size_t refs;     /* the map's (while it is in one) + one per lender */
-    json_t *job;            /* owned; the only reference; immutable while shared */
+struct cached_job {
+    atomic_size_t refs;     /* the map's (while it is in one) + one per reader */
+    size_t len;             /* of text, without a terminator */
+    char text[];            /* compact JSON of the kept fields; immutable */
 };
 
-/* Delete every member of obj whose key is not in keep (NULL-terminated). */
-static void keep_only(json_t *obj, const char *const *keep)
-{
+/*
+ * What the cache keeps of a Job: a member list per object, NULL-key terminated;
+ * only == NULL keeps the member's whole value, otherwise the member is filtered by
+ * only (an array: each of its elements). The readers of cached Jobs are the
+ * plugins (plugins/jobutil.h: metadata name, namespace, uid; spec.tasks[].name,
+ * .replicas, .template.spec.hostname and .subdomain; registry.c: spec.plugins),
+ * mutate.c and lookup.c (metadata.uid), reconcile.c (metadata, status.state.phase)
+ * and the informer (metadata, apiVersion, kind, resourceVersion). Pods are
+ * rendered from task templates only by jobpods.c, from a Job read from the API or
+ * a file, never from the cache. A new reader of a Job field adds it here.
+ */
+struct keep {
     const char *key;
-    json_t *v;
-    void *tmp;
+    const struct keep *only;
+};
 
-    json_object_foreach_safe(obj, tmp, key, v) {
-        size_t k = 0;
-
-        while (keep[k] != NULL && strcmp(keep[k], key) != 0)
-            k++;
-        if (keep[k] == NULL)
-            json_object_del(obj, key);
-    }
-}
+static const struct keep keep_template_spec[] = {{"hostname", NULL}, {"subdomain", NULL}, {NULL, NULL}};
+static const struct keep keep_template[] = {{"spec", keep_template_spec}, {NULL, NULL}};
+static const struct keep keep_task[] = {
+    {"name", NULL}, {"replicas", NULL}, {"template", keep_template}, {NULL, NULL},
+};
+static const struct keep keep_spec[] = {{"plugins", NULL}, {"tasks", keep_task}, {NULL, NULL}};
+static const struct keep keep_metadata[] = {
+    {"name", NULL}, {"namespace", NULL}, {"uid", NULL}, {"resourceVersion", NULL}, {NULL, NULL},
+};
+static const struct keep keep_state[] = {{"phase", NULL}, {NULL, NULL}};
+static const struct keep keep_status[] = {{"state", keep_state}, {NULL, NULL}};
+static const struct keep keep_job[] = {
+    {"apiVersion", NULL}, {"kind", NULL}, {"metadata", keep_metadata},
+    {"spec", keep_spec}, {"status", keep_status}, {NULL, NULL},
+};
 
 /*
- * The cache's own copy of a Job, without what no reader of the cache looks at.
- * The readers are the plugins (through plugins/jobutil.h: metadata name,
- * namespace, uid; spec.tasks[].name, .replicas, .template.spec.hostname and
- * .subdomain; registry.c: spec.plugins), mutate.c and lookup.c (metadata.uid),
- * reconcile.c (metadata, status.state.phase) and the informer (metadata,
- * resourceVersion). Pods are rendered from task templates only by jobpods.c,
- * from a Job read from the API or a file, never from the cache. So the copy
- * drops what makes most of a Job's size and is read by none of them:
- *  - in each spec.tasks[].template, everything but spec.hostname and
- *    spec.subdomain (the pod template: containers, volumes, metadata, ...);
- *  - metadata.managedFields and the kubectl last-applied-configuration
- *    annotation (a copy of the whole Job as text).
- * Anything else is kept as it is, malformed or not, so readers see what they
- * would have seen in the full Job. @return new reference, NULL on ENOMEM.
+ * A new value with only the members of v that only names (see struct keep).
+ * A filtered member left empty is dropped (nothing under it is read); a value of
+ * another type than expected is kept as it is, so readers see what they would
+ * have seen in the full Job. @return new reference, NULL on ENOMEM.
  */
-static json_t *job_copy_for_cache(const json_t *job)
+static json_t *copy_kept(const json_t *v, const struct keep *only)
 {
-    static const char *const template_keep[] = {"spec", NULL};
-    static const char *const spec_keep[] = {"hostname", "subdomain", NULL};
-    json_t *copy = json_deep_copy(job);
-    json_t *meta = json_object_get(copy, "metadata");
-    const json_t *tasks = json_object_get(json_object_get(copy, "spec"), "tasks");
-    json_t *task;
-    size_t i;
+    json_t *c;
 
-    if (copy == NULL)
+    if (only == NULL || (!json_is_object(v) && !json_is_array(v)))
+        return json_deep_copy(v);
+    if (json_is_array(v)) {
+        size_t i;
+        const json_t *m;
+
+        c = json_array();
+        if (c == NULL)
+            return NULL;
+        json_array_foreach(v, i, m) {
+            if (json_array_append_new(c, copy_kept(m, only)) < 0) {
+                json_decref(c);
+                return NULL;
+            }
+        }
+        return c;
+    }
+    c = json_object();
+    if (c == NULL)
         return NULL;
-    json_object_del(meta, "managedFields");
-    json_object_del(json_object_get(meta, "annotations"),
-                    "kubectl.kubernetes.io/last-applied-configuration");
-    json_array_foreach(tasks, i, task) {
-        json_t *tmpl = json_object_get(task, "template");
+    for (const struct keep *k = only; k->key != NULL; k++) {
+        const json_t *m = json_object_get(v, k->key);
+        json_t *mc;
 
-        if (!json_is_object(tmpl))
+        if (m == NULL)
             continue;
-        keep_only(tmpl, template_keep);
-        if (json_is_object(json_object_get(tmpl, "spec")))
-            keep_only(json_object_get(tmpl, "spec"), spec_keep);
+        mc = copy_kept(m, k->only);
+        if (mc == NULL) {
+            json_decref(c);
+            return NULL;
+        }
+        if (k->only != NULL && json_is_object(mc) && json_object_size(mc) == 0) {
+            json_decref(mc);
+            continue;
+        }
+        if (json_object_set_new_nocheck(c, k->key, mc) < 0) {
+            json_decref(c);
+            return NULL;
+        }
     }
-    return copy;
+    return c;
 }
 
-/* A lease with one reference over job_new (taken). NULL on ENOMEM (job_new released). */
-static struct cache_lease *lease_new(json_t *job_new)
+/* A new entry with one reference: the kept fields of job as compact text. NULL on ENOMEM. */
+static struct cached_job *entry_new(const json_t *job)
 {
-    struct cache_lease *l;
+    json_t *kept = copy_kept(job, keep_job);
+    struct cached_job *e = NULL;
+    size_t len;
 
-    if (job_new == NULL)
+    if (kept == NULL)
         return NULL;
-    l = malloc(sizeof(*l));
-    if (l == NULL) {
-        json_decref(job_new);
-        return NULL;
+    len = json_dumpb(kept, NULL, 0, JSON_COMPACT);
+    if (len > 0)
+        e = malloc(sizeof(*e) + len);
+    if (e != NULL) {
+        e->len = json_dumpb(kept, e->text, len, JSON_COMPACT);
+        atomic_init(&e->refs, 1);
     }
-    atomic_init(&l->refs, 1);
-    l->job = job_new;
-    return l;
+    json_decref(kept);
+    return e;
 }
 
-/* The lease a map value stands for; NULL for NULL. */
-static struct cache_lease *lease_of(const json_t *v)
+/* Give back a reference to e (NULL: nothing to do); the last one frees it. */
+static void entry_release(struct cached_job *e)
 {
-    return v != NULL ? (struct cache_lease *)(uintptr_t)json_integer_value(v) : NULL;
+    if (e == NULL)
+        return;
+    /* acq_rel: every reader's reads happen before the free by the last one. */
+    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1)
+        free(e);
 }
 
-/* The lease stored under key in map, NULL when none. */
-static struct cache_lease *map_get(const json_t *map, const char *key)
+/* A private tree of e's Job: new reference, NULL on ENOMEM (the text is the cache's own). */
+static json_t *entry_job(const struct cached_job *e)
 {
-    return lease_of(json_object_get(map, key));
+    /* JSON_ALLOW_NUL: the text may carry a \u0000 the API sent (jansson kept it). */
+    return json_loadb(e->text, e->len, JSON_ALLOW_NUL, NULL);
+}
+
+/* The entry a map value stands for; NULL for NULL. */
+static struct cached_job *entry_of(const json_t *v)
+{
+    return v != NULL ? (struct cached_job *)(uintptr_t)json_integer_value(v) : NULL;
+}
+
+/* The entry stored under key in map, NULL when none. */
+static struct cached_job *map_get(const json_t *map, const char *key)
+{
+    return entry_of(json_object_get(map, key));
 }
 
 /*
- * Store l under key (the map takes l's reference). *old_out gets the lease it
+ * Store e under key (the map takes e's reference). *old_out gets the entry it
  * replaces (its reference now the caller's), NULL when none.
- * @return 0, or WH_ENOMEM (map unchanged, l still the caller's).
+ * @return 0, or WH_ENOMEM (map unchanged, e still the caller's).
  */
-static int map_set(json_t *map, const char *key, struct cache_lease *l,
-                   struct cache_lease **old_out)
+static int map_set(json_t *map, const char *key, struct cached_job *e,
+                   struct cached_job **old_out)
 {
-    struct cache_lease *old = map_get(map, key);
+    struct cached_job *old = map_get(map, key);
 
     *old_out = NULL;
-    if (json_object_set_new(map, key, json_integer((json_int_t)(uintptr_t)l)) < 0)
+    if (json_object_set_new(map, key, json_integer((json_int_t)(uintptr_t)e)) < 0)
         return WH_ENOMEM;
     *old_out = old;
     return 0;
 }
 
-/* Release every lease of map, then map. */
+/* Release every entry of map, then map. */
 static void map_free(json_t *map)
 {
     const char *key;
     json_t *v;
 
     json_object_foreach(map, key, v) {
-        cache_lease_release(lease_of(v));
+        entry_release(entry_of(v));
     }
     json_decref(map);
 }
@@ -215,97 +256,53 @@ void cache_destroy(struct job_cache *c)
 int cache_get(struct job_cache *c, const char *ns, const char *name, json_t **job_out)
 {
     char key[KEY_MAX];
-    struct cache_lease *l;
-    json_t *job = NULL;
-    int rc = WH_ENOMEM;
+    struct cached_job *e;
 
     *job_out = NULL;
     if (make_key(key, sizeof(key), ns, name) < 0)
         return WH_ENOTFOUND;
     pthread_rwlock_rdlock(&c->lock);
-    l = map_get(c->map, key);
-    if (l != NULL)
-        job = json_deep_copy(l->job);  /* reads only: safe beside other readers */
-    else
-        rc = WH_ENOTFOUND;
+    e = map_get(c->map, key);
+    /* Under the read lock the map's reference keeps e alive: a relaxed increment will do. */
+    if (e != NULL)
+        atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
     pthread_rwlock_unlock(&c->lock);
-    if (job == NULL)
-        return rc;
-    *job_out = job;
-    return 0;
-}
-
-int cache_lend(struct job_cache *c, const char *ns, const char *name,
-               struct cache_lease **lease_out)
-{
-    char key[KEY_MAX];
-    struct cache_lease *l;
-
-    *lease_out = NULL;
-    if (make_key(key, sizeof(key), ns, name) < 0)
+    if (e == NULL)
         return WH_ENOTFOUND;
-    pthread_rwlock_rdlock(&c->lock);
-    l = map_get(c->map, key);
-    /* Under the read lock the map's reference keeps l alive: a relaxed increment will do. */
-    if (l != NULL)
-        atomic_fetch_add_explicit(&l->refs, 1, memory_order_relaxed);
-    pthread_rwlock_unlock(&c->lock);
-    if (l == NULL)
-        return WH_ENOTFOUND;
-    *lease_out = l;
-    return 0;
-}
-
-struct cache_lease *cache_lease_wrap(json_t *job_new)
-{
-    return lease_new(job_new);
-}
-
-const json_t *cache_lease_job(const struct cache_lease *l)
-{
-    return l->job;
-}
-
-void cache_lease_release(struct cache_lease *l)
-{
-    if (l == NULL)
-        return;
-    /* acq_rel: every holder's reads happen before the free by the last one. */
-    if (atomic_fetch_sub_explicit(&l->refs, 1, memory_order_acq_rel) != 1)
-        return;
-    json_decref(l->job);
-    free(l);
+    /* Parsed outside the lock: the informer's writes wait for no reader's parse. */
+    *job_out = entry_job(e);
+    entry_release(e);
+    return *job_out != NULL ? 0 : WH_ENOMEM;
 }
 
 int cache_put(struct job_cache *c, json_t *job)
 {
     char key[KEY_MAX];
-    struct cache_lease *l;
-    struct cache_lease *old = NULL;
+    struct cached_job *e;
+    struct cached_job *old = NULL;
     int rc;
 
     if (!json_is_object(job) || job_key(key, sizeof(key), job) < 0)
         return WH_EINVAL;
-    /* The cache's own (pruned) copy, made before the lock: nobody else ever holds a reference to it. */
-    l = lease_new(job_copy_for_cache(job));
-    if (l == NULL)
+    e = entry_new(job);  /* before the lock: readers wait only for the swap */
+    if (e == NULL)
         return WH_ENOMEM;
     pthread_rwlock_wrlock(&c->lock);
-    rc = map_set(c->map, key, l, &old);
+    rc = map_set(c->map, key, e, &old);
     pthread_rwlock_unlock(&c->lock);
     if (rc < 0) {
-        cache_lease_release(l);
+        entry_release(e);
         return WH_ENOMEM;
     }
-    /* The old Job (if any) loses the map's reference; lenders keep theirs. */
-    cache_lease_release(old);
+    /* The old entry (if any) loses the map's reference; readers parsing it keep theirs. */
+    entry_release(old);
     return 0;
 }
 
 int cache_remove(struct job_cache *c, const char *ns, const char *name)
 {
     char key[KEY_MAX];
-    struct cache_lease *old;
+    struct cached_job *old;
 
     if (make_key(key, sizeof(key), ns, name) < 0)
         return WH_ENOTFOUND;
@@ -316,7 +313,7 @@ int cache_remove(struct job_cache *c, const char *ns, const char *name)
     pthread_rwlock_unlock(&c->lock);
     if (old == NULL)
         return WH_ENOTFOUND;
-    cache_lease_release(old);
+    entry_release(old);
     return 0;
 }
 
@@ -341,19 +338,19 @@ int cache_replace_all(struct job_cache *c, const json_t *items, json_t **removed
     /* Build the new map outside the lock: readers are held up only by the swap. */
     json_array_foreach(items, i, job) {
         char k[KEY_MAX];
-        struct cache_lease *l;
-        struct cache_lease *dup = NULL;
+        struct cached_job *e;
+        struct cached_job *dup = NULL;
 
         if (!json_is_object(job) || job_key(k, sizeof(k), job) < 0)
             continue;  /* not a Job we could ever look up */
-        l = lease_new(job_copy_for_cache(job));
-        if (l == NULL)
+        e = entry_new(job);
+        if (e == NULL)
             goto out;
-        if (map_set(fresh, k, l, &dup) < 0) {
-            cache_lease_release(l);
+        if (map_set(fresh, k, e, &dup) < 0) {
+            entry_release(e);
             goto out;
         }
-        cache_lease_release(dup);  /* the same key twice: the last one wins */
+        entry_release(dup);  /* the same key twice: the last one wins */
     }
     if (removed_out != NULL) {
         removed = json_array();
@@ -370,10 +367,8 @@ int cache_replace_all(struct job_cache *c, const json_t *items, json_t **removed
     if (removed != NULL) {
         pthread_rwlock_rdlock(&c->lock);
         json_object_foreach(old, key, job) {
-            /* A copy: the leased Job may still be read by lenders on other threads. */
             if (json_object_get(c->map, key) == NULL
-                && json_array_append_new(removed,
-                                         json_deep_copy(lease_of(job)->job)) != 0) {
+                && json_array_append_new(removed, entry_job(entry_of(job))) != 0) {
                 pthread_rwlock_unlock(&c->lock);
                 goto out;
             }
@@ -402,7 +397,7 @@ json_t *cache_list(struct job_cache *c)
         return NULL;
     pthread_rwlock_rdlock(&c->lock);
     json_object_foreach(c->map, key, job) {
-        if (json_array_append_new(arr, json_deep_copy(lease_of(job)->job)) != 0) {
+        if (json_array_append_new(arr, entry_job(entry_of(job))) != 0) {
             pthread_rwlock_unlock(&c->lock);
             json_decref(arr);
             return NULL;

@@ -1,13 +1,11 @@
 /*
- * cache.h - the Jobs cache (informer store): namespace/name → immutable Job.
+ * cache.h - the Jobs cache (informer store): namespace/name → Job.
  *
  * Threads: many readers (MHD workers, reconcile workers), one writer (the
- * informer thread). A pthread_rwlock guards the map. The cache keeps its own
- * private copy of each Job; readers either take a deep copy under the read lock
- * (cache_get) or lease the cached Job itself (cache_lend: no copy, the admission
- * path) and work outside the lock (C-STYLE §6.5; cache.c says why leases and not
- * jansson references). Cached Jobs are never modified: an update swaps in a new
- * object.
+ * informer thread). A pthread_rwlock guards the map. The cache keeps, for each
+ * Job, the compact JSON text of the fields its readers use (cache.c says which
+ * and why text); every read parses a private tree from it, outside the lock
+ * (C-STYLE §6.5), so no jansson object is ever shared between threads.
  */
 #ifndef WH_CACHE_H
 #define WH_CACHE_H
@@ -26,53 +24,21 @@ struct job_cache *cache_create(void);
 void cache_destroy(struct job_cache *c);
 
 /**
- * Look up ns/name. @param[out] job_out new reference (the caller decrefs): a private copy.
+ * Look up ns/name. @param[out] job_out new reference (the caller's to keep,
+ * change or decref): a private tree of the cached Job, as cache_put kept it.
  * @return 0, WH_ENOTFOUND, or WH_ENOMEM.
  */
 int cache_get(struct job_cache *c, const char *ns, const char *name, json_t **job_out);
 
 /**
- * A lease on one Job: it stays valid and unchanged until cache_lease_release, even
- * when the cache replaces or removes the Job meanwhile. Opaque; any thread.
- */
-struct cache_lease;
-
-/**
- * Lend ns/name without copying it (the admission path: one atomic increment).
- * @param[out] lease_out  the lease (release it with cache_lease_release); NULL
- *                        unless 0 is returned
- * @return 0, or WH_ENOTFOUND.
- */
-int cache_lend(struct job_cache *c, const char *ns, const char *name,
-               struct cache_lease **lease_out);
-
-/**
- * A lease over a Job that is not in the cache (e.g. one read by a GET), so that
- * callers handle every Job the same way. job_new is taken (released with the
- * lease, or at once on ENOMEM) and must be referenced by nobody else.
- * @return the lease, NULL on ENOMEM.
- */
-struct cache_lease *cache_lease_wrap(json_t *job_new);
-
-/**
- * The leased Job: borrowed, valid until cache_lease_release. Read it only: it may
- * be shared with other threads, so never modify it and never json_incref or
- * json_decref it or anything in it (keep a json_deep_copy instead).
- */
-const json_t *cache_lease_job(const struct cache_lease *l);
-
-/** Give a lease back (NULL: nothing to do); the last one frees a replaced Job. */
-void cache_lease_release(struct cache_lease *l);
-
-/**
- * Insert or replace the Job (keyed by its metadata.namespace/name). The cache
- * stores a deep copy of its own: job stays the caller's (its reference count is
- * not changed) and may be modified or freed afterwards. The copy leaves out what
- * no reader of the cache uses (cache.c job_copy_for_cache lists it): in each
- * spec.tasks[].template all but spec.hostname and spec.subdomain, and
- * metadata.managedFields and the kubectl last-applied-configuration annotation.
- * Every Job the cache hands out (cache_get, cache_lend, cache_list,
- * cache_replace_all's removed) is such a copy.
+ * Insert or replace the Job (keyed by its metadata.namespace/name). job stays the
+ * caller's (its reference count is not changed; the cache keeps text, not a
+ * reference). Only what a reader of the cache uses is kept (cache.c keep_job):
+ * apiVersion, kind; metadata name, namespace, uid, resourceVersion; spec.plugins;
+ * spec.tasks[] name, replicas, template.spec.hostname and .subdomain;
+ * status.state.phase. An object left empty by this is dropped; a value of an
+ * unexpected type is kept as it is. Every Job the cache hands out (cache_get,
+ * cache_list, cache_replace_all's removed) is such a Job.
  * @return 0, WH_EINVAL (not an object, or no namespace or name), or WH_ENOMEM.
  */
 int cache_put(struct job_cache *c, json_t *job);

@@ -37,22 +37,8 @@ int lookup_job_get(void *userdata, const char *ns, const char *name, const char 
                    json_t **job_out, struct wh_error *err);
 
 /**
- * The lend() of struct job_source: the same lookup as lookup_job_get, without a
- * copy. A cached Job is leased from the cache (cache_lend); a Job read by the GET
- * is wrapped in a lease of its own (cache_lease_wrap).
- * @param[out] job_out   borrowed, read-only, valid until lookup_job_put(hold)
- * @param[out] hold_out  the struct cache_lease to give back; set only on 0
- * @return as lookup_job_get.
- */
-int lookup_job_lend(void *userdata, const char *ns, const char *name, const char *uid,
-                    const json_t **job_out, void **hold_out, struct wh_error *err);
-
-/** The put() of struct job_source: releases a hold lookup_job_lend returned. */
-void lookup_job_put(void *userdata, void *hold);
-
-/**
  * @return a job_source over l (borrowed: l must outlive every user of the source)
- *         with get, lend and put set.
+ *         whose get is lookup_job_get.
  */
 struct job_source lookup_job_source(struct job_lookup *l);
 

@@ -270,9 +270,7 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
     const char *owner_uid = NULL;
     const char *ns;
     const char *uid;
-    const json_t *job = NULL;
-    json_t *owned = NULL;   /* what get returned (a new reference) */
-    void *hold = NULL;      /* what lend returned, for put */
+    json_t *job = NULL;
     struct wh_error err;
     char key[512];
     int rc;
@@ -309,12 +307,7 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
     snprintf(key, sizeof(key), "%s/%s", ns, job_name_ref);
 
     wh_error_clear(&err);
-    if (src->lend != NULL) {
-        rc = src->lend(src->userdata, ns, job_name_ref, owner_uid, &job, &hold, &err);
-    } else {
-        rc = src->get(src->userdata, ns, job_name_ref, owner_uid, &owned, &err);
-        job = owned;
-    }
+    rc = src->get(src->userdata, ns, job_name_ref, owner_uid, &job, &err);
     if (rc == WH_ENOTFOUND) {
         warnings_add(&out->warnings, "volcano job %s not found, pod not mutated", key);
         LOG_INFO("admission uid=%s job=%s outcome=job-not-found", str_or_empty(req->uid), key);
@@ -346,8 +339,5 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
     } else {
         mutate_pod_with_job(job, req->pod, ns, out);
     }
-    if (src->lend != NULL)
-        src->put(src->userdata, hold);
-    else
-        json_decref(owned);
+    json_decref(job);
 }

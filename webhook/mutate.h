@@ -29,17 +29,6 @@ struct job_source {
     int (*get)(void *userdata, const char *ns, const char *name, const char *uid,
                json_t **job_out, struct wh_error *err);
     void *userdata;
-    /**
-     * Optional (NULL: get is used). Like get, but the Job is lent, not given, so a
-     * source that shares immutable Jobs between threads (the cache) needs no copy:
-     * *job_out is borrowed, read-only and valid until put(userdata, *hold_out);
-     * the borrower never modifies it nor json_incref/json_decref's it or anything
-     * in it. Same returns as get; *hold_out is set only when 0 is returned.
-     */
-    int (*lend)(void *userdata, const char *ns, const char *name, const char *uid,
-                const json_t **job_out, void **hold_out, struct wh_error *err);
-    /** Required with lend: give back the hold of a Job lend returned. */
-    void (*put)(void *userdata, void *hold);
 };
 
 enum lookup_failure_policy { LOOKUP_FAILURE_DENY = 0, LOOKUP_FAILURE_ALLOW = 1 };
@@ -77,8 +66,7 @@ void mutate_result_dispose(struct mutate_result *r);
 /**
  * Decide one AdmissionRequest (spec D6-D8): pods not served are allowed
  * unpatched; otherwise the Job is fetched through src, its uid compared with the
- * ownerReference's and the chain run (mutate_pod_with_job). src->lend is used
- * when set (and the Job put back before returning), src->get otherwise.
+ * ownerReference's and the chain run (mutate_pod_with_job).
  * Never fails: every outcome, including ENOMEM, is expressed in *out
  * (ENOMEM → denied, code 500). The caller disposes *out.
  */
