@@ -83,7 +83,7 @@ static void path_cut(struct path *p, size_t mark)
     p->s[mark] = '\0';
 }
 
-/* Append {"op", "path"[, "value"]} in that key order; value is deep-copied. */
+/* Append {"op", "path"[, "value"]} in that key order; value is referenced, not copied. */
 static int emit(json_t *ops, const char *op, const struct path *p, const json_t *value)
 {
     /* Built member by member: json_pack's format parsing cost more than the op itself. */
@@ -94,7 +94,7 @@ static int emit(json_t *ops, const char *op, const struct path *p, const json_t 
     if (json_object_set_new_nocheck(o, "op", json_string_nocheck(op)) < 0
         || json_object_set_new_nocheck(o, "path", json_stringn(p->s, p->len)) < 0
         || (value != NULL
-            && json_object_set_new_nocheck(o, "value", json_deep_copy(value)) < 0)) {
+            && json_object_set_nocheck(o, "value", (json_t *)value) < 0)) {
         json_decref(o);
         return WH_ENOMEM;
     }

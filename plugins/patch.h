@@ -25,7 +25,9 @@
  *  - path segments escape `~` as `~0` and `/` as `~1` (RFC 6901 §3).
  *  - integers and reals compare by json_equal (so 420 != 420.0).
  * @return new reference: JSON array of ops ([] when equal); NULL on ENOMEM
- *         (or when before or after is NULL). Op values are deep copies.
+ *         (or when before or after is NULL). Op values are after's own nodes
+ *         (new references, no copy): change neither while the other is in use
+ *         (json_deep_copy one first).
  */
 json_t *patch_diff(const json_t *before, const json_t *after);
 

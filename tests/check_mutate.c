@@ -336,6 +336,70 @@ START_TEST(added_init_container_gets_every_plugin_d13)
 }
 END_TEST
 
+/*
+ * Every plugin at once on a pod with most of what pods carry: the admitted pod is
+ * left exactly as it was (the chain edits only its own copy, and that copy shares
+ * the parts no plugin edits: mutate.c struct edited), the patch applied to it
+ * gives the mutated pod, and each plugin left its mark.
+ */
+START_TEST(chain_leaves_the_admitted_pod_as_it_was)
+{
+    json_t *job = tu_json(
+        "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+        " \"metadata\":{\"name\":\"aj\",\"namespace\":\"ns1\",\"uid\":\"u-7\"},"
+        " \"spec\":{\"plugins\":{\"env\":[],\"svc\":[],\"ssh\":[],\"mpi\":[],\"pytorch\":[],"
+        "   \"tensorflow\":[],\"ray\":[],\"hcclrank\":[]},"
+        "  \"tasks\":[{\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":2},"
+        "   {\"name\":\"ps\",\"replicas\":1},{\"name\":\"head\",\"replicas\":1}]}}");
+    const char *pod_text =
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
+        " \"metadata\":{\"name\":\"aj-worker-1\",\"namespace\":\"ns1\",\"labels\":{\"app\":\"x\"},"
+        "  \"annotations\":{\"volcano.sh/task-spec\":\"worker\",\"a\":\"b\"},"
+        "  \"ownerReferences\":[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+        "   \"name\":\"aj\",\"uid\":\"u-7\",\"controller\":true}]},"
+        " \"spec\":{\"affinity\":{\"nodeAffinity\":{\"x\":[1,2]}},\"tolerations\":[{\"key\":\"k\"}],"
+        "  \"securityContext\":{\"runAsUser\":1000},\"restartPolicy\":\"Never\","
+        "  \"volumes\":[{\"name\":\"data\",\"emptyDir\":{}}],"
+        "  \"initContainers\":[{\"name\":\"init\",\"image\":\"i\",\"env\":[{\"name\":\"E\",\"value\":\"1\"}]}],"
+        "  \"containers\":[{\"name\":\"main\",\"image\":\"i\",\"command\":[\"run\"],"
+        "   \"resources\":{\"limits\":{\"cpu\":\"1\"}},"
+        "   \"env\":[{\"name\":\"RANK\",\"value\":\"9\"},{\"name\":\"F\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"x\"}}}],"
+        "   \"volumeMounts\":[{\"name\":\"data\",\"mountPath\":\"/d\"}],"
+        "   \"ports\":[{\"containerPort\":80}]}]},"
+        " \"status\":{\"phase\":\"Pending\"}}";
+    json_t *pod = tu_json(pod_text);
+    json_t *pristine = tu_json(pod_text);
+    struct mutate_result r;
+    const json_t *out;
+    const json_t *spec;
+
+    out = mutate_and_check_fixed_point(job, pod, &r);
+    ck_assert_ptr_nonnull(r.patch);
+    ck_assert(json_equal(pod, pristine));
+    /* The parts no plugin edits are the admitted pod's own. */
+    spec = json_object_get(out, "spec");
+    ck_assert_ptr_eq(json_object_get(json_object_get(out, "metadata"), "labels"),
+                     json_object_get(json_object_get(pod, "metadata"), "labels"));
+    ck_assert_ptr_eq(json_object_get(spec, "affinity"),
+                     json_object_get(json_object_get(pod, "spec"), "affinity"));
+    ck_assert_ptr_eq(json_object_get(out, "status"), json_object_get(pod, "status"));
+    /* Marks of the chain: hcclrank's annotation, svc's hostname, ssh's volume, pytorch's RANK. */
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_object_get(out, "metadata"), "annotations"),
+                         "hccl/rankIndex")), "2");  /* pytorch's RANK: 1 master + index 1 */
+    ck_assert_str_eq(json_string_value(json_object_get(spec, "hostname")), "aj-worker-1");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(
+                         json_object_get(spec, "volumes"), 1), "name")), "aj-ssh");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(
+                         json_array_get(json_object_get(spec, "containers"), 0), "env"), 0), "value")),
+                     "2");   /* the pod's RANK=9, upserted in place by pytorch */
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(pristine);
+    json_decref(job);
+}
+END_TEST
+
 START_TEST(generate_name_pod_d14)
 {
     json_t *job = tu_json(
@@ -467,6 +531,7 @@ static Suite *mutate_suite(void)
     tcase_add_test(tc, unknown_plugin_warns_and_others_run_d3);
     tcase_add_test(tc, plugin_error_denies_400_d7);
     tcase_add_test(tc, added_init_container_gets_every_plugin_d13);
+    tcase_add_test(tc, chain_leaves_the_admitted_pod_as_it_was);
     tcase_add_test(tc, generate_name_pod_d14);
     tcase_add_test(tc, huge_replicas_denied_not_exhausted);
     tcase_add_test(tc, cut_utf8_in_warning_stays_valid);

@@ -145,16 +145,14 @@ static size_t container_count(json_t *pod)
 }
 
 /*
- * The copy the plugins edit: new objects and arrays all the way down, but the
- * scalar leaves (strings, numbers) are the pod's own, shared by reference. The
- * plugins change a pod only through its containers (set, insert, remove), never
- * a scalar in place (no json_string_set and the like anywhere in plugins/), so a
- * shared leaf stays equal on both sides and patch_diff skips it by pointer. The
- * pod is request-owned, so the extra references never cross threads.
- * Key order is kept (jansson iterates in insertion order), as json_deep_copy does.
- * @return new reference, NULL on ENOMEM.
+ * A copy of v with new objects and arrays all the way down, but the scalar leaves
+ * (strings, numbers) shared by reference. The plugins change a pod's lists and
+ * objects (set, insert, remove), never a scalar in place (no json_string_set and
+ * the like anywhere in plugins/), so a shared leaf stays equal on both sides and
+ * patch_diff skips it by pointer. Key order is kept (jansson iterates in
+ * insertion order), as json_deep_copy does. @return new reference, NULL on ENOMEM.
  */
-static json_t *copy_containers(const json_t *v)
+static json_t *copy_tree(const json_t *v)
 {
     json_t *c;
 
@@ -168,7 +166,7 @@ static json_t *copy_containers(const json_t *v)
             return NULL;
         /* json_object_keylen_foreach wants a non-const object; it only reads it here. */
         json_object_keylen_foreach((json_t *)v, key, klen, m) {
-            if (json_object_setn_new_nocheck(c, key, klen, copy_containers(m)) < 0) {
+            if (json_object_setn_new_nocheck(c, key, klen, copy_tree(m)) < 0) {
                 json_decref(c);
                 return NULL;
             }
@@ -183,7 +181,7 @@ static json_t *copy_containers(const json_t *v)
         if (c == NULL)
             return NULL;
         json_array_foreach(v, i, m) {
-            if (json_array_append_new(c, copy_containers(m)) < 0) {
+            if (json_array_append_new(c, copy_tree(m)) < 0) {
                 json_decref(c);
                 return NULL;
             }
@@ -191,6 +189,78 @@ static json_t *copy_containers(const json_t *v)
         return c;
     }
     return json_incref((json_t *)v);
+}
+
+/*
+ * Where the plugins edit a pod (the plugins in plugins/): metadata.annotations
+ * (hcclrank); spec.hostname and spec.subdomain (svc); spec.volumes (ssh, svc);
+ * in spec.containers[] and spec.initContainers[], each container's env, volumeMounts
+ * and ports lists (env, svc, ssh, mpi, pytorch, tensorflow, ray), members set on the
+ * container (ray's command), and whole new init containers (pytorch). A member
+ * listed with sub == NULL is copied by copy_tree; with sub, an object becomes a new
+ * object whose members are shared by reference except those sub lists, and an
+ * array a new array of such objects. So the copy is new only on the way to what
+ * plugins edit, and patch_diff skips the rest (labels, ownerReferences, affinity,
+ * resources, probes, ...) by pointer. check_mutate's
+ * chain_leaves_the_admitted_pod_as_it_was fails when a plugin edits anything else.
+ */
+struct edited {
+    const char *key;
+    const struct edited *sub;
+};
+
+static const struct edited edited_metadata[] = {{"annotations", NULL}, {NULL, NULL}};
+static const struct edited edited_container[] = {
+    {"env", NULL}, {"volumeMounts", NULL}, {"ports", NULL}, {NULL, NULL},
+};
+static const struct edited edited_spec[] = {
+    {"containers", edited_container}, {"initContainers", edited_container}, {"volumes", NULL},
+    {NULL, NULL},
+};
+static const struct edited edited_pod[] = {
+    {"metadata", edited_metadata}, {"spec", edited_spec}, {NULL, NULL},
+};
+
+/* The copy the plugins edit (see struct edited). @return new reference, NULL on ENOMEM. */
+static json_t *copy_edited(const json_t *v, const struct edited *sub)
+{
+    const char *key;
+    size_t klen;
+    json_t *m;
+    json_t *c;
+
+    if (sub != NULL && json_is_array(v)) {
+        size_t i;
+
+        c = json_array();
+        if (c == NULL)
+            return NULL;
+        json_array_foreach(v, i, m) {
+            if (json_array_append_new(c, copy_edited(m, sub)) < 0) {
+                json_decref(c);
+                return NULL;
+            }
+        }
+        return c;
+    }
+    if (sub == NULL || !json_is_object(v))
+        return copy_tree(v);
+    c = json_object();
+    if (c == NULL)
+        return NULL;
+    json_object_keylen_foreach((json_t *)v, key, klen, m) {
+        const struct edited *e = sub;
+        json_t *mc;
+
+        while (e->key != NULL && (strlen(e->key) != klen || memcmp(e->key, key, klen) != 0))
+            e++;
+        mc = e->key != NULL ? copy_edited(m, e->sub) : json_incref(m);
+        if (json_object_setn_new_nocheck(c, key, klen, mc) < 0) {
+            json_decref(c);
+            return NULL;
+        }
+    }
+    return c;
 }
 
 void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
@@ -208,7 +278,7 @@ void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
         deny(out, 400, "pod has no spec");
         return;
     }
-    copy = copy_containers(pod);
+    copy = copy_edited(pod, edited_pod);
     if (copy == NULL)
         goto nomem;
     pod_info_init(&info, copy, ns);
