@@ -13,7 +13,8 @@ FROM debian:12 AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         build-essential pkg-config \
-        libmicrohttpd-dev libgnutls28-dev libjansson-dev libcurl4-openssl-dev libssl-dev libyaml-dev check \
+        libmicrohttpd-dev libgnutls28-dev libjansson-dev libcurl4-openssl-dev libssl-dev libyaml-dev \
+        libmimalloc-dev check \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -26,7 +27,8 @@ FROM debian:12-slim
 # the CA certificates for a --kubeconfig that names a public API server.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libmicrohttpd12 libgnutls30 libjansson4 libcurl4 libssl3 libyaml-0-2 ca-certificates \
+        libmicrohttpd12 libgnutls30 libjansson4 libcurl4 libssl3 libyaml-0-2 libmimalloc2.0 \
+        ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/volcano-plugin-webhook /usr/local/bin/volcano-plugin-webhook
 # 65532: the conventional "nonroot" uid/gid, as the Deployment's securityContext expects.

@@ -23,6 +23,20 @@ ifneq ($(SANITIZER),)
 CFLAGS    += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS   += -fsanitize=$(SANITIZER)
 endif
+# The server's allocator: mimalloc (Debian's libmimalloc2.0) takes malloc over for the
+# whole process. Admission allocates a lot (jansson builds a tree per review) and glibc's
+# malloc took ~30% of the server's CPU under load (issue 5, bench/RESULTS.md). Only the
+# binary links it; sanitizer builds keep their own allocator. `make ALLOCATOR=` links none.
+ifeq ($(SANITIZER),)
+ALLOCATOR ?= mimalloc
+else
+ALLOCATOR ?=
+endif
+# --no-as-needed: nothing calls mimalloc by name; it replaces malloc by being loaded first.
+PROG_LIBS :=
+ifneq ($(ALLOCATOR),)
+PROG_LIBS := -Wl,--push-state,--no-as-needed -l$(ALLOCATOR) -Wl,--pop-state
+endif
 CHECK_CFLAGS := $(shell pkg-config --cflags check)
 CHECK_LIBS   := $(shell pkg-config --libs check)
 
@@ -45,7 +59,7 @@ $(BUILD)/libwebhook.a: $(LIB_OBJS)
 	ar rcs $@ $^
 
 $(BUILD)/$(PROG): $(BUILD)/obj/webhook/main.o $(BUILD)/libwebhook.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PROG_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libwebhook.a $(HDRS)
 	@mkdir -p $(dir $@)

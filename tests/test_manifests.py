@@ -52,6 +52,7 @@ FILL_CA_BUNDLE = ('sed -i "s|^  value: .*|  value: $(base64 -w0 "$CERTS/ca.crt")
                   'manifests/ca-bundle.yaml')
 
 RUNTIME_PACKAGES = {"libmicrohttpd12", "libgnutls30", "libjansson4", "libcurl4", "libssl3", "libyaml-0-2",
+                    "libmimalloc2.0",
                     "ca-certificates"}
 
 
