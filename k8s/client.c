@@ -722,10 +722,10 @@ int k8s_delete(struct k8s_client *c, const char *object_path, long timeout_ms,
  * timeout_ms applies to each page (as client-go's per-request timeout), so a
  * long list is not cut short by its own length.
  */
-int k8s_list(struct k8s_client *c, const char *collection_path, long limit, long timeout_ms,
-             json_t **items_out, char **rv_out, struct wh_error *err)
+int k8s_list_pages(struct k8s_client *c, const char *collection_path, long limit,
+                   long timeout_ms, k8s_page_fn on_page, void *userdata, char **rv_out,
+                   struct wh_error *err)
 {
-    json_t *items = json_array();
     json_t *page = NULL;
     char *cont = NULL;    /* escaped continue token of the next page */
     char *rv = NULL;
@@ -733,10 +733,7 @@ int k8s_list(struct k8s_client *c, const char *collection_path, long limit, long
     const char *sep = strchr(collection_path, '?') != NULL ? "&" : "?";
     int rc = 0;
 
-    *items_out = NULL;
     *rv_out = NULL;
-    if (items == NULL)
-        return wh_error_set(err, WH_ENOMEM, "out of memory");
     for (;;) {
         size_t n = strlen(collection_path) + (cont ? strlen(cont) : 0) + 64;
         json_t *meta;
@@ -768,9 +765,10 @@ int k8s_list(struct k8s_client *c, const char *collection_path, long limit, long
             rc = wh_error_set(err, WH_EAPI, "LIST %s: answer is not a list", collection_path);
             goto out;
         }
-        if (json_is_array(arr) && json_array_extend(items, arr) < 0) {
-            rc = wh_error_set(err, WH_ENOMEM, "out of memory");
-            goto out;
+        if (json_is_array(arr)) {
+            rc = on_page(userdata, arr, err);
+            if (rc < 0)
+                goto out;
         }
         prv = json_string_value(json_object_get(meta, "resourceVersion"));
         if (prv != NULL) {
@@ -797,17 +795,40 @@ int k8s_list(struct k8s_client *c, const char *collection_path, long limit, long
                           collection_path);
         goto out;
     }
-    *items_out = items;
-    items = NULL; /* now owned by the caller */
     *rv_out = rv;
     rv = NULL;
 out:
-    json_decref(items);
     json_decref(page);
     curl_free(cont);
     free(rv);
     free(path);
     return rc;
+}
+
+/* k8s_page_fn of k8s_list: append the page's items to the array userdata. */
+static int append_page(void *userdata, json_t *items, struct wh_error *err)
+{
+    return json_array_extend(userdata, items) < 0 ? wh_error_set(err, WH_ENOMEM, "out of memory")
+                                                  : 0;
+}
+
+int k8s_list(struct k8s_client *c, const char *collection_path, long limit, long timeout_ms,
+             json_t **items_out, char **rv_out, struct wh_error *err)
+{
+    json_t *items = json_array();
+    int rc;
+
+    *items_out = NULL;
+    *rv_out = NULL;
+    if (items == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    rc = k8s_list_pages(c, collection_path, limit, timeout_ms, append_page, items, rv_out, err);
+    if (rc < 0) {
+        json_decref(items);
+        return rc;
+    }
+    *items_out = items;
+    return 0;
 }
 
 /* Append s URL-escaped after "/"; 0 or -1 on ENOMEM. */

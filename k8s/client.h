@@ -106,6 +106,25 @@ int k8s_delete(struct k8s_client *c, const char *object_path, long timeout_ms,
                struct wh_error *err);
 
 /**
+ * Called with each page of a LIST: items is the page's array (borrowed: valid for
+ * the call only; the callee may modify its members, e.g. to take them with
+ * json_incref). @return 0 to go on, < 0 (err filled) to stop the LIST with that.
+ */
+typedef int (*k8s_page_fn)(void *userdata, json_t *items, struct wh_error *err);
+
+/**
+ * LIST collection_path in pages of `limit` (continue tokens followed to the end,
+ * kube-api-facts: list/watch), handing each page to on_page as it arrives, so a
+ * caller that keeps less than the items holds one page at a time.
+ * @param[out] rv_out  malloc'd metadata.resourceVersion of the list (free())
+ * @return 0; WH_EGONE when a continue token expired (410 Expired: list again);
+ *         what on_page returned when < 0; other errors as k8s_request.
+ */
+int k8s_list_pages(struct k8s_client *c, const char *collection_path, long limit,
+                   long timeout_ms, k8s_page_fn on_page, void *userdata, char **rv_out,
+                   struct wh_error *err);
+
+/**
  * LIST collection_path in pages of `limit` (continue tokens followed to the end).
  * @param[out] items_out new reference: JSON array of every item
  * @param[out] rv_out    malloc'd metadata.resourceVersion of the list (free())

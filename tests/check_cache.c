@@ -1,5 +1,5 @@
 /*
- * check_cache.c - webhook/cache.c: get/put/remove, replace_all with the removed
+ * check_cache.c - webhook/cache.c: get/put/remove, replace_all with its reported
  * list, snapshots, the synced flag, and many readers with one writer on real
  * threads (run it under SANITIZER=thread as well).
  */
@@ -184,6 +184,44 @@ START_TEST(test_put_prunes_unread_parts)
 }
 END_TEST
 
+/* cache_change_fn: append [old, new] (null for NULL) to the array userdata. */
+static void record_change(void *userdata, const json_t *old_job, const json_t *job)
+{
+    ck_assert_int_eq(json_array_append_new(userdata, json_pack("[O?, O?]", old_job, job)), 0);
+}
+
+/*
+ * LIST semantics through a batch: items into a batch (every add's status appended
+ * to *adds_out when not NULL), then cache_replace_all. *changes_out (NULL allowed):
+ * new reference, the reported [old, new] pairs in order.
+ */
+static int replace_all(struct job_cache *c, const json_t *items, json_t **adds_out,
+                       json_t **changes_out)
+{
+    struct cache_batch *b = cache_batch_create();
+    json_t *changes = json_array();
+    json_t *adds = json_array();
+    const json_t *j;
+    size_t i;
+    int rc;
+
+    ck_assert_ptr_nonnull(b);
+    json_array_foreach(items, i, j) {
+        json_array_append_new(adds, json_integer(cache_batch_add(b, j)));
+    }
+    rc = cache_replace_all(c, b, changes_out != NULL ? record_change : NULL, changes);
+    cache_batch_destroy(b);
+    if (adds_out != NULL)
+        *adds_out = adds;
+    else
+        json_decref(adds);
+    if (changes_out != NULL)
+        *changes_out = changes;
+    else
+        json_decref(changes);
+    return rc;
+}
+
 START_TEST(test_bad_input)
 {
     struct job_cache *c = cache_create();
@@ -191,7 +229,8 @@ START_TEST(test_bad_input)
     json_t *noname = tu_json("{\"metadata\":{\"namespace\":\"x\"}}");
     json_t *str = json_string("job");
     json_t *got = NULL;
-    json_t *removed = NULL;
+    json_t *changes = NULL;
+    json_t *adds = NULL;
     json_t *items;
 
     ck_assert_int_eq(cache_put(c, nons), WH_EINVAL);
@@ -202,16 +241,17 @@ START_TEST(test_bad_input)
     ck_assert_int_eq(cache_get(c, NULL, "x", &got), WH_ENOTFOUND);
     ck_assert_int_eq(cache_remove(c, "x", ""), WH_ENOTFOUND);
     ck_assert_uint_eq(cache_size(c), 0);
-    ck_assert_int_eq(cache_replace_all(c, str, &removed), WH_EINVAL);
-    ck_assert_ptr_null(removed);
-    /* Items that are not Jobs with a namespace and a name are skipped. */
-    items = json_pack("[O, O, O, o]", nons, noname, str, job("a", "b", "1"));
-    ck_assert_int_eq(cache_replace_all(c, items, &removed), 0);
-    tu_assert_json_eq(removed, "[]");
+    /* Items that are not Jobs with a namespace and a name are refused by the batch. */
+    items = json_pack("[O, O, O, n, o]", nons, noname, str, job("a", "b", "1"));
+    ck_assert_int_eq(replace_all(c, items, &adds, &changes), 0);
+    tu_assert_json_eq(adds, "[-3, -3, -3, -3, 0]");
+    ck_assert_int_eq(WH_EINVAL, -3);
+    ck_assert_uint_eq(json_array_size(changes), 1);   /* a/b added */
     ck_assert_uint_eq(cache_size(c), 1);
     ck_assert_int_eq(cache_get(c, "a", "b", &got), 0);
     json_decref(got);
-    json_decref(removed);
+    json_decref(changes);
+    json_decref(adds);
     json_decref(items);
     json_decref(nons);
     json_decref(noname);
@@ -229,25 +269,28 @@ START_TEST(test_replace_all)
     json_t *d = job("ns", "d", "3");
     json_t *e = job("ns2", "e", "8");
     json_t *items;
-    json_t *removed = NULL;
+    json_t *changes = NULL;
     json_t *got = NULL;
     json_t *all;
+    json_t *want_changes;
+    char *want;
 
     ck_assert_int_eq(cache_put(c, a), 0);
     ck_assert_int_eq(cache_put(c, b), 0);
     ck_assert_int_eq(cache_put(c, d), 0);
 
-    /* LIST now says: b (changed) and e (new); a and d are gone. */
-    items = json_pack("[O, O]", b2, e);
-    ck_assert_int_eq(cache_replace_all(c, items, &removed), 0);
-    ck_assert_uint_eq(json_array_size(removed), 2);
-    /* The last known objects, as private trees. */
-    ck_assert(json_equal(json_array_get(removed, 0), a));
-    ck_assert(json_equal(json_array_get(removed, 1), d));
-    ck_assert_ptr_ne(json_array_get(removed, 0), a);
-    ck_assert_int_eq(json_array_get(removed, 0)->refcount, 1);
-    json_decref(removed);
-    ck_assert_uint_eq(cache_size(c), 2);
+    /* LIST now says: b (changed), e (new) and d (unchanged); a is gone. */
+    items = json_pack("[O, O, O]", b2, e, d);
+    ck_assert_int_eq(replace_all(c, items, NULL, &changes), 0);
+    /* Removals first, then additions and changes in the LIST's order; d unchanged: not reported. */
+    want_changes = json_pack("[[O, n], [O, O], [n, O]]", a, b, b2, e);
+    want = json_dumps(want_changes, JSON_COMPACT);
+    ck_assert_ptr_nonnull(want);
+    tu_assert_json_eq(changes, want);
+    free(want);
+    json_decref(want_changes);
+    json_decref(changes);
+    ck_assert_uint_eq(cache_size(c), 3);
     ck_assert_int_eq(cache_get(c, "ns", "a", &got), WH_ENOTFOUND);
     ck_assert_int_eq(cache_get(c, "ns", "b", &got), 0);
     ck_assert(json_equal(got, b2));
@@ -255,26 +298,27 @@ START_TEST(test_replace_all)
     ck_assert_int_eq(cache_get(c, "ns2", "e", &got), 0);
     ck_assert(json_equal(got, e));
     json_decref(got);
-    /* The old objects are released by the cache. */
+    /* The cache holds no reference to any caller's object (d: ours and items'). */
     ck_assert_int_eq(a->refcount, 1);
     ck_assert_int_eq(b->refcount, 1);
-    ck_assert_int_eq(d->refcount, 1);
+    ck_assert_int_eq(d->refcount, 2);
 
     /* A snapshot is independent of later writes. */
     all = cache_list(c);
-    ck_assert_uint_eq(json_array_size(all), 2);
+    ck_assert_uint_eq(json_array_size(all), 3);
     ck_assert_int_eq(cache_remove(c, "ns", "b"), 0);
-    ck_assert_uint_eq(json_array_size(all), 2);
+    ck_assert_uint_eq(json_array_size(all), 3);
     ck_assert(json_equal(json_array_get(all, 0), b2));
     ck_assert(json_equal(json_array_get(all, 1), e));
+    ck_assert(json_equal(json_array_get(all, 2), d));
     ck_assert_ptr_ne(json_array_get(all, 0), b2);
     ck_assert_int_eq(b2->refcount, 2);   /* ours and items': the snapshot holds copies */
     json_decref(all);
 
-    /* removed_out NULL is allowed; an empty LIST empties the cache. */
+    /* No handler is allowed; an empty LIST empties the cache. */
     json_decref(items);
     items = json_array();
-    ck_assert_int_eq(cache_replace_all(c, items, NULL), 0);
+    ck_assert_int_eq(replace_all(c, items, NULL, NULL), 0);
     ck_assert_uint_eq(cache_size(c), 0);
     ck_assert_int_eq(e->refcount, 1);
 
@@ -391,10 +435,10 @@ START_TEST(test_concurrent_readers_one_writer)
             json_decref(j);
         }
         if (round % 10 == 0) {
-            json_t *removed = NULL;
+            json_t *changes = NULL;
 
-            ck_assert_int_eq(cache_replace_all(r.c, items, &removed), 0);
-            json_decref(removed);
+            ck_assert_int_eq(replace_all(r.c, items, NULL, &changes), 0);
+            json_decref(changes);
             cache_set_synced(r.c, true);
         }
         json_decref(items);

@@ -761,6 +761,62 @@ START_TEST(test_list_paged)
 }
 END_TEST
 
+/* k8s_page_fn: append the page's names as one array to userdata; a page that starts
+ * with "c" stops the LIST with WH_ETOOBIG. */
+static int record_page(void *userdata, json_t *items, struct wh_error *err)
+{
+    json_t *names = json_array();
+    const json_t *it;
+    size_t i;
+
+    json_array_foreach(items, i, it) {
+        json_array_append_new(names, json_string(meta_str(it, "name")));
+    }
+    json_array_append_new(userdata, names);
+    if (strcmp(meta_str(json_array_get(items, 0), "name"), "c") == 0)
+        return wh_error_set(err, WH_ETOOBIG, "enough");
+    return 0;
+}
+
+/* Pages handed over one by one, in order; the callback's error ends the LIST with it. */
+START_TEST(test_list_pages)
+{
+    static const char *names[] = {"e", "a", "c", "d", "b"};
+    struct wh_error err = {0};
+    json_t *pages = json_array();
+    char *rv = NULL;
+    size_t i;
+
+    for (i = 0; i < 5; i++) {
+        char body[256];
+
+        snprintf(body, sizeof(body),
+                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
+                 "\"namespace\":\"ns1\"}}",
+                 names[i]);
+        apitest_ctl_expect(&api, "POST", "/_test/objects", body, 201);
+    }
+    apitest_clear_requests(&api);
+    /* limit=3: two pages, a-c and d-e. */
+    ck_assert_int_eq(k8s_list_pages(kc, CMS, 3, 5000, record_page, pages, &rv, &err), 0);
+    tu_assert_json_eq(pages, "[[\"a\",\"b\",\"c\"],[\"d\",\"e\"]]");
+    ck_assert_ptr_nonnull(rv);
+    free(rv);
+    rv = NULL;
+
+    json_array_clear(pages);
+    ck_assert_int_eq(k8s_list_pages(kc, CMS "?labelSelector=", 2, 5000, record_page, pages, &rv,
+                                    &err),
+                     WH_ETOOBIG);
+    ck_assert_str_eq(err.msg, "enough");
+    tu_assert_json_eq(pages, "[[\"a\",\"b\"],[\"c\",\"d\"]]");
+    ck_assert_ptr_null(rv);
+    /* Two requests per LIST: the second stopped after its page 2 (its page 3, e, never asked). */
+    ck_assert_uint_eq(apitest_total(&api), 4);
+    json_decref(pages);
+}
+END_TEST
+
 /* While page 2 is held back by the server, write and compact past the list's RV. */
 static void *compact_soon(void *p)
 {
@@ -1051,6 +1107,7 @@ static Suite *k8s_client_suite(void)
     tcase_add_test(http, test_threads);
     tcase_add_test(http, test_create_update_delete);
     tcase_add_test(http, test_list_paged);
+    tcase_add_test(http, test_list_pages);
     tcase_add_test(http, test_list_expired_continue);
     tcase_add_test(http, test_retry_after);
     tcase_add_test(http, test_rate_limit);

@@ -317,73 +317,107 @@ int cache_remove(struct job_cache *c, const char *ns, const char *name)
     return 0;
 }
 
-int cache_replace_all(struct job_cache *c, const json_t *items, json_t **removed_out)
+struct cache_batch {
+    json_t *map;            /* owned; "ns/name" → entry address, as job_cache.map */
+};
+
+struct cache_batch *cache_batch_create(void)
 {
-    json_t *fresh = json_object();
-    json_t *old = NULL;
-    json_t *removed = NULL;
-    const char *key;
-    json_t *job;
-    size_t i;
+    struct cache_batch *b = malloc(sizeof(*b));
+
+    if (b == NULL)
+        return NULL;
+    b->map = json_object();
+    if (b->map == NULL) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+int cache_batch_add(struct cache_batch *b, const json_t *job)
+{
+    char key[KEY_MAX];
+    struct cached_job *e;
+    struct cached_job *dup = NULL;
+
+    if (!json_is_object(job) || job_key(key, sizeof(key), job) < 0)
+        return WH_EINVAL;
+    e = entry_new(job);
+    if (e == NULL)
+        return WH_ENOMEM;
+    if (map_set(b->map, key, e, &dup) < 0) {
+        entry_release(e);
+        return WH_ENOMEM;
+    }
+    entry_release(dup);  /* the same key twice: the last one wins */
+    return 0;
+}
+
+void cache_batch_destroy(struct cache_batch *b)
+{
+    if (b == NULL)
+        return;
+    map_free(b->map);
+    free(b);
+}
+
+/* on_change(old, new) with private trees of the entries (NULL stays NULL). @return 0 or WH_ENOMEM. */
+static int report(cache_change_fn on_change, void *userdata, const struct cached_job *old,
+                  const struct cached_job *e)
+{
+    json_t *old_job = old != NULL ? entry_job(old) : NULL;
+    json_t *job = e != NULL ? entry_job(e) : NULL;
     int rc = WH_ENOMEM;
 
-    if (removed_out != NULL)
-        *removed_out = NULL;
-    if (fresh == NULL)
-        return WH_ENOMEM;
-    if (!json_is_array(items)) {
-        rc = WH_EINVAL;
-        goto out;
+    if ((old == NULL || old_job != NULL) && (e == NULL || job != NULL)) {
+        on_change(userdata, old_job, job);
+        rc = 0;
     }
-    /* Build the new map outside the lock: readers are held up only by the swap. */
-    json_array_foreach(items, i, job) {
-        char k[KEY_MAX];
-        struct cached_job *e;
-        struct cached_job *dup = NULL;
+    json_decref(old_job);
+    json_decref(job);
+    return rc;
+}
 
-        if (!json_is_object(job) || job_key(k, sizeof(k), job) < 0)
-            continue;  /* not a Job we could ever look up */
-        e = entry_new(job);
-        if (e == NULL)
-            goto out;
-        if (map_set(fresh, k, e, &dup) < 0) {
-            entry_release(e);
-            goto out;
-        }
-        entry_release(dup);  /* the same key twice: the last one wins */
-    }
-    if (removed_out != NULL) {
-        removed = json_array();
-        if (removed == NULL)
-            goto out;
-    }
+int cache_replace_all(struct job_cache *c, struct cache_batch *b, cache_change_fn on_change,
+                      void *userdata)
+{
+    json_t *empty = json_object();
+    json_t *old;
+    json_t *fresh;
+    const char *key;
+    json_t *v;
+    int rc = 0;
+
+    if (empty == NULL)
+        return WH_ENOMEM;
+    fresh = b->map;
+    b->map = empty;
     pthread_rwlock_wrlock(&c->lock);
     old = c->map;
     c->map = fresh;
     pthread_rwlock_unlock(&c->lock);
-    fresh = NULL;  /* now owned by the cache */
 
-    /* The old map is private now: collect what the LIST no longer has. */
-    if (removed != NULL) {
-        pthread_rwlock_rdlock(&c->lock);
-        json_object_foreach(old, key, job) {
-            if (json_object_get(c->map, key) == NULL
-                && json_array_append_new(removed, entry_job(entry_of(job))) != 0) {
-                pthread_rwlock_unlock(&c->lock);
-                goto out;
-            }
+    /*
+     * The old map is private now, and fresh changes only by this thread (the one
+     * writer): both are read without the lock, so the handlers run outside it.
+     */
+    if (on_change != NULL) {
+        json_object_foreach(old, key, v) {
+            if (rc == 0 && json_object_get(fresh, key) == NULL)
+                rc = report(on_change, userdata, entry_of(v), NULL);
         }
-        pthread_rwlock_unlock(&c->lock);
-        *removed_out = removed;
-        removed = NULL;  /* now owned by the caller */
+        json_object_foreach(fresh, key, v) {
+            const struct cached_job *was = map_get(old, key);
+            const struct cached_job *e = entry_of(v);
+
+            if (rc != 0 || (was != NULL && was->len == e->len
+                            && memcmp(was->text, e->text, e->len) == 0))
+                continue;
+            rc = report(on_change, userdata, was, e);
+        }
     }
-    rc = 0;
-out:
-    if (fresh != NULL)
-        map_free(fresh);
-    if (old != NULL)
-        map_free(old);
-    json_decref(removed);
+    map_free(old);
     return rc;
 }
 

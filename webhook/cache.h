@@ -38,7 +38,7 @@ int cache_get(struct job_cache *c, const char *ns, const char *name, json_t **jo
  * spec.tasks[] name, replicas, template.spec.hostname and .subdomain;
  * status.state.phase. An object left empty by this is dropped; a value of an
  * unexpected type is kept as it is. Every Job the cache hands out (cache_get,
- * cache_list, cache_replace_all's removed) is such a Job.
+ * cache_list, cache_replace_all's reports) is such a Job.
  * @return 0, WH_EINVAL (not an object, or no namespace or name), or WH_ENOMEM.
  */
 int cache_put(struct job_cache *c, json_t *job);
@@ -46,13 +46,45 @@ int cache_put(struct job_cache *c, json_t *job);
 int cache_remove(struct job_cache *c, const char *ns, const char *name);
 
 /**
- * Replace the whole content with items (a JSON array of Jobs) after a LIST.
- * items are copied, as by cache_put.
- * @param[out] removed_out  new reference: array of (copies of) the Jobs that were
- *                          cached and are not in items (so their deletion can be
- *                          handled); NULL allowed
+ * The Jobs of one LIST, gathered page by page (k8s_list_pages) before they
+ * replace the cache's content at once: each Job is turned into the cache's compact
+ * text as it is added, so the LIST's full items need not be held until the end.
+ * Only its creator uses it.
  */
-int cache_replace_all(struct job_cache *c, const json_t *items, json_t **removed_out);
+struct cache_batch;
+
+/** @return a new empty batch, NULL on ENOMEM. */
+struct cache_batch *cache_batch_create(void);
+
+/**
+ * Add job (kept as by cache_put; job stays the caller's). A second Job with the
+ * same namespace/name replaces the first.
+ * @return 0, WH_EINVAL (not an object, or no namespace or name: not added), or WH_ENOMEM.
+ */
+int cache_batch_add(struct cache_batch *b, const json_t *job);
+
+/** Free the batch and what it still holds. NULL is a no-op. */
+void cache_batch_destroy(struct cache_batch *b);
+
+/**
+ * Called by cache_replace_all for each difference: old_job NULL for a Job the
+ * cache did not have, job NULL for one it had that the LIST no longer has, both
+ * set for one whose kept fields (resourceVersion among them) changed. Both are
+ * private trees, valid for the call only.
+ */
+typedef void (*cache_change_fn)(void *userdata, const json_t *old_job, const json_t *job);
+
+/**
+ * Make the batch's Jobs the whole content of the cache (after a LIST; readers see
+ * the old content or the new, never a mix), then report the differences to
+ * on_change (NULL: none), outside the lock: the Jobs gone first, then the new and
+ * changed ones in the batch's order. The batch is left empty. Only the cache's one
+ * writer (the informer thread) may call it, as for cache_put.
+ * @return 0; WH_ENOMEM before the swap (nothing changed), or during the report
+ *         (the cache is replaced; the rest of the differences are not reported).
+ */
+int cache_replace_all(struct job_cache *c, struct cache_batch *b, cache_change_fn on_change,
+                      void *userdata);
 
 /** @return new reference: array of copies of every cached Job (a snapshot, for resyncs);
  *  NULL on ENOMEM. */

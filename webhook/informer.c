@@ -39,7 +39,6 @@
 #include "webhook/informer.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -51,6 +50,7 @@
 #include "k8s/watch.h"
 #include "webhook/log.h"
 #include "webhook/clock.h"
+#include "webhook/heap.h"
 
 #define JOBS_PATH "/apis/batch.volcano.sh/v1alpha1/jobs"
 #define JOB_API_VERSION "batch.volcano.sh/v1alpha1"
@@ -155,41 +155,64 @@ static void fill_type_meta(json_t *job)
         json_object_set_new(job, "kind", json_string("Job"));
 }
 
-/* LIST every Job, replace the cache, report the differences. */
-static int informer_list(struct informer *inf, struct wh_error *err)
+/* k8s_page_fn of informer_list: each listed Job into the batch (userdata). */
+static int add_page(void *userdata, json_t *items, struct wh_error *err)
 {
-    json_t *items = NULL;
-    json_t *olds = NULL;
-    json_t *removed = NULL;
-    json_t *job;
-    char *rv = NULL;
     size_t i;
-    int rc;
+    json_t *job;
 
-    rc = k8s_list(inf->client, JOBS_PATH, inf->cfg.page_size, inf->cfg.request_timeout_ms,
-                  &items, &rv, err);
-    if (rc < 0)
-        return rc;
-    olds = json_array();
-    if (olds == NULL) {
-        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
-        goto out;
-    }
-    /* What each listed Job was before (null: not cached), to tell add from update. */
     json_array_foreach(items, i, job) {
-        json_t *old = NULL;
-
         if (json_is_object(job))
             fill_type_meta(job);
-        if (cache_get(inf->cache, str_or(meta_str(job, "namespace"), ""),
-                      str_or(meta_str(job, "name"), ""), &old) != 0)
-            old = json_null();
-        if (json_array_append_new(olds, old) != 0) {
-            rc = wh_error_set(err, WH_ENOMEM, "out of memory");
-            goto out;
-        }
+        /* WH_EINVAL: no namespace or name, never a Job we could look up: skipped. */
+        if (cache_batch_add(userdata, job) == WH_ENOMEM)
+            return wh_error_set(err, WH_ENOMEM, "out of memory");
     }
-    rc = cache_replace_all(inf->cache, items, &removed);
+    return 0;
+}
+
+struct list_report {
+    struct informer *inf;
+    size_t removed;
+};
+
+/* cache_change_fn of informer_list: the differences the LIST made, to the handlers. */
+static void on_list_change(void *userdata, const json_t *old_job, const json_t *job)
+{
+    struct list_report *r = userdata;
+    const struct informer_handlers *h = &r->inf->h;
+
+    if (job == NULL) {
+        r->removed++;
+        if (h->on_delete != NULL)
+            h->on_delete(h->userdata, old_job);
+    } else if (old_job == NULL) {
+        if (h->on_add != NULL)
+            h->on_add(h->userdata, job);
+    } else if (h->on_update != NULL) {
+        h->on_update(h->userdata, old_job, job);
+    }
+}
+
+/*
+ * LIST every Job, replace the cache, report the differences. Page by page into a
+ * cache batch: only one page of full Jobs is held at a time (a LIST of 10,000
+ * Jobs held whole peaked at over 300 MiB).
+ */
+static int informer_list(struct informer *inf, struct wh_error *err)
+{
+    struct cache_batch *batch = cache_batch_create();
+    struct list_report report = {inf, 0};
+    char *rv = NULL;
+    int rc;
+
+    if (batch == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    rc = k8s_list_pages(inf->client, JOBS_PATH, inf->cfg.page_size,
+                        inf->cfg.request_timeout_ms, add_page, batch, &rv, err);
+    if (rc < 0)
+        goto out;
+    rc = cache_replace_all(inf->cache, batch, on_list_change, &report);
     if (rc < 0) {
         wh_error_set(err, rc, "cannot replace the jobs cache: %s", wh_error_str(rc));
         goto out;
@@ -200,44 +223,16 @@ static int informer_list(struct informer *inf, struct wh_error *err)
     rv = NULL;  /* now owned by inf */
     atomic_fetch_add(&inf->lists, 1);
     LOG_INFO("informer: listed jobs=%zu removed=%zu resource_version=%s",
-             json_array_size(items), json_array_size(removed), str_or(inf->rv, ""));
-
-    /* Handlers after the cache is updated, in a fixed order: deletions, then the rest. */
-    json_array_foreach(removed, i, job) {
-        if (inf->h.on_delete != NULL)
-            inf->h.on_delete(inf->h.userdata, job);
-    }
-    json_array_foreach(items, i, job) {
-        const json_t *old = json_array_get(olds, i);
-        const char *old_rv;
-        const char *new_rv;
-
-        if (!json_is_object(job) || meta_str(job, "namespace") == NULL
-            || meta_str(job, "name") == NULL)
-            continue;  /* skipped by the cache too */
-        if (json_is_null(old)) {
-            if (inf->h.on_add != NULL)
-                inf->h.on_add(inf->h.userdata, job);
-            continue;
-        }
-        old_rv = str_or(meta_str(old, "resourceVersion"), "");
-        new_rv = str_or(meta_str(job, "resourceVersion"), "");
-        if (strcmp(old_rv, new_rv) != 0 && inf->h.on_update != NULL)
-            inf->h.on_update(inf->h.userdata, old, job);
-    }
-    rc = 0;
+             cache_size(inf->cache), report.removed, str_or(inf->rv, ""));
 out:
     free(rv);
-    json_decref(items);
-    json_decref(olds);
-    json_decref(removed);
+    cache_batch_destroy(batch);
     /*
-     * The LIST's parsed items (every Job in full) are gone now, and the cache kept
-     * smaller copies (cache.h cache_put) that were allocated above them: give the
-     * freed pages in between back to the kernel, or the resident size stays at the
-     * LIST's peak (glibc trims only the top of the heap by itself).
+     * The LIST's pages are gone now, and the cache kept only compact text: give the
+     * freed pages back to the kernel, or the resident size stays at the LIST's peak
+     * (neither glibc nor mimalloc returns them by itself).
      */
-    malloc_trim(0);
+    heap_release_free();
     return rc;
 }
 

@@ -1,0 +1,17 @@
+/*
+ * heap.h - giving freed heap memory back to the kernel, whichever allocator the
+ * binary links (Makefile ALLOCATOR: mimalloc by default, glibc's malloc without).
+ */
+#ifndef WH_HEAP_H
+#define WH_HEAP_H
+
+/**
+ * Return the free pages of the heap to the kernel, so that the resident size
+ * falls back after a burst of allocation (a Jobs LIST). With mimalloc linked it
+ * calls mi_collect(true) (mimalloc.h: frees the calling thread's cached pages and
+ * decommits free segments); otherwise glibc's malloc_trim(0). Costs a walk of the
+ * heap: call it after rare, large work, never per request. Any thread.
+ */
+void heap_release_free(void);
+
+#endif
