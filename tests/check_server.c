@@ -274,6 +274,26 @@ START_TEST(test_healthz)
 }
 END_TEST
 
+/* Probes and scrapes keep their connection, as admissions do (no TLS handshake each). */
+START_TEST(test_probes_keep_alive)
+{
+    static const char *const paths[] = {"/healthz", "/readyz", "/metrics", "/healthz"};
+    CURL *h = curl_easy_init();
+    char url[128];
+    struct reply r;
+
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        snprintf(url, sizeof(url), "%s%s", base, paths[i]);
+        ck_assert_int_eq(exchange(h, i == 3 ? "HEAD" : "GET", url, NULL, NULL, 0, false, &r),
+                         CURLE_OK);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert_int_eq(r.new_conns, (i == 0 ? 1 : 0));
+        reply_free(&r);
+    }
+    curl_easy_cleanup(h);
+}
+END_TEST
+
 /* server_config.ready for test_readyz: ready once the flag is set. */
 static const char *flag_ready(void *userdata)
 {
@@ -1079,6 +1099,7 @@ static Suite *server_suite(void)
     tcase_add_checked_fixture(plain, plain_setup, plain_teardown);
     tcase_set_timeout(plain, 60);
     tcase_add_test(plain, test_healthz);
+    tcase_add_test(plain, test_probes_keep_alive);
     tcase_add_test(plain, test_readyz);
     tcase_add_test(plain, test_not_found);
     tcase_add_test(plain, test_method_not_allowed);

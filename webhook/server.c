@@ -158,6 +158,7 @@ struct req_ctx {
     size_t len;               /* bytes in buf */
     size_t cap;               /* bytes allocated */
     bool answered;            /* a response is queued: discard the rest */
+    bool probe;               /* GET/HEAD of a probe path: answered once the request is whole */
     bool too_big;             /* over the cap and the 413 could not be queued yet */
     size_t discarded;         /* bytes dropped since too_big was set */
 };
@@ -641,6 +642,15 @@ static enum MHD_Result request_begin(struct server *s, struct MHD_Connection *c,
 
     if (strcmp(url, PATH_HEALTHZ) == 0 || strcmp(url, PATH_READYZ) == 0
         || strcmp(url, PATH_METRICS) == 0) {
+        /*
+         * A GET or HEAD is answered when the whole request is in (access_handler):
+         * an answer queued before that makes MHD close the connection, so every
+         * probe and scrape would pay for a new TLS handshake.
+         */
+        if (strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0) {
+            ctx->probe = true;
+            return MHD_YES;
+        }
         ctx->answered = true;
         return answer_probe(s, c, url, method);
     }
@@ -757,8 +767,9 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
         }
         if (ctx->answered)
             return MHD_YES;
-        if (ctx->too_big) {
-            /* Do not drain an endless chunked body: close after another cap's worth. */
+        if (ctx->too_big || ctx->probe) {
+            /* Dropped (a probe's body is ignored); an endless chunked body is not
+             * drained: closed after another cap's worth. */
             ctx->discarded += n < s->max_body - ctx->discarded ? n : s->max_body - ctx->discarded;
             return ctx->discarded < s->max_body ? MHD_YES : MHD_NO;
         }
@@ -792,6 +803,8 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
     if (ctx->answered)
         return MHD_YES;
     ctx->answered = true;
+    if (ctx->probe)
+        return answer_probe(s, c, url != NULL ? url : "", method != NULL ? method : "");
     if (ctx->too_big)
         return queue_too_big(s, c);
     /* admission_handle records the request in the metrics (outcome, latency). */
