@@ -1,0 +1,615 @@
+/*
+ * serve_flags.c - the flags of the `serve` subcommand (webhook/serve_flags.h):
+ * defaults, the --help text, getopt_long and the value parsers. Every message
+ * here is a usage message: "volcano-plugin-webhook: serve: ..." on err_to, and
+ * the command exits 2. webhook/serve.c starts nothing before this returns 0.
+ *
+ * Design: serve_flags_parse fills the defaults, then one getopt_long loop hands
+ * each flag to its side (the serving flags inline; reconcile_flag,
+ * selfsigned_flag, ops_flag for the three groups), then checks the flags
+ * against each other. Every duration flag goes through parse_duration_ms and
+ * every integer through parse_long, so one spelling is valid for all of them.
+ *
+ * Threads: main thread only; getopt_long's globals make this not reentrant.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "webhook/commands.h"
+#include "webhook/log.h"
+#include "webhook/serve_flags.h"
+#include "webhook/server.h"
+
+#define DEFAULT_BIND "0.0.0.0"
+#define DEFAULT_PORT 8443
+#define DEFAULT_LOOKUP_TIMEOUT_MS 2000L
+#define MAX_LOOKUP_TIMEOUT_MS 30000L  /* kube-apiserver waits at most 30 s for a webhook */
+#define DEFAULT_SELFSIGNED_NAME "volcano-plugin-webhook"  /* Service and webhook config */
+#define DEFAULT_SHUTDOWN_GRACE_MS 15000L
+
+static void serve_usage(FILE *to)
+{
+    fprintf(to,
+            "usage: " WH_PROG " serve [flags]\n"
+            "\n"
+            "Serve the mutating admission webhook for pods of Volcano Jobs\n"
+            "(POST /pods/mutate, GET /healthz, GET /readyz).\n"
+            "\n"
+            "flags:\n"
+            "  --bind-address ADDR            IPv4 or IPv6 address to listen on (default %s)\n"
+            "  --port N                       TCP port, 0 = any free port (default %d)\n"
+            "  --tls-cert-file FILE           PEM serving certificate (chain) (required)\n"
+            "  --tls-private-key-file FILE    PEM private key of the certificate (required)\n"
+            "  --self-signed                  instead of the two flags above: make a CA and\n"
+            "                                 serving certificate in memory at start-up and\n"
+            "                                 patch the caBundle of --webhook-config-name;\n"
+            "                                 single-replica or test setups only (each replica\n"
+            "                                 makes its own CA, the last to patch wins)\n"
+            "  --service-name NAME            with --self-signed: Service name in the\n"
+            "                                 certificate (default volcano-plugin-webhook)\n"
+            "  --tls-san NAME                 with --self-signed: one more subjectAltName,\n"
+            "                                 DNS name or IP; repeatable (default: none)\n"
+            "  --webhook-config-name NAME     with --self-signed: the\n"
+            "                                 MutatingWebhookConfiguration whose webhooks get\n"
+            "                                 the caBundle (default volcano-plugin-webhook)\n"
+            "  --allow-insecure-key-permissions  load --tls-private-key-file even when it\n"
+            "                                 is readable by others or group-writable\n"
+            "                                 (default: refuse; want 0600/0400/0440)\n"
+            "  --insecure-http                serve plain HTTP without TLS; tests and demos\n"
+            "                                 only, kube-apiserver needs HTTPS (default off)\n"
+            "  --kubeconfig FILE              kubeconfig for the Jobs list/watch and lookups\n"
+            "                                 (default $KUBECONFIG, else the in-cluster\n"
+            "                                 service account)\n"
+            "  --job-lookup-failure deny|allow  when a Job cannot be read (timeout, 5xx): deny\n"
+            "                                 the pod, or allow it unmutated with a warning\n"
+            "                                 (default deny)\n"
+            "  --job-lookup-timeout DURATION  time limit of one Job lookup, e.g. 500ms, 2s;\n"
+            "                                 at most 30s (default 2s)\n"
+            "  --leader-elect[=BOOL]          reconcile only while holding the Lease\n"
+            "                                 volcano-plugin-webhook; false: this replica\n"
+            "                                 always reconciles (default true)\n"
+            "  --leader-elect-lease-duration DURATION  how long a Lease is valid without\n"
+            "                                 renewal, whole seconds (default 15s)\n"
+            "  --leader-elect-renew-deadline DURATION  a leader that cannot renew for this\n"
+            "                                 long stops reconciling (default 10s)\n"
+            "  --leader-elect-retry-period DURATION  time between tries to acquire or\n"
+            "                                 renew the Lease (default 2s)\n"
+            "  --leader-elect-resource-namespace NS  namespace of the Lease (default: the\n"
+            "                                 pod's own namespace, else \"default\")\n"
+            "  --resync-period DURATION       reconcile every cached Job this often, e.g.\n"
+            "                                 30s, 10m, 1h (default 10m)\n"
+            "  --reconcile-workers N          Jobs reconciled in parallel, 1..64 (default 4)\n"
+            "  --kube-api-qps QPS             sustained API requests per second, shared by\n"
+            "                                 every thread; 0 = no limit (default 50)\n"
+            "  --kube-api-burst N             API requests allowed in a burst (default 100)\n"
+            "  -v, --v N                      log verbosity: 0 error, 1 warn, 2 info,\n"
+            "                                 3+ debug (default 2)\n"
+            "  --port-file FILE               write the bound port to FILE once listening\n"
+            "                                 (default none)\n",
+            DEFAULT_BIND, DEFAULT_PORT);
+    /* operations flags (issue 4/6): a second string, ISO C caps one literal at 4095 bytes */
+    fputs("  --shutdown-grace DURATION      on SIGTERM/SIGINT: /readyz fails at once; new\n"
+          "                                 connections are served until none is in flight\n"
+          "                                 (after at least 2s) or until a third of this is\n"
+          "                                 left (at most 5s), which the requests in flight\n"
+          "                                 get; 0 = stop at once (default 15s)\n"
+          "  --max-connections N            concurrent connections, 1..1000000 (default 1000)\n"
+          "  --max-connections-per-ip N     concurrent connections from one client address;\n"
+          "                                 0 = no limit (default 0: kube-apiserver may call\n"
+          "                                 from a single address)\n"
+          "  --connection-idle-timeout DURATION  close a connection idle this long, whole\n"
+          "                                 seconds (default 30s)\n"
+          "  --request-timeout DURATION     close a connection whose request (headers and\n"
+          "                                 body; for a new connection also the TLS\n"
+          "                                 handshake) has not arrived within this\n"
+          "                                 (default 10s)\n"
+          "  -h, --help                     show this help\n",
+          to);
+}
+
+/* ---- value parsers: one spelling for every flag of a kind ---- */
+
+/* Strict integer parse of s into [lo, hi]. @return 0 or -1. */
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v;
+
+    if (s == NULL || *s == '\0' || *s == ' ' || *s == '+')
+        return -1;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/*
+ * A Go-style duration with one integer and a unit: "500ms", "2s", "1m", "1h".
+ * Every duration flag goes through here.
+ * @return 0 with *ms_out in milliseconds, or -1.
+ */
+static int parse_duration_ms(const char *s, long *ms_out)
+{
+    static const struct {
+        const char *unit;
+        long ms;
+    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+    char *end;
+    long v;
+
+    if (s == NULL || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0)
+        return -1;
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcmp(end, units[i].unit) == 0) {
+            if (v > LONG_MAX / units[i].ms)
+                return -1;
+            *ms_out = v * units[i].ms;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Go's strconv.ParseBool. @return 0 or -1. */
+static int parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = {"1", "t", "T", "true", "TRUE", "True"};
+    static const char *const no[] = {"0", "f", "F", "false", "FALSE", "False"};
+
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (strcmp(s, yes[i]) == 0) {
+            *out = true;
+            return 0;
+        }
+        if (strcmp(s, no[i]) == 0) {
+            *out = false;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* A duration flag of whole seconds, at least 1s. @return 0 or -1. */
+static int parse_seconds_ms(const char *s, long *ms_out)
+{
+    long ms;
+
+    if (parse_duration_ms(s, &ms) < 0 || ms < 1000 || ms % 1000 != 0)
+        return -1;
+    *ms_out = ms;
+    return 0;
+}
+
+/* ---- the flags ---- */
+
+enum {
+    OPT_BIND = 256,
+    OPT_PORT,
+    OPT_CERT,
+    OPT_KEY,
+    OPT_INSECURE,
+    OPT_KUBECONFIG,
+    OPT_LOOKUP_FAILURE,
+    OPT_LOOKUP_TIMEOUT,
+    OPT_PORT_FILE,
+    /* reconcile side (issue 3) */
+    OPT_LEADER_ELECT,
+    OPT_LEASE_DURATION,
+    OPT_RENEW_DEADLINE,
+    OPT_RETRY_PERIOD,
+    OPT_LEASE_NAMESPACE,
+    OPT_RESYNC_PERIOD,
+    OPT_RECONCILE_WORKERS,
+    OPT_KUBE_API_QPS,
+    OPT_KUBE_API_BURST,
+    /* --self-signed (issue 4, certificates) */
+    OPT_SELF_SIGNED,
+    OPT_SERVICE_NAME,
+    OPT_TLS_SAN,
+    OPT_WEBHOOK_CONFIG,
+    OPT_WATCH_IDLE_TIMEOUT,     /* hidden (tests, advanced): stalled-watch detection */
+    OPT_ALLOW_INSECURE_KEY,     /* --allow-insecure-key-permissions (issue 6) */
+    /* operations (issue 4/6) */
+    OPT_SHUTDOWN_GRACE,
+    OPT_MAX_CONNECTIONS,
+    OPT_MAX_CONNECTIONS_PER_IP,
+    OPT_CONNECTION_IDLE_TIMEOUT,
+    OPT_REQUEST_TIMEOUT,
+};
+
+/* Report a bad flag value on err_to. @return WH_EINVAL (the command exits 2). */
+static int bad_value(FILE *err_to, const char *flag, const char *value, const char *want)
+{
+    fprintf(err_to, WH_PROG ": serve: invalid %s \"%s\": %s\n", flag, value, want);
+    return WH_EINVAL;
+}
+
+/* Every default, as --help states it. */
+static void options_init(struct serve_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->bind_address = DEFAULT_BIND;
+    o->port = DEFAULT_PORT;
+    o->verbosity = LOG_LEVEL_INFO;
+    o->lookup_failure = LOOKUP_FAILURE_DENY;
+    o->lookup_timeout_ms = DEFAULT_LOOKUP_TIMEOUT_MS;
+    o->watch_idle_ms = 0;
+    /* reconcile side */
+    o->leader_elect = true;
+    o->lease_duration_ms = 15000;
+    o->renew_deadline_ms = 10000;
+    o->retry_period_ms = 2000;
+    o->resync_period_ms = 600000;
+    o->reconcile_workers = 4;
+    o->kube_api_qps = 50;
+    o->kube_api_burst = 100;
+    /* --self-signed */
+    o->service_name = DEFAULT_SELFSIGNED_NAME;
+    o->webhook_config = DEFAULT_SELFSIGNED_NAME;
+    /* operations */
+    o->shutdown_grace_ms = DEFAULT_SHUTDOWN_GRACE_MS;
+    o->max_connections = SERVER_DEFAULT_CONNECTIONS;
+    o->max_per_ip = 0;
+    o->idle_timeout_ms = (long)SERVER_DEFAULT_TIMEOUT * 1000;
+    o->request_timeout_ms = (long)SERVER_DEFAULT_REQUEST_TIMEOUT_MS;
+}
+
+/* ---- reconcile side: leader election, resync, API client limits (issue 3) ---- */
+
+/* One reconcile-side flag. @return 0, or WH_EINVAL after the message. */
+static int reconcile_flag(struct serve_options *o, int opt, const char *arg, FILE *err_to)
+{
+    static const char *const secs = "want a whole number of seconds, at least 1s, like 15s";
+    char *end;
+
+    switch (opt) {
+    case OPT_LEADER_ELECT:
+        if (arg != NULL && parse_bool(arg, &o->leader_elect) < 0)
+            return bad_value(err_to, "--leader-elect", arg, "want true or false");
+        if (arg == NULL)
+            o->leader_elect = true;
+        return 0;
+    case OPT_LEASE_DURATION:
+        return parse_seconds_ms(arg, &o->lease_duration_ms) < 0
+                   ? bad_value(err_to, "--leader-elect-lease-duration", arg, secs) : 0;
+    case OPT_RENEW_DEADLINE:
+        return parse_seconds_ms(arg, &o->renew_deadline_ms) < 0
+                   ? bad_value(err_to, "--leader-elect-renew-deadline", arg, secs) : 0;
+    case OPT_RETRY_PERIOD:
+        return parse_seconds_ms(arg, &o->retry_period_ms) < 0
+                   ? bad_value(err_to, "--leader-elect-retry-period", arg, secs) : 0;
+    case OPT_LEASE_NAMESPACE:
+        if (arg[0] == '\0' || strlen(arg) > 63 || strchr(arg, '/') != NULL)
+            return bad_value(err_to, "--leader-elect-resource-namespace", arg,
+                             "want a namespace name");
+        o->lease_ns = arg;
+        return 0;
+    case OPT_RESYNC_PERIOD:
+        return parse_seconds_ms(arg, &o->resync_period_ms) < 0
+                   ? bad_value(err_to, "--resync-period", arg, secs) : 0;
+    case OPT_RECONCILE_WORKERS:
+        return parse_long(arg, 1, 64, &o->reconcile_workers) < 0
+                   ? bad_value(err_to, "--reconcile-workers", arg, "want an integer 1..64") : 0;
+    case OPT_KUBE_API_QPS:
+        errno = 0;
+        o->kube_api_qps = strtod(arg, &end);
+        if (arg[0] == '\0' || *end != '\0' || errno != 0
+            || !(o->kube_api_qps >= 0 && o->kube_api_qps <= 1e6))
+            return bad_value(err_to, "--kube-api-qps", arg,
+                             "want a number from 0 (no limit) to 1e6");
+        return 0;
+    case OPT_KUBE_API_BURST:
+        return parse_long(arg, 1, 1000000, &o->kube_api_burst) < 0
+                   ? bad_value(err_to, "--kube-api-burst", arg, "want an integer 1..1000000")
+                   : 0;
+    default:
+        return WH_EINVAL;
+    }
+}
+
+/* client-go's rule: lease duration > renew deadline > retry period. @return 0 or WH_EINVAL. */
+static int reconcile_flags_check(const struct serve_options *o, FILE *err_to)
+{
+    if (o->lease_duration_ms <= o->renew_deadline_ms
+        || o->renew_deadline_ms <= o->retry_period_ms) {
+        fprintf(err_to, WH_PROG ": serve: want --leader-elect-lease-duration (%lds) > "
+                        "--leader-elect-renew-deadline (%lds) > --leader-elect-retry-period "
+                        "(%lds)\n",
+                o->lease_duration_ms / 1000, o->renew_deadline_ms / 1000,
+                o->retry_period_ms / 1000);
+        return WH_EINVAL;
+    }
+    return 0;
+}
+
+/* ---- --self-signed (issue 4, certificates) ---- */
+
+/* DNS-1123 subdomain-ish: 1-253 of [a-z0-9.-], alphanumeric at both ends. */
+static bool dns1123_name(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > 253 || s[0] == '-' || s[0] == '.' || s[n - 1] == '-' || s[n - 1] == '.')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'
+              || s[i] == '.'))
+            return false;
+    return true;
+}
+
+/*
+ * One --self-signed flag; *named notes that a flag needing --self-signed was
+ * given. @return 0, or WH_EINVAL after the message.
+ */
+static int selfsigned_flag(struct serve_options *o, bool *named, int opt, const char *arg,
+                           FILE *err_to)
+{
+    size_t n;
+
+    switch (opt) {
+    case OPT_SELF_SIGNED:
+        o->self_signed = true;
+        return 0;
+    case OPT_SERVICE_NAME:
+        if (!dns1123_name(arg) || strchr(arg, '.') != NULL || strlen(arg) > 63)
+            return bad_value(err_to, "--service-name", arg,
+                             "want a Service name (DNS-1123 label)");
+        o->service_name = arg;
+        *named = true;
+        return 0;
+    case OPT_WEBHOOK_CONFIG:
+        if (!dns1123_name(arg))
+            return bad_value(err_to, "--webhook-config-name", arg, "want an object name");
+        o->webhook_config = arg;
+        *named = true;
+        return 0;
+    case OPT_TLS_SAN:
+        /* a DNS name or an IP address: printable, no spaces or commas */
+        n = strlen(arg);
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned char)arg[i] <= 0x20 || (unsigned char)arg[i] > 0x7E || arg[i] == ',')
+                n = 0;
+        if (n == 0 || n > 253)
+            return bad_value(err_to, "--tls-san", arg, "want a DNS name or an IP address");
+        if (o->ntls_sans == SELFSIGNED_MAX_EXTRA) {
+            fprintf(err_to, WH_PROG ": serve: more than %d --tls-san flags\n",
+                    SELFSIGNED_MAX_EXTRA);
+            return WH_EINVAL;
+        }
+        o->tls_sans[o->ntls_sans++] = arg;
+        *named = true;
+        return 0;
+    default:
+        return WH_EINVAL;
+    }
+}
+
+/* --self-signed excludes a certificate from files and plain HTTP. @return 0 or WH_EINVAL. */
+static int selfsigned_flags_check(const struct serve_options *o, bool named, FILE *err_to)
+{
+    if (o->self_signed
+        && (o->tls_cert_file != NULL || o->tls_key_file != NULL || o->insecure_http)) {
+        fprintf(err_to, WH_PROG ": serve: --self-signed cannot be combined with %s\n",
+                o->tls_cert_file != NULL ? "--tls-cert-file"
+                : o->tls_key_file != NULL ? "--tls-private-key-file" : "--insecure-http");
+        return WH_EINVAL;
+    }
+    if (!o->self_signed && named) {
+        fprintf(err_to, WH_PROG ": serve: --service-name, --tls-san and --webhook-config-name "
+                        "need --self-signed\n");
+        return WH_EINVAL;
+    }
+    return 0;
+}
+
+/* ---- operations: shutdown, connection limits (issue 4/6) ---- */
+
+/* One operations flag. @return 0, or WH_EINVAL after the message. */
+static int ops_flag(struct serve_options *o, int opt, const char *arg, FILE *err_to)
+{
+    switch (opt) {
+    case OPT_SHUTDOWN_GRACE:
+        /* "0" alone is a duration too (Go's rule): stop at once. */
+        if (strcmp(arg, "0") == 0) {
+            o->shutdown_grace_ms = 0;
+            return 0;
+        }
+        if (parse_duration_ms(arg, &o->shutdown_grace_ms) < 0
+            || o->shutdown_grace_ms > 3600000L)
+            return bad_value(err_to, "--shutdown-grace", arg,
+                             "want a duration from 0 (stop at once) to 1h, like 15s");
+        return 0;
+    case OPT_MAX_CONNECTIONS:
+        return parse_long(arg, 1, 1000000, &o->max_connections) < 0
+                   ? bad_value(err_to, "--max-connections", arg, "want an integer 1..1000000")
+                   : 0;
+    case OPT_MAX_CONNECTIONS_PER_IP:
+        return parse_long(arg, 0, 1000000, &o->max_per_ip) < 0
+                   ? bad_value(err_to, "--max-connections-per-ip", arg,
+                               "want an integer 0 (no limit)..1000000") : 0;
+    case OPT_CONNECTION_IDLE_TIMEOUT:
+        return parse_seconds_ms(arg, &o->idle_timeout_ms) < 0
+                       || o->idle_timeout_ms > 3600000L
+                   ? bad_value(err_to, "--connection-idle-timeout", arg,
+                               "want whole seconds from 1s to 1h, like 30s") : 0;
+    case OPT_REQUEST_TIMEOUT:
+        return parse_duration_ms(arg, &o->request_timeout_ms) < 0
+                       || o->request_timeout_ms < 100 || o->request_timeout_ms > 600000L
+                   ? bad_value(err_to, "--request-timeout", arg,
+                               "want a duration from 100ms to 10m, like 10s") : 0;
+    default:
+        return WH_EINVAL;
+    }
+}
+
+/* ---- the parse ---- */
+
+int serve_flags_parse(struct serve_options *out, int argc, char **argv, FILE *help_to,
+                      FILE *err_to)
+{
+    static const struct option longopts[] = {
+        {"bind-address", required_argument, NULL, OPT_BIND},
+        {"port", required_argument, NULL, OPT_PORT},
+        {"tls-cert-file", required_argument, NULL, OPT_CERT},
+        {"tls-private-key-file", required_argument, NULL, OPT_KEY},
+        {"insecure-http", no_argument, NULL, OPT_INSECURE},
+        {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
+        {"job-lookup-failure", required_argument, NULL, OPT_LOOKUP_FAILURE},
+        {"job-lookup-timeout", required_argument, NULL, OPT_LOOKUP_TIMEOUT},
+        {"v", required_argument, NULL, 'v'},
+        {"port-file", required_argument, NULL, OPT_PORT_FILE},
+        {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
+        {"leader-elect-lease-duration", required_argument, NULL, OPT_LEASE_DURATION},
+        {"leader-elect-renew-deadline", required_argument, NULL, OPT_RENEW_DEADLINE},
+        {"leader-elect-retry-period", required_argument, NULL, OPT_RETRY_PERIOD},
+        {"leader-elect-resource-namespace", required_argument, NULL, OPT_LEASE_NAMESPACE},
+        {"resync-period", required_argument, NULL, OPT_RESYNC_PERIOD},
+        {"reconcile-workers", required_argument, NULL, OPT_RECONCILE_WORKERS},
+        {"kube-api-qps", required_argument, NULL, OPT_KUBE_API_QPS},
+        {"kube-api-burst", required_argument, NULL, OPT_KUBE_API_BURST},
+        {"self-signed", no_argument, NULL, OPT_SELF_SIGNED},
+        {"service-name", required_argument, NULL, OPT_SERVICE_NAME},
+        {"tls-san", required_argument, NULL, OPT_TLS_SAN},
+        {"webhook-config-name", required_argument, NULL, OPT_WEBHOOK_CONFIG},
+        {"watch-idle-timeout", required_argument, NULL, OPT_WATCH_IDLE_TIMEOUT},
+        {"allow-insecure-key-permissions", no_argument, NULL, OPT_ALLOW_INSECURE_KEY},
+        {"shutdown-grace", required_argument, NULL, OPT_SHUTDOWN_GRACE},
+        {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+        {"max-connections-per-ip", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_IP},
+        {"connection-idle-timeout", required_argument, NULL, OPT_CONNECTION_IDLE_TIMEOUT},
+        {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool named = false;   /* --service-name, --tls-san or --webhook-config-name given */
+    int opt;
+
+    options_init(out);
+    optind = 0;  /* full getopt reset: serve_main may run more than once (tests) */
+    opterr = 0;  /* our own messages, naming the flag */
+    while ((opt = getopt_long(argc, argv, ":v:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case OPT_BIND:
+            out->bind_address = optarg;
+            break;
+        case OPT_PORT:
+            if (parse_long(optarg, 0, 65535, &out->port) < 0)
+                return bad_value(err_to, "--port", optarg, "want an integer 0..65535");
+            break;
+        case OPT_CERT:
+            out->tls_cert_file = optarg;
+            break;
+        case OPT_KEY:
+            out->tls_key_file = optarg;
+            break;
+        case OPT_INSECURE:
+            out->insecure_http = true;
+            break;
+        case OPT_KUBECONFIG:
+            out->kubeconfig = optarg;
+            break;
+        case OPT_LOOKUP_FAILURE:
+            if (strcmp(optarg, "deny") == 0)
+                out->lookup_failure = LOOKUP_FAILURE_DENY;
+            else if (strcmp(optarg, "allow") == 0)
+                out->lookup_failure = LOOKUP_FAILURE_ALLOW;
+            else
+                return bad_value(err_to, "--job-lookup-failure", optarg, "want deny or allow");
+            break;
+        case OPT_LOOKUP_TIMEOUT:
+            if (parse_duration_ms(optarg, &out->lookup_timeout_ms) < 0
+                || out->lookup_timeout_ms < 1 || out->lookup_timeout_ms > MAX_LOOKUP_TIMEOUT_MS)
+                return bad_value(err_to, "--job-lookup-timeout", optarg,
+                                 "want a duration from 1ms to 30s, like 500ms or 2s");
+            break;
+        case 'v': {
+            /* -v N, -vN, -v=N, --v=N, --v N */
+            const char *val = optarg[0] == '=' ? optarg + 1 : optarg;
+
+            if (parse_long(val, 0, 10, &out->verbosity) < 0)
+                return bad_value(err_to, "-v", val, "want an integer 0..10");
+            break;
+        }
+        case OPT_SELF_SIGNED:
+        case OPT_SERVICE_NAME:
+        case OPT_TLS_SAN:
+        case OPT_WEBHOOK_CONFIG:
+            if (selfsigned_flag(out, &named, opt, optarg, err_to) < 0)
+                return WH_EINVAL;
+            break;
+        case OPT_PORT_FILE:
+            out->port_file = optarg;
+            break;
+        case OPT_ALLOW_INSECURE_KEY:
+            out->allow_insecure_key = true;
+            break;
+        case OPT_WATCH_IDLE_TIMEOUT:
+            /* not in --help: a watch with no byte (event or bookmark) for this long is
+             * dead; the default (90s) suits kube-apiserver's one-minute bookmarks */
+            if (parse_duration_ms(optarg, &out->watch_idle_ms) < 0 || out->watch_idle_ms < 100
+                || out->watch_idle_ms > 3600000L)
+                return bad_value(err_to, "--watch-idle-timeout", optarg,
+                                 "want a duration from 100ms to 1h, like 90s");
+            break;
+        case OPT_LEADER_ELECT:
+        case OPT_LEASE_DURATION:
+        case OPT_RENEW_DEADLINE:
+        case OPT_RETRY_PERIOD:
+        case OPT_LEASE_NAMESPACE:
+        case OPT_RESYNC_PERIOD:
+        case OPT_RECONCILE_WORKERS:
+        case OPT_KUBE_API_QPS:
+        case OPT_KUBE_API_BURST:
+            if (reconcile_flag(out, opt, optarg, err_to) < 0)
+                return WH_EINVAL;
+            break;
+        case OPT_SHUTDOWN_GRACE:
+        case OPT_MAX_CONNECTIONS:
+        case OPT_MAX_CONNECTIONS_PER_IP:
+        case OPT_CONNECTION_IDLE_TIMEOUT:
+        case OPT_REQUEST_TIMEOUT:
+            if (ops_flag(out, opt, optarg, err_to) < 0)
+                return WH_EINVAL;
+            break;
+        case 'h':
+            serve_usage(help_to);
+            return SERVE_FLAGS_HELP;
+        case ':':
+            fprintf(err_to, WH_PROG ": serve: flag %s needs a value\n", argv[optind - 1]);
+            return WH_EINVAL;
+        default:
+            fprintf(err_to, WH_PROG ": serve: unknown flag %s (see --help)\n", argv[optind - 1]);
+            return WH_EINVAL;
+        }
+    }
+    if (optind < argc) {
+        fprintf(err_to, WH_PROG ": serve: unexpected argument \"%s\"\n", argv[optind]);
+        return WH_EINVAL;
+    }
+    if (selfsigned_flags_check(out, named, err_to) < 0)
+        return WH_EINVAL;
+    if (out->insecure_http && (out->tls_cert_file != NULL || out->tls_key_file != NULL)) {
+        fprintf(err_to, WH_PROG ": serve: --insecure-http cannot be combined with %s\n",
+                out->tls_cert_file != NULL ? "--tls-cert-file" : "--tls-private-key-file");
+        return WH_EINVAL;
+    }
+    if (!out->insecure_http && !out->self_signed
+        && (out->tls_cert_file == NULL || out->tls_key_file == NULL)) {
+        fprintf(err_to, WH_PROG ": serve: missing required flag %s\n",
+                out->tls_cert_file == NULL ? "--tls-cert-file" : "--tls-private-key-file");
+        return WH_EINVAL;
+    }
+    return reconcile_flags_check(out, err_to);
+}
