@@ -173,6 +173,31 @@ class KeyPermissionsTest(unittest.TestCase):
             harness.load_job("mpi-job"), "mpimaster", 0), "default"))
         self.assertEqual(status, 200, body)
 
+    def test_reloaded_key_checked_too(self):
+        """A pair swapped in while serving meets the start-up rule: a key others can read
+        is refused (the old pair stays), a private one is served."""
+        w = self.env.start_webhook_now(extra_args=["--leader-elect=false"])
+        crt = self.env.certs["tls.crt"]
+
+        def swap_in(pair, mode):
+            shutil.copyfile(pair["tls.key"], self.key)
+            os.chmod(self.key, mode)
+            shutil.copyfile(pair["tls.crt"], crt)
+
+        def wait_log(needle):
+            deadline = time.monotonic() + (60 if os.environ.get("SANITIZER") else 20)
+            while needle not in w.process.log():
+                self.assertLess(time.monotonic(), deadline, "no %r in:\n%s" % (
+                    needle, w.process.log()))
+                time.sleep(0.1)
+
+        swap_in(harness.make_certs(os.path.join(self.env.dir, "certs-b")), 0o644)
+        wait_log("private key has mode 0644, readable or writable by others")
+        self.assertNotIn("tls: pair reloaded", w.process.log())
+        swap_in(harness.make_certs(os.path.join(self.env.dir, "certs-c")), 0o600)
+        wait_log("tls: pair reloaded")
+        self.assertTrue(w.process.alive())
+
     def test_deployment_mounts_the_key_privately(self):
         with open(os.path.join(MANIFESTS, "deployment.yaml")) as f:
             dep = yaml.safe_load(f)

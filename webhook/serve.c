@@ -316,6 +316,7 @@ static void selfsigned_side_stop(struct serve_selfsigned *ss)
 struct serve_ops {
     const struct serve_options *opt;  /* the parsed flags, borrowed */
     struct certwatch *watch;        /* TLS files watcher, owned */
+    struct server *srv;             /* borrowed; set before the watcher starts, then read-only */
     pthread_mutex_t lock;           /* guards the five pointers below and leader_elect */
     struct job_cache *cache;        /* borrowed, for /metrics */
     struct informer *informer;
@@ -407,10 +408,16 @@ static void ops_server_config(struct serve_ops *ops, struct server_config *scfg,
     scfg->metrics_userdata = ops;
 }
 
-/* certwatch_apply_fn (watcher thread): serve the new pair; userdata is the server. */
+/* certwatch_apply_fn (watcher thread): check and serve the new pair; userdata is the serve_ops. */
 static int serve_apply_tls(void *userdata, const struct certs_pair *pair, struct wh_error *err)
 {
-    return server_set_tls_pair(userdata, pair->cert_pem, pair->key_pem, err);
+    const struct serve_ops *ops = userdata;
+
+    /* A reloaded key gets the start-up check too: a key others can read is published. */
+    if (!ops->opt->allow_insecure_key
+        && certs_check_key_permissions(ops->opt->tls_key_file, err) < 0)
+        return err->code;
+    return server_set_tls_pair(ops->srv, pair->cert_pem, pair->key_pem, err);
 }
 
 /* Watch the TLS files (pair: what the server serves now). @return 0 or -1 after logging. */
@@ -420,7 +427,8 @@ static int ops_watch_start(struct serve_ops *ops, struct server *srv, const char
     struct certwatch_config wcfg = {cert_file, key_file, 0, 0};
     struct wh_error err = {0, ""};
 
-    if (certwatch_start(&ops->watch, &wcfg, pair, serve_apply_tls, srv, &err) < 0) {
+    ops->srv = srv;
+    if (certwatch_start(&ops->watch, &wcfg, pair, serve_apply_tls, ops, &err) < 0) {
         LOG_ERROR("cannot watch the TLS files: %s", err.msg);
         return -1;
     }
