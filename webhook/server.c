@@ -869,13 +869,22 @@ static int parse_bind(const char *addr, unsigned port, struct sockaddr_storage *
     return wh_error_set(err, WH_EINVAL, "bind address \"%s\" is not an IP address", addr);
 }
 
+/*
+ * MHD's pool keeps each connection on the thread that accepted it, and which
+ * thread accepts is a race: with one thread per core, 16 connections opened at
+ * once often landed mostly on one thread, and a core sat idle (admissions/s at
+ * 16 connections fell by half in one run out of two; bench/RESULTS.md). Four
+ * threads per core leave the balancing to the kernel's scheduler.
+ */
+#define THREADS_PER_CORE 4
+
 static unsigned default_threads(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
 
-    if (n < 2)
-        return 2;
-    return n > 256 ? 256 : (unsigned)n;
+    if (n < 1)
+        n = 1;
+    return n > 256 / THREADS_PER_CORE ? 256 : (unsigned)n * THREADS_PER_CORE;
 }
 
 /* Free s and what it owns; the daemon and the reaper are stopped. */

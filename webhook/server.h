@@ -59,7 +59,7 @@ struct server_config {
     const char *tls_cert_pem;     /* PEM certificate chain; NULL (with tls_key_pem NULL) →
                                      plain HTTP, for tests and the demo only */
     const char *tls_key_pem;      /* PEM private key matching tls_cert_pem */
-    unsigned threads;             /* worker threads; 0 → online CPUs, at least 2 */
+    unsigned threads;             /* worker threads; 0 → 4 per online CPU (server.c says why) */
     unsigned connection_timeout;  /* seconds; 0 → SERVER_DEFAULT_TIMEOUT */
     unsigned connection_limit;    /* 0 → SERVER_DEFAULT_CONNECTIONS */
     unsigned per_ip_limit;        /* connections per client IP address; 0 → no limit */
