@@ -627,6 +627,20 @@ static enum MHD_Result answer_probe(struct server *s, struct MHD_Connection *c, 
     return queue(s, c, MHD_HTTP_OK, "text/plain; charset=utf-8", NULL, (char *)"ok", 2, false);
 }
 
+/* The request announces a Content-Length over the body cap. */
+static bool length_over_cap(const struct server *s, struct MHD_Connection *c)
+{
+    /* MHD has checked Content-Length already (400 on a malformed one). */
+    const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    unsigned long long n;
+
+    if (v == NULL)
+        return false;
+    errno = 0;
+    n = strtoull(v, NULL, 10);
+    return errno != 0 || n > s->max_body;
+}
+
 /*
  * First call of a request: route and check the headers. @return MHD_YES when
  * the body should be read, else the result of queueing the answer (a probe or
@@ -647,10 +661,17 @@ static enum MHD_Result request_begin(struct server *s, struct MHD_Connection *c,
          * an answer queued before that makes MHD close the connection, so every
          * probe and scrape would pay for a new TLS handshake.
          */
-        if (strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0) {
+        if ((strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0)
+            && !length_over_cap(s, c)) {
             ctx->probe = true;
             return MHD_YES;
         }
+        /*
+         * A probe announcing a body over the cap is answered now, as it was before
+         * probes waited for their body: waiting, it read a cap's worth and was then
+         * closed with no answer at all (and a client that sent only the headers got
+         * nothing until the request timeout). MHD closes the connection after it.
+         */
         ctx->answered = true;
         return answer_probe(s, c, url, method);
     }
@@ -679,19 +700,11 @@ static enum MHD_Result request_begin(struct server *s, struct MHD_Connection *c,
                      echo_safe(v, b, sizeof(b)));
         return refuse(s, c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType", NULL, msg);
     }
-    /* MHD has checked Content-Length already (400 on a malformed one). */
-    v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (v != NULL) {
-        unsigned long long n;
-
-        errno = 0;
-        n = strtoull(v, NULL, 10);
-        if (errno != 0 || n > s->max_body) {
-            ctx->answered = true;
-            snprintf(msg, sizeof(msg), "request body is larger than %zu bytes", s->max_body);
-            return refuse(s, c, MHD_HTTP_CONTENT_TOO_LARGE, "RequestEntityTooLarge", NULL, msg);
-        }
-        /* No allocation from the announced length: the buffer grows as bytes arrive. */
+    /* No allocation from the announced length: the buffer grows as bytes arrive. */
+    if (length_over_cap(s, c)) {
+        ctx->answered = true;
+        snprintf(msg, sizeof(msg), "request body is larger than %zu bytes", s->max_body);
+        return refuse(s, c, MHD_HTTP_CONTENT_TOO_LARGE, "RequestEntityTooLarge", NULL, msg);
     }
     return MHD_YES;
 }
@@ -877,14 +890,63 @@ static int parse_bind(const char *addr, unsigned port, struct sockaddr_storage *
  * threads per core leave the balancing to the kernel's scheduler.
  */
 #define THREADS_PER_CORE 4
+#define THREADS_MAX 64
 
-static unsigned default_threads(void)
+/* The first one or two numbers of the file dir/name into a, b ("max" reads as -1). @return count read. */
+static int read_numbers(const char *dir, const char *name, long long *a, long long *b)
+{
+    char path[512];
+    char first[32];
+    FILE *f;
+    int n;
+
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+        return 0;
+    f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    n = fscanf(f, "%31s %lld", first, b);
+    fclose(f);
+    if (n < 1)
+        return 0;
+    *a = strcmp(first, "max") == 0 ? -1 : strtoll(first, NULL, 10);
+    return n;
+}
+
+/*
+ * CPUs the cgroup under root lets this process use, rounded up: a pod's
+ * limits.cpu becomes a CFS quota (cgroup v2 cpu.max "QUOTA PERIOD"; v1
+ * cpu/cpu.cfs_quota_us and cpu/cpu.cfs_period_us). 0 when there is no quota.
+ */
+static long cgroup_cpu_limit(const char *root)
+{
+    long long quota = -1;
+    long long period = 0;
+    long long unused;
+    char v1[512];
+
+    if (read_numbers(root, "cpu.max", &quota, &period) < 2) {
+        quota = -1;
+        if ((size_t)snprintf(v1, sizeof(v1), "%s/cpu", root) < sizeof(v1)
+            && read_numbers(v1, "cpu.cfs_quota_us", &quota, &unused) >= 1
+            && read_numbers(v1, "cpu.cfs_period_us", &period, &unused) < 1)
+            period = 0;
+    }
+    if (quota <= 0 || period <= 0)
+        return 0;
+    return (long)((quota + period - 1) / period);
+}
+
+unsigned server_default_threads(const char *cgroup_root)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
+    long limit = cgroup_root != NULL ? cgroup_cpu_limit(cgroup_root) : 0;
 
+    if (limit > 0 && (n < 1 || limit < n))
+        n = limit;   /* a 1-CPU pod on a 64-core node runs 4 threads, not 256 */
     if (n < 1)
         n = 1;
-    return n > 256 / THREADS_PER_CORE ? 256 : (unsigned)n * THREADS_PER_CORE;
+    return n > THREADS_MAX / THREADS_PER_CORE ? THREADS_MAX : (unsigned)n * THREADS_PER_CORE;
 }
 
 /* Free s and what it owns; the daemon and the reaper are stopped. */
@@ -981,7 +1043,8 @@ int server_start(struct server **out, const struct server_config *cfg, struct wh
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &ss};
     opts[n++] = (struct MHD_OptionItem){
         MHD_OPTION_THREAD_POOL_SIZE,
-        (intptr_t)(cfg->threads > 0 ? cfg->threads : default_threads()), NULL};
+        (intptr_t)(cfg->threads > 0 ? cfg->threads : server_default_threads("/sys/fs/cgroup")),
+        NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)timeout_s, NULL};
     opts[n++] = (struct MHD_OptionItem){
         MHD_OPTION_CONNECTION_LIMIT,

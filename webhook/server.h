@@ -59,7 +59,8 @@ struct server_config {
     const char *tls_cert_pem;     /* PEM certificate chain; NULL (with tls_key_pem NULL) →
                                      plain HTTP, for tests and the demo only */
     const char *tls_key_pem;      /* PEM private key matching tls_cert_pem */
-    unsigned threads;             /* worker threads; 0 → 4 per online CPU (server.c says why) */
+    unsigned threads;             /* worker threads; 0 → 4 per CPU the cgroup allows, at most 64
+                                     (server.c says why) */
     unsigned connection_timeout;  /* seconds; 0 → SERVER_DEFAULT_TIMEOUT */
     unsigned connection_limit;    /* 0 → SERVER_DEFAULT_CONNECTIONS */
     unsigned per_ip_limit;        /* connections per client IP address; 0 → no limit */
@@ -86,6 +87,17 @@ struct server_config {
 };
 
 struct server;
+
+/**
+ * The worker threads used when server_config.threads is 0: four per CPU this
+ * process may use, at most 64 (server.c says why four). The CPUs are the online
+ * ones, or fewer when the cgroup under cgroup_root (production: "/sys/fs/cgroup";
+ * NULL: not looked at) sets a CFS quota, as a pod's limits.cpu does: cgroup v2
+ * cpu.max ("QUOTA PERIOD" or "max PERIOD"), else v1 cpu/cpu.cfs_quota_us and
+ * cpu/cpu.cfs_period_us; quota/period is rounded up. Missing or unreadable files
+ * mean no quota. Any thread; reads files only.
+ */
+unsigned server_default_threads(const char *cgroup_root);
 
 /**
  * Bind, listen and start serving on MHD's worker threads. The config and the
