@@ -38,7 +38,7 @@ static void serve_usage(FILE *to)
             "usage: " WH_PROG " serve [flags]\n"
             "\n"
             "Serve the mutating admission webhook for pods of Volcano Jobs\n"
-            "(POST /pods/mutate, GET /healthz, GET /readyz).\n"
+            "(POST /pods/mutate, GET /healthz, GET /readyz, GET /metrics).\n"
             "\n"
             "flags:\n"
             "  --bind-address ADDR            IPv4 or IPv6 address to listen on (default %s)\n"
