@@ -657,7 +657,11 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
         *out = json_null(); /* 204 or an empty 2xx: still a value, never NULL */
         goto out;
     }
-    *out = json_loadb(b.data, b.len, 0, &je);
+    /*
+     * JSON_ALLOW_NUL: a \u0000 is valid in Kubernetes strings (an annotation or env
+     * value); refused, one such Job failed every LIST of the informer and every GET of it.
+     */
+    *out = json_loadb(b.data, b.len, JSON_ALLOW_NUL, &je);
     if (*out == NULL)
         rc = wh_error_set(err, WH_EAPI, "%s %s: invalid JSON in response: %s", method, path,
                           je.text);

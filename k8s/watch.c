@@ -66,7 +66,9 @@ int watch_decode_event(const char *line, size_t len, enum watch_event_type *type
     *object_out = NULL;
     if (line == NULL)
         return wh_error_set(err, WH_EINVAL, "watch event: no data");
-    ev = json_loadb(line, len, 0, &je);
+    /* JSON_ALLOW_NUL: a \u0000 is valid in Kubernetes strings; refused, the watch ended at
+     * that event and was resumed before it, forever. */
+    ev = json_loadb(line, len, JSON_ALLOW_NUL, &je);
     if (ev == NULL)
         return wh_error_set(err, WH_EINVAL, "watch event: invalid JSON: %s", je.text);
     t = json_string_value(json_object_get(ev, "type"));

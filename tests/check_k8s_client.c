@@ -817,6 +817,40 @@ START_TEST(test_list_pages)
 }
 END_TEST
 
+/*
+ * A \u0000 in a string is valid JSON and valid in Kubernetes strings (an annotation
+ * or env value): LIST and GET return the object with the NUL kept. It was refused as
+ * invalid JSON, so one such Job failed every LIST of the informer (the webhook never
+ * became ready) and every GET of that Job.
+ */
+START_TEST(test_nul_in_string)
+{
+    struct wh_error err = {0};
+    json_t *items = NULL;
+    json_t *got = NULL;
+    char *rv = NULL;
+    const json_t *v;
+
+    apitest_ctl_expect(&api, "POST", "/_test/objects",
+                       "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"nul\","
+                       "\"namespace\":\"nulns\"},\"data\":{\"k\":\"a\\u0000b\"}}",
+                       201);
+    ck_assert_msg(k8s_list(kc, "/api/v1/namespaces/nulns/configmaps", 10, 5000, &items, &rv,
+                           &err) == 0,
+                  "%s", err.msg);
+    ck_assert_uint_eq(json_array_size(items), 1);
+    v = json_object_get(json_object_get(json_array_get(items, 0), "data"), "k");
+    ck_assert_uint_eq(json_string_length(v), 3);
+    ck_assert_int_eq(memcmp(json_string_value(v), "a\0b", 3), 0);
+    ck_assert_msg(k8s_get(kc, "/api/v1/namespaces/nulns/configmaps/nul", 5000, &got, &err) == 0,
+                  "%s", err.msg);
+    ck_assert(json_equal(got, json_array_get(items, 0)));
+    json_decref(got);
+    json_decref(items);
+    free(rv);
+}
+END_TEST
+
 /* While page 2 is held back by the server, write and compact past the list's RV. */
 static void *compact_soon(void *p)
 {
@@ -1108,6 +1142,7 @@ static Suite *k8s_client_suite(void)
     tcase_add_test(http, test_create_update_delete);
     tcase_add_test(http, test_list_paged);
     tcase_add_test(http, test_list_pages);
+    tcase_add_test(http, test_nul_in_string);
     tcase_add_test(http, test_list_expired_continue);
     tcase_add_test(http, test_retry_after);
     tcase_add_test(http, test_rate_limit);

@@ -97,6 +97,30 @@ START_TEST(test_decode_length_and_null)
 }
 END_TEST
 
+/*
+ * A \u0000 in a string is valid JSON and valid in Kubernetes strings (an annotation
+ * value, an env value of a task template): the event is decoded, the NUL kept. It
+ * was refused, so one such Job ended every watch at the same event, forever.
+ */
+START_TEST(test_decode_nul_in_string)
+{
+    static const char line[] = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"j\","
+                               "\"annotations\":{\"a\":\"x\\u0000y\"}}}}";
+    enum watch_event_type type;
+    json_t *obj = NULL;
+    struct wh_error err = {0};
+    const json_t *v;
+
+    ck_assert_msg(watch_decode_event(line, sizeof(line) - 1, &type, &obj, &err) == 0, "%s",
+                  err.msg);
+    ck_assert_int_eq(type, WATCH_MODIFIED);
+    v = json_object_get(json_object_get(json_object_get(obj, "metadata"), "annotations"), "a");
+    ck_assert_uint_eq(json_string_length(v), 3);
+    ck_assert_int_eq(memcmp(json_string_value(v), "x\0y", 3), 0);
+    json_decref(obj);
+}
+END_TEST
+
 /* ---- against the test API server ---- */
 
 /* apiserver.py with token tok1 and a bookmark every 0.2 s. */
@@ -507,6 +531,7 @@ static Suite *k8s_watch_suite(void)
     tcase_add_loop_test(dec, test_decode_table, 0,
                         (int)(sizeof(dec_cases) / sizeof(dec_cases[0])));
     tcase_add_test(dec, test_decode_length_and_null);
+    tcase_add_test(dec, test_decode_nul_in_string);
     suite_add_tcase(s, dec);
 
     tcase_add_unchecked_fixture(srv, server_start, server_stop);
