@@ -294,6 +294,29 @@ START_TEST(test_probes_keep_alive)
 }
 END_TEST
 
+static size_t raw_exchange(unsigned port, const char *data, size_t len, char *buf, size_t blen);
+
+/*
+ * A probe announcing a body over the 3 MiB cap is answered at once, without its
+ * body (which is never read): waiting for the body, the server read a cap's worth
+ * and closed with no answer, or sat until the request timeout when the client sent
+ * only the headers.
+ */
+START_TEST(test_probe_with_body_over_cap)
+{
+    static const char get[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 4194304\r\n\r\n";
+    static const char head[] = "HEAD /readyz HTTP/1.1\r\nHost: x\r\nContent-Length: 4194304\r\n\r\n";
+    char buf[4096];
+
+    raw_exchange(server_port(srv), get, sizeof(get) - 1, buf, sizeof(buf));
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got \"%s\"", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\r\n\r\nok"));
+    raw_exchange(server_port(srv), head, sizeof(head) - 1, buf, sizeof(buf));
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got \"%s\"", buf);
+    ck_assert_ptr_null(strstr(buf, "\r\n\r\nok"));   /* HEAD: no body */
+}
+END_TEST
+
 /* server_config.ready for test_readyz: ready once the flag is set. */
 static const char *flag_ready(void *userdata)
 {
@@ -1100,6 +1123,7 @@ static Suite *server_suite(void)
     tcase_set_timeout(plain, 60);
     tcase_add_test(plain, test_healthz);
     tcase_add_test(plain, test_probes_keep_alive);
+    tcase_add_test(plain, test_probe_with_body_over_cap);
     tcase_add_test(plain, test_readyz);
     tcase_add_test(plain, test_not_found);
     tcase_add_test(plain, test_method_not_allowed);
