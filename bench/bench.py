@@ -13,8 +13,11 @@ Stages, each on 127.0.0.1 only, in one run on this machine:
   burst       one Job of 10,000 replicas, 500 AdmissionReviews at once.
   memory      RSS with 10,000 Jobs of 10 tasks in the test API server, and before/after
               BENCH_ADMISSIONS admissions.
-  reconcile   time until the auxiliary objects of 1,000 new Jobs exist (when the binary
-              has a reconcile side).
+  reconcile   time until the auxiliary objects of 1,000 new Jobs exist, without and with
+              ssh (an RSA key pair per Job), with the default --kube-api-qps 50 and
+              unthrottled (--kube-api-qps 0), each against a fresh test API server; and
+              bench_admission --keys (key generation on one core). When the binary has a
+              reconcile side.
   callgrind   instructions per admission (bench/bench_admission under valgrind).
 Then bench/RESULTS.md is written.
 
@@ -745,6 +748,15 @@ class Bench:
             self.stop_proc(wh.process)
 
     # -- reconcile
+    # (label, extra serve flags): the default client rate limit, then none, so that the
+    # table shows both the flag's default and what the webhook itself can do.
+    RECONCILE_MODES = (("default --kube-api-qps 50", ()),
+                       ("unthrottled --kube-api-qps 0", ("--kube-api-qps", "0")))
+    RECONCILE_CASES = (("without ssh", "bench-rec-svc", {"svc": []}, "configmaps", "-svc"),
+                       ("with ssh", "bench-rec-ssh", {"ssh": [], "svc": []}, "secrets", "-ssh"))
+    RECONCILE_TIMEOUT_S = 600
+    KEYGEN_KEYS = 20
+
     def reconcile(self, jobs=1000):
         exe = harness.binary()
         help_text = subprocess.run([exe, "serve", "--help"], capture_output=True,
@@ -754,21 +766,44 @@ class Bench:
             say("reconcile: skipped: no reconcile side yet (serve --help has no "
                 "--resync-period)")
             return
-        rec = self.r["reconcile"] = {}
-        # a fresh API server, so that only the new Jobs are reconciled
+        rec = self.r["reconcile"] = {"jobs": jobs, "modes": {}}
+        for i, (mode, extra) in enumerate(self.RECONCILE_MODES):
+            if extra and "--kube-api-qps" not in help_text:
+                say("reconcile %s: skipped: serve --help has no --kube-api-qps" % mode)
+                continue
+            m0 = time.monotonic()
+            cases = rec["modes"][mode] = {}
+            self.reconcile_mode(mode, extra, jobs, cases, "rec%d" % i)
+            cases["pass_seconds"] = time.monotonic() - m0
+            say("[reconcile %s: %.0f s]" % (mode, cases["pass_seconds"]))
+        exe = os.environ.get("BENCH_ADMISSION_BIN")
+        if exe:
+            out = subprocess.run([exe, "--keys", str(self.KEYGEN_KEYS)], capture_output=True,
+                                 text=True, timeout=300).stdout
+            mk = re.search(r"keys_per_second=([0-9.]+)", out)
+            if mk:
+                rec["keygen_per_s"] = float(mk.group(1))
+                say("  RSA 2048 key pairs per second, one thread (bench_admission --keys "
+                    "%d): %.1f" % (self.KEYGEN_KEYS, rec["keygen_per_s"]))
+
+    def reconcile_mode(self, mode, extra, jobs, cases, subdir):
+        """Both cases (without ssh, with ssh) against a fresh test API server (so that
+        only the new Jobs are reconciled) and one webhook started with `extra` flags.
+        Fills cases[label] with seconds (None: not all after the timeout), have,
+        calls_per_job and the CPU the webhook and the test API server used."""
         self.stop_proc(self.api.process)
-        os.makedirs(os.path.join(WORK, "rec"), exist_ok=True)
-        self.api = harness.ApiServer(os.path.join(WORK, "rec")).start()
+        os.makedirs(os.path.join(WORK, subdir), exist_ok=True)
+        self.api = harness.ApiServer(os.path.join(WORK, subdir)).start()
         self.procs.append(self.api.process)
-        self.kubeconfig = harness.write_kubeconfig(os.path.join(WORK, "kubeconfig-rec"),
-                                                   self.api.url, self.api.ca_file,
-                                                   self.api.token)
-        wh = self.webhook()
+        self.kubeconfig = harness.write_kubeconfig(
+            os.path.join(WORK, "kubeconfig-" + subdir), self.api.url, self.api.ca_file,
+            self.api.token)
+        wh = self.webhook(extra)
+        hz = os.sysconf("SC_CLK_TCK")
+        wh_pid, api_pid = wh.process.proc.pid, self.api.process.proc.pid
         try:
             time.sleep(3)  # leader election and the first (empty) LIST
-            for label, ns, plugins, kind, suffix in (
-                    ("without ssh", "bench-rec-svc", {"svc": []}, "configmaps", "-svc"),
-                    ("with ssh", "bench-rec-ssh", {"ssh": [], "svc": []}, "secrets", "-ssh")):
+            for label, ns, plugins, kind, suffix in self.RECONCILE_CASES:
                 objs = [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
                          "metadata": {"name": "rec-%04d" % k, "namespace": ns},
                          "spec": {"minAvailable": 2, "queue": "default", "plugins": plugins,
@@ -776,46 +811,50 @@ class Bench:
                                       "spec": {"containers": [{"name": "main",
                                                                "image": "busybox:1.36.1"}]}}}]},
                          "status": {"state": {"phase": "Pending"}}} for k in range(jobs)]
-                self.api.clear_requests()
-                t0 = time.monotonic()
-                self.api.create_objects(objs)
                 want = {"rec-%04d%s" % (k, suffix) for k in range(jobs)}
                 svc_want = {"rec-%04d" % k for k in range(jobs)}
+                self.api.clear_requests()
+                wh_cpu0, api_cpu0 = cpu_ticks(wh_pid), cpu_ticks(api_pid)
+                busy0, total0 = machine_busy_ticks()
+                t0 = time.monotonic()
+                self.api.create_objects(objs)
                 done_at, have = None, 0
-                while time.monotonic() - t0 < 600:
+                while time.monotonic() - t0 < self.RECONCILE_TIMEOUT_S:
                     _, body = self.api.get("/api/v1/namespaces/%s/%s" % (ns, kind))
                     names = {o["metadata"]["name"] for o in (body or {}).get("items", [])}
-                    _, sbody = self.api.get("/api/v1/namespaces/%s/services" % ns)
-                    snames = {o["metadata"]["name"] for o in (sbody or {}).get("items", [])}
                     have = len(want & names)
-                    if want <= names and svc_want <= snames:
-                        done_at = time.monotonic() - t0
-                        break
+                    # the Services only once the last kind is complete: each poll is a
+                    # LIST of up to 1,000 objects the test API server has to encode
+                    if want <= names:
+                        _, sbody = self.api.get("/api/v1/namespaces/%s/services" % ns)
+                        snames = {o["metadata"]["name"]
+                                  for o in (sbody or {}).get("items", [])}
+                        if svc_want <= snames:
+                            done_at = time.monotonic() - t0
+                            break
                     time.sleep(0.25)
+                wall = time.monotonic() - t0
+                wh_cores = (cpu_ticks(wh_pid) - wh_cpu0) / hz / wall
+                api_cores = (cpu_ticks(api_pid) - api_cpu0) / hz / wall
+                busy1, total1 = machine_busy_ticks()
+                machine_busy = (busy1 - busy0) / max(1, total1 - total0)
                 calls = sum(1 for q in self.api.requests()
                             if "volcano-plugin-webhook" in q["headers"].get("User-Agent", "")
                             and "watch=" not in q["query"])
-                rec[label] = {"seconds": done_at, "have": have, "calls_per_job": calls / jobs}
+                cases[label] = {"seconds": done_at, "have": have, "calls_per_job": calls / jobs,
+                                "webhook_cores": wh_cores, "api_cores": api_cores,
+                                "machine_busy": machine_busy}
                 if done_at is None:
-                    say("reconcile %s: only %d of %d Jobs' objects after 600 s" % (
-                        label, have, jobs))
+                    say("reconcile %s, %s: only %d of %d Jobs' objects after %d s" % (
+                        mode, label, have, jobs, self.RECONCILE_TIMEOUT_S))
                 else:
-                    say("reconcile %s: auxiliary objects of %d new Jobs in %.1f s "
-                        "(%.1f Jobs/s; the webhook made %.1f API requests per Job)" % (
-                            label, jobs, done_at, jobs / done_at, calls / jobs))
-            ssh = rec["with ssh"]["seconds"]
-            if ssh:
-                rec["keys_per_s"] = jobs / ssh
-                say("  ssh keys per second, end to end: %.1f" % rec["keys_per_s"])
-            exe = os.environ.get("BENCH_ADMISSION_BIN")
-            if exe:
-                out = subprocess.run([exe, "--keys", "20"], capture_output=True, text=True,
-                                     timeout=300).stdout
-                mk = re.search(r"keys_per_second=([0-9.]+)", out)
-                if mk:
-                    rec["keygen_per_s"] = float(mk.group(1))
-                    say("  RSA 2048 key pairs per second, one thread (bench_admission --keys "
-                        "20): %.1f" % rec["keygen_per_s"])
+                    say("reconcile %s, %s: auxiliary objects of %d new Jobs in %.1f s "
+                        "(%.1f Jobs/s; the webhook made %.1f API requests per Job; CPU: "
+                        "webhook %.2f cores, test API server %.2f cores, machine %.0f%% busy)"
+                        % (mode, label, jobs, done_at, jobs / done_at, calls / jobs,
+                           wh_cores, api_cores, 100 * machine_busy))
+                    if label == "with ssh":
+                        say("  ssh keys per second, end to end: %.1f" % (jobs / done_at))
         finally:
             self.stop_proc(wh.process)
 
@@ -911,6 +950,83 @@ def sh(cmd):
 
 def verdict(ok):
     return "met" if ok else "**missed**"
+
+
+def machine_busy_ticks():
+    """(busy, total) jiffies of all CPUs together, from /proc/stat."""
+    with open("/proc/stat") as f:
+        vals = [int(v) for v in f.readline().split()[1:]]
+    idle = vals[3] + (vals[4] if len(vals) > 4 else 0)   # idle + iowait
+    return sum(vals) - idle, sum(vals)
+
+
+def reconcile_limits(rec):
+    """One sentence: which limit each reconcile figure shows, read off the measured
+    numbers (the rate limit's floor, the key generation rate, the CPU each process used)."""
+    n = rec["jobs"]
+    kg = rec.get("keygen_per_s")
+    ncpu = os.cpu_count()
+    out = []
+    for mode, extra in Bench.RECONCILE_MODES:
+        cases = rec["modes"].get(mode) or {}
+        done = [(label, cases[label]) for label, *_ in Bench.RECONCILE_CASES
+                if (cases.get(label) or {}).get("seconds")]
+        out.extend("the %s row %s did not finish (%d of %s Jobs' objects after %d s)" % (
+                       mode, label, cases[label]["have"], "{:,}".format(n),
+                       Bench.RECONCILE_TIMEOUT_S)
+                   for label, *_ in Bench.RECONCILE_CASES
+                   if cases.get(label) and not cases[label].get("seconds"))
+        if not done:
+            continue
+        if not extra:
+            # the token bucket: the first 100 requests at once, then 50 a second
+            floors = [(label, x, max(0.0, x["calls_per_job"] * n - 100) / 50)
+                      for label, x in done]
+            limited = [x["seconds"] <= 1.15 * f for _, x, f in floors]
+            text = ("the %s rows show %s ((requests per Job × %s − 100 burst) / 50 "
+                    "per s = %s, measured %s)" % (
+                        mode, "the client rate limit, not the webhook" if all(limited)
+                        else "the client rate limit and more", "{:,}".format(n),
+                        " and ".join("%.0f s" % f for _, _, f in floors),
+                        " and ".join("%.1f s" % x["seconds"] for _, x, _ in floors)))
+            for (label, x, f), lim in zip(floors, limited):
+                if not lim and label == "with ssh" and kg:
+                    # the rest: key generation sharing a machine busy with other work
+                    text += (", with ssh also key generation (%.0f core-seconds at %.1f "
+                             "keys/s per core; webhook %.2f cores, machine %.0f%% busy)" % (
+                                 n / kg, kg, x["webhook_cores"],
+                                 100 * x.get("machine_busy", 0)))
+            out.append(text)
+            continue
+        for label, x in done:
+            s = x["seconds"]
+            keycores = n / kg / s if kg and label == "with ssh" else 0.0
+            if keycores >= 0.5 * ncpu:
+                why = ("key generation (%s keys at %.1f keys/s per core are %.0f "
+                       "core-seconds, %.1f of the %d cores over its %.1f s)" % (
+                           "{:,}".format(n), kg, n / kg, keycores, ncpu, s))
+            elif x["api_cores"] >= 0.5 and x["api_cores"] >= 2 * x["webhook_cores"]:
+                why = ("the test API server (%.2f cores against the webhook's %.2f: one "
+                       "Python process, its Python code on one core at a time)" % (
+                           x["api_cores"], x["webhook_cores"]))
+            elif x.get("machine_busy", 0) >= 0.9:
+                why = ("the machine's CPU (%.0f%% of all %d cores busy, other users "
+                       "included; webhook %.2f, test API server %.2f cores)" % (
+                           100 * x["machine_busy"], ncpu, x["webhook_cores"],
+                           x["api_cores"]))
+            else:
+                why = ("request latency, no CPU saturated (webhook %.2f, test API server "
+                       "%.2f cores): 4 workers, each making its requests one after "
+                       "another" % (x["webhook_cores"], x["api_cores"]))
+            if label == "with ssh" and kg and keycores < 0.5 * ncpu:
+                why += "; key generation needed only %.1f cores" % keycores
+            if s < 20 * 0.25:
+                why += (", and the poll: %.1f s is a few 0.25 s polls of 1,000-object "
+                        "LISTs long" % s)
+            out.append("the %s row %s shows %s" % (mode, label, why))
+    if not out:
+        return "no row finished."
+    return "; ".join(out) + "."
 
 
 def write_results(b, started, elapsed):
@@ -1106,34 +1222,57 @@ def write_results(b, started, elapsed):
     rec = r.get("reconcile")
     if rec is None:
         add("skipped: no reconcile side yet (`serve --help` has no `--resync-period`).")
-    elif rec:
-        add("1,000 Jobs created at once (one POST to the test API server's /_test/objects) "
+    elif rec and rec.get("modes"):
+        n = rec["jobs"]
+        add("%s Jobs created at once (one POST to the test API server's /_test/objects) "
             "while the webhook runs with its default flags (leader election on, 4 reconcile "
-            "workers, --kube-api-qps 50, --kube-api-burst 100); the clock stops when the "
-            "last object exists (polled every 0.25 s). Without ssh: plugin svc (ConfigMap, "
-            "Service, NetworkPolicy per Job); with ssh: ssh and svc (plus the Secret).")
+            "workers, --kube-api-qps 50, --kube-api-burst 100), then again with "
+            "`--kube-api-qps 0` (no client rate limit), each time against a fresh test API "
+            "server; the clock stops when the last object exists (polled every 0.25 s). "
+            "Without ssh: plugin svc (ConfigMap, Service, NetworkPolicy per Job); with ssh: "
+            "ssh and svc (plus the Secret, whose RSA 2048 key pair is made per Job). CPU is "
+            "the process's user+system time over the wall time, in cores (this machine has "
+            "%d, shared with the test API server, the poller and other users)." % (
+                "{:,}".format(n), os.cpu_count()))
         add("")
-        add("| 1,000 new Jobs | time until every auxiliary object exists | Jobs/s | API "
-            "requests per Job |")
-        add("|---|---|---|---|")
-        for label in ("without ssh", "with ssh"):
-            x = rec.get(label) or {}
-            add("| %s | %s | %s | %s |" % (
-                label, "**%.1f s**" % x["seconds"] if x.get("seconds")
-                else "not all after 600 s (%s)" % x.get("have"),
-                "%.1f" % (1000 / x["seconds"]) if x.get("seconds") else "—",
-                "%.1f" % x["calls_per_job"] if "calls_per_job" in x else "?"))
+        add("| %s new Jobs | client rate limit | time until every auxiliary object exists "
+            "| Jobs/s | ssh keys/s | API requests per Job | CPU: webhook / test API server "
+            "|" % "{:,}".format(n))
+        add("|---|---|---|---|---|---|---|")
+        for mode, _ in Bench.RECONCILE_MODES:
+            cases = rec["modes"].get(mode)
+            if cases is None:
+                add("| both | %s | not run (see the output below) | | | | |" % mode)
+                continue
+            for label, *_ in Bench.RECONCILE_CASES:
+                x = cases.get(label)
+                if not x:
+                    add("| %s | %s | failed (see the output below) | | | | |" % (label, mode))
+                    continue
+                s = x.get("seconds")
+                add("| %s | %s | %s | %s | %s | %.1f | %.2f / %.2f |" % (
+                    label, mode, "**%.1f s**" % s if s
+                    else "not all after %d s (%d)" % (Bench.RECONCILE_TIMEOUT_S, x["have"]),
+                    "%.1f" % (n / s) if s else "—",
+                    "**%.1f**" % (n / s) if s and label == "with ssh" else "—",
+                    x["calls_per_job"], x["webhook_cores"], x["api_cores"]))
         add("")
-        if rec.get("keys_per_s"):
-            add("ssh keys per second, end to end: **%.1f**. " % rec["keys_per_s"])
-        if rec.get("keygen_per_s"):
-            add("RSA 2048 key generation alone (`bench_admission --keys 20`, one thread): "
-                "**%.1f keys/s** per core." % rec["keygen_per_s"])
-        add("")
-        add("At --kube-api-qps 50 the API requests alone take (requests per Job × 1,000) / 50 "
-            "seconds, and the test API server answers a request in %s ms, so these times "
-            "measure the client's rate limit and the test server as much as the webhook." %
-            ("%.0f" % r["api_get_ms"] if "api_get_ms" in r else "?"))
+        kg = rec.get("keygen_per_s")
+        if kg:
+            add("RSA 2048 key generation alone (`bench_admission --keys %d`, one thread): "
+                "**%.1f keys/s** per core, so at most %.0f keys/s on all %d cores." % (
+                    Bench.KEYGEN_KEYS, kg, kg * os.cpu_count(), os.cpu_count()))
+            add("")
+        add("What limits each figure: %s" % reconcile_limits(rec))
+        extra = [c.get("pass_seconds") for m, c in rec["modes"].items()
+                 if m != Bench.RECONCILE_MODES[0][0]]
+        if extra and extra[0]:
+            add("")
+            add("The unthrottled pass (both cases, its own API server and webhook start) took "
+                "%.0f s of this run%s." % (
+                    extra[0], "" if extra[0] <= 240 else
+                    ", more than the ~4 minutes it is meant to add; the job count is kept "
+                    "at %s so that the rows compare" % "{:,}".format(n)))
     else:
         add("failed (see the output below)")
     add("")
