@@ -38,7 +38,8 @@ def wait_for(cond, what, timeout=None):
     raise AssertionError("timed out waiting for " + what)
 
 
-class CacheTest(unittest.TestCase):
+class WebhookEnv:
+    """Mixin for TestCases: an API server with Jobs (and faults), then the webhook."""
 
     def start(self, jobs=(), faults=None, args=()):
         """API server (with faults added before the webhook starts), then the webhook."""
@@ -61,6 +62,9 @@ class CacheTest(unittest.TestCase):
 
     def wait_ready(self, env):
         wait_for(lambda: self.readyz(env)[0] == 200, "/readyz 200")
+
+
+class CacheTest(WebhookEnv, unittest.TestCase):
 
     def admit_patched(self, env, job, task, index):
         """Admit one pod of job; it must be allowed with a patch and no warning."""

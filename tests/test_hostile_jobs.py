@@ -25,7 +25,7 @@ import time
 import unittest
 
 import harness
-from test_cache import job_gets, wait_for
+from test_cache import WebhookEnv, job_gets, wait_for
 
 LIST = r"^/apis/batch\.volcano\.sh/v1alpha1/jobs\?"
 EXPIRED = json.dumps({"type": "ERROR", "object": {
@@ -75,29 +75,10 @@ def odd_pod(job):
             "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
 
 
-class HostileJobsTest(unittest.TestCase):
+class HostileJobsTest(WebhookEnv, unittest.TestCase):
 
     def start(self, jobs=(), faults=None, args=()):
-        env = harness.Env(jobs=list(jobs), webhook_args=["--leader-elect=false"] + list(args),
-                          start_webhook=False)
-        self.addCleanup(env.close)
-        env.start()
-        if faults:
-            env.api.add_faults(faults)
-        env.start_webhook_now()
-        return env
-
-    def readyz(self, env):
-        conn = env.webhook.connection(timeout=5)
-        try:
-            conn.request("GET", "/readyz")
-            resp = conn.getresponse()
-            return resp.status, resp.read().decode()
-        finally:
-            conn.close()
-
-    def wait_ready(self, env):
-        wait_for(lambda: self.readyz(env)[0] == 200, "/readyz 200")
+        return super().start(jobs, faults, ["--leader-elect=false"] + list(args))
 
     def render_review(self, job, rev):
         """What `render -f JOB --review REVIEW` answers (uid removed)."""

@@ -700,7 +700,8 @@ static enum MHD_Result request_begin(struct server *s, struct MHD_Connection *c,
                      echo_safe(v, b, sizeof(b)));
         return refuse(s, c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType", NULL, msg);
     }
-    /* No allocation from the announced length: the buffer grows as bytes arrive. */
+    /* Refused on the announced length; nothing is allocated from it (the buffer
+     * grows as bytes arrive). */
     if (length_over_cap(s, c)) {
         ctx->answered = true;
         snprintf(msg, sizeof(msg), "request body is larger than %zu bytes", s->max_body);
@@ -892,7 +893,8 @@ static int parse_bind(const char *addr, unsigned port, struct sockaddr_storage *
 #define THREADS_PER_CORE 4
 #define THREADS_MAX 64
 
-/* The first one or two numbers of the file dir/name into a, b ("max" reads as -1). @return count read. */
+/* The first one or two numbers of the file dir/name into a, b ("max" reads as -1).
+ * @return how many were read. */
 static int read_numbers(const char *dir, const char *name, long long *a, long long *b)
 {
     char path[512];
