@@ -374,6 +374,17 @@ static int parse_days(const char *s, int *out)
     return 0;
 }
 
+/* Append one --dns/--ip name to extra (GEN_MAX_DNS slots). @return 0, or -1 after the usage message. */
+static int add_extra_san(const char **extra, size_t *nextra, const char *name)
+{
+    if (*nextra == GEN_MAX_DNS) {
+        fprintf(stderr, WH_PROG ": gen-certs: more than %d --dns and --ip flags\n", GEN_MAX_DNS);
+        return -1;
+    }
+    extra[(*nextra)++] = name;
+    return 0;
+}
+
 int gen_certs_main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -436,12 +447,8 @@ int gen_certs_main(int argc, char **argv)
                 fprintf(stderr, WH_PROG ": gen-certs: invalid --dns \"%s\"\n", optarg);
                 return 2;
             }
-            if (nextra == GEN_MAX_DNS) {
-                fprintf(stderr, WH_PROG ": gen-certs: more than %d --dns and --ip flags\n",
-                        GEN_MAX_DNS);
+            if (add_extra_san(extra, &nextra, optarg) < 0)
                 return 2;
-            }
-            extra[nextra++] = optarg;
             break;
         case 'I':
             if (!ip_ok(optarg)) {
@@ -449,12 +456,8 @@ int gen_certs_main(int argc, char **argv)
                                 "IPv6 address\n", optarg);
                 return 2;
             }
-            if (nextra == GEN_MAX_DNS) {
-                fprintf(stderr, WH_PROG ": gen-certs: more than %d --dns and --ip flags\n",
-                        GEN_MAX_DNS);
+            if (add_extra_san(extra, &nextra, optarg) < 0)
                 return 2;
-            }
-            extra[nextra++] = optarg;
             break;
         case 'k':
             if (parse_key_type(optarg, &key_type) < 0) {
