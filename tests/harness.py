@@ -669,6 +669,17 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
             raise
 
 
+def tls_handshake(port, ctx, server_name, timeout=10):
+    """Connect to 127.0.0.1:port and handshake with ctx, verifying server_name; returns
+    the SSL socket (the caller closes it) or raises."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout)
+    try:
+        return ctx.wrap_socket(sock, server_hostname=server_name)
+    except BaseException:
+        sock.close()
+        raise
+
+
 def https_context(ca_file):
     """Client context that trusts only ca_file and checks the host name (SAN)."""
     ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca_file)

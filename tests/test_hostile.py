@@ -57,12 +57,7 @@ def tls_context(certs):
 
 def tls_socket(port, ctx, timeout=10):
     """A verified TLS connection, handshake done (caller closes)."""
-    sock = socket.create_connection(("127.0.0.1", port), timeout)
-    try:
-        return ctx.wrap_socket(sock, server_hostname=SERVER_NAME)
-    except BaseException:
-        sock.close()
-        raise
+    return harness.tls_handshake(port, ctx, SERVER_NAME, timeout)
 
 
 def post_bytes(body, ctype="application/json", extra=b""):

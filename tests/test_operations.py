@@ -56,12 +56,7 @@ def tls_client(ca_files=(), verify=True):
 
 def handshake(port, ctx, timeout=10):
     """Connect and handshake; returns the SSL socket (caller closes) or raises."""
-    sock = socket.create_connection(("127.0.0.1", port), timeout)
-    try:
-        return ctx.wrap_socket(sock, server_hostname=SERVER_NAME)
-    except BaseException:
-        sock.close()
-        raise
+    return harness.tls_handshake(port, ctx, SERVER_NAME, timeout)
 
 
 def der_of(pem_file):
