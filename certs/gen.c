@@ -157,32 +157,6 @@ static int write_in_dir(const char *dir, const char *name, const char *text, mod
 
 /* ---- Secret manifest and caBundle ---- */
 
-/* libyaml output handler: append to a memory BIO-like growing buffer (struct yaml_buf). */
-struct yaml_buf {
-    char *data;
-    size_t len;
-    size_t cap;
-};
-
-static int yaml_buf_write(void *data, unsigned char *buffer, size_t size)
-{
-    struct yaml_buf *b = data;
-
-    if (b->len + size + 1 > b->cap) {
-        size_t cap = (b->len + size + 1) * 2;
-        char *p = realloc(b->data, cap);
-
-        if (p == NULL)
-            return 0;
-        b->data = p;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, buffer, size);
-    b->len += size;
-    b->data[b->len] = '\0';
-    return 1;
-}
-
 /* One event: a plain scalar, or double-quoted when quoted. @return 1 or 0. */
 static int emit_scalar(yaml_emitter_t *e, const char *text, bool quoted)
 {
@@ -220,19 +194,25 @@ static char *secret_manifest(const char *ns, const struct certs_pair *ca,
     const char *pem[3] = {ca->cert_pem, leaf->cert_pem, leaf->key_pem};
     static const char *const keys[3] = {"ca.crt", "tls.crt", "tls.key"};
     char *b64[3] = {NULL, NULL, NULL};
-    struct yaml_buf buf = {NULL, 0, 0};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = NULL;
     yaml_emitter_t e;
     yaml_event_t ev;
-    int ok;
+    int ok = 0;
 
     for (size_t i = 0; i < 3; i++) {
         b64[i] = certs_base64(pem[i], strlen(pem[i]));
         if (b64[i] == NULL)
             goto out;
     }
+    /* libyaml writes to a FILE: a memory stream (POSIX open_memstream) grows as it writes. */
+    mem = open_memstream(&text, &len);
+    if (mem == NULL)
+        goto out;
     if (!yaml_emitter_initialize(&e))
         goto out;
-    yaml_emitter_set_output(&e, yaml_buf_write, &buf);
+    yaml_emitter_set_output_file(&e, mem);
     yaml_emitter_set_unicode(&e, 1);
     yaml_emitter_set_width(&e, -1);   /* never fold the long base64 lines */
     ok = yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING)
@@ -259,18 +239,20 @@ static char *secret_manifest(const char *ns, const struct certs_pair *ca,
          && yaml_document_end_event_initialize(&ev, 1) && yaml_emitter_emit(&e, &ev)
          && yaml_stream_end_event_initialize(&ev) && yaml_emitter_emit(&e, &ev);
     yaml_emitter_delete(&e);
-    if (!ok) {
-        free(buf.data);
-        buf.data = NULL;
-    }
 out:
+    if (mem != NULL && fclose(mem) != 0)
+        ok = 0;
+    if (!ok || mem == NULL) {
+        free(text);
+        text = NULL;
+    }
     for (size_t i = 0; i < 3; i++) {
         /* b64[2] is the private key in base64: scrub it too */
         if (b64[i] != NULL)
             OPENSSL_cleanse(b64[i], strlen(b64[i]));
         free(b64[i]);
     }
-    return buf.data;
+    return text;
 }
 
 /* Write --secret-manifest (0600: it holds the key) and --ca-bundle files. @return 0 or -1. */
