@@ -5,9 +5,9 @@
  *   bench_admission JOBS.json BODIES.jsonl N
  *   bench_admission --keys N
  *
- * JOBS.json is a JSON array of Jobs; they are served by an in-memory job_source that
- * hands out references to immutable Jobs, as the informer cache does (no copy, no
- * API call). BODIES.jsonl holds one AdmissionReview per line. bench_loop() runs
+ * JOBS.json is a JSON array of Jobs; they go into the product's Jobs cache
+ * (webhook/cache.c) and are served from it as in the server: each admission parses
+ * its Job's kept text (cache_get), with no API call. BODIES.jsonl holds one AdmissionReview per line. bench_loop() runs
  * admission_handle N times over the bodies in rotation; callgrind counts only it
  * (--collect-atstart=no --toggle-collect=bench_loop). Prints one line
  *   admissions=N patched=P failed=F seconds=S ns_per_admission=X
@@ -25,13 +25,10 @@
 
 #include "plugins/sshkeys.h"
 #include "webhook/admission.h"
+#include "webhook/cache.h"
 #include "webhook/mutate.h"
 
 #define MAX_BODIES 4096
-
-struct bench_jobs {
-    json_t *by_key;   /* "ns/name" -> Job (owned) */
-};
 
 struct bench_bodies {
     char *text[MAX_BODIES];
@@ -39,24 +36,22 @@ struct bench_bodies {
     size_t n;
 };
 
-/* job_source.get: a new reference to the stored Job, like cache_get. */
+/* job_source.get: the product's own Jobs cache (cache_get parses a private tree of
+ * the Job's kept text per read, as an admission does in the server). */
 static int bench_job_get(void *userdata, const char *ns, const char *name, const char *uid,
                          json_t **job_out, struct wh_error *err)
 {
-    const struct bench_jobs *jobs = userdata;
-    char key[512];
-    json_t *job;
+    struct job_cache *cache = userdata;
+    int rc;
 
     (void)uid;  /* the Jobs of the file are current: nothing is stale */
-    snprintf(key, sizeof(key), "%s/%s", ns, name);
-    job = json_object_get(jobs->by_key, key);
-    if (job == NULL)
+    rc = cache_get(cache, ns, name, job_out);
+    if (rc == WH_ENOTFOUND)
         return wh_error_set(err, WH_ENOTFOUND, "jobs.batch.volcano.sh \"%s\" not found", name);
-    *job_out = json_incref(job);
-    return 0;
+    return rc < 0 ? wh_error_set(err, rc, "out of memory") : 0;
 }
 
-static int bench_load_jobs(const char *path, struct bench_jobs *jobs)
+static int bench_load_jobs(const char *path, struct job_cache *cache)
 {
     json_error_t jerr;
     json_t *arr = json_load_file(path, 0, &jerr);
@@ -68,18 +63,12 @@ static int bench_load_jobs(const char *path, struct bench_jobs *jobs)
         json_decref(arr);
         return -1;
     }
-    jobs->by_key = json_object();
     json_array_foreach(arr, i, job) {
-        const char *ns = json_string_value(json_object_get(json_object_get(job, "metadata"),
-                                                           "namespace"));
-        const char *name = json_string_value(json_object_get(json_object_get(job, "metadata"),
-                                                             "name"));
-        char key[512];
-
-        if (name == NULL)
-            continue;
-        snprintf(key, sizeof(key), "%s/%s", ns ? ns : "default", name);
-        json_object_set(jobs->by_key, key, job);
+        if (cache_put(cache, job) < 0) {
+            fprintf(stderr, "bench_admission: %s: Job %zu has no namespace or name\n", path, i);
+            json_decref(arr);
+            return -1;
+        }
     }
     json_decref(arr);
     return 0;
@@ -167,10 +156,10 @@ static int bench_keys(long n)
 
 int main(int argc, char **argv)
 {
-    struct bench_jobs jobs = {0};
+    struct job_cache *cache = cache_create();
     static struct bench_bodies bodies;
     struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
-    struct job_source src = {.get = bench_job_get, .userdata = &jobs};
+    struct job_source src = {.get = bench_job_get, .userdata = cache};
     struct timespec t0, t1;
     long n, failed, patched = 0;
     double secs;
@@ -183,7 +172,11 @@ int main(int argc, char **argv)
                         "       bench_admission --keys N\n");
         return 2;
     }
-    if (bench_load_jobs(argv[1], &jobs) < 0 || bench_load_bodies(argv[2], &bodies) < 0)
+    if (cache == NULL) {
+        fprintf(stderr, "bench_admission: out of memory\n");
+        return 1;
+    }
+    if (bench_load_jobs(argv[1], cache) < 0 || bench_load_bodies(argv[2], &bodies) < 0)
         return 1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     failed = bench_loop(&bodies, &src, &opt, n, &patched);
@@ -193,6 +186,6 @@ int main(int argc, char **argv)
            patched, failed, secs, secs * 1e9 / (double)n);
     for (i = 0; i < bodies.n; i++)
         free(bodies.text[i]);
-    json_decref(jobs.by_key);
+    cache_destroy(cache);
     return failed == 0 ? 0 : 1;
 }
