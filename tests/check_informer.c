@@ -66,12 +66,16 @@ static void on_update(void *ud, const json_t *old, const json_t *job)
     ev_add(buf);
 }
 
+/* Logs the Job's spec too: on_delete must get only the kept fields (no minAvailable). */
 static void on_delete(void *ud, const json_t *job)
 {
-    char buf[256];
+    char buf[512];
+    char *spec = json_dumps(json_object_get(job, "spec"), JSON_COMPACT | JSON_ENCODE_ANY);
 
     (void)ud;
-    snprintf(buf, sizeof(buf), "delete %s/%s", meta(job, "namespace"), meta(job, "name"));
+    snprintf(buf, sizeof(buf), "delete %s/%s %s", meta(job, "namespace"), meta(job, "name"),
+             spec != NULL ? spec : "-");
+    free(spec);
     ev_add(buf);
 }
 
@@ -168,14 +172,15 @@ static void start(long watch_timeout_s, long backoff_ms)
                   err.msg);
 }
 
-/* Store Jobs directly (before the informer runs): ns1/a, ns1/b, ns2/c at rv 1, 2, 3. */
+/* Store Jobs directly (before the informer runs): ns1/a, ns1/b, ns2/c at rv 1, 2, 3.
+ * b has a field the cache does not keep (minAvailable). */
 static void seed_jobs(void)
 {
     apitest_ctl(&api, "POST", "/_test/objects",
                 "[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
                 "  \"metadata\":{\"name\":\"a\",\"namespace\":\"ns1\"},\"spec\":{\"tasks\":[{\"name\":\"t\",\"replicas\":1}]}},"
                 " {\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
-                "  \"metadata\":{\"name\":\"b\",\"namespace\":\"ns1\"},\"spec\":{\"tasks\":[{\"name\":\"t\",\"replicas\":1}]}},"
+                "  \"metadata\":{\"name\":\"b\",\"namespace\":\"ns1\"},\"spec\":{\"minAvailable\":1,\"tasks\":[{\"name\":\"t\",\"replicas\":1}]}},"
                 " {\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
                 "  \"metadata\":{\"name\":\"c\",\"namespace\":\"ns2\"},\"spec\":{\"tasks\":[{\"name\":\"t\",\"replicas\":1}]}}]");
 }
@@ -293,7 +298,8 @@ START_TEST(test_watch_events_in_order)
     wait_events(7);
     settle();
     assert_events("[\"add ns1/a 1\", \"add ns1/b 2\", \"add ns2/c 3\","
-                  " \"add ns1/d 4\", \"update ns1/a 1>5\", \"delete ns1/b\","
+                  " \"add ns1/d 4\", \"update ns1/a 1>5\","
+                  " \"delete ns1/b {\\\"tasks\\\":[{\\\"name\\\":\\\"t\\\",\\\"replicas\\\":1}]}\","
                   " \"update ns1/d 4>7\"]");
     ck_assert_uint_eq(cache_size(cache), 3);
     ck_assert_int_eq(cached_replicas("ns1", "a"), 5);
@@ -331,7 +337,8 @@ START_TEST(test_relist_after_compaction)
     settle();
     /* The relist reports what the watch missed: the deletion first, then the rest. */
     assert_events("[\"add ns1/a 1\", \"add ns1/b 2\", \"add ns2/c 3\","
-                  " \"delete ns1/b\", \"update ns1/a 1>6\", \"add ns1/e 5\"]");
+                  " \"delete ns1/b {\\\"tasks\\\":[{\\\"name\\\":\\\"t\\\",\\\"replicas\\\":1}]}\","
+                  " \"update ns1/a 1>6\", \"add ns1/e 5\"]");
     ck_assert_uint_eq(stats().lists, 2);
     ck_assert_uint_eq(stats().relists_gone, 1);
     ck_assert_uint_eq(cache_size(cache), 3);
@@ -343,7 +350,8 @@ START_TEST(test_relist_after_compaction)
     wait_events(7);
     settle();
     assert_events("[\"add ns1/a 1\", \"add ns1/b 2\", \"add ns2/c 3\","
-                  " \"delete ns1/b\", \"update ns1/a 1>6\", \"add ns1/e 5\", \"add ns1/f 7\"]");
+                  " \"delete ns1/b {\\\"tasks\\\":[{\\\"name\\\":\\\"t\\\",\\\"replicas\\\":1}]}\","
+                  " \"update ns1/a 1>6\", \"add ns1/e 5\", \"add ns1/f 7\"]");
 }
 END_TEST
 

@@ -275,6 +275,11 @@ int cache_get(struct job_cache *c, const char *ns, const char *name, json_t **jo
     return *job_out != NULL ? 0 : WH_ENOMEM;
 }
 
+json_t *cache_kept_job(const json_t *job)
+{
+    return copy_kept(job, keep_job);
+}
+
 int cache_put(struct job_cache *c, json_t *job)
 {
     char key[KEY_MAX];

@@ -42,6 +42,12 @@ int cache_get(struct job_cache *c, const char *ns, const char *name, json_t **jo
  * @return 0, WH_EINVAL (not an object, or no namespace or name), or WH_ENOMEM.
  */
 int cache_put(struct job_cache *c, json_t *job);
+/**
+ * The Job as the cache would keep it (the fields cache_put names), for a reader
+ * that must hold a Job the cache no longer has (the informer's on_delete). job is
+ * only read. @return new reference (the caller's), NULL on ENOMEM.
+ */
+json_t *cache_kept_job(const json_t *job);
 /** Remove ns/name. @return 0, or WH_ENOTFOUND. */
 int cache_remove(struct job_cache *c, const char *ns, const char *name);
 

@@ -274,8 +274,13 @@ static int on_watch_event(void *userdata, enum watch_event_type type, json_t *ob
     case WATCH_DELETED:
         cache_remove(inf->cache, ns, name);  /* WH_ENOTFOUND: already gone, still report */
         LOG_DEBUG("informer: event type=deleted job=%s/%s", ns, name);
-        if (inf->h.on_delete != NULL)
-            inf->h.on_delete(inf->h.userdata, obj);
+        if (inf->h.on_delete != NULL) {
+            /* The kept fields only, as at a relist: a handler may hold it until it runs. */
+            json_t *kept = cache_kept_job(obj);
+
+            inf->h.on_delete(inf->h.userdata, kept != NULL ? kept : obj);
+            json_decref(kept);
+        }
         inf->delivered++;
         break;
     case WATCH_ERROR:

@@ -17,7 +17,8 @@
 
 /* Event handlers; any may be NULL. Objects are borrowed for the call. After a (re)LIST:
  * on_delete for cached Jobs not listed, on_add for new ones, on_update for ones whose
- * resourceVersion changed; unchanged ones are not reported. */
+ * resourceVersion changed; unchanged ones are not reported. on_delete's Job has only
+ * the fields the cache keeps (cache_put), whether from a DELETED event or a relist. */
 struct informer_handlers {
     void (*on_add)(void *userdata, const json_t *job);                  /* LIST or ADDED */
     void (*on_update)(void *userdata, const json_t *old_job, const json_t *job); /* MODIFIED */
