@@ -4,7 +4,8 @@
  * duration flag in each unit, integer ranges at and past both ends, the enums,
  * the exact message of each kind of usage error, --help (the whole text against
  * tests/fixtures/serve/help.txt, the binary's --help output before serve.c was
- * split) and the checks across flags. The help and error streams are memory
+ * split), every default --help states against the parsed defaults, and the
+ * checks across flags. The help and error streams are memory
  * streams (open_memstream), so every byte printed is asserted.
  */
 #include <check.h>
@@ -625,6 +626,97 @@ START_TEST(test_parse_twice)
 }
 END_TEST
 
+/* The options as one line of text, strings by value, so two parses can be compared. */
+static void options_text(const struct serve_options *o, char *buf, size_t len)
+{
+#define S(x) ((x) != NULL ? (x) : "(null)")
+    snprintf(buf, len,
+             "bind=%s port=%ld cert=%s key=%s http=%d insecure_key=%d kubeconfig=%s "
+             "port_file=%s v=%ld lookup=%d lookup_ms=%ld watch_idle=%ld leader=%d lease=%ld "
+             "renew=%ld retry=%ld lease_ns=%s resync=%ld workers=%ld qps=%g burst=%ld "
+             "self_signed=%d service=%s config=%s sans=%zu grace=%ld conns=%ld per_ip=%ld "
+             "idle=%ld request=%ld",
+             S(o->bind_address), o->port, S(o->tls_cert_file), S(o->tls_key_file),
+             o->insecure_http, o->allow_insecure_key, S(o->kubeconfig), S(o->port_file),
+             o->verbosity, (int)o->lookup_failure, o->lookup_timeout_ms, o->watch_idle_ms,
+             o->leader_elect, o->lease_duration_ms, o->renew_deadline_ms, o->retry_period_ms,
+             S(o->lease_ns), o->resync_period_ms, o->reconcile_workers, o->kube_api_qps,
+             o->kube_api_burst, o->self_signed, S(o->service_name), S(o->webhook_config),
+             o->ntls_sans, o->shutdown_grace_ms, o->max_connections, o->max_per_ip,
+             o->idle_timeout_ms, o->request_timeout_ms);
+#undef S
+}
+
+/*
+ * Every "(default X)" the help states, given as that flag's value, parses to the
+ * options given by nothing at all: the help text cannot drift from the defaults.
+ * Defaults that are not a value ("(default: none)", "(default $KUBECONFIG ...",
+ * "none", a switch's "off") are skipped; the count pins how many are checked.
+ */
+START_TEST(test_help_states_the_defaults)
+{
+    char *help_argv[] = {"serve", "--help", NULL};
+    char want[1024], want_ss[1024], got[1024];
+    struct serve_options o;
+    struct result help, r;
+    char flag[64] = "";
+    char *save = NULL;
+    int checked = 0;
+
+    parse_argv(&o, &help, help_argv);
+    ck_assert_int_eq(help.rc, SERVE_FLAGS_HELP);
+    PARSE(&o, &r, "--insecure-http");
+    assert_ok(&r);
+    options_text(&o, want, sizeof(want));
+    result_free(&r);
+    PARSE(&o, &r, "--self-signed");
+    assert_ok(&r);
+    options_text(&o, want_ss, sizeof(want_ss));
+    result_free(&r);
+    for (char *line = strtok_r(help.out, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        char *d, *f = strstr(line, "--");
+        char value[128];
+        bool self_signed;
+        size_t n;
+
+        /* A flag's own line names it ("  --port N ...", "  -v, --v N ..."). */
+        if (strncmp(line, "  -", 3) == 0 && f != NULL) {
+            n = strcspn(f, " =[");
+            snprintf(flag, sizeof(flag), "%.*s", (int)n, f);
+        }
+        d = strstr(line, "(default ");
+        if (d == NULL || flag[0] == '\0')
+            continue;
+        d += strlen("(default ");
+        n = strcspn(d, " :)");
+        if (n == 0 || n >= sizeof(value) || (d[n] != ')' && d[n] != ':') || d[0] == '$')
+            continue;
+        /* --FLAG=VALUE, the one form getopt_long takes for optional values too */
+        snprintf(value, sizeof(value), "%s=%.*s", flag, (int)n, d);
+        if (strcmp(d, "none)") == 0 || strcmp(d, "off)") == 0)  /* a switch, or no value */
+            continue;
+        /* --service-name and --webhook-config-name need --self-signed */
+        self_signed = strcmp(flag, "--service-name") == 0
+                      || strcmp(flag, "--webhook-config-name") == 0;
+        parse_argv(&o, &r, (char *[]){"serve", self_signed ? "--self-signed" : "--insecure-http",
+                                      value, NULL});
+        assert_ok(&r);
+        options_text(&o, got, sizeof(got));
+        ck_assert_msg(strcmp(got, self_signed ? want_ss : want) == 0,
+                      "%s (the help's default) gives\n%s\nnot\n%s", value, got,
+                      self_signed ? want_ss : want);
+        result_free(&r);
+        checked++;
+    }
+    /* bind, port, service and config names, lookup failure and timeout, leader-elect and
+     * its three durations, resync, workers, qps, burst, -v, grace, connections, per-ip,
+     * idle and request timeouts */
+    ck_assert_int_eq(checked, 20);
+    result_free(&help);
+}
+END_TEST
+
 static Suite *serve_flags_suite(void)
 {
     Suite *s = suite_create("serve_flags");
@@ -641,6 +733,7 @@ static Suite *serve_flags_suite(void)
     tcase_add_test(tc, test_leader_elect_bool);
     tcase_add_test(tc, test_unknown_and_missing);
     tcase_add_test(tc, test_help);
+    tcase_add_test(tc, test_help_states_the_defaults);
     tcase_add_test(tc, test_combinations);
     tcase_add_test(tc, test_parse_twice);
     suite_add_tcase(s, tc);
