@@ -24,6 +24,22 @@ static void usage(FILE *to)
             "'" WH_PROG " COMMAND --help' lists the flags of a command.\n");
 }
 
+/* `version` takes no flags but --help. @return the exit status. */
+static int version_main(int argc, char **argv)
+{
+    if (argc == 1) {
+        printf(WH_PROG " " WH_VERSION "\n");
+        return 0;
+    }
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: " WH_PROG " version\n\nPrints the version (" WH_PROG " " WH_VERSION
+               ").\n");
+        return 0;
+    }
+    fprintf(stderr, WH_PROG ": version: unexpected argument \"%s\" (see --help)\n", argv[1]);
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     int rc;
@@ -44,10 +60,8 @@ int main(int argc, char **argv)
         rc = render_main(argc - 1, argv + 1);
     else if (strcmp(argv[1], "gen-certs") == 0)
         rc = gen_certs_main(argc - 1, argv + 1);
-    else if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
-        printf(WH_PROG " " WH_VERSION "\n");
-        rc = 0;
-    } else if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0
+    else if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)
+        rc = version_main(argc - 1, argv + 1); else if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0
                || strcmp(argv[1], "-h") == 0) {
         usage(stdout);
         rc = 0;

@@ -6,10 +6,12 @@
  *   render -f JOB --review REVIEW                     the AdmissionReview answer
  *
  * Single-threaded. Output on stdout only on success; problems are one line on
- * stderr ("render: FILE: problem") and exit status 1; bad usage exits 2.
+ * stderr ("volcano-plugin-webhook: render: FILE: problem") and exit status 1; bad
+ * usage is one line too, as for serve and gen-certs, and exits 2.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,18 @@
 #define REVIEW_MAX_BYTES (3u << 20)  /* the server's body cap */
 
 enum output { OUTPUT_POD, OUTPUT_PATCH };
+
+/* One problem line on stderr: "volcano-plugin-webhook: render: " fmt "\n". */
+__attribute__((format(printf, 1, 2))) static void render_err(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs(WH_PROG ": render: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
 
 static void render_usage(FILE *to)
 {
@@ -49,11 +63,11 @@ static int load_object(const char *path, const char *what, json_t **out)
     wh_error_clear(&err);
     rc = yaml_load_file(path, out, &err);
     if (rc < 0) {
-        fprintf(stderr, "render: %s: %s\n", path, err.msg[0] ? err.msg : wh_error_str(rc));
+        render_err("%s: %s", path, err.msg[0] ? err.msg : wh_error_str(rc));
         return 1;
     }
     if (!json_is_object(*out)) {
-        fprintf(stderr, "render: %s: not a %s object\n", path, what);
+        render_err("%s: not a %s object", path, what);
         json_decref(*out);
         *out = NULL;
         return 1;
@@ -69,15 +83,15 @@ static void warn_job_shape(const char *path, const json_t *job)
     const json_t *task;
 
     if (json_array_size(tasks) == 0)
-        fprintf(stderr, "warning: %s: job has no spec.tasks, so no pods\n", path);
+        render_err("warning: %s: job has no spec.tasks, so no pods", path);
     json_array_foreach(tasks, i, task) {
         const json_t *replicas = json_object_get(task, "replicas");
 
         if (job_task_name(task)[0] == '\0')
-            fprintf(stderr, "warning: %s: spec.tasks[%zu] has no name\n", path, i);
+            render_err("warning: %s: spec.tasks[%zu] has no name", path, i);
         if (replicas != NULL && !json_is_integer(replicas))
-            fprintf(stderr, "warning: %s: spec.tasks[%zu].replicas is not an integer, taken as 0\n",
-                    path, i);
+            render_err("warning: %s: spec.tasks[%zu].replicas is not an integer, taken as 0",
+                       path, i);
     }
 }
 
@@ -92,16 +106,17 @@ static int load_job(const char *path, json_t **out)
     api = json_string_value(json_object_get(*out, "apiVersion"));
     if (kind == NULL || strcmp(kind, "Job") != 0 || api == NULL
         || strcmp(api, "batch.volcano.sh/v1alpha1") != 0) {
-        fprintf(stderr, "render: %s: not a batch.volcano.sh/v1alpha1 Job (apiVersion %s, kind %s)\n",
-                path, api ? api : "missing", kind ? kind : "missing");
+        render_err("%s: not a batch.volcano.sh/v1alpha1 Job (apiVersion %s, kind %s)", path,
+                   api ? api : "missing", kind ? kind : "missing");
         goto bad;
     }
     if (job_name(*out)[0] == '\0') {
-        fprintf(stderr, "render: %s: job has no metadata.name\n", path);
+        render_err("%s: job has no metadata.name", path);
         goto bad;
     }
-    if (json_object_get(json_object_get(*out, "spec"), "tasks") != NULL && job_tasks(*out) == NULL) {
-        fprintf(stderr, "render: %s: spec.tasks is not a list\n", path);
+    if (json_object_get(json_object_get(*out, "spec"), "tasks") != NULL
+        && job_tasks(*out) == NULL) {
+        render_err("%s: spec.tasks is not a list", path);
         goto bad;
     }
     warn_job_shape(path, *out);
@@ -123,16 +138,15 @@ static int load_pod(const char *path, const json_t *job, json_t **out)
         return 1;
     kind = json_string_value(json_object_get(*out, "kind"));
     if (kind == NULL || strcmp(kind, "Pod") != 0) {
-        fprintf(stderr, "render: %s: not a Pod (kind %s)\n", path, kind ? kind : "missing");
+        render_err("%s: not a Pod (kind %s)", path, kind ? kind : "missing");
         goto bad;
     }
     if (!json_is_object(json_object_get(*out, "spec"))) {
-        fprintf(stderr, "render: %s: pod has no spec\n", path);
+        render_err("%s: pod has no spec", path);
         goto bad;
     }
     if (mutate_pod_owner(*out, &owner, &owner_uid) == 0 && strcmp(owner, job_name(job)) != 0) {
-        fprintf(stderr, "render: %s: pod belongs to job %s, not to %s\n", path, owner,
-                job_name(job));
+        render_err("%s: pod belongs to job %s, not to %s", path, owner, job_name(job));
         goto bad;
     }
     return 0;
@@ -145,7 +159,7 @@ bad:
 static void print_warnings(const char *pod, const struct warnings *w)
 {
     for (size_t i = 0; i < w->n; i++)
-        fprintf(stderr, "warning: pod %s: %s\n", pod, w->items[i]);
+        render_err("warning: pod %s: %s", pod, w->items[i]);
 }
 
 static int print_json(json_t *v)
@@ -170,7 +184,7 @@ static int render_pod(const json_t *job, const json_t *pod, const char *ns, enum
     mutate_pod_with_job(job, pod, ns, &r);
     print_warnings(name, &r.warnings);
     if (!r.allowed) {
-        fprintf(stderr, "render: pod %s denied (code %d): %s\n", name, r.status_code, r.message);
+        render_err("pod %s denied (code %d): %s", name, r.status_code, r.message);
         rc = 1;
     } else if (out == OUTPUT_POD) {
         *item_out = json_incref(r.pod);
@@ -181,7 +195,7 @@ static int render_pod(const json_t *job, const json_t *pod, const char *ns, enum
     }
     mutate_result_dispose(&r);
     if (rc == 0 && *item_out == NULL) {
-        fprintf(stderr, "render: out of memory\n");
+        render_err("out of memory");
         rc = 1;
     }
     return rc;
@@ -202,7 +216,7 @@ static int render_job_pods(json_t *job, enum output out)
             json_t *item = NULL;
 
             if (pod == NULL) {
-                fprintf(stderr, "render: out of memory\n");
+                render_err("out of memory");
                 rc = 1;
                 break;
             }
@@ -264,21 +278,21 @@ static int render_review(const json_t *job, const char *path)
     int status;
 
     if (f == NULL) {
-        fprintf(stderr, "render: %s: cannot open: %s\n", path, strerror(errno));
+        render_err("%s: cannot open: %s", path, strerror(errno));
         return 1;
     }
     body = malloc(REVIEW_MAX_BYTES + 1);
     len = body ? fread(body, 1, REVIEW_MAX_BYTES + 1, f) : 0;
     fclose(f);
     if (body == NULL || len > REVIEW_MAX_BYTES) {
-        fprintf(stderr, "render: %s: %s\n", path, body ? "larger than 3 MiB" : "out of memory");
+        render_err("%s: %s", path, body ? "larger than 3 MiB" : "out of memory");
         free(body);
         return 1;
     }
     status = admission_handle(body, len, &src, &opt, &out, &out_len);
     free(body);
     if (status != 200) {
-        fprintf(stderr, "render: %s: HTTP %d: %.*s\n", path, status, (int)out_len, out ? out : "");
+        render_err("%s: HTTP %d: %.*s", path, status, (int)out_len, out ? out : "");
         free(out);
         return 1;
     }
@@ -316,31 +330,29 @@ int render_main(int argc, char **argv)
             else if (strcmp(optarg, "patch") == 0)
                 out = OUTPUT_PATCH;
             else {
-                fprintf(stderr, "render: --output must be pod or patch, not \"%s\"\n", optarg);
+                render_err("--output must be pod or patch, not \"%s\"", optarg);
                 return 2;
             }
             break;
         case 'h': render_usage(stdout); return 0;
         case ':':
-            fprintf(stderr, "render: flag %s needs a value\n", argv[optind - 1]);
+            render_err("flag %s needs a value", argv[optind - 1]);
             return 2;
         default:
-            fprintf(stderr, "render: unknown flag %s\n", argv[optind - 1]);
-            render_usage(stderr);
+            render_err("unknown flag %s (see --help)", argv[optind - 1]);
             return 2;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "render: unexpected argument \"%s\"\n", argv[optind]);
+        render_err("unexpected argument \"%s\"", argv[optind]);
         return 2;
     }
     if (job_path == NULL) {
-        fprintf(stderr, "render: -f JOB is required\n");
-        render_usage(stderr);
+        render_err("missing required flag -f JOB (see --help)");
         return 2;
     }
     if (pod_path != NULL && review_path != NULL) {
-        fprintf(stderr, "render: --pod and --review cannot be used together\n");
+        render_err("--pod and --review cannot be used together");
         return 2;
     }
     if (load_job(job_path, &job) != 0)

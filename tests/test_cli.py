@@ -1,0 +1,71 @@
+"""The command line's usage errors, as a user meets them: every subcommand says
+what is wrong in one line "volcano-plugin-webhook: COMMAND: ..." on stderr, prints
+nothing on stdout and exits 2; --help goes to stdout and exits 0.
+(serve's every flag is covered by tests/check_serve_flags.c, in-process.)
+"""
+import subprocess
+import unittest
+
+import harness
+
+P = "volcano-plugin-webhook: "
+
+
+def run(*args):
+    """(exit status, stdout, stderr) of the binary with args."""
+    p = subprocess.run([harness.binary(), *args], capture_output=True, text=True, timeout=30)
+    return p.returncode, p.stdout, p.stderr
+
+
+class UsageErrors(unittest.TestCase):
+    def assert_usage_error(self, args, line):
+        rc, out, err = run(*args)
+        self.assertEqual((rc, out, err), (2, "", line + "\n"), args)
+
+    def test_one_line_per_usage_error(self):
+        cases = [
+            (["serve", "--bogus"], P + "serve: unknown flag --bogus (see --help)"),
+            (["gen-certs", "--bogus"], P + "gen-certs: unknown flag --bogus (see --help)"),
+            (["gen-certs"], P + "gen-certs: missing required flag --service (see --help)"),
+            (["render", "--bogus"], P + "render: unknown flag --bogus (see --help)"),
+            (["render"], P + "render: missing required flag -f JOB (see --help)"),
+            (["render", "-f"], P + "render: flag -f needs a value"),
+            (["render", "-f", "j.yaml", "-o", "yaml"],
+             P + "render: --output must be pod or patch, not \"yaml\""),
+            (["render", "-f", "j.yaml", "extra"], P + "render: unexpected argument \"extra\""),
+            (["version", "x"], P + "version: unexpected argument \"x\" (see --help)"),
+        ]
+        for args, line in cases:
+            with self.subTest(args=args):
+                self.assert_usage_error(args, line)
+
+    def test_render_file_problem_exits_1(self):
+        rc, out, err = run("render", "-f", "/nonexistent/job.yaml")
+        self.assertEqual((rc, out), (1, ""))
+        self.assertEqual(err, P + "render: /nonexistent/job.yaml: No such file or directory\n")
+
+    def test_help_and_version(self):
+        for cmd in ("serve", "render", "gen-certs"):
+            with self.subTest(cmd=cmd):
+                rc, out, err = run(cmd, "--help")
+                self.assertEqual((rc, err), (0, ""))
+                self.assertTrue(out.startswith("usage: volcano-plugin-webhook " + cmd), out)
+        rc, out, err = run("version")
+        self.assertEqual((rc, err), (0, ""))
+        self.assertRegex(out, r"^volcano-plugin-webhook \d+\.\d+\.\d+\n$")
+        self.assertEqual(run("--version"), (0, out, ""))
+        rc, help_out, err = run("version", "--help")
+        self.assertEqual((rc, err), (0, ""))
+        self.assertEqual(help_out, "usage: volcano-plugin-webhook version\n\n"
+                                   "Prints the version (%s).\n" % out.strip())
+
+    def test_unknown_command_lists_the_commands(self):
+        rc, out, err = run("nope")
+        self.assertEqual((rc, out), (2, ""))
+        first, rest = err.split("\n", 1)
+        self.assertEqual(first, P + "unknown command \"nope\"")
+        self.assertTrue(rest.startswith("usage: volcano-plugin-webhook COMMAND [flags]"), rest)
+
+
+if __name__ == "__main__":
+    unittest.main()
