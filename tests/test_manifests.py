@@ -342,6 +342,8 @@ class RenderedManifestsTest(unittest.TestCase):
         # only the Secret and the ConfigMap; no events (tests/test_security.py checks the
         # binary uses exactly these)
         want = {("batch.volcano.sh", "jobs", v) for v in ("get", "list", "watch")}
+        # blockOwnerDeletion on the owned objects' references (OwnerReferencesPermissionEnforcement)
+        want.add(("batch.volcano.sh", "jobs/finalizers", "update"))
         want |= {("", r, v) for r in ("secrets", "configmaps")
                  for v in ("get", "create", "update", "delete")}
         want |= {("", "services", v) for v in ("get", "create", "delete")}
