@@ -34,6 +34,41 @@ static const char *spec_str(const json_t *job, const char *key)
     return s != NULL ? s : "";
 }
 
+/* metadata.<field>.<key> of the Job when it is a string, else NULL. */
+static const char *job_meta_str(const json_t *job, const char *field, const char *key)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(job, "metadata"), field), key));
+}
+
+/*
+ * The optional keys of §1.2 copied from the Job (job_controller_util.go createJobPod):
+ * preemptable and cooldown-time from its labels to the pod's labels and from its
+ * annotations to the pod's annotations; revocable-zone and one of jdb-min-available
+ * (wins) / jdb-max-unavailable from its annotations. @return 0 or WH_ENOMEM.
+ */
+static int copy_job_keys(json_t *labels, json_t *annotations, const json_t *job)
+{
+    static const char *const both[] = {"volcano.sh/preemptable", "volcano.sh/cooldown-time",
+                                       "volcano.sh/revocable-zone"};
+    const char *v;
+
+    for (size_t i = 0; i < sizeof(both) / sizeof(both[0]); i++) {
+        /* revocable-zone is an annotation only */
+        if (i < 2 && (v = job_meta_str(job, "labels", both[i])) != NULL
+            && set_str(labels, both[i], v) < 0)
+            return WH_ENOMEM;
+        if ((v = job_meta_str(job, "annotations", both[i])) != NULL
+            && set_str(annotations, both[i], v) < 0)
+            return WH_ENOMEM;
+    }
+    if ((v = job_meta_str(job, "annotations", "volcano.sh/jdb-min-available")) != NULL)
+        return set_str(annotations, "volcano.sh/jdb-min-available", v) < 0 ? WH_ENOMEM : 0;
+    if ((v = job_meta_str(job, "annotations", "volcano.sh/jdb-max-unavailable")) != NULL)
+        return set_str(annotations, "volcano.sh/jdb-max-unavailable", v) < 0 ? WH_ENOMEM : 0;
+    return 0;
+}
+
 static long long status_int(const json_t *job, const char *key)
 {
     return json_integer_value(json_object_get(json_object_get(job, "status"), key));
@@ -153,6 +188,11 @@ json_t *jobpods_build(const json_t *job, const json_t *task, int64_t index)
     set_str(annotations, "volcano.sh/template-uid", buf);
     snprintf(buf, sizeof(buf), "%lld", status_int(job, "retryCount"));
     set_str(annotations, "volcano.sh/job-retry-count", buf);
+    if (json_string_length(json_object_get(task, "topologyPolicy")) > 0)
+        set_str(annotations, "volcano.sh/numa-topology-policy",
+                json_string_value(json_object_get(task, "topologyPolicy")));
+    if (copy_job_keys(labels, annotations, job) < 0)
+        goto nomem;
     if (json_is_object(partition)) {
         long long size = json_integer_value(json_object_get(partition, "partitionSize"));
 
@@ -193,6 +233,10 @@ int jobpods_complete_job(json_t *job, const char *default_ns)
     if (meta == NULL)
         return WH_ENOMEM;
     if (job_namespace(job)[0] == '\0' && set_str(meta, "namespace", default_ns) < 0)
+        return WH_ENOMEM;
+    /* Volcano's Job webhook (mutate_job.go) defaults the queue before any pod exists. */
+    if (json_is_object(json_object_get(job, "spec")) && spec_str(job, "queue")[0] == '\0'
+        && set_str(json_object_get(job, "spec"), "queue", "default") < 0)
         return WH_ENOMEM;
     if (job_uid(job)[0] != '\0')
         return 0;

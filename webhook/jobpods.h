@@ -14,7 +14,10 @@
  * job.metadata.namespace, the template's labels and annotations plus the
  * controller's keys of §1.2/§2.2 (task-index, job-name, task-spec, job-namespace,
  * queue-name, group-name J-UID, job-version, template-uid J-T, job-retry-count,
- * partition-id when the task has partitionPolicy), the single controller
+ * partition-id when the task has partitionPolicy, numa-topology-policy from the
+ * task's topologyPolicy; preemptable and cooldown-time from the Job's labels and
+ * annotations, revocable-zone and jdb-min-available, else jdb-max-unavailable, from
+ * its annotations; not job-forwarding, which needs the Queue), the single controller
  * ownerReference of §2.2, schedulerName / priorityClassName from the Job when the
  * template has none, and the Job-level PVC volumes of §2.3 (the 12-character
  * suffix is derived from the claim name instead of random, so output is stable).
@@ -23,7 +26,8 @@
 json_t *jobpods_build(const json_t *job, const json_t *task, int64_t index);
 
 /**
- * Ensure job (a writable copy) has metadata.namespace (default_ns when absent)
+ * Ensure job (a writable copy) has metadata.namespace (default_ns when absent),
+ * spec.queue ("default" when absent or empty, as Volcano's Job webhook sets it)
  * and metadata.uid (when absent, a stable UUID-shaped value derived from
  * namespace/name with SHA-1, as a file Job has none).
  * @return 0, or WH_ENOMEM / WH_EINVAL (job is not an object).
