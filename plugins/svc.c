@@ -109,7 +109,8 @@ static int data_set(json_t *data, const char *a, const char *b, const char *c, c
     return rc;
 }
 
-/* Add the three keys of one task to data (spec §4.2). @return 0 or WH_ENOMEM. */
+/* Add the three keys of one task to data (spec §4.2).
+ * @return 0, WH_ENOMEM, or WH_ETOOBIG (job_task_hosts: a host list over its cap). */
 static int svc_data_add_task(json_t *data, const json_t *job, const json_t *task)
 {
     char *up = task_key(job_task_name(task), true);
@@ -143,21 +144,25 @@ out:
     return rc;
 }
 
-json_t *svc_configmap_data(const json_t *job)
+int svc_configmap_data(const json_t *job, json_t **out)
 {
     json_t *data = json_object();
     const json_t *task;
     size_t k;
+    int rc;
 
+    *out = NULL;
     if (data == NULL)
-        return NULL;
+        return WH_ENOMEM;
     json_array_foreach(job_tasks(job), k, task) {
-        if (svc_data_add_task(data, job, task) < 0) {
+        rc = svc_data_add_task(data, job, task);
+        if (rc < 0) {
             json_decref(data);
-            return NULL;
+            return rc;
         }
     }
-    return data;
+    *out = data;
+    return 0;
 }
 
 /*
@@ -358,10 +363,17 @@ static json_t *svc_object(const struct k8s_kind *kind, const json_t *job, const 
     return obj;
 }
 
-/* ConfigMap J-svc (spec §4.2 OnJobAdd step 1). */
-static json_t *svc_configmap(const json_t *job, const char *cm)
+/* ConfigMap J-svc (spec §4.2 OnJobAdd step 1) into *out.
+ * @return 0, WH_ENOMEM or WH_ETOOBIG (svc_configmap_data). */
+static int svc_configmap(const json_t *job, const char *cm, json_t **out)
 {
-    return svc_object(&k8s_kind_configmap, job, cm, "data", svc_configmap_data(job));
+    json_t *data = NULL;
+    int rc = svc_configmap_data(job, &data);
+
+    if (rc < 0)
+        return rc;
+    *out = svc_object(&k8s_kind_configmap, job, cm, "data", data);
+    return *out != NULL ? 0 : WH_ENOMEM;
 }
 
 /* The headless Service J (spec §4.2 step 2): no ports, no type. */
@@ -415,7 +427,13 @@ static int svc_job_sync(const struct plugin_ctx *c, struct wh_error *err)
     cm_name = str_concat3(job_name(c->job), "-svc", "");
     if (cm_name == NULL)
         goto nomem;
-    cm = svc_configmap(c->job, cm_name);
+    rc = svc_configmap(c->job, cm_name, &cm);
+    if (rc == WH_ETOOBIG) {
+        /* A ConfigMap holds at most 1 MiB: retried, in case the Job is scaled down. */
+        rc = wh_error_set(err, WH_ETOOBIG, "svc plugin: a task's host list is over %u bytes, "
+                          "too large for ConfigMap %s", JOB_HOSTS_MAX_BYTES, cm_name);
+        goto out;
+    }
     svc = svc_service(c->job, a.publish_not_ready);
     np = a.disable_netpol ? NULL : svc_network_policy(c->job);
     if (cm == NULL || svc == NULL || (np == NULL && !a.disable_netpol))

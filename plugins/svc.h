@@ -17,10 +17,12 @@
  * entry when the task template sets a hostname). A later task with the same
  * name overwrites an earlier one's keys, as Volcano's map does.
  *
- * @param job  borrowed Volcano Job; not modified
- * @return new reference to a JSON object ({} for a Job without tasks),
- *         NULL on ENOMEM. Pure; thread-safe.
+ * @param job       borrowed Volcano Job; not modified
+ * @param[out] out   new reference to a JSON object ({} for a Job without tasks) on
+ *                   0, else NULL
+ * @return 0; WH_ENOMEM; WH_ETOOBIG when a task's host list would exceed
+ *         JOB_HOSTS_MAX_BYTES (1 MiB, the most a ConfigMap holds). Pure; thread-safe.
  */
-json_t *svc_configmap_data(const json_t *job);
+int svc_configmap_data(const json_t *job, json_t **out);
 
 #endif

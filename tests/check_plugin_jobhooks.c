@@ -621,6 +621,24 @@ START_TEST(test_svc_odd_tasks)
 }
 END_TEST
 
+/* A host list no ConfigMap can hold: the hook says so and sends nothing (no half-made
+ * objects); the reconciler retries it, in case the Job is scaled down. */
+START_TEST(test_svc_host_list_too_large)
+{
+    json_t *job = apitest_load(&api, MPI_JOB);
+    json_t *huge = job_scaled(job, 1, 50000);   /* 50000 x "mpi-job-mpiworker-N.mpi-job" */
+    struct wh_error err = {0};
+
+    apitest_reset(&api);
+    ck_assert_int_eq(run_hook(&plugin_svc, ADD, huge, NULL, &err), WH_ETOOBIG);
+    ck_assert_str_eq(err.msg, "svc plugin: a task's host list is over 1048576 bytes, too large "
+                              "for ConfigMap mpi-job-svc");
+    assert_methods("");
+    json_decref(huge);
+    json_decref(job);
+}
+END_TEST
+
 /* API failures end the hook with the cause; conflicts and create races are retried. */
 START_TEST(test_svc_api_errors_and_conflicts)
 {
@@ -1114,6 +1132,7 @@ static Suite *jobhooks_suite(void)
     tcase_add_test(svc, test_svc_delete_exactly_ours);
     tcase_add_test(svc, test_svc_foreign);
     tcase_add_test(svc, test_svc_odd_tasks);
+    tcase_add_test(svc, test_svc_host_list_too_large);
     tcase_add_test(svc, test_svc_api_errors_and_conflicts);
     suite_add_tcase(s, svc);
 

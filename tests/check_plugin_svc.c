@@ -194,7 +194,21 @@ START_TEST(allocation_failures)
 }
 END_TEST
 
-/* svc_configmap_data under allocation failures: NULL or the exact data, never a leak. */
+/* A host list past JOB_HOSTS_MAX_BYTES: WH_ETOOBIG, nothing returned. */
+START_TEST(configmap_data_too_large)
+{
+    json_t *job = tu_json("{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":["
+                          " {\"name\":\"w\",\"replicas\":200000}]}}");
+    json_t *data = json_object();   /* overwritten with NULL */
+
+    json_decref(data);
+    ck_assert_int_eq(svc_configmap_data(job, &data), WH_ETOOBIG);
+    ck_assert_ptr_null(data);
+    json_decref(job);
+}
+END_TEST
+
+/* svc_configmap_data under allocation failures: WH_ENOMEM or the exact data, never a leak. */
 START_TEST(configmap_data_allocation_failures)
 {
     json_t *job = tu_json(JOB);
@@ -203,7 +217,7 @@ START_TEST(configmap_data_allocation_failures)
 
     for (n = 0; n < 100000 && data == NULL; n++) {
         pc_alloc_fail_nth(n);
-        data = svc_configmap_data(job);
+        ck_assert_int_eq(svc_configmap_data(job, &data), data != NULL ? 0 : WH_ENOMEM);
         pc_alloc_restore();
     }
     ck_assert_ptr_nonnull(data);
@@ -250,9 +264,9 @@ END_TEST
 static void assert_data(const char *job_text, const char *want)
 {
     json_t *job = tu_json(job_text);
-    json_t *data = svc_configmap_data(job);
+    json_t *data = NULL;
 
-    ck_assert_ptr_nonnull(data);
+    ck_assert_int_eq(svc_configmap_data(job, &data), 0);
     tu_assert_json_eq(data, want);
     json_decref(data);
     json_decref(job);
@@ -300,9 +314,9 @@ START_TEST(configmap_data_no_trailing_separator)
 {
     json_t *job = tu_json("{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":["
                           " {\"name\":\"w\",\"replicas\":3}]}}");
-    json_t *data = svc_configmap_data(job);
+    json_t *data = NULL;
 
-    ck_assert_ptr_nonnull(data);
+    ck_assert_int_eq(svc_configmap_data(job, &data), 0);
     ck_assert_str_eq(json_string_value(json_object_get(data, "w.host")),
                      "j-w-0.j\nj-w-1.j\nj-w-2.j");
     ck_assert_str_eq(json_string_value(json_object_get(data, "VC_W_HOSTS")),
@@ -336,6 +350,7 @@ static Suite *svc_suite(void)
     tcase_add_test(td, configmap_data_edge_cases);
     tcase_add_test(td, configmap_data_no_trailing_separator);
     tcase_add_test(td, configmap_data_allocation_failures);
+    tcase_add_test(td, configmap_data_too_large);
     suite_add_tcase(s, td);
     return s;
 }
