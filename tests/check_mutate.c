@@ -428,6 +428,47 @@ START_TEST(generate_name_pod_d14)
 }
 END_TEST
 
+/* D6: without a name or the task-index label, the index comes from the annotation;
+ * D14: svc's warning appears once although D13 runs the chain twice (pytorch adds
+ * wait-for-master to a worker). */
+START_TEST(generate_name_index_from_annotation_warned_once_d6_d14)
+{
+    json_t *job = tu_json(
+        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns1\",\"uid\":\"u\"},"
+        " \"spec\":{\"plugins\":{\"env\":[],\"pytorch\":[\"--wait-master-enabled\"],"
+        "   \"svc\":[\"--inject-hosts-env=false\"]},"
+        "  \"tasks\":[{\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":3}]}}");
+    json_t *pod = tu_json(
+        "{\"metadata\":{\"generateName\":\"p-worker-\","
+        "  \"annotations\":{\"volcano.sh/task-spec\":\"worker\",\"volcano.sh/task-index\":\"1\"}},"
+        " \"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    struct mutate_result r;
+
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, pod, "ns1", &r);
+    ck_assert(r.allowed);
+    ck_assert_uint_eq(r.warnings.n, 1);
+    ck_assert_str_eq(r.warnings.items[0],
+                     "svc plugin: pod has no name (generateName), spec.hostname left unset");
+    /* index 1 from the annotation: RANK = master replicas + 1; the init container too */
+    ck_assert_uint_eq(json_array_size(r.patch), 6);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(r.patch, 0), "path")),
+                     "/spec/containers/0/env");
+    tu_assert_json_eq(json_object_get(json_array_get(r.patch, 0), "value"),
+        "[{\"name\":\"VK_TASK_INDEX\",\"value\":\"1\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"1\"},"
+        " {\"name\":\"MASTER_ADDR\",\"value\":\"p-master-0.p\"},{\"name\":\"MASTER_PORT\",\"value\":\"23456\"},"
+        " {\"name\":\"WORLD_SIZE\",\"value\":\"4\"},{\"name\":\"RANK\",\"value\":\"2\"}]");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(r.patch, 5), "path")),
+                     "/spec/initContainers");
+    tu_assert_json_eq(json_object_get(json_array_get(json_object_get(json_array_get(r.patch, 5),
+                                                                     "value"), 0), "env"),
+        "[{\"name\":\"VK_TASK_INDEX\",\"value\":\"1\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"1\"}]");
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
 START_TEST(huge_replicas_denied_not_exhausted)
 {
     /* mpi's MPI_HOST for 2^31-1 workers would be ~80 GB: denied with a clear reason. */
@@ -533,6 +574,7 @@ static Suite *mutate_suite(void)
     tcase_add_test(tc, added_init_container_gets_every_plugin_d13);
     tcase_add_test(tc, chain_leaves_the_admitted_pod_as_it_was);
     tcase_add_test(tc, generate_name_pod_d14);
+    tcase_add_test(tc, generate_name_index_from_annotation_warned_once_d6_d14);
     tcase_add_test(tc, huge_replicas_denied_not_exhausted);
     tcase_add_test(tc, cut_utf8_in_warning_stays_valid);
     tcase_add_test(tc, invalid_owner_name_not_looked_up);
