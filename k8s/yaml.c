@@ -3,7 +3,9 @@
  *
  * Design: one pass over the parser's events with an explicit stack of open
  * collections (no recursion, so input depth cannot overflow the C stack).
- * Only the first document is read (as go-yaml's Unmarshal does).
+ * yaml_load_buffer reads the first document (as go-yaml's Unmarshal does);
+ * yaml_load_documents reads them all, as kubectl does with a multi-document file
+ * (anchors are per document; the node cap counts the whole stream).
  *
  * Plain scalars are typed like go-yaml v2, the reader behind sigs.k8s.io/yaml
  * (its resolve.go, YAML 1.1 rules), when the target is untyped:
@@ -636,14 +638,28 @@ static int loader_event(struct loader *ld, const yaml_event_t *ev)
     }
 }
 
-int yaml_load_buffer(const char *buf, size_t len, json_t **out, struct wh_error *err)
+/* Forget the anchors of a finished document (YAML anchors do not cross "---"). */
+static void anchors_clear(struct loader *ld)
+{
+    for (size_t i = 0; i < ld->nanchors; i++) {
+        free(ld->anchors[i].name);
+        json_decref(ld->anchors[i].val);
+    }
+    ld->nanchors = 0;
+}
+
+/*
+ * The documents of buf: the first only (docs NULL, into *first), or every one
+ * appended to docs. @return 0, or an error with err filled.
+ */
+static int load_stream(const char *buf, size_t len, json_t **first, json_t *docs,
+                       struct wh_error *err)
 {
     yaml_parser_t parser;
     yaml_event_t ev;
     struct loader ld;
     int rc = 0;
 
-    *out = NULL;
     memset(&ld, 0, sizeof(ld));
     ld.buf = buf;
     ld.len = len;
@@ -657,19 +673,32 @@ int yaml_load_buffer(const char *buf, size_t len, json_t **out, struct wh_error 
             rc = parser_error(&ld, &parser);
             goto out;
         }
+        if (docs != NULL && ev.type == YAML_STREAM_END_EVENT && json_array_size(docs) > 0) {
+            yaml_event_delete(&ev);
+            break;
+        }
         rc = loader_event(&ld, &ev);
         yaml_event_delete(&ev);
         if (rc < 0)
             goto out;
-        if (rc == 1)
-            break;
-    }
-    if (ld.root == NULL) {
+        if (rc == 0)
+            continue;
         /* "---" with nothing after it: an explicit empty (null) document */
-        ld.root = json_null();
+        if (ld.root == NULL)
+            ld.root = json_null();
+        if (docs == NULL) {
+            *first = ld.root;
+            ld.root = NULL; /* now owned by the caller */
+            break;
+        }
+        if (json_array_append_new(docs, ld.root) < 0) {
+            ld.root = NULL;
+            rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+            goto out;
+        }
+        ld.root = NULL; /* now owned by docs */
+        anchors_clear(&ld);
     }
-    *out = ld.root;
-    ld.root = NULL; /* now owned by the caller */
     rc = 0;
 out:
     loader_dispose(&ld);
@@ -677,7 +706,34 @@ out:
     return rc;
 }
 
-int yaml_load_file(const char *path, json_t **out, struct wh_error *err)
+int yaml_load_buffer(const char *buf, size_t len, json_t **out, struct wh_error *err)
+{
+    *out = NULL;
+    return load_stream(buf, len, out, NULL, err);
+}
+
+int yaml_load_documents(const char *buf, size_t len, json_t **docs_out, struct wh_error *err)
+{
+    json_t *docs = json_array();
+    int rc;
+
+    *docs_out = NULL;
+    if (docs == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    rc = load_stream(buf, len, NULL, docs, err);
+    if (rc < 0) {
+        json_decref(docs);
+        return rc;
+    }
+    *docs_out = docs;
+    return 0;
+}
+
+/*
+ * The whole of path ("-": standard input) into *buf_out (malloc'd, the caller's to
+ * free; NULL when empty). @return 0; WH_ERROR (strerror text), WH_ETOOBIG, WH_ENOMEM.
+ */
+static int read_whole(const char *path, char **buf_out, size_t *len_out, struct wh_error *err)
 {
     FILE *f = NULL;
     char *buf = NULL;
@@ -686,8 +742,9 @@ int yaml_load_file(const char *path, json_t **out, struct wh_error *err)
     struct stat st;
     int rc;
 
-    *out = NULL;
-    f = fopen(path, "rb");
+    *buf_out = NULL;
+    *len_out = 0;
+    f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (f == NULL)
         return wh_error_set(err, WH_ERROR, "%s", strerror(errno));
     if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > (off_t)YAML_MAX_FILE) {
@@ -728,10 +785,39 @@ int yaml_load_file(const char *path, json_t **out, struct wh_error *err)
         rc = wh_error_set(err, WH_ETOOBIG, "file is larger than %u bytes", YAML_MAX_FILE);
         goto out;
     }
-    rc = yaml_load_buffer(buf ? buf : "", len, out, err);
+    *buf_out = buf;
+    *len_out = len;
+    buf = NULL; /* now the caller's */
+    rc = 0;
 out:
     free(buf);
-    if (f != NULL)
+    if (f != NULL && f != stdin)
         fclose(f);
+    return rc;
+}
+
+int yaml_load_file(const char *path, json_t **out, struct wh_error *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = read_whole(path, &buf, &len, err);
+
+    *out = NULL;
+    if (rc == 0)
+        rc = yaml_load_buffer(buf ? buf : "", len, out, err);
+    free(buf);
+    return rc;
+}
+
+int yaml_load_file_documents(const char *path, json_t **docs_out, struct wh_error *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = read_whole(path, &buf, &len, err);
+
+    *docs_out = NULL;
+    if (rc == 0)
+        rc = yaml_load_documents(buf ? buf : "", len, docs_out, err);
+    free(buf);
     return rc;
 }

@@ -29,10 +29,22 @@
 int yaml_load_buffer(const char *buf, size_t len, json_t **out, struct wh_error *err);
 
 /**
- * yaml_load_buffer on a whole file (at most 16 MiB).
+ * Every document of a YAML stream ("---"-separated), parsed as yaml_load_buffer
+ * parses one, as kubectl reads a multi-document file. Anchors are per document;
+ * the node cap counts the whole stream. An empty document ("---" alone) is a null.
+ * @param[out] docs_out  new reference to a JSON array of at least one value, on 0
+ * @return as yaml_load_buffer (an empty stream is WH_EINVAL "empty document").
+ */
+int yaml_load_documents(const char *buf, size_t len, json_t **docs_out, struct wh_error *err);
+
+/**
+ * yaml_load_buffer on a whole file (at most 16 MiB); path "-" reads standard input.
  * @return as yaml_load_buffer; WH_ERROR with the strerror text when it cannot be
  *         read; WH_ETOOBIG over the cap. Messages do not repeat the path.
  */
 int yaml_load_file(const char *path, json_t **out, struct wh_error *err);
+
+/** yaml_load_documents on a whole file, read as yaml_load_file reads it. */
+int yaml_load_file_documents(const char *path, json_t **docs_out, struct wh_error *err);
 
 #endif

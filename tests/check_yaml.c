@@ -356,6 +356,35 @@ START_TEST(test_file_errors)
 }
 END_TEST
 
+/* Every document of a stream; anchors do not cross "---"; a lone "---" is null. */
+START_TEST(test_documents)
+{
+    static const char text[] = "a: &x 1\nb: *x\n---\n- 2\n---\n---\nc: \"3\"\n";
+    static const char cross[] = "a: &x 1\n---\nb: *x\n";
+    struct wh_error err = {0};
+    json_t *docs = NULL;
+    json_t *first = NULL;
+
+    ck_assert_int_eq(yaml_load_documents(text, strlen(text), &docs, &err), 0);
+    tu_assert_json_eq(docs, "[{\"a\":1,\"b\":1},[2],null,{\"c\":\"3\"}]");
+    json_decref(docs);
+    /* yaml_load_buffer still reads the first one only */
+    ck_assert_int_eq(yaml_load_buffer(text, strlen(text), &first, &err), 0);
+    tu_assert_json_eq(first, "{\"a\":1,\"b\":1}");
+    json_decref(first);
+    docs = json_true();   /* a singleton, to see it overwritten with NULL on failure */
+    ck_assert_int_eq(yaml_load_documents(cross, strlen(cross), &docs, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "line 3 column 4: unknown anchor");
+    ck_assert_ptr_null(docs);
+    ck_assert_int_eq(yaml_load_documents("", 0, &docs, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "line 1 column 1: empty document");
+    ck_assert_ptr_null(docs);
+    /* a syntax error in a later document fails the whole stream */
+    ck_assert_int_eq(yaml_load_documents("a: 1\n---\nb: [\n", 15, &docs, &err), WH_EINVAL);
+    ck_assert_ptr_null(docs);
+}
+END_TEST
+
 static Suite *yaml_suite(void)
 {
     Suite *s = suite_create("yaml");
@@ -372,6 +401,7 @@ static Suite *yaml_suite(void)
     tcase_add_test(tc, test_all_examples);
     tcase_add_test(tc, test_syntax_errors);
     tcase_add_test(tc, test_empty);
+    tcase_add_test(tc, test_documents);
     tcase_add_test(tc, test_file_errors);
     suite_add_tcase(s, tc);
     return s;

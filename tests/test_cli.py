@@ -3,7 +3,10 @@ what is wrong in one line "volcano-plugin-webhook: COMMAND: ..." on stderr, prin
 nothing on stdout and exits 2; --help goes to stdout and exits 0.
 (serve's every flag is covered by tests/check_serve_flags.c, in-process.)
 """
+import json
+import os
 import subprocess
+import tempfile
 import unittest
 
 import harness
@@ -38,6 +41,45 @@ class UsageErrors(unittest.TestCase):
         for args, line in cases:
             with self.subTest(args=args):
                 self.assert_usage_error(args, line)
+
+    def test_render_reads_every_job_of_a_stream(self):
+        """A multi-document file (kubectl's form) and standard input."""
+        ex = os.path.join(harness.ROOT, "examples")
+        with open(os.path.join(ex, "pytorch-job.yaml")) as f:
+            pytorch = f.read()
+        with open(os.path.join(ex, "mpi-job.yaml")) as f:
+            mpi = f.read()
+        with tempfile.TemporaryDirectory() as tmp:
+            multi = os.path.join(tmp, "multi.yaml")
+            with open(multi, "w") as f:
+                f.write(pytorch + "\n---\n" + mpi + "\n---\n")
+            rc, out, err = run("render", "-f", multi, "-o", "patch")
+            self.assertEqual((rc, err), (0, ""))
+            self.assertEqual([i["pod"] for i in json.loads(out)],
+                             ["pytorch-job-master-0", "pytorch-job-worker-0",
+                              "pytorch-job-worker-1", "mpi-job-mpimaster-0",
+                              "mpi-job-mpiworker-0", "mpi-job-mpiworker-1"])
+            # each Job's pods as when it is alone in its file
+            rc, alone, _ = run("render", "-f", os.path.join(ex, "mpi-job.yaml"), "-o", "patch")
+            self.assertEqual(rc, 0)
+            self.assertEqual(json.loads(out)[3:], json.loads(alone))
+            p = subprocess.run([harness.binary(), "render", "-f", "-", "-o", "patch"],
+                               input=mpi, capture_output=True, text=True, timeout=30)
+            self.assertEqual((p.returncode, p.stderr), (0, ""))
+            self.assertEqual(json.loads(p.stdout), json.loads(alone))
+            # --pod and --review take one Job; a document that is not a Job is named
+            self.assert_usage_error(["render", "-f", multi, "--review", "r.json", "-o", "pod"],
+                                    P + "render: --output does not apply to --review "
+                                        "(it prints the AdmissionReview)")
+            rc, out, err = run("render", "-f", multi, "--review", "r.json")
+            self.assertEqual((rc, out, err), (1, "", P + "render: %s: holds 2 Jobs; --review "
+                                                      "takes a file with one\n" % multi))
+            with open(multi, "a") as f:
+                f.write("kind: Pod\n")
+            rc, out, err = run("render", "-f", multi)
+            self.assertEqual((rc, out, err), (1, "", P + "render: %s: document 3: not a "
+                             "batch.volcano.sh/v1alpha1 Job (apiVersion missing, kind Pod)\n"
+                             % multi))
 
     def test_render_file_problem_exits_1(self):
         rc, out, err = run("render", "-f", "/nonexistent/job.yaml")

@@ -5,13 +5,18 @@
  *   render -f JOB --pod POD [--namespace NS] [-o pod|patch]
  *   render -f JOB --review REVIEW                     the AdmissionReview answer
  *
+ * JOB may hold several Jobs ("---"-separated, as kubectl takes them): without
+ * --pod or --review every Job's pods are rendered, in file order. "-" is stdin.
+ *
  * Single-threaded. Output on stdout only on success; problems are one line on
  * stderr ("volcano-plugin-webhook: render: FILE: problem") and exit status 1; bad
  * usage is one line too, as for serve and gen-certs, and exits 2.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,11 +52,13 @@ static void render_usage(FILE *to)
             "       " WH_PROG " render -f JOB --review REVIEW\n"
             "\n"
             "Shows what the Volcano job plugins do, with the same code path as `serve`.\n"
-            "  -f, --filename JOB   Volcano Job, YAML or JSON (required)\n"
+            "  -f, --filename JOB   Volcano Job, YAML or JSON (required); every Job of a\n"
+            "                       multi-document file; - reads standard input\n"
             "      --pod POD        mutate this pod (YAML or JSON) instead of the Job's own pods\n"
             "      --review REVIEW  print the AdmissionReview response serve would send\n"
             "      --namespace NS   namespace when the Job or pod has none (default \"default\")\n"
             "  -o, --output FORMAT  pod (default): mutated pods; patch: the JSON Patch ops\n"
+            "                       (not with --review)\n"
             "  -h, --help           this help\n");
 }
 
@@ -95,33 +102,82 @@ static void warn_job_shape(const char *path, const json_t *job)
     }
 }
 
-static int load_job(const char *path, json_t **out)
+/* One document of -f must be a Volcano Job with a name. where names it in messages
+ * (the path, or "path: document N"). @return 0, or 1 after the message. */
+static int check_job(const char *where, const json_t *job)
 {
-    const char *kind;
-    const char *api;
+    const char *kind = json_string_value(json_object_get(job, "kind"));
+    const char *api = json_string_value(json_object_get(job, "apiVersion"));
 
-    if (load_object(path, "Job", out) != 0)
+    if (!json_is_object(job)) {
+        render_err("%s: not a Job object", where);
         return 1;
-    kind = json_string_value(json_object_get(*out, "kind"));
-    api = json_string_value(json_object_get(*out, "apiVersion"));
+    }
     if (kind == NULL || strcmp(kind, "Job") != 0 || api == NULL
         || strcmp(api, "batch.volcano.sh/v1alpha1") != 0) {
-        render_err("%s: not a batch.volcano.sh/v1alpha1 Job (apiVersion %s, kind %s)", path,
+        render_err("%s: not a batch.volcano.sh/v1alpha1 Job (apiVersion %s, kind %s)", where,
                    api ? api : "missing", kind ? kind : "missing");
+        return 1;
+    }
+    if (job_name(job)[0] == '\0') {
+        render_err("%s: job has no metadata.name", where);
+        return 1;
+    }
+    if (json_object_get(json_object_get(job, "spec"), "tasks") != NULL
+        && job_tasks(job) == NULL) {
+        render_err("%s: spec.tasks is not a list", where);
+        return 1;
+    }
+    warn_job_shape(where, job);
+    return 0;
+}
+
+/*
+ * The Jobs of -f (path "-": standard input): every document of a multi-document
+ * file, as kubectl reads one; empty documents are skipped. *out: new array of at
+ * least one Job. @return 0, or 1 after the message.
+ */
+static int load_jobs(const char *path, json_t **out)
+{
+    struct wh_error err;
+    json_t *docs = NULL;
+    json_t *doc;
+    size_t i;
+    int rc;
+
+    wh_error_clear(&err);
+    *out = NULL;
+    rc = yaml_load_file_documents(path, &docs, &err);
+    if (rc < 0) {
+        render_err("%s: %s", path, err.msg[0] ? err.msg : wh_error_str(rc));
+        return 1;
+    }
+    *out = json_array();
+    if (*out == NULL) {
+        render_err("out of memory");
+        json_decref(docs);
+        return 1;
+    }
+    json_array_foreach(docs, i, doc) {
+        char where[PATH_MAX + 32];
+
+        if (json_is_null(doc))
+            continue;
+        if (json_array_size(docs) > 1)
+            snprintf(where, sizeof(where), "%s: document %zu", path, i + 1);
+        else
+            snprintf(where, sizeof(where), "%s", path);
+        if (check_job(where, doc) != 0 || json_array_append(*out, doc) < 0)
+            goto bad;
+    }
+    if (json_array_size(*out) == 0) {
+        render_err("%s: not a Job object", path);
         goto bad;
     }
-    if (job_name(*out)[0] == '\0') {
-        render_err("%s: job has no metadata.name", path);
-        goto bad;
-    }
-    if (json_object_get(json_object_get(*out, "spec"), "tasks") != NULL
-        && job_tasks(*out) == NULL) {
-        render_err("%s: spec.tasks is not a list", path);
-        goto bad;
-    }
-    warn_job_shape(path, *out);
+    json_decref(docs);
     return 0;
 bad:
+    json_decref(docs);
     json_decref(*out);
     *out = NULL;
     return 1;
@@ -201,29 +257,34 @@ static int render_pod(const json_t *job, const json_t *pod, const char *ns, enum
     return rc;
 }
 
-static int render_job_pods(json_t *job, enum output out)
+/* Every pod of every Job in jobs, as one List (pod) or one array (patch). */
+static int render_job_pods(json_t *jobs, enum output out)
 {
-    const json_t *tasks = job_tasks(job);
     json_t *items = json_array();
     json_t *list = NULL;
-    size_t t;
-    const json_t *task;
-    int rc = 0;
+    json_t *job;
+    size_t j;
+    int rc = items != NULL ? 0 : 1;
 
-    json_array_foreach(tasks, t, task) {
-        for (int64_t i = 0; i < job_task_replicas(task) && rc == 0; i++) {
-            json_t *pod = jobpods_build(job, task, i);
-            json_t *item = NULL;
+    json_array_foreach(jobs, j, job) {
+        const json_t *task;
+        size_t t;
 
-            if (pod == NULL) {
-                render_err("out of memory");
-                rc = 1;
-                break;
+        json_array_foreach(job_tasks(job), t, task) {
+            for (int64_t i = 0; i < job_task_replicas(task) && rc == 0; i++) {
+                json_t *pod = jobpods_build(job, task, i);
+                json_t *item = NULL;
+
+                if (pod == NULL) {
+                    render_err("out of memory");
+                    rc = 1;
+                    break;
+                }
+                rc = render_pod(job, pod, job_namespace(job), out, &item);
+                json_decref(pod);
+                if (rc == 0)
+                    json_array_append_new(items, item);
             }
-            rc = render_pod(job, pod, job_namespace(job), out, &item);
-            json_decref(pod);
-            if (rc == 0)
-                json_array_append_new(items, item);
         }
         if (rc != 0)
             break;
@@ -312,7 +373,9 @@ int render_main(int argc, char **argv)
     };
     const char *job_path = NULL, *pod_path = NULL, *review_path = NULL, *ns_flag = NULL;
     enum output out = OUTPUT_POD;
-    json_t *job = NULL;
+    bool out_given = false;
+    json_t *jobs = NULL;
+    json_t *job;
     json_t *pod = NULL;
     int c, rc = 1;
 
@@ -325,6 +388,7 @@ int render_main(int argc, char **argv)
         case 'r': review_path = optarg; break;
         case 'n': ns_flag = optarg; break;
         case 'o':
+            out_given = true;
             if (strcmp(optarg, "pod") == 0)
                 out = OUTPUT_POD;
             else if (strcmp(optarg, "patch") == 0)
@@ -355,8 +419,18 @@ int render_main(int argc, char **argv)
         render_err("--pod and --review cannot be used together");
         return 2;
     }
-    if (load_job(job_path, &job) != 0)
+    if (review_path != NULL && out_given) {
+        render_err("--output does not apply to --review (it prints the AdmissionReview)");
+        return 2;
+    }
+    if (load_jobs(job_path, &jobs) != 0)
         return 1;
+    job = json_array_get(jobs, 0);
+    if ((pod_path != NULL || review_path != NULL) && json_array_size(jobs) > 1) {
+        render_err("%s: holds %zu Jobs; %s takes a file with one", job_path,
+                   json_array_size(jobs), pod_path != NULL ? "--pod" : "--review");
+        goto out;
+    }
     if (review_path != NULL) {
         rc = render_review(job, review_path);
     } else if (pod_path != NULL) {
@@ -377,12 +451,15 @@ int render_main(int argc, char **argv)
             rc = print_json(out == OUTPUT_POD ? item : json_object_get(item, "patch"));
         json_decref(item);
     } else {
-        if (jobpods_complete_job(job, ns_flag ? ns_flag : "default") < 0)
-            goto out;
-        rc = render_job_pods(job, out);
+        size_t j;
+
+        json_array_foreach(jobs, j, job)
+            if (jobpods_complete_job(job, ns_flag ? ns_flag : "default") < 0)
+                goto out;
+        rc = render_job_pods(jobs, out);
     }
 out:
     json_decref(pod);
-    json_decref(job);
+    json_decref(jobs);
     return rc;
 }

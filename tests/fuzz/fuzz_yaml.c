@@ -11,6 +11,8 @@
  *    too, both give the same value (spec: `render -f` takes JSON Jobs).
  *    libyaml refusing some valid JSON (YAML 1.1 limits, e.g. 1024-char implicit
  *    keys) is not checked here.
+ *  - yaml_load_documents (every document) fails whenever yaml_load_buffer
+ *    does, and when it succeeds its first document is yaml_load_buffer's value.
  */
 #include <jansson.h>
 #include <stdint.h>
@@ -19,6 +21,25 @@
 
 #include "k8s/yaml.h"
 #include "tests/fuzz/fuzzutil.h"
+
+/* The documents of data against yaml_load_buffer's rc and value (first, borrowed). */
+static void check_documents(const uint8_t *data, size_t size, int rc, const json_t *first)
+{
+    struct wh_error err = {0};
+    json_t *docs = NULL;
+    int drc = yaml_load_documents((const char *)data, size, &docs, &err);
+
+    if (drc != 0) {
+        FUZZ_CHECK(drc == WH_EINVAL || drc == WH_ENOMEM || drc == WH_ETOOBIG,
+                   "yaml_load_documents returned %d", drc);
+        FUZZ_CHECK(docs == NULL && err.msg[0] != '\0', "error %d: a value or no message", drc);
+        return;
+    }
+    FUZZ_CHECK(rc == 0, "documents read where the first one fails (%d)", rc);
+    FUZZ_CHECK(json_array_size(docs) >= 1, "no document");
+    FUZZ_CHECK(json_equal(json_array_get(docs, 0), first), "first document differs");
+    json_decref(docs);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -29,6 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *text;
     int rc = yaml_load_buffer((const char *)data, size, &out, &err);
 
+    check_documents(data, size, rc, out);
     if (rc != 0) {
         FUZZ_CHECK(rc == WH_EINVAL || rc == WH_ENOMEM, "yaml_load_buffer returned %d", rc);
         FUZZ_CHECK(err.msg[0] != '\0', "error %d without a message", rc);
