@@ -274,6 +274,14 @@ static const struct {
     const char *value;
     const char *msg;
 } bad_values[] = {
+    /* --bind-address: what server_start could not bind, refused before anything starts */
+    {"--bind-address", "1.2.3",
+     P "invalid --bind-address \"1.2.3\": want an IPv4 or IPv6 address, like 0.0.0.0 or ::\n"},
+    {"--bind-address", "localhost",
+     P "invalid --bind-address \"localhost\": want an IPv4 or IPv6 address, like 0.0.0.0 or "
+       "::\n"},
+    {"--bind-address", "[::1",
+     P "invalid --bind-address \"[::1\": want an IPv4 or IPv6 address, like 0.0.0.0 or ::\n"},
     /* durations: no unit, out of range, fraction, sign, unknown unit, overflow */
     {"--job-lookup-timeout", "2",
      P "invalid --job-lookup-timeout \"2\": want a duration from 1ms to 30s, like 500ms or 2s\n"},
@@ -547,10 +555,12 @@ START_TEST(test_combinations)
     struct result r;
 
     parse_argv(&o, &r, (char *[]){"serve", NULL});
-    assert_usage_error(&r, P "missing required flag --tls-cert-file\n");
+    assert_usage_error(&r, P "missing required flag --tls-cert-file (or --self-signed, or "
+                             "--insecure-http; see --help)\n");
     result_free(&r);
     PARSE(&o, &r, "--tls-cert-file", "c.pem");
-    assert_usage_error(&r, P "missing required flag --tls-private-key-file\n");
+    assert_usage_error(&r, P "missing required flag --tls-private-key-file (or --self-signed, "
+                             "or --insecure-http; see --help)\n");
     result_free(&r);
     PARSE(&o, &r, "--insecure-http", "--tls-private-key-file", "k.pem");
     assert_usage_error(&r, P "--insecure-http cannot be combined with --tls-private-key-file\n");

@@ -43,8 +43,10 @@ static void serve_usage(FILE *to)
             "flags:\n"
             "  --bind-address ADDR            IPv4 or IPv6 address to listen on (default %s)\n"
             "  --port N                       TCP port, 0 = any free port (default %d)\n"
-            "  --tls-cert-file FILE           PEM serving certificate (chain) (required)\n"
-            "  --tls-private-key-file FILE    PEM private key of the certificate (required)\n"
+            "  --tls-cert-file FILE           PEM serving certificate (chain) (required\n"
+            "                                 unless --self-signed or --insecure-http)\n"
+            "  --tls-private-key-file FILE    PEM private key of the certificate (required\n"
+            "                                 unless --self-signed or --insecure-http)\n"
             "  --self-signed                  instead of the two flags above: make a CA and\n"
             "                                 serving certificate in memory at start-up and\n"
             "                                 patch the caBundle of --webhook-config-name;\n"
@@ -502,6 +504,9 @@ int serve_flags_parse(struct serve_options *out, int argc, char **argv, FILE *he
     while ((opt = getopt_long(argc, argv, ":v:h", longopts, NULL)) != -1) {
         switch (opt) {
         case OPT_BIND:
+            if (!server_address_valid(optarg))
+                return bad_value(err_to, "--bind-address", optarg,
+                                 "want an IPv4 or IPv6 address, like 0.0.0.0 or ::");
             out->bind_address = optarg;
             break;
         case OPT_PORT:
@@ -607,7 +612,9 @@ int serve_flags_parse(struct serve_options *out, int argc, char **argv, FILE *he
     }
     if (!out->insecure_http && !out->self_signed
         && (out->tls_cert_file == NULL || out->tls_key_file == NULL)) {
-        fprintf(err_to, WH_PROG ": serve: missing required flag %s\n",
+        fprintf(err_to,
+                WH_PROG ": serve: missing required flag %s (or --self-signed, or "
+                        "--insecure-http; see --help)\n",
                 out->tls_cert_file == NULL ? "--tls-cert-file" : "--tls-private-key-file");
         return WH_EINVAL;
     }

@@ -893,6 +893,14 @@ static int parse_bind(const char *addr, unsigned port, struct sockaddr_storage *
 #define THREADS_PER_CORE 4
 #define THREADS_MAX 64
 
+bool server_address_valid(const char *addr)
+{
+    struct sockaddr_storage ss;
+    struct wh_error err = {0};
+
+    return addr != NULL && parse_bind(addr, 0, &ss, &err) == 0;
+}
+
 /* The first one or two numbers of the file dir/name into a, b ("max" reads as -1).
  * @return how many were read. */
 static int read_numbers(const char *dir, const char *name, long long *a, long long *b)

@@ -100,6 +100,13 @@ struct server;
 unsigned server_default_threads(const char *cgroup_root);
 
 /**
+ * Whether server_start would take addr as server_config.bind_address: a numeric
+ * IPv4 or IPv6 address, the latter also in brackets ("[::1]"); no host names
+ * (inet_pton, as server_start binds). For checking the flag before anything starts.
+ */
+bool server_address_valid(const char *addr);
+
+/**
  * Bind, listen and start serving on MHD's worker threads. The config and the
  * PEM texts are copied; nothing in cfg is needed after the call except
  * cfg->src.userdata and cfg->ready_userdata.
