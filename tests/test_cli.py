@@ -101,13 +101,13 @@ class UsageErrors(unittest.TestCase):
         self.assertEqual(help_out, "usage: volcano-plugin-webhook version\n\n"
                                    "Prints the version (%s).\n" % out.strip())
 
-    def test_unknown_command_lists_the_commands(self):
-        rc, out, err = run("nope")
-        self.assertEqual((rc, out), (2, ""))
-        first, rest = err.split("\n", 1)
-        self.assertEqual(first, P + "unknown command \"nope\"")
-        self.assertTrue(rest.startswith("usage: volcano-plugin-webhook COMMAND [flags]"), rest)
-
+    def test_unknown_or_no_command(self):
+        self.assert_usage_error(["nope"], P + "unknown command \"nope\" (see --help)")
+        # no command at all: the command list, as --help prints it, on stderr
+        rc, help_out, _ = run("--help")
+        self.assertEqual(rc, 0)
+        self.assertTrue(help_out.startswith("usage: volcano-plugin-webhook COMMAND [flags]"))
+        self.assertEqual(run(), (2, "", help_out))
 
 if __name__ == "__main__":
     unittest.main()

@@ -66,8 +66,7 @@ int main(int argc, char **argv)
         usage(stdout);
         rc = 0;
     } else {
-        fprintf(stderr, WH_PROG ": unknown command \"%s\"\n", argv[1]);
-        usage(stderr);
+        fprintf(stderr, WH_PROG ": unknown command \"%s\" (see --help)\n", argv[1]);
         rc = 2;
     }
     curl_global_cleanup();
