@@ -505,15 +505,6 @@ int gen_certs_main(int argc, char **argv)
     for (size_t i = 0; i < nextra; i++)
         sans[nsans++] = extra[i];
 
-    if (mkdir_parents(dir) != 0) {
-        fprintf(stderr, WH_PROG ": gen-certs: cannot create --out %s: %s\n", dir,
-                strerror(errno));
-        return 1;
-    }
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, WH_PROG ": gen-certs: --out %s is not a directory\n", dir);
-        return 1;
-    }
     /* A new CA invalidates every caBundle already deployed: never replace one silently. */
     for (size_t i = 0; !force && i < 4; i++) {
         static const char *const files[] = {"ca.crt", "ca.key", "tls.crt", "tls.key"};
@@ -536,6 +527,16 @@ int gen_certs_main(int argc, char **argv)
                     "(use --force to replace it)\n", path);
             return 1;
         }
+    }
+    /* Only now, so that a refusal above leaves no empty --out behind. */
+    if (mkdir_parents(dir) != 0) {
+        fprintf(stderr, WH_PROG ": gen-certs: cannot create --out %s: %s\n", dir,
+                strerror(errno));
+        return 1;
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, WH_PROG ": gen-certs: --out %s is not a directory\n", dir);
+        return 1;
     }
     if (certs_generate(&ca, &leaf, key_type, sans, nsans, days, &err) < 0) {
         fprintf(stderr, WH_PROG ": gen-certs: %s\n", err.msg);

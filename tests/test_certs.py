@@ -208,9 +208,12 @@ class GenCertsTest(unittest.TestCase):
             before = fh.read()
         r = gen_certs(out, "--ca-bundle", bundle)
         self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertIn("use --force", r.stderr)
+        self.assertEqual(r.stderr, "volcano-plugin-webhook: gen-certs: %s exists; a new CA "
+                                   "invalidates the deployed caBundle (use --force to replace "
+                                   "it)\n" % bundle)
         with open(bundle, "rb") as fh:
             self.assertEqual(fh.read(), before)
+        self.assertFalse(os.path.exists(out), "a refusal leaves no --out directory behind")
         r = gen_certs(out, "--key-type", "dsa")
         self.assertEqual(r.returncode, 2)
         self.assertIn('invalid --key-type "dsa"', r.stderr)
