@@ -54,7 +54,7 @@ JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
 SA_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 WEBHOOK_PATH = "/pods/mutate"
 SERVICE = "volcano-plugin-webhook"
-SERVICE_NAMESPACE = "volcano-system"
+SERVICE_NAMESPACE = "volcano-plugin-webhook"  # manifests/ namespace.yaml
 # utilrand.String's alphabet (k8s.io/apimachinery/pkg/util/rand): no vowels, no 0/1/3.
 K8S_RAND_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",

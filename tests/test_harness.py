@@ -454,7 +454,7 @@ class WebhookWiringTest(unittest.TestCase):
         resp = env.webhook.admit(harness.review(pod, "default"))
         out = harness.apply_patch(pod, resp)
         self.assertEqual(out["metadata"]["annotations"]["fake-host"],
-                         "volcano-plugin-webhook.volcano-system.svc:%d /pods/mutate?timeout=10s"
+                         "volcano-plugin-webhook.volcano-plugin-webhook.svc:%d /pods/mutate?timeout=10s"
                          % env.webhook.port)
         self.assertEqual(harness.validate_pods([out]), "ok 1 pods")
         proc = env.webhook.process.proc
