@@ -51,6 +51,24 @@ static void emit_injection(void)
     LOG_INFO("admission job=%s outcome=x", "j\r\nX-Injected: 1");
 }
 
+/* A forger's uid: it tries to close its field and set the line's own and later ones. */
+static const char *const forged_uid =
+    "x\" level=error time=1970-01-01T00:00:00Z msg=\"secret token=abc leaked\\";
+
+static void emit_forged(void)
+{
+    char q[LOG_QUOTE_SIZE(128)];
+
+    LOG_INFO("admission uid=%s job=%s outcome=job-not-found", log_quote(q, sizeof(q), forged_uid),
+             "ns/j");
+}
+
+/* Unquoted, the same text still cannot set time, level or msg. */
+static void emit_reserved(void)
+{
+    LOG_INFO("admission uid=%s job=%s", "x level=error msg=forged time=0", "ns/j");
+}
+
 static void emit_debug(void)
 {
     LOG_DEBUG("never shown at info");
@@ -106,6 +124,52 @@ START_TEST(no_forged_lines)
 }
 END_TEST
 
+START_TEST(quoted_values_cannot_forge_fields)
+{
+    char *line = capture(LOG_FORMAT_JSON, emit_forged);
+    json_t *obj = tu_json(line);
+
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "level")), "info");
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "msg")), "admission");
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "uid")), forged_uid);
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "job")), "ns/j");
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "outcome")), "job-not-found");
+    ck_assert_ptr_null(json_object_get(obj, "token"));
+    ck_assert_uint_eq(json_object_size(obj), 6);
+    ck_assert_int_ne(strncmp(json_string_value(json_object_get(obj, "time")), "1970", 4), 0);
+    json_decref(obj);
+    free(line);
+    line = capture(LOG_FORMAT_JSON, emit_reserved);
+    obj = tu_json(line);
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "level")), "info");
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "msg")), "admission");
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "uid")), "x");
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "job")), "ns/j");
+    ck_assert_int_ne(strcmp(json_string_value(json_object_get(obj, "time")), "0"), 0);
+    json_decref(obj);
+    free(line);
+}
+END_TEST
+
+/* Escapes, NULL, and cuts that never split an escape or a UTF-8 character. */
+START_TEST(log_quote_values)
+{
+    char buf[LOG_QUOTE_SIZE(16)];
+    char small[8];
+
+    ck_assert_str_eq(log_quote(buf, sizeof(buf), "a\"b\\c"), "\"a\\\"b\\\\c\"");
+    ck_assert_str_eq(log_quote(buf, sizeof(buf), NULL), "\"\"");
+    ck_assert_str_eq(log_quote(buf, sizeof(buf), ""), "\"\"");
+    /* 8 bytes hold '"', 5 bytes, '"', NUL */
+    ck_assert_str_eq(log_quote(small, sizeof(small), "abcdefgh"), "\"abcde\"");
+    ck_assert_str_eq(log_quote(small, sizeof(small), "abcd\"e"), "\"abcd\"");
+    ck_assert_str_eq(log_quote(small, sizeof(small), "ab\"cd"), "\"ab\\\"c\"");
+    /* "é" is 2 bytes, "€" 3: kept whole or left out */
+    ck_assert_str_eq(log_quote(small, sizeof(small), "abc\xc3\xa9z"), "\"abc\xc3\xa9\"");
+    ck_assert_str_eq(log_quote(small, sizeof(small), "abc\xe2\x82\xac"), "\"abc\"");
+}
+END_TEST
+
 START_TEST(level_filters)
 {
     char *out;
@@ -125,6 +189,8 @@ int main(void)
     tcase_add_test(tc, json_fields);
     tcase_add_test(tc, json_plain_message);
     tcase_add_test(tc, no_forged_lines);
+    tcase_add_test(tc, quoted_values_cannot_forge_fields);
+    tcase_add_test(tc, log_quote_values);
     tcase_add_test(tc, level_filters);
     suite_add_tcase(s, tc);
     return tu_run(s);

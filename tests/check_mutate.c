@@ -193,10 +193,41 @@ START_TEST(uid_mismatch_is_not_our_job_d6)
     ck_assert(r.allowed);
     ck_assert_ptr_null(r.patch);
     ck_assert_uint_eq(r.warnings.n, 1);
-    ck_assert_str_eq(r.warnings.items[0], "volcano job ns1/j has uid u-2 but the pod's "
-                                          "ownerReference names uid u-1, pod not mutated");
+    /* as for a missing Job: the answer tells a forger neither the uid nor that j exists */
+    ck_assert_str_eq(r.warnings.items[0], "volcano job ns1/j not found, pod not mutated");
     mutate_result_dispose(&r);
     json_decref(pod);
+    json_decref(fs.job);
+}
+END_TEST
+
+/* The API requires a uid in every ownerReference: without one (absent or ""), only a
+ * forged review, which is not looked up and gets no patch. */
+START_TEST(owner_without_uid_not_looked_up_d6)
+{
+    static const char *const forms[] = {"\"\"", NULL};
+    struct fake_source fs = {.job = tu_json(JOB_SIMPLE)};
+
+    for (size_t i = 0; i < 2; i++) {
+        json_t *pod = tu_json(POD_SIMPLE);
+        json_t *ref = json_array_get(json_object_get(json_object_get(pod, "metadata"),
+                                                     "ownerReferences"), 0);
+        struct mutate_result r;
+
+        if (forms[i] != NULL)
+            json_object_set_new(ref, "uid", json_string(""));
+        else
+            json_object_del(ref, "uid");
+        review(&fs, "CREATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
+        ck_assert(r.allowed);
+        ck_assert_ptr_null(r.patch);
+        ck_assert_uint_eq(r.warnings.n, 1);
+        ck_assert_str_eq(r.warnings.items[0], "the pod's ownerReference to volcano job ns1/j "
+                                              "has no uid, pod not mutated");
+        mutate_result_dispose(&r);
+        json_decref(pod);
+    }
+    ck_assert_int_eq(fs.calls, 0);
     json_decref(fs.job);
 }
 END_TEST
@@ -569,6 +600,7 @@ static Suite *mutate_suite(void)
     tcase_add_test(tc, lookup_failure_policy_d7);
     tcase_add_test(tc, namespace_from_pod_when_request_has_none_d6);
     tcase_add_test(tc, uid_mismatch_is_not_our_job_d6);
+    tcase_add_test(tc, owner_without_uid_not_looked_up_d6);
     tcase_add_test(tc, unknown_plugin_warns_and_others_run_d3);
     tcase_add_test(tc, plugin_error_denies_400_d7);
     tcase_add_test(tc, added_init_container_gets_every_plugin_d13);

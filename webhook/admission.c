@@ -455,6 +455,7 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
     struct mutate_request req = {0};
     struct mutate_result res;
     struct bad_request b = {{0}};
+    char q[LOG_QUOTE_SIZE(sizeof(b.msg))]; /* b.msg quoted for the log */
     json_error_t jerr;
     json_t *review = NULL;
     const char *api = NULL;
@@ -484,12 +485,12 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
         ascii_only(jerr.text);
         snprintf(b.msg, sizeof(b.msg), "invalid JSON at line %d column %d: %s", jerr.line,
                  jerr.column, jerr.text);
-        LOG_DEBUG("admission bad request: %s", b.msg);
+        LOG_DEBUG("admission bad request err=%s", log_quote(q, sizeof(q), b.msg));
         status = answer_status(400, "BadRequest", b.msg, out, out_len);
         goto out;
     }
     if (parse_review(review, &api, &req, &b) < 0) {
-        LOG_DEBUG("admission bad request: %s", b.msg);
+        LOG_DEBUG("admission bad request err=%s", log_quote(q, sizeof(q), b.msg));
         status = answer_status(400, "BadRequest", b.msg, out, out_len);
         goto out;
     }
@@ -513,9 +514,14 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
             if ((res.enabled & (1u << k)) && n + 1 < sizeof(plugins))
                 n += (size_t)snprintf(plugins + n, sizeof(plugins) - n, "%s%s",
                                       n > 0 ? "," : "", plugin_registry[k]->name);
+        char qv[4][LOG_QUOTE_SIZE(128)]; /* request values, quoted */
+
         LOG_DEBUG("admission uid=%s ns=%s pod=%s job=%s allowed=%s ops=%zu plugins=%s "
                   "duration_ms=%.3f",
-                  req.uid, req.ns, pod_name(req.pod), job, res.allowed ? "true" : "false",
+                  log_quote(qv[0], sizeof(qv[0]), req.uid),
+                  log_quote(qv[1], sizeof(qv[1]), req.ns),
+                  log_quote(qv[2], sizeof(qv[2]), pod_name(req.pod)),
+                  log_quote(qv[3], sizeof(qv[3]), job), res.allowed ? "true" : "false",
                   json_is_array(res.patch) ? json_array_size(res.patch) : (size_t)0,
                   plugins[0] != '\0' ? plugins : "none", (clock_mono_s() - started) * 1000);
     }

@@ -49,6 +49,40 @@ static size_t key_len(const char *s)
     return n > 0 && s[n] == '=' ? n : 0;
 }
 
+const char *log_quote(char *buf, size_t len, const char *s)
+{
+    size_t n = 0;
+    size_t i = 0;
+
+    if (s == NULL)
+        s = "";
+    buf[n++] = '"';
+    while (s[i] != '\0') {
+        size_t k = 1; /* bytes of this character: a UTF-8 lead byte takes its tail */
+        size_t esc = s[i] == '"' || s[i] == '\\';
+
+        if ((unsigned char)s[i] >= 0xc0)
+            while (((unsigned char)s[i + k] & 0xc0) == 0x80)
+                k++;
+        if (n + esc + k + 2 > len) /* room for it, the closing quote and the NUL */
+            break;
+        if (esc)
+            buf[n++] = '\\';
+        memcpy(buf + n, s + i, k);
+        n += k;
+        i += k;
+    }
+    buf[n++] = '"';
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Fields a call site's text can never set: the line's own. */
+static bool reserved_key(const char *key)
+{
+    return strcmp(key, "time") == 0 || strcmp(key, "level") == 0 || strcmp(key, "msg") == 0;
+}
+
 /*
  * Split "event text k1=v1 k2=\"v 2\"" into fields of obj. Values are copied
  * into scratch (same size as msg); quotes and \" escapes are removed.
@@ -96,7 +130,7 @@ static void split_fields(json_t *obj, char *msg)
             while (*p != '\0') {
                 if (*p == '"' && (p[1] == '\0' || (p[1] == ' ' && key_len(p + 2) > 0)))
                     break;
-                if (*p == '\\' && p[1] == '"')
+                if (*p == '\\' && (p[1] == '"' || p[1] == '\\'))
                     p++;
                 *out++ = *p++;
             }
@@ -110,7 +144,8 @@ static void split_fields(json_t *obj, char *msg)
             char end = *p;
 
             *out = '\0';
-            json_object_set_new(obj, key, json_string(val));
+            if (!reserved_key(key))
+                json_object_set_new(obj, key, json_string(val));
             if (end == '\0')
                 break;
         }

@@ -1,7 +1,8 @@
 /*
  * log.h - leveled, one-line-per-event logging to stderr.
  *
- * Call sites write "event text key=value key=\"quoted value\"". In the default
+ * Call sites write "event text key=value key=\"quoted value\"" (log_quote for
+ * values a request controls). In the default
  * JSON format each line is one object {"time","level","msg", key: value...}
  * (time RFC 3339 UTC with microseconds); the text format prints the line as is.
  * Level and format are process-wide settings made once at start-up, before
@@ -10,6 +11,8 @@
  */
 #ifndef WH_LOG_H
 #define WH_LOG_H
+
+#include <stddef.h>
 
 enum log_level { LOG_LEVEL_ERROR = 0, LOG_LEVEL_WARN = 1, LOG_LEVEL_INFO = 2, LOG_LEVEL_DEBUG = 3 };
 enum log_format { LOG_FORMAT_JSON = 0, LOG_FORMAT_TEXT = 1 };
@@ -24,6 +27,19 @@ void log_set_format(enum log_format format);
 
 /** Write one line to stderr in the current format. Use the macros instead. */
 void log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** Bytes log_quote needs for a value of n bytes, quotes and NUL included (at most). */
+#define LOG_QUOTE_SIZE(n) (2 * (n) + 3)
+
+/**
+ * s as a quoted field value for a call site's key=%s: '"', s with '\' and '"'
+ * escaped by a '\', '"'. For values a request controls (an AdmissionReview's uid,
+ * a pod's name, an API server's message): escaped, such a value cannot close its
+ * field early and forge fields after it (log_write reads \" and \\ back).
+ * Cut to fit len, never inside an escape or a UTF-8 character (len >= 3; NULL s
+ * is ""). @return buf.
+ */
+const char *log_quote(char *buf, size_t len, const char *s);
 
 #define LOG_AT(lvl, ...) \
     do { if ((lvl) <= log_level_current) log_write((lvl), __VA_ARGS__); } while (0)

@@ -343,6 +343,7 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
     json_t *job = NULL;
     struct wh_error err;
     char key[512];
+    char qa[LOG_QUOTE_SIZE(128)], qb[LOG_QUOTE_SIZE(256)]; /* request values, quoted */
     int rc;
 
     mutate_result_init(out);
@@ -375,12 +376,23 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
         return;
     }
     snprintf(key, sizeof(key), "%s/%s", ns, job_name_ref);
+    /* D6: the uid is what ties a pod to a Job; the API requires it in every
+     * ownerReference, so only a forged review lacks it: no lookup, no patch. */
+    if (owner_uid[0] == '\0') {
+        warnings_add(&out->warnings,
+                     "the pod's ownerReference to volcano job %s has no uid, pod not mutated",
+                     key);
+        LOG_INFO("admission uid=%s job=%s outcome=no-owner-uid",
+                 log_quote(qa, sizeof(qa), req->uid), key);
+        return;
+    }
 
     wh_error_clear(&err);
     rc = src->get(src->userdata, ns, job_name_ref, owner_uid, &job, &err);
     if (rc == WH_ENOTFOUND) {
         warnings_add(&out->warnings, "volcano job %s not found, pod not mutated", key);
-        LOG_INFO("admission uid=%s job=%s outcome=job-not-found", str_or_empty(req->uid), key);
+        LOG_INFO("admission uid=%s job=%s outcome=job-not-found",
+                 log_quote(qa, sizeof(qa), req->uid), key);
         return;
     }
     if (rc == WH_ENOMEM) {
@@ -390,8 +402,8 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
     if (rc < 0) {
         const char *why = err.msg[0] != '\0' ? err.msg : wh_error_str(rc);
 
-        LOG_WARN("admission uid=%s job=%s outcome=lookup-failed err=\"%s\"",
-                 str_or_empty(req->uid), key, why);
+        LOG_WARN("admission uid=%s job=%s outcome=lookup-failed err=%s",
+                 log_quote(qa, sizeof(qa), req->uid), key, log_quote(qb, sizeof(qb), why));
         if (opt != NULL && opt->lookup_failure == LOOKUP_FAILURE_ALLOW) {
             warnings_add(&out->warnings, "volcano job %s could not be read (%s), pod not mutated",
                          key, why);
@@ -400,12 +412,16 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
         deny(out, 500, "cannot read volcano job %s: %s", key, why);
         return;
     }
-    /* D6: same name, another incarnation of the Job: the pod is not its. */
+    /* D6: same name, another incarnation of the Job: the pod's Job is not found. The
+     * answer says just that, as for a missing Job: it must not tell a forger the uid
+     * of the Job, nor that one of that name exists. The log, read by operators only,
+     * says which. */
     uid = json_string_value(json_object_get(json_object_get(job, "metadata"), "uid"));
-    if (owner_uid[0] != '\0' && uid != NULL && uid[0] != '\0' && strcmp(uid, owner_uid) != 0) {
-        warnings_add(&out->warnings,
-                     "volcano job %s has uid %s but the pod's ownerReference names uid %s, pod not mutated",
-                     key, uid, owner_uid);
+    if (uid != NULL && uid[0] != '\0' && strcmp(uid, owner_uid) != 0) {
+        warnings_add(&out->warnings, "volcano job %s not found, pod not mutated", key);
+        LOG_INFO("admission uid=%s job=%s outcome=uid-mismatch job_uid=%s owner_uid=%s",
+                 log_quote(qa, sizeof(qa), req->uid), key, uid,
+                 log_quote(qb, sizeof(qb), owner_uid));
     } else {
         mutate_pod_with_job(job, req->pod, ns, out);
     }
