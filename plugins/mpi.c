@@ -46,9 +46,10 @@ static void mpi_args_parse(const struct plugin_ctx *c, struct mpi_args *a)
         warnings_add(c->warnings, "mpi plugin: %s, later arguments ignored", msg);
 }
 
-/* Port, then MPI_HOST when mpi_host != NULL, on each container of list (NULL = none). */
+/* Port, then MPI_HOST when mpi_host != NULL (a JSON string shared by every container),
+ * on each container of list (NULL = none). */
 static int mpi_edit_list(const struct plugin_ctx *c, json_t *list, const char *list_name,
-                         int32_t port, const char *mpi_host, struct wh_error *err)
+                         int32_t port, json_t *mpi_host, struct wh_error *err)
 {
     size_t i;
     json_t *ctr;
@@ -65,7 +66,7 @@ static int mpi_edit_list(const struct plugin_ctx *c, json_t *list, const char *l
                                 rc == WH_ENOMEM ? "out of memory" : "malformed container");
         if (mpi_host == NULL)
             continue;
-        rc = podutil_upsert_env(ctr, podutil_env_value("MPI_HOST", mpi_host));
+        rc = podutil_upsert_env(ctr, podutil_env_shared("MPI_HOST", mpi_host));
         if (rc < 0)
             return wh_error_set(err, rc, "cannot set env MPI_HOST in spec.%s[%zu]: %s",
                                 list_name, i,
@@ -79,6 +80,7 @@ static int mpi_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
     struct mpi_args a;
     const char *task = c->pod != NULL && c->pod->task != NULL ? c->pod->task : "default";
     char *mpi_host = NULL;
+    json_t *host_value = NULL;
     /* Spec §3.4 rule 10: narrowed to 32 bits without checks (two's complement wrap). */
     int32_t port;
     int rc;
@@ -97,10 +99,17 @@ static int mpi_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
         if (rc < 0)
             return wh_error_set(err, rc, "out of memory");
     }
-    rc = mpi_edit_list(c, podutil_init_containers(pod), "initContainers", port, mpi_host, err);
+    if (mpi_host != NULL) {
+        host_value = json_string(mpi_host);
+        free(mpi_host);
+        if (host_value == NULL)
+            return wh_error_set(err, WH_ENOMEM, "out of memory");
+    }
+    rc = mpi_edit_list(c, podutil_init_containers(pod), "initContainers", port, host_value,
+                       err);
     if (rc == 0)
-        rc = mpi_edit_list(c, podutil_containers(pod), "containers", port, mpi_host, err);
-    free(mpi_host);
+        rc = mpi_edit_list(c, podutil_containers(pod), "containers", port, host_value, err);
+    json_decref(host_value);
     return rc;
 }
 

@@ -329,6 +329,11 @@ json_t *podutil_env_value(const char *name, const char *value)
     return json_pack("{s:s, s:s}", "name", name, "value", value);
 }
 
+json_t *podutil_env_shared(const char *name, json_t *value)
+{
+    return value != NULL ? json_pack("{s:s, s:O}", "name", name, "value", value) : NULL;
+}
+
 json_t *podutil_env_configmap(const char *name, const char *cm, const char *key)
 {
     return json_pack("{s:s, s:{s:{s:s, s:s}}}", "name", name, "valueFrom", "configMapKeyRef",

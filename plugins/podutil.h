@@ -84,6 +84,14 @@ const char *podutil_str(const json_t *obj, const char *key);
 /** @return new reference {"name": name, "value": value}; NULL on ENOMEM. */
 json_t *podutil_env_value(const char *name, const char *value);
 
+/**
+ * {"name": name, "value": value} where value (a JSON string, borrowed) gets one more
+ * reference instead of a copy: a large value (TF_CONFIG, MPI_HOST, up to a few MiB)
+ * set on every container is then held once, not once per container.
+ * @return new reference; NULL on ENOMEM or when value is NULL.
+ */
+json_t *podutil_env_shared(const char *name, json_t *value);
+
 /** @return new reference {"name": name, "valueFrom": {"configMapKeyRef": {"name": cm, "key": key}}}. */
 json_t *podutil_env_configmap(const char *name, const char *cm, const char *key);
 

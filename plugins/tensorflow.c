@@ -241,6 +241,7 @@ static int tf_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
     const char *pod_name = c->pod != NULL ? c->pod->name : "";
     int64_t index;
     char *config = NULL;
+    json_t *value = NULL;
     size_t i;
     json_t *ctr;
     int rc = 0;
@@ -256,8 +257,13 @@ static int tf_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
         return wh_error_set(err, rc, "TF_CONFIG would exceed %d bytes", TF_CONFIG_MAX);
     if (rc < 0)
         return wh_error_set(err, rc, "out of memory");
+    value = json_string(config);   /* one copy shared by every container */
+    if (value == NULL) {
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+        goto out;
+    }
     json_array_foreach(podutil_containers(pod), i, ctr) {
-        rc = podutil_upsert_env(ctr, podutil_env_value("TF_CONFIG", config));
+        rc = podutil_upsert_env(ctr, podutil_env_shared("TF_CONFIG", value));
         if (rc < 0) {
             rc = wh_error_set(err, rc, "cannot add env TF_CONFIG to spec.containers[%zu]: %s", i,
                               rc == WH_ENOMEM ? "out of memory" : "malformed container");
@@ -266,6 +272,7 @@ static int tf_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
     }
     rc = 0;
 out:
+    json_decref(value);
     free(config);
     return rc;
 }

@@ -413,6 +413,81 @@ START_TEST(test_denial_shape)
 }
 END_TEST
 
+/* tensorflow with 120000 workers that share one hostname: TF_CONFIG ~1.3 MB, set on
+ * every container. */
+static const char job_tf_wide[] =
+    "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+    " \"metadata\":{\"name\":\"j\",\"namespace\":\"team\",\"uid\":\"job-uid-1\"},"
+    " \"spec\":{\"plugins\":{\"tensorflow\":[]},"
+    "  \"tasks\":[{\"name\":\"ps\",\"replicas\":1},"
+    "   {\"name\":\"worker\",\"replicas\":120000,\"template\":{\"spec\":{\"hostname\":\"w\"}}}]}}";
+
+/* A pod of team/j with n containers. @return malloc'd JSON. */
+static char *pod_with_containers(int n)
+{
+    json_t *pod = tu_json(POD_OF_J);
+    json_t *list = json_object_get(json_object_get(pod, "spec"), "containers");
+    char *text;
+
+    for (int i = 1; i < n; i++) {
+        char name[16];
+
+        snprintf(name, sizeof(name), "c%d", i);
+        json_array_append_new(list, json_pack("{s:s, s:s}", "name", name, "image", "busybox"));
+    }
+    text = json_dumps(pod, JSON_COMPACT);
+    json_decref(pod);
+    return text;
+}
+
+/* A patch over ADMISSION_MAX_PATCH (3 MiB) is denied 400, not sent; just under, sent. */
+START_TEST(test_patch_over_cap_denied)
+{
+    struct fake_src f = {.job_text = job_tf_wide};
+    char *pod2 = pod_with_containers(2);
+    char *pod3 = pod_with_containers(3);
+    char *body2 = review("admission.k8s.io/v1", "uid-2", "CREATE", pod2);
+    char *body3 = review("admission.k8s.io/v1", "uid-3", "CREATE", pod3);
+    json_t *got = handle_str(body3, &f, 200);
+    json_t *resp = json_object_get(got, "response");
+    json_t *ops;
+
+    ck_assert(json_is_false(json_object_get(resp, "allowed")));
+    ck_assert_ptr_null(json_object_get(resp, "patch"));
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(resp, "status"), "code")),
+                     400);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(resp, "status"),
+                                                       "message")),
+                     "the plugins' patch for this pod is over 3145728 bytes, more than a pod "
+                     "can hold");
+    json_decref(got);
+    got = handle_str(body2, &f, 200);
+    resp = json_object_get(got, "response");
+    ck_assert(json_is_true(json_object_get(resp, "allowed")));
+    ops = decode_patch(resp);
+    /* svc (implied, D1) and tensorflow: env, mounts, hostname, subdomain, volume */
+    ck_assert_uint_eq(json_array_size(ops), 7);
+    {
+        const json_t *env0 = json_object_get(json_array_get(ops, 0), "value");
+        const json_t *env1 = json_object_get(json_array_get(ops, 2), "value");
+        const json_t *tf = json_array_get(env0, json_array_size(env0) - 1);
+
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ops, 2), "path")),
+                         "/spec/containers/1/env");
+        ck_assert_str_eq(json_string_value(json_object_get(tf, "name")), "TF_CONFIG");
+        /* {"cluster":{"ps":["j-ps-0.j:2222"],"worker":["w.j:2222" x 120000]},"task":...} */
+        ck_assert_uint_eq(json_string_length(json_object_get(tf, "value")), 1320082);
+        ck_assert(json_equal(env0, env1));
+    }
+    json_decref(ops);
+    json_decref(got);
+    free(body2);
+    free(body3);
+    free(pod2);
+    free(pod3);
+}
+END_TEST
+
 /* --job-lookup-failure=allow: allowed unmutated, the reason in a warning. */
 START_TEST(test_lookup_failure_allow)
 {
@@ -461,6 +536,7 @@ static Suite *admission_suite(void)
     tcase_add_test(tc, test_patch_base64);
     tcase_add_test(tc, test_warning_present);
     tcase_add_test(tc, test_denial_shape);
+    tcase_add_test(tc, test_patch_over_cap_denied);
     tcase_add_test(tc, test_lookup_failure_allow);
     tcase_add_test(tc, test_update_not_served);
     suite_add_tcase(s, tc);

@@ -238,11 +238,21 @@ static int parse_review(const json_t *review, const char **api_out, struct mutat
  * enclosing braces) in that key order.
  */
 struct outbuf {
-    char *s;      /* malloc'd, NUL-terminated while not failed */
+    char *s;       /* malloc'd, NUL-terminated while not failed */
     size_t len;
     size_t cap;
-    bool failed;  /* ENOMEM seen: s is meaningless */
+    size_t limit;  /* most bytes it may hold; 0: no limit */
+    bool failed;   /* ENOMEM or over limit: s is meaningless */
+    bool too_big;  /* failed because of limit */
 };
+
+/*
+ * The most JSON Patch text an answer carries. The patched pod must still fit a request
+ * (kube-apiserver's 3 MiB body limit) and etcd (1.5 MiB by default), so a bigger patch
+ * can never be applied; refusing it bounds what one small review can make us build
+ * (a 3 MiB TF_CONFIG on each of 100 containers would be 300 MB).
+ */
+#define ADMISSION_MAX_PATCH (3u << 20)
 
 /* Room for n more bytes plus the NUL. @return 0, or -1 on ENOMEM (failed set). */
 static int outbuf_reserve(struct outbuf *o, size_t n)
@@ -252,6 +262,10 @@ static int outbuf_reserve(struct outbuf *o, size_t n)
 
     if (o->failed)
         return -1;
+    if (o->limit > 0 && n > o->limit - o->len) {
+        o->failed = o->too_big = true;
+        return -1;
+    }
     if (n < o->cap - o->len)
         return 0;
     if (n > SIZE_MAX / 2 - o->len - 1) {
@@ -294,25 +308,21 @@ static void outbuf_members(struct outbuf *o, const json_t *v)
         o->failed = true;
 }
 
-/* base64 (RFC 4648, no line breaks) of the compact JSON of ops, appended to o. */
+/* base64 (RFC 4648, no line breaks) of the compact JSON of ops, appended to o; the
+ * dump stops past ADMISSION_MAX_PATCH (o->too_big). */
 static void outbuf_patch_base64(struct outbuf *o, const json_t *ops)
 {
-    char *text = json_dumps(ops, JSON_COMPACT);
-    size_t n;
+    struct outbuf text = {NULL, 0, 0, ADMISSION_MAX_PATCH, false, false};
 
-    if (text == NULL) {
+    if (json_dump_callback(ops, outbuf_add, &text, JSON_COMPACT) < 0 || text.failed) {
         o->failed = true;
-        return;
-    }
-    n = strlen(text);
-    if (n > (size_t)INT_MAX / 4 * 3 - 3) {
-        o->failed = true;
-    } else if (outbuf_reserve(o, 4 * ((n + 2) / 3)) == 0) {
+        o->too_big = text.too_big;
+    } else if (outbuf_reserve(o, 4 * ((text.len + 2) / 3)) == 0) {
         /* EVP_EncodeBlock writes the NUL too: reserve leaves room for it. */
         o->len += (size_t)EVP_EncodeBlock((unsigned char *)o->s + o->len,
-                                          (const unsigned char *)text, (int)n);
+                                          (const unsigned char *)text.s, (int)text.len);
     }
-    free(text);
+    free(text.s);
 }
 
 /*
@@ -379,12 +389,13 @@ fail:
 
 /*
  * Encode the AdmissionReview answer for res into a malloc'd *out.
- * @return 0, or WH_ENOMEM (nothing allocated is left behind).
+ * @return 0, WH_ETOOBIG (the patch is over ADMISSION_MAX_PATCH) or WH_ENOMEM;
+ *         nothing allocated is left behind.
  */
 static int answer_encode(const char *api, const char *uid, const struct mutate_result *res,
                          char **out, size_t *out_len)
 {
-    struct outbuf o = {NULL, 0, 0, false};
+    struct outbuf o = {NULL, 0, 0, 0, false, false};
     json_t *head = json_pack("{s:s, s:s}", "apiVersion", api, "kind", "AdmissionReview");
     json_t *first = json_pack("{s:s, s:b}", "uid", uid, "allowed", res->allowed);
     json_t *tail = response_tail(res);
@@ -410,7 +421,7 @@ static int answer_encode(const char *api, const char *uid, const struct mutate_r
     json_decref(tail);
     if (o.failed) {
         free(o.s);
-        return WH_ENOMEM;
+        return o.too_big ? WH_ETOOBIG : WH_ENOMEM;
     }
     *out = o.s;
     *out_len = o.len;
@@ -462,6 +473,7 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
     const char *job = "";
     const char *job_uid = "";
     int status;
+    int rc;
 
     *out = NULL;
     *out_len = 0;
@@ -497,7 +509,19 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
 
     mutate_review(&req, src, opt, &res);
 
-    if (answer_encode(api, req.uid, &res, out, out_len) < 0) {
+    rc = answer_encode(api, req.uid, &res, out, out_len);
+    if (rc == WH_ETOOBIG) {
+        /* A patch no pod can take: denied, as a plugin error is (D7). */
+        res.allowed = false;
+        res.status_code = 400;
+        snprintf(res.message, sizeof(res.message),
+                 "the plugins' patch for this pod is over %u bytes, more than a pod can hold",
+                 ADMISSION_MAX_PATCH);
+        json_decref(res.patch);
+        res.patch = NULL;
+        rc = answer_encode(api, req.uid, &res, out, out_len);
+    }
+    if (rc < 0) {
         status = answer_status(500, "InternalError", "out of memory", out, out_len);
         goto out;
     }
