@@ -299,20 +299,32 @@ static const struct {
     {"--job-lookup-timeout", "1d",
      P "invalid --job-lookup-timeout \"1d\": want a duration from 1ms to 30s, like 500ms or 2s\n"},
     {"--leader-elect-lease-duration", "1500ms",
-     P "invalid --leader-elect-lease-duration \"1500ms\": want a whole number of seconds, at "
-       "least 1s, like 15s\n"},
+     P "invalid --leader-elect-lease-duration \"1500ms\": want whole seconds from 1s to 1h, "
+       "like 15s\n"},
+    {"--leader-elect-lease-duration", "3601s",
+     P "invalid --leader-elect-lease-duration \"3601s\": want whole seconds from 1s to 1h, "
+       "like 15s\n"},
+    {"--leader-elect-lease-duration", "2562047788015h",
+     P "invalid --leader-elect-lease-duration \"2562047788015h\": want whole seconds from 1s "
+       "to 1h, like 15s\n"},
     {"--leader-elect-renew-deadline", "0s",
-     P "invalid --leader-elect-renew-deadline \"0s\": want a whole number of seconds, at least "
-       "1s, like 15s\n"},
+     P "invalid --leader-elect-renew-deadline \"0s\": want whole seconds from 1s to 1h, like "
+       "15s\n"},
     {"--leader-elect-retry-period", "100ms",
-     P "invalid --leader-elect-retry-period \"100ms\": want a whole number of seconds, at least "
-       "1s, like 15s\n"},
+     P "invalid --leader-elect-retry-period \"100ms\": want whole seconds from 1s to 1h, like "
+       "15s\n"},
     {"--resync-period", "9223372036854775807h",
-     P "invalid --resync-period \"9223372036854775807h\": want a whole number of seconds, at "
-       "least 1s, like 15s\n"},
+     P "invalid --resync-period \"9223372036854775807h\": want whole seconds from 1s to 24h, "
+       "like 10m\n"},
     {"--resync-period", "99999999999999999999s",
-     P "invalid --resync-period \"99999999999999999999s\": want a whole number of seconds, at "
-       "least 1s, like 15s\n"},
+     P "invalid --resync-period \"99999999999999999999s\": want whole seconds from 1s to 24h, "
+       "like 10m\n"},
+    /* accepted before: now + period overflowed (UBSan) or wrapped into a busy loop */
+    {"--resync-period", "2562047788015h",
+     P "invalid --resync-period \"2562047788015h\": want whole seconds from 1s to 24h, like "
+       "10m\n"},
+    {"--resync-period", "86401s",
+     P "invalid --resync-period \"86401s\": want whole seconds from 1s to 24h, like 10m\n"},
     /* 103122423467612424 * 3600000 wraps to exactly 128000 (128s) in 64 bits */
     {"--request-timeout", "103122423467612424h",
      P "invalid --request-timeout \"103122423467612424h\": want a duration from 100ms to 10m, "

@@ -182,12 +182,12 @@ static int parse_bool(const char *s, bool *out)
     return -1;
 }
 
-/* A duration flag of whole seconds, at least 1s. @return 0 or -1. */
-static int parse_seconds_ms(const char *s, long *ms_out)
+/* A duration flag of whole seconds, from 1s to max_ms. @return 0 or -1. */
+static int parse_seconds_ms(const char *s, long max_ms, long *ms_out)
 {
     long ms;
 
-    if (parse_duration_ms(s, &ms) < 0 || ms < 1000 || ms % 1000 != 0)
+    if (parse_duration_ms(s, &ms) < 0 || ms < 1000 || ms > max_ms || ms % 1000 != 0)
         return -1;
     *ms_out = ms;
     return 0;
@@ -272,7 +272,9 @@ static void options_init(struct serve_options *o)
 /* One reconcile-side flag. @return 0, or WH_EINVAL after the message. */
 static int reconcile_flag(struct serve_options *o, int opt, const char *arg, FILE *err_to)
 {
-    static const char *const secs = "want a whole number of seconds, at least 1s, like 15s";
+    /* Bounded so that deadlines (now + period, in ms) can never overflow. */
+    static const char *const secs = "want whole seconds from 1s to 1h, like 15s";
+    static const char *const resync = "want whole seconds from 1s to 24h, like 10m";
     char *end;
 
     switch (opt) {
@@ -283,13 +285,13 @@ static int reconcile_flag(struct serve_options *o, int opt, const char *arg, FIL
             o->leader_elect = true;
         return 0;
     case OPT_LEASE_DURATION:
-        return parse_seconds_ms(arg, &o->lease_duration_ms) < 0
+        return parse_seconds_ms(arg, 3600000L, &o->lease_duration_ms) < 0
                    ? bad_value(err_to, "--leader-elect-lease-duration", arg, secs) : 0;
     case OPT_RENEW_DEADLINE:
-        return parse_seconds_ms(arg, &o->renew_deadline_ms) < 0
+        return parse_seconds_ms(arg, 3600000L, &o->renew_deadline_ms) < 0
                    ? bad_value(err_to, "--leader-elect-renew-deadline", arg, secs) : 0;
     case OPT_RETRY_PERIOD:
-        return parse_seconds_ms(arg, &o->retry_period_ms) < 0
+        return parse_seconds_ms(arg, 3600000L, &o->retry_period_ms) < 0
                    ? bad_value(err_to, "--leader-elect-retry-period", arg, secs) : 0;
     case OPT_LEASE_NAMESPACE:
         if (arg[0] == '\0' || strlen(arg) > 63 || strchr(arg, '/') != NULL)
@@ -298,8 +300,8 @@ static int reconcile_flag(struct serve_options *o, int opt, const char *arg, FIL
         o->lease_ns = arg;
         return 0;
     case OPT_RESYNC_PERIOD:
-        return parse_seconds_ms(arg, &o->resync_period_ms) < 0
-                   ? bad_value(err_to, "--resync-period", arg, secs) : 0;
+        return parse_seconds_ms(arg, 86400000L, &o->resync_period_ms) < 0
+                   ? bad_value(err_to, "--resync-period", arg, resync) : 0;
     case OPT_RECONCILE_WORKERS:
         return parse_long(arg, 1, 64, &o->reconcile_workers) < 0
                    ? bad_value(err_to, "--reconcile-workers", arg, "want an integer 1..64") : 0;
@@ -442,8 +444,7 @@ static int ops_flag(struct serve_options *o, int opt, const char *arg, FILE *err
                    ? bad_value(err_to, "--max-connections-per-ip", arg,
                                "want an integer 0 (no limit)..1000000") : 0;
     case OPT_CONNECTION_IDLE_TIMEOUT:
-        return parse_seconds_ms(arg, &o->idle_timeout_ms) < 0
-                       || o->idle_timeout_ms > 3600000L
+        return parse_seconds_ms(arg, 3600000L, &o->idle_timeout_ms) < 0
                    ? bad_value(err_to, "--connection-idle-timeout", arg,
                                "want whole seconds from 1s to 1h, like 30s") : 0;
     case OPT_REQUEST_TIMEOUT:
