@@ -75,6 +75,7 @@ struct loader {
     struct anchor *anchors;
     size_t nanchors;
     size_t anchors_cap;
+    json_t *anchor_index; /* name -> position in anchors of its latest definition */
     size_t nodes;        /* nodes so far, aliases expanded */
     json_t *root;        /* the document's value once complete (owned) */
     struct wh_error *err;
@@ -366,6 +367,7 @@ static void loader_dispose(struct loader *ld)
         json_decref(ld->anchors[i].val);
     }
     free(ld->anchors);
+    json_decref(ld->anchor_index);
     json_decref(ld->root);
 }
 
@@ -384,10 +386,18 @@ static int anchor_add(struct loader *ld, const char *name, json_t *val, size_t n
         ld->anchors = n;
         ld->anchors_cap = ncap;
     }
+    if (ld->anchor_index == NULL && (ld->anchor_index = json_object()) == NULL)
+        return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
     a = &ld->anchors[ld->nanchors];
     a->name = strdup(name);
     if (a->name == NULL)
         return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
+    /* a hash lookup: N aliases of N anchors must not cost N*N string compares */
+    if (json_object_set_new_nocheck(ld->anchor_index, name,
+                                    json_integer((json_int_t)ld->nanchors)) < 0) {
+        free(a->name);
+        return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
+    }
     a->val = json_incref(val);
     a->nodes = nodes;
     a->height = height;
@@ -397,13 +407,9 @@ static int anchor_add(struct loader *ld, const char *name, json_t *val, size_t n
 
 static const struct anchor *anchor_find(const struct loader *ld, const char *name)
 {
-    size_t i;
+    const json_t *pos = json_object_get(ld->anchor_index, name);
 
-    for (i = ld->nanchors; i > 0; i--) {
-        if (strcmp(ld->anchors[i - 1].name, name) == 0)
-            return &ld->anchors[i - 1];
-    }
-    return NULL;
+    return pos != NULL ? &ld->anchors[json_integer_value(pos)] : NULL;
 }
 
 /* Text of a scalar JSON value used as a mapping key through an alias. */
@@ -646,6 +652,7 @@ static void anchors_clear(struct loader *ld)
         json_decref(ld->anchors[i].val);
     }
     ld->nanchors = 0;
+    json_object_clear(ld->anchor_index);
 }
 
 /*

@@ -361,12 +361,18 @@ START_TEST(test_documents)
 {
     static const char text[] = "a: &x 1\nb: *x\n---\n- 2\n---\n---\nc: \"3\"\n";
     static const char cross[] = "a: &x 1\n---\nb: *x\n";
+    static const char shadow[] = "a: &x 1\nb: *x\nc: &x 2\nd: *x\n---\ne: &x 3\nf: *x\n";
     struct wh_error err = {0};
     json_t *docs = NULL;
     json_t *first = NULL;
 
     ck_assert_int_eq(yaml_load_documents(text, strlen(text), &docs, &err), 0);
     tu_assert_json_eq(docs, "[{\"a\":1,\"b\":1},[2],null,{\"c\":\"3\"}]");
+    json_decref(docs);
+    /* a later anchor of the same name shadows the earlier one, in a document and after
+     * a "---" (where the earlier one is gone) */
+    ck_assert_int_eq(yaml_load_documents(shadow, strlen(shadow), &docs, &err), 0);
+    tu_assert_json_eq(docs, "[{\"a\":1,\"b\":1,\"c\":2,\"d\":2},{\"e\":3,\"f\":3}]");
     json_decref(docs);
     /* yaml_load_buffer still reads the first one only */
     ck_assert_int_eq(yaml_load_buffer(text, strlen(text), &first, &err), 0);
