@@ -81,6 +81,21 @@ class UsageErrors(unittest.TestCase):
                              "batch.volcano.sh/v1alpha1 Job (apiVersion missing, kind Pod)\n"
                              % multi))
 
+    def test_render_refuses_more_than_10000_pods(self):
+        """It holds every pod until it prints: a Job of 2^31-1 replicas is refused at once."""
+        for replicas in ([2147483647], [5000, 5001]):
+            with self.subTest(replicas=replicas), tempfile.TemporaryDirectory() as tmp:
+                job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                       "metadata": {"name": "big"},
+                       "spec": {"tasks": [{"name": "t%d" % i, "replicas": r}
+                                          for i, r in enumerate(replicas)]}}
+                path = os.path.join(tmp, "big.json")
+                with open(path, "w") as f:
+                    json.dump(job, f)
+                self.assertEqual(run("render", "-f", path, "-o", "patch"),
+                                 (1, "", P + "render: the Jobs have more than 10000 pods; "
+                                  "render prints at most that many (--pod renders one)\n"))
+
     def test_render_file_problem_exits_1(self):
         rc, out, err = run("render", "-f", "/nonexistent/job.yaml")
         self.assertEqual((rc, out), (1, ""))

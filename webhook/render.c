@@ -257,6 +257,10 @@ static int render_pod(const json_t *job, const json_t *pod, const char *ns, enum
     return rc;
 }
 
+/* The most pods render builds (it holds them all until it prints the List): a Job of
+ * 2^31 replicas must be refused, not grow without end. */
+#define RENDER_MAX_PODS 10000
+
 /* Every pod of every Job in jobs, as one List (pod) or one array (patch). */
 static int render_job_pods(json_t *jobs, enum output out)
 {
@@ -264,7 +268,24 @@ static int render_job_pods(json_t *jobs, enum output out)
     json_t *list = NULL;
     json_t *job;
     size_t j;
+    int64_t pods = 0;
     int rc = items != NULL ? 0 : 1;
+
+    json_array_foreach(jobs, j, job) {
+        const json_t *task;
+        size_t t;
+
+        json_array_foreach(job_tasks(job), t, task)
+            if (job_task_replicas(task) > 0)
+                pods += job_task_replicas(task) < RENDER_MAX_PODS ? job_task_replicas(task)
+                                                                 : RENDER_MAX_PODS + 1;
+    }
+    if (pods > RENDER_MAX_PODS) {
+        render_err("the Jobs have more than %d pods; render prints at most that many (--pod "
+                   "renders one)", RENDER_MAX_PODS);
+        json_decref(items);
+        return 1;
+    }
 
     json_array_foreach(jobs, j, job) {
         const json_t *task;
