@@ -587,6 +587,34 @@ class HugeHeadersTest(SharedServerCase):
         self.assert_good(self.good, 1)
 
 
+class ConflictingLengthTest(SharedServerCase):
+
+    def test_two_different_content_lengths_refused(self):
+        """RFC 9112 6.3: the body's length is unknowable; answered 400 and closed. Two
+        equal ones are one length and are served."""
+        body = json.dumps(self.rev()).encode()
+        for name, lengths, want in (("differ", (len(body), len(body) + 7), 400),
+                                    ("equal", (len(body), len(body)), 200)):
+            with self.subTest(case=name):
+                data = (b"POST /pods/mutate?timeout=10s HTTP/1.1\r\nHost: x\r\n"
+                        b"Content-Type: application/json\r\n" +
+                        b"".join(b"Content-Length: %d\r\n" % n for n in lengths) +
+                        b"\r\n" + body)
+                s = tls_socket(self.wh.port, self.ctx)
+                try:
+                    s.sendall(data)
+                    f = s.makefile("rb")
+                    status, headers, out = read_response(f)
+                finally:
+                    s.close()
+                self.assertEqual(status, want, out[:200])
+                if want == 400:
+                    self.assertEqual(json.loads(out)["message"],
+                                     "conflicting Content-Length headers")
+                    self.assertEqual(headers.get("connection", "").lower(), "close")
+        self.assert_serving(self.wh, self.rev())
+
+
 class EndlessChunkedTest(SharedServerCase):
 
     HEAD = (b"POST /pods/mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"

@@ -646,6 +646,41 @@ static bool length_over_cap(const struct server *s, struct MHD_Connection *c)
  * the body should be read, else the result of queueing the answer (a probe or
  * a refusal) with ctx->answered set, so that later calls discard the body.
  */
+/* MHD_KeyValueIterator: note whether the Content-Length headers disagree. */
+static enum MHD_Result length_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    const char **first = cls;
+
+    (void)kind;
+    if (key == NULL || strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) != 0)
+        return MHD_YES;
+    if (*first == NULL) {
+        *first = value != NULL ? value : "";
+        return MHD_YES;
+    }
+    if (strcmp(*first, value != NULL ? value : "") != 0) {
+        *first = NULL;
+        return MHD_NO; /* stops the iteration: they conflict */
+    }
+    return MHD_YES;
+}
+
+/*
+ * RFC 9112 §6.3: Content-Length headers that differ leave the body's length
+ * unknowable (MHD takes one of them): the shape of request smuggling. Refused;
+ * MHD closes the connection after an answer sent before the body.
+ */
+static bool lengths_conflict(struct MHD_Connection *c)
+{
+    const char *first = NULL;
+
+    return MHD_get_connection_values(c, MHD_HEADER_KIND, length_header, &first) >= 0
+           && first == NULL && MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                           MHD_HTTP_HEADER_CONTENT_LENGTH)
+                                   != NULL;
+}
+
 static enum MHD_Result request_begin(struct server *s, struct MHD_Connection *c, const char *url,
                                      const char *method, struct req_ctx *ctx)
 {
@@ -689,6 +724,11 @@ static enum MHD_Result request_begin(struct server *s, struct MHD_Connection *c,
         snprintf(msg, sizeof(msg), "method %s is not allowed on " PATH_MUTATE ", use POST",
                  echo_safe(method, a, sizeof(a)));
         return refuse(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, "MethodNotAllowed", "POST", msg);
+    }
+    if (lengths_conflict(c)) {
+        ctx->answered = true;
+        return refuse(s, c, MHD_HTTP_BAD_REQUEST, "BadRequest", NULL,
+                      "conflicting Content-Length headers");
     }
     v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
     if (!content_type_json(v)) {
