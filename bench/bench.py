@@ -1282,7 +1282,8 @@ def write_results(b, started, elapsed):
     cg = r.get("callgrind") or {}
     if "all plugins" in cg:
         add("bench/bench_admission runs `admission_handle` in-process over the same bodies, "
-            "the Jobs served from memory by reference (as the cache does, no API call); "
+            "the Jobs served from the product's Jobs cache (each admission parses its Job's "
+            "kept text, as in the server; no API call); "
             "callgrind counts only its loop.")
         add("")
         add("| bodies | instructions per admission |")
