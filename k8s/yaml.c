@@ -803,7 +803,8 @@ out:
     return rc;
 }
 
-int yaml_load_file(const char *path, json_t **out, struct wh_error *err)
+/* yaml_load_buffer (all false) or yaml_load_documents (all true) on a whole file. */
+static int load_file(const char *path, bool all, json_t **out, struct wh_error *err)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -811,20 +812,18 @@ int yaml_load_file(const char *path, json_t **out, struct wh_error *err)
 
     *out = NULL;
     if (rc == 0)
-        rc = yaml_load_buffer(buf ? buf : "", len, out, err);
+        rc = all ? yaml_load_documents(buf ? buf : "", len, out, err)
+                 : yaml_load_buffer(buf ? buf : "", len, out, err);
     free(buf);
     return rc;
 }
 
+int yaml_load_file(const char *path, json_t **out, struct wh_error *err)
+{
+    return load_file(path, false, out, err);
+}
+
 int yaml_load_file_documents(const char *path, json_t **docs_out, struct wh_error *err)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    int rc = read_whole(path, &buf, &len, err);
-
-    *docs_out = NULL;
-    if (rc == 0)
-        rc = yaml_load_documents(buf ? buf : "", len, docs_out, err);
-    free(buf);
-    return rc;
+    return load_file(path, true, docs_out, err);
 }
