@@ -531,6 +531,7 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
         job = "";
     if (log_level_current >= LOG_LEVEL_DEBUG) {
         char plugins[256] = "";
+        char qv[4][LOG_QUOTE_SIZE(128)]; /* request values, quoted */
         size_t n = 0;
 
         /* The effective plugin set, comma separated (names are short and fixed). */
@@ -538,8 +539,6 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
             if ((res.enabled & (1u << k)) && n + 1 < sizeof(plugins))
                 n += (size_t)snprintf(plugins + n, sizeof(plugins) - n, "%s%s",
                                       n > 0 ? "," : "", plugin_registry[k]->name);
-        char qv[4][LOG_QUOTE_SIZE(128)]; /* request values, quoted */
-
         LOG_DEBUG("admission uid=%s ns=%s pod=%s job=%s allowed=%s ops=%zu plugins=%s "
                   "duration_ms=%.3f",
                   log_quote(qv[0], sizeof(qv[0]), req.uid),

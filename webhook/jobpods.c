@@ -188,9 +188,10 @@ json_t *jobpods_build(const json_t *job, const json_t *task, int64_t index)
     set_str(annotations, "volcano.sh/template-uid", buf);
     snprintf(buf, sizeof(buf), "%lld", status_int(job, "retryCount"));
     set_str(annotations, "volcano.sh/job-retry-count", buf);
-    if (json_string_length(json_object_get(task, "topologyPolicy")) > 0)
-        set_str(annotations, "volcano.sh/numa-topology-policy",
-                json_string_value(json_object_get(task, "topologyPolicy")));
+    if (json_string_length(json_object_get(task, "topologyPolicy")) > 0
+        && set_str(annotations, "volcano.sh/numa-topology-policy",
+                   json_string_value(json_object_get(task, "topologyPolicy"))) < 0)
+        goto nomem;
     if (copy_job_keys(labels, annotations, job) < 0)
         goto nomem;
     if (json_is_object(partition)) {

@@ -61,8 +61,9 @@ int main(int argc, char **argv)
     else if (strcmp(argv[1], "gen-certs") == 0)
         rc = gen_certs_main(argc - 1, argv + 1);
     else if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)
-        rc = version_main(argc - 1, argv + 1); else if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0
-               || strcmp(argv[1], "-h") == 0) {
+        rc = version_main(argc - 1, argv + 1);
+    else if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0
+             || strcmp(argv[1], "-h") == 0) {
         usage(stdout);
         rc = 0;
     } else {

@@ -646,22 +646,28 @@ static bool length_over_cap(const struct server *s, struct MHD_Connection *c)
  * the body should be read, else the result of queueing the answer (a probe or
  * a refusal) with ctx->answered set, so that later calls discard the body.
  */
-/* MHD_KeyValueIterator: note whether the Content-Length headers disagree. */
+/* The Content-Length headers of a request, as length_header sees them. */
+struct lengths {
+    const char *first; /* the first one's value, NULL before it */
+    bool conflict;     /* a later one says otherwise */
+};
+
+/* MHD_KeyValueIterator over the headers: note whether the Content-Lengths disagree. */
 static enum MHD_Result length_header(void *cls, enum MHD_ValueKind kind, const char *key,
                                      const char *value)
 {
-    const char **first = cls;
+    struct lengths *l = cls;
 
     (void)kind;
     if (key == NULL || strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) != 0)
         return MHD_YES;
-    if (*first == NULL) {
-        *first = value != NULL ? value : "";
-        return MHD_YES;
-    }
-    if (strcmp(*first, value != NULL ? value : "") != 0) {
-        *first = NULL;
-        return MHD_NO; /* stops the iteration: they conflict */
+    if (value == NULL)
+        value = "";
+    if (l->first == NULL) {
+        l->first = value;
+    } else if (strcmp(l->first, value) != 0) {
+        l->conflict = true;
+        return MHD_NO; /* enough: stop the iteration */
     }
     return MHD_YES;
 }
@@ -673,12 +679,10 @@ static enum MHD_Result length_header(void *cls, enum MHD_ValueKind kind, const c
  */
 static bool lengths_conflict(struct MHD_Connection *c)
 {
-    const char *first = NULL;
+    struct lengths l = {NULL, false};
 
-    return MHD_get_connection_values(c, MHD_HEADER_KIND, length_header, &first) >= 0
-           && first == NULL && MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                           MHD_HTTP_HEADER_CONTENT_LENGTH)
-                                   != NULL;
+    MHD_get_connection_values(c, MHD_HEADER_KIND, length_header, &l);
+    return l.conflict;
 }
 
 static enum MHD_Result request_begin(struct server *s, struct MHD_Connection *c, const char *url,
