@@ -44,7 +44,11 @@ int yaml_load_documents(const char *buf, size_t len, json_t **docs_out, struct w
  */
 int yaml_load_file(const char *path, json_t **out, struct wh_error *err);
 
-/** yaml_load_documents on a whole file, read as yaml_load_file reads it. */
+/**
+ * yaml_load_documents on a whole file, read as yaml_load_file reads it ("-": standard
+ * input; at most 16 MiB). @param[out] docs_out new reference to the array, on 0.
+ * @return as yaml_load_documents, and yaml_load_file's WH_ERROR / WH_ETOOBIG.
+ */
 int yaml_load_file_documents(const char *path, json_t **docs_out, struct wh_error *err);
 
 #endif

@@ -49,19 +49,19 @@ static const char *job_meta_str(const json_t *job, const char *field, const char
  */
 static int copy_job_keys(json_t *labels, json_t *annotations, const json_t *job)
 {
-    static const char *const both[] = {"volcano.sh/preemptable", "volcano.sh/cooldown-time",
-                                       "volcano.sh/revocable-zone"};
+    static const char *const both[] = {"volcano.sh/preemptable", "volcano.sh/cooldown-time"};
     const char *v;
 
     for (size_t i = 0; i < sizeof(both) / sizeof(both[0]); i++) {
-        /* revocable-zone is an annotation only */
-        if (i < 2 && (v = job_meta_str(job, "labels", both[i])) != NULL
-            && set_str(labels, both[i], v) < 0)
+        if ((v = job_meta_str(job, "labels", both[i])) != NULL && set_str(labels, both[i], v) < 0)
             return WH_ENOMEM;
         if ((v = job_meta_str(job, "annotations", both[i])) != NULL
             && set_str(annotations, both[i], v) < 0)
             return WH_ENOMEM;
     }
+    if ((v = job_meta_str(job, "annotations", "volcano.sh/revocable-zone")) != NULL
+        && set_str(annotations, "volcano.sh/revocable-zone", v) < 0)
+        return WH_ENOMEM;
     if ((v = job_meta_str(job, "annotations", "volcano.sh/jdb-min-available")) != NULL)
         return set_str(annotations, "volcano.sh/jdb-min-available", v) < 0 ? WH_ENOMEM : 0;
     if ((v = job_meta_str(job, "annotations", "volcano.sh/jdb-max-unavailable")) != NULL)
