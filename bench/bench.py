@@ -8,6 +8,9 @@ Stages, each on 127.0.0.1 only, in one run on this machine:
                 every plugin that fits them on,
               - nginx answering a fixed AdmissionReview answer of the webhook's size
                 (the ceiling),
+              - the webhook's own HTTP and TLS layer (webhook/server.c, run by
+                bench/bench_transport) answering that same fixed answer: the most the
+                webhook could do with a free admission,
               - the Go standard-library webhook of bench/go-webhook and the webhook on
                 the same pytorch+svc+env Jobs (the alternative).
   burst       one Job of 10,000 replicas, 500 AdmissionReviews at once.
@@ -23,7 +26,7 @@ Then bench/RESULTS.md is written.
 
 Env: BUILD (build), BENCH_DURATION (10 s per wrk run), BENCH_ADMISSIONS (1,000,000;
 capped when unset, see memory_stage), BENCH_WORKDIR (scratch directory, made by
-bench/run), BENCH_GO_BIN, BENCH_ADMISSION_BIN (built by bench/run), BENCH_RESULTS
+bench/run), BENCH_GO_BIN, BENCH_ADMISSION_BIN, BENCH_TRANSPORT_BIN (built by bench/run), BENCH_RESULTS
 (bench/RESULTS.md), BENCH_STAGES (names of the stages to run; all when unset), BENCH_COMMANDS (file with the build commands bench/run ran).
 Processes are started through tests/harness.py (new session each, stopped by pid).
 """
@@ -515,14 +518,16 @@ class Bench:
             wrk_series("webhook (pytorch set)", url, self.pt_bodies, t)
         finally:
             self.stop_proc(wh.process)
-        self.nginx(t)
+        best = self.fixed_answer()
+        self.nginx(t, best)
+        self.transport(t, best)
         self.go(t)
 
-    def nginx(self, t):
+    def fixed_answer(self):
+        """The webhook's answer closest to the mean answer size, verbatim: the fixed body
+        of nginx and bench_transport. Returns its bytes; also written to WORK."""
         sizes = self.r["answer_sizes"]
         mean = sum(sizes) / len(sizes)
-        wh = None
-        # the webhook answer closest to the mean size, verbatim, as the fixed body
         wh = self.webhook()
         try:
             conn = wh.connection()
@@ -534,6 +539,14 @@ class Bench:
             conn.close()
         finally:
             self.stop_proc(wh.process)
+        self.r["fixed_body"] = len(best)
+        self.r["answer_mean"] = mean
+        self.fixed_path = os.path.join(WORK, "fixed-answer.json")
+        with open(self.fixed_path, "wb") as f:
+            f.write(best)
+        return best
+
+    def nginx(self, t, best):
         text = best.decode()
         if any(ch in text for ch in "$'\\"):
             raise AssertionError("answer has characters nginx's return would interpret")
@@ -547,15 +560,44 @@ class Bench:
             f.write(tmpl.replace("@DIR@", ndir).replace("@PORT@", str(port))
                     .replace("@CERT@", self.certs["tls.crt"])
                     .replace("@KEY@", self.certs["tls.key"]).replace("@BODY@", text))
-        self.r["nginx_body"] = len(best)
         proc = harness.Process("nginx", ["nginx", "-p", ndir, "-c", conf, "-e",
                                          os.path.join(ndir, "error.log")], WORK)
         self.start(proc)
         try:
             wait_tcp(port, proc)
-            say("nginx: fixed answer of %d bytes (webhook answers: mean %.0f)" % (len(best), mean))
+            say("nginx: fixed answer of %d bytes (webhook answers: mean %.0f)" % (
+                len(best), self.r["answer_mean"]))
             url = "https://127.0.0.1:%d%s?timeout=10s" % (port, harness.WEBHOOK_PATH)
             wrk_series("nginx (ceiling)", url, self.full_bodies, t)
+        finally:
+            self.stop_proc(proc)
+
+    def transport(self, t, best):
+        exe = os.environ.get("BENCH_TRANSPORT_BIN")
+        if not exe or not os.access(exe, os.X_OK):
+            raise AssertionError("bench_transport not built (BENCH_TRANSPORT_BIN)")
+        port_file = os.path.join(WORK, "transport.port")
+        if os.path.exists(port_file):
+            os.remove(port_file)
+        proc = harness.Process("bench_transport", [
+            exe, self.certs["tls.crt"], self.certs["tls.key"], self.fixed_path, port_file], WORK)
+        self.start(proc)
+        try:
+            port = proc.wait_port_file(port_file)
+            wait_tcp(port, proc)
+            conn = harness._PinnedHTTPSConnection("127.0.0.1", port, harness.service_dns(),
+                                                  harness.https_context(self.certs["ca.crt"]),
+                                                  10)
+            try:
+                status, raw = post_raw(conn, compact(self.full_pairs[0][1]).encode())
+            finally:
+                conn.close()
+            if status != 200 or raw != best:
+                raise AssertionError("bench_transport: HTTP %d, %d bytes, not the fixed answer"
+                                     % (status, len(raw)))
+            say("webhook HTTP+TLS layer (bench_transport): the same fixed answer")
+            url = "https://127.0.0.1:%d%s?timeout=10s" % (port, harness.WEBHOOK_PATH)
+            wrk_series("webhook transport (fixed answer)", url, self.full_bodies, t)
         finally:
             self.stop_proc(proc)
 
@@ -1029,6 +1071,54 @@ def reconcile_limits(rec):
     return "; ".join(out) + "."
 
 
+def throughput_limits(r):
+    """The arithmetic of the throughput targets against the run's own figures, as
+    RESULTS.md lines; [] when a figure is missing. At 16 connections the 2 cores are
+    saturated (wrk, server, kernel), so each request costs cores/rate core-seconds:
+    a server that serves T req/s with a free admission reaches a rate R only when an
+    admission costs at most cores/R - cores/T of CPU."""
+    w = r.get("wrk", {})
+    cg = r.get("callgrind") or {}
+    try:
+        tr = w["webhook transport (fixed answer)"][16]["rps"]
+        ng = w["nginx (ceiling)"][16]["rps"]
+        wh = w["webhook (all plugins)"][16]["rps"]
+        go = w["go webhook (pytorch set)"][16]["rps"]
+    except KeyError:
+        return []
+    cores = os.cpu_count() or 1
+    us = cg.get("us_per_admission")
+
+    def budget(rate):
+        return (cores / rate - cores / tr) * 1e6
+
+    out = ["At 16 connections: nginx %.0f req/s; the webhook's own HTTP and TLS layer "
+           "(libmicrohttpd with GnuTLS, webhook/server.c) answering nginx's fixed body "
+           "%.0f req/s = %.2f × nginx, before any admission work; the webhook %.0f req/s = "
+           "%.2f × its own transport." % (ng, tr, tr / ng, wh, wh / tr), ""]
+    out.append("| target | rate it needs | CPU left per admission | one admission now |")
+    out.append("|---|---|---|---|")
+    for name, rate in (("0.5 × nginx", 0.5 * ng), ("3 × the Go webhook", 3 * go)):
+        b = budget(rate)
+        out.append("| %s | %.0f req/s | %s | %s |" % (
+            name, rate, "%.1f µs" % b if b > 0 else "none: over the transport's own rate",
+            "%.1f µs" % us if us else "not measured"))
+    out.append("")
+    parse = None
+    for cost, fn in (cg.get("all plugins") or {}).get("top", []):
+        if short_fn(fn).startswith("json_loadb "):
+            parse = 100.0 * cost / (cg["all plugins"]["per_admission"] * cg["all plugins"]["n"])
+            break
+    out.append("\"CPU left per admission\" is %d cores / rate − %d cores / the transport's "
+               "rate: what an admission may cost for the webhook to reach the rate on this "
+               "machine with this HTTP and TLS layer. \"One admission now\" is "
+               "bench_admission's time in-process on one thread (below)%s." % (
+                   cores, cores,
+                   "; jansson's parse (json_loadb, the review and the Job's kept text) is "
+                   "%.0f%% of its instructions" % parse if parse else ""))
+    return out
+
+
 def write_results(b, started, elapsed):
     r = b.r
     w = r.get("wrk", {})
@@ -1132,13 +1222,13 @@ def write_results(b, started, elapsed):
             "one per admission, so without the cache its figures measure this server, not "
             "the webhook." % r["api_get_ms"])
     add("* nginx: the webhook's own answer closest to the mean answer size, %s bytes, "
-        "as a fixed `return 200` body (bench/nginx.conf.in)." % r.get("nginx_body", "?"))
+        "as a fixed `return 200` body (bench/nginx.conf.in)." % r.get("fixed_body", "?"))
     add("")
     add("| server | bodies | conns | req/s | p50 ms | p99 ms | p99.9 ms | max ms | errors "
         "| denied |")
     add("|---|---|---|---|---|---|---|---|---|---|")
-    for label in ("webhook (all plugins)", "nginx (ceiling)", "webhook (pytorch set)",
-                  "go webhook (pytorch set)"):
+    for label in ("webhook (all plugins)", "nginx (ceiling)", "webhook transport (fixed answer)",
+                  "webhook (pytorch set)", "go webhook (pytorch set)"):
         for c, res in sorted((w.get(label) or {}).items()):
             server, _, bodies = label.partition(" (")
             add("| %s | %s | %d | %.0f | %s | %s | %s | %s | %d | %d |" % (
@@ -1149,6 +1239,10 @@ def write_results(b, started, elapsed):
     add("| ratio | c=1 | c=16 | c=128 |")
     add("|---|---|---|---|")
     for name, a, bb in (("webhook / nginx req/s", "webhook (all plugins)", "nginx (ceiling)"),
+                        ("webhook transport / nginx req/s", "webhook transport (fixed answer)",
+                         "nginx (ceiling)"),
+                        ("webhook / webhook transport req/s", "webhook (all plugins)",
+                         "webhook transport (fixed answer)"),
                         ("webhook / Go req/s", "webhook (pytorch set)",
                          "go webhook (pytorch set)")):
         if a in w and bb in w:
@@ -1163,6 +1257,13 @@ def write_results(b, started, elapsed):
         "\"denied\" counts answers without `\"allowed\":true`. wrk runs 2 threads (1 at "
         "c=1, as wrk needs a connection per thread) on the same 2 cores as the server.")
     add("")
+
+    limits = throughput_limits(r)
+    if limits:
+        add("### What limits throughput")
+        add("")
+        lines.extend(limits)
+        add("")
 
     add("## Burst")
     add("")

@@ -472,6 +472,50 @@ START_TEST(test_valid_review_and_query)
 }
 END_TEST
 
+/* server_config.admission: records what it was given and answers 201 with a fixed body. */
+static char handler_body[64];
+static bool handler_saw_src;
+static int handler_lookup_failure;
+
+static int fixed_admission(const char *body, size_t len, const struct job_source *src,
+                           const struct mutate_options *opt, char **out, size_t *out_len)
+{
+    snprintf(handler_body, sizeof(handler_body), "%.*s", (int)len, body);
+    handler_saw_src = src->get == fake_get;
+    handler_lookup_failure = (int)opt->lookup_failure;
+    *out = strdup("{\"fixed\":true}");
+    *out_len = *out != NULL ? strlen(*out) : 0;
+    return 201;
+}
+
+START_TEST(test_admission_handler)
+{
+    struct server_config cfg = {
+        .bind_address = "127.0.0.1",
+        .threads = 1,
+        .src = {.get = fake_get, .userdata = NULL},
+        .mutate = {.lookup_failure = LOOKUP_FAILURE_ALLOW},
+        .admission = fixed_admission,
+    };
+    struct wh_error err = {0, ""};
+    struct server *s = NULL;
+    struct reply r;
+
+    server_stop(srv);   /* the fixture's server (admission_handle) is replaced */
+    ck_assert_msg(server_start(&s, &cfg, &err) == 0, "server_start: %s", err.msg);
+    srv = s;
+    snprintf(base, sizeof(base), "http://127.0.0.1:%u", server_port(srv));
+    request("POST", "/pods/mutate", "application/json", "{\"a\":1}", 7, &r);
+    ck_assert_int_eq(r.status, 201);
+    ck_assert_str_eq(r.body, "{\"fixed\":true}");
+    ck_assert_str_eq(r.ctype, "application/json");
+    ck_assert_str_eq(handler_body, "{\"a\":1}");
+    ck_assert(handler_saw_src);
+    ck_assert_int_eq(handler_lookup_failure, LOOKUP_FAILURE_ALLOW);
+    reply_free(&r);
+}
+END_TEST
+
 START_TEST(test_bad_json)
 {
     struct reply r;
@@ -1139,6 +1183,7 @@ static Suite *server_suite(void)
     tcase_add_test(plain, test_unsupported_media_type);
     tcase_add_test(plain, test_valid_review_and_query);
     tcase_add_test(plain, test_bad_json);
+    tcase_add_test(plain, test_admission_handler);
     tcase_add_test(plain, test_body_cap);
     tcase_add_test(plain, test_keep_alive);
     tcase_add_test(plain, test_garbage_survives);

@@ -31,4 +31,11 @@
 int admission_handle(const char *body, size_t len, const struct job_source *src,
                      const struct mutate_options *opt, char **out, size_t *out_len);
 
+/**
+ * The shape of admission_handle, for server_config.admission: the same
+ * arguments, ownership and return values. Called on MHD worker threads.
+ */
+typedef int (*admission_fn)(const char *body, size_t len, const struct job_source *src,
+                            const struct mutate_options *opt, char **out, size_t *out_len);
+
 #endif

@@ -124,6 +124,7 @@ struct server {
     struct MHD_Daemon *daemon;
     struct job_source src;
     struct mutate_options mutate;
+    admission_fn admission;       /* admission_handle unless the config says otherwise */
     const char *(*ready)(void *userdata);  /* NULL: always ready */
     void *ready_userdata;
     metrics_collect_fn metrics_collect;
@@ -866,7 +867,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
     if (ctx->too_big)
         return queue_too_big(s, c);
     /* admission_handle records the request in the metrics (outcome, latency). */
-    status = admission_handle(ctx->buf, ctx->len, &s->src, &s->mutate, &out, &out_len);
+    status = s->admission(ctx->buf, ctx->len, &s->src, &s->mutate, &out, &out_len);
     /* The body is no longer needed: release it before the answer is sent. */
     free(ctx->buf);
     ctx->buf = NULL;
@@ -1065,6 +1066,7 @@ int server_start(struct server **out, const struct server_config *cfg, struct wh
     s->quiesced_fd = -1;
     s->src = cfg->src;
     s->mutate = cfg->mutate;
+    s->admission = cfg->admission != NULL ? cfg->admission : admission_handle;
     s->ready = cfg->ready;
     s->ready_userdata = cfg->ready_userdata;
     s->metrics_collect = cfg->metrics_collect;

@@ -31,6 +31,7 @@
 
 #include <stddef.h>
 
+#include "webhook/admission.h"
 #include "webhook/error.h"
 #include "webhook/metrics.h"
 #include "webhook/mutate.h"
@@ -71,6 +72,12 @@ struct server_config {
     struct job_source src;        /* copied; src.userdata is borrowed and must outlive the
                                      server, and src.get must be callable from any worker */
     struct mutate_options mutate; /* copied */
+    /*
+     * POST /pods/mutate: NULL → admission_handle, called with src and mutate.
+     * Anything else is for measuring the server alone (bench/bench_transport.c
+     * answers a fixed body); it must keep admission_handle's contract.
+     */
+    admission_fn admission;
     /*
      * GET /readyz. NULL → ready whenever the server answers (a server with TLS
      * answers only once its pair is loaded: server_start fails otherwise). Else
