@@ -9,6 +9,8 @@ import subprocess
 import tempfile
 import unittest
 
+import yaml
+
 import harness
 
 P = "volcano-plugin-webhook: "
@@ -80,6 +82,86 @@ class UsageErrors(unittest.TestCase):
             self.assertEqual((rc, out, err), (1, "", P + "render: %s: document 3: not a "
                              "batch.volcano.sh/v1alpha1 Job (apiVersion missing, kind Pod)\n"
                              % multi))
+
+    def test_render_reads_lists_and_repeated_files(self):
+        """`kubectl get vcjob -o yaml` prints a v1 List, the API a JobList; -f may be
+        given more than once, as to kubectl. The pods are those of each Job alone."""
+        ex = os.path.join(harness.ROOT, "examples")
+        jobs = []
+        for name in ("pytorch-job", "mpi-job"):
+            with open(os.path.join(ex, name + ".yaml")) as f:
+                jobs.append(yaml.safe_load(f))
+        alone = []
+        for name in ("pytorch-job", "mpi-job"):
+            rc, out, _ = run("render", "-f", os.path.join(ex, name + ".yaml"), "-o", "patch")
+            self.assertEqual(rc, 0)
+            alone += json.loads(out)
+        with tempfile.TemporaryDirectory() as tmp:
+            def write(name, obj):
+                path = os.path.join(tmp, name)
+                with open(path, "w") as f:
+                    json.dump(obj, f)
+                return path
+            cases = [
+                ["-f", write("list.json", {"apiVersion": "v1", "kind": "List",
+                                           "metadata": {}, "items": jobs})],
+                ["-f", write("joblist.json", {"apiVersion": "batch.volcano.sh/v1alpha1",
+                                              "kind": "JobList", "items": jobs})],
+                ["-f", os.path.join(ex, "pytorch-job.yaml"), "-f",
+                 os.path.join(ex, "mpi-job.yaml")],
+            ]
+            for args in cases:
+                with self.subTest(args=args):
+                    rc, out, err = run("render", *args, "-o", "patch")
+                    self.assertEqual((rc, err), (0, ""))
+                    self.assertEqual(json.loads(out), alone)
+            pods = write("pods.json", {"apiVersion": "v1", "kind": "List",
+                                       "items": [jobs[0], {"apiVersion": "v1", "kind": "Pod"}]})
+            self.assertEqual(run("render", "-f", pods), (1, "", P + "render: %s: items[1]: not "
+                             "a batch.volcano.sh/v1alpha1 Job (apiVersion v1, kind Pod)\n" % pods))
+            bad = write("bad.json", {"apiVersion": "v1", "kind": "List", "items": {}})
+            self.assertEqual(run("render", "-f", bad),
+                             (1, "", P + "render: %s: items is not a list\n" % bad))
+            empty = write("empty.json", {"apiVersion": "v1", "kind": "List", "items": []})
+            self.assertEqual(run("render", "-f", empty),
+                             (1, "", P + "render: %s: not a Job object\n" % empty))
+            self.assertEqual(run("render", "-f", os.path.join(ex, "pytorch-job.yaml"), "-f",
+                                 os.path.join(ex, "mpi-job.yaml"), "--pod", "p.json"),
+                             (1, "", P + "render: the -f files hold 2 Jobs; --pod takes one\n"))
+
+    def test_render_warns_what_it_cannot_check(self):
+        """--review with a Job file without a uid cannot compare the ownerReference's;
+        --pod of a task the Job does not have gets nothing task-specific. Both say so."""
+        job = harness.load_job("pytorch-job")
+        pod = harness.build_pod(job, "worker", 1)
+        del job["metadata"]["uid"]
+        with tempfile.TemporaryDirectory() as tmp:
+            def write(name, obj):
+                path = os.path.join(tmp, name)
+                with open(path, "w") as f:
+                    json.dump(obj, f)
+                return path
+            review = write("review.json", harness.review(pod, "default"))
+            rc, out, err = run("render", "-f", write("job.json", job), "--review", review)
+            self.assertEqual(rc, 0)
+            self.assertTrue(json.loads(out)["response"]["allowed"])
+            self.assertEqual(err, P + "render: warning: the Job has no metadata.uid, so the "
+                             "review's ownerReference uid is not checked (serve answers "
+                             "\"not found\" when they differ)\n")
+            job["metadata"]["uid"] = pod["metadata"]["ownerReferences"][0]["uid"]
+            rc, out, err = run("render", "-f", write("job-uid.json", job), "--review", review)
+            self.assertEqual((rc, err), (0, ""))
+            jpath = write("job2.json", job)
+            rc, _, err = run("render", "-f", jpath, "--pod", write("pod.json", pod))
+            self.assertEqual((rc, err), (0, ""))
+            del pod["metadata"]["annotations"]["volcano.sh/task-spec"]
+            ppath = write("pod-no-task.json", pod)
+            rc, out, err = run("render", "-f", jpath, "--pod", ppath, "-o", "patch")
+            self.assertEqual(rc, 0)
+            self.assertEqual(err, P + "render: warning: %s: task \"default\" (no "
+                             "volcano.sh/task-spec annotation) is not a task of job pytorch-job, "
+                             "so the plugins set nothing task-specific\n" % ppath)
+            self.assertNotIn("RANK", out)
 
     def test_render_refuses_more_than_10000_pods(self):
         """It holds every pod until it prints: a Job of 2^31-1 replicas is refused at once."""

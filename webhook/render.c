@@ -5,8 +5,9 @@
  *   render -f JOB --pod POD [--namespace NS] [-o pod|patch]
  *   render -f JOB --review REVIEW                     the AdmissionReview answer
  *
- * JOB may hold several Jobs ("---"-separated, as kubectl takes them): without
- * --pod or --review every Job's pods are rendered, in file order. "-" is stdin.
+ * JOB may hold several Jobs ("---"-separated, or a List, as kubectl takes them),
+ * and -f may be repeated: without --pod or --review every Job's pods are rendered,
+ * in file order. "-" is stdin.
  *
  * Single-threaded. Output on stdout only on success; problems are one line on
  * stderr ("volcano-plugin-webhook: render: FILE: problem") and exit status 1; bad
@@ -52,8 +53,9 @@ static void render_usage(FILE *to)
             "       " WH_PROG " render -f JOB --review REVIEW\n"
             "\n"
             "Shows what the Volcano job plugins do, with the same code path as `serve`.\n"
-            "  -f, --filename JOB   Volcano Job, YAML or JSON (required); every Job of a\n"
-            "                       multi-document file; - reads standard input\n"
+            "  -f, --filename JOB   Volcano Job, YAML or JSON (required, repeatable); every\n"
+            "                       Job of a multi-document file or of a List (kubectl get\n"
+            "                       -o yaml); - reads standard input\n"
             "      --pod POD        mutate this pod (YAML or JSON) instead of the Job's own pods\n"
             "      --review REVIEW  print the AdmissionReview response serve would send\n"
             "      --namespace NS   namespace when the Job or pod has none (default \"default\")\n"
@@ -132,55 +134,90 @@ static int check_job(const char *where, const json_t *job)
     return 0;
 }
 
+/* Check one Job document and append it to jobs. @return 0, or 1 after the message. */
+static int add_job(json_t *jobs, const char *where, json_t *doc)
+{
+    if (check_job(where, doc) != 0)
+        return 1;
+    if (json_array_append(jobs, doc) < 0) {
+        render_err("out of memory");
+        return 1;
+    }
+    return 0;
+}
+
+/* A list of objects as `kubectl get -o yaml` prints one (v1 List) or the API lists
+ * Jobs (batch.volcano.sh/v1alpha1 JobList). */
+static bool is_list(const json_t *doc)
+{
+    const char *kind = json_string_value(json_object_get(doc, "kind"));
+    const char *api = json_string_value(json_object_get(doc, "apiVersion"));
+
+    return kind != NULL && api != NULL
+           && ((strcmp(kind, "List") == 0 && strcmp(api, "v1") == 0)
+               || (strcmp(kind, "JobList") == 0 && strcmp(api, "batch.volcano.sh/v1alpha1") == 0));
+}
+
 /*
- * The Jobs of -f (path "-": standard input): every document of a multi-document
- * file, as kubectl reads one; empty documents are skipped. *out: new array of at
- * least one Job. @return 0, or 1 after the message.
+ * Append the Jobs of one -f (path "-": standard input) to jobs: every document of
+ * a multi-document file, as kubectl reads one, and every item of a List; empty
+ * documents are skipped. @return 0 when at least one Job was added, or 1 after
+ * the message.
  */
-static int load_jobs(const char *path, json_t **out)
+static int load_jobs(const char *path, json_t *jobs)
 {
     struct wh_error err;
     json_t *docs = NULL;
     json_t *doc;
+    size_t before = json_array_size(jobs);
     size_t i;
     int rc;
 
     wh_error_clear(&err);
-    *out = NULL;
     rc = yaml_load_file_documents(path, &docs, &err);
     if (rc < 0) {
         render_err("%s: %s", path, err.msg[0] ? err.msg : wh_error_str(rc));
         return 1;
     }
-    *out = json_array();
-    if (*out == NULL) {
-        render_err("out of memory");
-        json_decref(docs);
-        return 1;
-    }
+    rc = 0;
     json_array_foreach(docs, i, doc) {
-        char where[PATH_MAX + 32];
+        char where[PATH_MAX + 64];
+        int n;
 
         if (json_is_null(doc))
             continue;
         if (json_array_size(docs) > 1)
-            snprintf(where, sizeof(where), "%s: document %zu", path, i + 1);
+            n = snprintf(where, sizeof(where), "%s: document %zu", path, i + 1);
         else
-            snprintf(where, sizeof(where), "%s", path);
-        if (check_job(where, doc) != 0 || json_array_append(*out, doc) < 0)
-            goto bad;
+            n = snprintf(where, sizeof(where), "%s", path);
+        if (is_list(doc)) {
+            const json_t *items = json_object_get(doc, "items");
+            json_t *item;
+            size_t k;
+
+            if (items != NULL && !json_is_array(items)) {
+                render_err("%s: items is not a list", where);
+                rc = 1;
+                break;
+            }
+            json_array_foreach(items, k, item) {
+                snprintf(where + n, sizeof(where) - (size_t)n, ": items[%zu]", k);
+                rc = add_job(jobs, where, item);
+                if (rc != 0)
+                    break;
+            }
+        } else {
+            rc = add_job(jobs, where, doc);
+        }
+        if (rc != 0)
+            break;
     }
-    if (json_array_size(*out) == 0) {
+    if (rc == 0 && json_array_size(jobs) == before) {
         render_err("%s: not a Job object", path);
-        goto bad;
+        rc = 1;
     }
     json_decref(docs);
-    return 0;
-bad:
-    json_decref(docs);
-    json_decref(*out);
-    *out = NULL;
-    return 1;
+    return rc;
 }
 
 /* --pod: a Pod with a spec; a Volcano controller reference, if any, must name -f's Job. */
@@ -210,6 +247,26 @@ bad:
     json_decref(*out);
     *out = NULL;
     return 1;
+}
+
+/*
+ * A hand-written --pod often lacks what Volcano's controller sets: without the
+ * volcano.sh/task-spec annotation its task is "default" (as in Volcano), and a task
+ * the Job does not have gets no task-specific values (RANK, the task index, ...).
+ */
+static void warn_pod_task(const char *path, const json_t *job, const json_t *pod)
+{
+    const char *task = json_string_value(json_object_get(
+        json_object_get(json_object_get(pod, "metadata"), "annotations"), "volcano.sh/task-spec"));
+    bool given = task != NULL && task[0] != '\0';
+
+    if (!given)
+        task = "default";
+    if (job_find_task(job, task) == NULL)
+        render_err("warning: %s: task \"%s\" (%s) is not a task of job %s, so the plugins "
+                   "set nothing task-specific", path, task,
+                   given ? "the volcano.sh/task-spec annotation"
+                         : "no volcano.sh/task-spec annotation", job_name(job));
 }
 
 static void print_warnings(const char *pod, const struct warnings *w)
@@ -371,6 +428,9 @@ static int render_review(const json_t *job, const char *path)
         free(body);
         return 1;
     }
+    if (json_string_value(json_object_get(json_object_get(job, "metadata"), "uid")) == NULL)
+        render_err("warning: the Job has no metadata.uid, so the review's ownerReference uid "
+                   "is not checked (serve answers \"not found\" when they differ)");
     status = admission_handle(body, len, &src, &opt, &out, &out_len);
     free(body);
     if (status != 200) {
@@ -392,7 +452,9 @@ int render_main(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},   {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *job_path = NULL, *pod_path = NULL, *review_path = NULL, *ns_flag = NULL;
+    const char **job_paths = NULL;  /* every -f, in order */
+    size_t njob_paths = 0;
+    const char *pod_path = NULL, *review_path = NULL, *ns_flag = NULL;
     enum output out = OUTPUT_POD;
     bool out_given = false;
     json_t *jobs = NULL;
@@ -402,9 +464,15 @@ int render_main(int argc, char **argv)
 
     opterr = 0;
     optind = 1;
+    /* at most one -f per argument */
+    job_paths = calloc((size_t)argc, sizeof(*job_paths));
+    if (job_paths == NULL) {
+        render_err("out of memory");
+        return 1;
+    }
     while ((c = getopt_long(argc, argv, ":f:o:n:h", opts, NULL)) != -1) {
         switch (c) {
-        case 'f': job_path = optarg; break;
+        case 'f': job_paths[njob_paths++] = optarg; break;
         case 'p': pod_path = optarg; break;
         case 'r': review_path = optarg; break;
         case 'n': ns_flag = optarg; break;
@@ -416,40 +484,60 @@ int render_main(int argc, char **argv)
                 out = OUTPUT_PATCH;
             else {
                 render_err("--output must be pod or patch, not \"%s\"", optarg);
-                return 2;
+                rc = 2;
+                goto out;
             }
             break;
-        case 'h': render_usage(stdout); return 0;
+        case 'h':
+            render_usage(stdout);
+            rc = 0;
+            goto out;
         case ':':
             render_err("flag %s needs a value", argv[optind - 1]);
-            return 2;
+            rc = 2;
+            goto out;
         default:
             render_err("unknown flag %s (see --help)", argv[optind - 1]);
-            return 2;
+            rc = 2;
+            goto out;
         }
     }
     if (optind < argc) {
         render_err("unexpected argument \"%s\"", argv[optind]);
-        return 2;
+        rc = 2;
+        goto out;
     }
-    if (job_path == NULL) {
+    if (njob_paths == 0) {
         render_err("missing required flag -f JOB (see --help)");
-        return 2;
+        rc = 2;
+        goto out;
     }
     if (pod_path != NULL && review_path != NULL) {
         render_err("--pod and --review cannot be used together");
-        return 2;
+        rc = 2;
+        goto out;
     }
     if (review_path != NULL && out_given) {
         render_err("--output does not apply to --review (it prints the AdmissionReview)");
-        return 2;
+        rc = 2;
+        goto out;
     }
-    if (load_jobs(job_path, &jobs) != 0)
-        return 1;
+    jobs = json_array();
+    if (jobs == NULL) {
+        render_err("out of memory");
+        goto out;
+    }
+    for (size_t k = 0; k < njob_paths; k++)
+        if (load_jobs(job_paths[k], jobs) != 0)
+            goto out;
     job = json_array_get(jobs, 0);
     if ((pod_path != NULL || review_path != NULL) && json_array_size(jobs) > 1) {
-        render_err("%s: holds %zu Jobs; %s takes a file with one", job_path,
-                   json_array_size(jobs), pod_path != NULL ? "--pod" : "--review");
+        if (njob_paths == 1)
+            render_err("%s: holds %zu Jobs; %s takes a file with one", job_paths[0],
+                       json_array_size(jobs), pod_path != NULL ? "--pod" : "--review");
+        else
+            render_err("the -f files hold %zu Jobs; %s takes one", json_array_size(jobs),
+                       pod_path != NULL ? "--pod" : "--review");
         goto out;
     }
     if (review_path != NULL) {
@@ -460,6 +548,7 @@ int render_main(int argc, char **argv)
 
         if (load_pod(pod_path, job, &pod) != 0)
             goto out;
+        warn_pod_task(pod_path, job, pod);
         ns = ns_flag;
         if (ns == NULL)
             ns = json_string_value(json_object_get(json_object_get(pod, "metadata"), "namespace"));
@@ -482,5 +571,6 @@ int render_main(int argc, char **argv)
 out:
     json_decref(pod);
     json_decref(jobs);
+    free(job_paths);
     return rc;
 }
