@@ -634,7 +634,7 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
             goto out;
         }
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-        LOG_DEBUG("k8s: method=%s path=%s status=%ld bytes=%zu attempt=%ld", method, path, code,
+        LOG_DEBUG("k8s: response method=%s path=%s status=%ld bytes=%zu attempt=%ld", method, path, code,
                   b.len, attempt);
         if (code >= 200 && code <= 299)
             break;
@@ -642,7 +642,7 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
             k8s_client_retry_after(h, &retry_after) &&
             (long long)retry_after * 1000 < deadline - clock_mono_ms()) {
             /* the server asked for a pause and there is time for it and one more try */
-            LOG_DEBUG("k8s: method=%s path=%s status=%ld retry_after=%ld", method, path, code,
+            LOG_DEBUG("k8s: retrying after the server's pause method=%s path=%s status=%ld retry_after=%ld", method, path, code,
                       (long)retry_after);
             sleep_ms((long long)retry_after * 1000);
             continue;

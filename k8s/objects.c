@@ -104,6 +104,16 @@ static int wrap_error(int rc, struct wh_error *err, const char *verb,
                         cause[0] != '\0' ? cause : wh_error_str(rc));
 }
 
+/* Each change made to the cluster is logged at info: an operator's record of what
+ * the reconcile side did (unchanged objects are not). */
+static void log_change(const char *what, const struct k8s_owner_ctx *o,
+                       const struct k8s_kind *kind, const char *name)
+{
+    LOG_INFO("reconcile: %s kind=%s object=%s/%s job=%s/%s uid=%s", what, kind->kind,
+             meta_str(o->job, "namespace"), name, meta_str(o->job, "namespace"),
+             meta_str(o->job, "name"), meta_str(o->job, "uid"));
+}
+
 /* The object to create: a new reference to s->desired, or s->build's result. */
 static int ensure_desired(const struct k8s_ensure_spec *s, json_t **out, struct wh_error *err)
 {
@@ -153,6 +163,7 @@ int k8s_object_ensure(const struct k8s_owner_ctx *o, const struct k8s_ensure_spe
                 rc = wrap_error(rc, err, "create", s->kind, ns, s->name);
                 goto out;
             }
+            log_change("created", o, s->kind, s->name);
             goto done;
         }
         if (rc < 0) {
@@ -190,6 +201,7 @@ int k8s_object_ensure(const struct k8s_owner_ctx *o, const struct k8s_ensure_spe
             rc = wrap_error(rc, err, "update", s->kind, ns, s->name);
             goto out;
         }
+        log_change("updated", o, s->kind, s->name);
         goto done;
     }
     rc = wh_error_set(err, WH_ECONFLICT, "ensure %s %s/%s: still changing after %d attempts",
@@ -236,7 +248,9 @@ int k8s_object_delete(const struct k8s_owner_ctx *o, const struct k8s_kind *kind
         goto out;
     }
     rc = k8s_delete(o->kc, path, o->timeout_ms, err);
-    if (rc == WH_ENOTFOUND)
+    if (rc == 0)
+        log_change("deleted", o, kind, name);
+    else if (rc == WH_ENOTFOUND)
         rc = 0;
     else if (rc < 0)
         rc = wrap_error(rc, err, "delete", kind, ns, name);

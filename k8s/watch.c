@@ -272,7 +272,7 @@ static void wait_retry_after(struct watch_state *s)
         return;
     until = clock_mono_ms() + (secs * 1000 < WATCH_RETRY_AFTER_MAX_MS ? (long long)secs * 1000
                                                                      : WATCH_RETRY_AFTER_MAX_MS);
-    LOG_DEBUG("k8s: watch path=%s status=%ld retry_after=%ld", s->p->path, s->http_code,
+    LOG_DEBUG("k8s: watch paused by the server path=%s status=%ld retry_after=%ld", s->p->path, s->http_code,
               (long)secs);
     while (clock_mono_ms() < until && !(s->p->stop != NULL && atomic_load(s->p->stop))) {
         long long left = until - clock_mono_ms();
@@ -358,7 +358,7 @@ int k8s_watch(struct k8s_client *c, const struct watch_params *p, watch_fn fn, v
                      p->idle_timeout_ms > 0 ? p->idle_timeout_ms : WATCH_CONNECT_MS);
     curl_easy_setopt(s.h, CURLOPT_ERRORBUFFER, errbuf);
     s.last_byte_ms = clock_mono_ms();
-    LOG_DEBUG("k8s: watch path=%s rv=%s", p->path,
+    LOG_DEBUG("k8s: watch started path=%s rv=%s", p->path,
               p->resource_version != NULL ? p->resource_version : "");
     cc = curl_easy_perform(s.h);
     if (s.stopped) {
@@ -394,7 +394,7 @@ out:
         *last_rv = s.rv;
         s.rv = NULL; /* now owned by the caller */
     }
-    LOG_DEBUG("k8s: watch path=%s ended rc=%d", p->path, rc);
+    LOG_DEBUG("k8s: watch ended path=%s rc=%s", p->path, wh_error_str(rc));
     k8s_client_headers_free(hdrs);
     curl_easy_cleanup(s.h);
     free(s.rv);

@@ -304,6 +304,35 @@ class ReconcileTest(unittest.TestCase):
         self.assertEqual(self.env.api.job("done", "ray-cluster-job")["status"]["state"]["phase"],
                          "Completed")
 
+    def test_changes_logged_at_info(self):
+        """Each object created, updated or deleted is one info line naming it and its Job;
+        an object left as it was is not logged again."""
+        kinds = {"configmaps": "ConfigMap", "secrets": "Secret", "services": "Service",
+                 "networkpolicies": "NetworkPolicy"}
+        job = self.c.create_job("ray-cluster-job", "logged")
+        self.c.wait_objects(job)
+        uid = job["metadata"]["uid"]
+
+        def changes(what):
+            return sorted((e["kind"], e["object"]) for e in log_events(self.env.webhook)
+                          if e.get("msg") == "reconcile: " + what
+                          and e.get("job") == "logged/ray-cluster-job")
+
+        want = sorted((kinds[res], "logged/" + name) for res, name in expected_objects(job))
+        wait_for(lambda: changes("created") == want, "one created line per object")
+        for e in log_events(self.env.webhook):
+            if e.get("msg") == "reconcile: created" and e.get("job") == "logged/ray-cluster-job":
+                self.assertEqual((e["level"], e["uid"]), ("info", uid))
+        job = self.env.api.job("logged", "ray-cluster-job")
+        next(t for t in job["spec"]["tasks"] if t["name"] == "worker")["replicas"] = 3
+        job = self.c.put_job(job)
+        wait_for(lambda: ("ConfigMap", "logged/ray-cluster-job-svc") in changes("updated"),
+                 "the ConfigMap's update logged")
+        self.assertNotIn(("Service", "logged/ray-cluster-job"), changes("updated"))
+        job["status"] = {"state": {"phase": "Completed"}}
+        self.c.put_job(job, "/status")
+        wait_for(lambda: changes("deleted") == want, "one deleted line per object")
+
     def test_deleted_job_objects_gone_without_gc(self):
         self.env.api._control("POST", "/_test/gc", {"enabled": False})
         job = self.c.create_job("lm-mpi-job", "del")

@@ -263,7 +263,8 @@ static int try_acquire_or_renew(struct leader *l, long timeout_ms, struct wh_err
                       now, timeout_ms, err);
         if (rc == 1)
             return 1;
-        LOG_DEBUG("leader: optimistic renew failed, reading the lease rc=%d", rc);
+        LOG_DEBUG("leader: optimistic renew failed, reading the lease rc=\"%s\"",
+                  rc == 0 ? "conflict" : wh_error_str(rc));
     }
 
     rc = k8s_get(l->kc, l->path, timeout_ms, &got, err);
@@ -339,17 +340,19 @@ static void release(struct leader *l)
     if (rc == 1)
         LOG_INFO("leader: released lease=%s/%s", l->ns, l->name);
     else
-        LOG_WARN("leader: cannot release lease=%s/%s rc=%d err=\"%s\"", l->ns, l->name, rc,
-                 rc == 0 ? "conflict" : err.msg);
+        LOG_WARN("leader: cannot release lease=%s/%s rc=\"%s\" err=\"%s\"", l->ns, l->name,
+                 rc == 0 ? "conflict" : wh_error_str(rc), rc == 0 ? "conflict" : err.msg);
 }
 
 static void set_leading(struct leader *l, bool leading)
 {
     atomic_store(&l->leading, leading);
+    /* Info either way: a lost Lease has its warning already (taken, or not renewed),
+     * and a shutdown is no fault. */
     if (leading)
         LOG_INFO("leader: leading identity=%s lease=%s/%s", l->identity, l->ns, l->name);
     else
-        LOG_WARN("leader: stopped leading identity=%s", l->identity);
+        LOG_INFO("leader: stopped leading identity=%s", l->identity);
     if (l->on_change != NULL)
         l->on_change(l->userdata, leading);
 }
@@ -388,8 +391,8 @@ static void *leader_main(void *arg)
                 next = start + l->retry_ms;
             } else {
                 if (rc < 0)
-                    LOG_WARN("leader: cannot acquire lease=%s/%s rc=%d err=\"%s\"", l->ns,
-                             l->name, rc, err.msg);
+                    LOG_WARN("leader: cannot acquire lease=%s/%s rc=\"%s\" err=\"%s\"", l->ns,
+                             l->name, wh_error_str(rc), err.msg);
                 next = clock_mono_ms() + l->retry_ms
                        + (long long)(rand_r(&l->seed) % (l->retry_ms * 6 / 5 + 1));
             }
@@ -410,12 +413,12 @@ static void *leader_main(void *arg)
             set_leading(l, false);
             next = clock_mono_ms() + l->retry_ms;
         } else if (clock_mono_ms() >= l->renewed_ms + l->renew_deadline_ms) {
-            LOG_WARN("leader: cannot renew within the renew deadline lease=%s/%s rc=%d err=\"%s\"",
-                     l->ns, l->name, rc, err.msg);
+            LOG_WARN("leader: cannot renew within the renew deadline lease=%s/%s rc=\"%s\" "
+                     "err=\"%s\"", l->ns, l->name, wh_error_str(rc), err.msg);
             set_leading(l, false);
             next = clock_mono_ms() + l->retry_ms;
         } else {
-            LOG_WARN("leader: renew failed, retrying rc=%d err=\"%s\"", rc, err.msg);
+            LOG_WARN("leader: renew failed, retrying rc=\"%s\" err=\"%s\"", wh_error_str(rc), err.msg);
             next = clock_mono_ms() + l->retry_ms;
             if (next > l->renewed_ms + l->renew_deadline_ms)
                 next = l->renewed_ms + l->renew_deadline_ms;

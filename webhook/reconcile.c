@@ -399,8 +399,8 @@ static int run_hook(struct reconciler *r, size_t k, enum rc_hook which, const ch
     ctx.env = &r->env;
     rc = fn(&ctx, &err);
     if (rc < 0) {
-        LOG_WARN("reconcile: hook failed job=%s uid=%s plugin=%s hook=%s rc=%d err=\"%s\"", key,
-                 job_str(job, "metadata", "uid"), p->name, names[which], rc,
+        LOG_WARN("reconcile: hook failed job=%s uid=%s plugin=%s hook=%s rc=\"%s\" err=\"%s\"",
+                 key, job_str(job, "metadata", "uid"), p->name, names[which], wh_error_str(rc),
                  err.msg[0] != '\0' ? err.msg : wh_error_str(rc));
         pthread_mutex_lock(&r->mu);
         r->errors++;
@@ -459,7 +459,7 @@ static int run_teardown(struct reconciler *r, const char *key, const json_t *job
     }
     pthread_mutex_unlock(&r->mu);
     if (mask != 0)
-        LOG_INFO("reconcile: teardown job=%s uid=%s rc=%d", key, uid, first);
+        LOG_INFO("reconcile: teardown job=%s uid=%s rc=\"%s\"", key, uid, wh_error_str(first));
     return first;
 }
 
