@@ -186,7 +186,7 @@ int sshkeys_generate(char **priv_out, char **pub_out, struct wh_error *err)
     *pub_out = NULL;
     if (pk == NULL)
         return ossl_error(err, "RSA generation");
-    metrics_ssh_keygen(clock_mono_s() - started);   /* webhook_ssh_keygen_seconds */
+    metrics_ssh_keygen(clock_mono_s() - started);   /* webhook_ssh_keygen_seconds_total */
     rc = private_pem(pk, priv_out, err);
     if (rc == 0)
         rc = public_line(pk, pub_out, err);

@@ -432,7 +432,7 @@ class MetricsTest(WebhookCase):
             self.assertLess(time.monotonic(), deadline, "no ssh key generated")
             time.sleep(0.1)
         last = self.scrape(wh)
-        self.assertGreater(metric(last, "webhook_ssh_keygen_seconds_sum"), 0)
+        self.assertGreater(metric(last, "webhook_ssh_keygen_seconds_total"), 0)
         self.assertGreaterEqual(metric(last, "webhook_reconcile_total"), 1)
         self.assertEqual(metric(last, "webhook_tls_reloads_total", result="ok"), 0)
         # Buckets are cumulative and end at the count.

@@ -255,7 +255,7 @@ static void render_own(struct metrics_writer *w)
             }
         }
     }
-    metrics_write(w, "webhook_ssh_keygen_seconds_sum", "counter",
+    metrics_write(w, "webhook_ssh_keygen_seconds_total", "counter",
                   "Time spent generating ssh key pairs, seconds.", NULL,
                   (double)atomic_load(&keygen_sum_ns) / 1e9);
     metrics_write(w, "webhook_ssh_keygen_total", "counter", "ssh key pairs generated.", NULL,
