@@ -155,6 +155,15 @@ class KeyPermissionsTest(unittest.TestCase):
         self.assertIn("--allow-insecure-key-permissions", out)
         self.assertNotIn("PRIVATE KEY", out)
 
+    def test_missing_key_not_an_override_case(self):
+        """A key file that is not there is named; the permissions override, which cannot
+        help, is not suggested."""
+        self.key = os.path.join(self.env.dir, "no-such.key")
+        rc, out = self.run_briefly()
+        self.assertEqual(rc, 1, out)
+        self.assertIn("cannot load the TLS pair: %s: No such file or directory" % self.key, out)
+        self.assertNotIn("--allow-insecure-key-permissions", out)
+
     def test_group_writable_key_refused(self):
         os.chmod(self.key, 0o660)
         rc, out = self.run_briefly()

@@ -525,6 +525,7 @@ int serve_main(int argc, char **argv)
     sigset_t block;
     sigset_t old_mask;
     bool signals_set = false;
+    int key_rc;
     int rc;
 
     rc = serve_flags_parse(&o, argc, argv, stdout, stderr);
@@ -550,10 +551,14 @@ int serve_main(int argc, char **argv)
         if (selfsigned_side_generate(&ss, lease_namespace(&rs), &pair) < 0)
             goto out;
     } else if (!o.allow_insecure_key
-               && certs_check_key_permissions(o.tls_key_file, &err) < 0) {
-        /* a key others can read is as good as published (issue 6, security review) */
-        LOG_ERROR("refusing the TLS private key: %s (--allow-insecure-key-permissions to "
-                  "load it anyway)", err.msg);
+               && (key_rc = certs_check_key_permissions(o.tls_key_file, &err)) < 0) {
+        /* a key others can read is as good as published (issue 6, security review);
+         * the override only helps with permissions, not with a missing file */
+        if (key_rc == WH_EINVAL)
+            LOG_ERROR("refusing the TLS private key: %s (--allow-insecure-key-permissions "
+                      "to load it anyway)", err.msg);
+        else
+            LOG_ERROR("cannot load the TLS pair: %s", err.msg);
         goto out;
     } else if (certs_load_pair(&pair, o.tls_cert_file, o.tls_key_file, &err) < 0) {
         LOG_ERROR("cannot load the TLS pair: %s", err.msg);
