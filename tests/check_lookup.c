@@ -5,6 +5,8 @@
  * past the timeout and a 500 come back as the errors mutate_review expects.
  * Request counts come from the server's own request log.
  */
+#include <pthread.h>
+
 #include "tests/apitest.h"
 #include "webhook/cache.h"
 #include "webhook/lookup.h"
@@ -72,7 +74,7 @@ static int get(struct job_lookup *l, const char *name, const char *uid, json_t *
 
 START_TEST(test_cached_job_makes_no_request)
 {
-    struct job_lookup l = {cache, kc, 2000};
+    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 2000};
     struct wh_error err = {0, ""};
     json_t *job = cached_job(uid_of(stored));
     json_t *got = NULL;
@@ -96,7 +98,7 @@ END_TEST
 
 START_TEST(test_miss_makes_one_get)
 {
-    struct job_lookup l = {cache, kc, 2000};
+    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 2000};
     struct wh_error err = {0, ""};
     json_t *got = NULL;
 
@@ -118,7 +120,7 @@ END_TEST
 
 START_TEST(test_stale_uid_reads_again)
 {
-    struct job_lookup l = {cache, kc, 2000};
+    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 2000};
     struct wh_error err = {0, ""};
     json_t *old = cached_job("uid-of-a-deleted-incarnation");
     json_t *got = NULL;
@@ -137,7 +139,7 @@ END_TEST
 
 START_TEST(test_errors)
 {
-    struct job_lookup l = {cache, kc, 300};
+    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 300};
     struct wh_error err = {0, ""};
     json_t *got = NULL;
 
@@ -165,7 +167,7 @@ END_TEST
 
 START_TEST(test_no_cache)
 {
-    struct job_lookup l = {NULL, kc, 2000};
+    struct job_lookup l = {.cache = NULL, .client = kc, .timeout_ms = 2000};
     struct wh_error err = {0, ""};
     json_t *got = NULL;
 
@@ -173,6 +175,123 @@ START_TEST(test_no_cache)
     ck_assert(json_equal(got, stored));
     json_decref(got);
     ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 1);
+}
+END_TEST
+
+/* One lookup on its own thread, released with the others by a barrier. */
+struct lookup_thread {
+    pthread_t th;
+    struct job_lookup *l;
+    pthread_barrier_t *go;
+    const char *name;
+    int rc;
+    json_t *job;
+    struct wh_error err;
+};
+
+static void *lookup_main(void *arg)
+{
+    struct lookup_thread *t = arg;
+
+    if (t->go != NULL)
+        pthread_barrier_wait(t->go);
+    t->rc = lookup_job_get(t->l, "ns1", t->name, "", &t->job, &t->err);
+    return NULL;
+}
+
+/* Wait (up to 20 s) until the API server has received n GETs of path. */
+static void wait_gets(const char *path, int n)
+{
+    for (int i = 0; i < 2000 && apitest_count(&api, "GET", path) < n; i++)
+        usleep(10000);
+    ck_assert_int_eq(apitest_count(&api, "GET", path), n);
+}
+
+START_TEST(test_concurrent_misses_share_one_get)
+{
+    enum { N = 8 };
+    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 10000};
+    struct lookup_thread t[N];
+    pthread_barrier_t go;
+
+    ck_assert_int_eq(lookup_init(&l), 0);
+    /* The GET stalls, so every lookup starts while it is in the air. */
+    apitest_ctl(&api, "POST", "/_test/faults",
+                "{\"method\":\"GET\",\"path_regex\":\"/jobs/j1$\",\"delay_ms\":2000,\"count\":1}");
+    pthread_barrier_init(&go, NULL, N);
+    for (int i = 0; i < N; i++) {
+        t[i] = (struct lookup_thread){.l = &l, .go = &go, .name = "j1"};
+        ck_assert_int_eq(pthread_create(&t[i].th, NULL, lookup_main, &t[i]), 0);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(t[i].th, NULL);
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(t[i].rc, 0);
+        ck_assert(json_equal(t[i].job, stored));
+        for (int k = 0; k < i; k++)
+            ck_assert_ptr_ne(t[i].job, t[k].job);   /* each its own copy */
+    }
+    for (int i = 0; i < N; i++)
+        json_decref(t[i].job);
+    ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 1);
+    ck_assert_uint_eq(apitest_total(&api), 1);
+
+    /* An error is shared too: one 500, every caller gets its Status reason. */
+    apitest_ctl(&api, "POST", "/_test/faults",
+                "{\"method\":\"GET\",\"path_regex\":\"/jobs/j1$\",\"delay_ms\":2000,"
+                "\"status\":500,\"reason\":\"InternalError\",\"message\":\"boom\",\"count\":1}");
+    for (int i = 0; i < N; i++) {
+        t[i] = (struct lookup_thread){.l = &l, .go = &go, .name = "j1"};
+        ck_assert_int_eq(pthread_create(&t[i].th, NULL, lookup_main, &t[i]), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(t[i].th, NULL);
+        ck_assert_int_eq(t[i].rc, WH_EAPI);
+        ck_assert_str_eq(t[i].err.msg, "InternalError: boom");
+        ck_assert_ptr_null(t[i].job);
+    }
+    ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 2);
+    pthread_barrier_destroy(&go);
+    lookup_dispose(&l);
+    lookup_dispose(&l);   /* safe twice */
+}
+END_TEST
+
+START_TEST(test_flights_capped)
+{
+    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 10000, .max_flights = 1};
+    struct lookup_thread a = {.l = &l, .name = "j1"};
+    struct lookup_thread b = {.l = &l, .name = "j1"};
+    struct wh_error err = {0, ""};
+    json_t *got = NULL;
+
+    ck_assert_int_eq(lookup_init(&l), 0);
+    apitest_ctl(&api, "POST", "/_test/faults",
+                "{\"method\":\"GET\",\"path_regex\":\"/jobs/j1$\",\"delay_ms\":2000,\"count\":1}");
+    ck_assert_int_eq(pthread_create(&a.th, NULL, lookup_main, &a), 0);
+    wait_gets(JOB_PATH, 1);
+    /* j1 is in the air and the one flight allowed: another Job is refused at once,
+     * without a request; j1 itself is still shared. */
+    ck_assert_int_eq(get(&l, "j2", "u", &got, &err), WH_EBUSY);
+    ck_assert_str_eq(err.msg, "too many volcano jobs being read from the API server at once "
+                              "(1); try again");
+    ck_assert_ptr_null(got);
+    ck_assert_int_eq(pthread_create(&b.th, NULL, lookup_main, &b), 0);
+    pthread_join(a.th, NULL);
+    pthread_join(b.th, NULL);
+    ck_assert_int_eq(a.rc, 0);
+    ck_assert_int_eq(b.rc, 0);
+    ck_assert(json_equal(a.job, stored));
+    ck_assert(json_equal(b.job, stored));
+    json_decref(a.job);
+    json_decref(b.job);
+    ck_assert_int_le(apitest_count(&api, "GET", JOB_PATH), 2);  /* b may come after a landed */
+    ck_assert_int_eq(apitest_count(&api, "GET",
+                                   "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs/j2"), 0);
+    /* Landed: room again. */
+    wh_error_clear(&err);
+    ck_assert_int_eq(get(&l, "j2", "u", &got, &err), WH_ENOTFOUND);
+    lookup_dispose(&l);
 }
 END_TEST
 
@@ -188,6 +307,8 @@ static Suite *lookup_suite(void)
     tcase_add_test(tc, test_stale_uid_reads_again);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_no_cache);
+    tcase_add_test(tc, test_concurrent_misses_share_one_get);
+    tcase_add_test(tc, test_flights_capped);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -10,6 +10,7 @@ WATCH) against the test API server, seen from the admission path and /readyz.
 
 import json
 import re
+import threading
 import time
 import unittest
 
@@ -126,6 +127,38 @@ class CacheTest(WebhookEnv, unittest.TestCase):
         # The lookup never fills the cache (the informer is its only writer): GET again.
         self.admit_patched(env, stored, "mpiworker", 0)
         self.assertEqual(len(job_gets(env.api, "mpi-job")), 2)
+
+    def test_concurrent_misses_share_one_get(self):
+        """A new Job's pods arrive together, before the watch brings the Job: their
+        lookups wait for one GET instead of making one each."""
+        env = self.start(faults=[{"method": "GET", "path_regex": r"/v1alpha1/jobs\?.*watch=",
+                                  "watch_stall_ms": -1, "count": -1}],
+                         args=["--job-lookup-timeout", "10s"])
+        self.wait_ready(env)
+        job = harness.load_job("pytorch-job")
+        status, stored = env.api.call("POST", JOBS_COLLECTION % "default", job)
+        self.assertEqual(status, 201, stored)
+        env.api.clear_requests()
+        # The first review's GET stalls for 2 s; the second arrives while it is in the
+        # air (on a connection of its own, so on a worker that is not blocked).
+        env.api.add_faults([{"method": "GET", "path_regex": r"/jobs/pytorch-job$",
+                             "delay_ms": 2000, "count": 1}])
+        pods = [harness.build_pod(stored, "master", 0), harness.build_pod(stored, "worker", 0)]
+        answers = [None, None]
+
+        def admit(k):
+            answers[k] = env.webhook.admit(harness.review(pods[k], "default"))
+        first = threading.Thread(target=admit, args=(0,))
+        first.start()
+        wait_for(lambda: job_gets(env.api), "the first review's GET")
+        admit(1)
+        first.join()
+        for pod, resp in zip(pods, answers):
+            self.assertTrue(resp["allowed"], resp)
+            self.assertNotIn("warnings", resp)
+            self.assertEqual(harness.apply_patch(pod, resp)["spec"]["subdomain"], "pytorch-job")
+        self.assertEqual(job_gets(env.api), ["/apis/batch.volcano.sh/v1alpha1/namespaces/"
+                                             "default/jobs/pytorch-job"])
 
     def test_stale_uid_in_cache_is_fetched_again(self):
         # Listed with one uid; deleted and created again (a new uid) while the watch is

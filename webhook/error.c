@@ -81,6 +81,7 @@ const char *wh_error_str(int code)
     case WH_ETIMEOUT: return "timeout";
     case WH_EAPI: return "api error";
     case WH_ETOOBIG: return "too big";
+    case WH_EBUSY: return "busy";
     default: return "error";
     }
 }

@@ -21,6 +21,7 @@
 #define WH_ETIMEOUT (-8)
 #define WH_EAPI     (-9)  /* any other API server or transport failure */
 #define WH_ETOOBIG  (-10) /* input over a size cap */
+#define WH_EBUSY    (-11) /* a local limit is reached; try again later */
 
 #define WH_ERROR_MSG_MAX 256
 

@@ -3,9 +3,16 @@
  * that reads the Jobs cache first and falls back to one GET (issue 3; spec D6,
  * D7 is applied by mutate_review on what this returns).
  *
- * Threads: lookup_job_get runs on MHD workers, many at once. struct job_lookup
- * is immutable while the server runs; the cache and the client are thread-safe.
- * The cache is only read here: the informer thread is its one writer.
+ * API reads are shared and bounded (after lookup_init): concurrent misses for
+ * the same Job wait for one GET (a new Job's pods all arrive before the watch
+ * has brought it), and at most max_flights different Jobs are read at once,
+ * so reviews naming Jobs that are not cached (or do not exist) cannot hold
+ * every MHD worker on a GET while reviews of cached Jobs wait.
+ *
+ * Threads: lookup_job_get runs on MHD workers, many at once. The fields of
+ * struct job_lookup are not changed while the server runs; its flights are
+ * guarded by their own mutex. The cache and the client are thread-safe. The
+ * cache is only read here: the informer thread is its one writer.
  */
 #ifndef WH_LOOKUP_H
 #define WH_LOOKUP_H
@@ -17,21 +24,36 @@
 #include "webhook/error.h"
 #include "webhook/mutate.h"
 
+struct lookup_flights;
+
 struct job_lookup {
     struct job_cache *cache;    /* borrowed; NULL → every lookup is a GET */
     struct k8s_client *client;  /* borrowed */
     long timeout_ms;            /* limit of the one GET (--job-lookup-timeout) */
+    unsigned max_flights;       /* most Jobs read through the API at once; 0: no limit */
+    struct lookup_flights *flights;  /* lookup_init's; NULL: every miss its own GET */
 };
+
+/**
+ * Make l's shared-GET state (l->flights); the other fields are set by the caller,
+ * before or after. @return 0 or WH_ENOMEM. Undo with lookup_dispose.
+ */
+int lookup_init(struct job_lookup *l) WH_WARN_UNUSED;
+
+/** Free l->flights (none may be in flight: the server is stopped); safe twice. */
+void lookup_dispose(struct job_lookup *l);
 
 /**
  * The get() of struct job_source; userdata is a struct job_lookup (borrowed).
  * The cached Job ns/name is returned when its metadata.uid equals uid (or uid
  * is "", or the cached Job has no uid), with no API request. On a miss, or when
  * the cached Job has another uid (a stale cache, spec D6: read again), one
- * k8s_get_job with timeout_ms.
+ * k8s_get_job with timeout_ms; after lookup_init, a GET of ns/name already in
+ * flight is waited for and its answer shared instead.
  * @param[out] job_out new reference on success (a private copy either way)
  * @return 0; WH_ENOTFOUND when the API says 404; WH_ETIMEOUT / WH_EAPI /
- *         WH_ENOMEM with err filled (k8s_get_job's reason).
+ *         WH_ENOMEM with err filled (k8s_get_job's reason); WH_EBUSY when
+ *         max_flights other Jobs are being read (err says so), without a request.
  */
 int lookup_job_get(void *userdata, const char *ns, const char *name, const char *uid,
                    json_t **job_out, struct wh_error *err);

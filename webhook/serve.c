@@ -508,7 +508,7 @@ static void ops_stop(struct serve_ops *ops)
 int serve_main(int argc, char **argv)
 {
     struct serve_options o;              /* the flags (webhook/serve_flags.h) */
-    struct job_lookup lookup = {NULL, NULL, 0};
+    struct job_lookup lookup = {NULL, NULL, 0, 0, NULL};
     struct job_cache *cache = NULL;      /* Jobs cache (issue 3) */
     struct informer *informer = NULL;    /* its list/watch thread */
     struct serve_reconcile rs;           /* reconciler and leader election (issue 3) */
@@ -628,7 +628,14 @@ int serve_main(int argc, char **argv)
     scfg.port = (unsigned)o.port;
     scfg.tls_cert_pem = pair.cert_pem;
     scfg.tls_key_pem = pair.key_pem;
-    scfg.src = lookup_job_source(&lookup);   /* cache first, else one GET */
+    /* At most half the MHD workers wait on Job GETs: the others serve cached Jobs. */
+    scfg.threads = server_default_threads("/sys/fs/cgroup");
+    lookup.max_flights = scfg.threads > 1 ? scfg.threads / 2 : 1;
+    if (lookup_init(&lookup) < 0) {
+        LOG_ERROR("out of memory");
+        goto out;
+    }
+    scfg.src = lookup_job_source(&lookup);   /* cache first, else one shared GET */
     scfg.ready = serve_ready;
     scfg.ready_userdata = cache;
     /* operations: connection limits and /metrics (issue 4/6) */
@@ -668,6 +675,7 @@ out:
     /* reconcile side first: stop reconciling and release the Lease for the successor */
     leader_stop(rs.leader);
     server_stop(srv);
+    lookup_dispose(&lookup);   /* after the server: its workers were the lookups */
     selfsigned_side_stop(&ss);  /* after the server: its readiness reads the patcher */
     informer_stop(informer);   /* joins the thread: nothing uses the client or the cache after */
     reconcile_stop(rs.rec);    /* after the informer (its handlers queue); joins the workers */
