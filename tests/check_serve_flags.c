@@ -489,9 +489,9 @@ START_TEST(test_leader_elect_bool)
     PARSE(&o, &r, "--insecure-http", "--leader-elect=maybe");
     assert_usage_error(&r, P "invalid --leader-elect \"maybe\": want true or false\n");
     result_free(&r);
-    /* with a space the value is not the flag's: a stray argument */
+    /* with a space the value is not the flag's: a stray argument, and how to write it */
     PARSE(&o, &r, "--insecure-http", "--leader-elect", "false");
-    assert_usage_error(&r, P "unexpected argument \"false\"\n");
+    assert_usage_error(&r, P "unexpected argument \"false\" (write --leader-elect=false)\n");
     result_free(&r);
 }
 END_TEST

@@ -601,6 +601,16 @@ int serve_flags_parse(struct serve_options *out, int argc, char **argv, FILE *he
         }
     }
     if (optind < argc) {
+        const char *prev = optind > 1 ? argv[optind - 1] : "";
+
+        /* "--leader-elect false": an optional value must be joined with "=" */
+        for (size_t k = 0; prev[0] == '-' && prev[1] == '-' && longopts[k].name != NULL; k++)
+            if (longopts[k].has_arg == optional_argument
+                && strcmp(prev + 2, longopts[k].name) == 0) {
+                fprintf(err_to, WH_PROG ": serve: unexpected argument \"%s\" (write %s=%s)\n",
+                        argv[optind], prev, argv[optind]);
+                return WH_EINVAL;
+            }
         fprintf(err_to, WH_PROG ": serve: unexpected argument \"%s\"\n", argv[optind]);
         return WH_EINVAL;
     }
