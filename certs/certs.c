@@ -6,7 +6,11 @@
  * SHA-256, with the
  * extensions kube-apiserver (Go crypto/x509) checks: subjectAltName (the CN is
  * ignored), basicConstraints, keyUsage, extendedKeyUsage serverAuth, and
- * subject/authority key identifiers. certs_load_pair reads a PEM pair and
+ * subject/authority key identifiers. certs_generate_leaf makes only the serving
+ * certificate, signed by an existing CA (renewal under the same caBundle),
+ * after checking that CA with OpenSSL (CA:TRUE, keyCertSign, key, notAfter) and
+ * capping the leaf's notAfter at the CA's. certs_not_after reads a certificate's
+ * notAfter as Unix seconds. certs_load_pair reads a PEM pair and
  * re-encodes it (certificate chain as read, key as unencrypted PKCS#8), so that
  * the TLS library gets one format whatever the file held.
  *
@@ -25,6 +29,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,9 +324,11 @@ static int set_serial(X509 *cert, struct wh_error *err)
 
 /*
  * Make one certificate for key, named cn, signed by issuer/issuer_key (itself
- * when issuer is NULL). @param[out] out new certificate.
+ * when issuer is NULL). With capped and issuer non-NULL, notAfter is capped at
+ * the issuer's and *capped says whether it was (certs_generate's own CA and leaf
+ * keep their exact `days`). @param[out] out new certificate.
  */
-static int make_cert(X509 **out, EVP_PKEY *key, const char *cn, X509 *issuer,
+static int make_cert(X509 **out, bool *capped, EVP_PKEY *key, const char *cn, X509 *issuer,
                      EVP_PKEY *issuer_key, bool is_ca, const char *const *dns, size_t ndns,
                      int days, struct wh_error *err)
 {
@@ -345,6 +352,18 @@ static int make_cert(X509 **out, EVP_PKEY *key, const char *cn, X509 *issuer,
         || X509_time_adj_ex(X509_getm_notAfter(cert), days, 0, NULL) == NULL) {
         rc = ossl_fail(err, WH_ERROR, "cannot fill certificate");
         goto out;
+    }
+    /* A certificate outliving its issuer only fails later, at the issuer's notAfter. */
+    if (capped != NULL)
+        *capped = false;
+    if (capped != NULL && issuer != NULL
+        && ASN1_TIME_compare(X509_get0_notAfter(cert), X509_get0_notAfter(issuer)) > 0) {
+        if (X509_set1_notAfter(cert, X509_get0_notAfter(issuer)) != 1) {
+            rc = ossl_fail(err, WH_ERROR, "cannot fill certificate");
+            goto out;
+        }
+        if (capped != NULL)
+            *capped = true;
     }
     rc = set_serial(cert, err);
     if (rc < 0)
@@ -373,11 +392,22 @@ static int make_cert(X509 **out, EVP_PKEY *key, const char *cn, X509 *issuer,
     /* The subject key id first: a self-signed CA's authority key id refers to it. */
     if (rc == 0)
         rc = add_ext(cert, &ctx, NID_subject_key_identifier, "hash", err);
+    /* An existing CA may lack a subject key id: name it by issuer and serial then. */
     if (rc == 0)
-        rc = add_ext(cert, &ctx, NID_authority_key_identifier, "keyid:always", err);
+        rc = add_ext(cert, &ctx, NID_authority_key_identifier,
+                     issuer == NULL || X509_get0_subject_key_id(issuer) != NULL
+                         ? "keyid:always"
+                         : "issuer:always",
+                     err);
     if (rc < 0)
         goto out;
-    if (X509_sign(cert, issuer_key, EVP_sha256()) <= 0) {
+    /* EdDSA keys sign the message itself: no digest may be named for them. */
+    if (X509_sign(cert, issuer_key,
+                  EVP_PKEY_get_base_id(issuer_key) == EVP_PKEY_ED25519
+                          || EVP_PKEY_get_base_id(issuer_key) == EVP_PKEY_ED448
+                      ? NULL
+                      : EVP_sha256())
+        <= 0) {
         rc = ossl_fail(err, WH_ERROR, "cannot sign certificate");
         goto out;
     }
@@ -421,6 +451,168 @@ static EVP_PKEY *key_generate(enum certs_key_type type)
     return EVP_EC_gen("P-256");
 }
 
+/* Arguments shared by certs_generate and certs_generate_leaf. */
+static int check_leaf_args(enum certs_key_type key_type, const char *const *dns, size_t ndns,
+                           int days, struct wh_error *err)
+{
+    if (ndns == 0 || dns == NULL)
+        return wh_error_set(err, WH_EINVAL, "no subjectAltName given");
+    if (days <= 0 || days > 36500)
+        return wh_error_set(err, WH_EINVAL, "days %d out of range 1..36500", days);
+    if (key_type != CERTS_KEY_ECDSA_P256 && key_type != CERTS_KEY_RSA_2048)
+        return wh_error_set(err, WH_EINVAL, "unknown key type %d", (int)key_type);
+    for (size_t i = 0; i < ndns; i++)
+        if (dns[i] == NULL || dns[i][0] == '\0')
+            return wh_error_set(err, WH_EINVAL, "empty subjectAltName");
+    return 0;
+}
+
+/* The CN is informational only (clients use the SAN) and limited to 64 bytes. */
+static const char *leaf_cn(const char *first_san)
+{
+    return strlen(first_san) <= 64 ? first_san : "volcano-plugin-webhook";
+}
+
+/* The first certificate of a PEM text, or NULL (OpenSSL queue cleared). */
+static X509 *pem_first_cert(const char *pem)
+{
+    BIO *b = BIO_new_mem_buf(pem, -1);
+    X509 *x = NULL;
+
+    if (b != NULL)
+        x = PEM_read_bio_X509(b, NULL, no_password, NULL);
+    BIO_free(b);
+    ERR_clear_error();
+    return x;
+}
+
+/* The unencrypted private key of a PEM text, or NULL (OpenSSL queue cleared). */
+static EVP_PKEY *pem_key(const char *pem)
+{
+    BIO *b = BIO_new_mem_buf(pem, -1);
+    EVP_PKEY *k = NULL;
+
+    if (b != NULL)
+        k = PEM_read_bio_PrivateKey(b, NULL, no_password, NULL);
+    BIO_free(b);
+    ERR_clear_error();
+    return k;
+}
+
+/* Seconds from the Unix epoch to t (either sign). @return 0, or WH_EINVAL. */
+static int asn1_time_unix(const ASN1_TIME *t, long long *out, struct wh_error *err)
+{
+    ASN1_TIME *epoch = ASN1_TIME_set(NULL, 0);
+    int day = 0;
+    int sec = 0;
+    int ok;
+
+    if (epoch == NULL)
+        return ossl_fail(err, WH_ENOMEM, "out of memory");
+    ok = ASN1_TIME_diff(&day, &sec, epoch, t);
+    ASN1_TIME_free(epoch);
+    if (ok != 1)
+        return ossl_fail(err, WH_EINVAL, "certificate has an invalid time");
+    *out = (long long)day * 86400 + sec;
+    return 0;
+}
+
+int certs_not_after(const char *cert_pem, long long *unix_seconds, struct wh_error *err)
+{
+    X509 *x;
+    int rc;
+
+    if (cert_pem == NULL)
+        return wh_error_set(err, WH_EINVAL, "no certificate");
+    x = pem_first_cert(cert_pem);
+    if (x == NULL)
+        return wh_error_set(err, WH_EINVAL, "no PEM certificate found");
+    rc = asn1_time_unix(X509_get0_notAfter(x), unix_seconds, err);
+    X509_free(x);
+    return rc;
+}
+
+/* The checks of certs_generate_leaf on an existing CA; messages name no file. */
+static int ca_usable(X509 *ca, EVP_PKEY *ca_key, struct wh_error *err)
+{
+    uint32_t flags = X509_get_extension_flags(ca);
+
+    if ((flags & EXFLAG_INVALID) != 0)
+        return wh_error_set(err, WH_EINVAL, "certificate has invalid extensions");
+    /* X509_check_ca also accepts v1 roots and keyCertSign alone; RFC 5280 4.2.1.9 wants this. */
+    if ((flags & EXFLAG_CA) == 0)
+        return wh_error_set(err, WH_EINVAL, "not a CA certificate (no basicConstraints CA:TRUE)");
+    if ((flags & EXFLAG_KUSAGE) != 0 && (X509_get_key_usage(ca) & KU_KEY_CERT_SIGN) == 0)
+        return wh_error_set(err, WH_EINVAL,
+                            "CA certificate's keyUsage lacks keyCertSign (RFC 5280 4.2.1.3)");
+    if (X509_check_private_key(ca, ca_key) != 1) {
+        ERR_clear_error();
+        return wh_error_set(err, WH_EINVAL, "private key does not match the CA certificate");
+    }
+    /* 0 is "cannot compare" (a malformed time): as unusable as an expired one. */
+    if (X509_cmp_current_time(X509_get0_notAfter(ca)) <= 0)
+        return wh_error_set(err, WH_EINVAL, "CA certificate has expired");
+    return 0;
+}
+
+int certs_generate_leaf(struct certs_pair *leaf, bool *capped, const struct certs_pair *ca,
+                        enum certs_key_type key_type, const char *const *dns, size_t ndns,
+                        int days, struct wh_error *err)
+{
+    X509 *ca_cert = NULL;
+    EVP_PKEY *ca_key = NULL;
+    EVP_PKEY *leaf_key = NULL;
+    X509 *leaf_cert = NULL;
+    struct certs_pair l = {NULL, NULL};
+    bool was_capped = false;
+    int rc;
+
+    if (ca == NULL || ca->cert_pem == NULL || ca->key_pem == NULL)
+        return wh_error_set(err, WH_EINVAL, "no CA certificate and key given");
+    rc = check_leaf_args(key_type, dns, ndns, days, err);
+    if (rc < 0)
+        return rc;
+    ca_cert = pem_first_cert(ca->cert_pem);
+    if (ca_cert == NULL) {
+        rc = wh_error_set(err, WH_EINVAL, "no PEM certificate found");
+        goto out;
+    }
+    ca_key = pem_key(ca->key_pem);
+    if (ca_key == NULL) {
+        rc = wh_error_set(err, WH_EINVAL, "no unencrypted PEM private key found");
+        goto out;
+    }
+    rc = ca_usable(ca_cert, ca_key, err);
+    if (rc < 0)
+        goto out;
+    leaf_key = key_generate(key_type);
+    if (leaf_key == NULL) {
+        rc = ossl_fail(err, WH_ERROR, key_type == CERTS_KEY_RSA_2048
+                                          ? "cannot generate RSA-2048 key"
+                                          : "cannot generate P-256 key");
+        goto out;
+    }
+    rc = make_cert(&leaf_cert, &was_capped, leaf_key, leaf_cn(dns[0]), ca_cert, ca_key, false,
+                   dns, ndns, days, err);
+    if (rc < 0)
+        goto out;
+    rc = pair_encode(&l, leaf_cert, leaf_key, err);
+    if (rc < 0)
+        goto out;
+    *leaf = l;
+    l = (struct certs_pair){NULL, NULL};  /* now owned by the caller */
+    if (capped != NULL)
+        *capped = was_capped;
+out:
+    certs_pair_dispose(&l);
+    X509_free(ca_cert);
+    X509_free(leaf_cert);
+    EVP_PKEY_free(ca_key);
+    EVP_PKEY_free(leaf_key);
+    ERR_clear_error();
+    return rc;
+}
+
 int certs_generate(struct certs_pair *ca, struct certs_pair *leaf, enum certs_key_type key_type,
                    const char *const *dns, size_t ndns, int days, struct wh_error *err)
 {
@@ -432,16 +624,9 @@ int certs_generate(struct certs_pair *ca, struct certs_pair *leaf, enum certs_ke
     struct certs_pair l = {NULL, NULL};
     int rc;
 
-    if (ndns == 0 || dns == NULL)
-        return wh_error_set(err, WH_EINVAL, "no subjectAltName given");
-    if (days <= 0 || days > 36500)
-        return wh_error_set(err, WH_EINVAL, "days %d out of range 1..36500", days);
-    if (key_type != CERTS_KEY_ECDSA_P256 && key_type != CERTS_KEY_RSA_2048)
-        return wh_error_set(err, WH_EINVAL, "unknown key type %d", (int)key_type);
-    for (size_t i = 0; i < ndns; i++)
-        if (dns[i] == NULL || dns[i][0] == '\0')
-            return wh_error_set(err, WH_EINVAL, "empty subjectAltName");
-
+    rc = check_leaf_args(key_type, dns, ndns, days, err);
+    if (rc < 0)
+        return rc;
     ca_key = key_generate(key_type);
     leaf_key = key_generate(key_type);
     if (ca_key == NULL || leaf_key == NULL) {
@@ -450,12 +635,12 @@ int certs_generate(struct certs_pair *ca, struct certs_pair *leaf, enum certs_ke
                                           : "cannot generate P-256 key");
         goto out;
     }
-    rc = make_cert(&ca_cert, ca_key, CA_COMMON_NAME, NULL, ca_key, true, NULL, 0, days, err);
+    rc = make_cert(&ca_cert, NULL, ca_key, CA_COMMON_NAME, NULL, ca_key, true, NULL, 0, days,
+                   err);
     if (rc < 0)
         goto out;
-    /* The CN is informational only (clients use the SAN) and limited to 64 bytes. */
-    rc = make_cert(&leaf_cert, leaf_key, strlen(dns[0]) <= 64 ? dns[0] : "volcano-plugin-webhook",
-                   ca_cert, ca_key, false, dns, ndns, days, err);
+    rc = make_cert(&leaf_cert, NULL, leaf_key, leaf_cn(dns[0]), ca_cert, ca_key, false, dns,
+                   ndns, days, err);
     if (rc < 0)
         goto out;
     rc = pair_encode(&c, ca_cert, ca_key, err);

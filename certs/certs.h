@@ -6,6 +6,7 @@
 #ifndef WH_CERTS_H
 #define WH_CERTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "webhook/error.h"
@@ -47,6 +48,36 @@ enum certs_key_type {
  */
 int certs_generate(struct certs_pair *ca, struct certs_pair *leaf, enum certs_key_type key_type,
                    const char *const *dns, size_t ndns, int days, struct wh_error *err);
+
+/**
+ * Make a serving certificate signed by an existing CA (renewal that keeps the
+ * caBundle already deployed): a new key of key_type, the subjectAltNames,
+ * extensions and `days` (from one hour ago) of certs_generate's leaf, except
+ * that notAfter is capped at the CA's notAfter. The leaf's algorithm may differ
+ * from the CA's. The CA (the first certificate of ca->cert_pem, key
+ * ca->key_pem, unencrypted) is checked with OpenSSL first: basicConstraints
+ * CA:TRUE (RFC 5280 4.2.1.9), keyCertSign when keyUsage is present (4.2.1.3),
+ * the key matching it, notAfter still ahead.
+ * @param[out] leaf    serving certificate and key (certs_pair_dispose)
+ * @param[out] capped  whether notAfter was cut to the CA's; may be NULL
+ * @param ca  borrowed; its key is only used to sign, never copied
+ * @return 0; WH_EINVAL as certs_generate for the arguments, and with a one-line
+ *         reason (naming no file) for a CA that is not PEM, not a CA, without
+ *         keyCertSign, not matching its key, or expired; WH_ERROR / WH_ENOMEM
+ *         with the OpenSSL reason.
+ */
+int certs_generate_leaf(struct certs_pair *leaf, bool *capped, const struct certs_pair *ca,
+                        enum certs_key_type key_type, const char *const *dns, size_t ndns,
+                        int days, struct wh_error *err);
+
+/**
+ * notAfter of the first certificate in cert_pem (a chain's leaf) as Unix
+ * seconds (UTC; negative before 1970), read with OpenSSL's ASN1_TIME_diff.
+ * @param[out] unix_seconds
+ * @return 0; WH_EINVAL when cert_pem is NULL, holds no PEM certificate or an
+ *         invalid time; WH_ENOMEM.
+ */
+int certs_not_after(const char *cert_pem, long long *unix_seconds, struct wh_error *err);
 
 /**
  * Base64 (RFC 4648, standard alphabet, padded, no line breaks) of data[0..len),

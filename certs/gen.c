@@ -2,7 +2,9 @@
  * gen.c - the `gen-certs` subcommand: write a CA and a serving certificate for
  * the webhook Service (ca.crt, ca.key, tls.crt, tls.key) into a directory, and
  * optionally the kubernetes.io/tls Secret manifest (--secret-manifest) and the
- * webhook's caBundle value (--ca-bundle).
+ * webhook's caBundle value (--ca-bundle). With --ca-cert/--ca-key the serving
+ * certificate is signed by that existing CA instead (renewal that keeps the
+ * deployed caBundle): ca.crt is the given CA certificate, ca.key is not written.
  *
  * SANs: NAME, NAME.NS, NAME.NS.svc, NAME.NS.svc.cluster.local and every
  * --dns / --ip. Keys (and the Secret manifest, which holds one) are written
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <yaml.h>
 
@@ -39,7 +42,8 @@ static void gen_usage(FILE *to)
             "usage: " WH_PROG " gen-certs --service NAME --namespace NS --out DIR [flags]\n"
             "\n"
             "Write a CA (ca.crt, ca.key) and a serving certificate signed by it (tls.crt,\n"
-            "tls.key) for the webhook Service. ECDSA P-256 or RSA-2048, SHA-256.\n"
+            "tls.key) for the webhook Service, or with --ca-cert/--ca-key only a new\n"
+            "serving certificate signed by an existing CA. ECDSA P-256 or RSA-2048, SHA-256.\n"
             "\n"
             "flags:\n"
             "  --service NAME     Service name (required)\n"
@@ -57,6 +61,14 @@ static void gen_usage(FILE *to)
             "                     ca.crt, mode 0600 (default: none)\n"
             "  --ca-bundle FILE   also write base64 of ca.crt on one line: the caBundle\n"
             "                     value of the webhook configuration (default: none)\n"
+            "  --ca-cert FILE     sign tls.crt with this existing CA certificate (PEM,\n"
+            "                     CA:TRUE, keyCertSign, not expired) instead of making a\n"
+            "                     new CA: the deployed caBundle stays valid. ca.crt is\n"
+            "                     then a copy of it and ca.key is NOT written: the CA's\n"
+            "                     key stays where it is. tls.crt expires no later than\n"
+            "                     the CA. Needs --ca-key (default: make a new CA)\n"
+            "  --ca-key FILE      the unencrypted PEM private key of --ca-cert; only read\n"
+            "                     (default: none)\n"
             "  --force            replace existing files (a new CA invalidates the\n"
             "                     caBundle already deployed; default: refuse)\n"
             "  -h, --help         show this help\n"
@@ -367,6 +379,50 @@ static int add_extra_san(const char **extra, size_t *nextra, const char *name)
     return 0;
 }
 
+/* Unix seconds as RFC 3339 UTC ("2026-01-31T12:00:00Z") into buf. */
+static const char *format_utc(long long t, char *buf, size_t len)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+
+    if (gmtime_r(&tt, &tm) == NULL || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(buf, len, "%lld", t);
+    return buf;
+}
+
+/*
+ * --ca-cert/--ca-key: load and check the CA, sign a new leaf with it. ca gets
+ * the CA certificate(s) as PEM and its key (to dispose); a capped notAfter is
+ * noted on stderr. @return 0, or 1 after one line on stderr (unusable files).
+ */
+static int sign_with_ca(struct certs_pair *ca, struct certs_pair *leaf, const char *ca_cert_file,
+                        const char *ca_key_file, enum certs_key_type key_type,
+                        const char *const *sans, size_t nsans, int days)
+{
+    struct wh_error err = {0, ""};
+    bool capped = false;
+    long long ca_not_after = 0;
+    char when[64];
+
+    /* certs_load_pair: PEM certificate(s), unencrypted key, and the key matching the first. */
+    if (certs_load_pair(ca, ca_cert_file, ca_key_file, &err) < 0) {
+        fprintf(stderr, WH_PROG ": gen-certs: %s\n", err.msg);
+        return 1;
+    }
+    if (certs_generate_leaf(leaf, &capped, ca, key_type, sans, nsans, days, &err) < 0) {
+        if (err.code == WH_EINVAL)
+            fprintf(stderr, WH_PROG ": gen-certs: --ca-cert %s: %s\n", ca_cert_file, err.msg);
+        else
+            fprintf(stderr, WH_PROG ": gen-certs: %s\n", err.msg);
+        return 1;
+    }
+    if (capped && certs_not_after(ca->cert_pem, &ca_not_after, &err) == 0)
+        fprintf(stderr,
+                WH_PROG ": gen-certs: note: tls.crt expires with the CA at %s, sooner than "
+                "--days %d\n", format_utc(ca_not_after, when, sizeof(when)), days);
+    return 0;
+}
+
 int gen_certs_main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -379,6 +435,8 @@ int gen_certs_main(int argc, char **argv)
         {"key-type", required_argument, NULL, 'k'},
         {"secret-manifest", required_argument, NULL, 'S'},
         {"ca-bundle", required_argument, NULL, 'B'},
+        {"ca-cert", required_argument, NULL, 'C'},
+        {"ca-key", required_argument, NULL, 'K'},
         {"force", no_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -392,6 +450,8 @@ int gen_certs_main(int argc, char **argv)
     enum certs_key_type key_type = CERTS_KEY_ECDSA_P256;
     const char *secret_file = NULL;
     const char *bundle_file = NULL;
+    const char *ca_cert_file = NULL;   /* --ca-cert: sign with this CA */
+    const char *ca_key_file = NULL;
     char names[4][512];
     const char *sans[4 + GEN_MAX_DNS];
     size_t nsans = 0;
@@ -451,15 +511,24 @@ int gen_certs_main(int argc, char **argv)
             break;
         case 'S':
         case 'B':
+        case 'C':
+        case 'K':
             if (optarg[0] == '\0') {
                 fprintf(stderr, WH_PROG ": gen-certs: %s needs a file name\n",
-                        opt == 'S' ? "--secret-manifest" : "--ca-bundle");
+                        opt == 'S'   ? "--secret-manifest"
+                        : opt == 'B' ? "--ca-bundle"
+                        : opt == 'C' ? "--ca-cert"
+                                     : "--ca-key");
                 return 2;
             }
             if (opt == 'S')
                 secret_file = optarg;
-            else
+            else if (opt == 'B')
                 bundle_file = optarg;
+            else if (opt == 'C')
+                ca_cert_file = optarg;
+            else
+                ca_key_file = optarg;
             break;
         case 'f':
             force = true;
@@ -485,6 +554,12 @@ int gen_certs_main(int argc, char **argv)
                 service == NULL ? "--service" : ns == NULL ? "--namespace" : "--out");
         return 2;
     }
+    if ((ca_cert_file == NULL) != (ca_key_file == NULL)) {
+        fprintf(stderr, WH_PROG ": gen-certs: %s needs %s: give both or neither\n",
+                ca_cert_file != NULL ? "--ca-cert" : "--ca-key",
+                ca_cert_file != NULL ? "--ca-key" : "--ca-cert");
+        return 2;
+    }
     if (!dns_label(service)) {
         fprintf(stderr, WH_PROG ": gen-certs: invalid --service \"%s\": want a DNS-1123 label\n",
                 service);
@@ -505,29 +580,34 @@ int gen_certs_main(int argc, char **argv)
     for (size_t i = 0; i < nextra; i++)
         sans[nsans++] = extra[i];
 
-    /* A new CA invalidates every caBundle already deployed: never replace one silently. */
-    for (size_t i = 0; !force && i < 4; i++) {
+    /* A new CA invalidates every caBundle already deployed: never replace one silently.
+     * With --ca-cert the CA stays, but a pair in service is still not replaced unasked;
+     * ca.key is not written then, so one in --out does not matter. */
+    for (size_t i = 0; !force && i < 6; i++) {
         static const char *const files[] = {"ca.crt", "ca.key", "tls.crt", "tls.key"};
-        char path[PATH_MAX];
+        char buf[PATH_MAX];
+        const char *path = i == 4 ? secret_file : i == 5 ? bundle_file : buf;
 
-        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-        if (access(path, F_OK) == 0) {
+        if (i < 4) {
+            if (ca_cert_file != NULL && i == 1)
+                continue;
+            snprintf(buf, sizeof(buf), "%s/%s", dir, files[i]);
+        }
+        if (path == NULL || access(path, F_OK) != 0)
+            continue;
+        if (ca_cert_file != NULL)
+            fprintf(stderr, WH_PROG ": gen-certs: %s exists (use --force to replace it)\n",
+                    path);
+        else
             fprintf(stderr,
                     WH_PROG ": gen-certs: %s exists; a new CA invalidates the deployed caBundle "
                     "(use --force to replace it)\n", path);
-            return 1;
-        }
+        return 1;
     }
-    for (size_t i = 0; !force && i < 2; i++) {
-        const char *path = i == 0 ? secret_file : bundle_file;
-
-        if (path != NULL && access(path, F_OK) == 0) {
-            fprintf(stderr,
-                    WH_PROG ": gen-certs: %s exists; a new CA invalidates the deployed caBundle "
-                    "(use --force to replace it)\n", path);
-            return 1;
-        }
-    }
+    /* Before --out is made: a CA that cannot be used leaves nothing behind. */
+    if (ca_cert_file != NULL
+        && sign_with_ca(&ca, &leaf, ca_cert_file, ca_key_file, key_type, sans, nsans, days) != 0)
+        goto out;
     /* Only now, so that a refusal above leaves no empty --out behind. */
     if (mkdir_parents(dir) != 0) {
         fprintf(stderr, WH_PROG ": gen-certs: cannot create --out %s: %s\n", dir,
@@ -538,18 +618,25 @@ int gen_certs_main(int argc, char **argv)
         fprintf(stderr, WH_PROG ": gen-certs: --out %s is not a directory\n", dir);
         return 1;
     }
-    if (certs_generate(&ca, &leaf, key_type, sans, nsans, days, &err) < 0) {
+    if (ca_cert_file == NULL
+        && certs_generate(&ca, &leaf, key_type, sans, nsans, days, &err) < 0) {
         fprintf(stderr, WH_PROG ": gen-certs: %s\n", err.msg);
         goto out;
     }
-    if (write_in_dir(dir, "ca.key", ca.key_pem, 0600) < 0
+    /* ca.key only for a CA made here; an existing CA's key stays where it is. */
+    if ((ca_cert_file == NULL && write_in_dir(dir, "ca.key", ca.key_pem, 0600) < 0)
         || write_in_dir(dir, "ca.crt", ca.cert_pem, 0644) < 0
         || write_in_dir(dir, "tls.key", leaf.key_pem, 0600) < 0
         || write_in_dir(dir, "tls.crt", leaf.cert_pem, 0644) < 0
         || write_extras(secret_file, bundle_file, ns, &ca, &leaf) < 0)
         goto out;
-    printf("wrote %s/ca.crt %s/ca.key %s/tls.crt %s/tls.key (%s, valid %d days)\n", dir, dir,
-           dir, dir, key_type == CERTS_KEY_RSA_2048 ? "RSA-2048" : "ECDSA P-256", days);
+    if (ca_cert_file != NULL)
+        printf("wrote %s/ca.crt (a copy of %s) %s/tls.crt %s/tls.key (%s, signed by that CA; "
+               "its key stays in %s, no ca.key written)\n", dir, ca_cert_file, dir, dir,
+               key_type == CERTS_KEY_RSA_2048 ? "RSA-2048" : "ECDSA P-256", ca_key_file);
+    else
+        printf("wrote %s/ca.crt %s/ca.key %s/tls.crt %s/tls.key (%s, valid %d days)\n", dir,
+               dir, dir, dir, key_type == CERTS_KEY_RSA_2048 ? "RSA-2048" : "ECDSA P-256", days);
     if (secret_file != NULL)
         printf("wrote Secret %s/%s manifest to %s\n", ns, GEN_SECRET_NAME, secret_file);
     if (bundle_file != NULL)

@@ -5,8 +5,12 @@
  * RSA-2048), validity; certs_base64; certs_load_pair on good / mismatched /
  * garbage / missing files; the gen-certs subcommand end to end in a temporary
  * directory, with its Secret manifest (parsed with k8s/yaml.h) and caBundle.
+ * certs_not_after against certificates of known dates; certs_generate_leaf
+ * under an existing CA (chain, SANs, notAfter cap, refused CAs) and
+ * gen-certs --ca-cert/--ca-key.
  */
 #include <check.h>
+#include <stdbool.h>
 #include <openssl/bio.h>
 #include <openssl/ec.h>
 #include <openssl/err.h>
@@ -19,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "certs/certs.h"
@@ -668,6 +673,364 @@ START_TEST(test_gen_certs_usage)
 }
 END_TEST
 
+/* The text of a memory BIO, malloc'd. */
+static char *bio_text(BIO *b)
+{
+    char *data;
+    long n = BIO_get_mem_data(b, &data);
+    char *s = strndup(data, (size_t)n);
+
+    ck_assert_ptr_nonnull(s);
+    return s;
+}
+
+/*
+ * A self-signed P-256 certificate made with OpenSSL alone (not certs.c): notAfter as
+ * ASN.1 text ("20350101000000Z"; NULL: 10 days from now), and basicConstraints /
+ * keyUsage in openssl.cnf syntax (NULL: left out). out gets PEM cert and key.
+ */
+static void make_custom(struct certs_pair *out, const char *not_after, const char *bc,
+                        const char *ku)
+{
+    EVP_PKEY *k = EVP_EC_gen("P-256");
+    X509 *x = X509_new();
+    X509_NAME *name = X509_get_subject_name(x);
+    X509V3_CTX ctx;
+    BIO *cb = BIO_new(BIO_s_mem());
+    BIO *kb = BIO_new(BIO_s_mem());
+    const char *values[3] = {bc, ku, "hash"};
+    const int nids[3] = {NID_basic_constraints, NID_key_usage, NID_subject_key_identifier};
+
+    ck_assert_ptr_nonnull(k);
+    ck_assert_int_eq(X509_set_version(x, X509_VERSION_3), 1);
+    ck_assert_int_eq(ASN1_INTEGER_set(X509_get_serialNumber(x), 7), 1);
+    ck_assert_int_eq(X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                                                (const unsigned char *)"custom", -1, -1, 0), 1);
+    ck_assert_int_eq(X509_set_issuer_name(x, name), 1);
+    ck_assert_int_eq(X509_set_pubkey(x, k), 1);
+    ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notBefore(x), -86400L * 400));
+    if (not_after != NULL)
+        ck_assert_int_eq(ASN1_TIME_set_string_X509(X509_getm_notAfter(x), not_after), 1);
+    else
+        ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notAfter(x), 86400L * 10));
+    X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
+    for (size_t i = 0; i < 3; i++) {
+        X509_EXTENSION *e;
+
+        if (values[i] == NULL)
+            continue;
+        e = X509V3_EXT_conf_nid(NULL, &ctx, nids[i], values[i]);
+        ck_assert_ptr_nonnull(e);
+        ck_assert_int_eq(X509_add_ext(x, e, -1), 1);
+        X509_EXTENSION_free(e);
+    }
+    ck_assert_int_gt(X509_sign(x, k, EVP_sha256()), 0);
+    ck_assert_int_eq(PEM_write_bio_X509(cb, x), 1);
+    ck_assert_int_eq(PEM_write_bio_PrivateKey(kb, k, NULL, NULL, 0, NULL, NULL), 1);
+    out->cert_pem = bio_text(cb);
+    out->key_pem = bio_text(kb);
+    BIO_free(cb);
+    BIO_free(kb);
+    X509_free(x);
+    EVP_PKEY_free(k);
+}
+
+/* notAfter of certificates with dates fixed here: UTCTime, GeneralizedTime (2050+). */
+START_TEST(test_not_after_known_dates)
+{
+    struct certs_pair a = {NULL, NULL};
+    struct certs_pair b = {NULL, NULL};
+    struct wh_error err = {0, ""};
+    long long t = 0;
+    char *chain;
+    size_t n;
+
+    make_custom(&a, "20350101000000Z", "critical,CA:TRUE", NULL);
+    make_custom(&b, "20600630123456Z", "critical,CA:TRUE", NULL);
+    ck_assert_int_eq(certs_not_after(a.cert_pem, &t, &err), 0);
+    ck_assert_int_eq(t, 2051222400LL);         /* date -u -d 2035-01-01 +%s */
+    ck_assert_int_eq(certs_not_after(b.cert_pem, &t, &err), 0);
+    ck_assert_int_eq(t, 2855824496LL);         /* date -u -d '2060-06-30 12:34:56' +%s */
+    /* A chain: the first certificate counts. */
+    n = strlen(a.cert_pem) + strlen(b.cert_pem) + 1;
+    chain = malloc(n);
+    snprintf(chain, n, "%s%s", b.cert_pem, a.cert_pem);
+    ck_assert_int_eq(certs_not_after(chain, &t, &err), 0);
+    ck_assert_int_eq(t, 2855824496LL);
+    free(chain);
+    /* Not a certificate. */
+    t = 5;
+    ck_assert_int_eq(certs_not_after("garbage", &t, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "no PEM certificate found");
+    ck_assert_int_eq(certs_not_after(a.key_pem, &t, &err), WH_EINVAL);
+    ck_assert_int_eq(certs_not_after(NULL, &t, &err), WH_EINVAL);
+    ck_assert_int_eq(t, 5);
+    certs_pair_dispose(&a);
+    certs_pair_dispose(&b);
+}
+END_TEST
+
+/* certs_generate with `days`: notAfter is the generation time plus days * 86400 s
+ * (the hour back applies to notBefore only). */
+START_TEST(test_not_after_of_generated)
+{
+    struct certs_pair ca = {NULL, NULL};
+    struct certs_pair leaf = {NULL, NULL};
+    long long before = (long long)time(NULL);
+    long long after;
+    long long t = 0;
+
+    ck_assert_int_eq(certs_generate(&ca, &leaf, CERTS_KEY_ECDSA_P256, sans, 1, 10, NULL), 0);
+    after = (long long)time(NULL);
+    ck_assert_int_eq(certs_not_after(leaf.cert_pem, &t, NULL), 0);
+    ck_assert_int_ge(t, before + 10 * 86400LL);
+    ck_assert_int_le(t, after + 10 * 86400LL);
+    ck_assert_int_eq(certs_not_after(ca.cert_pem, &t, NULL), 0);
+    ck_assert_int_ge(t, before + 10 * 86400LL);
+    ck_assert_int_le(t, after + 10 * 86400LL);
+    certs_pair_dispose(&ca);
+    certs_pair_dispose(&leaf);
+}
+END_TEST
+
+/* A leaf under an existing (ECDSA) CA, with an RSA key: verifies strictly for every SAN,
+ * chains by key id, keeps `days`, and carries no CA material. */
+START_TEST(test_generate_leaf_under_ca)
+{
+    struct certs_pair ca = {NULL, NULL};
+    struct certs_pair old = {NULL, NULL};
+    struct certs_pair leaf = {NULL, NULL};
+    struct wh_error err = {0, ""};
+    bool capped = true;
+    long long before;
+    long long after;
+    long long t = 0;
+    X509 *cac;
+    X509 *lc;
+    EVP_PKEY *lk;
+
+    ck_assert_int_eq(certs_generate(&ca, &old, CERTS_KEY_ECDSA_P256, sans, 1, 3650, NULL), 0);
+    before = (long long)time(NULL);
+    ck_assert_msg(certs_generate_leaf(&leaf, &capped, &ca, CERTS_KEY_RSA_2048, sans, NSANS, 30,
+                                      &err) == 0, "%s", err.msg);
+    after = (long long)time(NULL);
+    ck_assert(!capped);
+    cac = ct_pem_cert(ca.cert_pem);
+    lc = ct_pem_cert(leaf.cert_pem);
+    lk = pem_key(leaf.key_pem);
+    for (size_t i = 0; i < 4; i++)
+        ck_assert_msg(ct_verify(cac, lc, sans[i], NULL) == X509_V_OK, "name %s", sans[i]);
+    ck_assert_int_eq(ct_verify(cac, lc, NULL, "127.0.0.1"), X509_V_OK);
+    ck_assert_int_eq(ct_verify(cac, lc, NULL, "::1"), X509_V_OK);
+    ck_assert_int_eq(ct_verify(cac, lc, "wh.other.svc", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
+    ck_assert_int_eq(X509_check_private_key(lc, lk), 1);
+    ck_assert_int_eq(EVP_PKEY_get_base_id(lk), EVP_PKEY_RSA);
+    ck_assert_int_eq(X509_get_signature_nid(lc), NID_ecdsa_with_SHA256);  /* the CA signs */
+    ck_assert_int_eq(X509_check_ca(lc), 0);
+    ck_assert_uint_eq(X509_get_extended_key_usage(lc), XKU_SSL_SERVER);
+    ck_assert_int_eq(ASN1_OCTET_STRING_cmp(X509_get0_authority_key_id(lc),
+                                           X509_get0_subject_key_id(cac)), 0);
+    ck_assert_ptr_null(strstr(leaf.cert_pem, ca.cert_pem));
+    ck_assert_int_eq(certs_not_after(leaf.cert_pem, &t, NULL), 0);
+    ck_assert_int_ge(t, before + 30 * 86400LL);
+    ck_assert_int_le(t, after + 30 * 86400LL);
+    /* The old leaf of the same CA is another key. */
+    ck_assert_str_ne(leaf.key_pem, old.key_pem);
+    EVP_PKEY_free(lk);
+    X509_free(cac);
+    X509_free(lc);
+    certs_pair_dispose(&ca);
+    certs_pair_dispose(&old);
+    certs_pair_dispose(&leaf);
+}
+END_TEST
+
+/* A CA expiring before `days` is over: the leaf's notAfter is the CA's, and verifies. */
+START_TEST(test_generate_leaf_capped)
+{
+    struct certs_pair ca = {NULL, NULL};
+    struct certs_pair old = {NULL, NULL};
+    struct certs_pair leaf = {NULL, NULL};
+    struct wh_error err = {0, ""};
+    bool capped = false;
+    long long ca_end = 0;
+    long long leaf_end = 0;
+    X509 *cac;
+    X509 *lc;
+
+    ck_assert_int_eq(certs_generate(&ca, &old, CERTS_KEY_ECDSA_P256, sans, 1, 5, NULL), 0);
+    ck_assert_msg(certs_generate_leaf(&leaf, &capped, &ca, CERTS_KEY_ECDSA_P256, sans, 1, 365,
+                                      &err) == 0, "%s", err.msg);
+    ck_assert(capped);
+    ck_assert_int_eq(certs_not_after(ca.cert_pem, &ca_end, NULL), 0);
+    ck_assert_int_eq(certs_not_after(leaf.cert_pem, &leaf_end, NULL), 0);
+    ck_assert_int_eq(leaf_end, ca_end);
+    cac = ct_pem_cert(ca.cert_pem);
+    lc = ct_pem_cert(leaf.cert_pem);
+    ck_assert_int_eq(ct_verify(cac, lc, sans[0], NULL), X509_V_OK);
+    X509_free(cac);
+    X509_free(lc);
+    certs_pair_dispose(&leaf);
+    /* A CA made elsewhere, with a fixed notAfter: exactly that; NULL capped is allowed. */
+    certs_pair_dispose(&ca);
+    make_custom(&ca, "20350101000000Z", "critical,CA:TRUE", "critical,keyCertSign,cRLSign");
+    ck_assert_msg(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, 1, 36500,
+                                      &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(certs_not_after(leaf.cert_pem, &leaf_end, NULL), 0);
+    ck_assert_int_eq(leaf_end, 2051222400LL);
+    cac = ct_pem_cert(ca.cert_pem);
+    lc = ct_pem_cert(leaf.cert_pem);
+    ck_assert_int_eq(ct_verify(cac, lc, sans[0], NULL), X509_V_OK);
+    X509_free(cac);
+    X509_free(lc);
+    certs_pair_dispose(&ca);
+    certs_pair_dispose(&old);
+    certs_pair_dispose(&leaf);
+}
+END_TEST
+
+/* CAs that cannot sign a serving certificate are refused with one reason each. */
+START_TEST(test_generate_leaf_refusals)
+{
+    struct certs_pair ca = {NULL, NULL};
+    struct certs_pair leaf0 = {NULL, NULL};
+    struct certs_pair other = {NULL, NULL};
+    struct certs_pair bad = {NULL, NULL};
+    struct certs_pair leaf = {NULL, NULL};
+    struct wh_error err = {0, ""};
+
+    ck_assert_int_eq(certs_generate(&ca, &leaf0, CERTS_KEY_ECDSA_P256, sans, 1, 30, NULL), 0);
+    /* A serving certificate is not a CA. */
+    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &leaf0, CERTS_KEY_ECDSA_P256, sans, 1, 30,
+                                         &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "not a CA certificate (no basicConstraints CA:TRUE)");
+    /* The key of another certificate. */
+    bad.cert_pem = ca.cert_pem;
+    bad.key_pem = leaf0.key_pem;
+    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &bad, CERTS_KEY_ECDSA_P256, sans, 1, 30,
+                                         &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "private key does not match the CA certificate");
+    bad.cert_pem = "garbage";
+    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &bad, CERTS_KEY_ECDSA_P256, sans, 1, 30,
+                                         &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "no PEM certificate found");
+    bad.cert_pem = ca.cert_pem;
+    bad.key_pem = ca.cert_pem;
+    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &bad, CERTS_KEY_ECDSA_P256, sans, 1, 30,
+                                         &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "no unencrypted PEM private key found");
+    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, NULL, CERTS_KEY_ECDSA_P256, sans, 1, 30,
+                                         &err), WH_EINVAL);
+    /* Arguments as certs_generate. */
+    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, 0, 30,
+                                         &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "no subjectAltName given");
+    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, 1, 36501,
+                                         &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "days 36501 out of range 1..36500");
+    /* CA:TRUE but a keyUsage without keyCertSign; no basicConstraints; expired. */
+    make_custom(&other, NULL, "critical,CA:TRUE", "critical,digitalSignature");
+    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &other, CERTS_KEY_ECDSA_P256, sans, 1, 30,
+                                         &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "CA certificate's keyUsage lacks keyCertSign (RFC 5280 4.2.1.3)");
+    certs_pair_dispose(&other);
+    make_custom(&other, NULL, NULL, "critical,keyCertSign");
+    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &other, CERTS_KEY_ECDSA_P256, sans, 1, 30,
+                                         &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "not a CA certificate (no basicConstraints CA:TRUE)");
+    certs_pair_dispose(&other);
+    make_custom(&other, "20200101000000Z", "critical,CA:TRUE", "critical,keyCertSign");
+    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &other, CERTS_KEY_ECDSA_P256, sans, 1, 30,
+                                         &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "CA certificate has expired");
+    certs_pair_dispose(&other);
+    /* Without keyUsage at all, CA:TRUE is enough (RFC 5280 4.2.1.3 "when present"). */
+    make_custom(&other, NULL, "critical,CA:TRUE", NULL);
+    ck_assert_msg(certs_generate_leaf(&leaf, NULL, &other, CERTS_KEY_ECDSA_P256, sans, 1, 30,
+                                      &err) == 0, "%s", err.msg);
+    ck_assert_ptr_nonnull(leaf.cert_pem);
+    certs_pair_dispose(&leaf);
+    certs_pair_dispose(&other);
+    ck_assert_ptr_null(leaf.cert_pem);
+    certs_pair_dispose(&ca);
+    certs_pair_dispose(&leaf0);
+}
+END_TEST
+
+/* gen-certs --ca-cert/--ca-key: the CA of a first run signs the second run's pair. */
+START_TEST(test_gen_certs_with_ca)
+{
+    char first[128];
+    char second[128];
+    char ca_crt[160];
+    char ca_key[160];
+    char p[192];
+    char q[192];
+    char r[192];
+    struct certs_pair leaf = {NULL, NULL};
+    struct stat st;
+    char *a;
+    char *b;
+    X509 *cac;
+    X509 *lc;
+    const char *gen1[] = {"gen-certs", "--service", "vpw", "--namespace", "ns", "--out", first,
+                          NULL};
+    const char *gen2[] = {"gen-certs", "--service", "vpw", "--namespace", "ns", "--out", second,
+                          "--ca-cert", ca_crt, "--ca-key", ca_key, "--key-type", "rsa", NULL};
+    const char *only_cert[] = {"gen-certs", "--service", "vpw", "--namespace", "ns", "--out",
+                               second, "--ca-cert", ca_crt, NULL};
+    const char *not_ca[] = {"gen-certs", "--service", "vpw", "--namespace", "ns", "--out",
+                            second, "--ca-cert", p, "--ca-key", r, "--force", NULL};
+    const char *mismatched[] = {"gen-certs", "--service", "vpw", "--namespace", "ns", "--out",
+                                second, "--ca-cert", ca_crt, "--ca-key", r, "--force", NULL};
+
+    snprintf(first, sizeof(first), "%s/first", tmpdir);
+    snprintf(second, sizeof(second), "%s/second", tmpdir);
+    snprintf(ca_crt, sizeof(ca_crt), "%s/ca.crt", first);
+    snprintf(ca_key, sizeof(ca_key), "%s/ca.key", first);
+    ck_assert_int_eq(run_gen(7, gen1), 0);
+    ck_assert_int_eq(run_gen(9, only_cert), 2);   /* one of the two: bad usage */
+    ck_assert_int_eq(access(second, F_OK), -1);
+    ck_assert_int_eq(run_gen(13, gen2), 0);
+
+    a = slurp(ca_crt);
+    snprintf(p, sizeof(p), "%s/ca.crt", second);
+    b = slurp(p);
+    ck_assert_str_eq(a, b);
+    free(a);
+    free(b);
+    snprintf(p, sizeof(p), "%s/ca.key", second);
+    ck_assert_int_eq(access(p, F_OK), -1);
+    snprintf(p, sizeof(p), "%s/tls.key", second);
+    ck_assert_int_eq(stat(p, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0600);
+    snprintf(q, sizeof(q), "%s/tls.crt", second);
+    ck_assert_int_eq(certs_load_pair(&leaf, q, p, NULL), 0);
+    a = slurp(ca_crt);
+    cac = ct_pem_cert(a);
+    lc = ct_pem_cert(leaf.cert_pem);
+    ck_assert_int_eq(ct_verify(cac, lc, "vpw.ns.svc", NULL), X509_V_OK);
+    ck_assert_int_eq(EVP_PKEY_get_base_id(X509_get0_pubkey(lc)), EVP_PKEY_RSA);
+    X509_free(cac);
+    X509_free(lc);
+    free(a);
+    certs_pair_dispose(&leaf);
+
+    /* Again without --force: refused. A leaf as --ca-cert, or the CA with another key:
+     * refused even with --force (exit 1), the files untouched. */
+    ck_assert_int_eq(run_gen(13, gen2), 1);
+    snprintf(p, sizeof(p), "%s/tls.crt", first);
+    snprintf(r, sizeof(r), "%s/tls.key", first);
+    a = slurp(q);
+    ck_assert_int_eq(run_gen(12, not_ca), 1);
+    ck_assert_int_eq(run_gen(12, mismatched), 1);
+    b = slurp(q);
+    ck_assert_str_eq(a, b);
+    free(a);
+    free(b);
+}
+END_TEST
+
 static Suite *certs_suite(void)
 {
     Suite *s = suite_create("certs");
@@ -681,6 +1044,11 @@ static Suite *certs_suite(void)
     tcase_add_test(gen, test_generate_bad_args);
     tcase_add_test(gen, test_generate_rsa);
     tcase_add_test(gen, test_base64);
+    tcase_add_test(gen, test_not_after_known_dates);
+    tcase_add_test(gen, test_not_after_of_generated);
+    tcase_add_test(gen, test_generate_leaf_under_ca);
+    tcase_add_test(gen, test_generate_leaf_capped);
+    tcase_add_test(gen, test_generate_leaf_refusals);
     tcase_add_checked_fixture(files, tmp_setup, tmp_teardown);
     tcase_set_timeout(files, 30);
     tcase_add_test(files, test_load_pair);
@@ -688,6 +1056,7 @@ static Suite *certs_suite(void)
     tcase_add_test(files, test_gen_certs_command);
     tcase_add_test(files, test_gen_certs_secret_and_bundle);
     tcase_add_test(files, test_gen_certs_usage);
+    tcase_add_test(files, test_gen_certs_with_ca);
     suite_add_tcase(s, gen);
     suite_add_tcase(s, files);
     return s;

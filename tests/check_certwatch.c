@@ -4,6 +4,9 @@
  * pair, a mismatched pair or one apply refuses is counted as refused, a swap
  * to the same content does nothing, and certwatch_stop joins cleanly. Waits
  * poll for the expected state with a generous upper bound (no latency asserts).
+ * Expiry: certwatch_check_expiry's gauge and log lines at fixed "now" values
+ * around a certificate of known notAfter; the gauge set on a reload and by the
+ * periodic re-check.
  */
 #include <check.h>
 #include <errno.h>
@@ -15,6 +18,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "certs/certs.h"
 #include "tests/testutil.h"
@@ -129,7 +136,7 @@ START_TEST(test_kubelet_swaps)
 {
     const char *const names[] = {"wh.ns.svc"};
     struct certs_pair ca[3], leaf[3];
-    struct certwatch_config cfg = {NULL, NULL, 60000, 50};  /* inotify only: no polling */
+    struct certwatch_config cfg = {NULL, NULL, 60000, 50, 0};  /* inotify only: no polling */
     struct certwatch *w = NULL;
     struct wh_error err = {0, ""};
     char cert_file[PATH_MAX + 16];
@@ -202,7 +209,7 @@ START_TEST(test_poll_fallback_and_errors)
 {
     const char *const names[] = {"wh.ns.svc"};
     struct certs_pair ca[2], leaf[2];
-    struct certwatch_config cfg = {NULL, NULL, 100, 50};
+    struct certwatch_config cfg = {NULL, NULL, 100, 50, 0};
     struct certwatch *w = NULL;
     struct wh_error err = {0, ""};
     char cert_file[PATH_MAX + 16];
@@ -210,6 +217,7 @@ START_TEST(test_poll_fallback_and_errors)
 
     metrics_reset();
     applied = 0;
+    refuse = false;   /* test_kubelet_swaps leaves it set (matters with CK_FORK=no) */
     ck_assert_int_eq(certwatch_start(&w, &cfg, NULL, apply, NULL, &err), WH_EINVAL);
     ck_assert_ptr_null(w);
     for (int i = 0; i < 2; i++)
@@ -247,6 +255,186 @@ START_TEST(test_poll_fallback_and_errors)
 }
 END_TEST
 
+/* A self-signed P-256 certificate (PEM, malloc'd) whose notAfter is 2035-01-01T00:00:00Z,
+ * made with OpenSSL alone. */
+#define FIXED_NOT_AFTER 2051222400LL   /* date -u -d 2035-01-01 +%s */
+static char *fixed_cert(void)
+{
+    EVP_PKEY *k = EVP_EC_gen("P-256");
+    X509 *x = X509_new();
+    BIO *b = BIO_new(BIO_s_mem());
+    char *data;
+    char *pem;
+    long n;
+
+    ck_assert_ptr_nonnull(k);
+    ck_assert_int_eq(X509_set_version(x, X509_VERSION_3), 1);
+    ck_assert_int_eq(X509_set_pubkey(x, k), 1);
+    ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notBefore(x), -3600));
+    ck_assert_int_eq(ASN1_TIME_set_string_X509(X509_getm_notAfter(x), "20350101000000Z"), 1);
+    ck_assert_int_gt(X509_sign(x, k, EVP_sha256()), 0);
+    ck_assert_int_eq(PEM_write_bio_X509(b, x), 1);
+    n = BIO_get_mem_data(b, &data);
+    pem = strndup(data, (size_t)n);
+    ck_assert_ptr_nonnull(pem);
+    BIO_free(b);
+    X509_free(x);
+    EVP_PKEY_free(k);
+    return pem;
+}
+
+/* certwatch_check_expiry(pem, now) with stderr in a temporary file: its return and
+ * what it logged (malloc'd). */
+static char *check_expiry_logged(const char *pem, long long now, int *rc)
+{
+    FILE *tmp = tmpfile();
+    int saved = dup(STDERR_FILENO);
+    struct wh_error err = {0, ""};
+    char *out = calloc(1, 4096);
+    size_t n;
+
+    ck_assert_ptr_nonnull(tmp);
+    ck_assert_ptr_nonnull(out);
+    fflush(stderr);
+    dup2(fileno(tmp), STDERR_FILENO);
+    *rc = certwatch_check_expiry(pem, now, &err);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    rewind(tmp);
+    n = fread(out, 1, 4095, tmp);
+    out[n] = '\0';
+    fclose(tmp);
+    return out;
+}
+
+#define GAUGE "webhook_tls_certificate_expiry_timestamp_seconds "
+
+START_TEST(test_check_expiry_lines)
+{
+    char *pem = fixed_cert();
+    char *chain;
+    char *log;
+    size_t n;
+    int rc = -1;
+    const long long t = FIXED_NOT_AFTER;
+    const char *warn9 = "\"level\":\"warn\",\"msg\":\"tls: serving certificate expires soon\","
+                        "\"not_after\":\"2035-01-01T00:00:00Z\",\"days_left\":\"9\"}\n";
+
+    metrics_reset();
+    /* 40 days left, and exactly 30: the gauge, no line. */
+    log = check_expiry_logged(pem, t - 40 * 86400LL, &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_str_eq(log, "");
+    free(log);
+    ck_assert(metrics_has("\n" GAUGE "2051222400\n"));
+    log = check_expiry_logged(pem, t - 30 * 86400LL, &rc);
+    ck_assert_str_eq(log, "");
+    free(log);
+    /* One second under 30 days: warn, whole days rounded down. */
+    log = check_expiry_logged(pem, t - 30 * 86400LL + 1, &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_ptr_nonnull(strstr(log, "\"days_left\":\"29\"}\n"));
+    ck_assert_ptr_nonnull(strstr(log, "\"level\":\"warn\""));
+    free(log);
+    /* 9.5 days: the whole line after its time; one line. */
+    log = check_expiry_logged(pem, t - 9 * 86400LL - 43200, &rc);
+    ck_assert_msg(strstr(log, warn9) != NULL, "%s", log);
+    ck_assert_ptr_eq(strchr(log, '\n'), log + strlen(log) - 1);
+    free(log);
+    /* A chain: its first certificate counts. */
+    n = 2 * strlen(pem) + 1;
+    chain = malloc(n);
+    snprintf(chain, n, "%s%s", pem, pem);
+    log = check_expiry_logged(chain, t - 9 * 86400LL - 43200, &rc);
+    ck_assert_msg(strstr(log, warn9) != NULL, "%s", log);
+    free(log);
+    free(chain);
+    /* notAfter itself is still valid (RFC 5280): warn, 0 days left. */
+    log = check_expiry_logged(pem, t, &rc);
+    ck_assert_ptr_nonnull(strstr(log, "\"level\":\"warn\""));
+    ck_assert_ptr_nonnull(strstr(log, "\"days_left\":\"0\"}\n"));
+    free(log);
+    /* After it: error, whole days ago. */
+    log = check_expiry_logged(pem, t + 3 * 86400LL + 5, &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(strstr(log, "\"level\":\"error\",\"msg\":\"tls: serving certificate "
+                              "expired\",\"not_after\":\"2035-01-01T00:00:00Z\","
+                              "\"days_ago\":\"3\"}\n") != NULL, "%s", log);
+    free(log);
+    ck_assert(metrics_has("\n" GAUGE "2051222400\n"));
+    /* No certificate: an error, nothing logged, the gauge untouched. */
+    metrics_reset();
+    log = check_expiry_logged("not a certificate", t, &rc);
+    ck_assert_int_eq(rc, WH_EINVAL);
+    ck_assert_str_eq(log, "");
+    free(log);
+    ck_assert(!metrics_has(GAUGE));
+    free(pem);
+}
+END_TEST
+
+/* The gauge follows the pair in service: set by a reload, and by the periodic re-check
+ * of a pair that did not change. */
+START_TEST(test_expiry_gauge_reload_and_recheck)
+{
+    const char *const names[] = {"wh.ns.svc"};
+    struct certs_pair ca[2], leaf[2];
+    struct certwatch_config cfg = {NULL, NULL, 60000, 50, 0};   /* re-check: a day */
+    struct certwatch *w = NULL;
+    struct wh_error err = {0, ""};
+    char cert_file[PATH_MAX + 16];
+    char key_file[PATH_MAX + 16];
+    char want[2][96];
+
+    metrics_reset();
+    applied = 0;
+    refuse = false;
+    version = 0;
+    for (int i = 0; i < 2; i++) {
+        long long t = 0;
+
+        /* 1 and 3 days: notAfters two days apart */
+        ck_assert_int_eq(certs_generate(&ca[i], &leaf[i], CERTS_KEY_ECDSA_P256, names, 1,
+                                        1 + 2 * i, NULL), 0);
+        ck_assert_int_eq(certs_not_after(leaf[i].cert_pem, &t, NULL), 0);
+        snprintf(want[i], sizeof(want[i]), "\n" GAUGE "%lld\n", t);
+    }
+    snprintf(root, sizeof(root), "/tmp/check_certwatch.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    publish(leaf[0].cert_pem, leaf[0].key_pem);
+    snprintf(cert_file, sizeof(cert_file), "%s/tls.crt", root);
+    snprintf(key_file, sizeof(key_file), "%s/tls.key", root);
+    cfg.cert_file = cert_file;
+    cfg.key_file = key_file;
+    ck_assert_int_eq(certwatch_start(&w, &cfg, &leaf[0], apply, &mu, &err), 0);
+    publish(leaf[1].cert_pem, leaf[1].key_pem);
+    WAIT_FOR(applied_now() == 1);
+    WAIT_FOR(metrics_has(want[1]));
+    ck_assert(!metrics_has(want[0]));   /* serve sets the start pair's, not certwatch */
+    certwatch_stop(w);
+
+    /* Same files, nothing to reload: the re-check (every 100 ms here) sets it. */
+    metrics_reset();
+    cfg.poll_ms = 20;
+    cfg.expiry_check_ms = 100;
+    ck_assert_int_eq(certwatch_start(&w, &cfg, &leaf[1], apply, &mu, &err), 0);
+    WAIT_FOR(metrics_has(want[1]));
+    ck_assert_int_eq(applied_now(), 1);
+    certwatch_stop(w);
+    for (int i = 0; i < 2; i++) {
+        certs_pair_dispose(&ca[i]);
+        certs_pair_dispose(&leaf[i]);
+    }
+    {
+        char cmd[PATH_MAX + 16];
+
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+}
+END_TEST
+
 static Suite *certwatch_suite(void)
 {
     Suite *s = suite_create("certwatch");
@@ -255,6 +443,8 @@ static Suite *certwatch_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_kubelet_swaps);
     tcase_add_test(tc, test_poll_fallback_and_errors);
+    tcase_add_test(tc, test_check_expiry_lines);
+    tcase_add_test(tc, test_expiry_gauge_reload_and_recheck);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -3,6 +3,7 @@
  */
 #include <check.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,6 +106,64 @@ START_TEST(collect_callback_values)
 }
 END_TEST
 
+/* The serving certificate's notAfter: absent until set (plain HTTP), then the last value
+ * set, as an integer (no exponent), with its HELP and TYPE. */
+START_TEST(tls_certificate_expiry_gauge)
+{
+    char *text;
+
+    metrics_reset();
+    text = render(NULL);
+    ck_assert_ptr_null(strstr(text, "webhook_tls_certificate_expiry_timestamp_seconds"));
+    free(text);
+    metrics_tls_cert_expiry(2051222400LL);
+    metrics_tls_cert_expiry(2855824496LL);   /* a reload: the new pair's */
+    text = render(NULL);
+    assert_line(text, "# HELP webhook_tls_certificate_expiry_timestamp_seconds notAfter of the "
+                      "serving certificate in use, Unix seconds.");
+    assert_line(text, "# TYPE webhook_tls_certificate_expiry_timestamp_seconds gauge");
+    assert_line(text, "webhook_tls_certificate_expiry_timestamp_seconds 2855824496");
+    ck_assert_ptr_null(strstr(text, "2051222400"));
+    free(text);
+    metrics_reset();
+    text = render(NULL);
+    ck_assert_ptr_null(strstr(text, "webhook_tls_certificate_expiry_timestamp_seconds"));
+    free(text);
+}
+END_TEST
+
+#define EXPIRY "webhook_tls_certificate_expiry_timestamp_seconds"
+
+/* A reload thread sets the gauge while scrapes render it (run under TSan too): every
+ * scrape sees one of the values set, never a torn or absent one. */
+static void *set_expiry(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 2000; i++)
+        metrics_tls_cert_expiry(i % 2 ? 2051222400LL : 2855824496LL);
+    return NULL;
+}
+
+START_TEST(tls_certificate_expiry_concurrent)
+{
+    pthread_t t;
+
+    metrics_reset();
+    metrics_tls_cert_expiry(2051222400LL);
+    ck_assert_int_eq(pthread_create(&t, NULL, set_expiry, NULL), 0);
+    for (int i = 0; i < 200; i++) {
+        char *text = render(NULL);
+
+        bool a = strstr(text, "\n" EXPIRY " 2051222400\n") != NULL;
+        bool b = strstr(text, "\n" EXPIRY " 2855824496\n") != NULL;
+
+        ck_assert_msg(a != b, "%s", text);
+        free(text);
+    }
+    pthread_join(t, NULL);
+}
+END_TEST
+
 static void *hammer(void *arg)
 {
     (void)arg;
@@ -138,6 +197,8 @@ int main(void)
     tcase_add_test(tc, counters_after_known_traffic);
     tcase_add_test(tc, collect_callback_values);
     tcase_add_test(tc, concurrent_recording_loses_nothing);
+    tcase_add_test(tc, tls_certificate_expiry_gauge);
+    tcase_add_test(tc, tls_certificate_expiry_concurrent);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -6,14 +6,24 @@ kube-apiserver does: Python's ssl with check_hostname, hostname_checks_common_na
 and VERIFY_X509_STRICT over a real handshake, and `openssl verify -x509_strict -purpose
 sslserver -verify_hostname NAME` with the CA as the only trust anchor.
 
+`gen-certs --ca-cert/--ca-key` signs a new serving pair with an existing CA: ca.crt is that
+CA byte for byte, no ca.key is written, and unusable CAs are refused with one line.
+
+`serve` exposes the notAfter of the certificate it serves as
+webhook_tls_certificate_expiry_timestamp_seconds (start, reload, --self-signed; absent with
+--insecure-http) and logs a warning when fewer than 30 days are left.
+
 `serve --self-signed` runs against tests/apiserver.py holding a MutatingWebhookConfiguration
 with two webhooks: the caBundle of both must become the CA that signs the certificate the
 webhook actually serves, /readyz must stay 503 until then, and failed PATCHes are retried.
 """
 
 import base64
+import calendar
 import http.client
+import json
 import os
+import re
 import shutil
 import socket
 import ssl
@@ -99,10 +109,15 @@ def openssl_verify(ca_file, cert_file, name=None, ip=None):
     return r.returncode, r.stdout + r.stderr
 
 
-def gen_certs(out, *args):
-    return subprocess.run([harness.binary(), "gen-certs", "--service", SERVICE,
-                           "--namespace", NAMESPACE, "--out", out] + list(args),
+def gen_certs(out, *args, service=SERVICE, namespace=NAMESPACE):
+    return subprocess.run([harness.binary(), "gen-certs", "--service", service,
+                           "--namespace", namespace, "--out", out] + list(args),
                           capture_output=True, text=True, timeout=60)
+
+
+def gen_env_certs(out, *args):
+    """gen-certs for the Service harness.Env's webhook is verified as."""
+    return gen_certs(out, *args, service=harness.SERVICE, namespace=harness.SERVICE_NAMESPACE)
 
 
 class GenCertsTest(unittest.TestCase):
@@ -217,6 +232,278 @@ class GenCertsTest(unittest.TestCase):
         r = gen_certs(out, "--key-type", "dsa")
         self.assertEqual(r.returncode, 2)
         self.assertIn('invalid --key-type "dsa"', r.stderr)
+
+
+def not_after(cert_file, der=False):
+    """notAfter of a certificate file as Unix seconds, read by the openssl CLI."""
+    cmd = ["openssl", "x509", "-enddate", "-noout", "-in", cert_file]
+    if der:
+        cmd += ["-inform", "DER"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=30).stdout
+    return ssl.cert_time_to_seconds(out.strip().split("=", 1)[1])
+
+
+def rfc3339(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def wait_past(t):
+    """Sleep until the wall clock reads a second after Unix second t (t: a notAfter minus
+    the days asked for, i.e. when the pair was made; about a second here), so that whole
+    days left are exact: a pair made for D days then has D-1 full days and some left."""
+    while int(time.time()) <= t:
+        time.sleep(0.05)
+
+
+class GenCertsWithCATest(unittest.TestCase):
+    """gen-certs --ca-cert/--ca-key: renewal under the CA already in the caBundle."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(harness.binary(), os.X_OK):
+            raise unittest.SkipTest("%s not built" % harness.binary())
+        cls.dir = tempfile.mkdtemp(prefix="vpw-renew-")
+        cls.first = os.path.join(cls.dir, "first")
+        r = gen_certs(cls.first, "--days", "30")
+        if r.returncode != 0:
+            raise AssertionError("gen-certs: %s" % r.stderr)
+        cls.ca_crt = os.path.join(cls.first, "ca.crt")
+        cls.ca_key = os.path.join(cls.first, "ca.key")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def renew(self, name, *args):
+        out = os.path.join(self.dir, name)
+        return out, gen_certs(out, "--ca-cert", self.ca_crt, "--ca-key", self.ca_key, *args)
+
+    def test_renewal_files(self):
+        bundle = os.path.join(self.dir, "renewed-bundle")
+        secret = os.path.join(self.dir, "renewed-secret.yaml")
+        out, r = self.renew("renewed", "--days", "10", "--key-type", "rsa", "--ip", "127.0.0.1",
+                            "--ca-bundle", bundle, "--secret-manifest", secret)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")   # 10 days fit in the CA's 30: no note
+        self.assertEqual(sorted(os.listdir(out)), ["ca.crt", "tls.crt", "tls.key"])
+        with open(self.ca_crt, "rb") as a, open(os.path.join(out, "ca.crt"), "rb") as b:
+            ca_bytes = a.read()
+            self.assertEqual(b.read(), ca_bytes)
+        self.assertEqual(os.stat(os.path.join(out, "tls.key")).st_mode & 0o777, 0o600)
+        self.assertEqual(os.stat(os.path.join(out, "ca.crt")).st_mode & 0o777, 0o644)
+        # The CA's key stays where it was, untouched.
+        self.assertEqual(os.stat(self.ca_key).st_mode & 0o777, 0o600)
+        for name in SANS[:4]:
+            rc, text = openssl_verify(self.ca_crt, os.path.join(out, "tls.crt"), name=name)
+            self.assertEqual(rc, 0, text)
+        rc, text = openssl_verify(self.ca_crt, os.path.join(out, "tls.crt"), ip="127.0.0.1")
+        self.assertEqual(rc, 0, text)
+        text = subprocess.run(["openssl", "x509", "-noout", "-text", "-in",
+                               os.path.join(out, "tls.crt")], capture_output=True, text=True,
+                              check=True).stdout
+        self.assertIn("rsaEncryption", text)          # the leaf's own --key-type
+        self.assertIn("ecdsa-with-SHA256", text)      # signed by the (ECDSA) CA
+        # The renewed leaf is valid --days from now, inside the CA's life.
+        self.assertLess(not_after(os.path.join(out, "tls.crt")), not_after(self.ca_crt))
+        self.assertAlmostEqual(not_after(os.path.join(out, "tls.crt")) - time.time(),
+                               10 * 86400, delta=120)
+        # caBundle and Secret: the given CA's bytes.
+        with open(bundle, "rb") as fh:
+            self.assertEqual(base64.b64decode(fh.read().strip(), validate=True), ca_bytes)
+        with open(secret) as fh:
+            data = yaml.safe_load(fh)["data"]
+        self.assertEqual(base64.b64decode(data["ca.crt"]), ca_bytes)
+        with open(os.path.join(out, "tls.key"), "rb") as fh:
+            self.assertEqual(base64.b64decode(data["tls.key"]), fh.read())
+        self.assertEqual(os.stat(secret).st_mode & 0o777, 0o600)
+        self.assertIn("ca.key", subprocess.run([harness.binary(), "gen-certs", "--help"],
+                                               capture_output=True, text=True).stdout)
+
+    def test_ca_made_by_openssl(self):
+        """A CA made elsewhere (the openssl CLI, two days) signs too; ca.crt is its bytes;
+        365 days are cut to the CA's notAfter with one note."""
+        other = os.path.join(self.dir, "openssl-ca")
+        harness.make_certs(other, service=SERVICE, namespace=NAMESPACE, use_binary=False)
+        out = os.path.join(self.dir, "under-openssl-ca")
+        r = gen_certs(out, "--ca-cert", os.path.join(other, "ca.crt"), "--ca-key",
+                      os.path.join(other, "ca.key"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ca_end = not_after(os.path.join(other, "ca.crt"))
+        self.assertEqual(r.stderr, "volcano-plugin-webhook: gen-certs: note: tls.crt expires "
+                                   "with the CA at %s, sooner than --days 365\n" % rfc3339(ca_end))
+        self.assertEqual(not_after(os.path.join(out, "tls.crt")), ca_end)
+        with open(os.path.join(other, "ca.crt"), "rb") as a, \
+                open(os.path.join(out, "ca.crt"), "rb") as b:
+            self.assertEqual(b.read(), a.read())
+        rc, text = openssl_verify(os.path.join(other, "ca.crt"), os.path.join(out, "tls.crt"),
+                                  name="vpw.team-a.svc")
+        self.assertEqual(rc, 0, text)
+
+    def test_refusals(self):
+        leaf_crt = os.path.join(self.first, "tls.crt")
+        leaf_key = os.path.join(self.first, "tls.key")
+        cases = [
+            # (flags, exit code, the one stderr line)
+            (["--ca-cert", self.ca_crt], 2,
+             "--ca-cert needs --ca-key: give both or neither"),
+            (["--ca-key", self.ca_key], 2,
+             "--ca-key needs --ca-cert: give both or neither"),
+            (["--ca-cert", "", "--ca-key", self.ca_key], 2, "--ca-cert needs a file name"),
+            (["--ca-cert", leaf_crt, "--ca-key", leaf_key], 1,
+             "--ca-cert %s: not a CA certificate (no basicConstraints CA:TRUE)" % leaf_crt),
+            (["--ca-cert", self.ca_crt, "--ca-key", leaf_key], 1,
+             "%s: private key does not match the certificate in %s" % (leaf_key, self.ca_crt)),
+            (["--ca-cert", os.path.join(self.dir, "missing.crt"), "--ca-key", self.ca_key], 1,
+             "cannot read %s: No such file or directory" % os.path.join(self.dir,
+                                                                        "missing.crt")),
+        ]
+        for flags, code, line in cases:
+            with self.subTest(flags=flags):
+                out = os.path.join(self.dir, "refused")
+                r = gen_certs(out, *flags)
+                self.assertEqual(r.returncode, code, r.stderr)
+                self.assertEqual(r.stderr, "volcano-plugin-webhook: gen-certs: %s\n" % line)
+                self.assertFalse(os.path.exists(out), "a refusal leaves no --out behind")
+
+    def test_overwrite_rules(self):
+        out, r = self.renew("again")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "tls.crt"), "rb") as fh:
+            before = fh.read()
+        out, r = self.renew("again")
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr, "volcano-plugin-webhook: gen-certs: %s exists (use --force "
+                                   "to replace it)\n" % os.path.join(out, "ca.crt"))
+        with open(os.path.join(out, "tls.crt"), "rb") as fh:
+            self.assertEqual(fh.read(), before)
+        out, r = self.renew("again", "--force")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "tls.crt"), "rb") as fh:
+            self.assertNotEqual(fh.read(), before)
+        self.assertEqual(os.stat(os.path.join(out, "tls.key")).st_mode & 0o777, 0o600)
+        self.assertFalse(os.path.exists(os.path.join(out, "ca.key")))
+        # In place, next to the CA's own key: ca.key is neither in the way nor touched.
+        with open(self.ca_key, "rb") as fh:
+            key_before = fh.read()
+        r = gen_certs(self.first, "--ca-cert", self.ca_crt, "--ca-key", self.ca_key, "--force")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.ca_key, "rb") as fh:
+            self.assertEqual(fh.read(), key_before)
+        rc, text = openssl_verify(self.ca_crt, os.path.join(self.first, "tls.crt"),
+                                  name="vpw.team-a.svc")
+        self.assertEqual(rc, 0, text)
+
+
+EXPIRY_METRIC = "webhook_tls_certificate_expiry_timestamp_seconds"
+
+
+def expiry_gauge(body):
+    """The gauge's value in a /metrics body, or None when absent."""
+    m = re.search(r"^%s (\S+)$" % EXPIRY_METRIC, body, re.M)
+    return None if m is None else float(m.group(1))
+
+
+def log_events(log, msg):
+    """The JSON log lines whose msg is msg."""
+    out = []
+    for line in log.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and obj.get("msg") == msg:
+            out.append(obj)
+    return out
+
+
+class CertExpiryTest(unittest.TestCase):
+    """The served certificate's notAfter in /metrics, and the warning before it comes."""
+
+    def setUp(self):
+        if not os.access(harness.binary(), os.X_OK):
+            self.skipTest("%s not built" % harness.binary())
+        self.env = harness.Env(start_webhook=False)
+        self.addCleanup(self.env.close)
+        self.env.start()
+
+    def scrape(self, w):
+        conn = w.connection()
+        try:
+            conn.request("GET", "/metrics")
+            resp = conn.getresponse()
+            body = resp.read().decode()
+            self.assertEqual(resp.status, 200, body)
+            return expiry_gauge(body)
+        finally:
+            conn.close()
+
+    def wait_for(self, w, pred, what):
+        deadline = time.monotonic() + (60 if os.environ.get("SANITIZER") else 20)
+        while not pred():
+            self.assertLess(time.monotonic(), deadline, "no %s in:\n%s" % (
+                what, w.process.log()))
+            time.sleep(0.1)
+
+    def test_gauge_follows_the_served_pair(self):
+        crt = self.env.certs["tls.crt"]
+        w = self.env.start_webhook_now(extra_args=["--leader-elect=false"])
+        self.assertEqual(self.scrape(w), not_after(crt))   # 365 days: no warning
+        self.assertEqual(log_events(w.process.log(), "tls: serving certificate expires soon"),
+                         [])
+        # Renewed under the same CA (clients keep trusting it), 20 days, swapped in.
+        new = os.path.join(self.env.dir, "renewed")
+        r = gen_env_certs(new, "--ca-cert", self.env.certs["ca.crt"], "--ca-key",
+                          self.env.certs["ca.key"], "--days", "20")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        want = not_after(os.path.join(new, "tls.crt"))
+        self.assertNotEqual(want, not_after(crt))
+        wait_past(want - 20 * 86400)
+        shutil.copyfile(os.path.join(new, "tls.key"), self.env.certs["tls.key"])
+        shutil.copyfile(os.path.join(new, "tls.crt"), crt)
+        self.wait_for(w, lambda: "tls: pair reloaded" in w.process.log(), "reload")
+        self.wait_for(w, lambda: self.scrape(w) == want, "gauge %d" % want)
+        warned = log_events(w.process.log(), "tls: serving certificate expires soon")
+        self.assertEqual(len(warned), 1, w.process.log())
+        self.assertEqual((warned[0]["level"], warned[0]["not_after"], warned[0]["days_left"]),
+                         ("warn", rfc3339(want), "19"))
+
+    def test_warns_ten_days_ahead(self):
+        certs = self.env.certs
+        out = os.path.dirname(certs["tls.crt"])
+        r = gen_env_certs(out, "--days", "10", "--force")   # a new CA: Webhook trusts ca.crt
+        self.assertEqual(r.returncode, 0, r.stderr)
+        want = not_after(certs["tls.crt"])
+        wait_past(want - 10 * 86400)
+        w = self.env.start_webhook_now(extra_args=["--leader-elect=false"])
+        warned = log_events(w.process.log(), "tls: serving certificate expires soon")
+        self.assertEqual(len(warned), 1, w.process.log())
+        self.assertEqual(warned[0]["level"], "warn")
+        self.assertEqual(warned[0]["not_after"], rfc3339(want))
+        self.assertEqual(warned[0]["days_left"], "9")
+        self.assertEqual(self.scrape(w), want)
+        self.assertEqual(log_events(w.process.log(), "tls: serving certificate expired"), [])
+
+    def test_absent_over_plain_http(self):
+        port_file = os.path.join(self.env.dir, "plain.port")
+        proc = harness.Process("plain", [
+            harness.binary(), "serve", "--insecure-http", "--bind-address", "127.0.0.1",
+            "--port", "0", "--port-file", port_file, "--kubeconfig", self.env.kubeconfig,
+            "--leader-elect=false"], self.env.dir).start()
+        self.addCleanup(proc.stop)
+        port = proc.wait_port_file(port_file)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        try:
+            conn.request("GET", "/metrics")
+            resp = conn.getresponse()
+            body = resp.read().decode()
+        finally:
+            conn.close()
+        self.assertEqual(resp.status, 200, body)
+        self.assertIn("webhook_tls_reloads_total", body)
+        self.assertIsNone(expiry_gauge(body))
+        self.assertNotIn(EXPIRY_METRIC, body)
+        self.assertEqual(proc.stop(), 0, proc.log())
+        self.assertIsNone(proc.sanitizer_report())
 
 
 # ---------------------------------------------------------------- serve --self-signed
@@ -391,10 +678,18 @@ class SelfSignedTest(unittest.TestCase):
         ca_file = os.path.join(self.dir, "ca.crt")
         with open(ca_file, "wb") as fh:
             fh.write(base64.b64decode(bundles[0]))
-        handshake(port, ca_file, "custom-svc.team-a.svc")
+        der = handshake(port, ca_file, "custom-svc.team-a.svc")
         with self.assertRaises(ssl.SSLCertVerificationError):
             handshake(port, ca_file, "volcano-plugin-webhook.team-a.svc")
         self.assertIn('"code":"not found"', self.proc.log())
+        # The certificate made in memory is in /metrics too (365 days: no warning).
+        served = os.path.join(self.dir, "served.der")
+        with open(served, "wb") as fh:
+            fh.write(der)
+        status, body = get_status(port, "/metrics", insecure, "x")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(expiry_gauge(body), not_after(served, der=True))
+        self.assertNotIn("tls: serving certificate expires soon", self.proc.log())
         self.stop()
 
     def test_conflicting_flags_exit_2(self):

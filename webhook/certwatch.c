@@ -4,7 +4,8 @@
  * fallback period as timeout. After an event it waits for the directory to go
  * quiet (a kubelet update or an editor writes several entries), then compares
  * the files' fingerprints with those of the last attempt and, when they
- * differ, loads and applies the pair.
+ * differ, loads and applies the pair. The same loop re-checks the expiry of
+ * the pair in service once per expiry_check_ms (certwatch_check_expiry).
  *
  * Threads: certwatch_start/certwatch_stop on the caller's thread; watch_main
  * on the watcher thread, which alone touches the fingerprints and the copy of
@@ -26,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "webhook/clock.h"
 #include "webhook/log.h"
 #include "webhook/metrics.h"
 
@@ -49,6 +51,8 @@ struct certwatch {
     char *key_file;
     long poll_ms;
     long settle_ms;
+    long expiry_check_ms;
+    long long next_expiry_check;  /* clock_mono_ms time of the next expiry check */
     certwatch_apply_fn apply;
     void *userdata;
     struct certs_pair current;    /* content in service (watcher thread after start) */
@@ -121,6 +125,44 @@ static bool drain_events(int ifd)
     return any;
 }
 
+int certwatch_check_expiry(const char *cert_pem, long long now, struct wh_error *err)
+{
+    long long not_after;
+    char when[64];
+    time_t t;
+    struct tm tm;
+    int rc;
+
+    rc = certs_not_after(cert_pem, &not_after, err);
+    if (rc < 0)
+        return rc;
+    metrics_tls_cert_expiry(not_after);
+    if (not_after - now >= (long long)CERTWATCH_EXPIRY_WARN_DAYS * 86400)
+        return 0;
+    t = (time_t)not_after;
+    if (gmtime_r(&t, &tm) == NULL || strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(when, sizeof(when), "%lld", not_after);
+    /* notAfter is the last valid second (RFC 5280 4.1.2.5): expired only after it. */
+    if (now > not_after)
+        LOG_ERROR("tls: serving certificate expired not_after=%s days_ago=%lld", when,
+                  (now - not_after) / 86400);
+    else
+        LOG_WARN("tls: serving certificate expires soon not_after=%s days_left=%lld", when,
+                 (not_after - now) / 86400);
+    return 0;
+}
+
+/* Check the expiry of the pair in service now, and again after expiry_check_ms. */
+static void expiry_check(struct certwatch *w)
+{
+    struct wh_error err = {0, ""};
+
+    w->next_expiry_check = clock_mono_ms() + w->expiry_check_ms;
+    if (w->current.cert_pem != NULL
+        && certwatch_check_expiry(w->current.cert_pem, (long long)time(NULL), &err) < 0)
+        LOG_WARN("tls: cannot read the serving certificate's notAfter err=\"%s\"", err.msg);
+}
+
 /* The files changed since the last attempt: load, compare, apply, count. */
 static void try_reload(struct certwatch *w)
 {
@@ -149,6 +191,7 @@ static void try_reload(struct certwatch *w)
     w->current = pair;   /* keep the texts for the next comparison */
     LOG_INFO("tls: pair reloaded cert_file=%s key_file=%s", w->cert_file, w->key_file);
     metrics_tls_reload(true);
+    expiry_check(w);
 }
 
 /* Compare fingerprints; reload when either file is not what was last tried. */
@@ -188,6 +231,8 @@ static void *watch_main(void *arg)
             }
         }
         check_files(w);
+        if (clock_mono_ms() >= w->next_expiry_check)
+            expiry_check(w);
     }
     return NULL;
 }
@@ -234,6 +279,10 @@ int certwatch_start(struct certwatch **out, const struct certwatch_config *cfg,
         goto nomem;
     w->poll_ms = cfg->poll_ms > 0 ? cfg->poll_ms : CERTWATCH_DEFAULT_POLL_MS;
     w->settle_ms = cfg->settle_ms > 0 ? cfg->settle_ms : CERTWATCH_DEFAULT_SETTLE_MS;
+    w->expiry_check_ms = cfg->expiry_check_ms > 0 ? cfg->expiry_check_ms
+                                                  : CERTWATCH_DEFAULT_EXPIRY_CHECK_MS;
+    /* The caller checked the pair it starts with (certwatch_check_expiry); next one later. */
+    w->next_expiry_check = clock_mono_ms() + w->expiry_check_ms;
     w->apply = apply;
     w->userdata = userdata;
     if (pipe(w->wake) != 0) {

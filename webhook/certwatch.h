@@ -15,8 +15,15 @@
  * is handed to apply and counted as a reload (metrics_tls_reload(true)). The
  * same files are not tried again until they change again.
  *
+ * Expiry (failurePolicy Fail refuses every Volcano pod once the certificate
+ * has expired): certwatch_check_expiry sets the notAfter gauge and logs a
+ * warning under CERTWATCH_EXPIRY_WARN_DAYS days left, an error once expired.
+ * serve calls it for the pair it starts with; the watcher thread calls it for
+ * each pair it puts in service and, for the pair in service, once per
+ * expiry_check_ms (a day) from the same poll loop: no thread of its own.
+ *
  * Threads: certwatch_start/certwatch_stop on one thread (main); apply runs on
- * the watcher thread.
+ * the watcher thread. certwatch_check_expiry may be called from any thread.
  */
 #ifndef WH_CERTWATCH_H
 #define WH_CERTWATCH_H
@@ -26,6 +33,8 @@
 
 #define CERTWATCH_DEFAULT_POLL_MS 2000L    /* stat fallback period */
 #define CERTWATCH_DEFAULT_SETTLE_MS 200L   /* quiet time after an inotify event */
+#define CERTWATCH_DEFAULT_EXPIRY_CHECK_MS (24L * 3600 * 1000)  /* expiry re-check period */
+#define CERTWATCH_EXPIRY_WARN_DAYS 30      /* warn when fewer days than this are left */
 
 struct certwatch_config {
     const char *cert_file;    /* PEM certificate (chain) file; borrowed, must outlive the watcher */
@@ -33,6 +42,9 @@ struct certwatch_config {
     long poll_ms;             /* stat fallback period; 0 → CERTWATCH_DEFAULT_POLL_MS */
     long settle_ms;           /* after an event, wait until the directory is quiet this
                                  long before reading; 0 → CERTWATCH_DEFAULT_SETTLE_MS */
+    long expiry_check_ms;     /* re-check the expiry of the pair in service this often
+                                 (noticed within poll_ms after it is due);
+                                 0 → CERTWATCH_DEFAULT_EXPIRY_CHECK_MS */
 };
 
 /*
@@ -56,6 +68,21 @@ struct certwatch;
 int certwatch_start(struct certwatch **out, const struct certwatch_config *cfg,
                     const struct certs_pair *current, certwatch_apply_fn apply, void *userdata,
                     struct wh_error *err) WH_WARN_UNUSED;
+
+/**
+ * The serving certificate (the first of cert_pem) is in service at Unix time
+ * now: set webhook_tls_certificate_expiry_timestamp_seconds to its notAfter
+ * (metrics_tls_cert_expiry), then log at warn level
+ * "tls: serving certificate expires soon not_after=<RFC 3339 UTC> days_left=N"
+ * (N whole days left, rounded down) when fewer than CERTWATCH_EXPIRY_WARN_DAYS
+ * days remain, or at error level
+ * "tls: serving certificate expired not_after=<RFC 3339 UTC> days_ago=N" once
+ * notAfter has passed; nothing when more time is left. Thread-safe.
+ * @param cert_pem  borrowed PEM text (a chain: its first certificate counts)
+ * @return 0; as certs_not_after when no certificate can be read (no gauge set,
+ *         nothing logged).
+ */
+int certwatch_check_expiry(const char *cert_pem, long long now, struct wh_error *err);
 
 /** Stop and join the watcher thread and free w; apply is not called after. NULL is a no-op. */
 void certwatch_stop(struct certwatch *w);

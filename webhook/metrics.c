@@ -5,6 +5,7 @@
  */
 #include "webhook/metrics.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -37,6 +38,10 @@ static atomic_long inflight;
 static atomic_ulong plugin_patches[NPLUGINS];
 static atomic_ulong warnings_total;
 static atomic_ulong tls_reloads[2];               /* [0] refused, [1] ok */
+/* notAfter of the certificate served, Unix seconds; TLS_EXPIRY_UNSET until one is (plain
+ * HTTP never sets it, so the gauge stays absent). One atomic: a scrape sees old or new. */
+#define TLS_EXPIRY_UNSET LLONG_MIN
+static atomic_llong tls_cert_expiry = TLS_EXPIRY_UNSET;
 static const char *const op_kinds[] = {"ConfigMap", "Secret", "Service", "NetworkPolicy", "other"};
 #define NKINDS (sizeof(op_kinds) / sizeof(op_kinds[0]))
 static const char *const op_names[] = {"ensure", "delete"};
@@ -87,6 +92,11 @@ void metrics_tls_reload(bool ok)
     atomic_fetch_add_explicit(&tls_reloads[ok ? 1 : 0], 1, memory_order_relaxed);
 }
 
+void metrics_tls_cert_expiry(long long unix_seconds)
+{
+    atomic_store_explicit(&tls_cert_expiry, unix_seconds, memory_order_relaxed);
+}
+
 void metrics_reconcile_op(const char *kind, const char *op, bool ok)
 {
     size_t k = NKINDS - 1;
@@ -120,6 +130,7 @@ void metrics_reset(void)
     atomic_store(&warnings_total, 0);
     atomic_store(&tls_reloads[0], 0);
     atomic_store(&tls_reloads[1], 0);
+    atomic_store(&tls_cert_expiry, TLS_EXPIRY_UNSET);
     atomic_store(&keygen_count, 0);
     atomic_store(&keygen_sum_ns, 0);
     for (size_t k = 0; k < NKINDS; k++)
@@ -244,6 +255,15 @@ static void render_own(struct metrics_writer *w)
                   "result=\"ok\"", (double)atomic_load(&tls_reloads[1]));
     metrics_write(w, "webhook_tls_reloads_total", NULL, NULL, "result=\"refused\"",
                   (double)atomic_load(&tls_reloads[0]));
+    {
+        long long not_after = atomic_load_explicit(&tls_cert_expiry, memory_order_relaxed);
+
+        /* %.17g prints every integer below 2^53 exactly: no exponent for a date. */
+        if (not_after != TLS_EXPIRY_UNSET)
+            metrics_write(w, "webhook_tls_certificate_expiry_timestamp_seconds", "gauge",
+                          "notAfter of the serving certificate in use, Unix seconds.", NULL,
+                          (double)not_after);
+    }
     for (size_t k = 0; k < NKINDS; k++) {
         for (size_t o = 0; o < 2; o++) {
             for (size_t r = 0; r < 2; r++) {

@@ -37,6 +37,13 @@ void metrics_warnings(unsigned n);
 void metrics_tls_reload(bool ok);
 
 /**
+ * The serving certificate now in use expires at unix_seconds (its notAfter):
+ * the gauge webhook_tls_certificate_expiry_timestamp_seconds, absent until the
+ * first call (so with plain HTTP). Thread-safe (one atomic); the last call wins.
+ */
+void metrics_tls_cert_expiry(long long unix_seconds);
+
+/**
  * One reconcile operation on an auxiliary object: kind "ConfigMap", "Secret",
  * "Service", "NetworkPolicy" (others count as "other"), op "ensure" or "delete",
  * and whether it succeeded (a foreign object left alone counts as success, D12).

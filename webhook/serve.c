@@ -19,13 +19,14 @@
  * Threads: serve_main runs on the main thread. Its struct serve_options is
  * filled before any thread exists and only read after. The admission lookup
  * (lookup_job_get, webhook/lookup.h) and serve_ready run on MHD workers; they
- * read struct job_lookup, immutable while the server runs, the cache (its own
- * rwlock) and the shareable k8s client. The informer thread writes the cache.
- * The reconciler's handlers (serve_on_job_*) run on the informer thread and
- * serve_on_leading on the leader-election thread; both only call the
- * thread-safe reconcile_* functions. serve_collect (GET /metrics) runs on MHD
+ * read struct job_lookup, unchanged while the server runs (its shared GETs have
+ * their own mutex), the cache (its own rwlock) and the shareable k8s client. The
+ * informer thread writes the cache. The reconciler's handlers (serve_on_job_*)
+ * run on the informer thread and serve_on_leading on the leader-election thread;
+ * both only call the thread-safe reconcile_* functions. serve_collect (GET /metrics) runs on MHD
  * workers and reads the modules under serve_ops.lock; serve_apply_tls runs on
- * the certwatch thread and calls the thread-safe server_set_tls_pair. With
+ * the certwatch thread and calls the thread-safe server_set_tls_pair (certwatch
+ * then sets the certificate-expiry gauge, an atomic in metrics.c). With
  * --self-signed, the caBundle patch thread (certs/selfsigned.c, started after
  * the signal mask) uses the shared client; serve_ready reads its atomic flag.
  */
@@ -424,7 +425,7 @@ static int serve_apply_tls(void *userdata, const struct certs_pair *pair, struct
 static int ops_watch_start(struct serve_ops *ops, struct server *srv, const char *cert_file,
                            const char *key_file, const struct certs_pair *pair)
 {
-    struct certwatch_config wcfg = {cert_file, key_file, 0, 0};
+    struct certwatch_config wcfg = {cert_file, key_file, 0, 0, 0};
     struct wh_error err = {0, ""};
 
     ops->srv = srv;
@@ -644,6 +645,11 @@ int serve_main(int argc, char **argv)
         LOG_ERROR("%s", err.msg);
         goto out;
     }
+    /* operations: the served certificate's notAfter gauge, and a warning when it is
+     * near (files or --self-signed; plain HTTP has none); certwatch re-checks daily */
+    if (pair.cert_pem != NULL && certwatch_check_expiry(pair.cert_pem, (long long)time(NULL),
+                                                        &err) < 0)
+        LOG_WARN("tls: cannot read the serving certificate's notAfter err=\"%s\"", err.msg);
     /* operations: TLS files hot reload (not for --self-signed or plain HTTP) */
     if (o.tls_cert_file != NULL && o.tls_key_file != NULL
         && ops_watch_start(&ops, srv, o.tls_cert_file, o.tls_key_file, &pair) < 0)
