@@ -486,7 +486,8 @@ int gen_certs_main(int argc, char **argv)
             break;
         case 'D':
             if (!dns_name_ok(optarg)) {
-                fprintf(stderr, WH_PROG ": gen-certs: invalid --dns \"%s\"\n", optarg);
+                fprintf(stderr, WH_PROG ": gen-certs: invalid --dns \"%s\": want a DNS name or "
+                        "IP address of 1..253 printable characters, no spaces or commas\n", optarg);
                 return 2;
             }
             if (add_extra_san(extra, &nextra, optarg) < 0)

@@ -32,6 +32,8 @@ class UsageErrors(unittest.TestCase):
             (["serve", "--bogus"], P + "serve: unknown flag --bogus (see --help)"),
             (["gen-certs", "--bogus"], P + "gen-certs: unknown flag --bogus (see --help)"),
             (["gen-certs"], P + "gen-certs: missing required flag --service (see --help)"),
+            (["gen-certs", "--dns", "bad name"], P + "gen-certs: invalid --dns \"bad name\": "
+             "want a DNS name or IP address of 1..253 printable characters, no spaces or commas"),
             (["render", "--bogus"], P + "render: unknown flag --bogus (see --help)"),
             (["render"], P + "render: missing required flag -f JOB (see --help)"),
             (["render", "-f"], P + "render: flag -f needs a value"),
