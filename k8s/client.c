@@ -15,10 +15,12 @@
  * while the request's own timeout leaves room); any other status → the Status
  * body decoded into a code (client_internal.h k8s_client_status_error) and
  * "Reason: message" in err. CURLE_OPERATION_TIMEDOUT → WH_ETIMEOUT; other
- * transport failures → WH_EAPI. Bodies over K8S_MAX_BODY are refused.
+ * transport failures → WH_EAPI. Bodies over the cap (k8s_client_set_max_body, by
+ * default K8S_MAX_BODY) are refused with WH_ETOOBIG, so that a caller that
+ * can ask for less (a LIST with a smaller limit) knows to.
  *
  * Threads: any thread may call any function concurrently, except
- * k8s_client_set_options (before threads use the client) and
+ * k8s_client_set_options and k8s_client_set_max_body (before threads use the client) and
  * k8s_client_destroy (after they are done). Locks: c->mu guards the handle
  * list, so k8s_client_destroy frees the handles of threads that are still
  * alive (a thread that exits first frees its own through the key's
@@ -54,6 +56,7 @@ struct handle {
 struct k8s_client {
     struct k8s_config cfg;        /* deep copy, immutable */
     struct k8s_client_options opt;/* set before threads start, then read-only */
+    size_t max_body;              /* bytes of a body accepted; same rule as opt */
     pthread_key_t key;            /* this thread's struct handle */
     pthread_mutex_t mu;           /* guards handles */
     struct handle *handles;       /* every live handle */
@@ -66,6 +69,7 @@ struct body {
     char *data;
     size_t len;
     size_t cap;
+    size_t max;                   /* bytes accepted */
     bool toobig;
 };
 
@@ -149,6 +153,7 @@ struct k8s_client *k8s_client_create(const struct k8s_config *cfg, struct wh_err
     c->opt.qps = 0;   /* no limit, no retries until k8s_client_set_options */
     c->opt.burst = 1;
     c->opt.retry_max = 0;
+    c->max_body = K8S_MAX_BODY;
     return c;
 }
 
@@ -189,6 +194,12 @@ void k8s_client_set_options(struct k8s_client *c, const struct k8s_client_option
     c->tokens = c->opt.burst; /* a full bucket to start with, as client-go's */
     c->lim_last_ms = clock_mono_ms();
     pthread_mutex_unlock(&c->lim_mu);
+}
+
+void k8s_client_set_max_body(struct k8s_client *c, size_t max_body)
+{
+    if (c != NULL)
+        c->max_body = max_body > 0 ? max_body : K8S_MAX_BODY;
 }
 
 /*
@@ -235,7 +246,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
     struct body *b = userdata;
     size_t n = size * nmemb;
 
-    if (n > K8S_MAX_BODY - b->len) {
+    if (n > b->max - b->len) {
         b->toobig = true;
         return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
     }
@@ -605,6 +616,7 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
             goto out;
         free(b.data);
         memset(&b, 0, sizeof(b));
+        b.max = c->max_body;
         errbuf[0] = '\0';
         curl_easy_setopt(h, CURLOPT_URL, url);
         set_method(h, method, data, data ? strlen(data) : 0);
@@ -624,8 +636,8 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
             goto out;
         }
         if (cc == CURLE_WRITE_ERROR && b.toobig) {
-            rc = wh_error_set(err, WH_EAPI, "%s %s: response body larger than %u bytes", method,
-                              path, K8S_MAX_BODY);
+            rc = wh_error_set(err, WH_ETOOBIG, "%s %s: response body larger than %zu bytes",
+                              method, path, b.max);
             goto out;
         }
         if (cc != CURLE_OK) {

@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "webhook/error.h"
 
@@ -84,12 +85,20 @@ struct k8s_client_options {
 void k8s_client_set_options(struct k8s_client *c, const struct k8s_client_options *opt);
 
 /**
+ * Set the largest response body accepted, in bytes (0 → the default, 16 MiB). A
+ * bigger body fails the request with WH_ETOOBIG. Call before threads use the
+ * client. Tests lower it to make a LIST page "too big" without 16 MiB of data.
+ */
+void k8s_client_set_max_body(struct k8s_client *c, size_t max_body);
+
+/**
  * One request. method "GET" "POST" "PUT" "PATCH" "DELETE"; path absolute with query;
  * body NULL or a JSON object sent compact (content_type NULL → application/json);
  * waits for the rate limiter, then at most timeout_ms in all (retries included).
  * @param[out] out  new reference to the decoded 2xx body (NULL allowed: body dropped)
  * @return 0 on 2xx; WH_ENOTFOUND 404; WH_EEXISTS 409 AlreadyExists; WH_ECONFLICT 409
- *         Conflict; WH_EGONE 410 (Gone or Expired); WH_ETIMEOUT; WH_EAPI otherwise
+ *         Conflict; WH_EGONE 410 (Gone or Expired); WH_ETIMEOUT; WH_ETOOBIG when the
+ *         response body is over the cap (k8s_client_set_max_body); WH_EAPI otherwise
  *         (err = "Reason: message" from the Status body, kube-api-facts "Errors").
  */
 int k8s_request(struct k8s_client *c, const char *method, const char *path, const json_t *body,
@@ -118,7 +127,8 @@ typedef int (*k8s_page_fn)(void *userdata, json_t *items, struct wh_error *err);
  * caller that keeps less than the items holds one page at a time.
  * @param[out] rv_out  malloc'd metadata.resourceVersion of the list (free())
  * @return 0; WH_EGONE when a continue token expired (410 Expired: list again);
- *         what on_page returned when < 0; other errors as k8s_request.
+ *         WH_ETOOBIG when a page is over the body cap (list again with a smaller
+ *         limit); what on_page returned when < 0; other errors as k8s_request.
  */
 int k8s_list_pages(struct k8s_client *c, const char *collection_path, long limit,
                    long timeout_ms, k8s_page_fn on_page, void *userdata, char **rv_out,

@@ -540,11 +540,59 @@ START_TEST(test_body_cap)
     snprintf(body + off + n, 200, "\"}}");
     apitest_ctl_expect(&api, "POST", "/_test/objects", body, 201);
     free(body);
+    /* WH_ETOOBIG, not WH_EAPI: the informer halves its LIST pages on it */
     ck_assert_int_eq(k8s_get(kc, "/api/v1/namespaces/ns1/configmaps/big", 20000, &got, &err),
-                     WH_EAPI);
+                     WH_ETOOBIG);
     ck_assert_str_eq(err.msg, "GET /api/v1/namespaces/ns1/configmaps/big: response body larger "
                               "than 16777216 bytes");
     ck_assert_ptr_null(got);
+}
+END_TEST
+
+/* A ConfigMap ns1/NAME whose data.x holds n bytes, stored directly. */
+static void store_cm_of_size(const char *name, size_t n)
+{
+    char *body = malloc(n + 200);
+    int off;
+
+    ck_assert_ptr_nonnull(body);
+    off = snprintf(body, 200, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                              "{\"name\":\"%s\",\"namespace\":\"ns1\"},\"data\":{\"x\":\"",
+                   name);
+    memset(body + off, 'a', n);
+    snprintf(body + off + n, 200, "\"}}");
+    apitest_ctl_expect(&api, "POST", "/_test/objects", body, 201);
+    free(body);
+}
+
+/* k8s_client_set_max_body: the cap is the client's; 0 restores the 16 MiB default. */
+START_TEST(test_body_cap_settable)
+{
+    struct wh_error err = {0};
+    json_t *got = NULL;
+    char *rv = NULL;
+
+    store_cm_of_size("small", 1000);
+    store_cm_of_size("large", 9000);
+    k8s_client_set_max_body(kc, 8192);
+    ck_assert_int_eq(k8s_get(kc, "/api/v1/namespaces/ns1/configmaps/small", 5000, &got, &err), 0);
+    json_decref(got);
+    got = NULL;
+    ck_assert_int_eq(k8s_get(kc, "/api/v1/namespaces/ns1/configmaps/large", 5000, &got, &err),
+                     WH_ETOOBIG);
+    ck_assert_str_eq(err.msg, "GET /api/v1/namespaces/ns1/configmaps/large: response body "
+                              "larger than 8192 bytes");
+    ck_assert_ptr_null(got);
+    /* a LIST page over the cap fails the LIST with the same code (the caller may page less) */
+    ck_assert_int_eq(k8s_list(kc, "/api/v1/namespaces/ns1/configmaps", 2, 5000, &got, &rv, &err),
+                     WH_ETOOBIG);
+    ck_assert_str_eq(err.msg, "GET /api/v1/namespaces/ns1/configmaps?limit=2: response body "
+                              "larger than 8192 bytes");
+    ck_assert_ptr_null(got);
+    ck_assert_ptr_null(rv);
+    k8s_client_set_max_body(kc, 0);
+    ck_assert_int_eq(k8s_get(kc, "/api/v1/namespaces/ns1/configmaps/large", 5000, &got, &err), 0);
+    json_decref(got);
 }
 END_TEST
 
@@ -1138,6 +1186,7 @@ static Suite *k8s_client_suite(void)
     tcase_add_test(http, test_timeout);
     tcase_add_test(http, test_token_rotation);
     tcase_add_test(http, test_body_cap);
+    tcase_add_test(http, test_body_cap_settable);
     tcase_add_test(http, test_threads);
     tcase_add_test(http, test_create_update_delete);
     tcase_add_test(http, test_list_paged);

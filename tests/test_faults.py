@@ -1,6 +1,7 @@
 """test_faults.py - the real binary against a misbehaving API server (issue 6, "API server
 faults"): answers cut mid-body, invalid JSON, wrong content types, 429 with Retry-After,
-5xx storms, watch streams that stall without closing, clocks far off.
+5xx storms, watch streams that stall without closing, every watch answered 410,
+clocks far off.
 
 Each scenario churns Jobs while the faults last (create, scale, delete, admissions) and
 then checks, once the faults have lapsed, that every Job's objects converge: exactly the
@@ -237,6 +238,37 @@ class ApiFaultsTest(FaultTestBase):
         self.assertGreaterEqual(lists[3] - lists[2], 0.9, lists)      # Retry-After: 1
         self.assertGreaterEqual(watches[3] - watches[2], 1.9, watches)  # Retry-After: 2
         self.assertLess(watches[3] - watches[2], 15.0, watches)
+
+    def test_watch_gone_storm_throttled(self):
+        """The first four WATCHes answered 410 Gone (a broken proxy): the LIST after
+        each succeeds but nothing is ever watched, so each 410 counts as a failure and
+        the next LIST comes after a growing backoff (the default 0.5 s, doubling, drawn
+        from [d/2, d]); it was a storm of ~23 LISTs a second. Gaps are measured on the
+        server's clock (lower bounds only). The fifth WATCH works and brings a new Job:
+        exactly 5 LISTs and 5 WATCHes in all."""
+        ns = "gonestorm"
+        self.env.webhook.stop()
+        self.api.clear_requests()
+        self.api.add_faults({"method": "GET", "path_regex": WATCH, "status": 410,
+                             "reason": "Expired", "message": "too old resource version",
+                             "count": 4})
+
+        def jobs_requests(watch):
+            return [r["time"] for r in self.api.requests()
+                    if r["path"] == "/apis/batch.volcano.sh/v1alpha1/jobs"
+                    and ("watch=" in r["query"]) == watch]
+
+        self.restart_webhook()
+        tr.wait_for(lambda: len(jobs_requests(True)) >= 5, "the fifth watch")
+        job = self.c.create_job("pytorch-job", ns)
+        self.wait_converged(ns, [job])
+        lists, watches = jobs_requests(False), jobs_requests(True)
+        self.assertEqual(len(lists), 5, lists)
+        self.assertEqual(len(watches), 5, watches)
+        for k in range(1, 5):   # WATCH k (410) -> LIST k+1: at least 0.25 * 2^(k-1) s
+            self.assertGreaterEqual(lists[k] - watches[k - 1], 0.25 * 2 ** (k - 1),
+                                    (k, lists, watches))
+        self.assertIn("nothing watched since the list", self.env.webhook.process.log())
 
     def test_stalled_watch_reconnects(self):
         """A watch that sends headers and then nothing, without closing: the informer

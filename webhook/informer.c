@@ -18,9 +18,23 @@
  *     A failed LIST backs off the same way and is tried again.
  * The backoff grows with consecutive failures (backoff_min_ms · 2^(n-1), at most
  * backoff_max_ms), is drawn from [d/2, d] ("equal jitter", so that replicas do
- * not reconnect in step), and is reset by a LIST or by a watch that delivered
- * an event. A watch that ends normally at once with nothing delivered counts
- * as a failure too, so a server that closes every stream cannot make us spin.
+ * not reconnect in step), and is reset only by a watch that delivered an event
+ * or a bookmark, as client-go's reflector: a LIST alone proves nothing about
+ * the watch. Also failures, so that a broken server cannot make us spin: a
+ * watch that ends normally at once with no event (bookmarks or not), and a
+ * 410 when no watch since the last LIST delivered anything (a server that
+ * answers every WATCH with 410 made 229 LISTs in 10 s). A 410 after a watch
+ * that did deliver (the usual compaction) relists at once.
+ *
+ * A LIST page over the client's body cap (WH_ETOOBIG) halves the page size and
+ * lists again at once, down to 1 (one object is at most 1.5 MiB in etcd, so a
+ * single-object page over the cap is a plain error with backoff). The smaller
+ * size is kept for the informer's life: growing back would fail again at the
+ * next relist, and smaller pages only cost more requests.
+ *
+ * Objects of another kind than batch.volcano.sh/v1alpha1 Job (a misbehaving
+ * proxy) are skipped, logged and counted in errors. LIST items may omit kind
+ * and apiVersion (they are filled in), watch events may not.
  *
  * Threads: informer_start/informer_stop on the main thread; everything else on
  * the informer thread, which is the cache's only writer and calls the handlers.
@@ -82,9 +96,13 @@ struct informer {
 
     /* Informer thread only. */
     char *rv;                     /* where the next WATCH starts; NULL → LIST first */
+    long page_size;               /* LIST limit now: cfg.page_size, halved on WH_ETOOBIG */
     unsigned failures;            /* consecutive failed attempts (backoff exponent) */
     unsigned seed;                /* rand_r state for jitter */
-    unsigned long delivered;      /* events handled by the current watch */
+    unsigned long delivered;      /* change events handled by the current watch */
+    unsigned long bookmarks;      /* bookmarks seen by the current watch */
+    bool progressed;              /* a watch since the last LIST delivered something */
+    size_t skipped;               /* wrong-kind items of the LIST in progress */
 };
 
 static bool stopping(struct informer *inf)
@@ -146,6 +164,33 @@ static void backoff(struct informer *inf)
     sleep_ms(inf, wait);
 }
 
+/*
+ * Whether obj is a Volcano Job by its kind and apiVersion. missing_ok: an absent
+ * member passes (LIST items may omit them); a present other value never does.
+ */
+static bool is_job(const json_t *obj, bool missing_ok)
+{
+    const json_t *kind = json_object_get(obj, "kind");
+    const json_t *av = json_object_get(obj, "apiVersion");
+
+    if ((kind == NULL || av == NULL) && !missing_ok)
+        return false;
+    if (kind != NULL && !(json_is_string(kind) && strcmp(json_string_value(kind), "Job") == 0))
+        return false;
+    return av == NULL ||
+           (json_is_string(av) && strcmp(json_string_value(av), JOB_API_VERSION) == 0);
+}
+
+/* Log an object is_job refused; where: "list" or "watch". */
+static void warn_wrong_kind(const json_t *obj, const char *where)
+{
+    LOG_WARN("informer: skipped an object of another kind in the jobs %s kind=%s "
+             "api_version=%s job=%s/%s", where,
+             str_or(json_string_value(json_object_get(obj, "kind")), "-"),
+             str_or(json_string_value(json_object_get(obj, "apiVersion")), "-"),
+             str_or(meta_str(obj, "namespace"), ""), str_or(meta_str(obj, "name"), ""));
+}
+
 /* Items of a Job LIST may lack apiVersion/kind (kube omits them in lists): add them. */
 static void fill_type_meta(json_t *job)
 {
@@ -155,26 +200,35 @@ static void fill_type_meta(json_t *job)
         json_object_set_new(job, "kind", json_string("Job"));
 }
 
-/* k8s_page_fn of informer_list: each listed Job into the batch (userdata). */
+struct list_report {
+    struct informer *inf;
+    struct cache_batch *batch;
+    size_t removed;
+};
+
+/* k8s_page_fn of informer_list: each listed Job into the batch (userdata: the report). */
 static int add_page(void *userdata, json_t *items, struct wh_error *err)
 {
+    struct list_report *r = userdata;
     size_t i;
     json_t *job;
 
     json_array_foreach(items, i, job) {
+        if (json_is_object(job) && !is_job(job, true)) {
+            /* One line per LIST, not per item: a proxy may answer with thousands. */
+            if (r->inf->skipped++ == 0)
+                warn_wrong_kind(job, "list");
+            atomic_fetch_add(&r->inf->errors, 1);
+            continue;
+        }
         if (json_is_object(job))
             fill_type_meta(job);
         /* WH_EINVAL: no namespace or name, never a Job we could look up: skipped. */
-        if (cache_batch_add(userdata, job) == WH_ENOMEM)
+        if (cache_batch_add(r->batch, job) == WH_ENOMEM)
             return wh_error_set(err, WH_ENOMEM, "out of memory");
     }
     return 0;
 }
-
-struct list_report {
-    struct informer *inf;
-    size_t removed;
-};
 
 /* cache_change_fn of informer_list: the differences the LIST made, to the handlers. */
 static void on_list_change(void *userdata, const json_t *old_job, const json_t *job)
@@ -202,14 +256,18 @@ static void on_list_change(void *userdata, const json_t *old_job, const json_t *
 static int informer_list(struct informer *inf, struct wh_error *err)
 {
     struct cache_batch *batch = cache_batch_create();
-    struct list_report report = {inf, 0};
+    struct list_report report = {inf, batch, 0};
     char *rv = NULL;
     int rc;
 
     if (batch == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
-    rc = k8s_list_pages(inf->client, JOBS_PATH, inf->cfg.page_size,
-                        inf->cfg.request_timeout_ms, add_page, batch, &rv, err);
+    inf->skipped = 0;
+    rc = k8s_list_pages(inf->client, JOBS_PATH, inf->page_size, inf->cfg.request_timeout_ms,
+                        add_page, &report, &rv, err);
+    if (inf->skipped > 1)
+        LOG_WARN("informer: skipped objects of another kind in the jobs list count=%zu",
+                 inf->skipped);
     if (rc < 0)
         goto out;
     rc = cache_replace_all(inf->cache, batch, on_list_change, &report);
@@ -221,6 +279,7 @@ static int informer_list(struct informer *inf, struct wh_error *err)
     free(inf->rv);
     inf->rv = rv;
     rv = NULL;  /* now owned by inf */
+    inf->progressed = false;
     atomic_fetch_add(&inf->lists, 1);
     LOG_INFO("informer: listed jobs=%zu removed=%zu resource_version=%s",
              cache_size(inf->cache), report.removed, str_or(inf->rv, ""));
@@ -244,10 +303,18 @@ static int on_watch_event(void *userdata, enum watch_event_type type, json_t *ob
     const char *name = str_or(meta_str(obj, "name"), "");
     json_t *old = NULL;
 
+    if (type != WATCH_BOOKMARK && type != WATCH_ERROR && !is_job(obj, false)) {
+        /* Never cached, never reported, not progress; its rv still moves us on. */
+        warn_wrong_kind(obj, "watch");
+        atomic_fetch_add(&inf->errors, 1);
+        set_rv(inf, meta_str(obj, "resourceVersion"));
+        return 0;
+    }
     switch (type) {
     case WATCH_BOOKMARK:
         LOG_DEBUG("informer: bookmark resource_version=%s",
                   str_or(meta_str(obj, "resourceVersion"), ""));
+        inf->bookmarks++;
         break;
     case WATCH_ADDED:
     case WATCH_MODIFIED:
@@ -335,35 +402,62 @@ static void *informer_main(void *arg)
                 atomic_fetch_add(&inf->errors, 1);
                 if (rc == WH_EGONE)
                     atomic_fetch_add(&inf->relists_gone, 1);
+                if (rc == WH_ETOOBIG && inf->page_size > 1) {
+                    /* A page of big Jobs is over the body cap: ask for fewer, at once. */
+                    inf->page_size /= 2;
+                    LOG_WARN("informer: list page over the body cap, listing again with "
+                             "smaller pages limit=%ld err=\"%s\"", inf->page_size, err.msg);
+                    continue;
+                }
                 LOG_WARN("informer: list failed path=%s err=\"%s\"", JOBS_PATH,
                          err.msg[0] != '\0' ? err.msg : wh_error_str(rc));
                 backoff(inf);
                 continue;
             }
+            /* Not a reset of failures: only a watch that delivers proves the server sane. */
             need_list = false;
-            inf->failures = 0;
         }
         {
             long started = clock_mono_ms();
+            bool seen;
 
             inf->delivered = 0;
+            inf->bookmarks = 0;
             wh_error_clear(&err);
             rc = informer_watch(inf, &err);
             if (stopping(inf))
                 break;
-            if (inf->delivered > 0)
-                inf->failures = 0;
+            seen = inf->delivered > 0 || inf->bookmarks > 0;
             if (rc == 0) {
-                /* Ended normally (timeoutSeconds): resume from the last rv at once. */
-                if (inf->delivered == 0 && clock_mono_ms() - started < SHORT_WATCH_MS)
+                /* Ended normally (timeoutSeconds): resume from the last rv at once, unless
+                 * it ended at once with no change (a bookmark alone is no reason to spin). */
+                if (inf->delivered == 0 && clock_mono_ms() - started < SHORT_WATCH_MS) {
                     backoff(inf);
+                    continue;
+                }
+                if (seen) {
+                    inf->failures = 0;
+                    inf->progressed = true;
+                }
                 continue;
+            }
+            if (seen) {
+                inf->failures = 0;
+                inf->progressed = true;
             }
             if (rc == WH_EGONE) {
                 /* Our resourceVersion is older than the server's history: LIST again. */
                 atomic_fetch_add(&inf->relists_gone, 1);
-                LOG_INFO("informer: resource version gone (410), listing again "
-                         "resource_version=%s", str_or(inf->rv, ""));
+                if (!inf->progressed) {
+                    /* 410 right after a LIST, nothing delivered: a failure, or we storm. */
+                    LOG_WARN("informer: resource version gone (410) with nothing watched "
+                             "since the list, listing again after a backoff "
+                             "resource_version=%s", str_or(inf->rv, ""));
+                    backoff(inf);
+                } else {
+                    LOG_INFO("informer: resource version gone (410), listing again "
+                             "resource_version=%s", str_or(inf->rv, ""));
+                }
                 need_list = true;
                 continue;
             }
@@ -398,6 +492,7 @@ int informer_start(struct informer **out, struct k8s_client *client, struct job_
         inf->h = *h;
     if (inf->cfg.page_size <= 0)
         inf->cfg.page_size = DEFAULT_PAGE_SIZE;
+    inf->page_size = inf->cfg.page_size;
     if (inf->cfg.request_timeout_ms <= 0)
         inf->cfg.request_timeout_ms = DEFAULT_REQUEST_TIMEOUT_MS;
     if (inf->cfg.watch_timeout_s <= 0)

@@ -2,7 +2,11 @@
  * informer.h - list/watch of Volcano Jobs feeding the cache (kube-api-facts
  * "Reading"): LIST all namespaces (paged), then WATCH from the list's
  * resourceVersion with bookmarks; 410 Gone / Expired → LIST again; other errors →
- * reconnect with capped exponential backoff and jitter.
+ * reconnect with capped exponential backoff and jitter. The backoff is reset only
+ * by a watch that delivered an event or bookmark; a 410 with nothing delivered
+ * since the LIST backs off too (client-go's reflector). A LIST page over the
+ * client's body cap (k8s_client_options.max_body) halves the page size for good.
+ * Objects that are not batch.volcano.sh/v1alpha1 Jobs are skipped.
  *
  * Threads: one informer thread of its own. Handlers are called on it, in event
  * order, after the cache was updated.
@@ -27,7 +31,8 @@ struct informer_handlers {
 };
 
 struct informer_config {
-    long page_size;             /* LIST limit, default 500 */
+    long page_size;             /* LIST limit, default 500; halved (down to 1) while a page is
+                                   over the client's body cap, and kept so */
     long request_timeout_ms;    /* LIST page timeout, default 30000 */
     long watch_timeout_s;       /* server-side timeoutSeconds, default 300 (randomised ±10%) */
     long idle_timeout_ms;       /* stalled watch detection, default 90000 */
@@ -53,7 +58,8 @@ struct informer_stats {
     unsigned long lists;          /* completed LISTs */
     unsigned long watches;        /* WATCH requests started */
     unsigned long relists_gone;   /* LISTs caused by 410 */
-    unsigned long errors;         /* failed LIST/WATCH attempts */
+    unsigned long errors;         /* failed LIST/WATCH attempts (a page over the body cap
+                                     too), and objects of another kind skipped */
 };
 /** Copy the counters into *out (relaxed atomic reads; each value monotonic). Any thread. */
 void informer_get_stats(const struct informer *inf, struct informer_stats *out);
