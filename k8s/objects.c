@@ -4,9 +4,13 @@
  *
  * Design: every operation starts from a GET, so the cluster is the only state
  * (D9: no markers in the Job). Ownership is "an ownerReference with the Job's
- * uid", whatever its other fields say: a Job recreated under the same name has a
- * new uid, and its predecessor's leftovers are then foreign until the garbage
- * collector removes them.
+ * uid", whatever its other fields say. A Job recreated under the same name has a
+ * new uid; its predecessor's leftovers (an ownerReference to a Volcano Job of the
+ * same name and another uid) are neither ours nor foreign (D12): garbage
+ * collection is about to remove them, so ensure fails with WH_ECONFLICT (the
+ * reconciler retries with backoff and creates the object once they are gone) and
+ * delete leaves them to the collector. A DELETE carries the uid just read as a
+ * precondition, so an object re-created between the GET and the DELETE is kept.
  *
  * Threads: stateless; safe from any thread. The D12 counter is shared between
  * reconcile workers, hence the atomic increment.
@@ -75,6 +79,33 @@ bool k8s_object_owned_by(const json_t *obj, const char *uid)
             return true;
     }
     return false;
+}
+
+/*
+ * The uid of an ownerReference of obj naming a Volcano Job called job_name whose
+ * uid is not job_uid: a previous incarnation of the Job (deleted, then created
+ * again under its name), whose dependents the garbage collector is about to
+ * remove. @return that uid (borrowed from obj), or NULL when there is none.
+ */
+static const char *previous_incarnation(const json_t *obj, const char *job_name,
+                                        const char *job_uid)
+{
+    const json_t *refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+    const json_t *ref;
+    size_t i;
+
+    json_array_foreach(refs, i, ref) {
+        const char *av = json_string_value(json_object_get(ref, "apiVersion"));
+        const char *kind = json_string_value(json_object_get(ref, "kind"));
+        const char *name = json_string_value(json_object_get(ref, "name"));
+        const char *uid = json_string_value(json_object_get(ref, "uid"));
+
+        if (av != NULL && kind != NULL && name != NULL && uid != NULL
+            && strcmp(av, JOB_API_VERSION) == 0 && strcmp(kind, "Job") == 0
+            && strcmp(name, job_name) == 0 && strcmp(uid, job_uid) != 0)
+            return uid;
+    }
+    return NULL;
 }
 
 /* D12: log one line, count it, decline. */
@@ -171,6 +202,17 @@ int k8s_object_ensure(const struct k8s_owner_ctx *o, const struct k8s_ensure_spe
             goto out;
         }
         if (!k8s_object_owned_by(cur, uid)) {
+            const char *prev = previous_incarnation(cur, meta_str(o->job, "name"), uid);
+
+            if (prev != NULL) {
+                /* Not foreign: garbage collection removes it soon, and then the object
+                 * must be made for this Job. Fail, so the reconciler retries. */
+                wh_error_set(err, WH_ECONFLICT,
+                             "owned by a previous incarnation of job %s/%s (uid %s), waiting "
+                             "for its garbage collection", ns, meta_str(o->job, "name"), prev);
+                rc = wrap_error(WH_ECONFLICT, err, "create", s->kind, ns, s->name);
+                goto out;
+            }
             wh_error_clear(err);
             rc = foreign_object(o, s->kind, s->name);
             goto out;
@@ -224,12 +266,24 @@ out:
     return rc;
 }
 
+/*
+ * The DeleteOptions of k8s_object_delete: delete only the object of this uid
+ * (kube-apiserver answers 409 Conflict when the stored one has another), with the
+ * dependents going in the background. @return new reference, NULL on ENOMEM.
+ */
+static json_t *delete_options(const char *uid)
+{
+    return json_pack("{s:s, s:s, s:{s:s}, s:s}", "kind", "DeleteOptions", "apiVersion", "v1",
+                     "preconditions", "uid", uid, "propagationPolicy", "Background");
+}
+
 int k8s_object_delete(const struct k8s_owner_ctx *o, const struct k8s_kind *kind,
                       const char *name, struct wh_error *err)
 {
     const char *ns = meta_str(o->job, "namespace");
     char *path = k8s_path(kind->group, kind->version, ns, kind->resource, name);
     json_t *cur = NULL;
+    json_t *opts = NULL;
     int rc;
 
     if (path == NULL)
@@ -244,21 +298,42 @@ int k8s_object_delete(const struct k8s_owner_ctx *o, const struct k8s_kind *kind
         goto out;
     }
     if (!k8s_object_owned_by(cur, meta_str(o->job, "uid"))) {
-        rc = foreign_object(o, kind, name);
+        /* A previous incarnation's object is not ours to delete, and not foreign
+         * either: garbage collection removes it. */
+        if (previous_incarnation(cur, meta_str(o->job, "name"), meta_str(o->job, "uid"))
+            != NULL)
+            rc = 0;
+        else
+            rc = foreign_object(o, kind, name);
         goto out;
     }
-    rc = k8s_delete(o->kc, path, o->timeout_ms, err);
-    if (rc == 0)
+    /* The uid just read as precondition: an object re-created under this name since
+     * the GET (for a new Job) is not deleted. */
+    opts = delete_options(meta_str(cur, "uid"));
+    if (opts == NULL) {
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+        goto out;
+    }
+    rc = k8s_request(o->kc, "DELETE", path, opts, NULL, o->timeout_ms, NULL, err);
+    if (rc == 0) {
         log_change("deleted", o, kind, name);
-    else if (rc == WH_ENOTFOUND)
+    } else if (rc == WH_ENOTFOUND) {
         rc = 0;
-    else if (rc < 0)
+    } else if (rc == WH_ECONFLICT) {
+        /* precondition failed: the object there now is another one, not ours */
+        LOG_INFO("reconcile: not deleted, replaced meanwhile kind=%s object=%s/%s job=%s/%s "
+                 "uid=%s", kind->kind, ns, name, ns, meta_str(o->job, "name"),
+                 meta_str(o->job, "uid"));
+        rc = 0;
+    } else if (rc < 0) {
         rc = wrap_error(rc, err, "delete", kind, ns, name);
+    }
 out:
     if (rc == 0)
         wh_error_clear(err);
     metrics_reconcile_op(kind->kind, "delete", rc >= 0);
     json_decref(cur);
+    json_decref(opts);
     free(path);
     return rc;
 }

@@ -4,13 +4,18 @@
  * of decisions D9-D12.
  *
  *   ensure  GET → absent: POST the desired object (409 AlreadyExists: GET again
- *           and go on with what is there) → present but not owned by the Job's
- *           uid: leave it, log one line, count it, WH_DECLINED (D12) → owned:
- *           let an update function edit a copy; when it reports a change, PUT
- *           with the stored resourceVersion (409 Conflict: GET again and retry,
- *           at most K8S_OBJECTS_CONFLICT_RETRIES times).
- *   delete  GET → absent: done → not owned: leave it (D12), WH_DECLINED →
- *           owned: DELETE (404: done).
+ *           and go on with what is there) → owned by a previous incarnation of
+ *           the Job (an ownerReference to a batch.volcano.sh/v1alpha1 Job of the
+ *           same name and another uid): WH_ECONFLICT, to be retried once garbage
+ *           collection has removed it → present but not owned by the Job's uid
+ *           otherwise: leave it, log one line, count it, WH_DECLINED (D12) →
+ *           owned: let an update function edit a copy; when it reports a change,
+ *           PUT with the stored resourceVersion (409 Conflict: GET again and
+ *           retry, at most K8S_OBJECTS_CONFLICT_RETRIES times).
+ *   delete  GET → absent: done → a previous incarnation's: done (garbage
+ *           collection's) → not owned: leave it (D12), WH_DECLINED → owned:
+ *           DELETE with preconditions.uid = the uid read (404: done; 409
+ *           Conflict: replaced meanwhile, not ours, done).
  * The Job itself is never written (D9).
  *
  * Threads: no state of its own; every call may run on any thread (the client
@@ -103,15 +108,21 @@ struct k8s_ensure_spec {
  *                  (after any create/update); NULL allowed; left NULL otherwise
  * @return 0 (exists, created or updated, ours); WH_DECLINED (foreign, left
  *         alone, counted); < 0 with err = "<verb> <Kind> NS/name: <cause>"
- *         (WH_ECONFLICT after the retries, or the client's code).
+ *         (WH_ECONFLICT after the retries, or with cause "owned by a previous
+ *         incarnation of job NS/J (uid OLD), waiting for its garbage collection";
+ *         or the client's code).
  */
 int k8s_object_ensure(const struct k8s_owner_ctx *o, const struct k8s_ensure_spec *s,
                       json_t **out, struct wh_error *err) WH_WARN_UNUSED;
 
 /**
  * Delete one object of the Job, only when it is ours (D12); 404 anywhere = done.
- * @return 0 (deleted or absent); WH_DECLINED (foreign, left alone, logged and
- *         counted as in k8s_object_ensure); < 0 with err filled.
+ * The DELETE body is {"kind":"DeleteOptions","apiVersion":"v1","preconditions":
+ * {"uid": <uid of the object read>},"propagationPolicy":"Background"}; its 409
+ * Conflict (the object was replaced since the GET) counts as done.
+ * @return 0 (deleted, absent, replaced meanwhile, or a previous incarnation's
+ *         left to garbage collection); WH_DECLINED (foreign, left alone, logged
+ *         and counted as in k8s_object_ensure); < 0 with err filled.
  */
 int k8s_object_delete(const struct k8s_owner_ctx *o, const struct k8s_kind *kind,
                       const char *name, struct wh_error *err) WH_WARN_UNUSED;

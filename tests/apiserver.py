@@ -22,14 +22,17 @@ Design
   GC        deleting an object deletes, --gc-delay s later, every object whose
             ownerReferences name its uid (and no other live owner), cascading;
             propagationPolicy Orphan skips it; POST /_test/gc {"enabled": false}
-            turns it off (and {"delay_ms": N} sets the delay).
+            turns it off (and {"delay_ms": N} sets the delay). A DeleteOptions
+            body with preconditions.uid other than the stored uid: 409 Conflict
+            (reason Conflict), nothing deleted, as kube-apiserver answers.
   Lists     are served from a snapshot rebuilt from the event log at the list's
             resourceVersion, so every page of a paged list is consistent, as
             etcd makes it. Store.compact(rv) forgets history below rv: continue
             tokens older than that answer 410 Expired.
   Control   /_test/... endpoints (never authenticated, never faulted, never
             logged): faults, request log (with the server's monotonic "time"
-            of each request and per-path "counts"), direct object creation,
+            of each request, the "body" of a DELETE that has one, and per-path
+            "counts"), direct object creation,
             compaction, GC.
   Faults    POST /_test/faults {method, path_regex, count (-1 = forever), for_ms
             (lapses after), then: status/reason/message/retry_after (answer a
@@ -341,13 +344,23 @@ class Store:
                 return self.patch(gv, resource, ns, name, ctype, patch, subresource)
             raise
 
-    def delete(self, gv, resource, ns, name, orphan=False):
-        """DELETE; dependents go later through the garbage collector unless orphan."""
+    def delete(self, gv, resource, ns, name, orphan=False, uid=None):
+        """DELETE; dependents go later through the garbage collector unless orphan.
+        uid: DeleteOptions preconditions.uid; another stored uid is 409 Conflict, as
+        kube-apiserver answers."""
         key = (gv, resource, ns, name)
         with self.lock:
-            cur = self.objects.pop(key, None)
+            cur = self.objects.get(key)
             if cur is None:
                 raise not_found(gv, resource, name)
+            if uid is not None and cur["metadata"].get("uid") != uid:
+                raise ApiError(409, "Conflict",
+                               'Operation cannot be fulfilled on %s "%s": Precondition failed: '
+                               "UID in precondition: %s, UID in object meta: %s"
+                               % (qualified(gv, resource), name, uid,
+                                  cur["metadata"].get("uid")),
+                               details_for(gv, resource, name))
+            del self.objects[key]
             rv = self._next_rv()
             cur["metadata"]["resourceVersion"] = str(rv)
             self._record(rv, "DELETED", key, cur)
@@ -797,6 +810,9 @@ class Handler(BaseHTTPRequestHandler):
         # time: the server's monotonic clock in seconds, for tests that measure client pacing
         entry = {"method": self.command, "path": path, "query": query, "time": time.monotonic(),
                  "headers": {h: self.headers[h] for h in LOGGED_HEADERS if h in self.headers}}
+        if self.command == "DELETE" and self.body_raw:
+            # the DeleteOptions as sent (text), so tests can check preconditions
+            entry["body"] = self.body_raw.decode("utf-8", "replace")
         with self.server.req_lock:
             self.server.requests.append(entry)
 
@@ -877,7 +893,8 @@ class Handler(BaseHTTPRequestHandler):
                                             sub))
         elif m == "DELETE":
             self.send_json(200, store.delete(gv, resource, ns, name,
-                                             self.delete_policy(q) == "Orphan"))
+                                             self.delete_policy(q) == "Orphan",
+                                             self.delete_precondition_uid()))
         else:
             raise ApiError(405, "MethodNotAllowed",
                            "the server does not allow this method on the requested resource")
@@ -893,6 +910,21 @@ class Handler(BaseHTTPRequestHandler):
             except ValueError:
                 raise bad_request("the body of the request could not be decoded")
         return pol
+
+    def delete_precondition_uid(self):
+        """preconditions.uid of a DeleteOptions body (None when none; 400 when not a string)."""
+        if not self.body_raw:
+            return None
+        try:
+            opts = json.loads(self.body_raw)
+        except ValueError:
+            raise bad_request("the body of the request could not be decoded")
+        pre = opts.get("preconditions") if isinstance(opts, dict) else None
+        if not isinstance(pre, dict) or pre.get("uid") is None:
+            return None
+        if not isinstance(pre["uid"], str):
+            raise bad_request("preconditions.uid: must be a string")
+        return pre["uid"]
 
     def list(self, gv, resource, ns, q):
         if q.get("watch", ["0"])[0] in ("1", "true"):

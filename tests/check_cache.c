@@ -332,6 +332,61 @@ START_TEST(test_replace_all)
 }
 END_TEST
 
+/* job() with metadata.uid set to uid (new reference). */
+static json_t *job_uid(const char *ns, const char *name, const char *rv, const char *uid)
+{
+    json_t *j = job(ns, name, rv);
+
+    ck_assert_int_eq(json_object_set_new(json_object_get(j, "metadata"), "uid", json_string(uid)),
+                     0);
+    return j;
+}
+
+START_TEST(test_replace_all_uid_changed)
+{
+    struct job_cache *c = cache_create();
+    json_t *a = job_uid("ns", "a", "1", "uid-a1");
+    json_t *a2 = job_uid("ns", "a", "9", "uid-a2");      /* deleted and created again */
+    json_t *b = job_uid("ns", "b", "2", "uid-b");
+    json_t *b2 = job_uid("ns", "b", "5", "uid-b");       /* only changed */
+    json_t *d = job_uid("ns", "d", "3", "uid-d1");
+    json_t *d2 = job_uid("ns", "d", "3", "uid-d2");      /* same resourceVersion, other uid */
+    json_t *items;
+    json_t *changes = NULL;
+    json_t *want_changes;
+    json_t *got = NULL;
+    char *want;
+
+    ck_assert_int_eq(cache_put(c, a), 0);
+    ck_assert_int_eq(cache_put(c, b), 0);
+    ck_assert_int_eq(cache_put(c, d), 0);
+    items = json_pack("[O, O, O]", d2, a2, b2);
+    ck_assert_int_eq(replace_all(c, items, NULL, &changes), 0);
+    /* A new uid under a known name: the old Job gone, then the new one added, at its
+     * place in the LIST's order; a changed Job of the same uid stays one update. */
+    want_changes = json_pack("[[O, n], [n, O], [O, n], [n, O], [O, O]]", d, d2, a, a2, b, b2);
+    want = json_dumps(want_changes, JSON_COMPACT);
+    ck_assert_ptr_nonnull(want);
+    tu_assert_json_eq(changes, want);
+    free(want);
+    ck_assert_int_eq(cache_get(c, "ns", "a", &got), 0);
+    ck_assert(json_equal(got, a2));
+    json_decref(got);
+    ck_assert_uint_eq(cache_size(c), 3);
+
+    json_decref(want_changes);
+    json_decref(changes);
+    json_decref(items);
+    json_decref(a);
+    json_decref(a2);
+    json_decref(b);
+    json_decref(b2);
+    json_decref(d);
+    json_decref(d2);
+    cache_destroy(c);
+}
+END_TEST
+
 START_TEST(test_synced)
 {
     struct job_cache *c = cache_create();
@@ -471,6 +526,7 @@ static Suite *cache_suite(void)
     tcase_add_test(tc, test_put_prunes_unread_parts);
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_replace_all);
+    tcase_add_test(tc, test_replace_all_uid_changed);
     tcase_add_test(tc, test_synced);
     tcase_add_test(tc, test_concurrent_readers_one_writer);
     suite_add_tcase(s, tc);

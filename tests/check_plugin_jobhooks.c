@@ -551,11 +551,12 @@ START_TEST(test_svc_foreign)
     json_t *cm0 = apitest_load(&api, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
                                      "{\"name\":\"mpi-job-svc\",\"namespace\":\"" NS "\"},"
                                      "\"data\":{\"mine\":\"yes\"}}");
-    /* a predecessor Job of the same name (another uid) owns the Service */
+    /* another Job owns the Service (a predecessor of the same name is not foreign:
+     * k8s/objects.c waits for its garbage collection, tests/check_objects.c) */
     json_t *svc0 = apitest_load(&api, "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":"
                                       "{\"name\":\"mpi-job\",\"namespace\":\"" NS "\",\"ownerReferences\":"
                                       "[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
-                                      "\"name\":\"mpi-job\",\"uid\":\"0ld-uid\",\"controller\":true}]},"
+                                      "\"name\":\"other-job\",\"uid\":\"0ld-uid\",\"controller\":true}]},"
                                       "\"spec\":{\"clusterIP\":\"10.0.0.7\"}}");
     json_t *got;
     int saved;

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "plugins/plugin.h"
+#include "plugins/sshkeys.h"
 #include "tests/testutil.h"
 #include "webhook/cache.h"
 #include "webhook/reconcile.h"
@@ -36,6 +37,7 @@ static int fk_max_total;             /* most hooks running at once, all jobs */
 static int fk_total;
 static long fk_sleep_ms;             /* every hook sleeps this long */
 static bool fk_ctx_ok = true;        /* every ctx looked right */
+static struct ssh_key_store *fk_store;  /* the reconciler's key store, seen by the ssh add */
 static struct k8s_client *fk_kc = (struct k8s_client *)&fk_mu;  /* any non-NULL marker */
 
 static void fk_reset(void)
@@ -52,6 +54,7 @@ static void fk_reset(void)
     fk_total = 0;
     fk_sleep_ms = 0;
     fk_ctx_ok = true;
+    fk_store = NULL;
     pthread_mutex_unlock(&fk_mu);
 }
 
@@ -105,6 +108,13 @@ static int fk_hook(int plugin, int hook, const struct plugin_ctx *c, struct wh_e
     }
     if (plugin == 2 && hook == 0 && c->env != NULL && c->env->foreign != NULL)
         __atomic_add_fetch(c->env->foreign, 1, __ATOMIC_RELAXED);
+    /* ssh's add keeps a key pair per uid, as plugins/ssh.c does (D11) */
+    if (plugin == 0 && hook == 0 && c->env != NULL && c->env->ssh_keys != NULL) {
+        fk_store = c->env->ssh_keys;
+        if (sshkeys_put(c->env->ssh_keys, json_string_value(json_object_get(meta, "uid")),
+                        "priv", "pub") < 0)
+            fk_ctx_ok = false;
+    }
     pthread_mutex_unlock(&fk_mu);
     if (fk_sleep_ms > 0)
         sleep_ms(fk_sleep_ms);
@@ -308,9 +318,10 @@ START_TEST(test_idle_until_leading)
     sleep_ms(100);
     reconcile_get_stats(rec, &st);
     ck_assert_uint_eq(st.reconciles, 0);
-    ck_assert_uint_eq(st.queue_len, 1);
+    ck_assert_uint_eq(st.queue_len, 0);  /* a follower queues nothing */
+    ck_assert_uint_eq(st.keys, 0);
     assert_calls(none);
-    reconcile_set_leading(rec, true);
+    reconcile_set_leading(rec, true);  /* the cache has j1: queued now */
     wait_runs(1);
     assert_calls(want);
 }
@@ -457,25 +468,34 @@ END_TEST
 
 START_TEST(test_deleted_then_recreated)
 {
-    static const char *const want[] = {"delete:ssh:ns1/j1:uA:[]", "add:svc:ns1/j1:uB:[]", NULL};
-    json_t *a = job("j1", "uA", "{\"ssh\":[]}", NULL);
+    static const char *const want[] = {"add:ssh:ns1/j1:uA:[]",    "add:svc:ns1/j1:uA:[]",
+                                       "delete:ssh:ns1/j1:uA:[]", "delete:svc:ns1/j1:uA:[]",
+                                       "add:svc:ns1/j1:uB:[]",    NULL};
+    json_t *a = job("j1", "uA", "{\"ssh\":[],\"svc\":[]}", NULL);
     json_t *b = job("j1", "uB", "{\"svc\":[]}", NULL);
+    struct reconcile_stats st;
 
     reconcile_set_leading(rec, true);
+    pthread_mutex_lock(&fk_mu);
+    fk_block = true;
+    fk_block_plugin = 2;  /* svc: uA's add waits at the gate */
+    pthread_mutex_unlock(&fk_mu);
     ck_assert_int_eq(cache_put(cache, a), 0);
     reconcile_enqueue(rec, a);
-    wait_runs(1);
-    pthread_mutex_lock(&fk_mu);
-    fk_ncalls = 0;
-    pthread_mutex_unlock(&fk_mu);
-    /* both events before the worker sees the key: old uid torn down, then the new one */
-    reconcile_set_leading(rec, false);
+    wait_blocked(1);
+    /* both events while the key is being processed: one more run, which tears the
+     * old uid down, then adds the new one */
     ck_assert_int_eq(cache_put(cache, b), 0);
     reconcile_deleted(rec, a);
     reconcile_enqueue(rec, b);
-    reconcile_set_leading(rec, true);
+    pthread_mutex_lock(&fk_mu);
+    fk_block_plugin = -1;
+    pthread_mutex_unlock(&fk_mu);
+    unblock();
     wait_runs(2);
     assert_calls(want);
+    reconcile_get_stats(rec, &st);
+    ck_assert_uint_eq(st.uids, 1);  /* uA forgotten, uB remembered */
     json_decref(a);
     json_decref(b);
 }
@@ -612,13 +632,150 @@ START_TEST(test_stop_leading_stops_picking)
     wait_blocked(1);
     reconcile_set_leading(rec, false);
     put_and_enqueue(job("j2", "u2", "{\"svc\":[]}", NULL));
+    put_and_enqueue(job("j1", "u1", "{\"ssh\":[]}", NULL));  /* j1 changes during its run */
     unblock();
-    wait_runs_queued(1, 1);
+    wait_runs_queued(1, 0);
+    sleep_ms(100);
+    reconcile_get_stats(rec, &st);
+    ck_assert_uint_eq(st.reconciles, 1);  /* j1 not run again, j2 not run */
+    ck_assert_uint_eq(st.queue_len, 0);
+    assert_calls(want);
+    /* the new lead finds both in the cache; j1's state was forgotten: an add again */
+    pthread_mutex_lock(&fk_mu);
+    fk_block_plugin = -1;
+    pthread_mutex_unlock(&fk_mu);
+    reconcile_set_leading(rec, true);
+    wait_runs(3);
+    pthread_mutex_lock(&fk_mu);
+    ck_assert_uint_eq(fk_ncalls, 2);
+    ck_assert(strcmp(fk_calls[0], "add:ssh:ns1/j1:u1:[]") == 0
+              ? strcmp(fk_calls[1], "add:svc:ns1/j2:u2:[]") == 0
+              : strcmp(fk_calls[0], "add:svc:ns1/j2:u2:[]") == 0
+                    && strcmp(fk_calls[1], "add:ssh:ns1/j1:u1:[]") == 0);
+    fk_ncalls = 0;
+    pthread_mutex_unlock(&fk_mu);
+}
+END_TEST
+
+/* Wait (at most 10 s) until the reconciler remembers n uids and holds k key records. */
+static void wait_uids_keys(unsigned long n, unsigned long k)
+{
+    struct reconcile_stats st;
+
+    for (int i = 0; i < 2000; i++) {
+        reconcile_get_stats(rec, &st);
+        if (st.uids == n && st.keys == k)
+            return;
+        sleep_ms(5);
+    }
+    ck_abort_msg("timed out waiting for %lu uids and %lu keys (have %lu, %lu)", n, k, st.uids,
+                 st.keys);
+}
+
+START_TEST(test_follower_keeps_no_work)
+{
+    static const char *const want[] = {"add:ssh:ns1/live:uL:[]", NULL};
+    static const char *const none[] = {NULL};
+    struct reconcile_stats st;
+    char name[32];
+    char uid[32];
+
+    /* A standby sees 300 Jobs created, changed and deleted, and one that stays. */
+    for (int i = 0; i < 300; i++) {
+        json_t *j;
+
+        snprintf(name, sizeof(name), "gone-%03d", i);
+        snprintf(uid, sizeof(uid), "ug-%03d", i);
+        j = job(name, uid, "{\"ssh\":[],\"svc\":[]}", NULL);
+        ck_assert_int_eq(cache_put(cache, j), 0);
+        reconcile_enqueue(rec, j);
+        reconcile_enqueue(rec, j);
+        ck_assert_int_eq(cache_remove(cache, "ns1", name), 0);
+        reconcile_deleted(rec, j);
+        json_decref(j);
+    }
+    put_and_enqueue(job("live", "uL", "{\"ssh\":[]}", NULL));
+    reconcile_get_stats(rec, &st);
+    ck_assert_uint_eq(st.queue_len, 0);
+    ck_assert_uint_eq(st.keys, 0);
+    ck_assert_uint_eq(st.uids, 0);
+    assert_calls(none);
+
+    /* Taking the lead runs the live Job only: no teardown of the long-gone ones
+     * (their objects go with garbage collection). */
+    reconcile_set_leading(rec, true);
+    wait_runs(1);
     sleep_ms(100);
     reconcile_get_stats(rec, &st);
     ck_assert_uint_eq(st.reconciles, 1);
-    ck_assert_uint_eq(st.queue_len, 1);
+    ck_assert_uint_eq(st.queue_len, 0);
+    ck_assert_uint_eq(st.uids, 1);
     assert_calls(want);
+}
+END_TEST
+
+START_TEST(test_lead_lost_forgets_uids)
+{
+    static const char *const none[] = {NULL};
+    json_t *j1 = job("j1", "u1", "{\"ssh\":[]}", NULL);
+    char *priv = NULL;
+    char *pub = NULL;
+    struct reconcile_stats st;
+
+    reconcile_set_leading(rec, true);
+    ck_assert_int_eq(cache_put(cache, j1), 0);
+    reconcile_enqueue(rec, j1);
+    wait_runs(1);
+    wait_uids_keys(1, 0);
+    ck_assert_ptr_nonnull(fk_store);
+    ck_assert_int_eq(sshkeys_lookup(fk_store, "u1", &priv, &pub), 0);
+    ck_assert_str_eq(priv, "priv");
+    free(priv);
+    free(pub);
+
+    /* j2's svc add fails, and its run is in flight when the lead goes. */
+    pthread_mutex_lock(&fk_mu);
+    fk_ncalls = 0;
+    fk_fail[2][0] = 1;
+    fk_block = true;
+    fk_block_plugin = 2;
+    pthread_mutex_unlock(&fk_mu);
+    put_and_enqueue(job("j2", "u2", "{\"svc\":[]}", NULL));
+    wait_blocked(1);
+    reconcile_set_leading(rec, false);
+    reconcile_get_stats(rec, &st);
+    ck_assert_uint_eq(st.uids, 2);  /* a run is in flight: kept until it ends */
+    ck_assert_uint_eq(st.keys, 1);
+    /* j1 is deleted while this replica follows */
+    ck_assert_int_eq(cache_remove(cache, "ns1", "j1"), 0);
+    reconcile_deleted(rec, j1);
+    unblock();
+    /* the run ends: no retry kept, every uid and its key pair forgotten */
+    wait_uids_keys(0, 0);
+    ck_assert_int_eq(sshkeys_lookup(fk_store, "u1", &priv, &pub), WH_ENOTFOUND);
+    sleep_ms(100);  /* more than the 5 ms backoff: nothing came back */
+    reconcile_get_stats(rec, &st);
+    ck_assert_uint_eq(st.keys, 0);
+    ck_assert_uint_eq(st.queue_len, 0);
+    ck_assert_uint_eq(st.reconciles, 2);
+    pthread_mutex_lock(&fk_mu);
+    ck_assert_uint_eq(fk_ncalls, 1);
+    ck_assert_str_eq(fk_calls[0], "add:svc:ns1/j2:u2:[]");
+    fk_ncalls = 0;
+    fk_block_plugin = -1;
+    pthread_mutex_unlock(&fk_mu);
+
+    /* the next lead: j2 added again (first sight), nothing at all for j1 */
+    reconcile_set_leading(rec, true);
+    wait_runs(3);
+    {
+        static const char *const want[] = {"add:svc:ns1/j2:u2:[]", NULL};
+
+        assert_calls(want);
+    }
+    sleep_ms(100);
+    assert_calls(none);
+    json_decref(j1);
 }
 END_TEST
 
@@ -682,6 +839,8 @@ static Suite *reconcile_suite(void)
     tcase_add_test(tc, test_retry_with_backoff);
     tcase_add_test(tc, test_delete_runs_every_hook);
     tcase_add_test(tc, test_stop_leading_stops_picking);
+    tcase_add_test(tc, test_follower_keeps_no_work);
+    tcase_add_test(tc, test_lead_lost_forgets_uids);
     tcase_add_test(tc, test_resync);
     tcase_add_test(tc, test_null_and_bad_input);
     suite_add_tcase(s, tc);

@@ -435,6 +435,133 @@ class ReconcileTest(unittest.TestCase):
                          sorted(k for job in jobs[:2] for k in expected_objects(job)))
 
 
+class IncarnationTest(unittest.TestCase):
+    """A Job deleted and created again under its name while this replica did not see it
+    (webhook down, or watch down): the new Job gets its own objects without waiting for a
+    resync (the resync period is an hour here, so only the fix can make them)."""
+
+    GONE = "/apis/batch.volcano.sh/v1alpha1/jobs"
+
+    def setUp(self):
+        self.env = harness.Env(start_webhook=False)
+        self.addCleanup(self.env.close)
+        self.env.start()
+        self.api = self.env.api
+        self.c = Cluster(self.api)
+
+    def start_webhook(self):
+        self.env.start_webhook_now(["--leader-elect=false", "--resync-period=1h", "-v", "3"])
+
+    def owned_by(self, job):
+        """Every expected object of job exists and is owned by its uid."""
+        ns = job["metadata"]["namespace"]
+        got = {k: self.c.get(ns, k[0], k[1]) for k in expected_objects(job)}
+        return all(o is not None and o["metadata"]["ownerReferences"] == [owner_ref(job)]
+                   for o in got.values()) and got
+
+    def test_previous_incarnation_waits_for_gc(self):
+        # Objects of the first Job; then, with the webhook down, the Job is deleted (its
+        # dependents are collected 4 s later) and created again: a new uid.
+        self.api._control("POST", "/_test/gc", {"enabled": True, "delay_ms": 4000})
+        self.start_webhook()
+        job1 = self.c.create_job("pytorch-job", "inc")
+        wait_for(lambda: self.owned_by(job1), "objects of the first Job")
+        self.env.webhook.stop()
+        self.c.delete(JOBS % "inc" + "/pytorch-job")
+        job2 = self.c.create_job("pytorch-job", "inc")
+        self.assertNotEqual(job1["metadata"]["uid"], job2["metadata"]["uid"])
+        os.unlink(os.path.join(self.env.dir, "webhook.port"))  # the old one's port
+        self.start_webhook()
+        got = wait_for(lambda: self.owned_by(job2), "objects of the new Job after GC",
+                       timeout=WAIT + 4)
+        for key, want in expected_objects(job2).items():
+            self.assertEqual(strip(got[key]), want, key)
+        self.assertEqual(self.c.names("inc"), sorted(expected_objects(job2)))
+        log = self.env.webhook.process.log()
+        self.assertIn("owned by a previous incarnation of job inc/pytorch-job (uid %s), "
+                      "waiting for its garbage collection" % job1["metadata"]["uid"], log)
+        self.assertNotIn("left alone", log)  # never reported as foreign (D12)
+
+    def test_recreated_while_watch_down_relist(self):
+        # GC off: only the webhook can remove the first Job's objects.
+        self.api._control("POST", "/_test/gc", {"enabled": False})
+        self.api.add_faults({"method": "GET", "path_regex": "/jobs\\?.*watch=", "count": -1,
+                             "watch_drop_after_ms": 1000})
+        self.start_webhook()
+        job1 = self.c.create_job("pytorch-job", "rel")
+        old = wait_for(lambda: self.owned_by(job1), "objects of the first Job")
+        # LIST and WATCH down while the Job is deleted and created again
+        self.api.clear_faults()
+        self.api.add_faults({"method": "GET", "path_regex": "^" + self.GONE, "count": -1,
+                             "status": 503, "reason": "ServiceUnavailable", "message": "down"})
+        time.sleep(1.5)  # the current watch has ended by now
+        self.c.delete(JOBS % "rel" + "/pytorch-job")
+        job2 = self.c.create_job("pytorch-job", "rel")
+        self.api._control("POST", "/_test/compact", {})
+        self.api.clear_requests()
+        self.api.clear_faults()
+        # the relist sees a new uid: the old Job's teardown, then the new Job's add
+        got = wait_for(lambda: self.owned_by(job2), "objects of the new Job")
+        for key, want in expected_objects(job2).items():
+            self.assertEqual(strip(got[key]), want, key)
+        self.assertEqual(self.c.names("rel"), sorted(expected_objects(job2)))
+        deletes = sorted((r["path"], json.loads(r["body"])) for r in self.api.requests()
+                         if r["method"] == "DELETE")
+        want = sorted((collection("rel", k) + "/" + n,
+                       {"kind": "DeleteOptions", "apiVersion": "v1",
+                        "preconditions": {"uid": old[(k, n)]["metadata"]["uid"]},
+                        "propagationPolicy": "Background"})
+                      for k, n in expected_objects(job1))
+        self.assertEqual(deletes, want)
+
+
+class FollowerTest(unittest.TestCase):
+    """A replica that does not hold the Lease keeps no work for Jobs deleted meanwhile:
+    when it takes over, it does not touch them (their objects go with GC)."""
+
+    LEASE = "/apis/coordination.k8s.io/v1/namespaces/vpw-system/leases"
+
+    def test_takeover_ignores_jobs_deleted_while_following(self):
+        env = harness.Env(start_webhook=False)
+        self.addCleanup(env.close)
+        env.start()
+        api, c = env.api, Cluster(env.api)
+        now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+        status, _ = api.call("POST", self.LEASE, {
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "volcano-plugin-webhook", "namespace": "vpw-system"},
+            "spec": {"holderIdentity": "someone-else", "leaseDurationSeconds": 3600,
+                     "acquireTime": now, "renewTime": now, "leaseTransitions": 0}})
+        self.assertEqual(status, 201)
+        env.start_webhook_now(["--leader-elect-resource-namespace=vpw-system",
+                               "--leader-elect-retry-period=1s", "--resync-period=1h",
+                               "-v", "3"])
+        names = ["churn-%02d" % i for i in range(20)]
+        for n in names:
+            c.create_job("pytorch-job", "fol", mutate=lambda j, n=n: j["metadata"].update(name=n))
+            c.delete(JOBS % "fol" + "/" + n)
+        live = c.create_job("pytorch-job", "fol")
+        # the follower has seen every event (its debug log), the live Job's last
+        def seen():
+            evs = [e for e in log_events(env.webhook) if e.get("msg") == "informer: event"]
+            return (any(e.get("job") == "fol/churn-19" and e.get("type") == "deleted"
+                        for e in evs)
+                    and any(e.get("job") == "fol/pytorch-job" for e in evs))
+        wait_for(seen, "the follower's informer events")
+        self.assertEqual(c.names("fol"), [])  # a follower makes nothing
+        api.clear_requests()
+        status, lease = api.get(self.LEASE + "/volcano-plugin-webhook")
+        lease["spec"]["holderIdentity"] = ""
+        lease["spec"]["leaseDurationSeconds"] = 1
+        status, _ = api.call("PUT", self.LEASE + "/volcano-plugin-webhook", lease)
+        self.assertEqual(status, 200)
+        c.wait_objects(live)
+        self.assertEqual(c.names("fol"), sorted(expected_objects(live)))
+        time.sleep(1)
+        touched = [r for r in api.requests() if "/churn-" in r["path"]]
+        self.assertEqual(touched, [])
+
+
 class LeaderElectionTest(unittest.TestCase):
     """Two replicas against one API server: one reconciles; kill it, the other takes over."""
 

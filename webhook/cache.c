@@ -367,7 +367,21 @@ void cache_batch_destroy(struct cache_batch *b)
     free(b);
 }
 
-/* on_change(old, new) with private trees of the entries (NULL stays NULL). @return 0 or WH_ENOMEM. */
+/* metadata.uid of a parsed Job, "" when absent. */
+static const char *uid_of(const json_t *job)
+{
+    const char *uid = json_string_value(json_object_get(json_object_get(job, "metadata"), "uid"));
+
+    return uid != NULL ? uid : "";
+}
+
+/*
+ * on_change(old, new) with private trees of the entries (NULL stays NULL). When
+ * both are set but their uids differ, the Job was deleted and created again under
+ * its name while nobody watched: that is on_change(old, NULL), then
+ * on_change(NULL, new), so the old Job gets its delete and the new one its add.
+ * @return 0 or WH_ENOMEM.
+ */
 static int report(cache_change_fn on_change, void *userdata, const struct cached_job *old,
                   const struct cached_job *e)
 {
@@ -376,7 +390,12 @@ static int report(cache_change_fn on_change, void *userdata, const struct cached
     int rc = WH_ENOMEM;
 
     if ((old == NULL || old_job != NULL) && (e == NULL || job != NULL)) {
-        on_change(userdata, old_job, job);
+        if (old_job != NULL && job != NULL && strcmp(uid_of(old_job), uid_of(job)) != 0) {
+            on_change(userdata, old_job, NULL);
+            on_change(userdata, NULL, job);
+        } else {
+            on_change(userdata, old_job, job);
+        }
         rc = 0;
     }
     json_decref(old_job);

@@ -75,7 +75,9 @@ void cache_batch_destroy(struct cache_batch *b);
 /**
  * Called by cache_replace_all for each difference: old_job NULL for a Job the
  * cache did not have, job NULL for one it had that the LIST no longer has, both
- * set for one whose kept fields (resourceVersion among them) changed. Both are
+ * set for one whose kept fields (resourceVersion among them) changed. A Job whose
+ * metadata.uid changed (deleted and created again under the same namespace/name
+ * between two LISTs) is two calls: (old_job, NULL), then (NULL, job). Both are
  * private trees, valid for the call only.
  */
 typedef void (*cache_change_fn)(void *userdata, const json_t *old_job, const json_t *job);
@@ -84,7 +86,8 @@ typedef void (*cache_change_fn)(void *userdata, const json_t *old_job, const jso
  * Make the batch's Jobs the whole content of the cache (after a LIST; readers see
  * the old content or the new, never a mix), then report the differences to
  * on_change (NULL: none), outside the lock: the Jobs gone first, then the new and
- * changed ones in the batch's order. The batch is left empty. Only the cache's one
+ * changed ones in the batch's order (a Job whose uid changed: its old uid gone, then
+ * the new one, at its place in that order). The batch is left empty. Only the cache's one
  * writer (the informer thread) may call it, as for cache_put.
  * @return 0; WH_ENOMEM before the swap (nothing changed), or during the report
  *         (the cache is replaced; the rest of the differences are not reported).

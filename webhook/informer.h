@@ -21,7 +21,9 @@
 
 /* Event handlers; any may be NULL. Objects are borrowed for the call. After a (re)LIST:
  * on_delete for cached Jobs not listed, on_add for new ones, on_update for ones whose
- * resourceVersion changed; unchanged ones are not reported. on_delete's Job has only
+ * resourceVersion changed; unchanged ones are not reported. A Job listed under a name
+ * the cache holds with another uid (deleted and created again while the watch was
+ * down) is on_delete of the old one, then on_add of the new one. on_delete's Job has only
  * the fields the cache keeps (cache_put), whether from a DELETED event or a relist. */
 struct informer_handlers {
     void (*on_add)(void *userdata, const json_t *job);                  /* LIST or ADDED */

@@ -24,6 +24,15 @@
  *   Every hook of a run is called even if one fails; the first error is kept and
  *   the key retried with backoff (C-STYLE §3).
  *
+ * Followers keep no per-Job state. While this replica does not lead, enqueue and
+ * deleted are ignored; losing the lead drops every queued key, pending retry and
+ * pending deletion, and (once no run is in flight) every uid record together with
+ * the ssh key pair the store keeps for that uid. Taking the lead queues every
+ * cached Job (enqueue_all), which covers each live Job (a terminal one gets its
+ * teardown); the objects of Jobs deleted meanwhile go with ownerReference garbage
+ * collection (D10). Without this a standby held a key and a Job copy per deleted
+ * Job, without bound, and a new leader first tore down thousands of long-gone Jobs.
+ *
  * Threads:
  *   informer thread  reconcile_enqueue, reconcile_deleted (take r->mu briefly)
  *   leader thread    reconcile_set_leading
@@ -109,8 +118,11 @@ struct reconciler {
     struct rc_key *qtail;
     unsigned long qlen;
     struct rc_key *delayed;         /* keys waiting for their backoff */
-    bool leading;
+    bool accepting;                 /* enqueue/deleted take work (set before enqueue_all) */
+    bool leading;                   /* workers run */
+    bool forget_uids;               /* lead lost: drop uid records when running is 0 */
     bool stopping;
+    unsigned running;               /* keys being processed now */
     unsigned long reconciles;
     unsigned long errors;
 };
@@ -287,6 +299,37 @@ static void key_add_after(struct reconciler *r, struct rc_key *k, long delay_ms)
     pthread_cond_signal(&r->clock_cv);
 }
 
+/*
+ * Lead lost: forget every queued key, pending retry and pending deletion (r->mu
+ * held). A key being processed keeps its record; its worker drops what its run
+ * leaves (worker_main).
+ */
+static void keys_drop_all(struct reconciler *r)
+{
+    for (size_t i = 0; i < r->keys.nbuckets; i++) {
+        struct rc_node *n = r->keys.buckets[i];
+
+        while (n != NULL) {
+            struct rc_key *k = (struct rc_key *)n;
+
+            n = n->hnext;  /* k may be freed below */
+            k->queued = false;
+            k->qnext = NULL;
+            k->dirty = false;
+            k->failures = 0;
+            k->retry_at_ms = 0;
+            k->dnext = NULL;
+            json_decref(k->deleted);
+            k->deleted = NULL;
+            key_release_if_idle(r, k);
+        }
+    }
+    r->qhead = NULL;
+    r->qtail = NULL;
+    r->qlen = 0;
+    r->delayed = NULL;
+}
+
 /* ---- uid records (r->mu held) ---- */
 
 static struct rc_uid *uid_get(struct reconciler *r, const char *uid, bool create)
@@ -316,6 +359,37 @@ static void uid_forget(struct reconciler *r, const char *uid)
     table_remove(&r->uids, &u->node);
     free(u->node.name);
     free(u);
+}
+
+/*
+ * Forget every uid record and the ssh key pair kept for each uid (the lead was
+ * lost and no run is in flight). r->mu held on entry and on return; released
+ * while the pairs are dropped, since the key store has a lock of its own.
+ */
+static void uids_forget_all(struct reconciler *r)
+{
+    struct rc_table t = r->uids;
+    size_t n = t.n;
+
+    r->forget_uids = false;
+    memset(&r->uids, 0, sizeof(r->uids));
+    pthread_mutex_unlock(&r->mu);
+    for (size_t i = 0; i < t.nbuckets; i++) {
+        struct rc_node *node = t.buckets[i];
+
+        while (node != NULL) {
+            struct rc_node *next = node->hnext;
+
+            sshkeys_drop(r->ssh_keys, node->name);
+            free(node->name);
+            free(node);
+            node = next;
+        }
+    }
+    free(t.buckets);
+    if (n > 0)
+        LOG_INFO("reconcile: not leading, forgot jobs=%zu", n);
+    pthread_mutex_lock(&r->mu);
 }
 
 /* ---- Jobs ---- */
@@ -584,6 +658,7 @@ static void *worker_main(void *arg)
         k->dirty = false;
         deleted = k->deleted;  /* now owned by this run */
         k->deleted = NULL;
+        r->running++;
         pthread_mutex_unlock(&r->mu);
 
         /* k stays allocated while processing, and its name never changes. */
@@ -591,7 +666,15 @@ static void *worker_main(void *arg)
 
         pthread_mutex_lock(&r->mu);
         r->reconciles++;
+        r->running--;
         k->processing = false;
+        if (!r->leading) {
+            /* The lead was lost during the run: keep nothing for this key. */
+            json_decref(back);
+            back = NULL;
+            rc = 0;
+            k->dirty = false;
+        }
         if (back != NULL) {
             if (k->deleted == NULL)
                 k->deleted = back;  /* retry it; a newer deletion would replace it */
@@ -611,6 +694,8 @@ static void *worker_main(void *arg)
             key_add(r, k);
         }
         key_release_if_idle(r, k);
+        if (r->forget_uids && r->running == 0)
+            uids_forget_all(r);  /* the last run in flight when the lead was lost */
     }
     pthread_mutex_unlock(&r->mu);
     return NULL;
@@ -826,11 +911,13 @@ void reconcile_enqueue(struct reconciler *r, const json_t *job)
     if (r == NULL || job_key(job, key, sizeof(key)) < 0)
         return;
     pthread_mutex_lock(&r->mu);
-    k = key_get(r, key, true);
-    if (k != NULL)
-        key_add(r, k);
-    else
-        LOG_ERROR("reconcile: out of memory, not queued job=%s", key);
+    if (r->accepting) {  /* a follower keeps nothing: enqueue_all covers it at takeover */
+        k = key_get(r, key, true);
+        if (k != NULL)
+            key_add(r, k);
+        else
+            LOG_ERROR("reconcile: out of memory, not queued job=%s", key);
+    }
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -839,8 +926,15 @@ void reconcile_deleted(struct reconciler *r, const json_t *last_known)
     char key[512];
     struct rc_key *k;
     json_t *copy;
+    bool accepting;
 
     if (r == NULL || job_key(last_known, key, sizeof(key)) < 0)
+        return;
+    /* A follower keeps nothing: garbage collection removes the deleted Job's objects. */
+    pthread_mutex_lock(&r->mu);
+    accepting = r->accepting;
+    pthread_mutex_unlock(&r->mu);
+    if (!accepting)
         return;
     /* A private copy: a json_t shared across threads races on its refcount (cache.c). */
     copy = json_deep_copy(last_known);
@@ -849,13 +943,13 @@ void reconcile_deleted(struct reconciler *r, const json_t *last_known)
         return;
     }
     pthread_mutex_lock(&r->mu);
-    k = key_get(r, key, true);
+    k = r->accepting ? key_get(r, key, true) : NULL;
     if (k != NULL) {
         json_decref(k->deleted);
         k->deleted = copy;  /* now owned by the key record */
         copy = NULL;
         key_add(r, k);
-    } else {
+    } else if (r->accepting) {
         LOG_ERROR("reconcile: out of memory, deletion not queued job=%s", key);
     }
     pthread_mutex_unlock(&r->mu);
@@ -868,13 +962,26 @@ void reconcile_set_leading(struct reconciler *r, bool leading)
 
     if (r == NULL)
         return;
-    /* A new leader cannot know what happened meanwhile: look at every Job. Queue them
-     * before the workers start, so a Job is not run twice for one takeover. */
-    if (leading)
+    if (leading) {
+        /* A new leader cannot know what happened meanwhile: look at every Job. Accept
+         * events before the snapshot, so a Job added meanwhile is queued by its event;
+         * queue them before the workers start, so a Job is not run twice for one
+         * takeover. */
+        pthread_mutex_lock(&r->mu);
+        r->accepting = true;
+        pthread_mutex_unlock(&r->mu);
         enqueue_all(r);
+    }
     pthread_mutex_lock(&r->mu);
     was = r->leading;
     r->leading = leading;
+    if (!leading) {
+        r->accepting = false;
+        keys_drop_all(r);
+        r->forget_uids = true;
+        if (r->running == 0)
+            uids_forget_all(r);  /* else the last run in flight does it */
+    }
     pthread_cond_broadcast(&r->work_cv);
     pthread_cond_broadcast(&r->clock_cv);
     pthread_mutex_unlock(&r->mu);
@@ -891,6 +998,8 @@ void reconcile_get_stats(struct reconciler *r, struct reconcile_stats *out)
     out->reconciles = r->reconciles;
     out->errors = r->errors;
     out->queue_len = r->qlen;
+    out->keys = r->keys.n;
+    out->uids = r->uids.n;
     pthread_mutex_unlock(&r->mu);
     out->foreign = __atomic_load_n(&r->foreign, __ATOMIC_RELAXED);
 }

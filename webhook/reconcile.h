@@ -7,7 +7,8 @@
  * while it is being reconciled is reconciled once more); a key is never worked on
  * by two workers at once; failed keys are retried with capped exponential backoff;
  * every Job is re-queued each resync period. Workers only work while this replica
- * leads (reconcile_set_leading).
+ * leads (reconcile_set_leading), and a replica that does not lead keeps no
+ * per-Job work or state: taking the lead queues every cached Job.
  *
  * Threads: enqueue functions are called from the informer thread; workers are
  * the reconciler's own threads; set_leading from the leader-election thread.
@@ -39,19 +40,31 @@ int reconcile_start(struct reconciler **out, struct k8s_client *kc, struct job_c
 /** Stop and join the workers, free everything. NULL is a no-op. */
 void reconcile_stop(struct reconciler *r);
 
-/** Queue the Job's key (ADDED / MODIFIED / LIST). job is borrowed. */
+/** Queue the Job's key (ADDED / MODIFIED / LIST). job is borrowed. Ignored while not
+ *  leading (reconcile_set_leading(true) queues every cached Job). */
 void reconcile_enqueue(struct reconciler *r, const json_t *job);
 
-/** The Job is gone (DELETED, or absent at relist): queue its OnJobDelete. last_known borrowed. */
+/**
+ * The Job is gone (DELETED, or absent at relist): queue its OnJobDelete. last_known
+ * borrowed. Ignored while not leading: a new leader never sees the Job, and its
+ * objects go with ownerReference garbage collection (spec D10).
+ */
 void reconcile_deleted(struct reconciler *r, const json_t *last_known);
 
-/** Leadership changed: workers start (true) or stop at once (false). */
+/**
+ * Leadership changed. true: queue every cached Job, then start the workers. false:
+ * the workers stop picking keys at once; every queued key, pending retry and pending
+ * deletion is dropped, and, once no run is in flight, every per-uid record and the
+ * ssh key pair kept for that uid (a follower keeps no per-Job state).
+ */
 void reconcile_set_leading(struct reconciler *r, bool leading);
 
 struct reconcile_stats {
     unsigned long reconciles;    /* keys processed */
     unsigned long errors;        /* failed hook runs (retried) */
     unsigned long queue_len;     /* keys waiting now */
+    unsigned long keys;          /* key records held (queued, running, retrying, deleting) */
+    unsigned long uids;          /* Job uids whose hook state is remembered */
     unsigned long foreign;       /* D12: objects found that belong to someone else */
 };
 /** Copy the counters into *out (taken under the queue lock; r NULL gives zeros). Any thread. */
