@@ -214,6 +214,22 @@ static inline void apitest_ctl_expect(const struct apitest *t, const char *metho
     ck_assert_msg(code == want, "%s %s: HTTP %ld, want %ld", method, path, code, want);
 }
 
+/* Store ConfigMap ns1/NAME whose data.x holds n bytes ('a'), straight into the server. */
+static inline void apitest_store_cm_of_size(const struct apitest *t, const char *name, size_t n)
+{
+    char *body = malloc(n + 200);
+    int off;
+
+    ck_assert_ptr_nonnull(body);
+    off = snprintf(body, 200, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                              "{\"name\":\"%s\",\"namespace\":\"ns1\"},\"data\":{\"x\":\"",
+                   name);
+    memset(body + off, 'a', n);
+    snprintf(body + off + n, 200, "\"}}");
+    apitest_ctl_expect(t, "POST", "/_test/objects", body, 201);
+    free(body);
+}
+
 /* Add fault rules (a JSON object or array of them, see apiserver.py): must answer 201. */
 static inline void apitest_fault(const struct apitest *t, const char *rules)
 {

@@ -549,22 +549,6 @@ START_TEST(test_body_cap)
 }
 END_TEST
 
-/* A ConfigMap ns1/NAME whose data.x holds n bytes, stored directly. */
-static void store_cm_of_size(const char *name, size_t n)
-{
-    char *body = malloc(n + 200);
-    int off;
-
-    ck_assert_ptr_nonnull(body);
-    off = snprintf(body, 200, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
-                              "{\"name\":\"%s\",\"namespace\":\"ns1\"},\"data\":{\"x\":\"",
-                   name);
-    memset(body + off, 'a', n);
-    snprintf(body + off + n, 200, "\"}}");
-    apitest_ctl_expect(&api, "POST", "/_test/objects", body, 201);
-    free(body);
-}
-
 /* k8s_client_set_max_body: the cap is the client's; 0 restores the 16 MiB default. */
 START_TEST(test_body_cap_settable)
 {
@@ -572,8 +556,8 @@ START_TEST(test_body_cap_settable)
     json_t *got = NULL;
     char *rv = NULL;
 
-    store_cm_of_size("small", 1000);
-    store_cm_of_size("large", 9000);
+    apitest_store_cm_of_size(&api, "small", 1000);
+    apitest_store_cm_of_size(&api, "large", 9000);
     k8s_client_set_max_body(kc, 8192);
     ck_assert_int_eq(k8s_get(kc, "/api/v1/namespaces/ns1/configmaps/small", 5000, &got, &err), 0);
     json_decref(got);

@@ -522,22 +522,6 @@ START_TEST(test_line_cap)
 }
 END_TEST
 
-/* Store ConfigMap ns1/NAME whose data.x holds n bytes. */
-static void store_cm_of_size(const char *name, size_t n)
-{
-    char *body = malloc(n + 200);
-    int off;
-
-    ck_assert_ptr_nonnull(body);
-    off = snprintf(body, 200, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
-                              "{\"name\":\"%s\",\"namespace\":\"ns1\"},\"data\":{\"x\":\"",
-                   name);
-    memset(body + off, 'a', n);
-    snprintf(body + off + n, 200, "\"}}");
-    apitest_ctl_expect(&api, "POST", "/_test/objects", body, 201);
-    free(body);
-}
-
 /*
  * A big event (3 MiB, so its line spans many reads and the line buffer grows past
  * the 1 MiB it keeps), then small ones, then another big one: the buffer is given
@@ -556,15 +540,15 @@ START_TEST(test_big_event_then_small_ones)
 
     apitest_reset(&api);
     /* names sort in stream order: the synthetic ADDED come by namespace and name */
-    store_cm_of_size("a-big", 3u * 1024 * 1024);
+    apitest_store_cm_of_size(&api, "a-big", 3u * 1024 * 1024);
     for (int i = 0; i < 50; i++) {
         char name[16];
 
         snprintf(name, sizeof(name), "b%02d", i);
-        store_cm_of_size(name, 100);
+        apitest_store_cm_of_size(&api, name, 100);
     }
-    store_cm_of_size("c-big", 2u * 1024 * 1024);
-    store_cm_of_size("d-small", 10);
+    apitest_store_cm_of_size(&api, "c-big", 2u * 1024 * 1024);
+    apitest_store_cm_of_size(&api, "d-small", 10);
     ck_assert_int_eq(k8s_watch(c, &p, on_event, &s, NULL, &err), 0);
     ck_assert_int_eq(s.n, 53);
     ck_assert_str_eq(s.name[0], "a-big");
