@@ -646,16 +646,16 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
             goto out;
         }
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-        LOG_DEBUG("k8s: response method=%s path=%s status=%ld bytes=%zu attempt=%ld", method, path, code,
-                  b.len, attempt);
+        LOG_DEBUG("k8s: response method=%s path=%s status=%ld bytes=%zu attempt=%ld", method,
+                  path, code, b.len, attempt);
         if (code >= 200 && code <= 299)
             break;
         if ((code == 429 || code == 503) && attempt < c->opt.retry_max &&
             k8s_client_retry_after(h, &retry_after) &&
             (long long)retry_after * 1000 < deadline - clock_mono_ms()) {
             /* the server asked for a pause and there is time for it and one more try */
-            LOG_DEBUG("k8s: retrying after the server's pause method=%s path=%s status=%ld retry_after=%ld", method, path, code,
-                      (long)retry_after);
+            LOG_DEBUG("k8s: retrying after the server's pause method=%s path=%s status=%ld "
+                      "retry_after=%ld", method, path, code, (long)retry_after);
             sleep_ms((long long)retry_after * 1000);
             continue;
         }

@@ -287,8 +287,8 @@ static void wait_retry_after(struct watch_state *s)
         return;
     until = clock_mono_ms() + (secs * 1000 < WATCH_RETRY_AFTER_MAX_MS ? (long long)secs * 1000
                                                                      : WATCH_RETRY_AFTER_MAX_MS);
-    LOG_DEBUG("k8s: watch paused by the server path=%s status=%ld retry_after=%ld", s->p->path, s->http_code,
-              (long)secs);
+    LOG_DEBUG("k8s: watch paused by the server path=%s status=%ld retry_after=%ld", s->p->path,
+              s->http_code, (long)secs);
     while (clock_mono_ms() < until && !(s->p->stop != NULL && atomic_load(s->p->stop))) {
         long long left = until - clock_mono_ms();
         struct timespec ts = {0, (left > 100 ? 100 : (left > 0 ? left : 0)) * 1000000L};

@@ -418,7 +418,8 @@ static void *leader_main(void *arg)
             set_leading(l, false);
             next = clock_mono_ms() + l->retry_ms;
         } else {
-            LOG_WARN("leader: renew failed, retrying rc=\"%s\" err=\"%s\"", wh_error_str(rc), err.msg);
+            LOG_WARN("leader: renew failed, retrying rc=\"%s\" err=\"%s\"", wh_error_str(rc),
+                     err.msg);
             next = clock_mono_ms() + l->retry_ms;
             if (next > l->renewed_ms + l->renew_deadline_ms)
                 next = l->renewed_ms + l->renew_deadline_ms;
