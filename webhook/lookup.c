@@ -1,6 +1,7 @@
 /*
  * lookup.c - Job lookup for admission: the Jobs cache, else one GET, shared by
- * every concurrent miss of the same Job and bounded in number (lookup.h).
+ * every concurrent miss of the same Job, with a bound on the lookups waiting
+ * (lookup.h).
  *
  * Threads: lookup_job_get runs on MHD workers, concurrently. It reads the
  * struct job_lookup (not changed while serving), reads the Job from the cache
@@ -35,7 +36,7 @@ struct lookup_flights {
     pthread_mutex_t mu;
     pthread_cond_t landed;   /* broadcast whenever a flight lands */
     struct flight *head;
-    unsigned n;              /* flights in the list */
+    unsigned waiting;        /* callers blocked on a GET, leaders and followers */
 };
 
 int lookup_init(struct job_lookup *l)
@@ -79,7 +80,6 @@ static void flight_release(struct lookup_flights *fl, struct flight *f)
     for (pp = &fl->head; *pp != f; pp = &(*pp)->next)
         ;
     *pp = f->next;
-    fl->n--;
     json_decref(f->job);
     free(f->ns);
     free(f->name);
@@ -88,9 +88,9 @@ static void flight_release(struct lookup_flights *fl, struct flight *f)
 
 /*
  * The GET of ns/name, shared: a follower waits for the flight of ns/name that
- * is in the air and takes a copy of its answer; else, with room for one more
- * flight, this caller leads one. The leader keeps its own Job when nobody
- * followed, else leaves it to the followers and takes a copy too.
+ * is in the air and takes a copy of its answer; else this caller leads one. No
+ * more than max_waiting callers wait at once. The leader keeps its own Job when
+ * nobody followed, else leaves it to the followers and takes a copy too.
  */
 static int get_shared(const struct job_lookup *l, const char *ns, const char *name,
                       json_t **job_out, struct wh_error *err)
@@ -101,6 +101,16 @@ static int get_shared(const struct job_lookup *l, const char *ns, const char *na
     int rc;
 
     pthread_mutex_lock(&fl->mu);
+    /* Every caller blocks its MHD worker, and with it the connections that worker
+     * holds: leaders and followers alike count against the limit. */
+    if (l->max_waiting > 0 && fl->waiting >= l->max_waiting) {
+        unsigned waiting = fl->waiting;
+
+        pthread_mutex_unlock(&fl->mu);
+        return wh_error_set(err, WH_EBUSY, "too many reviews waiting on volcano job reads from "
+                            "the API server (%u); try again", waiting);
+    }
+    fl->waiting++;
     for (f = fl->head; f != NULL; f = f->next)
         if (strcmp(f->ns, ns) == 0 && strcmp(f->name, name) == 0)
             break;
@@ -108,6 +118,7 @@ static int get_shared(const struct job_lookup *l, const char *ns, const char *na
         f->callers++;
         while (!f->landed)
             pthread_cond_wait(&fl->landed, &fl->mu);   /* the leader's GET has a timeout */
+        fl->waiting--;
         rc = f->rc;
         if (rc == 0 && (*job_out = json_deep_copy(f->job)) == NULL)
             rc = wh_error_set(err, WH_ENOMEM, "out of memory");
@@ -117,11 +128,6 @@ static int get_shared(const struct job_lookup *l, const char *ns, const char *na
         pthread_mutex_unlock(&fl->mu);
         return rc;
     }
-    if (l->max_flights > 0 && fl->n >= l->max_flights) {
-        pthread_mutex_unlock(&fl->mu);
-        return wh_error_set(err, WH_EBUSY, "too many volcano jobs being read from the API "
-                            "server at once (%u); try again", fl->n);
-    }
     f = calloc(1, sizeof(*f));
     if (f != NULL && ((f->ns = strdup(ns)) == NULL || (f->name = strdup(name)) == NULL)) {
         free(f->ns);
@@ -129,18 +135,19 @@ static int get_shared(const struct job_lookup *l, const char *ns, const char *na
         f = NULL;
     }
     if (f == NULL) {
+        fl->waiting--;
         pthread_mutex_unlock(&fl->mu);
         return wh_error_set(err, WH_ENOMEM, "out of memory");
     }
     f->callers = 1;
     f->next = fl->head;
     fl->head = f;
-    fl->n++;
     pthread_mutex_unlock(&fl->mu);
 
     rc = k8s_get_job(l->client, ns, name, l->timeout_ms, &job, &f->err);
 
     pthread_mutex_lock(&fl->mu);
+    fl->waiting--;
     f->landed = true;
     f->rc = rc;
     if (rc < 0 && err != NULL)

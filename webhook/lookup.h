@@ -5,9 +5,9 @@
  *
  * API reads are shared and bounded (after lookup_init): concurrent misses for
  * the same Job wait for one GET (a new Job's pods all arrive before the watch
- * has brought it), and at most max_flights different Jobs are read at once,
- * so reviews naming Jobs that are not cached (or do not exist) cannot hold
- * every MHD worker on a GET while reviews of cached Jobs wait.
+ * has brought it), and at most max_waiting lookups wait on GETs at once, so
+ * reviews naming Jobs that are not cached (or do not exist) cannot hold every
+ * MHD worker (and the connections it holds) while reviews of cached Jobs wait.
  *
  * Threads: lookup_job_get runs on MHD workers, many at once. The fields of
  * struct job_lookup are not changed while the server runs; its flights are
@@ -30,7 +30,8 @@ struct job_lookup {
     struct job_cache *cache;    /* borrowed; NULL → every lookup is a GET */
     struct k8s_client *client;  /* borrowed */
     long timeout_ms;            /* limit of the one GET (--job-lookup-timeout) */
-    unsigned max_flights;       /* most Jobs read through the API at once; 0: no limit */
+    unsigned max_waiting;       /* most lookups waiting on a GET at once (its leader and
+                                   followers each count); 0: no limit */
     struct lookup_flights *flights;  /* lookup_init's; NULL: every miss its own GET */
 };
 
@@ -53,7 +54,8 @@ void lookup_dispose(struct job_lookup *l);
  * @param[out] job_out new reference on success (a private copy either way)
  * @return 0; WH_ENOTFOUND when the API says 404; WH_ETIMEOUT / WH_EAPI /
  *         WH_ENOMEM with err filled (k8s_get_job's reason); WH_EBUSY when
- *         max_flights other Jobs are being read (err says so), without a request.
+ *         max_waiting lookups are waiting on GETs already (err says so), at once
+ *         and without a request.
  */
 int lookup_job_get(void *userdata, const char *ns, const char *name, const char *uid,
                    json_t **job_out, struct wh_error *err);

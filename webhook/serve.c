@@ -631,7 +631,7 @@ int serve_main(int argc, char **argv)
     scfg.tls_key_pem = pair.key_pem;
     /* At most half the MHD workers wait on Job GETs: the others serve cached Jobs. */
     scfg.threads = server_default_threads("/sys/fs/cgroup");
-    lookup.max_flights = scfg.threads > 1 ? scfg.threads / 2 : 1;
+    lookup.max_waiting = scfg.threads > 1 ? scfg.threads / 2 : 1;
     if (lookup_init(&lookup) < 0) {
         LOG_ERROR("out of memory");
         goto out;
