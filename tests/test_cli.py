@@ -124,9 +124,12 @@ class UsageErrors(unittest.TestCase):
             bad = write("bad.json", {"apiVersion": "v1", "kind": "List", "items": {}})
             self.assertEqual(run("render", "-f", bad),
                              (1, "", P + "render: %s: items is not a list\n" % bad))
-            empty = write("empty.json", {"apiVersion": "v1", "kind": "List", "items": []})
-            self.assertEqual(run("render", "-f", empty),
-                             (1, "", P + "render: %s: not a Job object\n" % empty))
+            for name, items in (("empty.json", []), ("null.json", None)):
+                empty = write(name, {"apiVersion": "v1", "kind": "List", "items": items})
+                self.assertEqual(run("render", "-f", empty),
+                                 (1, "", P + "render: %s: not a Job object\n" % empty))
+            self.assertEqual(run("render", "-f", "-", "-f", "-"),
+                             (2, "", P + "render: -f - (standard input) can be given once\n"))
             self.assertEqual(run("render", "-f", os.path.join(ex, "pytorch-job.yaml"), "-f",
                                  os.path.join(ex, "mpi-job.yaml"), "--pod", "p.json"),
                              (1, "", P + "render: the -f files hold 2 Jobs; --pod takes one\n"))
@@ -164,6 +167,14 @@ class UsageErrors(unittest.TestCase):
                              "volcano.sh/task-spec annotation) is not a task of job pytorch-job, "
                              "so the plugins set nothing task-specific\n" % ppath)
             self.assertNotIn("RANK", out)
+            # the annotation is shown on one line, control characters replaced
+            pod["metadata"]["annotations"]["volcano.sh/task-spec"] = "x\n\x1b[31mred"
+            ppath = write("pod-odd-task.json", pod)
+            rc, out, err = run("render", "-f", jpath, "--pod", ppath, "-o", "patch")
+            self.assertEqual(rc, 0)
+            self.assertEqual(err, P + "render: warning: %s: task \"x??[31mred\" (the "
+                             "volcano.sh/task-spec annotation) is not a task of job pytorch-job, "
+                             "so the plugins set nothing task-specific\n" % ppath)
 
     def test_render_refuses_more_than_10000_pods(self):
         """It holds every pod until it prints: a Job of 2^31-1 replicas is refused at once."""

@@ -195,7 +195,7 @@ static int load_jobs(const char *path, json_t *jobs)
             json_t *item;
             size_t k;
 
-            if (items != NULL && !json_is_array(items)) {
+            if (items != NULL && !json_is_null(items) && !json_is_array(items)) {
                 render_err("%s: items is not a list", where);
                 rc = 1;
                 break;
@@ -259,14 +259,21 @@ static void warn_pod_task(const char *path, const json_t *job, const json_t *pod
     const char *task = json_string_value(json_object_get(
         json_object_get(json_object_get(pod, "metadata"), "annotations"), "volcano.sh/task-spec"));
     bool given = task != NULL && task[0] != '\0';
+    char shown[64];
 
     if (!given)
         task = "default";
-    if (job_find_task(job, task) == NULL)
-        render_err("warning: %s: task \"%s\" (%s) is not a task of job %s, so the plugins "
-                   "set nothing task-specific", path, task,
-                   given ? "the volcano.sh/task-spec annotation"
-                         : "no volcano.sh/task-spec annotation", job_name(job));
+    if (job_find_task(job, task) != NULL)
+        return;
+    /* The annotation is the user's text: one line, printable, short. */
+    snprintf(shown, sizeof(shown), "%s", task);
+    for (char *c = shown; *c != '\0'; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    render_err("warning: %s: task \"%s\" (%s) is not a task of job %s, so the plugins set "
+               "nothing task-specific", path, shown,
+               given ? "the volcano.sh/task-spec annotation" : "no volcano.sh/task-spec annotation",
+               job_name(job));
 }
 
 static void print_warnings(const char *pod, const struct warnings *w)
@@ -507,6 +514,12 @@ int render_main(int argc, char **argv)
         rc = 2;
         goto out;
     }
+    for (size_t k = 0, stdin_seen = 0; k < njob_paths; k++)
+        if (strcmp(job_paths[k], "-") == 0 && stdin_seen++ > 0) {
+            render_err("-f - (standard input) can be given once");
+            rc = 2;
+            goto out;
+        }
     if (njob_paths == 0) {
         render_err("missing required flag -f JOB (see --help)");
         rc = 2;
