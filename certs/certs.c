@@ -9,8 +9,10 @@
  * subject/authority key identifiers. certs_generate_leaf makes only the serving
  * certificate, signed by an existing CA (renewal under the same caBundle),
  * after checking that CA with OpenSSL (CA:TRUE, keyCertSign, key, notAfter) and
- * capping the leaf's notAfter at the CA's. certs_not_after reads a certificate's
- * notAfter as Unix seconds. certs_load_pair reads a PEM pair and
+ * capping the leaf's notAfter at the CA's, and verifies the new leaf under
+ * that CA with X509_verify_cert before handing it out. certs_not_after reads a
+ * certificate's notAfter as Unix seconds, certs_chain_not_after the earliest
+ * of a chain's. certs_load_pair reads a PEM pair and
  * re-encodes it (certificate chain as read, key as unencrypted PKCS#8), so that
  * the TLS library gets one format whatever the file held.
  *
@@ -21,12 +23,14 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -95,17 +99,56 @@ static int no_password(char *buf, int size, int rwflag, void *u)
     return -1;
 }
 
-/* Read a whole (small) file into a malloc'd buffer. @return 0 or WH_ERROR / WH_EINVAL. */
+/* What a non-regular file is, for a message ("a FIFO"). */
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    return "not a regular file";
+}
+
+/*
+ * Read a whole (small) regular file into a malloc'd buffer; symlinks are followed
+ * (kubelet Secret volumes are symlinks). A FIFO or device would block or never end:
+ * it is opened O_NONBLOCK (open(2) of a FIFO then returns at once) and refused
+ * after fstat. @return 0, or WH_ERROR / WH_EINVAL / WH_ENOMEM.
+ */
 static int file_read(const char *path, char **out, size_t *len_out, struct wh_error *err)
 {
-    FILE *f = fopen(path, "rb");
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    FILE *f = NULL;
     char *buf = NULL;
     size_t n = 0;
+    struct stat st;
     int rc = 0;
 
     *out = NULL;
-    if (f == NULL)
+    if (fd < 0)
         return wh_error_set(err, WH_ERROR, "cannot read %s: %s", path, strerror(errno));
+    if (fstat(fd, &st) != 0) {
+        rc = wh_error_set(err, WH_ERROR, "cannot read %s: %s", path, strerror(errno));
+        close(fd);
+        return rc;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return wh_error_set(err, WH_EINVAL, "%s: %s, not a regular file", path,
+                            file_kind(st.st_mode));
+    }
+    f = fdopen(fd, "rb");
+    if (f == NULL) {
+        rc = wh_error_set(err, WH_ERROR, "cannot read %s: %s", path, strerror(errno));
+        close(fd);
+        return rc;
+    }
     buf = malloc((size_t)PEM_FILE_MAX + 1);
     if (buf == NULL) {
         rc = wh_error_set(err, WH_ENOMEM, "out of memory");
@@ -532,6 +575,140 @@ int certs_not_after(const char *cert_pem, long long *unix_seconds, struct wh_err
     return rc;
 }
 
+int certs_chain_not_after(const char *cert_pem, long long *unix_seconds, size_t *index,
+                          struct wh_error *err)
+{
+    BIO *b;
+    X509 *x;
+    long long earliest = 0;
+    size_t first = 0;
+    size_t n = 0;
+    int rc = 0;
+
+    if (cert_pem == NULL)
+        return wh_error_set(err, WH_EINVAL, "no certificate");
+    b = BIO_new_mem_buf(cert_pem, -1);
+    if (b == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    while (rc == 0 && (x = PEM_read_bio_X509(b, NULL, no_password, NULL)) != NULL) {
+        long long t = 0;
+
+        rc = asn1_time_unix(X509_get0_notAfter(x), &t, err);
+        /* Strictly earlier: of equal notAfters the first certificate is named. */
+        if (rc == 0 && (n == 0 || t < earliest)) {
+            earliest = t;
+            first = n;
+        }
+        n++;
+        X509_free(x);
+    }
+    BIO_free(b);
+    ERR_clear_error();  /* the loop ends on "no start line" */
+    if (rc < 0)
+        return rc;
+    if (n == 0)
+        return wh_error_set(err, WH_EINVAL, "no PEM certificate found");
+    *unix_seconds = earliest;
+    if (index != NULL)
+        *index = first;
+    return 0;
+}
+
+int certs_check_key_file(const char *key_file, const char *cert_pem, struct wh_error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    X509 *cert = NULL;
+    EVP_PKEY *key = NULL;
+    int rc;
+
+    if (key_file == NULL || cert_pem == NULL)
+        return wh_error_set(err, WH_EINVAL, "no key file or certificate");
+    rc = file_read(key_file, &text, &len, err);
+    if (rc < 0)
+        return rc;
+    key = pem_key(text);
+    cert = pem_first_cert(cert_pem);
+    if (key == NULL) {
+        rc = wh_error_set(err, WH_EINVAL, "%s: no unencrypted PEM private key found", key_file);
+        goto out;
+    }
+    if (cert == NULL) {
+        rc = wh_error_set(err, WH_EINVAL, "no PEM certificate found");
+        goto out;
+    }
+    /* Public halves only: EVP_PKEY_eq compares the key parameters and public key. */
+    if (EVP_PKEY_eq(X509_get0_pubkey(cert), key) != 1)
+        rc = wh_error_set(err, WH_ECONFLICT, "%s: the private key of another certificate",
+                          key_file);
+out:
+    EVP_PKEY_free(key);
+    X509_free(cert);
+    OPENSSL_cleanse(text, len);
+    free(text);
+    ERR_clear_error();
+    return rc;
+}
+
+/*
+ * Verify leaf as a TLS client would, with every certificate of ca_pem trusted
+ * (X509_V_FLAG_PARTIAL_CHAIN: an intermediate CA is an anchor too) and name (a
+ * DNS name or an IP address) as the server's name, matched against the SAN
+ * only. Catches what a CA's own checks miss: a CA not yet valid, nameConstraints
+ * excluding the name, an extendedKeyUsage without serverAuth.
+ * @return 0, or WH_EINVAL with X509_verify_cert_error_string's reason.
+ */
+static int leaf_verifies(X509 *leaf, const char *ca_pem, const char *name, struct wh_error *err)
+{
+    X509_STORE *store = X509_STORE_new();
+    X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+    BIO *b = BIO_new_mem_buf(ca_pem, -1);
+    X509_VERIFY_PARAM *param;
+    unsigned char ip[16];
+    X509 *x = NULL;
+    int rc = 0;
+
+    if (store == NULL || ctx == NULL || b == NULL) {
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+        goto out;
+    }
+    while ((x = PEM_read_bio_X509(b, NULL, no_password, NULL)) != NULL) {
+        int ok = X509_STORE_add_cert(store, x);   /* takes its own reference */
+
+        X509_free(x);
+        if (ok != 1) {
+            rc = ossl_fail(err, WH_ERROR, "cannot add the CA certificate to a trust store");
+            goto out;
+        }
+    }
+    ERR_clear_error();  /* the loop ends on "no start line" */
+    if (X509_STORE_CTX_init(ctx, store, leaf, NULL) != 1) {
+        rc = ossl_fail(err, WH_ERROR, "cannot verify the serving certificate");
+        goto out;
+    }
+    param = X509_STORE_CTX_get0_param(ctx);
+    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
+    if (X509_VERIFY_PARAM_set_flags(param, X509_V_FLAG_PARTIAL_CHAIN) != 1
+        || X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER) != 1
+        || (inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1
+                ? X509_VERIFY_PARAM_set1_ip_asc(param, name)
+                : X509_VERIFY_PARAM_set1_host(param, name, 0))
+               != 1) {
+        rc = ossl_fail(err, WH_ERROR, "cannot set verification parameters");
+        goto out;
+    }
+    if (X509_verify_cert(ctx) != 1)
+        rc = wh_error_set(err, WH_EINVAL,
+                          "a serving certificate signed by it does not verify for %s: %s", name,
+                          X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx)));
+out:
+    X509_STORE_CTX_free(ctx);
+    X509_STORE_free(store);
+    BIO_free(b);
+    ERR_clear_error();
+    return rc;
+}
+
 /* The checks of certs_generate_leaf on an existing CA; messages name no file. */
 static int ca_usable(X509 *ca, EVP_PKEY *ca_key, struct wh_error *err)
 {
@@ -594,6 +771,10 @@ int certs_generate_leaf(struct certs_pair *leaf, bool *capped, const struct cert
     }
     rc = make_cert(&leaf_cert, &was_capped, leaf_key, leaf_cn(dns[0]), ca_cert, ca_key, false,
                    dns, ndns, days, err);
+    if (rc < 0)
+        goto out;
+    /* The CA's own checks above are not all a client makes (notBefore, nameConstraints). */
+    rc = leaf_verifies(leaf_cert, ca->cert_pem, dns[0], err);
     if (rc < 0)
         goto out;
     rc = pair_encode(&l, leaf_cert, leaf_key, err);

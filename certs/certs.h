@@ -22,9 +22,12 @@ void certs_pair_dispose(struct certs_pair *p);
 
 /**
  * Read a PEM certificate (chain) file and PEM private key file and check that the
- * key matches the first certificate.
- * @return 0; WH_ERROR naming the file when unreadable; WH_EINVAL when not PEM or
- *         when the key does not match.
+ * key matches the first certificate. Both must be regular files (symlinks
+ * followed): a FIFO or device is refused without blocking (gen-certs
+ * review: a FIFO as --ca-key hung gen-certs).
+ * @return 0; WH_ERROR naming the file when unreadable; WH_EINVAL naming the file
+ *         when it is not a regular file ("FILE: a FIFO, not a regular file"), not
+ *         PEM, or when the key does not match.
  */
 int certs_load_pair(struct certs_pair *out, const char *cert_file, const char *key_file,
                     struct wh_error *err);
@@ -57,14 +60,21 @@ int certs_generate(struct certs_pair *ca, struct certs_pair *leaf, enum certs_ke
  * from the CA's. The CA (the first certificate of ca->cert_pem, key
  * ca->key_pem, unencrypted) is checked with OpenSSL first: basicConstraints
  * CA:TRUE (RFC 5280 4.2.1.9), keyCertSign when keyUsage is present (4.2.1.3),
- * the key matching it, notAfter still ahead.
+ * the key matching it, notAfter still ahead. The new leaf is then verified with
+ * X509_verify_cert as a TLS client would (gen-certs review): every certificate of
+ * ca->cert_pem trusted, X509_V_FLAG_PARTIAL_CHAIN (an intermediate CA may be
+ * given alone), purpose sslserver, host dns[0] (an IP address when it parses as
+ * one) matched against the SAN only; so a CA not yet valid, or whose
+ * nameConstraints exclude the names, is refused.
  * @param[out] leaf    serving certificate and key (certs_pair_dispose)
  * @param[out] capped  whether notAfter was cut to the CA's; may be NULL
  * @param ca  borrowed; its key is only used to sign, never copied
  * @return 0; WH_EINVAL as certs_generate for the arguments, and with a one-line
  *         reason (naming no file) for a CA that is not PEM, not a CA, without
- *         keyCertSign, not matching its key, or expired; WH_ERROR / WH_ENOMEM
- *         with the OpenSSL reason.
+ *         keyCertSign, not matching its key, or expired, and "a serving
+ *         certificate signed by it does not verify for NAME: REASON" (REASON:
+ *         X509_verify_cert_error_string) when the leaf fails verification;
+ *         WH_ERROR / WH_ENOMEM with the OpenSSL reason.
  */
 int certs_generate_leaf(struct certs_pair *leaf, bool *capped, const struct certs_pair *ca,
                         enum certs_key_type key_type, const char *const *dns, size_t ndns,
@@ -78,6 +88,32 @@ int certs_generate_leaf(struct certs_pair *leaf, bool *capped, const struct cert
  *         invalid time; WH_ENOMEM.
  */
 int certs_not_after(const char *cert_pem, long long *unix_seconds, struct wh_error *err);
+
+/**
+ * The earliest notAfter of every certificate in cert_pem (a served chain: an
+ * intermediate that expires before the leaf ends the chain's validity, RFC 5280
+ * 6.1.3 (a)(2)), as Unix seconds read like certs_not_after.
+ * @param[out] unix_seconds
+ * @param[out] index  0-based position in cert_pem of the certificate with that
+ *                    notAfter (the first of equals; 0 is the leaf); may be NULL
+ * @return 0; WH_EINVAL when cert_pem is NULL, holds no PEM certificate or an
+ *         invalid time; WH_ENOMEM. Outputs are untouched on error.
+ */
+int certs_chain_not_after(const char *cert_pem, long long *unix_seconds, size_t *index,
+                          struct wh_error *err);
+
+/**
+ * Whether key_file holds the private key of the first certificate of cert_pem
+ * (public keys compared with EVP_PKEY_eq), e.g. a ca.key left in gen-certs --out
+ * beside a ca.crt it would not match (gen-certs review). key_file must be a
+ * regular file (symlinks followed); its text is scrubbed after use.
+ * @param cert_pem  borrowed PEM text
+ * @return 0 when it is that key; WH_ECONFLICT ("FILE: the private key of another
+ *         certificate") when it is another key; WH_ERROR naming the file when
+ *         unreadable; WH_EINVAL naming the file when not a regular file or not an
+ *         unencrypted PEM private key, or when cert_pem holds no certificate.
+ */
+int certs_check_key_file(const char *key_file, const char *cert_pem, struct wh_error *err);
 
 /**
  * Base64 (RFC 4648, standard alphabet, padded, no line breaks) of data[0..len),

@@ -8,9 +8,10 @@
  *
  * SANs: NAME, NAME.NS, NAME.NS.svc, NAME.NS.svc.cluster.local and every
  * --dns / --ip. Keys (and the Secret manifest, which holds one) are written
- * mode 0600, certificates 0644; each file is written to a temporary name and
- * renamed, so a reader never sees half a file. The Secret manifest is emitted
- * by libyaml.
+ * mode 0600, certificates 0644. All or nothing: every file is written in full
+ * to a temporary name first and all are renamed into place only then (see
+ * outputs_commit), so a failure leaves every existing file as it was and a
+ * reader never sees half a file. The Secret manifest is emitted by libyaml.
  *
  * Threads: main thread only (getopt_long).
  */
@@ -34,6 +35,7 @@
 
 #define GEN_MAX_DNS 32        /* --dns entries */
 #define GEN_DEFAULT_DAYS 365
+#define GEN_MAX_OUTPUTS 6     /* ca.key, ca.crt, tls.key, tls.crt, Secret, caBundle */
 #define GEN_SECRET_NAME "volcano-plugin-webhook-tls"  /* the Secret manifests/ mounts */
 
 static void gen_usage(FILE *to)
@@ -66,7 +68,8 @@ static void gen_usage(FILE *to)
             "                     new CA: the deployed caBundle stays valid. ca.crt is\n"
             "                     then a copy of it and ca.key is NOT written: the CA's\n"
             "                     key stays where it is. tls.crt expires no later than\n"
-            "                     the CA. Needs --ca-key (default: make a new CA)\n"
+            "                     the CA; a ca.key already in --out must be this CA's\n"
+            "                     key. Needs --ca-key (default: make a new CA)\n"
             "  --ca-key FILE      the unencrypted PEM private key of --ca-cert; only read\n"
             "                     (default: none)\n"
             "  --force            replace existing files (a new CA invalidates the\n"
@@ -105,33 +108,76 @@ static bool dns_name_ok(const char *s)
     return true;
 }
 
-/* Write text to path with mode, through a temporary file beside it and rename(2). */
-static int write_file(const char *path, const char *text, mode_t mode)
+/*
+ * ---- All or nothing ----
+ *
+ * Every file of a run is first written in full to a temporary name beside it
+ * ("dir/.name.tmp": same file system, so rename(2) is atomic), and only when all
+ * of them were written are they renamed into place. Before the first rename each
+ * file that exists gets a hard link "dir/.name.old", so that a rename failing
+ * half way (a directory in the way, EBUSY, ...) puts every replaced file back.
+ * Bad input thus leaves every existing file as it was, never a new ca.crt beside
+ * an old tls.key.
+ */
+
+/* One file of the run. */
+struct gen_output {
+    char path[PATH_MAX];
+    char tmp[PATH_MAX];      /* the new text, until renamed to path */
+    char old[PATH_MAX];      /* hard link to the file path held before */
+    const char *text;        /* borrowed */
+    mode_t mode;
+    bool written;            /* tmp exists */
+    bool has_old;            /* old exists */
+    bool placed;             /* tmp was renamed to path */
+};
+
+/* Fill o for path ("dir/name" when dir is not NULL). @return 0, or -1 after a message. */
+static int output_init(struct gen_output *o, const char *dir, const char *name, const char *text,
+                       mode_t mode)
 {
-    char tmp[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    int dirlen = slash != NULL ? (int)(slash - path + 1) : 0;
-    size_t len = strlen(text);
+    const char *slash;
+    int dirlen;
+
+    memset(o, 0, sizeof(*o));
+    o->text = text;
+    o->mode = mode;
+    if ((size_t)snprintf(o->path, sizeof(o->path), "%s%s%s", dir != NULL ? dir : "",
+                         dir != NULL ? "/" : "", name) >= sizeof(o->path)) {
+        fprintf(stderr, WH_PROG ": gen-certs: path too long: %s%s%s\n", dir != NULL ? dir : "",
+                dir != NULL ? "/" : "", name);
+        return -1;
+    }
+    slash = strrchr(o->path, '/');
+    dirlen = slash != NULL ? (int)(slash - o->path + 1) : 0;
+    /* hidden, and beside path */
+    if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%.*s.%s.tmp", dirlen, o->path,
+                         o->path + dirlen) >= sizeof(o->tmp)
+        || (size_t)snprintf(o->old, sizeof(o->old), "%.*s.%s.old", dirlen, o->path,
+                            o->path + dirlen) >= sizeof(o->old)) {
+        fprintf(stderr, WH_PROG ": gen-certs: path too long: %s\n", o->path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Write o->text to o->tmp with o->mode, synced. @return 0, or -1 after a message. */
+static int output_write_tmp(struct gen_output *o)
+{
+    size_t len = strlen(o->text);
     size_t done = 0;
     int fd;
 
-    /* "dir/.name.tmp": hidden, and on the same file system as path (rename is atomic) */
-    if ((size_t)snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp", dirlen, path, path + dirlen)
-        >= sizeof(tmp)) {
-        fprintf(stderr, WH_PROG ": gen-certs: path too long: %s\n", path);
-        return -1;
-    }
-    unlink(tmp);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-    if (fd < 0) {
-        fprintf(stderr, WH_PROG ": gen-certs: cannot create %s: %s\n", tmp, strerror(errno));
-        return -1;
-    }
+    unlink(o->tmp);   /* a crashed run's */
+    fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, o->mode);
+    if (fd < 0)
+        goto fail;
+    o->written = true;
     /* The umask may have removed bits; a key must be exactly 0600 anyway. */
-    if (fchmod(fd, mode) != 0)
+    if (fchmod(fd, o->mode) != 0)
         goto fail;
     while (done < len) {
-        ssize_t w = write(fd, text + done, len - done);
+        ssize_t w = write(fd, o->text + done, len - done);
 
         if (w < 0 && errno == EINTR)
             continue;
@@ -139,32 +185,106 @@ static int write_file(const char *path, const char *text, mode_t mode)
             goto fail;
         done += (size_t)w;
     }
-    if (fsync(fd) != 0 || close(fd) != 0) {
+    if (fsync(fd) != 0)
+        goto fail;
+    if (close(fd) != 0) {
         fd = -1;
         goto fail;
     }
-    fd = -1;
-    if (rename(tmp, path) != 0)
-        goto fail;
     return 0;
 fail:
-    fprintf(stderr, WH_PROG ": gen-certs: cannot write %s: %s\n", path, strerror(errno));
+    fprintf(stderr, WH_PROG ": gen-certs: cannot write %s: %s\n", o->path, strerror(errno));
     if (fd >= 0)
         close(fd);
-    unlink(tmp);
     return -1;
 }
 
-/* write_file of dir/name. */
-static int write_in_dir(const char *dir, const char *name, const char *text, mode_t mode)
+/* Remove what the run made beside the files (temporaries, links to old files). */
+static void outputs_cleanup(struct gen_output *outs, size_t n)
 {
-    char path[PATH_MAX];
-
-    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path)) {
-        fprintf(stderr, WH_PROG ": gen-certs: path too long in --out %s\n", dir);
-        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (outs[i].written && !outs[i].placed)
+            unlink(outs[i].tmp);
+        if (outs[i].has_old)
+            unlink(outs[i].old);
+        outs[i].written = outs[i].has_old = false;
     }
-    return write_file(path, text, mode);
+}
+
+/* Put back every file replaced so far (a rename failed half way). */
+static void outputs_rollback(struct gen_output *outs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!outs[i].placed)
+            continue;
+        if (outs[i].has_old ? rename(outs[i].old, outs[i].path) == 0
+                            : unlink(outs[i].path) == 0) {
+            outs[i].has_old = false;
+            outs[i].placed = false;
+        } else {
+            fprintf(stderr, WH_PROG ": gen-certs: cannot restore %s (its old content is in "
+                            "%s): %s\n", outs[i].path, outs[i].old, strerror(errno));
+            outs[i].has_old = false;   /* the only copy left: keep it */
+        }
+    }
+}
+
+/*
+ * Write every output to its temporary, keep a link to each file it replaces, then
+ * rename all into place; on any failure nothing is replaced and nothing is left
+ * behind. @return 0, or -1 after one line on stderr.
+ */
+static int outputs_commit(struct gen_output *outs, size_t n)
+{
+    struct stat st;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(outs[i].path, outs[j].path) == 0) {
+                fprintf(stderr, WH_PROG ": gen-certs: %s would be written twice\n",
+                        outs[i].path);
+                return -1;
+            }
+    for (i = 0; i < n; i++)
+        if (output_write_tmp(&outs[i]) < 0)
+            goto fail;
+    for (i = 0; i < n; i++) {
+        if (lstat(outs[i].path, &st) != 0) {
+            if (errno == ENOENT)
+                continue;
+            fprintf(stderr, WH_PROG ": gen-certs: cannot write %s: %s\n", outs[i].path,
+                    strerror(errno));
+            goto fail;
+        }
+        /* rename(2) cannot replace a directory by a file: say so before anything moves. */
+        if (S_ISDIR(st.st_mode)) {
+            fprintf(stderr, WH_PROG ": gen-certs: cannot write %s: %s\n", outs[i].path,
+                    strerror(EISDIR));
+            goto fail;
+        }
+        unlink(outs[i].old);   /* a crashed run's */
+        if (link(outs[i].path, outs[i].old) != 0) {
+            fprintf(stderr, WH_PROG ": gen-certs: cannot write %s: cannot keep the old file "
+                            "for a rollback: %s\n", outs[i].path, strerror(errno));
+            goto fail;
+        }
+        outs[i].has_old = true;
+    }
+    for (i = 0; i < n; i++) {
+        if (rename(outs[i].tmp, outs[i].path) != 0) {
+            fprintf(stderr, WH_PROG ": gen-certs: cannot write %s: %s\n", outs[i].path,
+                    strerror(errno));
+            outputs_rollback(outs, i);
+            goto fail;
+        }
+        outs[i].placed = true;
+    }
+    outputs_cleanup(outs, n);
+    return 0;
+fail:
+    outputs_cleanup(outs, n);
+    return -1;
 }
 
 /* ---- Secret manifest and caBundle ---- */
@@ -267,56 +387,34 @@ out:
     return text;
 }
 
-/* Write --secret-manifest (0600: it holds the key) and --ca-bundle files. @return 0 or -1. */
-static int write_extras(const char *secret_file, const char *bundle_file, const char *ns,
-                        const struct certs_pair *ca, const struct certs_pair *leaf)
+/* The --ca-bundle text: base64 of the CA certificate(s) on one line (malloc'd, or NULL). */
+static char *bundle_text(const struct certs_pair *ca)
 {
-    int rc = 0;
+    char *b64 = certs_base64(ca->cert_pem, strlen(ca->cert_pem));
+    char *line = NULL;
+    size_t n;
 
-    if (secret_file != NULL) {
-        char *text = secret_manifest(ns, ca, leaf);
-
-        if (text == NULL) {
-            fprintf(stderr, WH_PROG ": gen-certs: cannot make the Secret manifest: out of "
-                            "memory\n");
-            return -1;
-        }
-        rc = write_file(secret_file, text, 0600);
-        OPENSSL_cleanse(text, strlen(text));
-        free(text);
-        if (rc < 0)
-            return -1;
-    }
-    if (bundle_file != NULL) {
-        char *b64 = certs_base64(ca->cert_pem, strlen(ca->cert_pem));
-        char *line;
-        size_t n;
-
-        if (b64 == NULL) {
-            fprintf(stderr, WH_PROG ": gen-certs: out of memory\n");
-            return -1;
-        }
-        n = strlen(b64) + 2;
-        line = malloc(n);
-        if (line != NULL) {
-            snprintf(line, n, "%s\n", b64);
-            rc = write_file(bundle_file, line, 0644);
-        } else {
-            fprintf(stderr, WH_PROG ": gen-certs: out of memory\n");
-            rc = -1;
-        }
-        free(line);
-        free(b64);
-    }
-    return rc;
+    if (b64 == NULL)
+        return NULL;
+    n = strlen(b64) + 2;
+    line = malloc(n);
+    if (line != NULL)
+        snprintf(line, n, "%s\n", b64);
+    free(b64);
+    return line;
 }
 
-/* mkdir -p: create dir and any missing parents (mode 0755). @return 0 or -1 (errno). */
-static int mkdir_parents(const char *dir)
+/*
+ * mkdir -p: create dir and any missing parents (mode 0755). *created gets the
+ * length of the shortest prefix of dir this call created (0: none), for
+ * rmdir_created. @return 0 or -1 (errno).
+ */
+static int mkdir_parents(const char *dir, size_t *created)
 {
     char path[PATH_MAX];
     size_t n = strlen(dir);
 
+    *created = 0;
     if (n == 0 || n >= sizeof(path)) {
         errno = ENAMETOOLONG;
         return -1;
@@ -326,12 +424,40 @@ static int mkdir_parents(const char *dir)
         if (path[i] != '/' && path[i] != '\0')
             continue;
         path[i] = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST)
-            return -1;
+        if (mkdir(path, 0755) == 0) {
+            if (*created == 0)
+                *created = i;
+        } else if (errno != EEXIST) {
+            return -1;   /* the caller removes what was made (rmdir_created) */
+        }
         if (i < n)
             path[i] = '/';
     }
     return 0;
+}
+
+/* Undo mkdir_parents after a failed run: remove (if still empty) what it created. */
+static void rmdir_created(const char *dir, size_t created)
+{
+    char path[PATH_MAX];
+    size_t n = strlen(dir);
+
+    if (created == 0 || n >= sizeof(path))
+        return;
+    memcpy(path, dir, n + 1);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    while (n >= created) {
+        path[n] = '\0';
+        if (rmdir(path) != 0)
+            return;
+        while (n > 0 && path[n - 1] != '/')   /* back to the parent's end */
+            n--;
+        while (n > 1 && path[n - 1] == '/')
+            n--;
+        if (n == 0)
+            return;
+    }
 }
 
 /* --key-type: "ecdsa" or "rsa". @return 0 or -1. */
@@ -392,35 +518,61 @@ static const char *format_utc(long long t, char *buf, size_t len)
 
 /*
  * --ca-cert/--ca-key: load and check the CA, sign a new leaf with it. ca gets
- * the CA certificate(s) as PEM and its key (to dispose); a capped notAfter is
- * noted on stderr. @return 0, or 1 after one line on stderr (unusable files).
+ * the CA certificate(s) as PEM and its key (to dispose); *capped whether the
+ * leaf's notAfter was cut to the CA's (noted once the files are written).
+ * @return 0, or 1 after one line on stderr (unusable files).
  */
-static int sign_with_ca(struct certs_pair *ca, struct certs_pair *leaf, const char *ca_cert_file,
-                        const char *ca_key_file, enum certs_key_type key_type,
-                        const char *const *sans, size_t nsans, int days)
+static int sign_with_ca(struct certs_pair *ca, struct certs_pair *leaf, bool *capped,
+                        const char *ca_cert_file, const char *ca_key_file,
+                        enum certs_key_type key_type, const char *const *sans, size_t nsans,
+                        int days)
 {
     struct wh_error err = {0, ""};
-    bool capped = false;
-    long long ca_not_after = 0;
-    char when[64];
 
-    /* certs_load_pair: PEM certificate(s), unencrypted key, and the key matching the first. */
+    /* certs_load_pair: regular files, PEM certificate(s), unencrypted key matching the first. */
     if (certs_load_pair(ca, ca_cert_file, ca_key_file, &err) < 0) {
         fprintf(stderr, WH_PROG ": gen-certs: %s\n", err.msg);
         return 1;
     }
-    if (certs_generate_leaf(leaf, &capped, ca, key_type, sans, nsans, days, &err) < 0) {
+    if (certs_generate_leaf(leaf, capped, ca, key_type, sans, nsans, days, &err) < 0) {
         if (err.code == WH_EINVAL)
             fprintf(stderr, WH_PROG ": gen-certs: --ca-cert %s: %s\n", ca_cert_file, err.msg);
         else
             fprintf(stderr, WH_PROG ": gen-certs: %s\n", err.msg);
         return 1;
     }
-    if (capped && certs_not_after(ca->cert_pem, &ca_not_after, &err) == 0)
-        fprintf(stderr,
-                WH_PROG ": gen-certs: note: tls.crt expires with the CA at %s, sooner than "
-                "--days %d\n", format_utc(ca_not_after, when, sizeof(when)), days);
     return 0;
+}
+
+/*
+ * With --ca-cert, ca.key is not written: one already in --out must be that CA's
+ * key, or it would sit beside a ca.crt it does not match (a later in-place
+ * renewal with --ca-key DIR/ca.key then fails). Checked even with --force: it
+ * is not a file this run replaces. @return 0, or 1 after one line on stderr.
+ */
+static int check_stale_ca_key(const char *dir, const struct certs_pair *ca)
+{
+    struct wh_error err = {0, ""};
+    char path[PATH_MAX];
+    struct stat st;
+    int rc;
+
+    if ((size_t)snprintf(path, sizeof(path), "%s/ca.key", dir) >= sizeof(path)) {
+        fprintf(stderr, WH_PROG ": gen-certs: path too long in --out %s\n", dir);
+        return 1;
+    }
+    if (stat(path, &st) != 0 && errno == ENOENT)
+        return 0;
+    rc = certs_check_key_file(path, ca->cert_pem, &err);
+    if (rc == 0)
+        return 0;   /* renewal in place: --ca-cert DIR/ca.crt --ca-key DIR/ca.key */
+    if (rc == WH_ECONFLICT)
+        fprintf(stderr, WH_PROG ": gen-certs: %s is the key of another CA; it would sit beside "
+                "--ca-cert's ca.crt: move it away or use another --out\n", path);
+    else
+        fprintf(stderr, WH_PROG ": gen-certs: %s; it would sit beside --ca-cert's ca.crt: "
+                "move it away or use another --out\n", err.msg);
+    return 1;
 }
 
 int gen_certs_main(int argc, char **argv)
@@ -459,6 +611,14 @@ int gen_certs_main(int argc, char **argv)
     struct certs_pair leaf = {NULL, NULL};
     struct wh_error err = {0, ""};
     struct stat st;
+    struct gen_output *outs = NULL;   /* up to 6 files, PATH_MAX each: on the heap */
+    size_t nouts = 0;
+    size_t created = 0;               /* mkdir_parents: what to remove on failure */
+    char *secret = NULL;              /* --secret-manifest text */
+    char *bundle = NULL;              /* --ca-bundle text */
+    bool capped = false;
+    long long ca_not_after = 0;
+    char when[64];
     bool force = false;
     int opt;
     int rc = 1;
@@ -583,7 +743,8 @@ int gen_certs_main(int argc, char **argv)
 
     /* A new CA invalidates every caBundle already deployed: never replace one silently.
      * With --ca-cert the CA stays, but a pair in service is still not replaced unasked;
-     * ca.key is not written then, so one in --out does not matter. */
+     * ca.key is not written then, and one in --out must be the CA's own (check_stale_ca_key,
+     * even with --force). */
     for (size_t i = 0; !force && i < 6; i++) {
         static const char *const files[] = {"ca.crt", "ca.key", "tls.crt", "tls.key"};
         char buf[PATH_MAX];
@@ -605,32 +766,53 @@ int gen_certs_main(int argc, char **argv)
                     "(use --force to replace it)\n", path);
         return 1;
     }
-    /* Before --out is made: a CA that cannot be used leaves nothing behind. */
-    if (ca_cert_file != NULL
-        && sign_with_ca(&ca, &leaf, ca_cert_file, ca_key_file, key_type, sans, nsans, days) != 0)
-        goto out;
-    /* Only now, so that a refusal above leaves no empty --out behind. */
-    if (mkdir_parents(dir) != 0) {
-        fprintf(stderr, WH_PROG ": gen-certs: cannot create --out %s: %s\n", dir,
-                strerror(errno));
+    outs = calloc(GEN_MAX_OUTPUTS, sizeof(*outs));
+    if (outs == NULL) {
+        fprintf(stderr, WH_PROG ": gen-certs: out of memory\n");
         return 1;
     }
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, WH_PROG ": gen-certs: --out %s is not a directory\n", dir);
-        return 1;
-    }
-    if (ca_cert_file == NULL
-        && certs_generate(&ca, &leaf, key_type, sans, nsans, days, &err) < 0) {
+    /* Everything is made in memory before --out is: a refusal leaves nothing behind. */
+    if (ca_cert_file != NULL) {
+        if (sign_with_ca(&ca, &leaf, &capped, ca_cert_file, ca_key_file, key_type, sans, nsans,
+                         days) != 0
+            || check_stale_ca_key(dir, &ca) != 0)
+            goto out;
+    } else if (certs_generate(&ca, &leaf, key_type, sans, nsans, days, &err) < 0) {
         fprintf(stderr, WH_PROG ": gen-certs: %s\n", err.msg);
         goto out;
     }
-    /* ca.key only for a CA made here; an existing CA's key stays where it is. */
-    if ((ca_cert_file == NULL && write_in_dir(dir, "ca.key", ca.key_pem, 0600) < 0)
-        || write_in_dir(dir, "ca.crt", ca.cert_pem, 0644) < 0
-        || write_in_dir(dir, "tls.key", leaf.key_pem, 0600) < 0
-        || write_in_dir(dir, "tls.crt", leaf.cert_pem, 0644) < 0
-        || write_extras(secret_file, bundle_file, ns, &ca, &leaf) < 0)
+    if (secret_file != NULL && (secret = secret_manifest(ns, &ca, &leaf)) == NULL) {
+        fprintf(stderr, WH_PROG ": gen-certs: cannot make the Secret manifest: out of memory\n");
         goto out;
+    }
+    if (bundle_file != NULL && (bundle = bundle_text(&ca)) == NULL) {
+        fprintf(stderr, WH_PROG ": gen-certs: out of memory\n");
+        goto out;
+    }
+    /* ca.key only for a CA made here; an existing CA's key stays where it is. */
+    if ((ca_cert_file == NULL && output_init(&outs[nouts++], dir, "ca.key", ca.key_pem, 0600) < 0)
+        || output_init(&outs[nouts++], dir, "ca.crt", ca.cert_pem, 0644) < 0
+        || output_init(&outs[nouts++], dir, "tls.key", leaf.key_pem, 0600) < 0
+        || output_init(&outs[nouts++], dir, "tls.crt", leaf.cert_pem, 0644) < 0
+        || (secret != NULL && output_init(&outs[nouts++], NULL, secret_file, secret, 0600) < 0)
+        || (bundle != NULL && output_init(&outs[nouts++], NULL, bundle_file, bundle, 0644) < 0))
+        goto out;
+    if (mkdir_parents(dir, &created) != 0) {
+        fprintf(stderr, WH_PROG ": gen-certs: cannot create --out %s: %s\n", dir,
+                strerror(errno));
+        goto out;
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, WH_PROG ": gen-certs: --out %s is not a directory\n", dir);
+        goto out;
+    }
+    if (outputs_commit(outs, nouts) < 0)
+        goto out;
+    created = 0;   /* --out stays */
+    if (capped && certs_not_after(ca.cert_pem, &ca_not_after, &err) == 0)
+        fprintf(stderr,
+                WH_PROG ": gen-certs: note: tls.crt expires with the CA at %s, sooner than "
+                "--days %d\n", format_utc(ca_not_after, when, sizeof(when)), days);
     if (ca_cert_file != NULL)
         printf("wrote %s/ca.crt (a copy of %s) %s/tls.crt %s/tls.key (%s, signed by that CA; "
                "its key stays in %s, no ca.key written)\n", dir, ca_cert_file, dir, dir,
@@ -648,6 +830,13 @@ int gen_certs_main(int argc, char **argv)
     printf("\n");
     rc = 0;
 out:
+    rmdir_created(dir, created);   /* a failed run leaves no --out it made */
+    if (secret != NULL) {
+        OPENSSL_cleanse(secret, strlen(secret));   /* it holds the key in base64 */
+        free(secret);
+    }
+    free(bundle);
+    free(outs);
     certs_pair_dispose(&ca);
     certs_pair_dispose(&leaf);
     return rc;

@@ -957,6 +957,227 @@ START_TEST(test_generate_leaf_refusals)
 }
 END_TEST
 
+/*
+ * A CA made with OpenSSL alone: P-256, CA:TRUE, keyCertSign, subject key id,
+ * notBefore not_before_s seconds from now (negative: in the past), 30 days
+ * long; nameConstraints in openssl.cnf syntax (NULL: none); signed by issuer
+ * (NULL: self-signed).
+ */
+static void make_ca(struct certs_pair *out, const char *cn, long not_before_s, const char *nc,
+                    const struct certs_pair *issuer)
+{
+    EVP_PKEY *k = EVP_EC_gen("P-256");
+    EVP_PKEY *ik = issuer != NULL ? pem_key(issuer->key_pem) : NULL;
+    X509 *ic = issuer != NULL ? ct_pem_cert(issuer->cert_pem) : NULL;
+    X509 *x = X509_new();
+    X509_NAME *name = X509_get_subject_name(x);
+    X509V3_CTX ctx;
+    BIO *cb = BIO_new(BIO_s_mem());
+    BIO *kb = BIO_new(BIO_s_mem());
+    const char *values[5] = {"critical,CA:TRUE", "critical,keyCertSign,cRLSign", "hash",
+                             "keyid:always", nc};
+    const int nids[5] = {NID_basic_constraints, NID_key_usage, NID_subject_key_identifier,
+                         NID_authority_key_identifier, NID_name_constraints};
+
+    ck_assert_ptr_nonnull(k);
+    ck_assert_int_eq(X509_set_version(x, X509_VERSION_3), 1);
+    ck_assert_int_eq(ASN1_INTEGER_set(X509_get_serialNumber(x), 9), 1);
+    ck_assert_int_eq(X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                                                (const unsigned char *)cn, -1, -1, 0), 1);
+    ck_assert_int_eq(X509_set_issuer_name(x, ic != NULL ? X509_get_subject_name(ic) : name), 1);
+    ck_assert_int_eq(X509_set_pubkey(x, k), 1);
+    ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notBefore(x), not_before_s));
+    ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notAfter(x), 86400L * 30));
+    X509V3_set_ctx(&ctx, ic != NULL ? ic : x, x, NULL, NULL, 0);
+    for (size_t i = 0; i < 5; i++) {
+        X509_EXTENSION *e;
+
+        if (values[i] == NULL)
+            continue;
+        e = X509V3_EXT_conf_nid(NULL, &ctx, nids[i], values[i]);
+        ck_assert_ptr_nonnull(e);
+        ck_assert_int_eq(X509_add_ext(x, e, -1), 1);
+        X509_EXTENSION_free(e);
+    }
+    ck_assert_int_gt(X509_sign(x, ik != NULL ? ik : k, EVP_sha256()), 0);
+    ck_assert_int_eq(PEM_write_bio_X509(cb, x), 1);
+    ck_assert_int_eq(PEM_write_bio_PrivateKey(kb, k, NULL, NULL, 0, NULL, NULL), 1);
+    out->cert_pem = bio_text(cb);
+    out->key_pem = bio_text(kb);
+    BIO_free(cb);
+    BIO_free(kb);
+    X509_free(x);
+    X509_free(ic);
+    EVP_PKEY_free(k);
+    EVP_PKEY_free(ik);
+}
+
+/* CAs whose leaves a client would refuse (gen-certs review): the new leaf is verified
+ * with X509_verify_cert and refused with OpenSSL's reason; an intermediate CA given
+ * alone (partial chain) signs leaves that verify. */
+START_TEST(test_generate_leaf_must_verify)
+{
+    struct certs_pair ca = {NULL, NULL};
+    struct certs_pair root = {NULL, NULL};
+    struct certs_pair leaf = {NULL, NULL};
+    struct wh_error err = {0, ""};
+    X509 *ic;
+    X509 *lc;
+
+    /* notBefore a day ahead: every check of the CA itself passes, the chain does not. */
+    make_ca(&ca, "future", 86400L, NULL, NULL);
+    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, NSANS, 30,
+                                         &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "a serving certificate signed by it does not verify for wh: "
+                              "certificate is not yet valid");
+    ck_assert_ptr_null(leaf.cert_pem);
+    certs_pair_dispose(&ca);
+    /* nameConstraints that permit only example.com: "wh" and the Service names are out. */
+    make_ca(&ca, "nc", -3600L, "critical,permitted;DNS:example.com", NULL);
+    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, NSANS, 30,
+                                         &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "a serving certificate signed by it does not verify for wh: "
+                              "permitted subtree violation");
+    ck_assert_ptr_null(leaf.cert_pem);
+    certs_pair_dispose(&ca);
+    /* nameConstraints that permit the names (and the IPs): fine. */
+    make_ca(&ca, "nc-ok", -3600L, "critical,permitted;DNS:wh,permitted;DNS:.wh.ns.svc,"
+                                  "permitted;DNS:wh.ns,permitted;DNS:wh.ns.svc,"
+                                  "permitted;DNS:wh.ns.svc.cluster.local", NULL);
+    ck_assert_msg(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, 4, 30,
+                                      &err) == 0, "%s", err.msg);
+    certs_pair_dispose(&leaf);
+    certs_pair_dispose(&ca);
+    /* An intermediate CA given without its root: verifies as a partial chain. */
+    make_ca(&root, "root", -3600L, NULL, NULL);
+    make_ca(&ca, "intermediate", -3600L, NULL, &root);
+    ck_assert_msg(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, NSANS, 30,
+                                      &err) == 0, "%s", err.msg);
+    ic = ct_pem_cert(ca.cert_pem);
+    lc = ct_pem_cert(leaf.cert_pem);
+    ck_assert_int_eq(ct_verify(ic, lc, "wh.ns.svc", NULL), X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT);
+    X509_free(ic);
+    X509_free(lc);
+    certs_pair_dispose(&leaf);
+    certs_pair_dispose(&ca);
+    certs_pair_dispose(&root);
+}
+END_TEST
+
+/* The earliest notAfter of a chain, and which certificate has it. */
+START_TEST(test_chain_not_after)
+{
+    struct certs_pair a = {NULL, NULL};
+    struct certs_pair b = {NULL, NULL};
+    struct wh_error err = {0, ""};
+    long long t = 0;
+    size_t index = 9;
+    char *chain;
+    size_t n;
+
+    make_custom(&a, "20350101000000Z", "critical,CA:TRUE", NULL);   /* 2051222400 */
+    make_custom(&b, "20600630123456Z", "critical,CA:TRUE", NULL);   /* 2855824496 */
+    n = strlen(a.cert_pem) * 2 + strlen(b.cert_pem) + 1;
+    chain = malloc(n);
+    /* The second certificate expires first: it counts, not the leaf. */
+    snprintf(chain, n, "%s%s", b.cert_pem, a.cert_pem);
+    ck_assert_int_eq(certs_chain_not_after(chain, &t, &index, &err), 0);
+    ck_assert_int_eq(t, 2051222400LL);
+    ck_assert_uint_eq(index, 1);
+    ck_assert_int_eq(certs_not_after(chain, &t, &err), 0);   /* the leaf's alone */
+    ck_assert_int_eq(t, 2855824496LL);
+    /* The leaf first; then two equal ones: the first of them is named. */
+    snprintf(chain, n, "%s%s%s", a.cert_pem, b.cert_pem, a.cert_pem);
+    ck_assert_int_eq(certs_chain_not_after(chain, &t, &index, &err), 0);
+    ck_assert_int_eq(t, 2051222400LL);
+    ck_assert_uint_eq(index, 0);
+    snprintf(chain, n, "%s%s%s", b.cert_pem, a.cert_pem, a.cert_pem);
+    ck_assert_int_eq(certs_chain_not_after(chain, &t, NULL, &err), 0);
+    ck_assert_int_eq(certs_chain_not_after(chain, &t, &index, &err), 0);
+    ck_assert_uint_eq(index, 1);
+    /* One certificate; no certificate (outputs untouched). */
+    ck_assert_int_eq(certs_chain_not_after(b.cert_pem, &t, &index, &err), 0);
+    ck_assert_int_eq(t, 2855824496LL);
+    ck_assert_uint_eq(index, 0);
+    ck_assert_int_eq(certs_chain_not_after("garbage", &t, &index, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "no PEM certificate found");
+    ck_assert_int_eq(certs_chain_not_after(NULL, &t, &index, &err), WH_EINVAL);
+    ck_assert_int_eq(t, 2855824496LL);
+    ck_assert_uint_eq(index, 0);
+    free(chain);
+    certs_pair_dispose(&a);
+    certs_pair_dispose(&b);
+}
+END_TEST
+
+/* certs_check_key_file: the CA's own key, another key, and files that are no key. */
+START_TEST(test_check_key_file)
+{
+    struct certs_pair a = {NULL, NULL};
+    struct certs_pair b = {NULL, NULL};
+    struct wh_error err = {0, ""};
+    char p[128];
+    char want[256];
+
+    make_custom(&a, NULL, "critical,CA:TRUE", NULL);
+    make_custom(&b, NULL, "critical,CA:TRUE", NULL);
+    put("a.key", a.key_pem);
+    put("b.key", b.key_pem);
+    ck_assert_int_eq(certs_check_key_file(tmp_path("a.key", p, sizeof(p)), a.cert_pem, &err), 0);
+    ck_assert_int_eq(certs_check_key_file(tmp_path("b.key", p, sizeof(p)), a.cert_pem, &err),
+                     WH_ECONFLICT);
+    snprintf(want, sizeof(want), "%s/b.key: the private key of another certificate", tmpdir);
+    ck_assert_str_eq(err.msg, want);
+    put("a.crt", a.cert_pem);
+    ck_assert_int_eq(certs_check_key_file(tmp_path("a.crt", p, sizeof(p)), a.cert_pem, &err),
+                     WH_EINVAL);
+    snprintf(want, sizeof(want), "%s/a.crt: no unencrypted PEM private key found", tmpdir);
+    ck_assert_str_eq(err.msg, want);
+    ck_assert_int_eq(certs_check_key_file(tmp_path("nope", p, sizeof(p)), a.cert_pem, &err),
+                     WH_ERROR);
+    ck_assert_int_eq(mkfifo(tmp_path("fifo", p, sizeof(p)), 0600), 0);
+    ck_assert_int_eq(certs_check_key_file(p, a.cert_pem, &err), WH_EINVAL);
+    snprintf(want, sizeof(want), "%s/fifo: a FIFO, not a regular file", tmpdir);
+    ck_assert_str_eq(err.msg, want);
+    certs_pair_dispose(&a);
+    certs_pair_dispose(&b);
+}
+END_TEST
+
+/* A FIFO or a directory as either file of a pair: refused at once, never read (a FIFO
+ * without a writer used to block forever). */
+START_TEST(test_load_pair_not_regular)
+{
+    struct certs_pair ca = {NULL, NULL};
+    struct certs_pair leaf = {NULL, NULL};
+    struct certs_pair got = {NULL, NULL};
+    struct wh_error err = {0, ""};
+    char p[128];
+    char want[256];
+
+    ck_assert_int_eq(certs_generate(&ca, &leaf, CERTS_KEY_ECDSA_P256, sans, 1, 1, NULL), 0);
+    put("tls.crt", leaf.cert_pem);
+    put("tls.key", leaf.key_pem);
+    ck_assert_int_eq(mkfifo(tmp_path("fifo", p, sizeof(p)), 0600), 0);
+    ck_assert_int_eq(mkdir(tmp_path("dir", p, sizeof(p)), 0700), 0);
+    ck_assert_int_eq(symlink("fifo", tmp_path("link", p, sizeof(p))), 0);
+    ck_assert_int_eq(load(&got, "tls.crt", "fifo", &err), WH_EINVAL);
+    snprintf(want, sizeof(want), "%s/fifo: a FIFO, not a regular file", tmpdir);
+    ck_assert_str_eq(err.msg, want);
+    ck_assert_int_eq(load(&got, "link", "tls.key", &err), WH_EINVAL);   /* followed */
+    snprintf(want, sizeof(want), "%s/link: a FIFO, not a regular file", tmpdir);
+    ck_assert_str_eq(err.msg, want);
+    ck_assert_int_eq(load(&got, "dir", "tls.key", &err), WH_EINVAL);
+    snprintf(want, sizeof(want), "%s/dir: a directory, not a regular file", tmpdir);
+    ck_assert_str_eq(err.msg, want);
+    ck_assert_ptr_null(got.cert_pem);
+    ck_assert_int_eq(load(&got, "tls.crt", "tls.key", &err), 0);
+    certs_pair_dispose(&got);
+    certs_pair_dispose(&ca);
+    certs_pair_dispose(&leaf);
+}
+END_TEST
+
 /* gen-certs --ca-cert/--ca-key: the CA of a first run signs the second run's pair. */
 START_TEST(test_gen_certs_with_ca)
 {
@@ -1057,6 +1278,10 @@ static Suite *certs_suite(void)
     tcase_add_test(files, test_gen_certs_secret_and_bundle);
     tcase_add_test(files, test_gen_certs_usage);
     tcase_add_test(files, test_gen_certs_with_ca);
+    tcase_add_test(files, test_generate_leaf_must_verify);
+    tcase_add_test(files, test_chain_not_after);
+    tcase_add_test(files, test_check_key_file);
+    tcase_add_test(files, test_load_pair_not_regular);
     suite_add_tcase(s, gen);
     suite_add_tcase(s, files);
     return s;

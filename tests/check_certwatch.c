@@ -6,7 +6,8 @@
  * poll for the expected state with a generous upper bound (no latency asserts).
  * Expiry: certwatch_check_expiry's gauge and log lines at fixed "now" values
  * around a certificate of known notAfter; the gauge set on a reload and by the
- * periodic re-check.
+ * periodic re-check; a chain whose second certificate expires first counts by
+ * that one; a reload to an expired chain is refused.
  */
 #include <check.h>
 #include <errno.h>
@@ -435,6 +436,161 @@ START_TEST(test_expiry_gauge_reload_and_recheck)
 }
 END_TEST
 
+/* A self-signed P-256 certificate and its key (PEM, malloc'd) with notAfter given as
+ * ASN.1 text ("20200101000000Z"), made with OpenSSL alone. */
+static void dated_pair(struct certs_pair *out, const char *not_after)
+{
+    EVP_PKEY *k = EVP_EC_gen("P-256");
+    X509 *x = X509_new();
+    BIO *cb = BIO_new(BIO_s_mem());
+    BIO *kb = BIO_new(BIO_s_mem());
+    char *data;
+    long n;
+
+    ck_assert_ptr_nonnull(k);
+    ck_assert_int_eq(X509_set_version(x, X509_VERSION_3), 1);
+    ck_assert_int_eq(X509_set_pubkey(x, k), 1);
+    ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notBefore(x), -86400L * 3000));
+    ck_assert_int_eq(ASN1_TIME_set_string_X509(X509_getm_notAfter(x), not_after), 1);
+    ck_assert_int_gt(X509_sign(x, k, EVP_sha256()), 0);
+    ck_assert_int_eq(PEM_write_bio_X509(cb, x), 1);
+    ck_assert_int_eq(PEM_write_bio_PrivateKey(kb, k, NULL, NULL, 0, NULL, NULL), 1);
+    n = BIO_get_mem_data(cb, &data);
+    out->cert_pem = strndup(data, (size_t)n);
+    n = BIO_get_mem_data(kb, &data);
+    out->key_pem = strndup(data, (size_t)n);
+    ck_assert_ptr_nonnull(out->cert_pem);
+    ck_assert_ptr_nonnull(out->key_pem);
+    BIO_free(cb);
+    BIO_free(kb);
+    X509_free(x);
+    EVP_PKEY_free(k);
+}
+
+/* A chain whose second certificate expires before the leaf: the gauge and the lines
+ * use the earliest notAfter and name its position. */
+START_TEST(test_check_expiry_chain)
+{
+    struct certs_pair leaf = {NULL, NULL};
+    struct certs_pair mid = {NULL, NULL};
+    char *chain;
+    char *log;
+    size_t n;
+    int rc = -1;
+    const long long t = FIXED_NOT_AFTER;   /* the second certificate's */
+
+    metrics_reset();
+    dated_pair(&leaf, "20400101000000Z");
+    dated_pair(&mid, "20350101000000Z");
+    n = strlen(leaf.cert_pem) + strlen(mid.cert_pem) + 1;
+    chain = malloc(n);
+    ck_assert_ptr_nonnull(chain);
+    snprintf(chain, n, "%s%s", leaf.cert_pem, mid.cert_pem);
+    /* 40 days before the intermediate's end (years before the leaf's): no line. */
+    log = check_expiry_logged(chain, t - 40 * 86400LL, &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_str_eq(log, "");
+    free(log);
+    ck_assert(metrics_has("\n" GAUGE "2051222400\n"));
+    log = check_expiry_logged(chain, t - 9 * 86400LL - 43200, &rc);
+    ck_assert_msg(strstr(log, "\"level\":\"warn\",\"msg\":\"tls: serving certificate expires "
+                              "soon\",\"not_after\":\"2035-01-01T00:00:00Z\",\"days_left\":\"9\","
+                              "\"chain_index\":\"1\"}\n") != NULL, "%s", log);
+    free(log);
+    log = check_expiry_logged(chain, t + 86400LL, &rc);
+    ck_assert_msg(strstr(log, "\"level\":\"error\",\"msg\":\"tls: serving certificate expired\","
+                              "\"not_after\":\"2035-01-01T00:00:00Z\",\"days_ago\":\"1\","
+                              "\"chain_index\":\"1\"}\n") != NULL, "%s", log);
+    free(log);
+    free(chain);
+    certs_pair_dispose(&leaf);
+    certs_pair_dispose(&mid);
+}
+END_TEST
+
+/* A swap to an expired certificate is refused (the old pair stays, counted, logged with
+ * the reason); one to a valid pair afterwards is applied. certwatch_start itself takes an
+ * expired pair as it is (serve logs it). */
+START_TEST(test_reload_refuses_expired)
+{
+    const char *const names[] = {"wh.ns.svc"};
+    struct certs_pair ca = {NULL, NULL}, leaf = {NULL, NULL};
+    struct certs_pair expired = {NULL, NULL}, chain = {NULL, NULL};
+    struct certs_pair valid = {NULL, NULL};
+    struct certwatch_config cfg = {NULL, NULL, 60000, 50, 0};
+    struct certwatch *w = NULL;
+    struct wh_error err = {0, ""};
+    char cert_file[PATH_MAX + 16];
+    char key_file[PATH_MAX + 16];
+    char want[2 * PATH_MAX + 256];
+    FILE *tmp = tmpfile();
+    int saved = dup(STDERR_FILENO);
+    char *log = calloc(1, 16384);
+    size_t n;
+
+    ck_assert_ptr_nonnull(tmp);
+    ck_assert_ptr_nonnull(log);
+    metrics_reset();
+    applied = 0;
+    refuse = false;
+    version = 0;
+    ck_assert_int_eq(certs_generate(&ca, &leaf, CERTS_KEY_ECDSA_P256, names, 1, 30, NULL), 0);
+    dated_pair(&expired, "20200101000000Z");
+    dated_pair(&valid, "20400101000000Z");
+    /* A valid leaf followed by an expired certificate: the chain has expired too. */
+    n = strlen(valid.cert_pem) + strlen(expired.cert_pem) + 1;
+    chain.cert_pem = malloc(n);
+    ck_assert_ptr_nonnull(chain.cert_pem);
+    snprintf(chain.cert_pem, n, "%s%s", valid.cert_pem, expired.cert_pem);
+    snprintf(root, sizeof(root), "/tmp/check_certwatch.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    publish(leaf.cert_pem, leaf.key_pem);
+    snprintf(cert_file, sizeof(cert_file), "%s/tls.crt", root);
+    snprintf(key_file, sizeof(key_file), "%s/tls.key", root);
+    cfg.cert_file = cert_file;
+    cfg.key_file = key_file;
+    fflush(stderr);
+    dup2(fileno(tmp), STDERR_FILENO);
+    ck_assert_int_eq(certwatch_start(&w, &cfg, &leaf, apply, &mu, &err), 0);
+    publish(expired.cert_pem, expired.key_pem);
+    WAIT_FOR(metrics_has("webhook_tls_reloads_total{result=\"refused\"} 1\n"));
+    publish(chain.cert_pem, valid.key_pem);
+    WAIT_FOR(metrics_has("webhook_tls_reloads_total{result=\"refused\"} 2\n"));
+    ck_assert_int_eq(applied_now(), 0);
+    publish(valid.cert_pem, valid.key_pem);
+    WAIT_FOR(applied_now() == 1);
+    ck_assert(cert_is(valid.cert_pem));
+    certwatch_stop(w);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    rewind(tmp);
+    n = fread(log, 1, 16383, tmp);
+    log[n] = '\0';
+    fclose(tmp);
+    snprintf(want, sizeof(want), "\"level\":\"warn\",\"msg\":\"tls: new pair refused, serving "
+             "the old one\",\"cert_file\":\"%s\",\"key_file\":\"%s\",\"err\":\"certificate "
+             "expired at 2020-01-01T00:00:00Z\"}\n", cert_file, key_file);
+    ck_assert_msg(strstr(log, want) != NULL, "%s", log);
+    ck_assert_msg(strstr(log, "\"err\":\"chain certificate 1 expired at "
+                              "2020-01-01T00:00:00Z\"}\n") != NULL, "%s", log);
+    ck_assert(metrics_has("webhook_tls_reloads_total{result=\"ok\"} 1\n"));
+    ck_assert(metrics_has("webhook_tls_reloads_total{result=\"refused\"} 2\n"));
+    free(log);
+    certs_pair_dispose(&ca);
+    certs_pair_dispose(&leaf);
+    certs_pair_dispose(&expired);
+    certs_pair_dispose(&valid);
+    certs_pair_dispose(&chain);
+    {
+        char cmd[PATH_MAX + 16];
+
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+}
+END_TEST
+
 static Suite *certwatch_suite(void)
 {
     Suite *s = suite_create("certwatch");
@@ -445,6 +601,8 @@ static Suite *certwatch_suite(void)
     tcase_add_test(tc, test_poll_fallback_and_errors);
     tcase_add_test(tc, test_check_expiry_lines);
     tcase_add_test(tc, test_expiry_gauge_reload_and_recheck);
+    tcase_add_test(tc, test_check_expiry_chain);
+    tcase_add_test(tc, test_reload_refuses_expired);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -27,6 +27,7 @@ import re
 import shutil
 import socket
 import ssl
+import stat
 import subprocess
 import tempfile
 import threading
@@ -390,6 +391,165 @@ class GenCertsWithCATest(unittest.TestCase):
         with open(self.ca_key, "rb") as fh:
             self.assertEqual(fh.read(), key_before)
         rc, text = openssl_verify(self.ca_crt, os.path.join(self.first, "tls.crt"),
+                                  name="vpw.team-a.svc")
+        self.assertEqual(rc, 0, text)
+
+
+def snapshot(d):
+    """Every file under d (names, including hidden ones) with its bytes; a FIFO or other
+    non-regular file as its type only (reading one would block)."""
+    out = {}
+    for base, dirs, files in os.walk(d):
+        for f in files + dirs:
+            path = os.path.join(base, f)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISREG(mode):
+                with open(path, "rb") as fh:
+                    out[os.path.relpath(path, d)] = fh.read()
+            else:
+                out[os.path.relpath(path, d)] = stat.S_IFMT(mode)
+    return out
+
+
+PREFIX = "volcano-plugin-webhook: gen-certs: "
+
+
+class GenCertsAllOrNothingTest(unittest.TestCase):
+    """A failing gen-certs changes nothing (gen-certs review): every output is written to a
+    temporary first and renamed only when all were; refusals of unusable inputs."""
+
+    def setUp(self):
+        if not os.access(harness.binary(), os.X_OK):
+            self.skipTest("%s not built" % harness.binary())
+        self.dir = tempfile.mkdtemp(prefix="vpw-atomic-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.out = os.path.join(self.dir, "out")
+        r = gen_certs(self.out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def assert_refused(self, r, line, before):
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(r.stderr, PREFIX + line + "\n")
+        self.assertEqual(snapshot(self.dir), before)   # byte for byte, no temporaries
+
+    def test_late_failure_replaces_nothing(self):
+        ca_crt, ca_key = (os.path.join(self.out, f) for f in ("ca.crt", "ca.key"))
+        before = snapshot(self.dir)
+        # The Secret manifest cannot be written: tls.crt/tls.key used to be replaced already.
+        r = gen_certs(self.out, "--ca-cert", ca_crt, "--ca-key", ca_key, "--force",
+                      "--secret-manifest", "/nonexistent/s.yaml")
+        self.assert_refused(r, "cannot write /nonexistent/s.yaml: No such file or directory",
+                            before)
+        # A new CA whose last file cannot be placed: ca.crt and ca.key used to be new.
+        r = gen_certs(self.out, "--force", "--ca-bundle", "/nonexistent/bundle")
+        self.assert_refused(r, "cannot write /nonexistent/bundle: No such file or directory",
+                            before)
+        # tls.crt is a directory: rename(2) cannot replace it; nothing else moves either.
+        os.unlink(os.path.join(self.out, "tls.crt"))
+        os.mkdir(os.path.join(self.out, "tls.crt"))
+        with open(os.path.join(self.out, "tls.crt", "x"), "w") as fh:
+            fh.write("x")
+        before = snapshot(self.dir)
+        r = gen_certs(self.out, "--force", "--secret-manifest",
+                      os.path.join(self.dir, "s.yaml"))
+        self.assert_refused(r, "cannot write %s: Is a directory"
+                            % os.path.join(self.out, "tls.crt"), before)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "s.yaml")))
+        # A new --out that cannot be completed is not left behind (nor its new parents).
+        r = gen_certs(os.path.join(self.dir, "new", "deeper"), "--secret-manifest",
+                      "/nonexistent/s.yaml")
+        self.assert_refused(r, "cannot write /nonexistent/s.yaml: No such file or directory",
+                            before)
+
+    def test_stale_ca_key_refused(self):
+        other = os.path.join(self.dir, "other")
+        r = gen_certs(other)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        before = snapshot(self.dir)
+        # out/ca.key is the first CA's: beside other's ca.crt it would be a mismatch.
+        r = gen_certs(self.out, "--ca-cert", os.path.join(other, "ca.crt"), "--ca-key",
+                      os.path.join(other, "ca.key"), "--force")
+        self.assert_refused(r, "%s is the key of another CA; it would sit beside --ca-cert's "
+                            "ca.crt: move it away or use another --out"
+                            % os.path.join(self.out, "ca.key"), before)
+        # Renewal in place, next to the CA's own key: fine, ca.key untouched.
+        r = gen_certs(self.out, "--ca-cert", os.path.join(self.out, "ca.crt"), "--ca-key",
+                      os.path.join(self.out, "ca.key"), "--force")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        after = snapshot(self.dir)
+        for f in ("ca.crt", "ca.key"):
+            self.assertEqual(after[os.path.join("out", f)], before[os.path.join("out", f)])
+        self.assertNotEqual(after["out/tls.crt"], before["out/tls.crt"])
+
+    def test_fifo_inputs_refused(self):
+        fifo = os.path.join(self.dir, "fifo")
+        os.mkfifo(fifo)
+        before = snapshot(self.dir)
+        ca_crt, ca_key = (os.path.join(self.out, f) for f in ("ca.crt", "ca.key"))
+        new = os.path.join(self.dir, "new")
+        for flags, name in ((["--ca-cert", ca_crt, "--ca-key", fifo], fifo),
+                            (["--ca-cert", fifo, "--ca-key", ca_key], fifo)):
+            with self.subTest(flags=flags):
+                r = gen_certs(new, *flags)   # used to block forever
+                self.assert_refused(r, "%s: a FIFO, not a regular file" % name, before)
+        # A symlink to a regular file (a kubelet Secret volume) is followed.
+        link = os.path.join(self.dir, "key-link")
+        os.symlink(ca_key, link)
+        r = gen_certs(new, "--ca-cert", ca_crt, "--ca-key", link)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_unverifiable_ca_refused(self):
+        """A CA whose nameConstraints exclude the Service names signs nothing; an
+        intermediate CA given alone (partial chain) signs a leaf that verifies."""
+        nc = os.path.join(self.dir, "nc")
+        os.mkdir(nc)
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=nc", "-days", "30",
+                        "-addext", "basicConstraints=critical,CA:TRUE",
+                        "-addext", "keyUsage=critical,keyCertSign",
+                        "-addext", "nameConstraints=critical,permitted;DNS:example.com",
+                        "-keyout", os.path.join(nc, "ca.key"), "-out",
+                        os.path.join(nc, "ca.crt")], check=True, capture_output=True,
+                       timeout=60)
+        before = snapshot(self.dir)
+        ca_crt = os.path.join(nc, "ca.crt")
+        r = gen_certs(os.path.join(self.dir, "new"), "--ca-cert", ca_crt, "--ca-key",
+                      os.path.join(nc, "ca.key"))
+        self.assert_refused(r, "--ca-cert %s: a serving certificate signed by it does not "
+                            "verify for %s: permitted subtree violation" % (ca_crt, SERVICE),
+                            before)
+        # An intermediate under a root (gen-certs' own CA has pathlen:0), given alone.
+        inter = os.path.join(self.dir, "inter")
+        os.mkdir(inter)
+        root_crt, root_key = os.path.join(inter, "root.crt"), os.path.join(inter, "root.key")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=root", "-days", "30",
+                        "-addext", "basicConstraints=critical,CA:TRUE",
+                        "-addext", "keyUsage=critical,keyCertSign",
+                        "-keyout", root_key, "-out", root_crt], check=True,
+                       capture_output=True, timeout=60)
+        ext = os.path.join(inter, "ext.cnf")
+        with open(ext, "w") as fh:
+            fh.write("basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign\n"
+                     "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n")
+        subprocess.run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=inter", "-keyout",
+                        os.path.join(inter, "ca.key"), "-out", os.path.join(inter, "ca.csr")],
+                       check=True, capture_output=True, timeout=60)
+        subprocess.run(["openssl", "x509", "-req", "-in", os.path.join(inter, "ca.csr"),
+                        "-CA", root_crt, "-CAkey", root_key, "-CAcreateserial", "-days", "20",
+                        "-extfile", ext, "-out", os.path.join(inter, "ca.crt")],
+                       check=True, capture_output=True, timeout=60)
+        leaf_out = os.path.join(self.dir, "under-inter")
+        r = gen_certs(leaf_out, "--ca-cert", os.path.join(inter, "ca.crt"), "--ca-key",
+                      os.path.join(inter, "ca.key"), "--days", "10")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        chain = os.path.join(self.dir, "chain.crt")
+        with open(chain, "wb") as fh:
+            for f in (os.path.join(inter, "ca.crt"), root_crt):
+                with open(f, "rb") as src:
+                    fh.write(src.read())
+        rc, text = openssl_verify(chain, os.path.join(leaf_out, "tls.crt"),
                                   name="vpw.team-a.svc")
         self.assertEqual(rc, 0, text)
 

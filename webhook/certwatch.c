@@ -125,30 +125,42 @@ static bool drain_events(int ifd)
     return any;
 }
 
+/* Unix seconds as RFC 3339 UTC into buf. */
+static const char *format_utc(long long t, char *buf, size_t len)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+
+    if (gmtime_r(&tt, &tm) == NULL || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(buf, len, "%lld", t);
+    return buf;
+}
+
 int certwatch_check_expiry(const char *cert_pem, long long now, struct wh_error *err)
 {
     long long not_after;
+    size_t index = 0;
     char when[64];
-    time_t t;
-    struct tm tm;
+    char which[48] = "";
     int rc;
 
-    rc = certs_not_after(cert_pem, &not_after, err);
+    /* The chain ends with its first certificate to expire, an intermediate included. */
+    rc = certs_chain_not_after(cert_pem, &not_after, &index, err);
     if (rc < 0)
         return rc;
     metrics_tls_cert_expiry(not_after);
     if (not_after - now >= (long long)CERTWATCH_EXPIRY_WARN_DAYS * 86400)
         return 0;
-    t = (time_t)not_after;
-    if (gmtime_r(&t, &tm) == NULL || strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(when, sizeof(when), "%lld", not_after);
+    format_utc(not_after, when, sizeof(when));
+    if (index > 0)
+        snprintf(which, sizeof(which), " chain_index=%zu", index);
     /* notAfter is the last valid second (RFC 5280 4.1.2.5): expired only after it. */
     if (now > not_after)
-        LOG_ERROR("tls: serving certificate expired not_after=%s days_ago=%lld", when,
-                  (now - not_after) / 86400);
+        LOG_ERROR("tls: serving certificate expired not_after=%s days_ago=%lld%s", when,
+                  (now - not_after) / 86400, which);
     else
-        LOG_WARN("tls: serving certificate expires soon not_after=%s days_left=%lld", when,
-                 (not_after - now) / 86400);
+        LOG_WARN("tls: serving certificate expires soon not_after=%s days_left=%lld%s", when,
+                 (not_after - now) / 86400, which);
     return 0;
 }
 
@@ -161,6 +173,28 @@ static void expiry_check(struct certwatch *w)
     if (w->current.cert_pem != NULL
         && certwatch_check_expiry(w->current.cert_pem, (long long)time(NULL), &err) < 0)
         LOG_WARN("tls: cannot read the serving certificate's notAfter err=\"%s\"", err.msg);
+}
+
+/*
+ * Whether the chain in cert_pem has expired at now (its earliest notAfter is
+ * past); err then says when ("certificate expired at ...", or "chain
+ * certificate N expired at ..." for an intermediate). A chain whose notAfter
+ * cannot be read is not refused here: it loaded, and apply decides.
+ */
+static bool chain_expired(const char *cert_pem, long long now, struct wh_error *err)
+{
+    long long not_after;
+    size_t index = 0;
+    char when[64];
+
+    if (certs_chain_not_after(cert_pem, &not_after, &index, NULL) < 0 || now <= not_after)
+        return false;
+    format_utc(not_after, when, sizeof(when));
+    if (index == 0)
+        wh_error_set(err, WH_EINVAL, "certificate expired at %s", when);
+    else
+        wh_error_set(err, WH_EINVAL, "chain certificate %zu expired at %s", index, when);
+    return true;
 }
 
 /* The files changed since the last attempt: load, compare, apply, count. */
@@ -180,7 +214,9 @@ static void try_reload(struct certwatch *w)
         certs_pair_dispose(&pair);
         return;
     }
-    if (w->apply(w->userdata, &pair, &err) < 0) {
+    /* An expired chain would only replace a working pair by one every client refuses. */
+    if (chain_expired(pair.cert_pem, (long long)time(NULL), &err)
+        || w->apply(w->userdata, &pair, &err) < 0) {
         LOG_WARN("tls: new pair refused, serving the old one cert_file=%s key_file=%s "
                  "err=\"%s\"", w->cert_file, w->key_file, err.msg);
         metrics_tls_reload(false);

@@ -10,7 +10,9 @@
  * paths behind further symlinks). A change is a different (device, inode,
  * size, mtime, ctime) of either file, symlinks followed. On a change the pair
  * is read with certs_load_pair; a pair that does not load (unreadable, not
- * PEM, key not matching) or that apply refuses is logged and counted
+ * PEM, key not matching), whose chain has already expired (its earliest
+ * notAfter is past: gen-certs review, an expired pair used to replace a valid
+ * one) or that apply refuses is logged and counted
  * (metrics_tls_reload(false)) and the old pair stays; a pair with new content
  * is handed to apply and counted as a reload (metrics_tls_reload(true)). The
  * same files are not tried again until they change again.
@@ -70,17 +72,21 @@ int certwatch_start(struct certwatch **out, const struct certwatch_config *cfg,
                     struct wh_error *err) WH_WARN_UNUSED;
 
 /**
- * The serving certificate (the first of cert_pem) is in service at Unix time
- * now: set webhook_tls_certificate_expiry_timestamp_seconds to its notAfter
+ * The serving chain cert_pem is in service at Unix time now. Its validity ends
+ * with the earliest notAfter of all its certificates (certs_chain_not_after: an
+ * intermediate expiring before the leaf counts; gen-certs review): set
+ * webhook_tls_certificate_expiry_timestamp_seconds to it
  * (metrics_tls_cert_expiry), then log at warn level
  * "tls: serving certificate expires soon not_after=<RFC 3339 UTC> days_left=N"
  * (N whole days left, rounded down) when fewer than CERTWATCH_EXPIRY_WARN_DAYS
  * days remain, or at error level
  * "tls: serving certificate expired not_after=<RFC 3339 UTC> days_ago=N" once
- * notAfter has passed; nothing when more time is left. Thread-safe.
- * @param cert_pem  borrowed PEM text (a chain: its first certificate counts)
- * @return 0; as certs_not_after when no certificate can be read (no gauge set,
- *         nothing logged).
+ * notAfter has passed; both end in " chain_index=I" when that notAfter is the
+ * I-th certificate's (0-based, I > 0: not the leaf). Nothing when more time is
+ * left. Thread-safe.
+ * @param cert_pem  borrowed PEM text (a chain, leaf first)
+ * @return 0; as certs_chain_not_after when no certificate can be read (no gauge
+ *         set, nothing logged).
  */
 int certwatch_check_expiry(const char *cert_pem, long long now, struct wh_error *err);
 
