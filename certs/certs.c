@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PEM_FILE_MAX ((long)1024 * 1024)  /* bytes; a cert chain or key is far smaller */
@@ -843,6 +844,16 @@ out:
     EVP_PKEY_free(leaf_key);
     ERR_clear_error();
     return rc;
+}
+
+const char *certs_format_utc(long long t, char *buf, size_t len)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+
+    if (gmtime_r(&tt, &tm) == NULL || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(buf, len, "%lld", t);
+    return buf;
 }
 
 char *certs_base64(const void *data, size_t len)

@@ -116,6 +116,13 @@ int certs_chain_not_after(const char *cert_pem, long long *unix_seconds, size_t 
 int certs_check_key_file(const char *key_file, const char *cert_pem, struct wh_error *err);
 
 /**
+ * Unix seconds t as RFC 3339 UTC ("2035-01-01T00:00:00Z") into buf (len bytes;
+ * 21 are enough), for notAfter in messages; the bare number when gmtime_r or
+ * strftime cannot. @return buf.
+ */
+const char *certs_format_utc(long long t, char *buf, size_t len);
+
+/**
  * Base64 (RFC 4648, standard alphabet, padded, no line breaks) of data[0..len),
  * e.g. a PEM CA certificate as a webhook's caBundle or a Secret's data value.
  * @return malloc'd NUL-terminated text (free()), or NULL when out of memory or

@@ -505,17 +505,6 @@ static int add_extra_san(const char **extra, size_t *nextra, const char *name)
     return 0;
 }
 
-/* Unix seconds as RFC 3339 UTC ("2026-01-31T12:00:00Z") into buf. */
-static const char *format_utc(long long t, char *buf, size_t len)
-{
-    time_t tt = (time_t)t;
-    struct tm tm;
-
-    if (gmtime_r(&tt, &tm) == NULL || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(buf, len, "%lld", t);
-    return buf;
-}
-
 /*
  * --ca-cert/--ca-key: load and check the CA, sign a new leaf with it. ca gets
  * the CA certificate(s) as PEM and its key (to dispose); *capped whether the
@@ -812,7 +801,7 @@ int gen_certs_main(int argc, char **argv)
     if (capped && certs_not_after(ca.cert_pem, &ca_not_after, &err) == 0)
         fprintf(stderr,
                 WH_PROG ": gen-certs: note: tls.crt expires with the CA at %s, sooner than "
-                "--days %d\n", format_utc(ca_not_after, when, sizeof(when)), days);
+                "--days %d\n", certs_format_utc(ca_not_after, when, sizeof(when)), days);
     if (ca_cert_file != NULL)
         printf("wrote %s/ca.crt (a copy of %s) %s/tls.crt %s/tls.key (%s, signed by that CA; "
                "its key stays in %s, no ca.key written)\n", dir, ca_cert_file, dir, dir,

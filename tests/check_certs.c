@@ -36,16 +36,6 @@ static const char *const sans[] = {"wh", "wh.ns", "wh.ns.svc", "wh.ns.svc.cluste
                                    "127.0.0.1", "::1"};
 #define NSANS (sizeof(sans) / sizeof(sans[0]))
 
-static EVP_PKEY *pem_key(const char *pem)
-{
-    BIO *b = BIO_new_mem_buf(pem, -1);
-    EVP_PKEY *k = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL);
-
-    BIO_free(b);
-    ck_assert_ptr_nonnull(k);
-    return k;
-}
-
 START_TEST(test_generate_verifies)
 {
     struct certs_pair ca = {NULL, NULL};
@@ -123,7 +113,7 @@ START_TEST(test_generate_fields)
     ck_assert_int_eq(certs_generate(&ca, &leaf, CERTS_KEY_ECDSA_P256, sans, NSANS, 30, NULL), 0);
     cac = ct_pem_cert(ca.cert_pem);
     lc = ct_pem_cert(leaf.cert_pem);
-    lk = pem_key(leaf.key_pem);
+    lk = ct_pem_key(leaf.key_pem);
     ck_assert_ptr_nonnull(strstr(leaf.key_pem, "-----BEGIN PRIVATE KEY-----"));
 
     /* CA flags: the CA is one, the leaf is not. */
@@ -210,7 +200,7 @@ START_TEST(test_generate_rsa)
                   "%s", err.msg);
     cac = ct_pem_cert(ca.cert_pem);
     lc = ct_pem_cert(leaf.cert_pem);
-    lk = pem_key(leaf.key_pem);
+    lk = ct_pem_key(leaf.key_pem);
     for (size_t i = 0; i < 4; i++)
         ck_assert_msg(ct_verify(cac, lc, sans[i], NULL) == X509_V_OK, "name %s", sans[i]);
     ck_assert_int_eq(ct_verify(cac, lc, NULL, "127.0.0.1"), X509_V_OK);
@@ -386,7 +376,7 @@ START_TEST(test_load_encrypted_key)
     char *text;
 
     ck_assert_int_eq(certs_generate(&ca, &leaf, CERTS_KEY_ECDSA_P256, sans, 1, 1, NULL), 0);
-    k = pem_key(leaf.key_pem);
+    k = ct_pem_key(leaf.key_pem);
     ck_assert_int_eq(PEM_write_bio_PKCS8PrivateKey(b, k, EVP_aes_256_cbc(), NULL, 0, NULL,
                                                    (void *)"secret"),
                      1);
@@ -596,7 +586,7 @@ START_TEST(test_gen_certs_secret_and_bundle)
         ck_assert_int_eq(certs_load_pair(&leaf, tmp_path("certs/tls.crt", a, sizeof(a)),
                                          tmp_path("certs/tls.key", b, sizeof(b)), NULL),
                          0);
-        k = pem_key(leaf.key_pem);
+        k = ct_pem_key(leaf.key_pem);
         ck_assert_int_eq(EVP_PKEY_get_base_id(k), EVP_PKEY_RSA);
         ck_assert_int_eq(EVP_PKEY_get_bits(k), 2048);
         EVP_PKEY_free(k);
@@ -673,66 +663,19 @@ START_TEST(test_gen_certs_usage)
 }
 END_TEST
 
-/* The text of a memory BIO, malloc'd. */
-static char *bio_text(BIO *b)
-{
-    char *data;
-    long n = BIO_get_mem_data(b, &data);
-    char *s = strndup(data, (size_t)n);
-
-    ck_assert_ptr_nonnull(s);
-    return s;
-}
-
 /*
- * A self-signed P-256 certificate made with OpenSSL alone (not certs.c): notAfter as
- * ASN.1 text ("20350101000000Z"; NULL: 10 days from now), and basicConstraints /
- * keyUsage in openssl.cnf syntax (NULL: left out). out gets PEM cert and key.
+ * A self-signed certificate valid since 400 days: notAfter as ASN.1 text (NULL: 10
+ * days from now), and basicConstraints / keyUsage in openssl.cnf syntax (NULL: left
+ * out).
  */
 static void make_custom(struct certs_pair *out, const char *not_after, const char *bc,
                         const char *ku)
 {
-    EVP_PKEY *k = EVP_EC_gen("P-256");
-    X509 *x = X509_new();
-    X509_NAME *name = X509_get_subject_name(x);
-    X509V3_CTX ctx;
-    BIO *cb = BIO_new(BIO_s_mem());
-    BIO *kb = BIO_new(BIO_s_mem());
-    const char *values[3] = {bc, ku, "hash"};
-    const int nids[3] = {NID_basic_constraints, NID_key_usage, NID_subject_key_identifier};
+    struct ct_cert t = {.cn = "custom", .serial = 7, .not_before_s = -86400L * 400,
+                          .not_after = not_after, .not_after_s = 86400L * 10, .bc = bc,
+                          .ku = ku};
 
-    ck_assert_ptr_nonnull(k);
-    ck_assert_int_eq(X509_set_version(x, X509_VERSION_3), 1);
-    ck_assert_int_eq(ASN1_INTEGER_set(X509_get_serialNumber(x), 7), 1);
-    ck_assert_int_eq(X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                                                (const unsigned char *)"custom", -1, -1, 0), 1);
-    ck_assert_int_eq(X509_set_issuer_name(x, name), 1);
-    ck_assert_int_eq(X509_set_pubkey(x, k), 1);
-    ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notBefore(x), -86400L * 400));
-    if (not_after != NULL)
-        ck_assert_int_eq(ASN1_TIME_set_string_X509(X509_getm_notAfter(x), not_after), 1);
-    else
-        ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notAfter(x), 86400L * 10));
-    X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
-    for (size_t i = 0; i < 3; i++) {
-        X509_EXTENSION *e;
-
-        if (values[i] == NULL)
-            continue;
-        e = X509V3_EXT_conf_nid(NULL, &ctx, nids[i], values[i]);
-        ck_assert_ptr_nonnull(e);
-        ck_assert_int_eq(X509_add_ext(x, e, -1), 1);
-        X509_EXTENSION_free(e);
-    }
-    ck_assert_int_gt(X509_sign(x, k, EVP_sha256()), 0);
-    ck_assert_int_eq(PEM_write_bio_X509(cb, x), 1);
-    ck_assert_int_eq(PEM_write_bio_PrivateKey(kb, k, NULL, NULL, 0, NULL, NULL), 1);
-    out->cert_pem = bio_text(cb);
-    out->key_pem = bio_text(kb);
-    BIO_free(cb);
-    BIO_free(kb);
-    X509_free(x);
-    EVP_PKEY_free(k);
+    ct_make_cert(out, &t);
 }
 
 /* notAfter of certificates with dates fixed here: UTCTime, GeneralizedTime (2050+). */
@@ -817,7 +760,7 @@ START_TEST(test_generate_leaf_under_ca)
     ck_assert(!capped);
     cac = ct_pem_cert(ca.cert_pem);
     lc = ct_pem_cert(leaf.cert_pem);
-    lk = pem_key(leaf.key_pem);
+    lk = ct_pem_key(leaf.key_pem);
     for (size_t i = 0; i < 4; i++)
         ck_assert_msg(ct_verify(cac, lc, sans[i], NULL) == X509_V_OK, "name %s", sans[i]);
     ck_assert_int_eq(ct_verify(cac, lc, NULL, "127.0.0.1"), X509_V_OK);
@@ -958,58 +901,19 @@ START_TEST(test_generate_leaf_refusals)
 END_TEST
 
 /*
- * A CA made with OpenSSL alone: P-256, CA:TRUE, keyCertSign, subject key id,
- * notBefore not_before_s seconds from now (negative: in the past), 30 days
- * long; nameConstraints in openssl.cnf syntax (NULL: none); signed by issuer
- * (NULL: self-signed).
+ * A CA: CA:TRUE, keyCertSign, key ids, notBefore not_before_s seconds from now
+ * (negative: in the past), 30 days long; nameConstraints in openssl.cnf syntax
+ * (NULL: none); signed by issuer (NULL: self-signed).
  */
 static void make_ca(struct certs_pair *out, const char *cn, long not_before_s, const char *nc,
                     const struct certs_pair *issuer)
 {
-    EVP_PKEY *k = EVP_EC_gen("P-256");
-    EVP_PKEY *ik = issuer != NULL ? pem_key(issuer->key_pem) : NULL;
-    X509 *ic = issuer != NULL ? ct_pem_cert(issuer->cert_pem) : NULL;
-    X509 *x = X509_new();
-    X509_NAME *name = X509_get_subject_name(x);
-    X509V3_CTX ctx;
-    BIO *cb = BIO_new(BIO_s_mem());
-    BIO *kb = BIO_new(BIO_s_mem());
-    const char *values[5] = {"critical,CA:TRUE", "critical,keyCertSign,cRLSign", "hash",
-                             "keyid:always", nc};
-    const int nids[5] = {NID_basic_constraints, NID_key_usage, NID_subject_key_identifier,
-                         NID_authority_key_identifier, NID_name_constraints};
+    struct ct_cert t = {.cn = cn, .serial = 9, .not_before_s = not_before_s,
+                          .not_after_s = 86400L * 30, .bc = "critical,CA:TRUE",
+                          .ku = "critical,keyCertSign,cRLSign", .nc = nc, .akid = true,
+                          .issuer = issuer};
 
-    ck_assert_ptr_nonnull(k);
-    ck_assert_int_eq(X509_set_version(x, X509_VERSION_3), 1);
-    ck_assert_int_eq(ASN1_INTEGER_set(X509_get_serialNumber(x), 9), 1);
-    ck_assert_int_eq(X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                                                (const unsigned char *)cn, -1, -1, 0), 1);
-    ck_assert_int_eq(X509_set_issuer_name(x, ic != NULL ? X509_get_subject_name(ic) : name), 1);
-    ck_assert_int_eq(X509_set_pubkey(x, k), 1);
-    ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notBefore(x), not_before_s));
-    ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notAfter(x), 86400L * 30));
-    X509V3_set_ctx(&ctx, ic != NULL ? ic : x, x, NULL, NULL, 0);
-    for (size_t i = 0; i < 5; i++) {
-        X509_EXTENSION *e;
-
-        if (values[i] == NULL)
-            continue;
-        e = X509V3_EXT_conf_nid(NULL, &ctx, nids[i], values[i]);
-        ck_assert_ptr_nonnull(e);
-        ck_assert_int_eq(X509_add_ext(x, e, -1), 1);
-        X509_EXTENSION_free(e);
-    }
-    ck_assert_int_gt(X509_sign(x, ik != NULL ? ik : k, EVP_sha256()), 0);
-    ck_assert_int_eq(PEM_write_bio_X509(cb, x), 1);
-    ck_assert_int_eq(PEM_write_bio_PrivateKey(kb, k, NULL, NULL, 0, NULL, NULL), 1);
-    out->cert_pem = bio_text(cb);
-    out->key_pem = bio_text(kb);
-    BIO_free(cb);
-    BIO_free(kb);
-    X509_free(x);
-    X509_free(ic);
-    EVP_PKEY_free(k);
-    EVP_PKEY_free(ik);
+    ct_make_cert(out, &t);
 }
 
 /* CAs whose leaves a client would refuse (gen-certs review): the new leaf is verified

@@ -25,6 +25,7 @@
 #include <openssl/x509.h>
 
 #include "certs/certs.h"
+#include "tests/certtest.h"
 #include "tests/testutil.h"
 #include "webhook/certwatch.h"
 #include "webhook/metrics.h"
@@ -261,26 +262,15 @@ END_TEST
 #define FIXED_NOT_AFTER 2051222400LL   /* date -u -d 2035-01-01 +%s */
 static char *fixed_cert(void)
 {
-    EVP_PKEY *k = EVP_EC_gen("P-256");
-    X509 *x = X509_new();
-    BIO *b = BIO_new(BIO_s_mem());
-    char *data;
+    struct ct_cert t = {.cn = "fixed", .serial = 1, .not_before_s = -3600,
+                        .not_after = "20350101000000Z"};
+    struct certs_pair p = {NULL, NULL};
     char *pem;
-    long n;
 
-    ck_assert_ptr_nonnull(k);
-    ck_assert_int_eq(X509_set_version(x, X509_VERSION_3), 1);
-    ck_assert_int_eq(X509_set_pubkey(x, k), 1);
-    ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notBefore(x), -3600));
-    ck_assert_int_eq(ASN1_TIME_set_string_X509(X509_getm_notAfter(x), "20350101000000Z"), 1);
-    ck_assert_int_gt(X509_sign(x, k, EVP_sha256()), 0);
-    ck_assert_int_eq(PEM_write_bio_X509(b, x), 1);
-    n = BIO_get_mem_data(b, &data);
-    pem = strndup(data, (size_t)n);
-    ck_assert_ptr_nonnull(pem);
-    BIO_free(b);
-    X509_free(x);
-    EVP_PKEY_free(k);
+    ct_make_cert(&p, &t);
+    pem = p.cert_pem;
+    p.cert_pem = NULL;
+    certs_pair_dispose(&p);
     return pem;
 }
 
@@ -440,31 +430,10 @@ END_TEST
  * ASN.1 text ("20200101000000Z"), made with OpenSSL alone. */
 static void dated_pair(struct certs_pair *out, const char *not_after)
 {
-    EVP_PKEY *k = EVP_EC_gen("P-256");
-    X509 *x = X509_new();
-    BIO *cb = BIO_new(BIO_s_mem());
-    BIO *kb = BIO_new(BIO_s_mem());
-    char *data;
-    long n;
+    struct ct_cert t = {.cn = "dated", .serial = 1, .not_before_s = -86400L * 3000,
+                        .not_after = not_after};
 
-    ck_assert_ptr_nonnull(k);
-    ck_assert_int_eq(X509_set_version(x, X509_VERSION_3), 1);
-    ck_assert_int_eq(X509_set_pubkey(x, k), 1);
-    ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notBefore(x), -86400L * 3000));
-    ck_assert_int_eq(ASN1_TIME_set_string_X509(X509_getm_notAfter(x), not_after), 1);
-    ck_assert_int_gt(X509_sign(x, k, EVP_sha256()), 0);
-    ck_assert_int_eq(PEM_write_bio_X509(cb, x), 1);
-    ck_assert_int_eq(PEM_write_bio_PrivateKey(kb, k, NULL, NULL, 0, NULL, NULL), 1);
-    n = BIO_get_mem_data(cb, &data);
-    out->cert_pem = strndup(data, (size_t)n);
-    n = BIO_get_mem_data(kb, &data);
-    out->key_pem = strndup(data, (size_t)n);
-    ck_assert_ptr_nonnull(out->cert_pem);
-    ck_assert_ptr_nonnull(out->key_pem);
-    BIO_free(cb);
-    BIO_free(kb);
-    X509_free(x);
-    EVP_PKEY_free(k);
+    ct_make_cert(out, &t);
 }
 
 /* A chain whose second certificate expires before the leaf: the gauge and the lines

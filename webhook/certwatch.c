@@ -125,17 +125,6 @@ static bool drain_events(int ifd)
     return any;
 }
 
-/* Unix seconds as RFC 3339 UTC into buf. */
-static const char *format_utc(long long t, char *buf, size_t len)
-{
-    time_t tt = (time_t)t;
-    struct tm tm;
-
-    if (gmtime_r(&tt, &tm) == NULL || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(buf, len, "%lld", t);
-    return buf;
-}
-
 int certwatch_check_expiry(const char *cert_pem, long long now, struct wh_error *err)
 {
     long long not_after;
@@ -151,7 +140,7 @@ int certwatch_check_expiry(const char *cert_pem, long long now, struct wh_error 
     metrics_tls_cert_expiry(not_after);
     if (not_after - now >= (long long)CERTWATCH_EXPIRY_WARN_DAYS * 86400)
         return 0;
-    format_utc(not_after, when, sizeof(when));
+    certs_format_utc(not_after, when, sizeof(when));
     if (index > 0)
         snprintf(which, sizeof(which), " chain_index=%zu", index);
     /* notAfter is the last valid second (RFC 5280 4.1.2.5): expired only after it. */
@@ -189,7 +178,7 @@ static bool chain_expired(const char *cert_pem, long long now, struct wh_error *
 
     if (certs_chain_not_after(cert_pem, &not_after, &index, NULL) < 0 || now <= not_after)
         return false;
-    format_utc(not_after, when, sizeof(when));
+    certs_format_utc(not_after, when, sizeof(when));
     if (index == 0)
         wh_error_set(err, WH_EINVAL, "certificate expired at %s", when);
     else
