@@ -26,8 +26,9 @@ Then bench/RESULTS.md is written.
 
 Env: BUILD (build), BENCH_DURATION (10 s per wrk run), BENCH_ADMISSIONS (1,000,000;
 capped when unset, see memory_stage), BENCH_WORKDIR (scratch directory, made by
-bench/run), BENCH_GO_BIN, BENCH_ADMISSION_BIN, BENCH_TRANSPORT_BIN (built by bench/run), BENCH_RESULTS
-(bench/RESULTS.md), BENCH_STAGES (names of the stages to run; all when unset), BENCH_COMMANDS (file with the build commands bench/run ran).
+bench/run), BENCH_GO_BIN, BENCH_ADMISSION_BIN, BENCH_TRANSPORT_BIN (built by
+bench/run), BENCH_RESULTS (bench/RESULTS.md), BENCH_STAGES (names of the stages to
+run; all when unset), BENCH_COMMANDS (file with the build commands bench/run ran).
 Processes are started through tests/harness.py (new session each, stopped by pid).
 """
 

@@ -8,8 +8,8 @@ tests/soak.sh (`make soak`).
 What it does: starts tests/apiserver.py (HTTPS, token, garbage collection 30 s after an
 owner goes, so the webhook's own teardown normally removes the objects of a deleted Job
 first; garbage collection covers Jobs deleted while the webhook stood by, as it does in a
-cluster: under valgrind's pace the short Lease is sometimes lost and taken again) and `valgrind --tool=memcheck
---leak-check=full --errors-for-leak-kinds=definite --error-exitcode=1
+cluster: under valgrind's pace the short Lease is sometimes lost and taken again) and
+`valgrind --tool=memcheck --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=1
 $BUILD/volcano-plugin-webhook serve` with leader election on (short lease), a short
 resync, and request/idle time limits of 120 s for valgrind's pace (see ARGS). For
 --seconds it mixes, at random (seeded, so a run can be repeated): Job creates (six

@@ -23,10 +23,11 @@
  * their own mutex), the cache (its own rwlock) and the shareable k8s client. The
  * informer thread writes the cache. The reconciler's handlers (serve_on_job_*)
  * run on the informer thread and serve_on_leading on the leader-election thread;
- * both only call the thread-safe reconcile_* functions. serve_collect (GET /metrics) runs on MHD
- * workers and reads the modules under serve_ops.lock; serve_apply_tls runs on
- * the certwatch thread and calls the thread-safe server_set_tls_pair (certwatch
- * then sets the certificate-expiry gauge, an atomic in metrics.c). With
+ * both only call the thread-safe reconcile_* functions. serve_collect (GET
+ * /metrics) runs on MHD workers and reads the modules under serve_ops.lock;
+ * serve_apply_tls runs on the certwatch thread and calls the thread-safe
+ * server_set_tls_pair (certwatch then sets the certificate-expiry gauge, an
+ * atomic in metrics.c). With
  * --self-signed, the caBundle patch thread (certs/selfsigned.c, started after
  * the signal mask) uses the shared client; serve_ready reads its atomic flag.
  */
