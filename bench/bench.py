@@ -573,16 +573,24 @@ class Bench:
         finally:
             self.stop_proc(proc)
 
-    def transport(self, t, best):
-        exe = os.environ.get("BENCH_TRANSPORT_BIN")
+    def start_built(self, name, env_var, argv):
+        """Start the binary bench/run built (path in env_var) as argv(exe, port_file), a
+        list; returns (harness.Process, port_file), the port file not there yet."""
+        exe = os.environ.get(env_var)
         if not exe or not os.access(exe, os.X_OK):
-            raise AssertionError("bench_transport not built (BENCH_TRANSPORT_BIN)")
-        port_file = os.path.join(WORK, "transport.port")
+            raise AssertionError("%s not built (%s)" % (name, env_var))
+        port_file = os.path.join(WORK, name + ".port")
         if os.path.exists(port_file):
             os.remove(port_file)
-        proc = harness.Process("bench_transport", [
-            exe, self.certs["tls.crt"], self.certs["tls.key"], self.fixed_path, port_file], WORK)
+        proc = harness.Process(name, argv(exe, port_file), WORK)
         self.start(proc)
+        return proc, port_file
+
+    def transport(self, t, best):
+        proc, port_file = self.start_built("bench_transport", "BENCH_TRANSPORT_BIN",
+                                           lambda exe, pf: [exe, self.certs["tls.crt"],
+                                                            self.certs["tls.key"],
+                                                            self.fixed_path, pf])
         try:
             port = proc.wait_port_file(port_file)
             wait_tcp(port, proc)
@@ -603,18 +611,11 @@ class Bench:
             self.stop_proc(proc)
 
     def go(self, t):
-        exe = os.environ.get("BENCH_GO_BIN")
-        if not exe or not os.access(exe, os.X_OK):
-            raise AssertionError("Go webhook not built (BENCH_GO_BIN)")
-        port_file = os.path.join(WORK, "go-webhook.port")
-        if os.path.exists(port_file):
-            os.remove(port_file)
-        proc = harness.Process("go-webhook", [
+        proc, port_file = self.start_built("go-webhook", "BENCH_GO_BIN", lambda exe, pf: [
             exe, "--jobs", os.path.join(WORK, "jobs-pytorch.json"),
             "--tls-cert-file", self.certs["tls.crt"],
             "--tls-private-key-file", self.certs["tls.key"],
-            "--bind-address", "127.0.0.1", "--port", "0", "--port-file", port_file], WORK)
-        self.start(proc)
+            "--bind-address", "127.0.0.1", "--port", "0", "--port-file", pf])
         try:
             port = proc.wait_port_file(port_file)
             wait_tcp(port, proc)

@@ -97,6 +97,15 @@ static void write_file(const char *path, const char *text, mode_t mode)
 static char root[PATH_MAX];
 static int version;
 
+/* rm -rf the test's directory tree. */
+static void remove_root(void)
+{
+    char cmd[PATH_MAX + 16];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
 /* The kubelet's atomic writer: new ..vN directory, ..data_tmp → rename over ..data. */
 static void publish(const char *cert_pem, const char *key_pem)
 {
@@ -192,12 +201,7 @@ START_TEST(test_kubelet_swaps)
         certs_pair_dispose(&ca[i]);
         certs_pair_dispose(&leaf[i]);
     }
-    {
-        char cmd[PATH_MAX + 16];
-
-        snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-        ck_assert_int_eq(system(cmd), 0);
-    }
+    remove_root();
 }
 END_TEST
 
@@ -278,25 +282,12 @@ static char *fixed_cert(void)
  * what it logged (malloc'd). */
 static char *check_expiry_logged(const char *pem, long long now, int *rc)
 {
-    FILE *tmp = tmpfile();
-    int saved = dup(STDERR_FILENO);
     struct wh_error err = {0, ""};
-    char *out = calloc(1, 4096);
-    size_t n;
+    struct tu_stderr c;
 
-    ck_assert_ptr_nonnull(tmp);
-    ck_assert_ptr_nonnull(out);
-    fflush(stderr);
-    dup2(fileno(tmp), STDERR_FILENO);
+    tu_stderr_begin(&c);
     *rc = certwatch_check_expiry(pem, now, &err);
-    fflush(stderr);
-    dup2(saved, STDERR_FILENO);
-    close(saved);
-    rewind(tmp);
-    n = fread(out, 1, 4095, tmp);
-    out[n] = '\0';
-    fclose(tmp);
-    return out;
+    return tu_stderr_end(&c);
 }
 
 #define GAUGE "webhook_tls_certificate_expiry_timestamp_seconds "
@@ -417,12 +408,7 @@ START_TEST(test_expiry_gauge_reload_and_recheck)
         certs_pair_dispose(&ca[i]);
         certs_pair_dispose(&leaf[i]);
     }
-    {
-        char cmd[PATH_MAX + 16];
-
-        snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-        ck_assert_int_eq(system(cmd), 0);
-    }
+    remove_root();
 }
 END_TEST
 
@@ -551,12 +537,7 @@ START_TEST(test_reload_refuses_expired)
     certs_pair_dispose(&expired);
     certs_pair_dispose(&valid);
     certs_pair_dispose(&chain);
-    {
-        char cmd[PATH_MAX + 16];
-
-        snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-        ck_assert_int_eq(system(cmd), 0);
-    }
+    remove_root();
 }
 END_TEST
 

@@ -14,23 +14,13 @@
 /* Run one LOG call with stderr sent to a temporary file; return what it wrote. */
 static char *capture(enum log_format format, void (*emit)(void))
 {
-    FILE *tmp = tmpfile();
-    int saved = dup(STDERR_FILENO);
-    char *out = calloc(1, 8192);
-    size_t n;
+    struct tu_stderr c;
+    char *out;
 
-    ck_assert_ptr_nonnull(tmp);
-    fflush(stderr);
-    dup2(fileno(tmp), STDERR_FILENO);
+    tu_stderr_begin(&c);
     log_set_format(format);
     emit();
-    fflush(stderr);
-    dup2(saved, STDERR_FILENO);
-    close(saved);
-    rewind(tmp);
-    n = fread(out, 1, 8191, tmp);
-    out[n] = '\0';
-    fclose(tmp);
+    out = tu_stderr_end(&c);
     log_set_format(LOG_FORMAT_JSON);
     return out;
 }

@@ -259,36 +259,6 @@ static json_t *job_scaled(const json_t *job, size_t k, int replicas)
     return j;
 }
 
-/* stderr into a file while fn runs; the captured text (malloc'd). */
-static char *capture_stderr_begin(int *saved)
-{
-    char *path = malloc(300);
-    int fd;
-
-    ck_assert_ptr_nonnull(path);
-    snprintf(path, 300, "%s/stderr-%d", tmpdir, (int)getpid());
-    fflush(stderr);
-    *saved = dup(2);
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_ge(dup2(fd, 2), 0);
-    close(fd);
-    return path;
-}
-
-static char *capture_stderr_end(int saved, char *path)
-{
-    char *text;
-
-    fflush(stderr);
-    ck_assert_int_ge(dup2(saved, 2), 0);
-    close(saved);
-    text = tu_read_file(path);
-    unlink(path);
-    free(path);
-    return text;
-}
-
 /* ---- example-like Jobs ---- */
 
 /* examples/mpi-job.yaml: ssh and svc, mpimaster x1, mpiworker x2. */
@@ -559,14 +529,13 @@ START_TEST(test_svc_foreign)
                                       "\"name\":\"other-job\",\"uid\":\"0ld-uid\",\"controller\":true}]},"
                                       "\"spec\":{\"clusterIP\":\"10.0.0.7\"}}");
     json_t *got;
-    int saved;
-    char *path;
+    struct tu_stderr c;
     char *log;
     char want[512];
 
-    path = capture_stderr_begin(&saved);
+    tu_stderr_begin(&c);
     hook_ok(&plugin_svc, ADD, job, NULL);
-    log = capture_stderr_end(saved, path);
+    log = tu_stderr_end(&c);
     snprintf(want, sizeof(want),
              "\"level\":\"warn\",\"msg\":\"reconcile: ConfigMap " NS "/mpi-job-svc exists and is not owned by job "
              NS "/mpi-job (uid %s), left alone\"}\n", uid);

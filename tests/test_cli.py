@@ -3,6 +3,7 @@ what is wrong in one line "volcano-plugin-webhook: COMMAND: ..." on stderr, prin
 nothing on stdout and exits 2; --help goes to stdout and exits 0.
 (serve's every flag is covered by tests/check_serve_flags.c, in-process.)
 """
+import functools
 import json
 import os
 import subprocess
@@ -14,6 +15,14 @@ import yaml
 import harness
 
 P = "volcano-plugin-webhook: "
+
+
+def write_json(directory, name, obj):
+    """obj as JSON in directory/name; returns the path."""
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        json.dump(obj, f)
+    return path
 
 
 def run(*args):
@@ -99,11 +108,7 @@ class UsageErrors(unittest.TestCase):
             self.assertEqual(rc, 0)
             alone += json.loads(out)
         with tempfile.TemporaryDirectory() as tmp:
-            def write(name, obj):
-                path = os.path.join(tmp, name)
-                with open(path, "w") as f:
-                    json.dump(obj, f)
-                return path
+            write = functools.partial(write_json, tmp)
             cases = [
                 ["-f", write("list.json", {"apiVersion": "v1", "kind": "List",
                                            "metadata": {}, "items": jobs})],
@@ -141,11 +146,7 @@ class UsageErrors(unittest.TestCase):
         pod = harness.build_pod(job, "worker", 1)
         del job["metadata"]["uid"]
         with tempfile.TemporaryDirectory() as tmp:
-            def write(name, obj):
-                path = os.path.join(tmp, name)
-                with open(path, "w") as f:
-                    json.dump(obj, f)
-                return path
+            write = functools.partial(write_json, tmp)
             review = write("review.json", harness.review(pod, "default"))
             rc, out, err = run("render", "-f", write("job.json", job), "--review", review)
             self.assertEqual(rc, 0)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Parse JSON text or fail the test. New reference. */
 static inline json_t *tu_json(const char *text)
@@ -60,6 +61,42 @@ static inline char *tu_read_file(const char *path)
     buf[n] = '\0';
     fclose(f);
     return buf;
+}
+
+/* stderr sent to a temporary file, from tu_stderr_begin to tu_stderr_end. */
+struct tu_stderr {
+    FILE *tmp;
+    int saved;   /* the real stderr */
+};
+
+static inline void tu_stderr_begin(struct tu_stderr *c)
+{
+    c->tmp = tmpfile();
+    ck_assert_ptr_nonnull(c->tmp);
+    fflush(stderr);
+    c->saved = dup(STDERR_FILENO);
+    ck_assert_int_ge(c->saved, 0);
+    ck_assert_int_ge(dup2(fileno(c->tmp), STDERR_FILENO), 0);
+}
+
+/* Restore stderr. @return what was written to it meanwhile (malloc'd, NUL-terminated). */
+static inline char *tu_stderr_end(struct tu_stderr *c)
+{
+    char *out;
+    long n;
+
+    fflush(stderr);
+    ck_assert_int_ge(dup2(c->saved, STDERR_FILENO), 0);
+    close(c->saved);
+    fseek(c->tmp, 0, SEEK_END);
+    n = ftell(c->tmp);
+    rewind(c->tmp);
+    out = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(out);
+    ck_assert_uint_eq(fread(out, 1, (size_t)n, c->tmp), (size_t)n);
+    out[n] = '\0';
+    fclose(c->tmp);
+    return out;
 }
 
 /* Run one suite; return the process exit status. */
