@@ -41,19 +41,25 @@ endif
 CHECK_CFLAGS = $(shell pkg-config --cflags check)
 CHECK_LIBS   = $(shell pkg-config --libs check)
 
-LIB_SRCS  := $(sort $(wildcard webhook/*.c plugins/*.c k8s/*.c certs/*.c))
+# The layers, lowest first: each folder includes only the folders before it
+# (webhook/ -> controller/ -> plugins/ -> k8s/ | certs/ -> base/; scripts/check-layers).
+LAYERS    := base k8s certs plugins controller webhook
+LIB_SRCS  := $(sort $(foreach d,$(LAYERS),$(wildcard $(d)/*.c)))
 LIB_SRCS  := $(filter-out webhook/main.c,$(LIB_SRCS))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-TEST_SRCS := $(sort $(wildcard tests/check_*.c))
+# tests/<folder>/check_<file>.c: one Check runner per module, in its layer's folder.
+TEST_SRCS := $(sort $(foreach d,$(LAYERS),$(wildcard tests/$(d)/check_*.c)))
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
-HDRS      := $(wildcard webhook/*.h plugins/*.h k8s/*.h certs/*.h tests/*.h)
+HDRS      := $(foreach d,$(LAYERS),$(wildcard $(d)/*.h)) $(wildcard tests/*.h)
 
-.PHONY: all test check deps unit-test integration-test demo clean format lint bench fuzz fuzz-regress soak tsan-test
+.PHONY: all test check layers deps unit-test integration-test demo clean format lint bench fuzz fuzz-regress soak tsan-test
 all: $(BUILD)/$(PROG)
 
-$(BUILD)/obj/%.o: %.c $(HDRS)
+# -MMD -MP: each object depends on the headers it includes (the .d files make writes).
+DEPFLAGS  := -MMD -MP
+$(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/libwebhook.a: $(LIB_OBJS)
 	@rm -f $@
@@ -62,11 +68,13 @@ $(BUILD)/libwebhook.a: $(LIB_OBJS)
 $(BUILD)/$(PROG): $(BUILD)/obj/webhook/main.o $(BUILD)/libwebhook.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(PROG_LIBS) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libwebhook.a $(HDRS)
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libwebhook.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libwebhook.a $(LDFLAGS) $(LDLIBS) $(CHECK_LIBS)
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libwebhook.a $(LDFLAGS) $(LDLIBS) $(CHECK_LIBS)
 
-# Unit tests: every tests/check_*.c is its own Check runner.
+-include $(LIB_OBJS:.o=.d) $(BUILD)/obj/webhook/main.d $(TEST_BINS:=.d)
+
+# Unit tests: every tests/<folder>/check_*.c is its own Check runner.
 unit-test: $(TEST_BINS)
 	@BUILD=$(BUILD) tests/run-unit $(TEST_BINS)
 
@@ -79,7 +87,11 @@ integration-test: $(BUILD)/$(PROG)
 test: deps
 	@$(MAKE) --no-print-directory check
 
-check: all unit-test integration-test fuzz-regress
+check: layers all unit-test integration-test fuzz-regress
+
+# Every #include points down the layers (LAYERS above).
+layers:
+	@scripts/check-layers
 
 # Replay the fuzz seed corpora and every saved crash once (seconds).
 fuzz-regress:
@@ -91,8 +103,9 @@ soak: all
 
 # The threaded modules under ThreadSanitizer (cache, informer, lookup, reconcile queue,
 # leader election, metrics, server).
-TSAN_SUITES := check_cache check_informer check_lookup check_reconcile check_leader \
-               check_metrics check_server check_sshkeys
+TSAN_SUITES := controller/check_cache controller/check_informer controller/check_lookup \
+               controller/check_reconcile k8s/check_leader webhook/check_metrics \
+               webhook/check_server plugins/check_sshkeys
 tsan-test:
 	@$(MAKE) --no-print-directory SANITIZER=thread \
 	    $(addprefix build/san-thread/tests/,$(TSAN_SUITES))

@@ -23,9 +23,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "certs/sshkey.h"
 #include "plugins/sshkeys.h"
 #include "webhook/admission.h"
-#include "webhook/cache.h"
+#include "controller/cache.h"
 #include "webhook/mutate.h"
 
 #define MAX_BODIES 4096
@@ -141,7 +142,7 @@ static int bench_keys(long n)
     for (i = 0; i < n; i++) {
         char *priv = NULL, *pub = NULL;
 
-        if (sshkeys_generate(&priv, &pub, &err) < 0) {
+        if (sshkey_generate(&priv, &pub, &err) < 0) {
             fprintf(stderr, "bench_admission: sshkeys_generate: %s\n", err.msg);
             return 1;
         }

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "webhook/error.h"
+#include "base/error.h"
 #include "webhook/server.h"
 
 static char *fixed_answer;

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "webhook/error.h"
+#include "base/error.h"
 
 /* A certificate and its private key, both PEM text (NUL-terminated, malloc'd). */
 struct certs_pair {

@@ -39,8 +39,8 @@
 #include <time.h>
 
 #include "k8s/client_internal.h"
-#include "webhook/log.h"
-#include "webhook/clock.h"
+#include "base/log.h"
+#include "base/clock.h"
 
 #define K8S_MAX_BODY (16u * 1024 * 1024)   /* bytes */
 #define K8S_MAX_TOKEN (64u * 1024)         /* bytes in a token file */

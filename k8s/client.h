@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "webhook/error.h"
+#include "base/error.h"
 
 struct k8s_config {
     char *server;          /* "https://host:port" or "http://..." (no trailing slash) */

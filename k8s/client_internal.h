@@ -15,7 +15,7 @@
 #include <stddef.h>
 
 #include "k8s/client.h"
-#include "webhook/error.h"
+#include "base/error.h"
 
 /**
  * Configure a fresh easy handle h with the client's fixed options: NOSIGNAL,

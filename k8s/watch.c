@@ -41,9 +41,9 @@
 #include <time.h>
 
 #include "k8s/client_internal.h"
-#include "webhook/clock.h"
-#include "webhook/heap.h"
-#include "webhook/log.h"
+#include "base/clock.h"
+#include "base/heap.h"
+#include "base/log.h"
 
 #define WATCH_MAX_LINE (16u * 1024 * 1024)   /* bytes in one event line */
 #define WATCH_BUF_KEEP (1024u * 1024)        /* line buffer capacity kept between lines */

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "k8s/client.h"
-#include "webhook/error.h"
+#include "base/error.h"
 
 enum watch_event_type {
     WATCH_ADDED, WATCH_MODIFIED, WATCH_DELETED, WATCH_BOOKMARK, WATCH_ERROR,

@@ -9,7 +9,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "webhook/error.h"
+#include "base/error.h"
 
 /**
  * Parse the first document of a YAML 1.1/1.2 (JSON is YAML) text into JSON.

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "webhook/error.h"
+#include "base/error.h"
 
 static int fail(char *errbuf, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "webhook/error.h"
+#include "base/error.h"
 
 static const char *str_at(const json_t *obj, const char *key)
 {

@@ -26,8 +26,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "webhook/error.h"
-#include "webhook/warnings.h"
+#include "base/error.h"
+#include "plugins/warnings.h"
 
 struct k8s_client;
 struct ssh_key_store;

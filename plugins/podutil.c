@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "webhook/error.h"
+#include "base/error.h"
 
 bool podutil_covers(const json_t *have, const json_t *want)
 {

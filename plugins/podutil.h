@@ -17,7 +17,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "webhook/warnings.h"
+#include "plugins/warnings.h"
 
 /* What an upsert did. Negative values are WH_E* errors (WH_ENOMEM, WH_EINVAL). */
 enum upsert_result {

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s/objects.h"
+#include "plugins/objects.h"
 #include "plugins/args.h"
 #include "plugins/jobutil.h"
 #include "plugins/plugin.h"

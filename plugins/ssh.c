@@ -28,11 +28,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s/objects.h"
+#include "plugins/objects.h"
 #include "plugins/args.h"
 #include "plugins/jobutil.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
+#include "certs/sshkey.h"
 #include "plugins/sshkeys.h"
 
 #define SSH_DEFAULT_PATH "/root/.ssh"
@@ -295,7 +296,7 @@ static int ssh_secret_build(void *ud, json_t **out, struct wh_error *err)
     } else if (store != NULL) {
         rc = sshkeys_get_or_generate(store, job_uid(c->job), &priv, &pub, err);
     } else {
-        rc = sshkeys_generate(&priv, &pub, err);
+        rc = sshkey_generate(&priv, &pub, err);
     }
     if (rc < 0)
         goto out;

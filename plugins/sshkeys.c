@@ -1,39 +1,23 @@
 /*
- * sshkeys.c - RSA key pairs for the `ssh` plugin and the per-uid store
- * (sshkeys.h; spec §4.3, D11).
+ * sshkeys.c - the per-uid store of the `ssh` plugin's key pairs (sshkeys.h;
+ * spec §4.3, D11); the pairs themselves are made by certs/sshkey.c.
  *
- * Formats: id_rsa is OpenSSL's "traditional" (PKCS#1) PEM, which is exactly the
- * layout Volcano writes (64-column base64, no headers). id_rsa.pub is built from
- * n and e: BN_bn2mpi writes a 4-byte big-endian length and the magnitude with a
- * leading 0x00 when the top bit is set, i.e. RFC 4253 §5's mpint for a positive
- * number.
+ * A chained hash map uid → entry under one mutex and one condition variable. An
+ * entry is either ready (keys set) or a placeholder (generating) that the
+ * generating thread fills; waiters sleep on the condition variable. The private
+ * key text is wiped (sshkey_free_secret) before it is freed.
  *
- * Store: a chained hash map uid → entry under one mutex and one condition
- * variable. An entry is either ready (keys set) or a placeholder (generating)
- * that the generating thread fills; waiters sleep on the condition variable.
- * The private key text is wiped (OPENSSL_cleanse) before it is freed.
- *
- * Threads: sshkeys_generate is pure but for the key generation time it adds to
- * the metrics (atomics); the store functions lock (see the header).
+ * Threads: the store functions lock (see the header).
  */
 #include "plugins/sshkeys.h"
 
-#include <openssl/bio.h>
-#include <openssl/bn.h>
-#include <openssl/core_names.h>
-#include <openssl/crypto.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "webhook/metrics.h"
-#include "webhook/clock.h"
+#include "certs/sshkey.h"
 
 #define STORE_BUCKETS 1024u
 
@@ -50,153 +34,6 @@ struct ssh_key_store {
     pthread_cond_t cond;      /* signalled when a generation ends */
     struct key_entry *buckets[STORE_BUCKETS];
 };
-
-/* ---- generation ---- */
-
-/* Last OpenSSL error as text, for a one-line message. */
-static int ossl_error(struct wh_error *err, const char *what)
-{
-    char buf[160];
-    unsigned long e = ERR_get_error();
-
-    if (e == 0)
-        return wh_error_set(err, WH_ERROR, "ssh key: %s failed", what);
-    ERR_error_string_n(e, buf, sizeof(buf));
-    ERR_clear_error();
-    return wh_error_set(err, WH_ERROR, "ssh key: %s failed: %s", what, buf);
-}
-
-/* The BIO's contents as a NUL-terminated malloc'd string, NULL on ENOMEM. */
-static char *bio_take_string(BIO *b)
-{
-    char *data = NULL;
-    long n = BIO_get_mem_data(b, &data);
-    char *out;
-
-    if (n < 0)
-        return NULL;
-    out = malloc((size_t)n + 1);
-    if (out == NULL)
-        return NULL;
-    memcpy(out, data, (size_t)n);
-    out[n] = '\0';
-    return out;
-}
-
-/* PKCS#1 "BEGIN RSA PRIVATE KEY" PEM of pk. */
-static int private_pem(EVP_PKEY *pk, char **out, struct wh_error *err)
-{
-    BIO *b = BIO_new(BIO_s_mem());
-    int rc = 0;
-
-    *out = NULL;
-    if (b == NULL)
-        return wh_error_set(err, WH_ENOMEM, "out of memory");
-    if (PEM_write_bio_PrivateKey_traditional(b, pk, NULL, NULL, 0, NULL, NULL) != 1) {
-        rc = ossl_error(err, "PEM encoding");
-        goto out;
-    }
-    *out = bio_take_string(b);
-    if (*out == NULL)
-        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
-out:
-    /* the memory BIO held the private key: wipe it before it is freed */
-    {
-        char *data = NULL;
-        long n = BIO_get_mem_data(b, &data);
-
-        if (n > 0 && data != NULL)
-            OPENSSL_cleanse(data, (size_t)n);
-    }
-    BIO_free(b);
-    return rc;
-}
-
-/* Append the mpint of bn (RFC 4253 §5) at buf + *off; buf is large enough. */
-static void put_mpint(unsigned char *buf, size_t *off, const BIGNUM *bn)
-{
-    *off += (size_t)BN_bn2mpi(bn, buf + *off);
-}
-
-/* "ssh-rsa " + base64(string "ssh-rsa", mpint e, mpint n) + "\n" (RFC 4253 §6.6). */
-static int public_line(EVP_PKEY *pk, char **out, struct wh_error *err)
-{
-    static const char type[] = "ssh-rsa";
-    BIGNUM *n = NULL;
-    BIGNUM *e = NULL;
-    unsigned char *blob = NULL;
-    char *line = NULL;
-    size_t len = 0;
-    size_t cap;
-    size_t b64;
-    int rc = 0;
-
-    *out = NULL;
-    if (EVP_PKEY_get_bn_param(pk, OSSL_PKEY_PARAM_RSA_N, &n) != 1
-        || EVP_PKEY_get_bn_param(pk, OSSL_PKEY_PARAM_RSA_E, &e) != 1) {
-        rc = ossl_error(err, "reading n and e");
-        goto out;
-    }
-    cap = 4 + (sizeof(type) - 1) + (size_t)BN_bn2mpi(e, NULL) + (size_t)BN_bn2mpi(n, NULL);
-    blob = malloc(cap);
-    b64 = 4 * ((cap + 2) / 3);
-    line = malloc(strlen(type) + 1 + b64 + 2);
-    if (blob == NULL || line == NULL) {
-        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
-        goto out;
-    }
-    blob[0] = 0;
-    blob[1] = 0;
-    blob[2] = 0;
-    blob[3] = (unsigned char)(sizeof(type) - 1);
-    memcpy(blob + 4, type, sizeof(type) - 1);
-    len = 4 + sizeof(type) - 1;
-    put_mpint(blob, &len, e);
-    put_mpint(blob, &len, n);
-    memcpy(line, type, sizeof(type) - 1);
-    line[sizeof(type) - 1] = ' ';
-    b64 = (size_t)EVP_EncodeBlock((unsigned char *)line + sizeof(type), blob, (int)len);
-    line[sizeof(type) + b64] = '\n';
-    line[sizeof(type) + b64 + 1] = '\0';
-    *out = line;
-    line = NULL;   /* now owned by the caller */
-out:
-    BN_free(n);
-    BN_free(e);
-    free(blob);
-    free(line);
-    return rc;
-}
-
-static void free_secret(char *s)
-{
-    if (s != NULL) {
-        OPENSSL_cleanse(s, strlen(s));
-        free(s);
-    }
-}
-
-int sshkeys_generate(char **priv_out, char **pub_out, struct wh_error *err)
-{
-    double started = clock_mono_s();
-    EVP_PKEY *pk = EVP_RSA_gen(SSHKEYS_RSA_BITS);   /* e = 65537, OpenSSL's default */
-    int rc;
-
-    *priv_out = NULL;
-    *pub_out = NULL;
-    if (pk == NULL)
-        return ossl_error(err, "RSA generation");
-    metrics_ssh_keygen(clock_mono_s() - started);   /* webhook_ssh_keygen_seconds_total */
-    rc = private_pem(pk, priv_out, err);
-    if (rc == 0)
-        rc = public_line(pk, pub_out, err);
-    if (rc < 0) {
-        free_secret(*priv_out);
-        *priv_out = NULL;
-    }
-    EVP_PKEY_free(pk);
-    return rc;
-}
 
 /* ---- the store ---- */
 
@@ -230,7 +67,7 @@ static void remove_locked(struct ssh_key_store *s, struct key_entry *e)
     if (*pp == e)
         *pp = e->next;
     free(e->uid);
-    free_secret(e->priv);
+    sshkey_free_secret(e->priv);
     free(e->pub);
     free(e);
 }
@@ -259,7 +96,7 @@ static int copy_pair(const struct key_entry *e, char **priv_out, char **pub_out)
     *priv_out = strdup(e->priv);
     *pub_out = strdup(e->pub);
     if (*priv_out == NULL || *pub_out == NULL) {
-        free_secret(*priv_out);
+        sshkey_free_secret(*priv_out);
         free(*pub_out);
         *priv_out = NULL;
         *pub_out = NULL;
@@ -329,7 +166,7 @@ int sshkeys_get_or_generate(struct ssh_key_store *s, const char *uid, char **pri
     pthread_mutex_unlock(&s->mu);
 
     /* The slow part (tens to hundreds of ms), without the lock. */
-    rc = sshkeys_generate(&priv, &pub, err);
+    rc = sshkey_generate(&priv, &pub, err);
 
     pthread_mutex_lock(&s->mu);
     /* e may have been dropped (or replaced by sshkeys_put) meanwhile: look it up again. */
@@ -358,7 +195,7 @@ int sshkeys_get_or_generate(struct ssh_key_store *s, const char *uid, char **pri
     }
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mu);
-    free_secret(priv);
+    sshkey_free_secret(priv);
     free(pub);
     return rc;
 }
@@ -394,7 +231,7 @@ int sshkeys_put(struct ssh_key_store *s, const char *uid, const char *priv, cons
         pthread_mutex_unlock(&s->mu);
         goto nomem;
     }
-    free_secret(e->priv);
+    sshkey_free_secret(e->priv);
     free(e->pub);
     e->priv = p;
     e->pub = q;
@@ -403,7 +240,7 @@ int sshkeys_put(struct ssh_key_store *s, const char *uid, const char *priv, cons
     pthread_mutex_unlock(&s->mu);
     return 0;
 nomem:
-    free_secret(p);
+    sshkey_free_secret(p);
     free(q);
     return WH_ENOMEM;
 }

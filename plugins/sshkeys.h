@@ -1,7 +1,7 @@
 /*
- * sshkeys.h - ssh key pairs of the `ssh` plugin (spec §4.3, decision D11):
- * RSA generation in the formats Volcano writes, and the per-process store that
- * keeps one pair per Job uid for the Job's whole life.
+ * sshkeys.h - the per-process store of the `ssh` plugin's key pairs (spec §4.3,
+ * decision D11): one pair per Job uid for the Job's whole life, made by
+ * certs/sshkey.h's sshkey_generate.
  *
  * Threads: the store is shared by every reconcile worker. One mutex guards the
  * map; an RSA key is generated outside it, so workers for different Jobs
@@ -11,20 +11,7 @@
 #ifndef WH_SSHKEYS_H
 #define WH_SSHKEYS_H
 
-#include "webhook/error.h"
-
-#define SSHKEYS_RSA_BITS 2048   /* spec §4.3, §5.4 */
-
-/**
- * Generate a fresh pair (spec §4.3): RSA 2048 bits, e = 65537, with EVP_RSA_gen.
- * @param[out] priv_out malloc'd `id_rsa`: PKCS#1 PEM, "-----BEGIN RSA PRIVATE KEY-----",
- *             base64 in 64-character lines, "-----END RSA PRIVATE KEY-----", each line
- *             LF-terminated, no PEM headers (free())
- * @param[out] pub_out  malloc'd `id_rsa.pub`: "ssh-rsa " + base64 of the RFC 4253 §6.6
- *             wire form (string "ssh-rsa", mpint e, mpint n) + "\n", no comment (free())
- * @return 0; WH_ENOMEM or WH_ERROR (OpenSSL failure) with err filled. Thread-safe.
- */
-int sshkeys_generate(char **priv_out, char **pub_out, struct wh_error *err) WH_WARN_UNUSED;
+#include "base/error.h"
 
 struct ssh_key_store;
 

@@ -22,8 +22,8 @@
 
 #include "plugins/plugin.h"
 #include "tests/testutil.h"
-#include "webhook/error.h"
-#include "webhook/warnings.h"
+#include "base/error.h"
+#include "plugins/warnings.h"
 
 /* Parse text with ' standing for ". New reference; fails the test on bad JSON. */
 static inline json_t *pc_json(const char *sq_text)

@@ -1,7 +1,7 @@
 """The command line's usage errors, as a user meets them: every subcommand says
 what is wrong in one line "volcano-plugin-webhook: COMMAND: ..." on stderr, prints
 nothing on stdout and exits 2; --help goes to stdout and exits 0.
-(serve's every flag is covered by tests/check_serve_flags.c, in-process.)
+(serve's every flag is covered by tests/webhook/check_serve_flags.c, in-process.)
 """
 import functools
 import json

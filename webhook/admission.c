@@ -26,9 +26,9 @@
 #include <time.h>
 
 #include "plugins/plugin.h"
-#include "webhook/log.h"
+#include "base/log.h"
 #include "webhook/metrics.h"
-#include "webhook/clock.h"
+#include "base/clock.h"
 
 #define API_V1      "admission.k8s.io/v1"
 #define API_V1BETA1 "admission.k8s.io/v1beta1"

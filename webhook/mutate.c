@@ -14,9 +14,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plugins/patch.h"
+#include "base/patch.h"
 #include "plugins/plugin.h"
-#include "webhook/log.h"
+#include "base/log.h"
 
 #define JOB_API_VERSION "batch.volcano.sh/v1alpha1"
 #define TASK_SPEC_KEY   "volcano.sh/task-spec"

@@ -5,7 +5,7 @@
  * D5/D13 (upsert, chain re-run while it adds containers), D6 (pod identity),
  * D7 (error policy), D8 (pods not served), D14 (pods without a name).
  * Called from MHD worker threads and from `render`; reentrant. The Job lookup is
- * behind struct job_source so that the informer cache (issue 3) can slot in.
+ * behind struct job_source (plugins/jobsource.h): the informer cache, or a file.
  */
 #ifndef WH_MUTATE_H
 #define WH_MUTATE_H
@@ -13,23 +13,9 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "webhook/error.h"
-#include "webhook/warnings.h"
-
-/* Where Jobs come from: a GET per request, a cache, or a file (render). */
-struct job_source {
-    /**
-     * Look up Job ns/name. uid: the uid the pod's ownerReference names ("" when
-     * none); a source that may be stale (a cache) reads again when its Job has
-     * another uid (D6), others may ignore it. @param[out] job_out new reference
-     * on success.
-     * @return 0; WH_ENOTFOUND when it does not exist; any other < 0 when it
-     *         could not be read (err filled with the reason).
-     */
-    int (*get)(void *userdata, const char *ns, const char *name, const char *uid,
-               json_t **job_out, struct wh_error *err);
-    void *userdata;
-};
+#include "base/error.h"
+#include "plugins/jobsource.h"
+#include "plugins/warnings.h"
 
 enum lookup_failure_policy { LOOKUP_FAILURE_DENY = 0, LOOKUP_FAILURE_ALLOW = 1 };
 

@@ -26,7 +26,7 @@
 #include "plugins/jobutil.h"
 #include "webhook/admission.h"
 #include "webhook/commands.h"
-#include "webhook/jobpods.h"
+#include "plugins/jobpods.h"
 #include "webhook/mutate.h"
 
 #define REVIEW_MAX_BYTES (3u << 20)  /* the server's body cap */

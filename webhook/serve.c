@@ -45,19 +45,20 @@
 
 #include "certs/certs.h"
 #include "certs/selfsigned.h"
+#include "controller/cabundle.h"
 #include "k8s/client.h"
-#include "webhook/cache.h"
-#include "webhook/certwatch.h"
+#include "controller/cache.h"
+#include "certs/certwatch.h"
 #include "webhook/commands.h"
-#include "webhook/informer.h"
-#include "webhook/leader.h"
-#include "webhook/log.h"
-#include "webhook/lookup.h"
+#include "controller/informer.h"
+#include "k8s/leader.h"
+#include "base/log.h"
+#include "controller/lookup.h"
 #include "webhook/metrics.h"
-#include "webhook/reconcile.h"
+#include "controller/reconcile.h"
 #include "webhook/serve_flags.h"
 #include "webhook/server.h"
-#include "webhook/clock.h"
+#include "base/clock.h"
 
 static volatile sig_atomic_t stop_signal;  /* set by on_signal, read by serve_main */
 
@@ -71,12 +72,12 @@ static void on_signal(int sig)
 
 /* The caBundle patcher of --self-signed, NULL without it. Set on the main thread
  * before server_start and cleared after server_stop, so MHD workers only read it. */
-static const struct selfsigned_patcher *ready_patcher;
+static const struct cabundle_patcher *ready_patcher;
 
 /* NULL when our caBundle is in place (or --self-signed is off), else the reason. */
 static const char *selfsigned_not_ready(void)
 {
-    if (ready_patcher == NULL || selfsigned_patch_done(ready_patcher))
+    if (ready_patcher == NULL || cabundle_done(ready_patcher))
         return NULL;
     return "caBundle not patched yet";
 }
@@ -243,7 +244,7 @@ static int reconcile_side_lead(struct serve_reconcile *rs, struct k8s_client *kc
 struct serve_selfsigned {
     const struct serve_options *opt;          /* the parsed flags, borrowed */
     struct certs_pair ca;                     /* the CA made at start-up */
-    struct selfsigned_patcher *patcher;       /* owned */
+    struct cabundle_patcher *patcher;       /* owned */
 };
 
 /* Make the CA and the serving pair for SERVICE.NS (ns: the Lease namespace). */
@@ -274,7 +275,7 @@ static int selfsigned_side_generate(struct serve_selfsigned *ss, const char *ns,
 /* Start patching the caBundle; /readyz waits for it. Main thread, before server_start. */
 static int selfsigned_side_start(struct serve_selfsigned *ss, struct k8s_client *kc)
 {
-    struct selfsigned_patch_config pcfg;
+    struct cabundle_config pcfg;
     struct wh_error err = {0, ""};
 
     if (!ss->opt->self_signed)
@@ -282,7 +283,7 @@ static int selfsigned_side_start(struct serve_selfsigned *ss, struct k8s_client 
     memset(&pcfg, 0, sizeof(pcfg));
     pcfg.webhook_config = ss->opt->webhook_config;
     pcfg.ca_pem = ss->ca.cert_pem;
-    if (selfsigned_patch_start(&ss->patcher, kc, &pcfg, &err) < 0) {
+    if (cabundle_start(&ss->patcher, kc, &pcfg, &err) < 0) {
         LOG_ERROR("cannot start the caBundle patch: %s", err.msg);
         return -1;
     }
@@ -294,7 +295,7 @@ static int selfsigned_side_start(struct serve_selfsigned *ss, struct k8s_client 
 static void selfsigned_side_stop(struct serve_selfsigned *ss)
 {
     ready_patcher = NULL;
-    selfsigned_patch_stop(ss->patcher);
+    cabundle_stop(ss->patcher);
     ss->patcher = NULL;
     certs_pair_dispose(&ss->ca);
 }
@@ -337,7 +338,7 @@ static void ops_init(struct serve_ops *ops, const struct serve_options *opt)
 }
 
 /* server_config.metrics_collect (MHD workers): values other modules own. */
-static void serve_collect(void *userdata, struct metrics_writer *w)
+static void serve_collect(void *userdata, struct metric_writer *w)
 {
     struct serve_ops *ops = userdata;
 
@@ -347,24 +348,24 @@ static void serve_collect(void *userdata, struct metrics_writer *w)
         return;
     }
     if (ops->cache != NULL)
-        metrics_write(w, "webhook_cache_jobs", "gauge", "Volcano Jobs in the informer cache.",
+        metric_write(w, "webhook_cache_jobs", "gauge", "Volcano Jobs in the informer cache.",
                       NULL, (double)cache_size(ops->cache));
     if (ops->informer != NULL) {
         struct informer_stats st;
 
         informer_get_stats(ops->informer, &st);
-        metrics_write(w, "webhook_informer_lists_total", "counter",
+        metric_write(w, "webhook_informer_lists_total", "counter",
                       "Completed LISTs of Volcano Jobs (start-up and relists).", NULL,
                       (double)st.lists);
-        metrics_write(w, "webhook_informer_watches_total", "counter",
+        metric_write(w, "webhook_informer_watches_total", "counter",
                       "WATCH requests of Volcano Jobs started.", NULL, (double)st.watches);
-        metrics_write(w, "webhook_informer_relists_total", "counter",
+        metric_write(w, "webhook_informer_relists_total", "counter",
                       "LISTs caused by 410 Gone (watch history expired).", NULL,
                       (double)st.relists_gone);
-        metrics_write(w, "webhook_informer_errors_total", "counter",
+        metric_write(w, "webhook_informer_errors_total", "counter",
                       "Failed LIST or WATCH attempts (retried with backoff).", NULL,
                       (double)st.errors);
-        metrics_write(w, "webhook_watch_restarts_total", "counter",
+        metric_write(w, "webhook_watch_restarts_total", "counter",
                       "WATCHes of Volcano Jobs started after the first one.", NULL,
                       (double)(st.watches > 0 ? st.watches - 1 : 0));
     }
@@ -372,17 +373,17 @@ static void serve_collect(void *userdata, struct metrics_writer *w)
         struct reconcile_stats st;
 
         reconcile_get_stats(ops->rec, &st);
-        metrics_write(w, "webhook_reconcile_total", "counter",
+        metric_write(w, "webhook_reconcile_total", "counter",
                       "Job keys reconciled (job hooks run).", NULL, (double)st.reconciles);
-        metrics_write(w, "webhook_reconcile_errors_total", "counter",
+        metric_write(w, "webhook_reconcile_errors_total", "counter",
                       "Failed job hook runs (retried with backoff).", NULL, (double)st.errors);
-        metrics_write(w, "webhook_reconcile_queue_length", "gauge",
+        metric_write(w, "webhook_reconcile_queue_length", "gauge",
                       "Job keys waiting to be reconciled.", NULL, (double)st.queue_len);
-        metrics_write(w, "webhook_reconcile_foreign_objects_total", "counter",
+        metric_write(w, "webhook_reconcile_foreign_objects_total", "counter",
                       "Objects with a plugin's name that belong to someone else, left alone.",
                       NULL, (double)st.foreign);
     }
-    metrics_write(w, "webhook_leader", "gauge",
+    metric_write(w, "webhook_leader", "gauge",
                   "1 while this replica reconciles: it holds the Lease, or "
                   "--leader-elect=false; else 0.",
                   NULL, !ops->leader_elect || leader_is_leading(ops->leader) ? 1 : 0);

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "webhook/commands.h"
-#include "webhook/log.h"
+#include "base/log.h"
 #include "webhook/serve_flags.h"
 #include "webhook/server.h"
 

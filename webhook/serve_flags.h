@@ -16,7 +16,7 @@
 #include <stdio.h>
 
 #include "certs/selfsigned.h"
-#include "webhook/error.h"
+#include "base/error.h"
 #include "webhook/mutate.h"
 
 #define SERVE_FLAGS_HELP 1  /* > 0, not an error: --help was printed; exit 0 */

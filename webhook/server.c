@@ -70,8 +70,8 @@
 #include <unistd.h>
 
 #include "webhook/admission.h"
-#include "webhook/log.h"
-#include "webhook/clock.h"
+#include "base/log.h"
+#include "base/clock.h"
 
 #define PATH_MUTATE  "/pods/mutate"
 #define PATH_HEALTHZ "/healthz"
@@ -127,7 +127,7 @@ struct server {
     admission_fn admission;       /* admission_handle unless the config says otherwise */
     const char *(*ready)(void *userdata);  /* NULL: always ready */
     void *ready_userdata;
-    metrics_collect_fn metrics_collect;
+    metric_collect_fn metrics_collect;
     void *metrics_userdata;
     size_t max_body;          /* bytes */
     unsigned port;

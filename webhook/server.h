@@ -32,7 +32,7 @@
 #include <stddef.h>
 
 #include "webhook/admission.h"
-#include "webhook/error.h"
+#include "base/error.h"
 #include "webhook/metrics.h"
 #include "webhook/mutate.h"
 
@@ -89,7 +89,7 @@ struct server_config {
     void *ready_userdata;
     /* GET /metrics: passed to metrics_render (may be NULL); called on MHD workers
      * with metrics_userdata (borrowed, must outlive the server). */
-    metrics_collect_fn metrics_collect;
+    metric_collect_fn metrics_collect;
     void *metrics_userdata;
 };
 

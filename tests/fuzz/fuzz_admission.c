@@ -22,10 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/patch.h"
+#include "base/patch.h"
 #include "tests/fuzz/fuzzutil.h"
 #include "webhook/admission.h"
-#include "webhook/log.h"
+#include "base/log.h"
 
 #include "fuzz_jobs.h" /* generated: static const char *const fuzz_jobs[] */
 

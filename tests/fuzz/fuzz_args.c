@@ -23,7 +23,7 @@
 
 #include "plugins/args.h"
 #include "tests/fuzz/fuzzutil.h"
-#include "webhook/error.h"
+#include "base/error.h"
 
 #define NDEFS 10
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/patch.h"
+#include "base/patch.h"
 #include "tests/fuzz/fuzzutil.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,0 +1,546 @@
+/*
+ * patch.c - RFC 6902 JSON Patch: the diff that becomes the admission response
+ * (spec §7.3) and a strict applier used by tests and the fixed-point check.
+ *
+ * Design: patch_diff walks both documents once, keeping the current JSON
+ * Pointer in one growable buffer (push a segment, recurse, cut back). Every op
+ * carries a deep copy of its value, so the patch never shares nodes with `after`.
+ * patch_apply works on a deep copy and throws it away at the first failing op,
+ * so a patch applies whole or not at all.
+ *
+ * Threads: none of its own; no state, so callable from any thread.
+ */
+#include "base/patch.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the diff ------------------------------------------------------------ */
+
+struct path {
+    char *s;      /* NUL-terminated JSON Pointer, "" for the root */
+    size_t len;   /* strlen(s) */
+    size_t cap;   /* bytes allocated */
+};
+
+size_t patch_escape_segment(char *dst, size_t dstlen, const char *segment)
+{
+    size_t used = dst != NULL ? strnlen(dst, dstlen) : dstlen;
+    size_t room = dstlen - used;    /* includes the NUL */
+    size_t need = 0;
+    const char *c;
+
+    for (c = segment; *c != '\0'; c++) {
+        const char *piece = *c == '~' ? "~0" : *c == '/' ? "~1" : NULL;
+        size_t n = piece != NULL ? 2 : 1;
+        size_t k;
+
+        for (k = 0; k < n; k++, need++) {
+            if (need + 1 < room)
+                dst[used + need] = piece != NULL ? piece[k] : *c;
+        }
+    }
+    if (room > 0)
+        dst[used + (need < room ? need : room - 1)] = '\0';
+    return need;
+}
+
+/* Append "/" and the escaped segment; the old length goes to *mark for path_cut. */
+static int path_push(struct path *p, const char *segment, size_t *mark)
+{
+    /* Most keys need no escaping: measure the plain run once, escape only the rest. */
+    size_t plain = strcspn(segment, "~/");
+    size_t seglen = plain + strlen(segment + plain);
+    size_t need = 1 + seglen + 1;
+
+    if (segment[plain] != '\0')
+        need = 1 + plain + patch_escape_segment(NULL, 0, segment + plain) + 1;
+    if (p->len + need > p->cap) {
+        size_t cap = (p->len + need) * 2;
+        char *s = realloc(p->s, cap);
+
+        if (s == NULL)
+            return WH_ENOMEM;
+        p->s = s;
+        p->cap = cap;
+    }
+    *mark = p->len;
+    p->s[p->len] = '/';
+    memcpy(p->s + p->len + 1, segment, plain);
+    p->len += 1 + plain;
+    p->s[p->len] = '\0';
+    if (segment[plain] != '\0')
+        p->len += patch_escape_segment(p->s, p->cap, segment + plain);
+    return 0;
+}
+
+static void path_cut(struct path *p, size_t mark)
+{
+    p->len = mark;
+    p->s[mark] = '\0';
+}
+
+/* Append {"op", "path"[, "value"]} in that key order; value is referenced, not copied. */
+static int emit(json_t *ops, const char *op, const struct path *p, const json_t *value)
+{
+    /* Built member by member: json_pack's format parsing cost more than the op itself. */
+    json_t *o = json_object();
+
+    if (o == NULL)
+        return WH_ENOMEM;
+    if (json_object_set_new_nocheck(o, "op", json_string_nocheck(op)) < 0
+        || json_object_set_new_nocheck(o, "path", json_stringn(p->s, p->len)) < 0
+        || (value != NULL
+            && json_object_set_nocheck(o, "value", (json_t *)value) < 0)) {
+        json_decref(o);
+        return WH_ENOMEM;
+    }
+    return json_array_append_new(ops, o) < 0 ? WH_ENOMEM : 0;
+}
+
+/* Decimal digits of i into buf (at least 21 bytes), NUL-terminated; @return buf. */
+static const char *index_text(char *buf, size_t i)
+{
+    char *c = buf + 20;
+
+    *c = '\0';
+    do {
+        *--c = (char)('0' + i % 10);
+        i /= 10;
+    } while (i > 0);
+    return c;
+}
+
+static int diff_value(json_t *ops, struct path *p, const json_t *a, const json_t *b);
+
+/* Members in after's order (add or recurse), then members only before has (remove). */
+static int diff_object(json_t *ops, struct path *p, const json_t *a, const json_t *b)
+{
+    /* json_object_foreach wants a non-const object; it only reads it here. */
+    json_t *ma = (json_t *)a;
+    json_t *mb = (json_t *)b;
+    const char *key;
+    json_t *v;
+    size_t mark;
+    int rc;
+
+    json_object_foreach(mb, key, v) {
+        const json_t *old = json_object_get(a, key);
+
+        rc = path_push(p, key, &mark);
+        if (rc < 0)
+            return rc;
+        rc = old == NULL ? emit(ops, "add", p, v) : diff_value(ops, p, old, v);
+        path_cut(p, mark);
+        if (rc < 0)
+            return rc;
+    }
+    json_object_foreach(ma, key, v) {
+        if (json_object_get(b, key) != NULL)
+            continue;
+        rc = path_push(p, key, &mark);
+        if (rc < 0)
+            return rc;
+        rc = emit(ops, "remove", p, NULL);
+        path_cut(p, mark);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* A kept prefix recurses and extra items append with "/-"; a shorter array is replaced. */
+static int diff_array(json_t *ops, struct path *p, const json_t *a, const json_t *b)
+{
+    size_t na = json_array_size(a);
+    size_t nb = json_array_size(b);
+    char idx[24];
+    size_t mark;
+    size_t i;
+    int rc;
+
+    if (nb < na)
+        return emit(ops, "replace", p, b);
+    for (i = 0; i < nb; i++) {
+        rc = path_push(p, i < na ? index_text(idx, i) : "-", &mark);
+        if (rc < 0)
+            return rc;
+        if (i < na)
+            rc = diff_value(ops, p, json_array_get(a, i), json_array_get(b, i));
+        else
+            rc = emit(ops, "add", p, json_array_get(b, i));
+        path_cut(p, mark);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int diff_value(json_t *ops, struct path *p, const json_t *a, const json_t *b)
+{
+    /* The same node (a leaf shared by a copy, or a subtree kept whole) is equal to itself. */
+    if (a == b)
+        return 0;
+    /* Integer vs real counts as a type change, so 420 -> 420.0 is a replace. */
+    if (json_typeof(a) != json_typeof(b))
+        return emit(ops, "replace", p, b);
+    if (json_is_object(b))
+        return diff_object(ops, p, a, b);
+    if (json_is_array(b))
+        return diff_array(ops, p, a, b);
+    return json_equal(a, b) ? 0 : emit(ops, "replace", p, b);
+}
+
+json_t *patch_diff(const json_t *before, const json_t *after)
+{
+    struct path p = {NULL, 0, 0};
+    json_t *ops = NULL;
+    int rc;
+
+    if (before == NULL || after == NULL)
+        return NULL;
+    p.s = malloc(64);
+    ops = json_array();
+    if (p.s == NULL || ops == NULL)
+        goto fail;
+    p.s[0] = '\0';
+    p.cap = 64;
+    rc = diff_value(ops, &p, before, after);
+    if (rc < 0)
+        goto fail;
+    free(p.s);
+    return ops;
+fail:
+    free(p.s);
+    json_decref(ops);
+    return NULL;
+}
+
+/* ---- the applier --------------------------------------------------------- */
+
+/* RFC 6901 §4 array index: "0" or digits without a leading zero. */
+static bool parse_index(const char *seg, size_t *out)
+{
+    size_t n = 0;
+    const char *c;
+
+    if (seg[0] == '\0' || (seg[0] == '0' && seg[1] != '\0'))
+        return false;
+    for (c = seg; *c != '\0'; c++) {
+        if (*c < '0' || *c > '9' || n > (SIZE_MAX - 9) / 10)
+            return false;
+        n = n * 10 + (size_t)(*c - '0');
+    }
+    *out = n;
+    return true;
+}
+
+/* The child named by an unescaped segment, or NULL (absent, bad index, scalar). */
+static json_t *child(json_t *v, const char *seg)
+{
+    size_t i;
+
+    if (json_is_object(v))
+        return json_object_get(v, seg);
+    if (json_is_array(v) && parse_index(seg, &i))
+        return json_array_get(v, i);
+    return NULL;
+}
+
+/*
+ * Resolve every segment of ptr but the last. For the root ("") *parent and
+ * *last are NULL; otherwise *last is a new unescaped string to free().
+ */
+static int locate(json_t *root, const char *ptr, json_t **parent, char **last, const char **why)
+{
+    json_t *cur = root;
+
+    *parent = NULL;
+    *last = NULL;
+    if (ptr[0] == '\0')
+        return 0;
+    if (ptr[0] != '/') {
+        *why = "pointer does not start with /";
+        return WH_EINVAL;
+    }
+    for (;;) {
+        const char *seg = ptr + 1;
+        size_t n = strcspn(seg, "/");
+        char *dec = malloc(n + 1);
+        size_t i;
+        size_t o = 0;
+
+        if (dec == NULL) {
+            *why = "out of memory";
+            return WH_ENOMEM;
+        }
+        for (i = 0; i < n; i++) {
+            if (seg[i] == '~') {
+                if (i + 1 >= n || (seg[i + 1] != '0' && seg[i + 1] != '1')) {
+                    free(dec);
+                    *why = "bad ~ escape in pointer";
+                    return WH_EINVAL;
+                }
+                i++;
+                dec[o++] = seg[i] == '0' ? '~' : '/';
+            } else {
+                dec[o++] = seg[i];
+            }
+        }
+        dec[o] = '\0';
+        ptr = seg + n;
+        if (*ptr == '\0') {
+            *parent = cur;
+            *last = dec;
+            return 0;
+        }
+        cur = child(cur, dec);
+        free(dec);
+        if (cur == NULL) {
+            *why = "path not found";
+            return WH_EINVAL;
+        }
+    }
+}
+
+/* Borrowed value at ptr, or NULL with *why set. */
+static json_t *ptr_get(json_t *root, const char *ptr, const char **why)
+{
+    json_t *parent;
+    json_t *v;
+    char *last;
+
+    if (locate(root, ptr, &parent, &last, why) < 0)
+        return NULL;
+    if (last == NULL)
+        return root;
+    v = child(parent, last);
+    free(last);
+    if (v == NULL)
+        *why = "path not found";
+    return v;
+}
+
+enum edit { EDIT_ADD, EDIT_REPLACE, EDIT_REMOVE };
+
+/*
+ * add / replace / remove at ptr (RFC 6902 §4.1-4.3). value_new is stolen (may be
+ * NULL for remove). With taken != NULL, remove hands the old value to the caller.
+ */
+static int ptr_edit(json_t **root, const char *ptr, enum edit e, json_t *value_new,
+                    json_t **taken, const char **why)
+{
+    json_t *parent = NULL;
+    char *last = NULL;
+    size_t i = 0;
+    size_t n;
+    int rc;
+
+    rc = locate(*root, ptr, &parent, &last, why);
+    if (rc < 0)
+        goto out;
+    if (last == NULL) {    /* the whole document */
+        if (e == EDIT_REMOVE) {
+            *why = "cannot remove the root";
+            rc = WH_EINVAL;
+            goto out;
+        }
+        json_decref(*root);
+        *root = value_new;
+        value_new = NULL;    /* now owned by *root */
+        goto out;
+    }
+    if (json_is_object(parent)) {
+        if (e != EDIT_ADD && json_object_get(parent, last) == NULL) {
+            *why = "path not found";
+            rc = WH_EINVAL;
+            goto out;
+        }
+        if (taken != NULL)
+            *taken = json_incref(json_object_get(parent, last));
+        if (e == EDIT_REMOVE)
+            json_object_del(parent, last);
+        else if (json_object_set_new(parent, last, value_new) < 0)
+            rc = WH_ENOMEM;
+        value_new = NULL;    /* consumed by json_object_set_new */
+        goto out;
+    }
+    if (!json_is_array(parent)) {
+        *why = "parent is not an object or array";
+        rc = WH_EINVAL;
+        goto out;
+    }
+    n = json_array_size(parent);
+    if (e == EDIT_ADD && strcmp(last, "-") == 0) {
+        i = n;
+    } else if (!parse_index(last, &i) || i > n || (e != EDIT_ADD && i == n)) {
+        *why = "bad array index";
+        rc = WH_EINVAL;
+        goto out;
+    }
+    if (taken != NULL)
+        *taken = json_incref(json_array_get(parent, i));
+    if (e == EDIT_REMOVE)
+        rc = json_array_remove(parent, i);
+    else if (e == EDIT_REPLACE)
+        rc = json_array_set_new(parent, i, value_new);
+    else
+        rc = json_array_insert_new(parent, i, value_new);
+    value_new = NULL;    /* consumed by the _new call */
+    if (rc < 0)
+        rc = WH_ENOMEM;
+out:
+    if (rc == WH_ENOMEM)
+        *why = "out of memory";
+    json_decref(value_new);
+    free(last);
+    return rc;
+}
+
+/* RFC 6902 §4.6 equality: numbers compare by value, so 1 equals 1.0. */
+static bool equal_rfc(const json_t *a, const json_t *b)
+{
+    const char *key;
+    json_t *v;
+    size_t i;
+
+    if (json_is_number(a) && json_is_number(b)) {
+        if (json_is_integer(a) && json_is_integer(b))
+            return json_integer_value(a) == json_integer_value(b);
+        return json_number_value(a) == json_number_value(b);
+    }
+    if (json_is_array(a) && json_is_array(b)) {
+        if (json_array_size(a) != json_array_size(b))
+            return false;
+        for (i = 0; i < json_array_size(a); i++) {
+            if (!equal_rfc(json_array_get(a, i), json_array_get(b, i)))
+                return false;
+        }
+        return true;
+    }
+    if (json_is_object(a) && json_is_object(b)) {
+        if (json_object_size(a) != json_object_size(b))
+            return false;
+        json_object_foreach((json_t *)a, key, v) {
+            const json_t *w = json_object_get(b, key);
+
+            if (w == NULL || !equal_rfc(v, w))
+                return false;
+        }
+        return true;
+    }
+    return json_equal(a, b);
+}
+
+/* Apply one op to *root; on failure *why says what went wrong. */
+static int apply_op(json_t **root, const json_t *op, const char **why)
+{
+    const char *name = json_string_value(json_object_get(op, "op"));
+    const char *path = json_string_value(json_object_get(op, "path"));
+    const char *from = json_string_value(json_object_get(op, "from"));
+    const json_t *value = json_object_get(op, "value");
+    json_t *v;
+    json_t *moved = NULL;
+    int rc;
+
+    if (name == NULL || path == NULL) {
+        *why = "op needs string members op and path";
+        return WH_EINVAL;
+    }
+    if (value == NULL && (strcmp(name, "add") == 0 || strcmp(name, "replace") == 0 ||
+                          strcmp(name, "test") == 0)) {
+        *why = "missing value";
+        return WH_EINVAL;
+    }
+    if (from == NULL && (strcmp(name, "move") == 0 || strcmp(name, "copy") == 0)) {
+        *why = "missing from";
+        return WH_EINVAL;
+    }
+    if (strcmp(name, "add") == 0 || strcmp(name, "replace") == 0) {
+        v = json_deep_copy(value);
+        if (v == NULL) {
+            *why = "out of memory";
+            return WH_ENOMEM;
+        }
+        return ptr_edit(root, path, name[0] == 'a' ? EDIT_ADD : EDIT_REPLACE, v, NULL, why);
+    }
+    if (strcmp(name, "remove") == 0)
+        return ptr_edit(root, path, EDIT_REMOVE, NULL, NULL, why);
+    if (strcmp(name, "test") == 0) {
+        v = ptr_get(*root, path, why);
+        if (v == NULL)
+            return WH_EINVAL;
+        if (!equal_rfc(v, value)) {
+            *why = "test failed";
+            return WH_EINVAL;
+        }
+        return 0;
+    }
+    if (strcmp(name, "copy") == 0) {
+        v = ptr_get(*root, from, why);
+        if (v == NULL)
+            return WH_EINVAL;
+        v = json_deep_copy(v);
+        if (v == NULL) {
+            *why = "out of memory";
+            return WH_ENOMEM;
+        }
+        return ptr_edit(root, path, EDIT_ADD, v, NULL, why);
+    }
+    if (strcmp(name, "move") == 0) {
+        size_t n = strlen(from);
+
+        /* RFC 6902 §4.4: a location cannot move into one of its children. */
+        if (strncmp(path, from, n) == 0 && path[n] == '/') {
+            *why = "cannot move a value into itself";
+            return WH_EINVAL;
+        }
+        rc = ptr_edit(root, from, EDIT_REMOVE, NULL, &moved, why);
+        if (rc < 0)
+            return rc;
+        return ptr_edit(root, path, EDIT_ADD, moved, NULL, why);
+    }
+    *why = "unknown op";
+    return WH_EINVAL;
+}
+
+json_t *patch_apply(const json_t *doc, const json_t *patch, struct wh_error *err)
+{
+    json_t *root = NULL;
+    const char *why = NULL;
+    size_t i;
+    int rc;
+
+    if (doc == NULL || !json_is_array(patch)) {
+        wh_error_set(err, WH_EINVAL, "patch is not an array or document is missing");
+        return NULL;
+    }
+    root = json_deep_copy(doc);
+    if (root == NULL) {
+        wh_error_set(err, WH_ENOMEM, "out of memory");
+        return NULL;
+    }
+    for (i = 0; i < json_array_size(patch); i++) {
+        const json_t *op = json_array_get(patch, i);
+
+        if (!json_is_object(op)) {
+            rc = WH_EINVAL;
+            why = "op is not an object";
+        } else {
+            rc = apply_op(&root, op, &why);
+        }
+        if (rc < 0) {
+            const char *name = json_string_value(json_object_get(op, "op"));
+            const char *path = json_string_value(json_object_get(op, "path"));
+
+            wh_error_set(err, rc, "patch op %zu (%s %s): %s", i, name ? name : "?",
+                         path ? path : "?", why);
+            json_decref(root);
+            return NULL;
+        }
+    }
+    return root;
+}

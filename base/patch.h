@@ -1,0 +1,50 @@
+/*
+ * patch.h - RFC 6902 JSON Patch from a before/after pair (the patch builder).
+ *
+ * All patch correctness lives here. Pure functions; thread-safe.
+ */
+#ifndef WH_PATCH_H
+#define WH_PATCH_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "base/error.h"
+
+/**
+ * Compute the RFC 6902 operations that turn `before` into `after`.
+ *
+ * Rules (spec §7.3, issue 2):
+ *  - objects compare key by key, in `after`'s key order: a member absent in
+ *    before gives ONE `add` of the whole value (so a missing env/volumes/ports/
+ *    initContainers array is created whole, once); a member absent in after
+ *    gives `remove`; different JSON types or scalars give `replace`; objects recurse.
+ *  - arrays: when after is at least as long as before, the common prefix recurses
+ *    element by element and each extra element gives `add` with path `.../-`;
+ *    a shorter array gives one `replace` of the whole array.
+ *  - path segments escape `~` as `~0` and `/` as `~1` (RFC 6901 §3).
+ *  - integers and reals compare by json_equal (so 420 != 420.0).
+ * @return new reference: JSON array of ops ([] when equal); NULL on ENOMEM
+ *         (or when before or after is NULL). Op values are after's own nodes
+ *         (new references, no copy): change neither while the other is in use
+ *         (json_deep_copy one first).
+ */
+json_t *patch_diff(const json_t *before, const json_t *after);
+
+/**
+ * Append the RFC 6901 escaped form of segment to dst (capacity dstlen, NUL-terminated).
+ * @return bytes the full escaped segment needs (excluding NUL); output is cut when
+ *         that is >= the remaining space, like snprintf.
+ */
+size_t patch_escape_segment(char *dst, size_t dstlen, const char *segment);
+
+/**
+ * Apply an RFC 6902 patch (add, remove, replace, test, move, copy) to a deep copy
+ * of doc, strictly per RFC 6902 §4-5 (a missing parent, an index past the end or
+ * a failed test is an error; "-" appends). doc is never modified.
+ * @return new reference: the patched copy; NULL when a op is malformed or does
+ *         not apply (err filled, WH_EINVAL) or on ENOMEM (WH_ENOMEM).
+ */
+json_t *patch_apply(const json_t *doc, const json_t *patch, struct wh_error *err);
+
+#endif

@@ -1,0 +1,486 @@
+/*
+ * cache.c - the Jobs cache: a jansson object "namespace/name" → entry (one
+ * struct cached_job per Job: the compact JSON text of the fields its readers
+ * use), guarded by a pthread_rwlock (C-STYLE §6.5).
+ *
+ * Threads: readers (cache_get, cache_list, cache_size) run on MHD workers and
+ * reconcile workers and take the read lock; the writer (cache_put, cache_remove,
+ * cache_replace_all) is the informer thread and takes the write lock.
+ *
+ * Why text and not jansson trees: a cached Job is read by one admission at a
+ * time and lives for days, so what it costs at rest matters more than what one
+ * read costs. A jansson tree costs about 250 bytes per object or array (the
+ * hashtable's buckets, the pairs, the mallocs), so even a pruned Job of ten tasks
+ * took 15 KiB, 150 MiB for 10,000 Jobs (issue 5's target is 64 MiB); its compact
+ * text takes a few hundred bytes. A reader parses its own private tree from the
+ * text (json_loadb of a pruned Job: a few microseconds, and nothing shared, so
+ * no jansson reference count is ever touched by two threads). An entry is
+ * immutable; an update swaps in another. Each entry is reference-counted in a C11
+ * atomic (the map's reference plus one per reader parsing it outside the lock);
+ * the last release frees it, its acq_rel decrement ordering every reader's reads
+ * before the free. The map holds each entry as a json_integer of its address
+ * (jansson is the string-keyed hashtable here; the entry is released by hand when
+ * its key goes). The synced flag is an atomic_bool, read without the lock.
+ */
+#include "controller/cache.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEY_MAX 512   /* namespace (63) + "/" + name (253) fit with room to spare */
+
+struct job_cache {
+    pthread_rwlock_t lock;
+    json_t *map;            /* owned; "ns/name" → entry address (one entry ref each); under lock */
+    atomic_bool synced;     /* the first LIST has completed */
+};
+
+struct cached_job {
+    atomic_size_t refs;     /* the map's (while it is in one) + one per reader */
+    size_t len;             /* of text, without a terminator */
+    char text[];            /* compact JSON of the kept fields; immutable */
+};
+
+/*
+ * What the cache keeps of a Job: a member list per object, NULL-key terminated;
+ * only == NULL keeps the member's whole value, otherwise the member is filtered by
+ * only (an array: each of its elements). The readers of cached Jobs are the
+ * plugins (plugins/jobutil.h: metadata name, namespace, uid; spec.tasks[].name,
+ * .replicas, .template.spec.hostname and .subdomain; registry.c: spec.plugins),
+ * mutate.c and lookup.c (metadata.uid), reconcile.c (metadata, status.state.phase)
+ * and the informer (metadata, apiVersion, kind, resourceVersion). Pods are
+ * rendered from task templates only by jobpods.c, from a Job read from the API or
+ * a file, never from the cache. A new reader of a Job field adds it here.
+ */
+struct keep {
+    const char *key;
+    const struct keep *only;
+};
+
+static const struct keep keep_template_spec[] = {{"hostname", NULL}, {"subdomain", NULL}, {NULL, NULL}};
+static const struct keep keep_template[] = {{"spec", keep_template_spec}, {NULL, NULL}};
+static const struct keep keep_task[] = {
+    {"name", NULL}, {"replicas", NULL}, {"template", keep_template}, {NULL, NULL},
+};
+static const struct keep keep_spec[] = {{"plugins", NULL}, {"tasks", keep_task}, {NULL, NULL}};
+static const struct keep keep_metadata[] = {
+    {"name", NULL}, {"namespace", NULL}, {"uid", NULL}, {"resourceVersion", NULL}, {NULL, NULL},
+};
+static const struct keep keep_state[] = {{"phase", NULL}, {NULL, NULL}};
+static const struct keep keep_status[] = {{"state", keep_state}, {NULL, NULL}};
+static const struct keep keep_job[] = {
+    {"apiVersion", NULL}, {"kind", NULL}, {"metadata", keep_metadata},
+    {"spec", keep_spec}, {"status", keep_status}, {NULL, NULL},
+};
+
+/*
+ * A new value with only the members of v that only names (see struct keep).
+ * A filtered member left empty is dropped (nothing under it is read); a value of
+ * another type than expected is kept as it is, so readers see what they would
+ * have seen in the full Job. @return new reference, NULL on ENOMEM.
+ */
+static json_t *copy_kept(const json_t *v, const struct keep *only)
+{
+    json_t *c;
+
+    if (only == NULL || (!json_is_object(v) && !json_is_array(v)))
+        return json_deep_copy(v);
+    if (json_is_array(v)) {
+        size_t i;
+        const json_t *m;
+
+        c = json_array();
+        if (c == NULL)
+            return NULL;
+        json_array_foreach(v, i, m) {
+            if (json_array_append_new(c, copy_kept(m, only)) < 0) {
+                json_decref(c);
+                return NULL;
+            }
+        }
+        return c;
+    }
+    c = json_object();
+    if (c == NULL)
+        return NULL;
+    for (const struct keep *k = only; k->key != NULL; k++) {
+        const json_t *m = json_object_get(v, k->key);
+        json_t *mc;
+
+        if (m == NULL)
+            continue;
+        mc = copy_kept(m, k->only);
+        if (mc == NULL) {
+            json_decref(c);
+            return NULL;
+        }
+        if (k->only != NULL && json_is_object(mc) && json_object_size(mc) == 0) {
+            json_decref(mc);
+            continue;
+        }
+        if (json_object_set_new_nocheck(c, k->key, mc) < 0) {
+            json_decref(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+/* A new entry with one reference: the kept fields of job as compact text. NULL on ENOMEM. */
+static struct cached_job *entry_new(const json_t *job)
+{
+    json_t *kept = copy_kept(job, keep_job);
+    struct cached_job *e = NULL;
+    size_t len;
+
+    if (kept == NULL)
+        return NULL;
+    len = json_dumpb(kept, NULL, 0, JSON_COMPACT);
+    if (len > 0)
+        e = malloc(sizeof(*e) + len);
+    if (e != NULL) {
+        e->len = json_dumpb(kept, e->text, len, JSON_COMPACT);
+        atomic_init(&e->refs, 1);
+    }
+    json_decref(kept);
+    return e;
+}
+
+/* Give back a reference to e (NULL: nothing to do); the last one frees it. */
+static void entry_release(struct cached_job *e)
+{
+    if (e == NULL)
+        return;
+    /* acq_rel: every reader's reads happen before the free by the last one. */
+    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1)
+        free(e);
+}
+
+/* A private tree of e's Job: new reference, NULL on ENOMEM (the text is the cache's own). */
+static json_t *entry_job(const struct cached_job *e)
+{
+    /* JSON_ALLOW_NUL: the text may carry a \u0000 the API sent (jansson kept it). */
+    return json_loadb(e->text, e->len, JSON_ALLOW_NUL, NULL);
+}
+
+/* The entry a map value stands for; NULL for NULL. */
+static struct cached_job *entry_of(const json_t *v)
+{
+    return v != NULL ? (struct cached_job *)(uintptr_t)json_integer_value(v) : NULL;
+}
+
+/* The entry stored under key in map, NULL when none. */
+static struct cached_job *map_get(const json_t *map, const char *key)
+{
+    return entry_of(json_object_get(map, key));
+}
+
+/*
+ * Store e under key (the map takes e's reference). *old_out gets the entry it
+ * replaces (its reference now the caller's), NULL when none.
+ * @return 0, or WH_ENOMEM (map unchanged, e still the caller's).
+ */
+static int map_set(json_t *map, const char *key, struct cached_job *e,
+                   struct cached_job **old_out)
+{
+    struct cached_job *old = map_get(map, key);
+
+    *old_out = NULL;
+    if (json_object_set_new(map, key, json_integer((json_int_t)(uintptr_t)e)) < 0)
+        return WH_ENOMEM;
+    *old_out = old;
+    return 0;
+}
+
+/* Release every entry of map, then map. */
+static void map_free(json_t *map)
+{
+    const char *key;
+    json_t *v;
+
+    json_object_foreach(map, key, v) {
+        entry_release(entry_of(v));
+    }
+    json_decref(map);
+}
+
+/* "ns/name" into buf. @return 0, or WH_EINVAL when a part is missing or too long. */
+static int make_key(char *buf, size_t len, const char *ns, const char *name)
+{
+    int n;
+
+    if (ns == NULL || name == NULL || ns[0] == '\0' || name[0] == '\0')
+        return WH_EINVAL;
+    n = snprintf(buf, len, "%s/%s", ns, name);
+    return n < 0 || (size_t)n >= len ? WH_EINVAL : 0;
+}
+
+/* The key of a Job from its metadata. */
+static int job_key(char *buf, size_t len, const json_t *job)
+{
+    const json_t *meta = json_object_get(job, "metadata");
+
+    return make_key(buf, len, json_string_value(json_object_get(meta, "namespace")),
+                    json_string_value(json_object_get(meta, "name")));
+}
+
+struct job_cache *cache_create(void)
+{
+    struct job_cache *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return NULL;
+    c->map = json_object();
+    if (c->map == NULL || pthread_rwlock_init(&c->lock, NULL) != 0) {
+        json_decref(c->map);
+        free(c);
+        return NULL;
+    }
+    atomic_init(&c->synced, false);
+    return c;
+}
+
+void cache_destroy(struct job_cache *c)
+{
+    if (c == NULL)
+        return;
+    pthread_rwlock_destroy(&c->lock);
+    map_free(c->map);
+    free(c);
+}
+
+int cache_get(struct job_cache *c, const char *ns, const char *name, json_t **job_out)
+{
+    char key[KEY_MAX];
+    struct cached_job *e;
+
+    *job_out = NULL;
+    if (make_key(key, sizeof(key), ns, name) < 0)
+        return WH_ENOTFOUND;
+    pthread_rwlock_rdlock(&c->lock);
+    e = map_get(c->map, key);
+    /* Under the read lock the map's reference keeps e alive: a relaxed increment will do. */
+    if (e != NULL)
+        atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
+    pthread_rwlock_unlock(&c->lock);
+    if (e == NULL)
+        return WH_ENOTFOUND;
+    /* Parsed outside the lock: the informer's writes wait for no reader's parse. */
+    *job_out = entry_job(e);
+    entry_release(e);
+    return *job_out != NULL ? 0 : WH_ENOMEM;
+}
+
+json_t *cache_kept_job(const json_t *job)
+{
+    return copy_kept(job, keep_job);
+}
+
+int cache_put(struct job_cache *c, json_t *job)
+{
+    char key[KEY_MAX];
+    struct cached_job *e;
+    struct cached_job *old = NULL;
+    int rc;
+
+    if (!json_is_object(job) || job_key(key, sizeof(key), job) < 0)
+        return WH_EINVAL;
+    e = entry_new(job);  /* before the lock: readers wait only for the swap */
+    if (e == NULL)
+        return WH_ENOMEM;
+    pthread_rwlock_wrlock(&c->lock);
+    rc = map_set(c->map, key, e, &old);
+    pthread_rwlock_unlock(&c->lock);
+    if (rc < 0) {
+        entry_release(e);
+        return WH_ENOMEM;
+    }
+    /* The old entry (if any) loses the map's reference; readers parsing it keep theirs. */
+    entry_release(old);
+    return 0;
+}
+
+int cache_remove(struct job_cache *c, const char *ns, const char *name)
+{
+    char key[KEY_MAX];
+    struct cached_job *old;
+
+    if (make_key(key, sizeof(key), ns, name) < 0)
+        return WH_ENOTFOUND;
+    pthread_rwlock_wrlock(&c->lock);
+    old = map_get(c->map, key);
+    if (old != NULL)
+        json_object_del(c->map, key);
+    pthread_rwlock_unlock(&c->lock);
+    if (old == NULL)
+        return WH_ENOTFOUND;
+    entry_release(old);
+    return 0;
+}
+
+struct cache_batch {
+    json_t *map;            /* owned; "ns/name" → entry address, as job_cache.map */
+};
+
+struct cache_batch *cache_batch_create(void)
+{
+    struct cache_batch *b = malloc(sizeof(*b));
+
+    if (b == NULL)
+        return NULL;
+    b->map = json_object();
+    if (b->map == NULL) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+int cache_batch_add(struct cache_batch *b, const json_t *job)
+{
+    char key[KEY_MAX];
+    struct cached_job *e;
+    struct cached_job *dup = NULL;
+
+    if (!json_is_object(job) || job_key(key, sizeof(key), job) < 0)
+        return WH_EINVAL;
+    e = entry_new(job);
+    if (e == NULL)
+        return WH_ENOMEM;
+    if (map_set(b->map, key, e, &dup) < 0) {
+        entry_release(e);
+        return WH_ENOMEM;
+    }
+    entry_release(dup);  /* the same key twice: the last one wins */
+    return 0;
+}
+
+void cache_batch_destroy(struct cache_batch *b)
+{
+    if (b == NULL)
+        return;
+    map_free(b->map);
+    free(b);
+}
+
+/* metadata.uid of a parsed Job, "" when absent. */
+static const char *uid_of(const json_t *job)
+{
+    const char *uid = json_string_value(json_object_get(json_object_get(job, "metadata"), "uid"));
+
+    return uid != NULL ? uid : "";
+}
+
+/*
+ * on_change(old, new) with private trees of the entries (NULL stays NULL). When
+ * both are set but their uids differ, the Job was deleted and created again under
+ * its name while nobody watched: that is on_change(old, NULL), then
+ * on_change(NULL, new), so the old Job gets its delete and the new one its add.
+ * @return 0 or WH_ENOMEM.
+ */
+static int report(cache_change_fn on_change, void *userdata, const struct cached_job *old,
+                  const struct cached_job *e)
+{
+    json_t *old_job = old != NULL ? entry_job(old) : NULL;
+    json_t *job = e != NULL ? entry_job(e) : NULL;
+    int rc = WH_ENOMEM;
+
+    if ((old == NULL || old_job != NULL) && (e == NULL || job != NULL)) {
+        if (old_job != NULL && job != NULL && strcmp(uid_of(old_job), uid_of(job)) != 0) {
+            on_change(userdata, old_job, NULL);
+            on_change(userdata, NULL, job);
+        } else {
+            on_change(userdata, old_job, job);
+        }
+        rc = 0;
+    }
+    json_decref(old_job);
+    json_decref(job);
+    return rc;
+}
+
+int cache_replace_all(struct job_cache *c, struct cache_batch *b, cache_change_fn on_change,
+                      void *userdata)
+{
+    json_t *empty = json_object();
+    json_t *old;
+    json_t *fresh;
+    const char *key;
+    json_t *v;
+    int rc = 0;
+
+    if (empty == NULL)
+        return WH_ENOMEM;
+    fresh = b->map;
+    b->map = empty;
+    pthread_rwlock_wrlock(&c->lock);
+    old = c->map;
+    c->map = fresh;
+    pthread_rwlock_unlock(&c->lock);
+
+    /*
+     * The old map is private now, and fresh changes only by this thread (the one
+     * writer): both are read without the lock, so the handlers run outside it.
+     */
+    if (on_change != NULL) {
+        json_object_foreach(old, key, v) {
+            if (rc == 0 && json_object_get(fresh, key) == NULL)
+                rc = report(on_change, userdata, entry_of(v), NULL);
+        }
+        json_object_foreach(fresh, key, v) {
+            const struct cached_job *was = map_get(old, key);
+            const struct cached_job *e = entry_of(v);
+
+            if (rc != 0 || (was != NULL && was->len == e->len
+                            && memcmp(was->text, e->text, e->len) == 0))
+                continue;
+            rc = report(on_change, userdata, was, e);
+        }
+    }
+    map_free(old);
+    return rc;
+}
+
+json_t *cache_list(struct job_cache *c)
+{
+    json_t *arr = json_array();
+    const char *key;
+    json_t *job;
+
+    if (arr == NULL)
+        return NULL;
+    pthread_rwlock_rdlock(&c->lock);
+    json_object_foreach(c->map, key, job) {
+        if (json_array_append_new(arr, entry_job(entry_of(job))) != 0) {
+            pthread_rwlock_unlock(&c->lock);
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    pthread_rwlock_unlock(&c->lock);
+    return arr;
+}
+
+size_t cache_size(struct job_cache *c)
+{
+    size_t n;
+
+    pthread_rwlock_rdlock(&c->lock);
+    n = json_object_size(c->map);
+    pthread_rwlock_unlock(&c->lock);
+    return n;
+}
+
+bool cache_synced(struct job_cache *c)
+{
+    return atomic_load(&c->synced);
+}
+
+void cache_set_synced(struct job_cache *c, bool synced)
+{
+    atomic_store(&c->synced, synced);
+}

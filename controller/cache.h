@@ -1,0 +1,108 @@
+/*
+ * cache.h - the Jobs cache (informer store): namespace/name → Job.
+ *
+ * Threads: many readers (MHD workers, reconcile workers), one writer (the
+ * informer thread). A pthread_rwlock guards the map. The cache keeps, for each
+ * Job, the compact JSON text of the fields its readers use (cache.c says which
+ * and why text); every read parses a private tree from it, outside the lock
+ * (C-STYLE §6.5), so no jansson object is ever shared between threads.
+ */
+#ifndef WH_CACHE_H
+#define WH_CACHE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/error.h"
+
+struct job_cache;
+
+/** @return a new empty cache, NULL on ENOMEM. */
+struct job_cache *cache_create(void);
+/** Free the cache and its references. No other thread may use it any more. */
+void cache_destroy(struct job_cache *c);
+
+/**
+ * Look up ns/name. @param[out] job_out new reference (the caller's to keep,
+ * change or decref): a private tree of the cached Job, as cache_put kept it.
+ * @return 0, WH_ENOTFOUND, or WH_ENOMEM.
+ */
+int cache_get(struct job_cache *c, const char *ns, const char *name, json_t **job_out);
+
+/**
+ * Insert or replace the Job (keyed by its metadata.namespace/name). job stays the
+ * caller's (its reference count is not changed; the cache keeps text, not a
+ * reference). Only what a reader of the cache uses is kept (cache.c keep_job):
+ * apiVersion, kind; metadata name, namespace, uid, resourceVersion; spec.plugins;
+ * spec.tasks[] name, replicas, template.spec.hostname and .subdomain;
+ * status.state.phase. An object left empty by this is dropped; a value of an
+ * unexpected type is kept as it is. Every Job the cache hands out (cache_get,
+ * cache_list, cache_replace_all's reports) is such a Job.
+ * @return 0, WH_EINVAL (not an object, or no namespace or name), or WH_ENOMEM.
+ */
+int cache_put(struct job_cache *c, json_t *job);
+/**
+ * The Job as the cache would keep it (the fields cache_put names), for a reader
+ * that must hold a Job the cache no longer has (the informer's on_delete). job is
+ * only read. @return new reference (the caller's), NULL on ENOMEM.
+ */
+json_t *cache_kept_job(const json_t *job);
+/** Remove ns/name. @return 0, or WH_ENOTFOUND. */
+int cache_remove(struct job_cache *c, const char *ns, const char *name);
+
+/**
+ * The Jobs of one LIST, gathered page by page (k8s_list_pages) before they
+ * replace the cache's content at once: each Job is turned into the cache's compact
+ * text as it is added, so the LIST's full items need not be held until the end.
+ * Only its creator uses it.
+ */
+struct cache_batch;
+
+/** @return a new empty batch, NULL on ENOMEM. */
+struct cache_batch *cache_batch_create(void);
+
+/**
+ * Add job (kept as by cache_put; job stays the caller's). A second Job with the
+ * same namespace/name replaces the first.
+ * @return 0, WH_EINVAL (not an object, or no namespace or name: not added), or WH_ENOMEM.
+ */
+int cache_batch_add(struct cache_batch *b, const json_t *job);
+
+/** Free the batch and what it still holds. NULL is a no-op. */
+void cache_batch_destroy(struct cache_batch *b);
+
+/**
+ * Called by cache_replace_all for each difference: old_job NULL for a Job the
+ * cache did not have, job NULL for one it had that the LIST no longer has, both
+ * set for one whose kept fields (resourceVersion among them) changed. A Job whose
+ * metadata.uid changed (deleted and created again under the same namespace/name
+ * between two LISTs) is two calls: (old_job, NULL), then (NULL, job). Both are
+ * private trees, valid for the call only.
+ */
+typedef void (*cache_change_fn)(void *userdata, const json_t *old_job, const json_t *job);
+
+/**
+ * Make the batch's Jobs the whole content of the cache (after a LIST; readers see
+ * the old content or the new, never a mix), then report the differences to
+ * on_change (NULL: none), outside the lock: the Jobs gone first, then the new and
+ * changed ones in the batch's order (a Job whose uid changed: its old uid gone, then
+ * the new one, at its place in that order). The batch is left empty. Only the cache's one
+ * writer (the informer thread) may call it, as for cache_put.
+ * @return 0; WH_ENOMEM before the swap (nothing changed), or during the report
+ *         (the cache is replaced; the rest of the differences are not reported).
+ */
+int cache_replace_all(struct job_cache *c, struct cache_batch *b, cache_change_fn on_change,
+                      void *userdata);
+
+/** @return new reference: array of copies of every cached Job (a snapshot, for resyncs);
+ *  NULL on ENOMEM. */
+json_t *cache_list(struct job_cache *c);
+
+size_t cache_size(struct job_cache *c);
+
+/** Whether the first LIST has completed (readiness, /readyz). */
+bool cache_synced(struct job_cache *c);
+void cache_set_synced(struct job_cache *c, bool synced);
+
+#endif

@@ -1,0 +1,209 @@
+/*
+ * lookup.c - Job lookup for admission: the Jobs cache, else one GET, shared by
+ * every concurrent miss of the same Job, with a bound on the lookups waiting
+ * (lookup.h).
+ *
+ * Threads: lookup_job_get runs on MHD workers, concurrently. It reads the
+ * struct job_lookup (not changed while serving), reads the Job from the cache
+ * (cache.h: a private tree per read) and, on a miss, calls the shareable k8s
+ * client (one CURL handle per thread). The flights list is guarded by
+ * flights->mu; a flight's result is written once by its leader, under mu, and
+ * read by its followers under mu.
+ */
+#include "controller/lookup.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+
+/* One GET in progress (or just done) for ns/name, shared by `callers` lookups. */
+struct flight {
+    struct flight *next;
+    char *ns;
+    char *name;
+    unsigned callers;        /* the leader and its followers still to read the result */
+    bool landed;             /* the GET is done: rc, job and err are set */
+    int rc;
+    json_t *job;             /* the GET's Job (rc == 0); followers copy it */
+    struct wh_error err;
+};
+
+struct lookup_flights {
+    pthread_mutex_t mu;
+    pthread_cond_t landed;   /* broadcast whenever a flight lands */
+    struct flight *head;
+    unsigned waiting;        /* callers blocked on a GET, leaders and followers */
+};
+
+int lookup_init(struct job_lookup *l)
+{
+    struct lookup_flights *f = calloc(1, sizeof(*f));
+
+    if (f == NULL)
+        return WH_ENOMEM;
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->landed, NULL);
+    l->flights = f;
+    return 0;
+}
+
+void lookup_dispose(struct job_lookup *l)
+{
+    struct lookup_flights *f = l->flights;
+
+    if (f == NULL)
+        return;
+    pthread_cond_destroy(&f->landed);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+    l->flights = NULL;
+}
+
+static const char *job_uid(const json_t *job)
+{
+    const char *uid = json_string_value(json_object_get(json_object_get(job, "metadata"), "uid"));
+
+    return uid != NULL ? uid : "";
+}
+
+/* Drop one caller of f (mu held); the last one unlinks and frees it. */
+static void flight_release(struct lookup_flights *fl, struct flight *f)
+{
+    struct flight **pp;
+
+    if (--f->callers > 0)
+        return;
+    for (pp = &fl->head; *pp != f; pp = &(*pp)->next)
+        ;
+    *pp = f->next;
+    json_decref(f->job);
+    free(f->ns);
+    free(f->name);
+    free(f);
+}
+
+/*
+ * The GET of ns/name, shared: a follower waits for the flight of ns/name that
+ * is in the air and takes a copy of its answer; else this caller leads one. No
+ * more than max_waiting callers wait at once. The leader keeps its own Job when
+ * nobody followed, else leaves it to the followers and takes a copy too.
+ */
+static int get_shared(const struct job_lookup *l, const char *ns, const char *name,
+                      json_t **job_out, struct wh_error *err)
+{
+    struct lookup_flights *fl = l->flights;
+    struct flight *f;
+    json_t *job = NULL;
+    int rc;
+
+    pthread_mutex_lock(&fl->mu);
+    /* Every caller blocks its MHD worker, and with it the connections that worker
+     * holds: leaders and followers alike count against the limit. */
+    if (l->max_waiting > 0 && fl->waiting >= l->max_waiting) {
+        unsigned waiting = fl->waiting;
+
+        pthread_mutex_unlock(&fl->mu);
+        return wh_error_set(err, WH_EBUSY, "too many reviews waiting on volcano job reads from "
+                            "the API server (%u); try again", waiting);
+    }
+    fl->waiting++;
+    for (f = fl->head; f != NULL; f = f->next)
+        if (strcmp(f->ns, ns) == 0 && strcmp(f->name, name) == 0)
+            break;
+    if (f != NULL) {
+        f->callers++;
+        while (!f->landed)
+            pthread_cond_wait(&fl->landed, &fl->mu);   /* the leader's GET has a timeout */
+        fl->waiting--;
+        rc = f->rc;
+        if (rc == 0 && (*job_out = json_deep_copy(f->job)) == NULL)
+            rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+        else if (rc < 0 && err != NULL)
+            *err = f->err;
+        flight_release(fl, f);
+        pthread_mutex_unlock(&fl->mu);
+        return rc;
+    }
+    f = calloc(1, sizeof(*f));
+    if (f != NULL && ((f->ns = strdup(ns)) == NULL || (f->name = strdup(name)) == NULL)) {
+        free(f->ns);
+        free(f);
+        f = NULL;
+    }
+    if (f == NULL) {
+        fl->waiting--;
+        pthread_mutex_unlock(&fl->mu);
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    }
+    f->callers = 1;
+    f->next = fl->head;
+    fl->head = f;
+    pthread_mutex_unlock(&fl->mu);
+
+    rc = k8s_get_job(l->client, ns, name, l->timeout_ms, &job, &f->err);
+
+    pthread_mutex_lock(&fl->mu);
+    fl->waiting--;
+    f->landed = true;
+    f->rc = rc;
+    if (rc < 0 && err != NULL)
+        *err = f->err;
+    if (rc == 0 && f->callers == 1) {
+        *job_out = job;                 /* nobody followed: the Job is ours alone */
+    } else if (rc == 0) {
+        f->job = job;                   /* followers copy it; freed with the flight */
+        if ((*job_out = json_deep_copy(job)) == NULL)
+            rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+    }
+    pthread_cond_broadcast(&fl->landed);
+    flight_release(fl, f);
+    pthread_mutex_unlock(&fl->mu);
+    return rc;
+}
+
+int lookup_job_get(void *userdata, const char *ns, const char *name, const char *uid,
+                   json_t **job_out, struct wh_error *err)
+{
+    const struct job_lookup *l = userdata;
+    const char *why = "miss";
+    json_t *job = NULL;
+    int rc;
+
+    *job_out = NULL;
+    if (uid == NULL)
+        uid = "";
+    if (l->cache != NULL) {
+        rc = cache_get(l->cache, ns, name, &job);
+        if (rc == WH_ENOMEM)
+            return wh_error_set(err, WH_ENOMEM, "out of memory");
+        if (rc == 0) {
+            const char *cached = job_uid(job);
+
+            if (uid[0] == '\0' || cached[0] == '\0' || strcmp(cached, uid) == 0) {
+                LOG_DEBUG("job lookup job=%s/%s source=cache", ns, name);
+                *job_out = job;
+                return 0;
+            }
+            /* D6: another incarnation of the Job, or the cache is behind: read again. */
+            why = "stale-uid";
+            json_decref(job);
+        } else if (!cache_synced(l->cache)) {
+            why = "not-synced";
+        }
+    }
+    LOG_DEBUG("job lookup job=%s/%s source=api reason=%s", ns, name, why);
+    if (l->flights == NULL)
+        return k8s_get_job(l->client, ns, name, l->timeout_ms, job_out, err);
+    return get_shared(l, ns, name, job_out, err);
+}
+
+struct job_source lookup_job_source(struct job_lookup *l)
+{
+    struct job_source src = {.get = lookup_job_get, .userdata = l};
+
+    return src;
+}

@@ -1,0 +1,69 @@
+/*
+ * lookup.h - the admission path's Job lookup: a struct job_source (plugins/jobsource.h)
+ * that reads the Jobs cache first and falls back to one GET (issue 3; spec D6,
+ * D7 is applied by mutate_review on what this returns).
+ *
+ * API reads are shared and bounded (after lookup_init): concurrent misses for
+ * the same Job wait for one GET (a new Job's pods all arrive before the watch
+ * has brought it), and at most max_waiting lookups wait on GETs at once, so
+ * reviews naming Jobs that are not cached (or do not exist) cannot hold every
+ * MHD worker (and the connections it holds) while reviews of cached Jobs wait.
+ *
+ * Threads: lookup_job_get runs on MHD workers, many at once. The fields of
+ * struct job_lookup are not changed while the server runs; its flights are
+ * guarded by their own mutex. The cache and the client are thread-safe. The
+ * cache is only read here: the informer thread is its one writer.
+ */
+#ifndef WH_LOOKUP_H
+#define WH_LOOKUP_H
+
+#include <jansson.h>
+
+#include "k8s/client.h"
+#include "controller/cache.h"
+#include "base/error.h"
+#include "plugins/jobsource.h"
+
+struct lookup_flights;
+
+struct job_lookup {
+    struct job_cache *cache;    /* borrowed; NULL → every lookup is a GET */
+    struct k8s_client *client;  /* borrowed */
+    long timeout_ms;            /* limit of the one GET (--job-lookup-timeout) */
+    unsigned max_waiting;       /* most lookups waiting on a GET at once (its leader and
+                                   followers each count); 0: no limit */
+    struct lookup_flights *flights;  /* lookup_init's; NULL: every miss its own GET */
+};
+
+/**
+ * Make l's shared-GET state (l->flights); the other fields are set by the caller,
+ * before or after. @return 0 or WH_ENOMEM. Undo with lookup_dispose.
+ */
+int lookup_init(struct job_lookup *l) WH_WARN_UNUSED;
+
+/** Free l->flights (none may be in flight: the server is stopped); safe twice. */
+void lookup_dispose(struct job_lookup *l);
+
+/**
+ * The get() of struct job_source; userdata is a struct job_lookup (borrowed).
+ * The cached Job ns/name is returned when its metadata.uid equals uid (or uid
+ * is "", or the cached Job has no uid), with no API request. On a miss, or when
+ * the cached Job has another uid (a stale cache, spec D6: read again), one
+ * k8s_get_job with timeout_ms; after lookup_init, a GET of ns/name already in
+ * flight is waited for and its answer shared instead.
+ * @param[out] job_out new reference on success (a private copy either way)
+ * @return 0; WH_ENOTFOUND when the API says 404; WH_ETIMEOUT / WH_EAPI /
+ *         WH_ENOMEM with err filled (k8s_get_job's reason); WH_EBUSY when
+ *         max_waiting lookups are waiting on GETs already (err says so), at once
+ *         and without a request.
+ */
+int lookup_job_get(void *userdata, const char *ns, const char *name, const char *uid,
+                   json_t **job_out, struct wh_error *err);
+
+/**
+ * @return a job_source over l (borrowed: l must outlive every user of the source)
+ *         whose get is lookup_job_get.
+ */
+struct job_source lookup_job_source(struct job_lookup *l);
+
+#endif

@@ -1,0 +1,1005 @@
+/*
+ * reconcile.c - the reconcile side (spec §3.2, §5.2, decisions D9-D12): a work
+ * queue of Job keys "ns/name" and worker threads that run the plugins'
+ * OnJobAdd / OnJobUpdate / OnJobDelete.
+ *
+ * Queue (client-go workqueue semantics). Each key has one record holding three
+ * flags: dirty (wants a run), queued (in the FIFO) and processing (a worker has
+ * it). Adding a dirty key does nothing; adding a key that is being processed only
+ * marks it dirty, and the worker re-queues it when done, so a key is never worked
+ * on by two workers at once and ten changes during one run cause one more run.
+ * A failed run re-adds the key after a per-key exponential backoff
+ * (reconcile_backoff_ms); a successful run resets it. A record is freed when the
+ * key is idle (no flag, no backoff, no pending deletion).
+ *
+ * Per Job uid the reconciler remembers which plugins it has run hooks for
+ * ("touched": OnJobAdd was called, so objects may exist) and which OnJobAdd
+ * succeeded ("added"). Rules (D10):
+ *   - Job live, phase not terminal: for every plugin of the effective set (D1) in
+ *     registry order, OnJobAdd while its add has not succeeded for this uid
+ *     (first sight, also after a restart of this process), else OnJobUpdate;
+ *     touched plugins no longer in the set get OnJobDelete.
+ *   - Job terminal (Completed, Failed, Terminated, Aborted) or deleted: OnJobDelete
+ *     of the touched set, or of the effective set when nothing is recorded.
+ *   Every hook of a run is called even if one fails; the first error is kept and
+ *   the key retried with backoff (C-STYLE §3).
+ *
+ * Followers keep no per-Job state. While this replica does not lead, enqueue and
+ * deleted are ignored; losing the lead drops every queued key, pending retry and
+ * pending deletion, and (once no run is in flight) every uid record together with
+ * the ssh key pair the store keeps for that uid. Taking the lead queues every
+ * cached Job (enqueue_all), which covers each live Job (a terminal one gets its
+ * teardown); the objects of Jobs deleted meanwhile go with ownerReference garbage
+ * collection (D10). Without this a standby held a key and a Job copy per deleted
+ * Job, without bound, and a new leader first tore down thousands of long-gone Jobs.
+ *
+ * Threads:
+ *   informer thread  reconcile_enqueue, reconcile_deleted (take r->mu briefly)
+ *   leader thread    reconcile_set_leading
+ *   workers          cfg.workers threads: pick a key, run its hooks with no lock held
+ *   clock thread     moves keys whose backoff has passed into the FIFO, and
+ *                    re-queues every cached Job each resync period while leading
+ * r->mu guards everything below it in struct reconciler (tables, FIFO, flags,
+ * counters); it is never held across a hook, a cache call or an API request.
+ * The foreign counter is written by plugins with atomic builtins.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "plugins/plugin.h"
+#include "plugins/sshkeys.h"
+#include "base/log.h"
+#include "controller/reconcile.h"
+#include "controller/reconcile_internal.h"
+#include "base/clock.h"
+
+#define DEFAULT_WORKERS 4
+#define DEFAULT_RESYNC_S 600L
+#define DEFAULT_TIMEOUT_MS 10000L
+#define DEFAULT_BACKOFF_MIN_MS 500L
+#define DEFAULT_BACKOFF_MAX_MS 60000L
+#define MAX_WORKERS 64
+#define MAX_PLUGINS 32             /* bits of a plugin mask */
+
+/* A string-keyed hash table node; the records below put it first ("base struct first"). */
+struct rc_node {
+    char *name;
+    struct rc_node *hnext;
+};
+
+struct rc_table {
+    struct rc_node **buckets;
+    size_t nbuckets;                /* power of two, or 0 before the first insert */
+    size_t n;
+};
+
+/* Per key "ns/name". */
+struct rc_key {
+    struct rc_node node;            /* name = the key */
+    struct rc_key *qnext;           /* FIFO link while queued */
+    struct rc_key *dnext;           /* backoff list link while retry_at_ms != 0 */
+    bool dirty;                     /* wants a run */
+    bool queued;                    /* in the FIFO */
+    bool processing;                /* a worker has it */
+    unsigned failures;              /* consecutive failed runs */
+    long long retry_at_ms;          /* monotonic time of the backoff re-add; 0 = none */
+    json_t *deleted;                /* owned: last known Job of a pending deletion, or NULL */
+};
+
+/* Per Job uid: what this process has run hooks for. */
+struct rc_uid {
+    struct rc_node node;            /* name = metadata.uid */
+    uint32_t touched;               /* bit k: plugin k's OnJobAdd was called */
+    uint32_t added;                 /* bit k: plugin k's OnJobAdd succeeded */
+};
+
+struct reconciler {
+    struct k8s_client *kc;          /* borrowed */
+    struct job_cache *cache;        /* borrowed */
+    const struct plugin *const *table;  /* borrowed, plugin_registry_len entries */
+    struct reconcile_config cfg;    /* with defaults filled in */
+    struct ssh_key_store *ssh_keys; /* owned (D11) */
+    struct plugin_job_env env;      /* handed to every job hook */
+    unsigned long foreign;          /* D12 counter, atomic builtins */
+    pthread_t *workers;
+    int nworkers;                   /* started worker threads */
+    pthread_t clock;
+    bool clock_started;
+
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv;         /* workers: key queued, leading, stopping */
+    pthread_cond_t clock_cv;        /* clock thread: backoff scheduled, leading, stopping */
+    struct rc_table keys;           /* of struct rc_key */
+    struct rc_table uids;           /* of struct rc_uid */
+    struct rc_key *qhead;           /* FIFO */
+    struct rc_key *qtail;
+    unsigned long qlen;
+    struct rc_key *delayed;         /* keys waiting for their backoff */
+    bool accepting;                 /* enqueue/deleted take work (set before enqueue_all) */
+    bool leading;                   /* workers run */
+    bool forget_uids;               /* lead lost: drop uid records when running is 0 */
+    bool stopping;
+    unsigned running;               /* keys being processed now */
+    unsigned long reconciles;
+    unsigned long errors;
+};
+
+/* ---- time ---- */
+
+/* ---- hash table ---- */
+
+static size_t str_hash(const char *s)
+{
+    size_t h = 1469598103934665603ULL & SIZE_MAX;  /* FNV-1a */
+
+    for (; *s != '\0'; s++) {
+        h ^= (unsigned char)*s;
+        h *= (size_t)1099511628211ULL;
+    }
+    return h;
+}
+
+static struct rc_node *table_find(const struct rc_table *t, const char *name)
+{
+    struct rc_node *n;
+
+    if (t->nbuckets == 0)
+        return NULL;
+    for (n = t->buckets[str_hash(name) & (t->nbuckets - 1)]; n != NULL; n = n->hnext)
+        if (strcmp(n->name, name) == 0)
+            return n;
+    return NULL;
+}
+
+/* Insert node (its name not yet present). @return 0, or WH_ENOMEM (node not inserted). */
+static int table_insert(struct rc_table *t, struct rc_node *node)
+{
+    size_t b;
+
+    if (t->n + 1 > t->nbuckets) {
+        size_t nb = t->nbuckets ? t->nbuckets * 2 : 64;
+        struct rc_node **nbk = calloc(nb, sizeof(*nbk));
+
+        if (nbk == NULL)
+            return WH_ENOMEM;
+        for (size_t i = 0; i < t->nbuckets; i++) {
+            struct rc_node *n = t->buckets[i];
+
+            while (n != NULL) {
+                struct rc_node *next = n->hnext;
+                size_t nbi = str_hash(n->name) & (nb - 1);
+
+                n->hnext = nbk[nbi];
+                nbk[nbi] = n;
+                n = next;
+            }
+        }
+        free(t->buckets);
+        t->buckets = nbk;
+        t->nbuckets = nb;
+    }
+    b = str_hash(node->name) & (t->nbuckets - 1);
+    node->hnext = t->buckets[b];
+    t->buckets[b] = node;
+    t->n++;
+    return 0;
+}
+
+static void table_remove(struct rc_table *t, struct rc_node *node)
+{
+    struct rc_node **pp;
+
+    if (t->nbuckets == 0)
+        return;
+    for (pp = &t->buckets[str_hash(node->name) & (t->nbuckets - 1)]; *pp != NULL;
+         pp = &(*pp)->hnext) {
+        if (*pp == node) {
+            *pp = node->hnext;
+            t->n--;
+            return;
+        }
+    }
+}
+
+/* ---- key records (r->mu held) ---- */
+
+static struct rc_key *key_get(struct reconciler *r, const char *key, bool create)
+{
+    struct rc_key *k = (struct rc_key *)table_find(&r->keys, key);
+
+    if (k != NULL || !create)
+        return k;
+    k = calloc(1, sizeof(*k));
+    if (k == NULL)
+        return NULL;
+    k->node.name = strdup(key);
+    if (k->node.name == NULL || table_insert(&r->keys, &k->node) < 0) {
+        free(k->node.name);
+        free(k);
+        return NULL;
+    }
+    return k;
+}
+
+/* Free the record when nothing refers to it any more. */
+static void key_release_if_idle(struct reconciler *r, struct rc_key *k)
+{
+    if (k->dirty || k->queued || k->processing || k->retry_at_ms != 0 || k->failures != 0
+        || k->deleted != NULL)
+        return;
+    table_remove(&r->keys, &k->node);
+    free(k->node.name);
+    free(k);
+}
+
+/* workqueue Add: at most one pending entry per key, never queued while processing. */
+static void key_add(struct reconciler *r, struct rc_key *k)
+{
+    if (k->dirty)
+        return;
+    k->dirty = true;
+    if (k->processing)
+        return;  /* re-queued by key_done */
+    k->queued = true;
+    k->qnext = NULL;
+    if (r->qtail != NULL)
+        r->qtail->qnext = k;
+    else
+        r->qhead = k;
+    r->qtail = k;
+    r->qlen++;
+    pthread_cond_signal(&r->work_cv);
+}
+
+static struct rc_key *key_pop(struct reconciler *r)
+{
+    struct rc_key *k = r->qhead;
+
+    if (k == NULL)
+        return NULL;
+    r->qhead = k->qnext;
+    if (r->qhead == NULL)
+        r->qtail = NULL;
+    k->qnext = NULL;
+    k->queued = false;
+    r->qlen--;
+    return k;
+}
+
+static void delayed_unlink(struct reconciler *r, struct rc_key *k)
+{
+    struct rc_key **pp;
+
+    for (pp = &r->delayed; *pp != NULL; pp = &(*pp)->dnext) {
+        if (*pp == k) {
+            *pp = k->dnext;
+            break;
+        }
+    }
+    k->dnext = NULL;
+    k->retry_at_ms = 0;
+}
+
+/* workqueue AddAfter: keep the earlier of two pending re-adds. */
+static void key_add_after(struct reconciler *r, struct rc_key *k, long delay_ms)
+{
+    long long at = clock_mono_ms() + delay_ms;
+
+    if (k->retry_at_ms != 0) {
+        if (k->retry_at_ms <= at)
+            return;
+        delayed_unlink(r, k);
+    }
+    k->retry_at_ms = at;
+    k->dnext = r->delayed;
+    r->delayed = k;
+    pthread_cond_signal(&r->clock_cv);
+}
+
+/*
+ * Lead lost: forget every queued key, pending retry and pending deletion (r->mu
+ * held). A key being processed keeps its record; its worker drops what its run
+ * leaves (worker_main).
+ */
+static void keys_drop_all(struct reconciler *r)
+{
+    for (size_t i = 0; i < r->keys.nbuckets; i++) {
+        struct rc_node *n = r->keys.buckets[i];
+
+        while (n != NULL) {
+            struct rc_key *k = (struct rc_key *)n;
+
+            n = n->hnext;  /* k may be freed below */
+            k->queued = false;
+            k->qnext = NULL;
+            k->dirty = false;
+            k->failures = 0;
+            k->retry_at_ms = 0;
+            k->dnext = NULL;
+            json_decref(k->deleted);
+            k->deleted = NULL;
+            key_release_if_idle(r, k);
+        }
+    }
+    r->qhead = NULL;
+    r->qtail = NULL;
+    r->qlen = 0;
+    r->delayed = NULL;
+}
+
+/* ---- uid records (r->mu held) ---- */
+
+static struct rc_uid *uid_get(struct reconciler *r, const char *uid, bool create)
+{
+    struct rc_uid *u = (struct rc_uid *)table_find(&r->uids, uid);
+
+    if (u != NULL || !create)
+        return u;
+    u = calloc(1, sizeof(*u));
+    if (u == NULL)
+        return NULL;
+    u->node.name = strdup(uid);
+    if (u->node.name == NULL || table_insert(&r->uids, &u->node) < 0) {
+        free(u->node.name);
+        free(u);
+        return NULL;
+    }
+    return u;
+}
+
+static void uid_forget(struct reconciler *r, const char *uid)
+{
+    struct rc_uid *u = uid_get(r, uid, false);
+
+    if (u == NULL)
+        return;
+    table_remove(&r->uids, &u->node);
+    free(u->node.name);
+    free(u);
+}
+
+/*
+ * Forget every uid record and the ssh key pair kept for each uid (the lead was
+ * lost and no run is in flight). r->mu held on entry and on return; released
+ * while the pairs are dropped, since the key store has a lock of its own.
+ */
+static void uids_forget_all(struct reconciler *r)
+{
+    struct rc_table t = r->uids;
+    size_t n = t.n;
+
+    r->forget_uids = false;
+    memset(&r->uids, 0, sizeof(r->uids));
+    pthread_mutex_unlock(&r->mu);
+    for (size_t i = 0; i < t.nbuckets; i++) {
+        struct rc_node *node = t.buckets[i];
+
+        while (node != NULL) {
+            struct rc_node *next = node->hnext;
+
+            sshkeys_drop(r->ssh_keys, node->name);
+            free(node->name);
+            free(node);
+            node = next;
+        }
+    }
+    free(t.buckets);
+    if (n > 0)
+        LOG_INFO("reconcile: not leading, forgot jobs=%zu", n);
+    pthread_mutex_lock(&r->mu);
+}
+
+/* ---- Jobs ---- */
+
+static const char *job_str(const json_t *job, const char *a, const char *b)
+{
+    const char *s = json_string_value(json_object_get(json_object_get(job, a), b));
+
+    return s != NULL ? s : "";
+}
+
+/* "ns/name" of job into buf. @return 0, or WH_EINVAL when a part is missing or too long. */
+static int job_key(const json_t *job, char *buf, size_t len)
+{
+    const char *ns = job_str(job, "metadata", "namespace");
+    const char *name = job_str(job, "metadata", "name");
+
+    if (*ns == '\0' || *name == '\0')
+        return WH_EINVAL;
+    if ((size_t)snprintf(buf, len, "%s/%s", ns, name) >= len)
+        return WH_EINVAL;
+    return 0;
+}
+
+/* Phases after which Volcano kills the Job's pods for good (D10). */
+static bool job_terminal(const json_t *job)
+{
+    static const char *const terminal[] = {"Completed", "Failed", "Terminated", "Aborted"};
+    const char *phase =
+        json_string_value(json_object_get(json_object_get(json_object_get(job, "status"), "state"),
+                                          "phase"));
+
+    if (phase == NULL)
+        return false;
+    for (size_t i = 0; i < sizeof(terminal) / sizeof(terminal[0]); i++)
+        if (strcmp(phase, terminal[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Effective set of spec D1 as a mask, with each plugin's borrowed arguments. */
+static uint32_t effective_mask(const json_t *job, const json_t **args)
+{
+    bool enabled[MAX_PLUGINS];
+    uint32_t mask = 0;
+
+    plugin_effective_set(job, enabled, args, NULL);
+    for (size_t k = 0; k < plugin_registry_len; k++)
+        if (enabled[k])
+            mask |= (uint32_t)1 << k;
+    return mask;
+}
+
+/* ---- running hooks (no lock held) ---- */
+
+enum rc_hook { HOOK_ADD, HOOK_UPDATE, HOOK_DELETE };
+
+/*
+ * Call one hook of plugin k on job. NULL hook = success.
+ * @return 0 or the hook's error (logged here with the job key and plugin name).
+ */
+static int run_hook(struct reconciler *r, size_t k, enum rc_hook which, const char *key,
+                    const json_t *job, const json_t *args)
+{
+    static const char *const names[] = {"add", "update", "delete"};
+    const struct plugin *p = r->table[k];
+    int (*fn)(const struct plugin_ctx *, struct wh_error *) =
+        which == HOOK_ADD ? p->on_job_add : which == HOOK_UPDATE ? p->on_job_update
+                                                                  : p->on_job_delete;
+    struct plugin_ctx ctx;
+    struct wh_error err = {0, ""};
+    int rc;
+
+    if (fn == NULL)
+        return 0;
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.name = p->name;
+    ctx.job = job;
+    ctx.args = args;
+    ctx.kc = r->kc;
+    ctx.env = &r->env;
+    rc = fn(&ctx, &err);
+    if (rc < 0) {
+        LOG_WARN("reconcile: hook failed job=%s uid=%s plugin=%s hook=%s rc=\"%s\" err=\"%s\"",
+                 key, job_str(job, "metadata", "uid"), p->name, names[which], wh_error_str(rc),
+                 err.msg[0] != '\0' ? err.msg : wh_error_str(rc));
+        pthread_mutex_lock(&r->mu);
+        r->errors++;
+        pthread_mutex_unlock(&r->mu);
+        return rc;
+    }
+    LOG_DEBUG("reconcile: hook done job=%s plugin=%s hook=%s", key, p->name, names[which]);
+    return 0;
+}
+
+/*
+ * OnJobDelete for the touched set of job's uid (the effective set when nothing is
+ * recorded). Every hook runs; the record keeps the plugins whose delete failed.
+ * forget: drop the uid record on full success (the Job is gone).
+ * @return 0 or the first error.
+ */
+static int run_teardown(struct reconciler *r, const char *key, const json_t *job, bool forget)
+{
+    const char *uid = job_str(job, "metadata", "uid");
+    const json_t *args[MAX_PLUGINS];
+    uint32_t eff = effective_mask(job, args);
+    uint32_t mask;
+    uint32_t failed = 0;
+    struct rc_uid *u;
+    int first = 0;
+
+    pthread_mutex_lock(&r->mu);
+    u = uid_get(r, uid, false);
+    mask = u != NULL ? u->touched : eff;
+    pthread_mutex_unlock(&r->mu);
+
+    for (size_t k = 0; k < plugin_registry_len; k++) {
+        int rc;
+
+        if (!(mask & ((uint32_t)1 << k)))
+            continue;
+        rc = run_hook(r, k, HOOK_DELETE, key, job, (eff & ((uint32_t)1 << k)) ? args[k] : NULL);
+        if (rc < 0) {
+            failed |= (uint32_t)1 << k;
+            if (first == 0)
+                first = rc;
+        }
+    }
+
+    pthread_mutex_lock(&r->mu);
+    if (forget && failed == 0) {
+        uid_forget(r, uid);
+    } else {
+        u = uid_get(r, uid, true);
+        if (u != NULL) {
+            u->touched = failed;
+            u->added &= failed;
+        } else if (first == 0) {
+            first = WH_ENOMEM;  /* cannot remember: retry rather than forget */
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (mask != 0)
+        LOG_INFO("reconcile: teardown job=%s uid=%s rc=\"%s\"", key, uid, wh_error_str(first));
+    return first;
+}
+
+/* Live, non-terminal Job: add/update its effective set, delete what left it. */
+static int run_apply(struct reconciler *r, const char *key, const json_t *job)
+{
+    const char *uid = job_str(job, "metadata", "uid");
+    const json_t *args[MAX_PLUGINS];
+    uint32_t eff = effective_mask(job, args);
+    uint32_t touched;
+    uint32_t added;
+    struct rc_uid *u;
+    int first = 0;
+
+    pthread_mutex_lock(&r->mu);
+    u = uid_get(r, uid, true);
+    if (u == NULL) {
+        pthread_mutex_unlock(&r->mu);
+        return WH_ENOMEM;
+    }
+    touched = u->touched;
+    added = u->added;
+    /* Mark before the calls: a failed OnJobAdd may have created objects already. */
+    u->touched |= eff;
+    pthread_mutex_unlock(&r->mu);
+
+    for (size_t k = 0; k < plugin_registry_len; k++) {
+        uint32_t bit = (uint32_t)1 << k;
+        int rc;
+
+        if (eff & bit) {
+            rc = run_hook(r, k, (added & bit) ? HOOK_UPDATE : HOOK_ADD, key, job, args[k]);
+            if (rc == 0)
+                added |= bit;
+        } else if (touched & bit) {
+            rc = run_hook(r, k, HOOK_DELETE, key, job, NULL);
+            if (rc == 0) {
+                touched &= ~bit;
+                added &= ~bit;
+            }
+        } else {
+            continue;
+        }
+        if (rc < 0 && first == 0)
+            first = rc;
+    }
+
+    pthread_mutex_lock(&r->mu);
+    u = uid_get(r, uid, false);  /* only this worker touches this uid's record */
+    if (u != NULL) {
+        u->touched = touched | eff;
+        u->added = added;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return first;
+}
+
+/*
+ * One run of key. deleted (owned, may be NULL) is a pending deletion; when its
+ * teardown fails it is handed back through *deleted_back for the retry.
+ */
+static int process_key(struct reconciler *r, const char *key, json_t *deleted,
+                       json_t **deleted_back)
+{
+    const char *slash = strchr(key, '/');
+    char ns[256];
+    json_t *live = NULL;
+    int rc = 0;
+    int rc2;
+
+    *deleted_back = NULL;
+    if (slash == NULL || (size_t)(slash - key) >= sizeof(ns)) {
+        json_decref(deleted);
+        return 0;
+    }
+    memcpy(ns, key, (size_t)(slash - key));
+    ns[slash - key] = '\0';
+    if (cache_get(r->cache, ns, slash + 1, &live) < 0)
+        live = NULL;
+
+    if (deleted != NULL) {
+        const char *duid = job_str(deleted, "metadata", "uid");
+
+        /* A Job of the same name but another uid is a new Job: tear the old one down. */
+        if (live == NULL || strcmp(duid, job_str(live, "metadata", "uid")) != 0) {
+            rc = run_teardown(r, key, deleted, true);
+            if (rc < 0) {
+                *deleted_back = deleted;  /* now owned by the caller */
+                deleted = NULL;
+            }
+        }
+        json_decref(deleted);
+    }
+    if (live != NULL) {
+        rc2 = job_terminal(live) ? run_teardown(r, key, live, false) : run_apply(r, key, live);
+        if (rc == 0)
+            rc = rc2;
+        json_decref(live);
+    }
+    return rc;
+}
+
+/* ---- threads ---- */
+
+static void *worker_main(void *arg)
+{
+    struct reconciler *r = arg;
+
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        struct rc_key *k;
+        json_t *deleted;
+        json_t *back = NULL;
+        int rc;
+
+        while (!r->stopping && (!r->leading || r->qhead == NULL))
+            pthread_cond_wait(&r->work_cv, &r->mu);
+        if (r->stopping)
+            break;
+        k = key_pop(r);
+        k->processing = true;
+        k->dirty = false;
+        deleted = k->deleted;  /* now owned by this run */
+        k->deleted = NULL;
+        r->running++;
+        pthread_mutex_unlock(&r->mu);
+
+        /* k stays allocated while processing, and its name never changes. */
+        rc = process_key(r, k->node.name, deleted, &back);
+
+        pthread_mutex_lock(&r->mu);
+        r->reconciles++;
+        r->running--;
+        k->processing = false;
+        if (!r->leading) {
+            /* The lead was lost during the run: keep nothing for this key. */
+            json_decref(back);
+            back = NULL;
+            rc = 0;
+            k->dirty = false;
+        }
+        if (back != NULL) {
+            if (k->deleted == NULL)
+                k->deleted = back;  /* retry it; a newer deletion would replace it */
+            else
+                json_decref(back);
+        }
+        if (rc < 0) {
+            k->failures++;
+            key_add_after(r, k, reconcile_backoff_ms(&r->cfg, k->failures));
+        } else {
+            k->failures = 0;  /* client-go Forget */
+            if (k->retry_at_ms != 0)
+                delayed_unlink(r, k);
+        }
+        if (k->dirty) {
+            k->dirty = false;  /* key_add sets it again and queues */
+            key_add(r, k);
+        }
+        key_release_if_idle(r, k);
+        if (r->forget_uids && r->running == 0)
+            uids_forget_all(r);  /* the last run in flight when the lead was lost */
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+/* Queue every cached Job (resync, new leadership). No lock held on entry. */
+static void enqueue_all(struct reconciler *r)
+{
+    json_t *jobs = cache_list(r->cache);
+    size_t i;
+    json_t *job;
+
+    json_array_foreach(jobs, i, job)
+        reconcile_enqueue(r, job);
+    LOG_DEBUG("reconcile: resync jobs=%zu", json_array_size(jobs));
+    json_decref(jobs);
+}
+
+static void *clock_main(void *arg)
+{
+    struct reconciler *r = arg;
+    long long period = r->cfg.resync_period_s * 1000LL;
+    long long next_resync = clock_mono_ms() + period;
+
+    pthread_mutex_lock(&r->mu);
+    while (!r->stopping) {
+        long long now = clock_mono_ms();
+        long long wake = next_resync;
+        struct timespec ts;
+        struct rc_key **pp;
+
+        if (now >= next_resync) {
+            next_resync = now + period;
+            if (r->leading) {
+                pthread_mutex_unlock(&r->mu);
+                enqueue_all(r);
+                pthread_mutex_lock(&r->mu);
+                continue;
+            }
+        }
+        pp = &r->delayed;
+        while (*pp != NULL) {
+            struct rc_key *k = *pp;
+
+            if (k->retry_at_ms <= now) {
+                *pp = k->dnext;
+                k->dnext = NULL;
+                k->retry_at_ms = 0;
+                key_add(r, k);
+                continue;
+            }
+            if (k->retry_at_ms < wake)
+                wake = k->retry_at_ms;
+            pp = &k->dnext;
+        }
+        ts = clock_at_ms(wake);
+        pthread_cond_timedwait(&r->clock_cv, &r->mu, &ts);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+/* ---- public ---- */
+
+long reconcile_backoff_ms(const struct reconcile_config *cfg, unsigned failures)
+{
+    long lo = cfg != NULL && cfg->backoff_min_ms > 0 ? cfg->backoff_min_ms : DEFAULT_BACKOFF_MIN_MS;
+    long hi = cfg != NULL && cfg->backoff_max_ms > 0 ? cfg->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
+    long d = lo;
+
+    for (unsigned i = 1; i < failures && d < hi; i++)
+        d = d > hi / 2 ? hi : d * 2;
+    return d < hi ? d : hi;
+}
+
+int reconcile_start_table(struct reconciler **out, struct k8s_client *kc, struct job_cache *cache,
+                          const struct reconcile_config *cfg, const struct plugin *const *table,
+                          struct wh_error *err)
+{
+    struct reconciler *r = NULL;
+    pthread_condattr_t ca;
+    bool mu_init = false;
+    int rc;
+
+    *out = NULL;
+    if (cache == NULL || table == NULL || plugin_registry_len > MAX_PLUGINS)
+        return wh_error_set(err, WH_EINVAL, "reconcile: bad arguments");
+    r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return wh_error_set(err, WH_ENOMEM, "reconcile: out of memory");
+    r->kc = kc;
+    r->cache = cache;
+    r->table = table;
+    if (cfg != NULL)
+        r->cfg = *cfg;
+    if (r->cfg.workers <= 0)
+        r->cfg.workers = DEFAULT_WORKERS;
+    if (r->cfg.workers > MAX_WORKERS)
+        r->cfg.workers = MAX_WORKERS;
+    if (r->cfg.resync_period_s <= 0)
+        r->cfg.resync_period_s = DEFAULT_RESYNC_S;
+    if (r->cfg.request_timeout_ms <= 0)
+        r->cfg.request_timeout_ms = DEFAULT_TIMEOUT_MS;
+    if (r->cfg.backoff_min_ms <= 0)
+        r->cfg.backoff_min_ms = DEFAULT_BACKOFF_MIN_MS;
+    if (r->cfg.backoff_max_ms <= 0)
+        r->cfg.backoff_max_ms = DEFAULT_BACKOFF_MAX_MS;
+    if (r->cfg.backoff_max_ms < r->cfg.backoff_min_ms)
+        r->cfg.backoff_max_ms = r->cfg.backoff_min_ms;
+
+    r->ssh_keys = sshkeys_create();
+    r->workers = calloc((size_t)r->cfg.workers, sizeof(*r->workers));
+    if (r->ssh_keys == NULL || r->workers == NULL) {
+        rc = wh_error_set(err, WH_ENOMEM, "reconcile: out of memory");
+        goto fail;
+    }
+    r->env.timeout_ms = r->cfg.request_timeout_ms;
+    r->env.ssh_keys = r->ssh_keys;
+    r->env.foreign = &r->foreign;
+
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->work_cv, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);  /* the clock thread sleeps until mono_ms */
+    pthread_cond_init(&r->clock_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    mu_init = true;
+
+    for (int i = 0; i < r->cfg.workers; i++) {
+        rc = pthread_create(&r->workers[i], NULL, worker_main, r);
+        if (rc != 0) {
+            rc = wh_error_set(err, WH_ERROR, "reconcile: cannot start worker: %s", strerror(rc));
+            goto fail;
+        }
+        r->nworkers++;
+    }
+    rc = pthread_create(&r->clock, NULL, clock_main, r);
+    if (rc != 0) {
+        rc = wh_error_set(err, WH_ERROR, "reconcile: cannot start clock: %s", strerror(rc));
+        goto fail;
+    }
+    r->clock_started = true;
+    LOG_INFO("reconcile: started workers=%d resync_period_s=%ld", r->cfg.workers,
+             r->cfg.resync_period_s);
+    *out = r;
+    return 0;
+fail:
+    if (mu_init) {
+        reconcile_stop(r);  /* joins what was started, frees everything */
+        return rc;
+    }
+    sshkeys_destroy(r->ssh_keys);
+    free(r->workers);
+    free(r);
+    return rc;
+}
+
+int reconcile_start(struct reconciler **out, struct k8s_client *kc, struct job_cache *cache,
+                    const struct reconcile_config *cfg, struct wh_error *err)
+{
+    return reconcile_start_table(out, kc, cache, cfg, plugin_registry, err);
+}
+
+static void table_free(struct rc_table *t, bool keys)
+{
+    for (size_t i = 0; i < t->nbuckets; i++) {
+        struct rc_node *n = t->buckets[i];
+
+        while (n != NULL) {
+            struct rc_node *next = n->hnext;
+
+            if (keys)
+                json_decref(((struct rc_key *)n)->deleted);
+            free(n->name);
+            free(n);
+            n = next;
+        }
+    }
+    free(t->buckets);
+    t->buckets = NULL;
+    t->nbuckets = 0;
+    t->n = 0;
+}
+
+void reconcile_stop(struct reconciler *r)
+{
+    if (r == NULL)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->stopping = true;
+    pthread_cond_broadcast(&r->work_cv);
+    pthread_cond_broadcast(&r->clock_cv);
+    pthread_mutex_unlock(&r->mu);
+    for (int i = 0; i < r->nworkers; i++)
+        pthread_join(r->workers[i], NULL);
+    if (r->clock_started)
+        pthread_join(r->clock, NULL);
+    table_free(&r->keys, true);
+    table_free(&r->uids, false);
+    pthread_cond_destroy(&r->clock_cv);
+    pthread_cond_destroy(&r->work_cv);
+    pthread_mutex_destroy(&r->mu);
+    sshkeys_destroy(r->ssh_keys);
+    free(r->workers);
+    free(r);
+}
+
+void reconcile_enqueue(struct reconciler *r, const json_t *job)
+{
+    char key[512];
+    struct rc_key *k;
+
+    if (r == NULL || job_key(job, key, sizeof(key)) < 0)
+        return;
+    pthread_mutex_lock(&r->mu);
+    if (r->accepting) {  /* a follower keeps nothing: enqueue_all covers it at takeover */
+        k = key_get(r, key, true);
+        if (k != NULL)
+            key_add(r, k);
+        else
+            LOG_ERROR("reconcile: out of memory, not queued job=%s", key);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+void reconcile_deleted(struct reconciler *r, const json_t *last_known)
+{
+    char key[512];
+    struct rc_key *k;
+    json_t *copy;
+    bool accepting;
+
+    if (r == NULL || job_key(last_known, key, sizeof(key)) < 0)
+        return;
+    /* A follower keeps nothing: garbage collection removes the deleted Job's objects. */
+    pthread_mutex_lock(&r->mu);
+    accepting = r->accepting;
+    pthread_mutex_unlock(&r->mu);
+    if (!accepting)
+        return;
+    /* A private copy: a json_t shared across threads races on its refcount (cache.c). */
+    copy = json_deep_copy(last_known);
+    if (copy == NULL) {
+        LOG_ERROR("reconcile: out of memory, deletion not queued job=%s", key);
+        return;
+    }
+    pthread_mutex_lock(&r->mu);
+    k = r->accepting ? key_get(r, key, true) : NULL;
+    if (k != NULL) {
+        json_decref(k->deleted);
+        k->deleted = copy;  /* now owned by the key record */
+        copy = NULL;
+        key_add(r, k);
+    } else if (r->accepting) {
+        LOG_ERROR("reconcile: out of memory, deletion not queued job=%s", key);
+    }
+    pthread_mutex_unlock(&r->mu);
+    json_decref(copy);
+}
+
+void reconcile_set_leading(struct reconciler *r, bool leading)
+{
+    bool was;
+
+    if (r == NULL)
+        return;
+    if (leading) {
+        /* A new leader cannot know what happened meanwhile: look at every Job. Accept
+         * events before the snapshot, so a Job added meanwhile is queued by its event;
+         * queue them before the workers start, so a Job is not run twice for one
+         * takeover. */
+        pthread_mutex_lock(&r->mu);
+        r->accepting = true;
+        pthread_mutex_unlock(&r->mu);
+        enqueue_all(r);
+    }
+    pthread_mutex_lock(&r->mu);
+    was = r->leading;
+    r->leading = leading;
+    if (!leading) {
+        r->accepting = false;
+        keys_drop_all(r);
+        r->forget_uids = true;
+        if (r->running == 0)
+            uids_forget_all(r);  /* else the last run in flight does it */
+    }
+    pthread_cond_broadcast(&r->work_cv);
+    pthread_cond_broadcast(&r->clock_cv);
+    pthread_mutex_unlock(&r->mu);
+    if (was != leading)
+        LOG_INFO("reconcile: %s", leading ? "leading, reconciling" : "not leading, idle");
+}
+
+void reconcile_get_stats(struct reconciler *r, struct reconcile_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (r == NULL)
+        return;
+    pthread_mutex_lock(&r->mu);
+    out->reconciles = r->reconciles;
+    out->errors = r->errors;
+    out->queue_len = r->qlen;
+    out->keys = r->keys.n;
+    out->uids = r->uids.n;
+    pthread_mutex_unlock(&r->mu);
+    out->foreign = __atomic_load_n(&r->foreign, __ATOMIC_RELAXED);
+}

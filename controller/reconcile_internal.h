@@ -1,0 +1,31 @@
+/*
+ * reconcile_internal.h - semi-private entry points of webhook/reconcile.c for
+ * tests (C-STYLE §11): start the reconciler on a hook table of one's own, and
+ * the backoff formula. Not for production callers.
+ */
+#ifndef WH_RECONCILE_INTERNAL_H
+#define WH_RECONCILE_INTERNAL_H
+
+#include "plugins/plugin.h"
+#include "controller/reconcile.h"
+
+/**
+ * reconcile_start with the hooks of table instead of plugin_registry. table has
+ * plugin_registry_len entries, index-aligned with plugin_registry (entry k stands
+ * for plugin_registry[k], so the effective set of spec D1 still selects it); the
+ * table and its plugins are borrowed and must outlive the reconciler.
+ * @return as reconcile_start.
+ */
+int reconcile_start_table(struct reconciler **out, struct k8s_client *kc, struct job_cache *cache,
+                          const struct reconcile_config *cfg, const struct plugin *const *table,
+                          struct wh_error *err);
+
+/**
+ * Delay before retry number `failures` (1 = first retry) of a failed key:
+ * backoff_min_ms * 2^(failures-1), capped at backoff_max_ms (client-go's
+ * ItemExponentialFailureRateLimiter). cfg values <= 0 take the defaults of
+ * struct reconcile_config.
+ */
+long reconcile_backoff_ms(const struct reconcile_config *cfg, unsigned failures);
+
+#endif

@@ -1,0 +1,27 @@
+/*
+ * jobsource.h - where the admission path gets a pod's Volcano Job: a GET per
+ * request, the informer cache (controller/lookup.h), or a file (render).
+ */
+#ifndef WH_JOBSOURCE_H
+#define WH_JOBSOURCE_H
+
+#include <jansson.h>
+
+#include "base/error.h"
+
+/* Where Jobs come from: a GET per request, a cache, or a file (render). */
+struct job_source {
+    /**
+     * Look up Job ns/name. uid: the uid the pod's ownerReference names ("" when
+     * none); a source that may be stale (a cache) reads again when its Job has
+     * another uid (D6), others may ignore it. @param[out] job_out new reference
+     * on success.
+     * @return 0; WH_ENOTFOUND when it does not exist; any other < 0 when it
+     *         could not be read (err filled with the reason).
+     */
+    int (*get)(void *userdata, const char *ns, const char *name, const char *uid,
+               json_t **job_out, struct wh_error *err);
+    void *userdata;
+};
+
+#endif

@@ -1,0 +1,540 @@
+/*
+ * check_cache.c - webhook/cache.c: get/put/remove, replace_all with its reported
+ * list, snapshots, the synced flag, and many readers with one writer on real
+ * threads (run it under SANITIZER=thread as well).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "tests/testutil.h"
+#include "controller/cache.h"
+
+/* A Job ns/name with resourceVersion rv (new reference). */
+static json_t *job(const char *ns, const char *name, const char *rv)
+{
+    json_t *j = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:{s:[{s:s, s:i}]}}",
+                          "apiVersion", "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata",
+                          "name", name, "namespace", ns, "resourceVersion", rv, "uid", "u-1",
+                          "spec", "tasks", "name", "t", "replicas", 1);
+
+    ck_assert_ptr_nonnull(j);
+    return j;
+}
+
+static const char *rv_of(const json_t *j)
+{
+    return json_string_value(json_object_get(json_object_get(j, "metadata"), "resourceVersion"));
+}
+
+static const char *name_of(const json_t *j)
+{
+    return json_string_value(json_object_get(json_object_get(j, "metadata"), "name"));
+}
+
+START_TEST(test_empty)
+{
+    struct job_cache *c = cache_create();
+    json_t *got = (json_t *)1;
+    json_t *all;
+
+    ck_assert_ptr_nonnull(c);
+    ck_assert_uint_eq(cache_size(c), 0);
+    ck_assert(!cache_synced(c));
+    ck_assert_int_eq(cache_get(c, "ns1", "j1", &got), WH_ENOTFOUND);
+    ck_assert_ptr_null(got);
+    ck_assert_int_eq(cache_remove(c, "ns1", "j1"), WH_ENOTFOUND);
+    all = cache_list(c);
+    tu_assert_json_eq(all, "[]");
+    json_decref(all);
+    cache_destroy(c);
+    cache_destroy(NULL);
+}
+END_TEST
+
+START_TEST(test_put_get_replace_remove)
+{
+    struct job_cache *c = cache_create();
+    json_t *j1 = job("ns1", "j1", "5");
+    json_t *j1b = job("ns1", "j1", "9");
+    json_t *j2 = job("ns2", "j1", "6");
+    json_t *got = NULL;
+    json_t *old = NULL;
+
+    ck_assert_int_eq(cache_put(c, j1), 0);
+    ck_assert_int_eq(cache_put(c, j2), 0);
+    ck_assert_uint_eq(cache_size(c), 2);
+    /* The cache keeps a copy of its own: the caller's object gains no reference. */
+    ck_assert_int_eq(j1->refcount, 1);
+
+    ck_assert_int_eq(cache_get(c, "ns1", "j1", &got), 0);
+    /* A private copy: equal, not the cached object, which gains no reference. */
+    ck_assert_ptr_ne(got, j1);
+    ck_assert(json_equal(got, j1));
+    ck_assert_int_eq(got->refcount, 1);
+    ck_assert_int_eq(j1->refcount, 1);
+    old = got;
+    got = NULL;
+
+    /* An update swaps the object; what a reader holds stays valid and unchanged. */
+    ck_assert_int_eq(cache_put(c, j1b), 0);
+    ck_assert_uint_eq(cache_size(c), 2);
+    ck_assert_int_eq(j1->refcount, 1);
+    ck_assert_str_eq(rv_of(old), "5");
+    ck_assert_int_eq(cache_get(c, "ns1", "j1", &got), 0);
+    ck_assert_str_eq(rv_of(got), "9");
+    json_decref(got);
+    json_decref(old);
+
+    /* Namespaces are part of the key. */
+    ck_assert_int_eq(cache_get(c, "ns2", "j1", &got), 0);
+    ck_assert_str_eq(rv_of(got), "6");
+    json_decref(got);
+    ck_assert_int_eq(cache_get(c, "ns3", "j1", &got), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_get(c, "ns1", "j2", &got), WH_ENOTFOUND);
+
+    ck_assert_int_eq(cache_remove(c, "ns1", "j1"), 0);
+    ck_assert_int_eq(cache_remove(c, "ns1", "j1"), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_get(c, "ns1", "j1", &got), WH_ENOTFOUND);
+    ck_assert_uint_eq(cache_size(c), 1);
+    ck_assert_int_eq(j1b->refcount, 1);
+
+    cache_destroy(c);
+    ck_assert_int_eq(j2->refcount, 1);
+    json_decref(j1);
+    json_decref(j1b);
+    json_decref(j2);
+}
+END_TEST
+
+/* Every read is a private tree: changing it changes neither the cache nor another read. */
+START_TEST(test_reads_are_private)
+{
+    struct job_cache *c = cache_create();
+    json_t *j1 = job("ns1", "j1", "5");
+    json_t *j1b = job("ns1", "j1", "9");
+    json_t *a = NULL;
+    json_t *b = NULL;
+
+    ck_assert_int_eq(cache_put(c, j1), 0);
+    json_object_set_new(j1, "kind", json_string("Changed"));  /* the caller's object stays the caller's */
+    ck_assert_int_eq(cache_get(c, "ns1", "j1", &a), 0);
+    ck_assert_int_eq(cache_get(c, "ns1", "j1", &b), 0);
+    ck_assert_ptr_ne(a, b);
+    ck_assert_int_eq(a->refcount, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(a, "kind")), "Job");
+    json_object_set_new(json_object_get(a, "metadata"), "resourceVersion", json_string("77"));
+    ck_assert_str_eq(rv_of(b), "5");
+    json_decref(b);
+
+    /* Replaced while a read is held: the read keeps the old Job, a new read sees the new. */
+    ck_assert_int_eq(cache_put(c, j1b), 0);
+    ck_assert_str_eq(rv_of(a), "77");
+    ck_assert_int_eq(cache_get(c, "ns1", "j1", &b), 0);
+    ck_assert_str_eq(rv_of(b), "9");
+    json_decref(a);
+    json_decref(b);
+    cache_destroy(c);
+    json_decref(j1);
+    json_decref(j1b);
+}
+END_TEST
+
+/* The cache keeps only what its readers use (cache.h cache_put); the caller's Job is untouched. */
+START_TEST(test_put_prunes_unread_parts)
+{
+    struct job_cache *c = cache_create();
+    const char *full =
+        "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+        "\"metadata\":{\"name\":\"j\",\"namespace\":\"ns\",\"uid\":\"u-1\","
+        "\"resourceVersion\":\"4\",\"managedFields\":[{\"manager\":\"kubectl\"}],"
+        "\"annotations\":{\"kubectl.kubernetes.io/last-applied-configuration\":\"{}\",\"a\":\"1\"}},"
+        "\"spec\":{\"minAvailable\":3,\"plugins\":{\"svc\":[]},\"tasks\":["
+        "{\"name\":\"ps\",\"replicas\":1,\"template\":{\"metadata\":{\"labels\":{\"x\":\"y\"}},"
+        "\"spec\":{\"hostname\":\"h\",\"subdomain\":\"d\",\"containers\":[{\"name\":\"c\"}],"
+        "\"restartPolicy\":\"Never\"}}},"
+        "{\"name\":\"w\",\"replicas\":2,\"template\":{\"spec\":{\"hostname\":7,\"volumes\":[]}}},"
+        "{\"name\":\"odd\",\"template\":{\"spec\":\"not an object\",\"x\":1}},"
+        "{\"name\":\"odder\",\"template\":5},"
+        "{\"name\":\"bare\",\"template\":{\"spec\":{\"containers\":[]}}}, 3]},"
+        "\"status\":{\"state\":{\"phase\":\"Running\",\"reason\":\"x\"},\"retryCount\":1}}";
+    json_t *j = tu_json(full);
+    json_t *orig = tu_json(full);
+    json_t *got = NULL;
+    const char *want =
+        "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+        "\"metadata\":{\"name\":\"j\",\"namespace\":\"ns\",\"uid\":\"u-1\","
+        "\"resourceVersion\":\"4\"},"
+        "\"spec\":{\"plugins\":{\"svc\":[]},\"tasks\":["
+        "{\"name\":\"ps\",\"replicas\":1,\"template\":{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"d\"}}},"
+        "{\"name\":\"w\",\"replicas\":2,\"template\":{\"spec\":{\"hostname\":7}}},"
+        "{\"name\":\"odd\",\"template\":{\"spec\":\"not an object\"}},"
+        "{\"name\":\"odder\",\"template\":5},"
+        "{\"name\":\"bare\"}, 3]},"
+        "\"status\":{\"state\":{\"phase\":\"Running\"}}}";
+
+    ck_assert_int_eq(cache_put(c, j), 0);
+    ck_assert(json_equal(j, orig));
+    ck_assert_int_eq(cache_get(c, "ns", "j", &got), 0);
+    tu_assert_json_eq(got, want);
+    json_decref(got);
+    json_decref(j);
+    json_decref(orig);
+    cache_destroy(c);
+}
+END_TEST
+
+/* cache_change_fn: append [old, new] (null for NULL) to the array userdata. */
+static void record_change(void *userdata, const json_t *old_job, const json_t *job)
+{
+    ck_assert_int_eq(json_array_append_new(userdata, json_pack("[O?, O?]", old_job, job)), 0);
+}
+
+/*
+ * LIST semantics through a batch: items into a batch (every add's status appended
+ * to *adds_out when not NULL), then cache_replace_all. *changes_out (NULL allowed):
+ * new reference, the reported [old, new] pairs in order.
+ */
+static int replace_all(struct job_cache *c, const json_t *items, json_t **adds_out,
+                       json_t **changes_out)
+{
+    struct cache_batch *b = cache_batch_create();
+    json_t *changes = json_array();
+    json_t *adds = json_array();
+    const json_t *j;
+    size_t i;
+    int rc;
+
+    ck_assert_ptr_nonnull(b);
+    json_array_foreach(items, i, j) {
+        json_array_append_new(adds, json_integer(cache_batch_add(b, j)));
+    }
+    rc = cache_replace_all(c, b, changes_out != NULL ? record_change : NULL, changes);
+    cache_batch_destroy(b);
+    if (adds_out != NULL)
+        *adds_out = adds;
+    else
+        json_decref(adds);
+    if (changes_out != NULL)
+        *changes_out = changes;
+    else
+        json_decref(changes);
+    return rc;
+}
+
+START_TEST(test_bad_input)
+{
+    struct job_cache *c = cache_create();
+    json_t *nons = tu_json("{\"metadata\":{\"name\":\"x\"}}");
+    json_t *noname = tu_json("{\"metadata\":{\"namespace\":\"x\"}}");
+    json_t *str = json_string("job");
+    json_t *got = NULL;
+    json_t *changes = NULL;
+    json_t *adds = NULL;
+    json_t *items;
+
+    ck_assert_int_eq(cache_put(c, nons), WH_EINVAL);
+    ck_assert_int_eq(cache_put(c, noname), WH_EINVAL);
+    ck_assert_int_eq(cache_put(c, str), WH_EINVAL);
+    ck_assert_int_eq(cache_put(c, NULL), WH_EINVAL);
+    ck_assert_int_eq(cache_get(c, "", "x", &got), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_get(c, NULL, "x", &got), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_remove(c, "x", ""), WH_ENOTFOUND);
+    ck_assert_uint_eq(cache_size(c), 0);
+    /* Items that are not Jobs with a namespace and a name are refused by the batch. */
+    items = json_pack("[O, O, O, n, o]", nons, noname, str, job("a", "b", "1"));
+    ck_assert_int_eq(replace_all(c, items, &adds, &changes), 0);
+    tu_assert_json_eq(adds, "[-3, -3, -3, -3, 0]");
+    ck_assert_int_eq(WH_EINVAL, -3);
+    ck_assert_uint_eq(json_array_size(changes), 1);   /* a/b added */
+    ck_assert_uint_eq(cache_size(c), 1);
+    ck_assert_int_eq(cache_get(c, "a", "b", &got), 0);
+    json_decref(got);
+    json_decref(changes);
+    json_decref(adds);
+    json_decref(items);
+    json_decref(nons);
+    json_decref(noname);
+    json_decref(str);
+    cache_destroy(c);
+}
+END_TEST
+
+START_TEST(test_replace_all)
+{
+    struct job_cache *c = cache_create();
+    json_t *a = job("ns", "a", "1");
+    json_t *b = job("ns", "b", "2");
+    json_t *b2 = job("ns", "b", "7");
+    json_t *d = job("ns", "d", "3");
+    json_t *e = job("ns2", "e", "8");
+    json_t *items;
+    json_t *changes = NULL;
+    json_t *got = NULL;
+    json_t *all;
+    json_t *want_changes;
+    char *want;
+
+    ck_assert_int_eq(cache_put(c, a), 0);
+    ck_assert_int_eq(cache_put(c, b), 0);
+    ck_assert_int_eq(cache_put(c, d), 0);
+
+    /* LIST now says: b (changed), e (new) and d (unchanged); a is gone. */
+    items = json_pack("[O, O, O]", b2, e, d);
+    ck_assert_int_eq(replace_all(c, items, NULL, &changes), 0);
+    /* Removals first, then additions and changes in the LIST's order; d unchanged: not reported. */
+    want_changes = json_pack("[[O, n], [O, O], [n, O]]", a, b, b2, e);
+    want = json_dumps(want_changes, JSON_COMPACT);
+    ck_assert_ptr_nonnull(want);
+    tu_assert_json_eq(changes, want);
+    free(want);
+    json_decref(want_changes);
+    json_decref(changes);
+    ck_assert_uint_eq(cache_size(c), 3);
+    ck_assert_int_eq(cache_get(c, "ns", "a", &got), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_get(c, "ns", "b", &got), 0);
+    ck_assert(json_equal(got, b2));
+    json_decref(got);
+    ck_assert_int_eq(cache_get(c, "ns2", "e", &got), 0);
+    ck_assert(json_equal(got, e));
+    json_decref(got);
+    /* The cache holds no reference to any caller's object (d: ours and items'). */
+    ck_assert_int_eq(a->refcount, 1);
+    ck_assert_int_eq(b->refcount, 1);
+    ck_assert_int_eq(d->refcount, 2);
+
+    /* A snapshot is independent of later writes. */
+    all = cache_list(c);
+    ck_assert_uint_eq(json_array_size(all), 3);
+    ck_assert_int_eq(cache_remove(c, "ns", "b"), 0);
+    ck_assert_uint_eq(json_array_size(all), 3);
+    ck_assert(json_equal(json_array_get(all, 0), b2));
+    ck_assert(json_equal(json_array_get(all, 1), e));
+    ck_assert(json_equal(json_array_get(all, 2), d));
+    ck_assert_ptr_ne(json_array_get(all, 0), b2);
+    ck_assert_int_eq(b2->refcount, 2);   /* ours and items': the snapshot holds copies */
+    json_decref(all);
+
+    /* No handler is allowed; an empty LIST empties the cache. */
+    json_decref(items);
+    items = json_array();
+    ck_assert_int_eq(replace_all(c, items, NULL, NULL), 0);
+    ck_assert_uint_eq(cache_size(c), 0);
+    ck_assert_int_eq(e->refcount, 1);
+
+    json_decref(items);
+    json_decref(a);
+    json_decref(b);
+    json_decref(b2);
+    json_decref(d);
+    json_decref(e);
+    cache_destroy(c);
+}
+END_TEST
+
+/* job() with metadata.uid set to uid (new reference). */
+static json_t *job_uid(const char *ns, const char *name, const char *rv, const char *uid)
+{
+    json_t *j = job(ns, name, rv);
+
+    ck_assert_int_eq(json_object_set_new(json_object_get(j, "metadata"), "uid", json_string(uid)),
+                     0);
+    return j;
+}
+
+START_TEST(test_replace_all_uid_changed)
+{
+    struct job_cache *c = cache_create();
+    json_t *a = job_uid("ns", "a", "1", "uid-a1");
+    json_t *a2 = job_uid("ns", "a", "9", "uid-a2");      /* deleted and created again */
+    json_t *b = job_uid("ns", "b", "2", "uid-b");
+    json_t *b2 = job_uid("ns", "b", "5", "uid-b");       /* only changed */
+    json_t *d = job_uid("ns", "d", "3", "uid-d1");
+    json_t *d2 = job_uid("ns", "d", "3", "uid-d2");      /* same resourceVersion, other uid */
+    json_t *items;
+    json_t *changes = NULL;
+    json_t *want_changes;
+    json_t *got = NULL;
+    char *want;
+
+    ck_assert_int_eq(cache_put(c, a), 0);
+    ck_assert_int_eq(cache_put(c, b), 0);
+    ck_assert_int_eq(cache_put(c, d), 0);
+    items = json_pack("[O, O, O]", d2, a2, b2);
+    ck_assert_int_eq(replace_all(c, items, NULL, &changes), 0);
+    /* A new uid under a known name: the old Job gone, then the new one added, at its
+     * place in the LIST's order; a changed Job of the same uid stays one update. */
+    want_changes = json_pack("[[O, n], [n, O], [O, n], [n, O], [O, O]]", d, d2, a, a2, b, b2);
+    want = json_dumps(want_changes, JSON_COMPACT);
+    ck_assert_ptr_nonnull(want);
+    tu_assert_json_eq(changes, want);
+    free(want);
+    ck_assert_int_eq(cache_get(c, "ns", "a", &got), 0);
+    ck_assert(json_equal(got, a2));
+    json_decref(got);
+    ck_assert_uint_eq(cache_size(c), 3);
+
+    json_decref(want_changes);
+    json_decref(changes);
+    json_decref(items);
+    json_decref(a);
+    json_decref(a2);
+    json_decref(b);
+    json_decref(b2);
+    json_decref(d);
+    json_decref(d2);
+    cache_destroy(c);
+}
+END_TEST
+
+START_TEST(test_synced)
+{
+    struct job_cache *c = cache_create();
+
+    ck_assert(!cache_synced(c));
+    cache_set_synced(c, true);
+    ck_assert(cache_synced(c));
+    cache_set_synced(c, false);
+    ck_assert(!cache_synced(c));
+    cache_destroy(c);
+}
+END_TEST
+
+/* ---- many readers, one writer ---- */
+
+#define N_READERS 4
+#define N_JOBS 16
+#define N_ROUNDS 300
+
+struct race {
+    struct job_cache *c;
+    atomic_bool done;
+    atomic_ulong hits;
+    atomic_ulong bad;          /* a reader saw a Job that is not the one it asked for */
+};
+
+static void *reader(void *arg)
+{
+    struct race *r = arg;
+    char name[16];
+    unsigned i = 0;
+
+    while (!atomic_load(&r->done)) {
+        json_t *got = NULL;
+        json_t *all;
+        char *text;
+
+        snprintf(name, sizeof(name), "j%u", i++ % N_JOBS);
+        if (cache_get(r->c, "ns", name, &got) == 0) {
+            /* Work on the Job outside the lock: read it, dump it. */
+            const char *n = name_of(got);
+            long rv = strtol(rv_of(got), NULL, 10);
+
+            if (n == NULL || strcmp(n, name) != 0 || rv < 1)
+                atomic_fetch_add(&r->bad, 1);
+            text = json_dumps(got, JSON_COMPACT);
+            if (text == NULL)
+                atomic_fetch_add(&r->bad, 1);
+            free(text);
+            json_decref(got);
+            atomic_fetch_add(&r->hits, 1);
+        }
+        if (i % 64 == 0) {
+            all = cache_list(r->c);
+            if (all == NULL || json_array_size(all) > N_JOBS)
+                atomic_fetch_add(&r->bad, 1);
+            json_decref(all);
+            (void)cache_size(r->c);
+            (void)cache_synced(r->c);
+        }
+    }
+    return NULL;
+}
+
+START_TEST(test_concurrent_readers_one_writer)
+{
+    struct race r;
+    pthread_t th[N_READERS];
+    char name[16];
+    char rv[24];
+    long next_rv = 1;
+    json_t *got = NULL;
+
+    r.c = cache_create();
+    atomic_init(&r.done, false);
+    atomic_init(&r.hits, 0);
+    atomic_init(&r.bad, 0);
+    for (int t = 0; t < N_READERS; t++)
+        ck_assert_int_eq(pthread_create(&th[t], NULL, reader, &r), 0);
+
+    for (int round = 0; round < N_ROUNDS; round++) {
+        json_t *items = json_array();
+
+        for (unsigned k = 0; k < N_JOBS; k++) {
+            json_t *j;
+
+            snprintf(name, sizeof(name), "j%u", k);
+            snprintf(rv, sizeof(rv), "%ld", next_rv++);
+            j = job("ns", name, rv);
+            switch ((round + (int)k) % 4) {
+            case 0:
+                ck_assert_int_eq(cache_put(r.c, j), 0);
+                break;
+            case 1:
+                cache_remove(r.c, "ns", name);
+                break;
+            default:
+                ck_assert_int_eq(json_array_append(items, j), 0);
+                break;
+            }
+            json_decref(j);
+        }
+        if (round % 10 == 0) {
+            json_t *changes = NULL;
+
+            ck_assert_int_eq(replace_all(r.c, items, NULL, &changes), 0);
+            json_decref(changes);
+            cache_set_synced(r.c, true);
+        }
+        json_decref(items);
+    }
+    atomic_store(&r.done, true);
+    for (int t = 0; t < N_READERS; t++)
+        ck_assert_int_eq(pthread_join(th[t], NULL), 0);
+    ck_assert_uint_eq(atomic_load(&r.bad), 0);
+    ck_assert_uint_gt(atomic_load(&r.hits), 0);
+
+    /* The last writes are what the cache holds: round N_ROUNDS-1 = 299, k=1 → put. */
+    snprintf(rv, sizeof(rv), "%ld", (long)(N_ROUNDS - 1) * N_JOBS + 1 + 1);
+    ck_assert_int_eq(cache_get(r.c, "ns", "j1", &got), 0);
+    ck_assert_str_eq(rv_of(got), rv);
+    ck_assert_int_eq(got->refcount, 1);
+    json_decref(got);
+    cache_destroy(r.c);
+}
+END_TEST
+
+static Suite *cache_suite(void)
+{
+    Suite *s = suite_create("cache");
+    TCase *tc = tcase_create("core");
+
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_empty);
+    tcase_add_test(tc, test_put_get_replace_remove);
+    tcase_add_test(tc, test_reads_are_private);
+    tcase_add_test(tc, test_put_prunes_unread_parts);
+    tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_replace_all);
+    tcase_add_test(tc, test_replace_all_uid_changed);
+    tcase_add_test(tc, test_synced);
+    tcase_add_test(tc, test_concurrent_readers_one_writer);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    json_object_seed(0);
+    return tu_run(cache_suite());
+}

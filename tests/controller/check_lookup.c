@@ -1,0 +1,322 @@
+/*
+ * check_lookup.c - webhook/lookup.c, the admission path's Job lookup, against
+ * tests/apiserver.py: a cached Job costs no API request at all; a miss, or a
+ * cached Job with another uid (spec D6), costs exactly one GET; 404, a stall
+ * past the timeout and a 500 come back as the errors mutate_review expects.
+ * Request counts come from the server's own request log.
+ */
+#include <pthread.h>
+
+#include "tests/apitest.h"
+#include "controller/cache.h"
+#include "controller/lookup.h"
+
+#define JOB_PATH "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs/j1"
+
+static struct apitest api;
+static struct k8s_client *kc;
+static struct job_cache *cache;
+static json_t *stored;     /* Job ns1/j1 as the API server stored it */
+
+static void setup(void)
+{
+    json_t *resp = NULL;
+
+    apitest_start(&api, NULL);
+    kc = apitest_client(&api);
+    cache = cache_create();
+    ck_assert_ptr_nonnull(cache);
+    ck_assert_int_eq(apitest_call(&api, "POST", "/_test/objects",
+                                  "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+                                  "\"metadata\":{\"name\":\"j1\",\"namespace\":\"ns1\"},"
+                                  "\"spec\":{\"minAvailable\":1}}",
+                                  false, &resp),
+                     201);
+    stored = json_incref(json_array_get(json_object_get(resp, "items"), 0));
+    json_decref(resp);
+    ck_assert(json_is_object(stored));
+    apitest_ctl(&api, "DELETE", "/_test/requests", NULL);
+}
+
+static void teardown(void)
+{
+    json_decref(stored);
+    stored = NULL;
+    cache_destroy(cache);
+    cache = NULL;
+    k8s_client_destroy(kc);
+    kc = NULL;
+    apitest_stop(&api);
+}
+
+static const char *uid_of(const json_t *j)
+{
+    return json_string_value(json_object_get(json_object_get(j, "metadata"), "uid"));
+}
+
+/* A Job ns1/j1 as the cache might hold it (new reference). */
+static json_t *cached_job(const char *uid)
+{
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:{s:{s:[]}}}", "apiVersion",
+                     "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata", "name", "j1",
+                     "namespace", "ns1", "uid", uid, "resourceVersion", "1", "spec",
+                     "plugins", "svc");
+}
+
+static int get(struct job_lookup *l, const char *name, const char *uid, json_t **out,
+               struct wh_error *err)
+{
+    struct job_source src = lookup_job_source(l);
+
+    ck_assert_ptr_eq(src.userdata, l);
+    return src.get(src.userdata, "ns1", name, uid, out, err);
+}
+
+START_TEST(test_cached_job_makes_no_request)
+{
+    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 2000};
+    struct wh_error err = {0, ""};
+    json_t *job = cached_job(uid_of(stored));
+    json_t *got = NULL;
+
+    ck_assert_int_eq(cache_put(cache, job), 0);
+    cache_set_synced(cache, true);
+    for (int i = 0; i < 5; i++) {
+        ck_assert_int_eq(get(&l, "j1", uid_of(stored), &got, &err), 0);
+        ck_assert(json_equal(got, job));       /* the cached one (plugins svc), not the API's */
+        json_decref(got);
+        got = NULL;
+    }
+    /* No uid to compare (an ownerReference without one): the cached Job too. */
+    ck_assert_int_eq(get(&l, "j1", "", &got, &err), 0);
+    ck_assert(json_equal(got, job));
+    json_decref(got);
+    ck_assert_uint_eq(apitest_total(&api), 0);
+    json_decref(job);
+}
+END_TEST
+
+START_TEST(test_miss_makes_one_get)
+{
+    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 2000};
+    struct wh_error err = {0, ""};
+    json_t *got = NULL;
+
+    ck_assert_int_eq(get(&l, "j1", uid_of(stored), &got, &err), 0);
+    ck_assert(json_equal(got, stored));
+    json_decref(got);
+    ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 1);
+    ck_assert_uint_eq(apitest_total(&api), 1);
+    /* The lookup never writes the cache: the informer is its only writer. */
+    ck_assert_uint_eq(cache_size(cache), 0);
+
+    /* Synced or not, a miss is a GET (the watch may lag behind a new Job). */
+    cache_set_synced(cache, true);
+    ck_assert_int_eq(get(&l, "j1", uid_of(stored), &got, &err), 0);
+    json_decref(got);
+    ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 2);
+}
+END_TEST
+
+START_TEST(test_stale_uid_reads_again)
+{
+    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 2000};
+    struct wh_error err = {0, ""};
+    json_t *old = cached_job("uid-of-a-deleted-incarnation");
+    json_t *got = NULL;
+
+    ck_assert_int_eq(cache_put(cache, old), 0);
+    cache_set_synced(cache, true);
+    ck_assert_int_eq(get(&l, "j1", uid_of(stored), &got, &err), 0);
+    ck_assert(json_equal(got, stored));
+    ck_assert_str_eq(uid_of(got), uid_of(stored));
+    json_decref(got);
+    ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 1);
+    ck_assert_uint_eq(apitest_total(&api), 1);
+    json_decref(old);
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 300};
+    struct wh_error err = {0, ""};
+    json_t *got = NULL;
+
+    /* 404 → WH_ENOTFOUND (D7: allowed with a warning). */
+    ck_assert_int_eq(get(&l, "nope", "u", &got, &err), WH_ENOTFOUND);
+    ck_assert_ptr_null(got);
+    ck_assert_int_eq(apitest_count(&api, "GET", "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs/nope"), 1);
+
+    /* 500 → WH_EAPI with the Status reason. */
+    apitest_ctl(&api, "POST", "/_test/faults",
+                "{\"method\":\"GET\",\"path_regex\":\"/jobs/j1$\",\"status\":500,"
+                "\"reason\":\"InternalError\",\"message\":\"boom\",\"count\":1}");
+    wh_error_clear(&err);
+    ck_assert_int_eq(get(&l, "j1", "", &got, &err), WH_EAPI);
+    ck_assert_str_eq(err.msg, "InternalError: boom");
+
+    /* A stall past --job-lookup-timeout → WH_ETIMEOUT. */
+    apitest_ctl(&api, "POST", "/_test/faults",
+                "{\"method\":\"GET\",\"path_regex\":\"/jobs/j1$\",\"delay_ms\":3000,\"count\":1}");
+    wh_error_clear(&err);
+    ck_assert_int_eq(get(&l, "j1", "", &got, &err), WH_ETIMEOUT);
+    ck_assert_ptr_null(got);
+}
+END_TEST
+
+START_TEST(test_no_cache)
+{
+    struct job_lookup l = {.cache = NULL, .client = kc, .timeout_ms = 2000};
+    struct wh_error err = {0, ""};
+    json_t *got = NULL;
+
+    ck_assert_int_eq(get(&l, "j1", NULL, &got, &err), 0);
+    ck_assert(json_equal(got, stored));
+    json_decref(got);
+    ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 1);
+}
+END_TEST
+
+/* One lookup on its own thread, released with the others by a barrier. */
+struct lookup_thread {
+    pthread_t th;
+    struct job_lookup *l;
+    pthread_barrier_t *go;
+    const char *name;
+    int rc;
+    json_t *job;
+    struct wh_error err;
+};
+
+static void *lookup_main(void *arg)
+{
+    struct lookup_thread *t = arg;
+
+    if (t->go != NULL)
+        pthread_barrier_wait(t->go);
+    t->rc = lookup_job_get(t->l, "ns1", t->name, "", &t->job, &t->err);
+    return NULL;
+}
+
+/* Wait (up to 20 s) until the API server has received n GETs of path. */
+static void wait_gets(const char *path, int n)
+{
+    for (int i = 0; i < 2000 && apitest_count(&api, "GET", path) < n; i++)
+        usleep(10000);
+    ck_assert_int_eq(apitest_count(&api, "GET", path), n);
+}
+
+START_TEST(test_concurrent_misses_share_one_get)
+{
+    enum { N = 8 };
+    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 10000};
+    struct lookup_thread t[N];
+    pthread_barrier_t go;
+
+    ck_assert_int_eq(lookup_init(&l), 0);
+    /* The GET stalls, so every lookup starts while it is in the air. */
+    apitest_ctl(&api, "POST", "/_test/faults",
+                "{\"method\":\"GET\",\"path_regex\":\"/jobs/j1$\",\"delay_ms\":2000,\"count\":1}");
+    pthread_barrier_init(&go, NULL, N);
+    for (int i = 0; i < N; i++) {
+        t[i] = (struct lookup_thread){.l = &l, .go = &go, .name = "j1"};
+        ck_assert_int_eq(pthread_create(&t[i].th, NULL, lookup_main, &t[i]), 0);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(t[i].th, NULL);
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(t[i].rc, 0);
+        ck_assert(json_equal(t[i].job, stored));
+        for (int k = 0; k < i; k++)
+            ck_assert_ptr_ne(t[i].job, t[k].job);   /* each its own copy */
+    }
+    for (int i = 0; i < N; i++)
+        json_decref(t[i].job);
+    ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 1);
+    ck_assert_uint_eq(apitest_total(&api), 1);
+
+    /* An error is shared too: one 500, every caller gets its Status reason. */
+    apitest_ctl(&api, "POST", "/_test/faults",
+                "{\"method\":\"GET\",\"path_regex\":\"/jobs/j1$\",\"delay_ms\":2000,"
+                "\"status\":500,\"reason\":\"InternalError\",\"message\":\"boom\",\"count\":1}");
+    for (int i = 0; i < N; i++) {
+        t[i] = (struct lookup_thread){.l = &l, .go = &go, .name = "j1"};
+        ck_assert_int_eq(pthread_create(&t[i].th, NULL, lookup_main, &t[i]), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(t[i].th, NULL);
+        ck_assert_int_eq(t[i].rc, WH_EAPI);
+        ck_assert_str_eq(t[i].err.msg, "InternalError: boom");
+        ck_assert_ptr_null(t[i].job);
+    }
+    ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 2);
+    pthread_barrier_destroy(&go);
+    lookup_dispose(&l);
+    lookup_dispose(&l);   /* safe twice */
+}
+END_TEST
+
+START_TEST(test_waiting_capped)
+{
+    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 10000, .max_waiting = 1};
+    struct lookup_thread a = {.l = &l, .name = "j1"};
+    struct wh_error err = {0, ""};
+    json_t *got = NULL;
+
+    ck_assert_int_eq(lookup_init(&l), 0);
+    apitest_ctl(&api, "POST", "/_test/faults",
+                "{\"method\":\"GET\",\"path_regex\":\"/jobs/j1$\",\"delay_ms\":2000,\"count\":1}");
+    ck_assert_int_eq(pthread_create(&a.th, NULL, lookup_main, &a), 0);
+    wait_gets(JOB_PATH, 1);
+    /* One lookup waits on j1's GET, the most allowed: another Job is refused at once,
+     * without a request, and so is a follower of j1 (it would block a worker too). */
+    ck_assert_int_eq(get(&l, "j2", "u", &got, &err), WH_EBUSY);
+    ck_assert_str_eq(err.msg, "too many reviews waiting on volcano job reads from the API "
+                              "server (1); try again");
+    ck_assert_ptr_null(got);
+    wh_error_clear(&err);
+    ck_assert_int_eq(get(&l, "j1", "", &got, &err), WH_EBUSY);
+    ck_assert_ptr_null(got);
+    pthread_join(a.th, NULL);
+    ck_assert_int_eq(a.rc, 0);
+    ck_assert(json_equal(a.job, stored));
+    json_decref(a.job);
+    ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 1);
+    ck_assert_int_eq(apitest_count(&api, "GET",
+                                   "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs/j2"), 0);
+    /* Landed: room again. */
+    wh_error_clear(&err);
+    ck_assert_int_eq(get(&l, "j2", "u", &got, &err), WH_ENOTFOUND);
+    lookup_dispose(&l);
+}
+END_TEST
+
+static Suite *lookup_suite(void)
+{
+    Suite *s = suite_create("lookup");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_cached_job_makes_no_request);
+    tcase_add_test(tc, test_miss_makes_one_get);
+    tcase_add_test(tc, test_stale_uid_reads_again);
+    tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_no_cache);
+    tcase_add_test(tc, test_concurrent_misses_share_one_get);
+    tcase_add_test(tc, test_waiting_capped);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    int rc;
+
+    json_object_seed(0);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    rc = tu_run(lookup_suite());
+    curl_global_cleanup();
+    return rc;
+}

@@ -1,0 +1,434 @@
+/*
+ * check_podutil.c - upsert edits on a JSON Pod (plugins/podutil.h, spec D5).
+ */
+#include <check.h>
+#include <jansson.h>
+#include <stdlib.h>
+
+#include "plugins/podutil.h"
+#include "tests/testutil.h"
+#include "base/error.h"
+#include "plugins/warnings.h"
+
+static bool covers_text(const char *have, const char *want)
+{
+    json_t *h = tu_json(have);
+    json_t *w = tu_json(want);
+    bool r = podutil_covers(h, w);
+
+    json_decref(w);
+    json_decref(h);
+    return r;
+}
+
+START_TEST(covers_rules)
+{
+    /* Extra members of have are ignored, recursively. */
+    ck_assert(covers_text("{\"name\":\"v\",\"configMap\":{\"name\":\"c\",\"defaultMode\":420}}",
+                          "{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}}"));
+    ck_assert(!covers_text("{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}}",
+                           "{\"name\":\"v\",\"configMap\":{\"name\":\"c\",\"defaultMode\":420}}"));
+    ck_assert(!covers_text("{\"name\":\"v\"}", "{\"name\":\"w\"}"));
+    /* "" in want matches an absent member; not another value, and not the reverse. */
+    ck_assert(covers_text("{\"name\":\"X\"}", "{\"name\":\"X\",\"value\":\"\"}"));
+    ck_assert(covers_text("{\"name\":\"X\",\"value\":\"\"}", "{\"name\":\"X\",\"value\":\"\"}"));
+    ck_assert(covers_text("{\"name\":\"X\",\"value\":\"\"}", "{\"name\":\"X\"}"));
+    ck_assert(!covers_text("{\"name\":\"X\",\"value\":\"y\"}", "{\"name\":\"X\",\"value\":\"\"}"));
+    ck_assert(!covers_text("{\"name\":\"X\",\"value\":\"\"}", "{\"name\":\"X\",\"value\":\"y\"}"));
+    ck_assert(!covers_text("{\"name\":\"X\"}", "{\"name\":\"X\",\"value\":\"y\"}"));
+    /* Arrays: equal length, element-wise cover (extra members inside elements ignored). */
+    ck_assert(covers_text("[{\"key\":\"a\",\"path\":\"p\",\"mode\":384},{\"key\":\"b\"}]",
+                          "[{\"key\":\"a\",\"path\":\"p\"},{\"key\":\"b\"}]"));
+    ck_assert(!covers_text("[{\"key\":\"a\"},{\"key\":\"b\"},{\"key\":\"c\"}]",
+                           "[{\"key\":\"a\"},{\"key\":\"b\"}]"));
+    ck_assert(!covers_text("[{\"key\":\"a\"}]", "[{\"key\":\"a\"},{\"key\":\"b\"}]"));
+    ck_assert(!covers_text("[{\"key\":\"b\"},{\"key\":\"a\"}]", "[{\"key\":\"a\"},{\"key\":\"b\"}]"));
+    ck_assert(covers_text("[]", "[]"));
+    /* Types and scalars must match exactly. */
+    ck_assert(!covers_text("{\"p\":\"22\"}", "{\"p\":22}"));
+    ck_assert(!covers_text("{\"p\":22.0}", "{\"p\":22}"));
+    ck_assert(!covers_text("[]", "{}"));
+    ck_assert(!covers_text("{}", "[]"));
+    ck_assert(covers_text("{\"a\":null}", "{\"a\":null}"));
+    ck_assert(!covers_text("{}", "{\"a\":null}"));
+    ck_assert(covers_text("true", "true"));
+    ck_assert(!covers_text("true", "false"));
+    ck_assert(podutil_covers(NULL, NULL));
+    {
+        json_t *o = json_object();
+
+        ck_assert(!podutil_covers(NULL, o));
+        ck_assert(!podutil_covers(o, NULL));
+        json_decref(o);
+    }
+}
+END_TEST
+
+START_TEST(upsert_env_results)
+{
+    json_t *c = tu_json("{\"name\":\"c\"}");
+
+    /* ADDED creates the list. */
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("A", "1")), UPSERT_ADDED);
+    tu_assert_json_eq(c, "{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"}]}");
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("B", "")), UPSERT_ADDED);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("C", "3")), UPSERT_ADDED);
+    /* SAME: nothing changes. */
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("A", "1")), UPSERT_SAME);
+    /* REPLACED in place. */
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("B", "2")), UPSERT_REPLACED);
+    tu_assert_json_eq(c, "{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"},"
+                         "{\"name\":\"B\",\"value\":\"2\"},{\"name\":\"C\",\"value\":\"3\"}]}");
+    /* A reference replaces a literal value whole. */
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_configmap("C", "cm", "k")), UPSERT_REPLACED);
+    tu_assert_json_eq(c, "{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"},"
+                         "{\"name\":\"B\",\"value\":\"2\"},"
+                         "{\"name\":\"C\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"cm\",\"key\":\"k\"}}}]}");
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_configmap("C", "cm", "k")), UPSERT_SAME);
+    json_decref(c);
+}
+END_TEST
+
+/* D5 / spec §6: the later duplicate wins at run time, so the LAST entry of that name counts. */
+START_TEST(upsert_env_matches_last_entry)
+{
+    json_t *c = tu_json("{\"env\":[{\"name\":\"R\",\"value\":\"1\"},{\"name\":\"X\"},"
+                        "{\"name\":\"R\",\"value\":\"2\"}]}");
+
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "2")), UPSERT_SAME);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "3")), UPSERT_REPLACED);
+    tu_assert_json_eq(c, "{\"env\":[{\"name\":\"R\",\"value\":\"1\"},{\"name\":\"X\"},"
+                         "{\"name\":\"R\",\"value\":\"3\"}]}");
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "1")), UPSERT_REPLACED);
+    tu_assert_json_eq(c, "{\"env\":[{\"name\":\"R\",\"value\":\"1\"},{\"name\":\"X\"},"
+                         "{\"name\":\"R\",\"value\":\"1\"}]}");
+    json_decref(c);
+}
+END_TEST
+
+/* Bad input: error code, the stolen reference freed (ASan/LSan would report a leak). */
+START_TEST(upsert_env_empty_value_replaces_value_from)
+{
+    /* A literal "" is not the same variable as a valueFrom one, although absent == "". */
+    json_t *c = tu_json("{\"name\":\"c\",\"env\":[{\"name\":\"VK_TASK_INDEX\",\"valueFrom\":"
+                        "{\"fieldRef\":{\"fieldPath\":\"metadata.name\"}}},{\"name\":\"B\"}]}");
+
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("VK_TASK_INDEX", "")), UPSERT_REPLACED);
+    tu_assert_json_eq(c, "{\"name\":\"c\",\"env\":[{\"name\":\"VK_TASK_INDEX\",\"value\":\"\"},"
+                         "{\"name\":\"B\"}]}");
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("VK_TASK_INDEX", "")), UPSERT_SAME);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("B", "")), UPSERT_SAME);
+    json_decref(c);
+}
+END_TEST
+
+/* The batch upsert gives exactly what one podutil_upsert_env per entry gives. */
+START_TEST(upsert_envs_matches_single_upserts)
+{
+    static const char *const names[] = {"A", "B", "C", "D"};
+    static const char *const values[] = {"", "1", "2"};
+    unsigned seed = 12345;
+
+    for (int round = 0; round < 500; round++) {
+        json_t *c1 = tu_json("{\"name\":\"c\"}");
+        json_t *envs = json_array();
+        json_t *c2;
+        size_t failed = 99;
+        int n_existing = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 5;
+        int n_new = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 5;
+
+        for (int i = 0; i < n_existing; i++) {
+            unsigned r = (seed = seed * 1103515245u + 12345u) >> 16;
+            json_t *e = (r & 8) ? podutil_env_configmap(names[r % 4], "cm", "k")
+                                : podutil_env_value(names[r % 4], values[(r >> 4) % 3]);
+
+            if (json_object_get(c1, "env") == NULL)
+                json_object_set_new(c1, "env", json_array());
+            json_array_append_new(json_object_get(c1, "env"), e); /* duplicates allowed */
+        }
+        c2 = json_deep_copy(c1);
+        for (int i = 0; i < n_new; i++) {
+            unsigned r = (seed = seed * 1103515245u + 12345u) >> 16;
+            json_t *e = (r & 8) ? podutil_env_configmap(names[r % 4], "cm", "k2")
+                                : podutil_env_value(names[r % 4], values[(r >> 4) % 3]);
+
+            json_array_append_new(envs, e);
+        }
+        for (size_t i = 0; i < json_array_size(envs); i++)
+            ck_assert_int_ge(podutil_upsert_env(c1, json_deep_copy(json_array_get(envs, i))), 0);
+        ck_assert_int_eq(podutil_upsert_envs(c2, envs, &failed), 0);
+        if (!json_equal(c1, c2)) {
+            char *a = json_dumps(c1, JSON_COMPACT), *b = json_dumps(c2, JSON_COMPACT);
+            ck_abort_msg("round %d: single %s, batch %s", round, a, b);
+        }
+        json_decref(c1);
+        json_decref(c2);
+        json_decref(envs);
+    }
+}
+END_TEST
+
+START_TEST(upsert_envs_edges)
+{
+    json_t *c = tu_json("{\"name\":\"c\"}");
+    json_t *none = json_array();
+    json_t *bad = tu_json("[{\"name\":\"A\",\"value\":\"1\"},{\"value\":\"x\"}]");
+    size_t failed = 99;
+
+    /* nothing to add: no empty env list is created (it would be a patch op) */
+    ck_assert_int_eq(podutil_upsert_envs(c, none, NULL), 0);
+    tu_assert_json_eq(c, "{\"name\":\"c\"}");
+    ck_assert_int_eq(podutil_upsert_envs(c, bad, &failed), WH_EINVAL);
+    ck_assert_uint_eq(failed, 1);
+    tu_assert_json_eq(c, "{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"}]}");
+    json_object_set_new(c, "env", json_string("oops"));
+    ck_assert_int_eq(podutil_upsert_envs(c, bad, NULL), WH_EINVAL);
+    json_decref(c);
+    json_decref(none);
+    json_decref(bad);
+}
+END_TEST
+
+START_TEST(upsert_bad_input_no_leak)
+{
+    json_t *s = json_string("not a container");
+    json_t *c = tu_json("{\"env\":{},\"volumeMounts\":\"x\",\"ports\":7}");
+    json_t *pod = tu_json("{\"spec\":{\"volumes\":\"x\",\"initContainers\":5}}");
+    json_t *nospec = tu_json("{\"spec\":[]}");
+
+    ck_assert_int_eq(podutil_upsert_env(s, podutil_env_value("A", "1")), WH_EINVAL);
+    ck_assert_int_eq(podutil_upsert_env(NULL, podutil_env_value("A", "1")), WH_EINVAL);
+    ck_assert_int_eq(podutil_upsert_mount(s, json_pack("{s:s}", "mountPath", "/x")), WH_EINVAL);
+    ck_assert_int_eq(podutil_add_port(s, json_pack("{s:s,s:i}", "name", "p", "containerPort", 1),
+                                      "t", NULL), WH_EINVAL);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("A", "1")), WH_EINVAL);
+    ck_assert_int_eq(podutil_upsert_mount(c, json_pack("{s:s}", "mountPath", "/x")), WH_EINVAL);
+    ck_assert_int_eq(podutil_add_port(c, json_pack("{s:s,s:i}", "name", "p", "containerPort", 1),
+                                      "t", NULL), WH_EINVAL);
+    ck_assert_int_eq(podutil_upsert_volume(pod, json_pack("{s:s}", "name", "v")), WH_EINVAL);
+    ck_assert_int_eq(podutil_upsert_volume(nospec, json_pack("{s:s}", "name", "v")), WH_EINVAL);
+    ck_assert_int_eq(podutil_add_init_container(nospec, json_pack("{s:s}", "name", "i")), WH_EINVAL);
+    ck_assert_int_eq(podutil_add_init_container(pod, json_pack("{s:s}", "name", "i")), WH_EINVAL);
+    ck_assert_int_eq(podutil_set_string(s, "k", "v"), WH_EINVAL);
+    /* NULL *_new (an allocation that failed upstream) is ENOMEM. */
+    ck_assert_int_eq(podutil_upsert_env(c, NULL), WH_ENOMEM);
+    ck_assert_int_eq(podutil_upsert_volume(pod, NULL), WH_ENOMEM);
+    ck_assert_int_eq(podutil_upsert_mount(c, NULL), WH_ENOMEM);
+    ck_assert_int_eq(podutil_add_port(c, NULL, "t", NULL), WH_ENOMEM);
+    ck_assert_int_eq(podutil_add_init_container(pod, NULL), WH_ENOMEM);
+    ck_assert_int_eq(podutil_set(c, "k", NULL), WH_ENOMEM);
+    /* Nothing was changed. */
+    tu_assert_json_eq(c, "{\"env\":{},\"volumeMounts\":\"x\",\"ports\":7}");
+    tu_assert_json_eq(pod, "{\"spec\":{\"volumes\":\"x\",\"initContainers\":5}}");
+    json_decref(nospec);
+    json_decref(pod);
+    json_decref(c);
+    json_decref(s);
+}
+END_TEST
+
+START_TEST(upsert_volume_results)
+{
+    json_t *pod = tu_json("{\"spec\":{\"volumes\":null}}");
+
+    ck_assert_int_eq(podutil_upsert_volume(pod, tu_json("{\"name\":\"a\",\"emptyDir\":{}}")),
+                     UPSERT_ADDED);
+    ck_assert_int_eq(podutil_upsert_volume(pod, tu_json("{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}}")),
+                     UPSERT_ADDED);
+    ck_assert_int_eq(podutil_upsert_volume(pod, tu_json("{\"name\":\"b\",\"emptyDir\":{}}")),
+                     UPSERT_ADDED);
+    tu_assert_json_eq(pod, "{\"spec\":{\"volumes\":[{\"name\":\"a\",\"emptyDir\":{}},"
+                           "{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}},"
+                           "{\"name\":\"b\",\"emptyDir\":{}}]}}");
+    /* The API server's defaults on the stored entry do not make it different. */
+    json_object_set_new(json_object_get(json_array_get(json_object_get(json_object_get(pod, "spec"),
+                                                                       "volumes"), 1), "configMap"),
+                        "defaultMode", json_integer(420));
+    ck_assert_int_eq(podutil_upsert_volume(pod, tu_json("{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}}")),
+                     UPSERT_SAME);
+    ck_assert_int_eq(podutil_upsert_volume(pod, tu_json("{\"name\":\"v\",\"secret\":{\"secretName\":\"s\"}}")),
+                     UPSERT_REPLACED);
+    tu_assert_json_eq(pod, "{\"spec\":{\"volumes\":[{\"name\":\"a\",\"emptyDir\":{}},"
+                           "{\"name\":\"v\",\"secret\":{\"secretName\":\"s\"}},"
+                           "{\"name\":\"b\",\"emptyDir\":{}}]}}");
+    json_decref(pod);
+}
+END_TEST
+
+START_TEST(upsert_mount_keyed_by_path)
+{
+    json_t *c = tu_json("{\"name\":\"c\"}");
+
+    ck_assert_int_eq(podutil_upsert_mount(c, tu_json("{\"name\":\"a\",\"mountPath\":\"/a\"}")),
+                     UPSERT_ADDED);
+    ck_assert_int_eq(podutil_upsert_mount(c, tu_json("{\"name\":\"b\",\"mountPath\":\"/b\"}")),
+                     UPSERT_ADDED);
+    /* Same name, another path: a new mount (the key is mountPath). */
+    ck_assert_int_eq(podutil_upsert_mount(c, tu_json("{\"name\":\"a\",\"mountPath\":\"/c\"}")),
+                     UPSERT_ADDED);
+    ck_assert_int_eq(podutil_upsert_mount(c, tu_json("{\"name\":\"a\",\"mountPath\":\"/a\"}")),
+                     UPSERT_SAME);
+    ck_assert_int_eq(podutil_upsert_mount(c, tu_json("{\"name\":\"z\",\"mountPath\":\"/a\",\"subPath\":\"s\"}")),
+                     UPSERT_REPLACED);
+    tu_assert_json_eq(c, "{\"name\":\"c\",\"volumeMounts\":["
+                         "{\"name\":\"z\",\"mountPath\":\"/a\",\"subPath\":\"s\"},"
+                         "{\"name\":\"b\",\"mountPath\":\"/b\"},{\"name\":\"a\",\"mountPath\":\"/c\"}]}");
+    json_decref(c);
+}
+END_TEST
+
+static json_t *port(const char *name, int number)
+{
+    return json_pack("{s:s, s:i}", "name", name, "containerPort", number);
+}
+
+START_TEST(add_port_results)
+{
+    json_t *c = tu_json("{\"name\":\"main\"}");
+    json_t *warns;
+    struct warnings w;
+
+    warnings_init(&w);
+    ck_assert_int_eq(podutil_add_port(c, port("mpijob-port", 22), "mpi", &w), UPSERT_ADDED);
+    tu_assert_json_eq(c, "{\"name\":\"main\",\"ports\":[{\"name\":\"mpijob-port\",\"containerPort\":22}]}");
+    /* Same number under any name: left alone. */
+    ck_assert_int_eq(podutil_add_port(c, port("other", 22), "mpi", &w), UPSERT_SKIPPED);
+    ck_assert_int_eq(podutil_add_port(c, port("mpijob-port", 22), "mpi", &w), UPSERT_SKIPPED);
+    /* Name taken by another number: skipped with a warning. */
+    ck_assert_int_eq(podutil_add_port(c, port("mpijob-port", 2222), "mpi", &w),
+                     UPSERT_SKIPPED);
+    ck_assert_int_eq(podutil_add_port(c, port("gcs", 6379), "ray plugin", &w), UPSERT_ADDED);
+    tu_assert_json_eq(c, "{\"name\":\"main\",\"ports\":[{\"name\":\"mpijob-port\",\"containerPort\":22},"
+                         "{\"name\":\"gcs\",\"containerPort\":6379}]}");
+    warns = warnings_to_json(&w);
+    tu_assert_json_eq(warns, "[\"mpi plugin: port name mpijob-port already used by port 22 in "
+                             "container main, port 2222 not added\"]");
+    json_decref(warns);
+    /* A NULL warnings list is allowed. */
+    ck_assert_int_eq(podutil_add_port(c, port("gcs", 1), "ray plugin", NULL), UPSERT_SKIPPED);
+    json_decref(c);
+}
+END_TEST
+
+START_TEST(add_init_container_results)
+{
+    json_t *pod = tu_json("{\"spec\":{}}");
+
+    ck_assert_int_eq(podutil_add_init_container(pod, tu_json("{\"name\":\"w\",\"image\":\"a\"}")),
+                     UPSERT_ADDED);
+    /* Same name: left alone, even when different. */
+    ck_assert_int_eq(podutil_add_init_container(pod, tu_json("{\"name\":\"w\",\"image\":\"b\"}")),
+                     UPSERT_SKIPPED);
+    ck_assert_int_eq(podutil_add_init_container(pod, tu_json("{\"name\":\"x\"}")), UPSERT_ADDED);
+    tu_assert_json_eq(pod, "{\"spec\":{\"initContainers\":[{\"name\":\"w\",\"image\":\"a\"},"
+                           "{\"name\":\"x\"}]}}");
+    json_decref(pod);
+}
+END_TEST
+
+START_TEST(set_results)
+{
+    json_t *spec = tu_json("{}");
+
+    ck_assert_int_eq(podutil_set_string(spec, "hostname", "h"), UPSERT_ADDED);
+    ck_assert_int_eq(podutil_set_string(spec, "hostname", "h"), UPSERT_SAME);
+    ck_assert_int_eq(podutil_set_string(spec, "hostname", "g"), UPSERT_REPLACED);
+    ck_assert_int_eq(podutil_set(spec, "command", tu_json("[\"sh\"]")), UPSERT_ADDED);
+    ck_assert_int_eq(podutil_set(spec, "command", tu_json("[\"sh\"]")), UPSERT_SAME);
+    ck_assert_int_eq(podutil_set(spec, "command", tu_json("[\"sh\",\"-c\"]")), UPSERT_REPLACED);
+    tu_assert_json_eq(spec, "{\"hostname\":\"g\",\"command\":[\"sh\",\"-c\"]}");
+    json_decref(spec);
+}
+END_TEST
+
+START_TEST(getters_and_builders)
+{
+    json_t *pod = tu_json("{\"spec\":{\"containers\":[{\"name\":\"c\"}],\"initContainers\":{}}}");
+    json_t *e;
+
+    ck_assert_ptr_eq(podutil_containers(pod),
+                     json_object_get(json_object_get(pod, "spec"), "containers"));
+    ck_assert_ptr_null(podutil_init_containers(pod));
+    ck_assert_ptr_null(podutil_containers(NULL));
+    ck_assert_str_eq(podutil_str(json_array_get(podutil_containers(pod), 0), "name"), "c");
+    ck_assert_str_eq(podutil_str(pod, "spec"), "");
+    ck_assert_str_eq(podutil_str(pod, "none"), "");
+    e = podutil_env_value("A", "");
+    tu_assert_json_eq(e, "{\"name\":\"A\",\"value\":\"\"}");
+    json_decref(e);
+    e = podutil_env_configmap("VC_X_NUM", "j-svc", "VC_X_NUM");
+    tu_assert_json_eq(e, "{\"name\":\"VC_X_NUM\",\"valueFrom\":{\"configMapKeyRef\":"
+                         "{\"name\":\"j-svc\",\"key\":\"VC_X_NUM\"}}}");
+    json_decref(e);
+    json_decref(pod);
+}
+END_TEST
+
+/* Allocation failures (C-STYLE §11): fail the Nth jansson allocation, N upward. */
+static long chaos_left;
+
+static void *chaos_malloc(size_t n)
+{
+    if (chaos_left-- == 0)
+        return NULL;
+    return malloc(n);
+}
+
+/*
+ * Regression: when creating a missing list failed (json_array() == NULL), the
+ * stolen item leaked. Every failing run must give WH_ENOMEM and leak nothing
+ * (ASan/LSan), and the container must be left as it was or fully updated.
+ */
+START_TEST(upsert_allocation_failures)
+{
+    int rc = -1;
+    long n;
+
+    for (n = 0; n < 1000 && rc != UPSERT_ADDED; n++) {
+        json_t *c = tu_json("{\"name\":\"c\"}");
+        json_t *item = tu_json("{\"name\":\"A\",\"value\":\"1\"}");
+
+        chaos_left = n;
+        json_set_alloc_funcs(chaos_malloc, free);
+        rc = podutil_upsert_env(c, item);
+        json_set_alloc_funcs(malloc, free);
+        if (rc != UPSERT_ADDED) {
+            ck_assert_int_eq(rc, WH_ENOMEM);
+            tu_assert_json_eq(c, "{\"name\":\"c\"}");
+        } else {
+            tu_assert_json_eq(c, "{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"}]}");
+        }
+        json_decref(c);
+    }
+    ck_assert_int_eq(rc, UPSERT_ADDED);
+    ck_assert_int_gt(n, 1);
+}
+END_TEST
+
+static Suite *podutil_suite(void)
+{
+    Suite *s = suite_create("podutil");
+    TCase *tc = tcase_create("podutil");
+
+    tcase_add_test(tc, covers_rules);
+    tcase_add_test(tc, upsert_env_results);
+    tcase_add_test(tc, upsert_env_matches_last_entry);
+    tcase_add_test(tc, upsert_env_empty_value_replaces_value_from);
+    tcase_add_test(tc, upsert_envs_matches_single_upserts);
+    tcase_add_test(tc, upsert_envs_edges);
+    tcase_add_test(tc, upsert_bad_input_no_leak);
+    tcase_add_test(tc, upsert_volume_results);
+    tcase_add_test(tc, upsert_mount_keyed_by_path);
+    tcase_add_test(tc, add_port_results);
+    tcase_add_test(tc, add_init_container_results);
+    tcase_add_test(tc, set_results);
+    tcase_add_test(tc, getters_and_builders);
+    tcase_add_test(tc, upsert_allocation_failures);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(podutil_suite());
+}

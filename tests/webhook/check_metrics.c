@@ -1,0 +1,206 @@
+/*
+ * check_metrics.c - Prometheus text of webhook/metrics.c after known traffic.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "certs/certwatch.h"
+#include "plugins/objects.h"
+#include "tests/testutil.h"
+#include "webhook/metrics.h"
+
+static char *render(void (*collect)(void *, struct metric_writer *))
+{
+    size_t len = 0;
+    char *text = metrics_render(collect, NULL, &len);
+
+    ck_assert_ptr_nonnull(text);
+    ck_assert_uint_eq(strlen(text), len);
+    return text;
+}
+
+#define assert_line(text, line) \
+    ck_assert_msg(strstr((text), "\n" line "\n") != NULL, "missing line: %s\n%s", line, (text))
+
+START_TEST(counters_after_known_traffic)
+{
+    char *text;
+
+    metrics_reset();
+    metrics_admission(200, METRICS_PATCHED, 0.0003);   /* bucket le=0.0005 */
+    metrics_admission(200, METRICS_PATCHED, 0.0003);
+    metrics_admission(200, METRICS_UNCHANGED, 0.00005); /* le=0.0001 */
+    metrics_admission(200, METRICS_DENIED, 0.002);      /* le=0.0025 */
+    metrics_admission(400, METRICS_ERROR, 20);          /* past the last bound */
+    metrics_admission(418, METRICS_ERROR, 0);           /* an unlisted code */
+    metrics_inflight_add(3);
+    metrics_inflight_add(-1);
+    metrics_plugin_patch(0);
+    metrics_plugin_patch(5);
+    metrics_plugin_patch(5);
+    metrics_plugin_patch(99);                           /* ignored */
+    metrics_warnings(2);
+    metric_counter_add(&certwatch_metrics.reloads_ok, 1);
+    metric_counter_add(&certwatch_metrics.reloads_refused, 1);
+    metric_counter_add(&certwatch_metrics.reloads_refused, 1);
+    objects_count_op("Secret", "ensure", true);
+    objects_count_op("Secret", "ensure", false);
+    objects_count_op("NetworkPolicy", "delete", true);
+    objects_count_op("Lease", "delete", false);
+    text = render(NULL);
+    assert_line(text, "# TYPE webhook_admission_requests_total counter");
+    assert_line(text, "webhook_admission_requests_total{code=\"200\",outcome=\"patched\"} 2");
+    assert_line(text, "webhook_admission_requests_total{code=\"200\",outcome=\"unchanged\"} 1");
+    assert_line(text, "webhook_admission_requests_total{code=\"200\",outcome=\"denied\"} 1");
+    assert_line(text, "webhook_admission_requests_total{code=\"400\",outcome=\"error\"} 1");
+    assert_line(text, "webhook_admission_requests_total{code=\"other\",outcome=\"error\"} 1");
+    assert_line(text, "webhook_admission_duration_seconds_bucket{le=\"0.0001\"} 2");
+    assert_line(text, "webhook_admission_duration_seconds_bucket{le=\"0.0005\"} 4");
+    assert_line(text, "webhook_admission_duration_seconds_bucket{le=\"0.0025\"} 5");
+    assert_line(text, "webhook_admission_duration_seconds_bucket{le=\"10\"} 5");
+    assert_line(text, "webhook_admission_duration_seconds_bucket{le=\"+Inf\"} 6");
+    assert_line(text, "webhook_admission_duration_seconds_count 6");
+    assert_line(text, "webhook_admission_duration_seconds_sum 20.002650000");
+    assert_line(text, "webhook_admission_in_flight 2");
+    assert_line(text, "webhook_plugin_patches_total{plugin=\"ssh\"} 1");
+    assert_line(text, "webhook_plugin_patches_total{plugin=\"pytorch\"} 2");
+    assert_line(text, "webhook_plugin_patches_total{plugin=\"ray\"} 0");
+    assert_line(text, "webhook_admission_warnings_total 2");
+    assert_line(text, "webhook_tls_reloads_total{result=\"ok\"} 1");
+    assert_line(text, "webhook_tls_reloads_total{result=\"refused\"} 2");
+    assert_line(text, "webhook_build_info{version=\"0.1.0\"} 1");
+    assert_line(text, "webhook_reconcile_operations_total{kind=\"Secret\",op=\"ensure\",result=\"ok\"} 1");
+    assert_line(text, "webhook_reconcile_operations_total{kind=\"Secret\",op=\"ensure\",result=\"error\"} 1");
+    assert_line(text, "webhook_reconcile_operations_total{kind=\"NetworkPolicy\",op=\"delete\",result=\"ok\"} 1");
+    assert_line(text, "webhook_reconcile_operations_total{kind=\"other\",op=\"delete\",result=\"error\"} 1");
+    assert_line(text, "webhook_reconcile_operations_total{kind=\"ConfigMap\",op=\"ensure\",result=\"ok\"} 0");
+    /* HELP/TYPE once per family. */
+    ck_assert_ptr_null(strstr(strstr(text, "# TYPE webhook_tls_reloads_total") + 1,
+                              "# TYPE webhook_tls_reloads_total"));
+    free(text);
+}
+END_TEST
+
+static void collect(void *ud, struct metric_writer *w)
+{
+    (void)ud;
+    metric_write(w, "webhook_jobs_cached", "gauge", "Jobs in the cache.", NULL, 42);
+    metric_write(w, "webhook_reconcile_errors_total", "counter", "Errors.", "kind=\"Secret\"", 3);
+    metric_write(w, "webhook_reconcile_errors_total", "counter", "Errors.", "kind=\"Service\"", 1);
+}
+
+START_TEST(collect_callback_values)
+{
+    char *text;
+
+    metrics_reset();
+    text = render(collect);
+    assert_line(text, "# HELP webhook_jobs_cached Jobs in the cache.");
+    assert_line(text, "webhook_jobs_cached 42");
+    assert_line(text, "webhook_reconcile_errors_total{kind=\"Secret\"} 3");
+    assert_line(text, "webhook_reconcile_errors_total{kind=\"Service\"} 1");
+    ck_assert_ptr_null(strstr(strstr(text, "# TYPE webhook_reconcile_errors_total") + 1,
+                              "# TYPE webhook_reconcile_errors_total"));
+    free(text);
+}
+END_TEST
+
+/* The serving certificate's notAfter: absent until set (plain HTTP), then the last value
+ * set, as an integer (no exponent), with its HELP and TYPE. */
+START_TEST(tls_certificate_expiry_gauge)
+{
+    char *text;
+
+    metrics_reset();
+    text = render(NULL);
+    ck_assert_ptr_null(strstr(text, "webhook_tls_certificate_expiry_timestamp_seconds"));
+    free(text);
+    metric_gauge_set(&certwatch_metrics.cert_expiry, 2051222400LL);
+    metric_gauge_set(&certwatch_metrics.cert_expiry, 2855824496LL);   /* a reload: the new pair's */
+    text = render(NULL);
+    assert_line(text, "# HELP webhook_tls_certificate_expiry_timestamp_seconds notAfter of the "
+                      "serving certificate in use, Unix seconds.");
+    assert_line(text, "# TYPE webhook_tls_certificate_expiry_timestamp_seconds gauge");
+    assert_line(text, "webhook_tls_certificate_expiry_timestamp_seconds 2855824496");
+    ck_assert_ptr_null(strstr(text, "2051222400"));
+    free(text);
+    metrics_reset();
+    text = render(NULL);
+    ck_assert_ptr_null(strstr(text, "webhook_tls_certificate_expiry_timestamp_seconds"));
+    free(text);
+}
+END_TEST
+
+#define EXPIRY "webhook_tls_certificate_expiry_timestamp_seconds"
+
+/* A reload thread sets the gauge while scrapes render it (run under TSan too): every
+ * scrape sees one of the values set, never a torn or absent one. */
+static void *set_expiry(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 2000; i++)
+        metric_gauge_set(&certwatch_metrics.cert_expiry, i % 2 ? 2051222400LL : 2855824496LL);
+    return NULL;
+}
+
+START_TEST(tls_certificate_expiry_concurrent)
+{
+    pthread_t t;
+
+    metrics_reset();
+    metric_gauge_set(&certwatch_metrics.cert_expiry, 2051222400LL);
+    ck_assert_int_eq(pthread_create(&t, NULL, set_expiry, NULL), 0);
+    for (int i = 0; i < 200; i++) {
+        char *text = render(NULL);
+
+        bool a = strstr(text, "\n" EXPIRY " 2051222400\n") != NULL;
+        bool b = strstr(text, "\n" EXPIRY " 2855824496\n") != NULL;
+
+        ck_assert_msg(a != b, "%s", text);
+        free(text);
+    }
+    pthread_join(t, NULL);
+}
+END_TEST
+
+static void *hammer(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 10000; i++)
+        metrics_admission(200, METRICS_PATCHED, 0.001);
+    return NULL;
+}
+
+START_TEST(concurrent_recording_loses_nothing)
+{
+    pthread_t t[4];
+    char *text;
+
+    metrics_reset();
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, hammer, NULL), 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    text = render(NULL);
+    assert_line(text, "webhook_admission_requests_total{code=\"200\",outcome=\"patched\"} 40000");
+    assert_line(text, "webhook_admission_duration_seconds_count 40000");
+    free(text);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("metrics");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_test(tc, counters_after_known_traffic);
+    tcase_add_test(tc, collect_callback_values);
+    tcase_add_test(tc, concurrent_recording_loses_nothing);
+    tcase_add_test(tc, tls_certificate_expiry_gauge);
+    tcase_add_test(tc, tls_certificate_expiry_concurrent);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}

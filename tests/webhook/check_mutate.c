@@ -1,0 +1,620 @@
+/*
+ * check_mutate.c - the admission decision: D1-D3, D5-D8, D13, D14 of spec §9,
+ * through mutate_review / mutate_pod_with_job with a fake Job source.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/patch.h"
+#include "tests/testutil.h"
+#include "webhook/mutate.h"
+
+/* ---- a fake job_source ---- */
+
+struct fake_source {
+    json_t *job;      /* returned (as a copy) when name matches */
+    int rc;           /* forced error when < 0 */
+    int calls;
+    char last_ns[64];
+    char last_name[64];
+    char last_uid[64];
+};
+
+static int fake_get(void *ud, const char *ns, const char *name, const char *uid, json_t **out,
+                    struct wh_error *err)
+{
+    struct fake_source *fs = ud;
+
+    fs->calls++;
+    snprintf(fs->last_ns, sizeof(fs->last_ns), "%s", ns);
+    snprintf(fs->last_name, sizeof(fs->last_name), "%s", name);
+    snprintf(fs->last_uid, sizeof(fs->last_uid), "%s", uid);
+    if (fs->rc < 0)
+        return wh_error_set(err, fs->rc, "InternalError: etcd is sad");
+    if (fs->job == NULL || strcmp(json_string_value(json_object_get(
+                                      json_object_get(fs->job, "metadata"), "name")), name) != 0)
+        return wh_error_set(err, WH_ENOTFOUND, "NotFound: jobs.batch.volcano.sh \"%s\" not found", name);
+    *out = json_deep_copy(fs->job);
+    return 0;
+}
+
+static const char *JOB_SIMPLE =
+    "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+    " \"metadata\":{\"name\":\"j\",\"namespace\":\"ns1\",\"uid\":\"u-1\"},"
+    " \"spec\":{\"plugins\":{\"env\":[]},"
+    "  \"tasks\":[{\"name\":\"worker\",\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}]}}";
+
+static const char *POD_SIMPLE =
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
+    " \"metadata\":{\"name\":\"j-worker-1\","
+    "  \"annotations\":{\"volcano.sh/task-spec\":\"worker\"},"
+    "  \"ownerReferences\":[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\",\"name\":\"j\","
+    "   \"uid\":\"u-1\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
+    " \"spec\":{\"containers\":[{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"}]}]}}";
+
+static void review(struct fake_source *fs, const char *op, const char *resource, const char *ns,
+                   json_t *pod, enum lookup_failure_policy policy, struct mutate_result *out)
+{
+    struct job_source src = {.get = fake_get, .userdata = fs};
+    struct mutate_options opt = {.lookup_failure = policy};
+    struct mutate_request req = {
+        .uid = "req-1", .operation = op, .resource = resource, .group = "", .sub_resource = "",
+        .ns = ns, .pod = pod,
+    };
+
+    mutate_review(&req, &src, &opt, out);
+}
+
+START_TEST(served_pod_gets_env_patch)
+{
+    struct fake_source fs = {.job = tu_json(JOB_SIMPLE)};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    review(&fs, "CREATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(r.allowed);
+    ck_assert_int_eq(fs.calls, 1);
+    ck_assert_str_eq(fs.last_ns, "ns1");
+    ck_assert_str_eq(fs.last_name, "j");
+    ck_assert_str_eq(fs.last_uid, "u-1");   /* the ownerReference's uid (D6) */
+    tu_assert_json_eq(r.patch,
+        "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":{\"name\":\"VK_TASK_INDEX\",\"value\":\"1\"}},"
+        " {\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":{\"name\":\"VC_TASK_INDEX\",\"value\":\"1\"}}]");
+    ck_assert_uint_eq(r.warnings.n, 0);
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(fs.job);
+}
+END_TEST
+
+START_TEST(not_served_d8)
+{
+    struct fake_source fs = {.job = tu_json(JOB_SIMPLE)};
+    json_t *pod = tu_json(POD_SIMPLE);
+    json_t *orphan = tu_json("{\"metadata\":{\"name\":\"x-y-1\",\"ownerReferences\":[{\"apiVersion\":"
+                             "\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\",\"name\":\"j\",\"uid\":\"u-1\"}]},"
+                             "\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    json_t *other_kind = tu_json("{\"metadata\":{\"name\":\"x-y-1\",\"ownerReferences\":[{\"apiVersion\":"
+                                 "\"batch/v1\",\"kind\":\"Job\",\"name\":\"j\",\"uid\":\"u-1\",\"controller\":true}]},"
+                                 "\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    struct mutate_result r;
+
+    review(&fs, "UPDATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(r.allowed);
+    ck_assert_ptr_null(r.patch);
+    mutate_result_dispose(&r);
+    review(&fs, "CREATE", "services", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(r.allowed);
+    ck_assert_ptr_null(r.patch);
+    mutate_result_dispose(&r);
+    /* an ownerReference that is not the controller does not make it ours */
+    review(&fs, "CREATE", "pods", "ns1", orphan, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(r.allowed);
+    ck_assert_ptr_null(r.patch);
+    mutate_result_dispose(&r);
+    review(&fs, "CREATE", "pods", "ns1", other_kind, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(r.allowed);
+    ck_assert_ptr_null(r.patch);
+    mutate_result_dispose(&r);
+    ck_assert_int_eq(fs.calls, 0);
+    json_decref(pod);
+    json_decref(orphan);
+    json_decref(other_kind);
+    json_decref(fs.job);
+}
+END_TEST
+
+START_TEST(job_not_found_allows_with_warning_d7)
+{
+    struct fake_source fs = {.job = NULL};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    review(&fs, "CREATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(r.allowed);
+    ck_assert_ptr_null(r.patch);
+    ck_assert_uint_eq(r.warnings.n, 1);
+    ck_assert_str_eq(r.warnings.items[0], "volcano job ns1/j not found, pod not mutated");
+    mutate_result_dispose(&r);
+    json_decref(pod);
+}
+END_TEST
+
+START_TEST(lookup_failure_policy_d7)
+{
+    struct fake_source fs = {.job = NULL, .rc = WH_ETIMEOUT};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    review(&fs, "CREATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(!r.allowed);
+    ck_assert_int_eq(r.status_code, 500);
+    ck_assert_str_eq(r.message, "cannot read volcano job ns1/j: InternalError: etcd is sad");
+    ck_assert_ptr_null(r.patch);
+    mutate_result_dispose(&r);
+
+    review(&fs, "CREATE", "pods", "ns1", pod, LOOKUP_FAILURE_ALLOW, &r);
+    ck_assert(r.allowed);
+    ck_assert_ptr_null(r.patch);
+    ck_assert_uint_eq(r.warnings.n, 1);
+    ck_assert_str_eq(r.warnings.items[0],
+                     "volcano job ns1/j could not be read (InternalError: etcd is sad), pod not mutated");
+    mutate_result_dispose(&r);
+    json_decref(pod);
+}
+END_TEST
+
+START_TEST(namespace_from_pod_when_request_has_none_d6)
+{
+    struct fake_source fs = {.job = tu_json(JOB_SIMPLE)};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    json_object_set_new(json_object_get(pod, "metadata"), "namespace", json_string("ns1"));
+    review(&fs, "CREATE", "pods", "", pod, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(r.allowed);
+    ck_assert_str_eq(fs.last_ns, "ns1");
+    ck_assert_uint_eq(json_array_size(r.patch), 2);
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(fs.job);
+}
+END_TEST
+
+START_TEST(uid_mismatch_is_not_our_job_d6)
+{
+    struct fake_source fs = {.job = tu_json(JOB_SIMPLE)};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    json_object_set_new(json_object_get(fs.job, "metadata"), "uid", json_string("u-2"));
+    review(&fs, "CREATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(r.allowed);
+    ck_assert_ptr_null(r.patch);
+    ck_assert_uint_eq(r.warnings.n, 1);
+    /* as for a missing Job: the answer tells a forger neither the uid nor that j exists */
+    ck_assert_str_eq(r.warnings.items[0], "volcano job ns1/j not found, pod not mutated");
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(fs.job);
+}
+END_TEST
+
+/* The API requires a uid in every ownerReference: without one (absent or ""), only a
+ * forged review, which is not looked up and gets no patch. */
+START_TEST(owner_without_uid_not_looked_up_d6)
+{
+    static const char *const forms[] = {"\"\"", NULL};
+    struct fake_source fs = {.job = tu_json(JOB_SIMPLE)};
+
+    for (size_t i = 0; i < 2; i++) {
+        json_t *pod = tu_json(POD_SIMPLE);
+        json_t *ref = json_array_get(json_object_get(json_object_get(pod, "metadata"),
+                                                     "ownerReferences"), 0);
+        struct mutate_result r;
+
+        if (forms[i] != NULL)
+            json_object_set_new(ref, "uid", json_string(""));
+        else
+            json_object_del(ref, "uid");
+        review(&fs, "CREATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
+        ck_assert(r.allowed);
+        ck_assert_ptr_null(r.patch);
+        ck_assert_uint_eq(r.warnings.n, 1);
+        ck_assert_str_eq(r.warnings.items[0], "the pod's ownerReference to volcano job ns1/j "
+                                              "has no uid, pod not mutated");
+        mutate_result_dispose(&r);
+        json_decref(pod);
+    }
+    ck_assert_int_eq(fs.calls, 0);
+    json_decref(fs.job);
+}
+END_TEST
+
+START_TEST(unknown_plugin_warns_and_others_run_d3)
+{
+    json_t *job = tu_json(JOB_SIMPLE);
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    json_object_set_new(json_object_get(json_object_get(job, "spec"), "plugins"), "gpu",
+                        json_array());
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, pod, "ns1", &r);
+    ck_assert(r.allowed);
+    ck_assert_uint_eq(json_array_size(r.patch), 2);
+    ck_assert_uint_eq(r.warnings.n, 1);
+    ck_assert_str_eq(r.warnings.items[0], "unknown plugin gpu in job spec.plugins ignored");
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
+START_TEST(plugin_error_denies_400_d7)
+{
+    json_t *job = tu_json(JOB_SIMPLE);
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    /* ray without a head task blocks every pod of the job (spec §3.8) */
+    json_object_set_new(json_object_get(json_object_get(job, "spec"), "plugins"), "ray",
+                        json_array());
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, pod, "ns1", &r);
+    ck_assert(!r.allowed);
+    ck_assert_int_eq(r.status_code, 400);
+    ck_assert_str_eq(r.message, "ray plugin: job j doesn't have head task head");
+    ck_assert_ptr_null(r.patch);
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
+/* Mutate, then check the patch against the result and the fixed point (D5). */
+static json_t *mutate_and_check_fixed_point(const json_t *job, const json_t *pod,
+                                            struct mutate_result *r)
+{
+    struct mutate_result again;
+    json_t *applied;
+
+    mutate_result_init(r);
+    mutate_pod_with_job(job, pod, "ns1", r);
+    ck_assert_msg(r->allowed, "denied: %s", r->message);
+    applied = patch_apply(pod, r->patch ? r->patch : json_array(), NULL);
+    ck_assert_ptr_nonnull(applied);
+    ck_assert(json_equal(applied, r->pod));
+    json_decref(applied);
+    mutate_result_init(&again);
+    mutate_pod_with_job(job, r->pod, "ns1", &again);
+    ck_assert(again.allowed);
+    ck_assert_msg(again.patch == NULL, "webhook applied to its own output changed it");
+    mutate_result_dispose(&again);
+    return r->pod;
+}
+
+static const char *WAIT_SCRIPT =
+    "echo \"Waiting for master node pj-master-0.pj:23456 to be ready...\"\n"
+    "TIMEOUT=300\n"
+    "ELAPSED=0\n"
+    "until { nc -z pj-master-0.pj 23456 || echo > /dev/tcp/pj-master-0.pj/23456; } 2>/dev/null; do\n"
+    "  if [ $ELAPSED -ge $TIMEOUT ]; then\n"
+    "    echo \"Timeout waiting for master after ${TIMEOUT} seconds\"\n"
+    "    exit 1\n"
+    "  fi\n"
+    "  echo \"Master not ready yet, retrying in 2 seconds... (elapsed: ${ELAPSED}s)\"\n"
+    "  sleep 2\n"
+    "  ELAPSED=$((ELAPSED + 2))\n"
+    "done\n"
+    "echo \"Master node is ready!\"";
+
+START_TEST(added_init_container_gets_every_plugin_d13)
+{
+    json_t *job = tu_json(
+        "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+        " \"metadata\":{\"name\":\"pj\",\"namespace\":\"ns1\",\"uid\":\"u-9\"},"
+        " \"spec\":{\"plugins\":{\"pytorch\":[\"--wait-master-enabled\"],\"env\":[],\"ssh\":[]},"
+        "  \"tasks\":[{\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":2}]}}");
+    json_t *pod = tu_json(
+        "{\"metadata\":{\"name\":\"pj-worker-0\",\"annotations\":{\"volcano.sh/task-spec\":\"worker\"}},"
+        " \"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}");
+    json_t *want = tu_json(
+        "{\"metadata\":{\"name\":\"pj-worker-0\",\"annotations\":{\"volcano.sh/task-spec\":\"worker\"}},"
+        " \"spec\":{\"hostname\":\"pj-worker-0\",\"subdomain\":\"pj\","
+        "  \"volumes\":[{\"name\":\"pj-ssh\",\"secret\":{\"secretName\":\"pj-ssh\",\"items\":["
+        "     {\"key\":\"id_rsa\",\"path\":\".ssh/id_rsa\"},{\"key\":\"id_rsa.pub\",\"path\":\".ssh/id_rsa.pub\"},"
+        "     {\"key\":\"authorized_keys\",\"path\":\".ssh/authorized_keys\"},{\"key\":\"config\",\"path\":\".ssh/config\"}],"
+        "     \"defaultMode\":384}},"
+        "   {\"name\":\"pj-svc\",\"configMap\":{\"name\":\"pj-svc\"}}],"
+        "  \"containers\":[{\"name\":\"c\",\"image\":\"i\","
+        "   \"volumeMounts\":[{\"name\":\"pj-ssh\",\"mountPath\":\"/root/.ssh\",\"subPath\":\".ssh\"},"
+        "                    {\"name\":\"pj-svc\",\"mountPath\":\"/etc/volcano\"}],"
+        "   \"ports\":[{\"name\":\"pytorchjob-port\",\"containerPort\":23456}],"
+        "   \"env\":[{\"name\":\"VK_TASK_INDEX\",\"value\":\"0\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"0\"},"
+        "     {\"name\":\"VC_MASTER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_MASTER_HOSTS\"}}},"
+        "     {\"name\":\"VC_MASTER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_MASTER_NUM\"}}},"
+        "     {\"name\":\"VC_WORKER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_WORKER_HOSTS\"}}},"
+        "     {\"name\":\"VC_WORKER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_WORKER_NUM\"}}},"
+        "     {\"name\":\"MASTER_ADDR\",\"value\":\"pj-master-0.pj\"},{\"name\":\"MASTER_PORT\",\"value\":\"23456\"},"
+        "     {\"name\":\"WORLD_SIZE\",\"value\":\"3\"},{\"name\":\"RANK\",\"value\":\"1\"}]}],"
+        "  \"initContainers\":[{\"name\":\"wait-for-master\",\"image\":\"busybox:1.36.1\",\"command\":[\"sh\",\"-c\",\"S\"],"
+        "   \"volumeMounts\":[{\"name\":\"pj-ssh\",\"mountPath\":\"/root/.ssh\",\"subPath\":\".ssh\"},"
+        "                    {\"name\":\"pj-svc\",\"mountPath\":\"/etc/volcano\"}],"
+        "   \"env\":[{\"name\":\"VK_TASK_INDEX\",\"value\":\"0\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"0\"},"
+        "     {\"name\":\"VC_MASTER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_MASTER_HOSTS\"}}},"
+        "     {\"name\":\"VC_MASTER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_MASTER_NUM\"}}},"
+        "     {\"name\":\"VC_WORKER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_WORKER_HOSTS\"}}},"
+        "     {\"name\":\"VC_WORKER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_WORKER_NUM\"}}}]}]}}");
+    struct mutate_result r;
+    json_t *got;
+
+    json_array_set_new(json_object_get(json_array_get(json_object_get(json_object_get(want, "spec"),
+                                                                      "initContainers"), 0),
+                                       "command"), 2, json_string(WAIT_SCRIPT));
+    got = mutate_and_check_fixed_point(job, pod, &r);
+    {
+        char *g = json_dumps(got, JSON_COMPACT);
+        ck_assert_msg(json_equal(got, want), "got %s", g);
+        free(g);
+    }
+    ck_assert_uint_eq(r.warnings.n, 0);
+    mutate_result_dispose(&r);
+    json_decref(want);
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
+/*
+ * Every plugin at once on a pod with most of what pods carry: the admitted pod is
+ * left exactly as it was (the chain edits only its own copy, and that copy shares
+ * the parts no plugin edits: mutate.c struct edited), the patch applied to it
+ * gives the mutated pod, and each plugin left its mark.
+ */
+START_TEST(chain_leaves_the_admitted_pod_as_it_was)
+{
+    json_t *job = tu_json(
+        "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+        " \"metadata\":{\"name\":\"aj\",\"namespace\":\"ns1\",\"uid\":\"u-7\"},"
+        " \"spec\":{\"plugins\":{\"env\":[],\"svc\":[],\"ssh\":[],\"mpi\":[],\"pytorch\":[],"
+        "   \"tensorflow\":[],\"ray\":[],\"hcclrank\":[]},"
+        "  \"tasks\":[{\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":2},"
+        "   {\"name\":\"ps\",\"replicas\":1},{\"name\":\"head\",\"replicas\":1}]}}");
+    const char *pod_text =
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
+        " \"metadata\":{\"name\":\"aj-worker-1\",\"namespace\":\"ns1\",\"labels\":{\"app\":\"x\"},"
+        "  \"annotations\":{\"volcano.sh/task-spec\":\"worker\",\"a\":\"b\"},"
+        "  \"ownerReferences\":[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+        "   \"name\":\"aj\",\"uid\":\"u-7\",\"controller\":true}]},"
+        " \"spec\":{\"affinity\":{\"nodeAffinity\":{\"x\":[1,2]}},\"tolerations\":[{\"key\":\"k\"}],"
+        "  \"securityContext\":{\"runAsUser\":1000},\"restartPolicy\":\"Never\","
+        "  \"volumes\":[{\"name\":\"data\",\"emptyDir\":{}}],"
+        "  \"initContainers\":[{\"name\":\"init\",\"image\":\"i\",\"env\":[{\"name\":\"E\",\"value\":\"1\"}]}],"
+        "  \"containers\":[{\"name\":\"main\",\"image\":\"i\",\"command\":[\"run\"],"
+        "   \"resources\":{\"limits\":{\"cpu\":\"1\"}},"
+        "   \"env\":[{\"name\":\"RANK\",\"value\":\"9\"},{\"name\":\"F\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"x\"}}}],"
+        "   \"volumeMounts\":[{\"name\":\"data\",\"mountPath\":\"/d\"}],"
+        "   \"ports\":[{\"containerPort\":80}]}]},"
+        " \"status\":{\"phase\":\"Pending\"}}";
+    json_t *pod = tu_json(pod_text);
+    json_t *pristine = tu_json(pod_text);
+    struct mutate_result r;
+    const json_t *out;
+    const json_t *spec;
+
+    out = mutate_and_check_fixed_point(job, pod, &r);
+    ck_assert_ptr_nonnull(r.patch);
+    ck_assert(json_equal(pod, pristine));
+    /* The parts no plugin edits are the admitted pod's own. */
+    spec = json_object_get(out, "spec");
+    ck_assert_ptr_eq(json_object_get(json_object_get(out, "metadata"), "labels"),
+                     json_object_get(json_object_get(pod, "metadata"), "labels"));
+    ck_assert_ptr_eq(json_object_get(spec, "affinity"),
+                     json_object_get(json_object_get(pod, "spec"), "affinity"));
+    ck_assert_ptr_eq(json_object_get(out, "status"), json_object_get(pod, "status"));
+    /* Marks of the chain: hcclrank's annotation, svc's hostname, ssh's volume, pytorch's RANK. */
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_object_get(out, "metadata"), "annotations"),
+                         "hccl/rankIndex")), "2");  /* pytorch's RANK: 1 master + index 1 */
+    ck_assert_str_eq(json_string_value(json_object_get(spec, "hostname")), "aj-worker-1");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(
+                         json_object_get(spec, "volumes"), 1), "name")), "aj-ssh");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(
+                         json_array_get(json_object_get(spec, "containers"), 0), "env"), 0), "value")),
+                     "2");   /* the pod's RANK=9, upserted in place by pytorch */
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(pristine);
+    json_decref(job);
+}
+END_TEST
+
+START_TEST(generate_name_pod_d14)
+{
+    json_t *job = tu_json(
+        "{\"metadata\":{\"name\":\"g\",\"namespace\":\"ns1\",\"uid\":\"u\"},"
+        " \"spec\":{\"plugins\":{\"env\":[],\"svc\":[\"--inject-hosts-env=false\"]},"
+        "  \"tasks\":[{\"name\":\"t\",\"replicas\":3}]}}");
+    json_t *pod = tu_json(
+        "{\"metadata\":{\"generateName\":\"g-t-\",\"labels\":{\"volcano.sh/task-index\":\"2\"},"
+        "  \"annotations\":{\"volcano.sh/task-spec\":\"t\",\"volcano.sh/task-index\":\"7\"}},"
+        " \"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    struct mutate_result r;
+
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, pod, "ns1", &r);
+    ck_assert(r.allowed);
+    tu_assert_json_eq(r.patch,
+        "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env\",\"value\":["
+        "   {\"name\":\"VK_TASK_INDEX\",\"value\":\"2\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"2\"}]},"
+        " {\"op\":\"add\",\"path\":\"/spec/containers/0/volumeMounts\",\"value\":[{\"name\":\"g-svc\",\"mountPath\":\"/etc/volcano\"}]},"
+        " {\"op\":\"add\",\"path\":\"/spec/subdomain\",\"value\":\"g\"},"
+        " {\"op\":\"add\",\"path\":\"/spec/volumes\",\"value\":[{\"name\":\"g-svc\",\"configMap\":{\"name\":\"g-svc\"}}]}]");
+    ck_assert_uint_eq(r.warnings.n, 1);
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
+/* D6: without a name or the task-index label, the index comes from the annotation;
+ * D14: svc's warning appears once although D13 runs the chain twice (pytorch adds
+ * wait-for-master to a worker). */
+START_TEST(generate_name_index_from_annotation_warned_once_d6_d14)
+{
+    json_t *job = tu_json(
+        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns1\",\"uid\":\"u\"},"
+        " \"spec\":{\"plugins\":{\"env\":[],\"pytorch\":[\"--wait-master-enabled\"],"
+        "   \"svc\":[\"--inject-hosts-env=false\"]},"
+        "  \"tasks\":[{\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":3}]}}");
+    json_t *pod = tu_json(
+        "{\"metadata\":{\"generateName\":\"p-worker-\","
+        "  \"annotations\":{\"volcano.sh/task-spec\":\"worker\",\"volcano.sh/task-index\":\"1\"}},"
+        " \"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    struct mutate_result r;
+
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, pod, "ns1", &r);
+    ck_assert(r.allowed);
+    ck_assert_uint_eq(r.warnings.n, 1);
+    ck_assert_str_eq(r.warnings.items[0],
+                     "svc plugin: pod has no name (generateName), spec.hostname left unset");
+    /* index 1 from the annotation: RANK = master replicas + 1; the init container too */
+    ck_assert_uint_eq(json_array_size(r.patch), 6);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(r.patch, 0), "path")),
+                     "/spec/containers/0/env");
+    tu_assert_json_eq(json_object_get(json_array_get(r.patch, 0), "value"),
+        "[{\"name\":\"VK_TASK_INDEX\",\"value\":\"1\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"1\"},"
+        " {\"name\":\"MASTER_ADDR\",\"value\":\"p-master-0.p\"},{\"name\":\"MASTER_PORT\",\"value\":\"23456\"},"
+        " {\"name\":\"WORLD_SIZE\",\"value\":\"4\"},{\"name\":\"RANK\",\"value\":\"2\"}]");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(r.patch, 5), "path")),
+                     "/spec/initContainers");
+    tu_assert_json_eq(json_object_get(json_array_get(json_object_get(json_array_get(r.patch, 5),
+                                                                     "value"), 0), "env"),
+        "[{\"name\":\"VK_TASK_INDEX\",\"value\":\"1\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"1\"}]");
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
+START_TEST(huge_replicas_denied_not_exhausted)
+{
+    /* mpi's MPI_HOST for 2^31-1 workers would be ~80 GB: denied with a clear reason. */
+    json_t *job = tu_json(
+        "{\"metadata\":{\"name\":\"big\",\"namespace\":\"ns1\",\"uid\":\"u\"},"
+        " \"spec\":{\"plugins\":{\"mpi\":[]},"
+        "  \"tasks\":[{\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":2147483647}]}}");
+    json_t *master = tu_json("{\"metadata\":{\"name\":\"big-master-0\",\"annotations\":"
+                             "{\"volcano.sh/task-spec\":\"master\"}},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    json_t *worker = tu_json("{\"metadata\":{\"name\":\"big-worker-7\",\"annotations\":"
+                             "{\"volcano.sh/task-spec\":\"worker\"}},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    struct mutate_result r;
+
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, master, "ns1", &r);
+    ck_assert(!r.allowed);
+    ck_assert_int_eq(r.status_code, 400);
+    ck_assert_str_eq(r.message, "mpi plugin: MPI_HOST of task worker would exceed 1048576 bytes");
+    mutate_result_dispose(&r);
+    /* the workers need no host list and are served */
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, worker, "ns1", &r);
+    ck_assert(r.allowed);
+    ck_assert_ptr_nonnull(r.patch);
+    mutate_result_dispose(&r);
+    json_decref(worker);
+    json_decref(master);
+    json_decref(job);
+}
+END_TEST
+
+START_TEST(cut_utf8_in_warning_stays_valid)
+{
+    /* Go's flag message quotes the value and is cut to fit: the cut may fall inside
+     * a multi-byte character, which jansson would refuse (was an HTTP 500). */
+    json_t *job = tu_json(JOB_SIMPLE);
+    json_t *pod = tu_json(POD_SIMPLE);
+    json_t *args = json_array();
+    json_t *warnings;
+    char arg[512] = "--port=x";
+    struct mutate_result r;
+
+    for (int i = 0; i < 100; i++)
+        strcat(arg, "\xc3\xa9");  /* é */
+    json_array_append_new(args, json_string(arg));
+    json_object_set_new(json_object_get(json_object_get(job, "spec"), "plugins"), "tensorflow", args);
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, pod, "ns1", &r);
+    ck_assert(r.allowed);
+    ck_assert_uint_ge(r.warnings.n, 1);
+    warnings = warnings_to_json(&r.warnings);
+    ck_assert_ptr_nonnull(warnings);   /* every entry is valid UTF-8 */
+    ck_assert_uint_eq(json_array_size(warnings), r.warnings.n);
+    ck_assert_msg(strncmp(r.warnings.items[0], "tensorflow plugin: invalid value \"x\xc3\xa9", 37) == 0,
+                  "%s", r.warnings.items[0]);
+    json_decref(warnings);
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
+START_TEST(invalid_owner_name_not_looked_up)
+{
+    /* "." would make the GET path the namespace's Job list. */
+    struct fake_source fs = {.job = tu_json(JOB_SIMPLE)};
+    json_t *pod = tu_json(POD_SIMPLE);
+    json_t *refs = json_object_get(json_object_get(pod, "metadata"), "ownerReferences");
+    static const char *const bad[] = {".", "..", "J", "a/b", "-a", ""};
+    struct mutate_result r;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        json_object_set_new(json_array_get(refs, 0), "name", json_string(bad[i]));
+        review(&fs, "CREATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
+        ck_assert(r.allowed);
+        ck_assert_ptr_null(r.patch);
+        if (bad[i][0] != '\0') {  /* an empty name is no owner at all: not served, no warning */
+            ck_assert_uint_eq(r.warnings.n, 1);
+            ck_assert_str_eq(r.warnings.items[0],
+                             "ownerReference names no valid volcano job, pod not mutated");
+        }
+        mutate_result_dispose(&r);
+    }
+    ck_assert_int_eq(fs.calls, 0);
+    json_decref(pod);
+    json_decref(fs.job);
+}
+END_TEST
+
+static Suite *mutate_suite(void)
+{
+    Suite *s = suite_create("mutate");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_test(tc, served_pod_gets_env_patch);
+    tcase_add_test(tc, not_served_d8);
+    tcase_add_test(tc, job_not_found_allows_with_warning_d7);
+    tcase_add_test(tc, lookup_failure_policy_d7);
+    tcase_add_test(tc, namespace_from_pod_when_request_has_none_d6);
+    tcase_add_test(tc, uid_mismatch_is_not_our_job_d6);
+    tcase_add_test(tc, owner_without_uid_not_looked_up_d6);
+    tcase_add_test(tc, unknown_plugin_warns_and_others_run_d3);
+    tcase_add_test(tc, plugin_error_denies_400_d7);
+    tcase_add_test(tc, added_init_container_gets_every_plugin_d13);
+    tcase_add_test(tc, chain_leaves_the_admitted_pod_as_it_was);
+    tcase_add_test(tc, generate_name_pod_d14);
+    tcase_add_test(tc, generate_name_index_from_annotation_warned_once_d6_d14);
+    tcase_add_test(tc, huge_replicas_denied_not_exhausted);
+    tcase_add_test(tc, cut_utf8_in_warning_stays_valid);
+    tcase_add_test(tc, invalid_owner_name_not_looked_up);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(mutate_suite());
+}
