@@ -52,7 +52,7 @@ TEST_SRCS := $(sort $(foreach d,$(LAYERS),$(wildcard tests/$(d)/check_*.c)))
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 HDRS      := $(foreach d,$(LAYERS),$(wildcard $(d)/*.h)) $(wildcard tests/*.h)
 
-.PHONY: all test check layers deps unit-test integration-test demo clean format lint bench fuzz fuzz-regress soak tsan-test
+.PHONY: all test check layers format-check deps unit-test integration-test demo clean format lint bench fuzz fuzz-regress soak tsan-test
 all: $(BUILD)/$(PROG)
 
 # -MMD -MP: each object depends on the headers it includes (the .d files make writes).
@@ -87,7 +87,7 @@ integration-test: $(BUILD)/$(PROG)
 test: deps
 	@$(MAKE) --no-print-directory check
 
-check: layers all unit-test integration-test fuzz-regress
+check: layers format-check all unit-test integration-test fuzz-regress
 
 # Every #include points down the layers (LAYERS above).
 layers:
@@ -124,8 +124,14 @@ demo:
 bench: all
 	@bench/run
 
+# Every C file of the project, formatted by .clang-format; `make check` fails on drift.
+FORMAT_SRCS = $(LIB_SRCS) webhook/main.c $(HDRS) $(TEST_SRCS) $(wildcard bench/*.c) \
+              $(wildcard tests/fuzz/*.c tests/fuzz/*.h)
 format:
-	clang-format -i $(LIB_SRCS) webhook/main.c $(HDRS) $(TEST_SRCS)
+	clang-format -i $(FORMAT_SRCS)
+
+format-check:
+	@clang-format --dry-run -Werror $(FORMAT_SRCS) && echo "format: every C file as .clang-format says"
 
 lint:
 	cppcheck --quiet --enable=warning,performance,portability --error-exitcode=1 \

@@ -38,8 +38,7 @@ static size_t utf8_seq_len(const unsigned char *p)
         unsigned char lo = c == 0xF0 ? 0x90 : 0x80;
         unsigned char hi = c == 0xF4 ? 0x8F : 0xBF;
 
-        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80 ? 4
-                                                                                          : 0;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80 ? 4 : 0;
     }
     return 0;
 }

@@ -11,23 +11,23 @@
 
 #define WH_OK        0
 #define WH_DECLINED  1    /* not applicable; not an error */
-#define WH_ERROR    (-1)  /* generic failure */
-#define WH_ENOMEM   (-2)
-#define WH_EINVAL   (-3)  /* bad input */
+#define WH_ERROR     (-1) /* generic failure */
+#define WH_ENOMEM    (-2)
+#define WH_EINVAL    (-3) /* bad input */
 #define WH_ENOTFOUND (-4) /* 404 NotFound */
-#define WH_EEXISTS  (-5)  /* 409 AlreadyExists */
+#define WH_EEXISTS   (-5) /* 409 AlreadyExists */
 #define WH_ECONFLICT (-6) /* 409 Conflict */
-#define WH_EGONE    (-7)  /* 410 Gone / Expired */
-#define WH_ETIMEOUT (-8)
-#define WH_EAPI     (-9)  /* any other API server or transport failure */
-#define WH_ETOOBIG  (-10) /* input over a size cap */
-#define WH_EBUSY    (-11) /* a local limit is reached; try again later */
+#define WH_EGONE     (-7) /* 410 Gone / Expired */
+#define WH_ETIMEOUT  (-8)
+#define WH_EAPI      (-9)  /* any other API server or transport failure */
+#define WH_ETOOBIG   (-10) /* input over a size cap */
+#define WH_EBUSY     (-11) /* a local limit is reached; try again later */
 
 #define WH_ERROR_MSG_MAX 256
 
 struct wh_error {
-    int code;                     /* one of WH_E*, 0 when unset */
-    char msg[WH_ERROR_MSG_MAX];   /* one line, lower case, no trailing period */
+    int code;                   /* one of WH_E*, 0 when unset */
+    char msg[WH_ERROR_MSG_MAX]; /* one line, lower case, no trailing period */
 };
 
 #define WH_WARN_UNUSED __attribute__((warn_unused_result))

@@ -41,8 +41,11 @@ void log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2,
  */
 const char *log_quote(char *buf, size_t len, const char *s);
 
-#define LOG_AT(lvl, ...) \
-    do { if ((lvl) <= log_level_current) log_write((lvl), __VA_ARGS__); } while (0)
+#define LOG_AT(lvl, ...)                                                                           \
+    do {                                                                                           \
+        if ((lvl) <= log_level_current)                                                            \
+            log_write((lvl), __VA_ARGS__);                                                         \
+    } while (0)
 #define LOG_ERROR(...) LOG_AT(LOG_LEVEL_ERROR, __VA_ARGS__)
 #define LOG_WARN(...)  LOG_AT(LOG_LEVEL_WARN, __VA_ARGS__)
 #define LOG_INFO(...)  LOG_AT(LOG_LEVEL_INFO, __VA_ARGS__)

@@ -54,7 +54,7 @@ struct metric_writer {
     size_t len;
     size_t cap;
     bool oom;
-    char last_name[128];   /* the family whose HELP/TYPE was written last */
+    char last_name[128]; /* the family whose HELP/TYPE was written last */
 };
 
 static void appendf(struct metric_writer *w, const char *fmt, ...)
@@ -93,8 +93,7 @@ static void appendf(struct metric_writer *w, const char *fmt, ...)
     }
 }
 
-static void family(struct metric_writer *w, const char *name, const char *type,
-                   const char *help)
+static void family(struct metric_writer *w, const char *name, const char *type, const char *help)
 {
     if (strcmp(w->last_name, name) == 0)
         return;
@@ -105,8 +104,8 @@ static void family(struct metric_writer *w, const char *name, const char *type,
         appendf(w, "# TYPE %s %s\n", name, type);
 }
 
-void metric_write(struct metric_writer *w, const char *name, const char *type,
-                  const char *help, const char *labels, double value)
+void metric_write(struct metric_writer *w, const char *name, const char *type, const char *help,
+                  const char *labels, double value)
 {
     family(w, name, type, help);
     if (labels != NULL && labels[0] != '\0')

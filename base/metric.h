@@ -28,12 +28,11 @@ void metric_counter_add(struct metric_counter *c, unsigned long long n);
 unsigned long long metric_counter_get(struct metric_counter *c);
 
 /* A value set from time to time; METRIC_GAUGE_UNSET until the first set (a gauge
- * that is unset is not exposed). Initialise statics with METRIC_GAUGE_INIT. */
+ * that is unset is not exposed). Initialise statics with {.v = METRIC_GAUGE_UNSET}. */
 #define METRIC_GAUGE_UNSET LLONG_MIN
 struct metric_gauge {
     atomic_llong v;
 };
-#define METRIC_GAUGE_INIT {METRIC_GAUGE_UNSET}
 
 /** Set g to v; the last call wins. Thread-safe. */
 void metric_gauge_set(struct metric_gauge *g, long long v);
@@ -63,8 +62,8 @@ struct metric_writer;
  * text inside the braces (e.g. "kind=\"ConfigMap\"") or NULL. On ENOMEM the writer
  * remembers it and metric_render returns NULL.
  */
-void metric_write(struct metric_writer *w, const char *name, const char *type,
-                  const char *help, const char *labels, double value);
+void metric_write(struct metric_writer *w, const char *name, const char *type, const char *help,
+                  const char *labels, double value);
 
 /**
  * Write a histogram family: name_bucket{le=...} for each of the n upper bounds

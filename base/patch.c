@@ -21,15 +21,15 @@
 /* ---- the diff ------------------------------------------------------------ */
 
 struct path {
-    char *s;      /* NUL-terminated JSON Pointer, "" for the root */
-    size_t len;   /* strlen(s) */
-    size_t cap;   /* bytes allocated */
+    char *s;    /* NUL-terminated JSON Pointer, "" for the root */
+    size_t len; /* strlen(s) */
+    size_t cap; /* bytes allocated */
 };
 
 size_t patch_escape_segment(char *dst, size_t dstlen, const char *segment)
 {
     size_t used = dst != NULL ? strnlen(dst, dstlen) : dstlen;
-    size_t room = dstlen - used;    /* includes the NUL */
+    size_t room = dstlen - used; /* includes the NUL */
     size_t need = 0;
     const char *c;
 
@@ -93,8 +93,7 @@ static int emit(json_t *ops, const char *op, const struct path *p, const json_t 
         return WH_ENOMEM;
     if (json_object_set_new_nocheck(o, "op", json_string_nocheck(op)) < 0
         || json_object_set_new_nocheck(o, "path", json_stringn(p->s, p->len)) < 0
-        || (value != NULL
-            && json_object_set_nocheck(o, "value", (json_t *)value) < 0)) {
+        || (value != NULL && json_object_set_nocheck(o, "value", (json_t *)value) < 0)) {
         json_decref(o);
         return WH_ENOMEM;
     }
@@ -330,8 +329,8 @@ enum edit { EDIT_ADD, EDIT_REPLACE, EDIT_REMOVE };
  * add / replace / remove at ptr (RFC 6902 §4.1-4.3). value_new is stolen (may be
  * NULL for remove). With taken != NULL, remove hands the old value to the caller.
  */
-static int ptr_edit(json_t **root, const char *ptr, enum edit e, json_t *value_new,
-                    json_t **taken, const char **why)
+static int ptr_edit(json_t **root, const char *ptr, enum edit e, json_t *value_new, json_t **taken,
+                    const char **why)
 {
     json_t *parent = NULL;
     char *last = NULL;
@@ -342,7 +341,7 @@ static int ptr_edit(json_t **root, const char *ptr, enum edit e, json_t *value_n
     rc = locate(*root, ptr, &parent, &last, why);
     if (rc < 0)
         goto out;
-    if (last == NULL) {    /* the whole document */
+    if (last == NULL) { /* the whole document */
         if (e == EDIT_REMOVE) {
             *why = "cannot remove the root";
             rc = WH_EINVAL;
@@ -350,7 +349,7 @@ static int ptr_edit(json_t **root, const char *ptr, enum edit e, json_t *value_n
         }
         json_decref(*root);
         *root = value_new;
-        value_new = NULL;    /* now owned by *root */
+        value_new = NULL; /* now owned by *root */
         goto out;
     }
     if (json_is_object(parent)) {
@@ -365,7 +364,7 @@ static int ptr_edit(json_t **root, const char *ptr, enum edit e, json_t *value_n
             json_object_del(parent, last);
         else if (json_object_set_new(parent, last, value_new) < 0)
             rc = WH_ENOMEM;
-        value_new = NULL;    /* consumed by json_object_set_new */
+        value_new = NULL; /* consumed by json_object_set_new */
         goto out;
     }
     if (!json_is_array(parent)) {
@@ -389,7 +388,7 @@ static int ptr_edit(json_t **root, const char *ptr, enum edit e, json_t *value_n
         rc = json_array_set_new(parent, i, value_new);
     else
         rc = json_array_insert_new(parent, i, value_new);
-    value_new = NULL;    /* consumed by the _new call */
+    value_new = NULL; /* consumed by the _new call */
     if (rc < 0)
         rc = WH_ENOMEM;
 out:
@@ -450,8 +449,9 @@ static int apply_op(json_t **root, const json_t *op, const char **why)
         *why = "op needs string members op and path";
         return WH_EINVAL;
     }
-    if (value == NULL && (strcmp(name, "add") == 0 || strcmp(name, "replace") == 0 ||
-                          strcmp(name, "test") == 0)) {
+    if (value == NULL
+        && (strcmp(name, "add") == 0 || strcmp(name, "replace") == 0
+            || strcmp(name, "test") == 0)) {
         *why = "missing value";
         return WH_EINVAL;
     }

@@ -24,9 +24,9 @@
 #include <time.h>
 
 #include "certs/sshkey.h"
+#include "controller/cache.h"
 #include "plugins/sshkeys.h"
 #include "webhook/admission.h"
-#include "controller/cache.h"
 #include "webhook/mutate.h"
 
 #define MAX_BODIES 4096
@@ -45,7 +45,7 @@ static int bench_job_get(void *userdata, const char *ns, const char *name, const
     struct job_cache *cache = userdata;
     int rc;
 
-    (void)uid;  /* the Jobs of the file are current: nothing is stale */
+    (void)uid; /* the Jobs of the file are current: nothing is stale */
     rc = cache_get(cache, ns, name, job_out);
     if (rc == WH_ENOTFOUND)
         return wh_error_set(err, WH_ENOTFOUND, "jobs.batch.volcano.sh \"%s\" not found", name);
@@ -169,8 +169,9 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "--keys") == 0 && (n = strtol(argv[2], NULL, 10)) > 0)
         return bench_keys(n);
     if (argc != 4 || (n = strtol(argv[3], NULL, 10)) <= 0) {
-        fprintf(stderr, "usage: bench_admission JOBS.json BODIES.jsonl N\n"
-                        "       bench_admission --keys N\n");
+        fprintf(stderr,
+                "usage: bench_admission JOBS.json BODIES.jsonl N\n"
+                "       bench_admission --keys N\n");
         return 2;
     }
     if (cache == NULL) {
@@ -183,8 +184,8 @@ int main(int argc, char **argv)
     failed = bench_loop(&bodies, &src, &opt, n, &patched);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     secs = bench_seconds(&t0, &t1);
-    printf("admissions=%ld patched=%ld failed=%ld seconds=%.3f ns_per_admission=%.0f\n", n,
-           patched, failed, secs, secs * 1e9 / (double)n);
+    printf("admissions=%ld patched=%ld failed=%ld seconds=%.3f ns_per_admission=%.0f\n", n, patched,
+           failed, secs, secs * 1e9 / (double)n);
     for (i = 0; i < bodies.n; i++)
         free(bodies.text[i]);
     cache_destroy(cache);

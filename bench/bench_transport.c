@@ -65,9 +65,8 @@ static char *read_text(const char *path, size_t *len_out)
     char *text = NULL;
     long n;
 
-    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0
-        || fseek(f, 0, SEEK_SET) != 0 || (text = malloc((size_t)n + 1)) == NULL
-        || fread(text, 1, (size_t)n, f) != (size_t)n) {
+    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0
+        || (text = malloc((size_t)n + 1)) == NULL || fread(text, 1, (size_t)n, f) != (size_t)n) {
         fprintf(stderr, "bench_transport: cannot read %s\n", path);
         free(text);
         if (f != NULL)

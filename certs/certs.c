@@ -41,7 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PEM_FILE_MAX ((long)1024 * 1024)  /* bytes; a cert chain or key is far smaller */
+#define PEM_FILE_MAX   ((long)1024 * 1024) /* bytes; a cert chain or key is far smaller */
 #define CA_COMMON_NAME "volcano-plugin-webhook-ca"
 
 void certs_pair_dispose(struct certs_pair *p)
@@ -168,7 +168,7 @@ static int file_read(const char *path, char **out, size_t *len_out, struct wh_er
     buf[n] = '\0';
     *out = buf;
     *len_out = n;
-    buf = NULL;  /* now owned by the caller */
+    buf = NULL; /* now owned by the caller */
 out:
     if (buf != NULL) {
         OPENSSL_cleanse(buf, n);
@@ -220,7 +220,7 @@ int certs_load_pair(struct certs_pair *out, const char *cert_file, const char *k
         x = NULL;
         ncerts++;
     }
-    ERR_clear_error();  /* the loop ends on "no start line" */
+    ERR_clear_error(); /* the loop ends on "no start line" */
     if (ncerts == 0) {
         rc = wh_error_set(err, WH_EINVAL, "%s: no PEM certificate found", cert_file);
         goto out;
@@ -259,7 +259,7 @@ int certs_load_pair(struct certs_pair *out, const char *cert_file, const char *k
         goto out;
     }
     *out = p;
-    p.cert_pem = NULL;  /* now owned by the caller */
+    p.cert_pem = NULL; /* now owned by the caller */
     p.key_pem = NULL;
     rc = 0;
 out:
@@ -386,9 +386,9 @@ static int make_cert(X509 **out, bool *capped, EVP_PKEY *key, const char *cn, X5
         return wh_error_set(err, WH_ENOMEM, "out of memory");
     name = X509_get_subject_name(cert);
     if (X509_set_version(cert, X509_VERSION_3) != 1
-        || X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1,
-                                      -1, 0)
-               != 1
+        || X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1, -1,
+                                      0)
+            != 1
         || X509_set_issuer_name(cert, issuer != NULL ? X509_get_subject_name(issuer) : name) != 1
         || X509_set_pubkey(cert, key) != 1
         /* From one hour ago: tolerate clock skew between nodes. */
@@ -439,9 +439,8 @@ static int make_cert(X509 **out, bool *capped, EVP_PKEY *key, const char *cn, X5
     /* An existing CA may lack a subject key id: name it by issuer and serial then. */
     if (rc == 0)
         rc = add_ext(cert, &ctx, NID_authority_key_identifier,
-                     issuer == NULL || X509_get0_subject_key_id(issuer) != NULL
-                         ? "keyid:always"
-                         : "issuer:always",
+                     issuer == NULL || X509_get0_subject_key_id(issuer) != NULL ? "keyid:always"
+                                                                                : "issuer:always",
                      err);
     if (rc < 0)
         goto out;
@@ -456,7 +455,7 @@ static int make_cert(X509 **out, bool *capped, EVP_PKEY *key, const char *cn, X5
         goto out;
     }
     *out = cert;
-    cert = NULL;  /* now owned by the caller */
+    cert = NULL; /* now owned by the caller */
     rc = 0;
 out:
     X509_free(cert);
@@ -604,7 +603,7 @@ int certs_chain_not_after(const char *cert_pem, long long *unix_seconds, size_t 
         X509_free(x);
     }
     BIO_free(b);
-    ERR_clear_error();  /* the loop ends on "no start line" */
+    ERR_clear_error(); /* the loop ends on "no start line" */
     if (rc < 0)
         return rc;
     if (n == 0)
@@ -640,8 +639,8 @@ int certs_check_key_file(const char *key_file, const char *cert_pem, struct wh_e
     }
     /* Public halves only: EVP_PKEY_eq compares the key parameters and public key. */
     if (EVP_PKEY_eq(X509_get0_pubkey(cert), key) != 1)
-        rc = wh_error_set(err, WH_ECONFLICT, "%s: the private key of another certificate",
-                          key_file);
+        rc =
+            wh_error_set(err, WH_ECONFLICT, "%s: the private key of another certificate", key_file);
 out:
     EVP_PKEY_free(key);
     X509_free(cert);
@@ -674,7 +673,7 @@ static int leaf_verifies(X509 *leaf, const char *ca_pem, const char *name, struc
         goto out;
     }
     while ((x = PEM_read_bio_X509(b, NULL, no_password, NULL)) != NULL) {
-        int ok = X509_STORE_add_cert(store, x);   /* takes its own reference */
+        int ok = X509_STORE_add_cert(store, x); /* takes its own reference */
 
         X509_free(x);
         if (ok != 1) {
@@ -682,7 +681,7 @@ static int leaf_verifies(X509 *leaf, const char *ca_pem, const char *name, struc
             goto out;
         }
     }
-    ERR_clear_error();  /* the loop ends on "no start line" */
+    ERR_clear_error(); /* the loop ends on "no start line" */
     if (X509_STORE_CTX_init(ctx, store, leaf, NULL) != 1) {
         rc = ossl_fail(err, WH_ERROR, "cannot verify the serving certificate");
         goto out;
@@ -694,7 +693,7 @@ static int leaf_verifies(X509 *leaf, const char *ca_pem, const char *name, struc
         || (inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1
                 ? X509_VERIFY_PARAM_set1_ip_asc(param, name)
                 : X509_VERIFY_PARAM_set1_host(param, name, 0))
-               != 1) {
+            != 1) {
         rc = ossl_fail(err, WH_ERROR, "cannot set verification parameters");
         goto out;
     }
@@ -734,8 +733,8 @@ static int ca_usable(X509 *ca, EVP_PKEY *ca_key, struct wh_error *err)
 }
 
 int certs_generate_leaf(struct certs_pair *leaf, bool *capped, const struct certs_pair *ca,
-                        enum certs_key_type key_type, const char *const *dns, size_t ndns,
-                        int days, struct wh_error *err)
+                        enum certs_key_type key_type, const char *const *dns, size_t ndns, int days,
+                        struct wh_error *err)
 {
     X509 *ca_cert = NULL;
     EVP_PKEY *ca_key = NULL;
@@ -765,13 +764,13 @@ int certs_generate_leaf(struct certs_pair *leaf, bool *capped, const struct cert
         goto out;
     leaf_key = key_generate(key_type);
     if (leaf_key == NULL) {
-        rc = ossl_fail(err, WH_ERROR, key_type == CERTS_KEY_RSA_2048
-                                          ? "cannot generate RSA-2048 key"
-                                          : "cannot generate P-256 key");
+        rc = ossl_fail(err, WH_ERROR,
+                       key_type == CERTS_KEY_RSA_2048 ? "cannot generate RSA-2048 key"
+                                                      : "cannot generate P-256 key");
         goto out;
     }
-    rc = make_cert(&leaf_cert, &was_capped, leaf_key, leaf_cn(dns[0]), ca_cert, ca_key, false,
-                   dns, ndns, days, err);
+    rc = make_cert(&leaf_cert, &was_capped, leaf_key, leaf_cn(dns[0]), ca_cert, ca_key, false, dns,
+                   ndns, days, err);
     if (rc < 0)
         goto out;
     /* The CA's own checks above are not all a client makes (notBefore, nameConstraints). */
@@ -782,7 +781,7 @@ int certs_generate_leaf(struct certs_pair *leaf, bool *capped, const struct cert
     if (rc < 0)
         goto out;
     *leaf = l;
-    l = (struct certs_pair){NULL, NULL};  /* now owned by the caller */
+    l = (struct certs_pair){NULL, NULL}; /* now owned by the caller */
     if (capped != NULL)
         *capped = was_capped;
 out:
@@ -812,17 +811,16 @@ int certs_generate(struct certs_pair *ca, struct certs_pair *leaf, enum certs_ke
     ca_key = key_generate(key_type);
     leaf_key = key_generate(key_type);
     if (ca_key == NULL || leaf_key == NULL) {
-        rc = ossl_fail(err, WH_ERROR, key_type == CERTS_KEY_RSA_2048
-                                          ? "cannot generate RSA-2048 key"
-                                          : "cannot generate P-256 key");
+        rc = ossl_fail(err, WH_ERROR,
+                       key_type == CERTS_KEY_RSA_2048 ? "cannot generate RSA-2048 key"
+                                                      : "cannot generate P-256 key");
         goto out;
     }
-    rc = make_cert(&ca_cert, NULL, ca_key, CA_COMMON_NAME, NULL, ca_key, true, NULL, 0, days,
-                   err);
+    rc = make_cert(&ca_cert, NULL, ca_key, CA_COMMON_NAME, NULL, ca_key, true, NULL, 0, days, err);
     if (rc < 0)
         goto out;
-    rc = make_cert(&leaf_cert, NULL, leaf_key, leaf_cn(dns[0]), ca_cert, ca_key, false, dns,
-                   ndns, days, err);
+    rc = make_cert(&leaf_cert, NULL, leaf_key, leaf_cn(dns[0]), ca_cert, ca_key, false, dns, ndns,
+                   days, err);
     if (rc < 0)
         goto out;
     rc = pair_encode(&c, ca_cert, ca_key, err);
@@ -833,7 +831,7 @@ int certs_generate(struct certs_pair *ca, struct certs_pair *leaf, enum certs_ke
         goto out;
     *ca = c;
     *leaf = l;
-    c = (struct certs_pair){NULL, NULL};  /* now owned by the caller */
+    c = (struct certs_pair){NULL, NULL}; /* now owned by the caller */
     l = (struct certs_pair){NULL, NULL};
 out:
     certs_pair_dispose(&c);

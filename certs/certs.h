@@ -34,8 +34,8 @@ int certs_load_pair(struct certs_pair *out, const char *cert_file, const char *k
 
 /* Key algorithm of certs_generate (both the CA's and the serving key). */
 enum certs_key_type {
-    CERTS_KEY_ECDSA_P256 = 0,   /* ECDSA on P-256 (prime256v1), signed with SHA-256; default */
-    CERTS_KEY_RSA_2048 = 1,     /* RSA 2048 bits (e 65537), PKCS#1 v1.5 with SHA-256 */
+    CERTS_KEY_ECDSA_P256 = 0, /* ECDSA on P-256 (prime256v1), signed with SHA-256; default */
+    CERTS_KEY_RSA_2048 = 1,   /* RSA 2048 bits (e 65537), PKCS#1 v1.5 with SHA-256 */
 };
 
 /**
@@ -77,8 +77,8 @@ int certs_generate(struct certs_pair *ca, struct certs_pair *leaf, enum certs_ke
  *         WH_ERROR / WH_ENOMEM with the OpenSSL reason.
  */
 int certs_generate_leaf(struct certs_pair *leaf, bool *capped, const struct certs_pair *ca,
-                        enum certs_key_type key_type, const char *const *dns, size_t ndns,
-                        int days, struct wh_error *err);
+                        enum certs_key_type key_type, const char *const *dns, size_t ndns, int days,
+                        struct wh_error *err);
 
 /**
  * notAfter of the first certificate in cert_pem (a chain's leaf) as Unix

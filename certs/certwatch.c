@@ -30,10 +30,10 @@
 #include "base/clock.h"
 #include "base/log.h"
 
-#define WATCH_MASK                                                                          \
-    (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_MODIFY       \
-     | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
-#define SETTLE_ROUNDS_MAX 25   /* give up waiting for quiet after this many settle periods */
+#define WATCH_MASK                                                                                 \
+    (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB  \
+     | IN_DELETE_SELF | IN_MOVE_SELF)
+#define SETTLE_ROUNDS_MAX 25 /* give up waiting for quiet after this many settle periods */
 
 /* What identifies one version of a file (symlinks followed); all zero when it is missing. */
 struct file_print {
@@ -42,10 +42,10 @@ struct file_print {
     off_t size;
     struct timespec mtime;
     struct timespec ctime;
-    int err;                  /* errno of stat, 0 when it worked */
+    int err; /* errno of stat, 0 when it worked */
 };
 
-struct certwatch_metrics certwatch_metrics = {.cert_expiry = METRIC_GAUGE_INIT};
+struct certwatch_metrics certwatch_metrics = {.cert_expiry = {.v = METRIC_GAUGE_UNSET}};
 
 struct certwatch {
     char *cert_file;
@@ -53,13 +53,13 @@ struct certwatch {
     long poll_ms;
     long settle_ms;
     long expiry_check_ms;
-    long long next_expiry_check;  /* clock_mono_ms time of the next expiry check */
+    long long next_expiry_check; /* clock_mono_ms time of the next expiry check */
     certwatch_apply_fn apply;
     void *userdata;
-    struct certs_pair current;    /* content in service (watcher thread after start) */
-    struct file_print tried[2];   /* fingerprints of the last attempt */
-    int ifd;                      /* inotify descriptor, -1 when unavailable */
-    int wake[2];                  /* pipe: certwatch_stop writes a byte */
+    struct certs_pair current;  /* content in service (watcher thread after start) */
+    struct file_print tried[2]; /* fingerprints of the last attempt */
+    int ifd;                    /* inotify descriptor, -1 when unavailable */
+    int wake[2];                /* pipe: certwatch_stop writes a byte */
     pthread_t thread;
 };
 
@@ -82,9 +82,9 @@ static void print_file(const char *path, struct file_print *fp)
 static bool same_print(const struct file_print *a, const struct file_print *b)
 {
     return a->dev == b->dev && a->ino == b->ino && a->size == b->size
-           && a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec
-           && a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec
-           && a->err == b->err;
+        && a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec
+        && a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec
+        && a->err == b->err;
 }
 
 static bool same_text(const char *a, const char *b)
@@ -195,11 +195,13 @@ static void try_reload(struct certwatch *w)
 
     if (certs_load_pair(&pair, w->cert_file, w->key_file, &err) < 0) {
         LOG_WARN("tls: new pair refused, serving the old one cert_file=%s key_file=%s "
-                 "err=\"%s\"", w->cert_file, w->key_file, err.msg);
+                 "err=\"%s\"",
+                 w->cert_file, w->key_file, err.msg);
         metric_counter_add(&certwatch_metrics.reloads_refused, 1);
         return;
     }
-    if (same_text(pair.cert_pem, w->current.cert_pem) && same_text(pair.key_pem, w->current.key_pem)) {
+    if (same_text(pair.cert_pem, w->current.cert_pem)
+        && same_text(pair.key_pem, w->current.key_pem)) {
         LOG_DEBUG("tls: files touched, pair unchanged cert_file=%s", w->cert_file);
         certs_pair_dispose(&pair);
         return;
@@ -208,13 +210,14 @@ static void try_reload(struct certwatch *w)
     if (chain_expired(pair.cert_pem, (long long)time(NULL), &err)
         || w->apply(w->userdata, &pair, &err) < 0) {
         LOG_WARN("tls: new pair refused, serving the old one cert_file=%s key_file=%s "
-                 "err=\"%s\"", w->cert_file, w->key_file, err.msg);
+                 "err=\"%s\"",
+                 w->cert_file, w->key_file, err.msg);
         metric_counter_add(&certwatch_metrics.reloads_refused, 1);
         certs_pair_dispose(&pair);
         return;
     }
     certs_pair_dispose(&w->current);
-    w->current = pair;   /* keep the texts for the next comparison */
+    w->current = pair; /* keep the texts for the next comparison */
     LOG_INFO("tls: pair reloaded cert_file=%s key_file=%s", w->cert_file, w->key_file);
     metric_counter_add(&certwatch_metrics.reloads_ok, 1);
     expiry_check(w);
@@ -245,7 +248,7 @@ static void *watch_main(void *arg)
         if (n < 0 && errno != EINTR)
             break;
         if (n > 0 && p[0].revents != 0)
-            break;   /* certwatch_stop */
+            break; /* certwatch_stop */
         if (n > 0 && w->ifd >= 0 && p[1].revents != 0 && drain_events(w->ifd)) {
             /* Let the writer finish: wait until no event came for settle_ms. */
             for (int i = 0; i < SETTLE_ROUNDS_MAX; i++) {
@@ -305,8 +308,8 @@ int certwatch_start(struct certwatch **out, const struct certwatch_config *cfg,
         goto nomem;
     w->poll_ms = cfg->poll_ms > 0 ? cfg->poll_ms : CERTWATCH_DEFAULT_POLL_MS;
     w->settle_ms = cfg->settle_ms > 0 ? cfg->settle_ms : CERTWATCH_DEFAULT_SETTLE_MS;
-    w->expiry_check_ms = cfg->expiry_check_ms > 0 ? cfg->expiry_check_ms
-                                                  : CERTWATCH_DEFAULT_EXPIRY_CHECK_MS;
+    w->expiry_check_ms =
+        cfg->expiry_check_ms > 0 ? cfg->expiry_check_ms : CERTWATCH_DEFAULT_EXPIRY_CHECK_MS;
     /* The caller checked the pair it starts with (certwatch_check_expiry); next one later. */
     w->next_expiry_check = clock_mono_ms() + w->expiry_check_ms;
     w->apply = apply;

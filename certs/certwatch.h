@@ -30,22 +30,22 @@
 #ifndef WH_CERTWATCH_H
 #define WH_CERTWATCH_H
 
-#include "certs/certs.h"
 #include "base/error.h"
 #include "base/metric.h"
+#include "certs/certs.h"
 
-#define CERTWATCH_DEFAULT_POLL_MS 2000L    /* stat fallback period */
-#define CERTWATCH_DEFAULT_SETTLE_MS 200L   /* quiet time after an inotify event */
-#define CERTWATCH_DEFAULT_EXPIRY_CHECK_MS (24L * 3600 * 1000)  /* expiry re-check period */
-#define CERTWATCH_EXPIRY_WARN_DAYS 30      /* warn when fewer days than this are left */
+#define CERTWATCH_DEFAULT_POLL_MS         2000L /* stat fallback period */
+#define CERTWATCH_DEFAULT_SETTLE_MS       200L  /* quiet time after an inotify event */
+#define CERTWATCH_DEFAULT_EXPIRY_CHECK_MS (24L * 3600 * 1000) /* expiry re-check period */
+#define CERTWATCH_EXPIRY_WARN_DAYS        30 /* warn when fewer days than this are left */
 
 struct certwatch_config {
-    const char *cert_file;    /* PEM certificate (chain) file; borrowed, must outlive the watcher */
-    const char *key_file;     /* PEM private key file; borrowed, must outlive the watcher */
-    long poll_ms;             /* stat fallback period; 0 → CERTWATCH_DEFAULT_POLL_MS */
-    long settle_ms;           /* after an event, wait until the directory is quiet this
+    const char *cert_file; /* PEM certificate (chain) file; borrowed, must outlive the watcher */
+    const char *key_file;  /* PEM private key file; borrowed, must outlive the watcher */
+    long poll_ms;          /* stat fallback period; 0 → CERTWATCH_DEFAULT_POLL_MS */
+    long settle_ms;        /* after an event, wait until the directory is quiet this
                                  long before reading; 0 → CERTWATCH_DEFAULT_SETTLE_MS */
-    long expiry_check_ms;     /* re-check the expiry of the pair in service this often
+    long expiry_check_ms;  /* re-check the expiry of the pair in service this often
                                  (noticed within poll_ms after it is due);
                                  0 → CERTWATCH_DEFAULT_EXPIRY_CHECK_MS */
 };
@@ -63,8 +63,8 @@ struct certwatch;
  * webhook_tls_reloads_total and webhook_tls_certificate_expiry_timestamp_seconds. */
 struct certwatch_metrics {
     struct metric_counter reloads_ok;
-    struct metric_counter reloads_refused;   /* the old pair kept */
-    struct metric_gauge cert_expiry;         /* the chain's earliest notAfter, Unix seconds */
+    struct metric_counter reloads_refused; /* the old pair kept */
+    struct metric_gauge cert_expiry;       /* the chain's earliest notAfter, Unix seconds */
 };
 extern struct certwatch_metrics certwatch_metrics;
 

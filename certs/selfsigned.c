@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define NAME_MAX_LEN 253   /* a DNS-1123 subdomain */
+#define NAME_MAX_LEN 253 /* a DNS-1123 subdomain */
 
 int selfsigned_generate(const struct selfsigned_config *cfg, struct certs_pair *ca,
                         struct certs_pair *leaf, struct wh_error *err)
@@ -16,8 +16,7 @@ int selfsigned_generate(const struct selfsigned_config *cfg, struct certs_pair *
     const char *sans[4 + SELFSIGNED_MAX_EXTRA];
     size_t n = 0;
 
-    if (cfg->service == NULL || cfg->service[0] == '\0' || cfg->ns == NULL
-        || cfg->ns[0] == '\0')
+    if (cfg->service == NULL || cfg->service[0] == '\0' || cfg->ns == NULL || cfg->ns[0] == '\0')
         return wh_error_set(err, WH_EINVAL, "self-signed: empty service name or namespace");
     if (strlen(cfg->service) + strlen(cfg->ns) + strlen("..svc.cluster.local") > NAME_MAX_LEN)
         return wh_error_set(err, WH_EINVAL, "self-signed: service name and namespace too long");

@@ -10,18 +10,18 @@
 
 #include <stddef.h>
 
-#include "certs/certs.h"
 #include "base/error.h"
+#include "certs/certs.h"
 
-#define SELFSIGNED_MAX_EXTRA 32          /* --tls-san entries */
+#define SELFSIGNED_MAX_EXTRA    32 /* --tls-san entries */
 #define SELFSIGNED_DEFAULT_DAYS 365
 
 struct selfsigned_config {
-    const char *service;             /* Service name, e.g. "volcano-plugin-webhook" */
-    const char *ns;                  /* the Service's namespace */
-    const char *const *extra;        /* more subjectAltNames (DNS names or IPs), borrowed */
-    size_t nextra;                   /* at most SELFSIGNED_MAX_EXTRA */
-    int days;                        /* validity; 0 → SELFSIGNED_DEFAULT_DAYS */
+    const char *service;      /* Service name, e.g. "volcano-plugin-webhook" */
+    const char *ns;           /* the Service's namespace */
+    const char *const *extra; /* more subjectAltNames (DNS names or IPs), borrowed */
+    size_t nextra;            /* at most SELFSIGNED_MAX_EXTRA */
+    int days;                 /* validity; 0 → SELFSIGNED_DEFAULT_DAYS */
     enum certs_key_type key_type;
 };
 

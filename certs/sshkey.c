@@ -133,7 +133,7 @@ static int public_line(EVP_PKEY *pk, char **out, struct wh_error *err)
     line[sizeof(type) + b64] = '\n';
     line[sizeof(type) + b64 + 1] = '\0';
     *out = line;
-    line = NULL;   /* now owned by the caller */
+    line = NULL; /* now owned by the caller */
 out:
     BN_free(n);
     BN_free(e);
@@ -153,7 +153,7 @@ void sshkey_free_secret(char *s)
 int sshkey_generate(char **priv_out, char **pub_out, struct wh_error *err)
 {
     double started = clock_mono_s();
-    EVP_PKEY *pk = EVP_RSA_gen(SSHKEY_RSA_BITS);   /* e = 65537, OpenSSL's default */
+    EVP_PKEY *pk = EVP_RSA_gen(SSHKEY_RSA_BITS); /* e = 65537, OpenSSL's default */
     int rc;
 
     *priv_out = NULL;

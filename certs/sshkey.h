@@ -8,7 +8,7 @@
 #include "base/error.h"
 #include "base/metric.h"
 
-#define SSHKEY_RSA_BITS 2048   /* spec §4.3, §5.4 */
+#define SSHKEY_RSA_BITS 2048 /* spec §4.3, §5.4 */
 
 /**
  * Generate a fresh pair (spec §4.3): RSA 2048 bits, e = 65537, with EVP_RSA_gen.

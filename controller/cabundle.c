@@ -29,19 +29,19 @@
 #include "base/log.h"
 #include "certs/certs.h"
 
-#define WEBHOOK_CONFIG_GROUP "admissionregistration.k8s.io"
-#define WEBHOOK_CONFIG_VERSION "v1"
-#define WEBHOOK_CONFIG_RESOURCE "mutatingwebhookconfigurations"
+#define WEBHOOK_CONFIG_GROUP       "admissionregistration.k8s.io"
+#define WEBHOOK_CONFIG_VERSION     "v1"
+#define WEBHOOK_CONFIG_RESOURCE    "mutatingwebhookconfigurations"
 #define DEFAULT_INITIAL_BACKOFF_MS 500L
-#define DEFAULT_MAX_BACKOFF_MS 30000L
+#define DEFAULT_MAX_BACKOFF_MS     30000L
 #define DEFAULT_REQUEST_TIMEOUT_MS 10000L
 
-int cabundle_patch_build(const json_t *config, const char *ca_b64, json_t **out,
-                           size_t *nwebhooks, struct wh_error *err)
+int cabundle_patch_build(const json_t *config, const char *ca_b64, json_t **out, size_t *nwebhooks,
+                         struct wh_error *err)
 {
     const json_t *webhooks = json_object_get(config, "webhooks");
-    const char *rv = json_string_value(
-        json_object_get(json_object_get(config, "metadata"), "resourceVersion"));
+    const char *rv =
+        json_string_value(json_object_get(json_object_get(config, "metadata"), "resourceVersion"));
     json_t *ops = NULL;
     size_t i;
     const json_t *wh;
@@ -53,9 +53,10 @@ int cabundle_patch_build(const json_t *config, const char *ca_b64, json_t **out,
         return wh_error_set(err, WH_EINVAL, "configuration has no webhooks array");
     ops = json_array();
     if (ops == NULL
-        || json_array_append_new(ops, json_pack("{s:s, s:s, s:s}", "op", "test", "path",
-                                                "/metadata/resourceVersion", "value", rv))
-               != 0)
+        || json_array_append_new(ops,
+                                 json_pack("{s:s, s:s, s:s}", "op", "test", "path",
+                                           "/metadata/resourceVersion", "value", rv))
+            != 0)
         goto nomem;
     json_array_foreach(webhooks, i, wh) {
         const json_t *cc = json_object_get(wh, "clientConfig");
@@ -67,10 +68,11 @@ int cabundle_patch_build(const json_t *config, const char *ca_b64, json_t **out,
         }
         snprintf(path, sizeof(path), "/webhooks/%zu/clientConfig/caBundle", i);
         /* RFC 6902 4.3: replace needs the member to exist; add creates or replaces it */
-        if (json_array_append_new(ops, json_pack("{s:s, s:s, s:s}", "op",
-                                                 json_object_get(cc, "caBundle") != NULL
-                                                     ? "replace" : "add",
-                                                 "path", path, "value", ca_b64))
+        if (json_array_append_new(
+                ops,
+                json_pack("{s:s, s:s, s:s}", "op",
+                          json_object_get(cc, "caBundle") != NULL ? "replace" : "add", "path", path,
+                          "value", ca_b64))
             != 0)
             goto nomem;
     }
@@ -84,16 +86,16 @@ nomem:
 }
 
 struct cabundle_patcher {
-    struct k8s_client *kc;        /* borrowed */
-    char *path;                   /* REST path of the configuration */
-    char *name;                   /* its name, for log lines */
-    char *ca_b64;                 /* the caBundle value */
+    struct k8s_client *kc; /* borrowed */
+    char *path;            /* REST path of the configuration */
+    char *name;            /* its name, for log lines */
+    char *ca_b64;          /* the caBundle value */
     long initial_backoff_ms;
     long max_backoff_ms;
     long timeout_ms;
     pthread_t thread;
-    pthread_mutex_t mu;           /* guards stopping */
-    pthread_cond_t cond;          /* signalled by cabundle_stop */
+    pthread_mutex_t mu;  /* guards stopping */
+    pthread_cond_t cond; /* signalled by cabundle_stop */
     bool stopping;
     atomic_bool done;
 };
@@ -110,8 +112,8 @@ static int patch_once(struct cabundle_patcher *p, size_t *n, struct wh_error *er
         return rc;
     rc = cabundle_patch_build(config, p->ca_b64, &ops, n, err);
     if (rc == 0)
-        rc = k8s_request(p->kc, "PATCH", p->path, ops, "application/json-patch+json",
-                         p->timeout_ms, NULL, err);
+        rc = k8s_request(p->kc, "PATCH", p->path, ops, "application/json-patch+json", p->timeout_ms,
+                         NULL, err);
     json_decref(ops);
     json_decref(config);
     return rc;
@@ -175,7 +177,7 @@ static void patcher_free(struct cabundle_patcher *p)
 }
 
 int cabundle_start(struct cabundle_patcher **out, struct k8s_client *kc,
-                           const struct cabundle_config *cfg, struct wh_error *err)
+                   const struct cabundle_config *cfg, struct wh_error *err)
 {
     struct cabundle_patcher *p;
 
@@ -187,16 +189,16 @@ int cabundle_start(struct cabundle_patcher **out, struct k8s_client *kc,
     if (p == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
     p->kc = kc;
-    p->initial_backoff_ms = cfg->initial_backoff_ms > 0 ? cfg->initial_backoff_ms
-                                                        : DEFAULT_INITIAL_BACKOFF_MS;
+    p->initial_backoff_ms =
+        cfg->initial_backoff_ms > 0 ? cfg->initial_backoff_ms : DEFAULT_INITIAL_BACKOFF_MS;
     p->max_backoff_ms = cfg->max_backoff_ms > 0 ? cfg->max_backoff_ms : DEFAULT_MAX_BACKOFF_MS;
     if (p->max_backoff_ms < p->initial_backoff_ms)
         p->max_backoff_ms = p->initial_backoff_ms;
-    p->timeout_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms
-                                                : DEFAULT_REQUEST_TIMEOUT_MS;
+    p->timeout_ms =
+        cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : DEFAULT_REQUEST_TIMEOUT_MS;
     atomic_init(&p->done, false);
-    p->path = k8s_path(WEBHOOK_CONFIG_GROUP, WEBHOOK_CONFIG_VERSION, NULL,
-                       WEBHOOK_CONFIG_RESOURCE, cfg->webhook_config);
+    p->path = k8s_path(WEBHOOK_CONFIG_GROUP, WEBHOOK_CONFIG_VERSION, NULL, WEBHOOK_CONFIG_RESOURCE,
+                       cfg->webhook_config);
     p->name = strdup(cfg->webhook_config);
     p->ca_b64 = certs_base64(cfg->ca_pem, strlen(cfg->ca_pem));
     if (p->path == NULL || p->name == NULL || p->ca_b64 == NULL) {

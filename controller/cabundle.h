@@ -35,15 +35,15 @@
  * @return 0; WH_EINVAL when config has no metadata.resourceVersion or no
  *         webhooks array, or a webhook without a clientConfig object; WH_ENOMEM.
  */
-int cabundle_patch_build(const json_t *config, const char *ca_b64, json_t **out,
-                           size_t *nwebhooks, struct wh_error *err);
+int cabundle_patch_build(const json_t *config, const char *ca_b64, json_t **out, size_t *nwebhooks,
+                         struct wh_error *err);
 
 struct cabundle_config {
-    const char *webhook_config;      /* MutatingWebhookConfiguration name (copied) */
-    const char *ca_pem;              /* the PEM CA certificate to install (copied) */
-    long initial_backoff_ms;         /* first retry delay; 0 → 500 */
-    long max_backoff_ms;             /* cap of the doubling delay; 0 → 30000 */
-    long request_timeout_ms;         /* per GET or PATCH; 0 → 10000 */
+    const char *webhook_config; /* MutatingWebhookConfiguration name (copied) */
+    const char *ca_pem;         /* the PEM CA certificate to install (copied) */
+    long initial_backoff_ms;    /* first retry delay; 0 → 500 */
+    long max_backoff_ms;        /* cap of the doubling delay; 0 → 30000 */
+    long request_timeout_ms;    /* per GET or PATCH; 0 → 10000 */
 };
 
 struct cabundle_patcher;
@@ -62,7 +62,7 @@ struct cabundle_patcher;
  *         cannot start.
  */
 int cabundle_start(struct cabundle_patcher **out, struct k8s_client *kc,
-                           const struct cabundle_config *cfg, struct wh_error *err);
+                   const struct cabundle_config *cfg, struct wh_error *err);
 
 /** True once the caBundle of every webhook holds our CA. Thread-safe; p NULL → false. */
 bool cabundle_done(const struct cabundle_patcher *p);

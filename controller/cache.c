@@ -31,18 +31,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KEY_MAX 512   /* namespace (63) + "/" + name (253) fit with room to spare */
+#define KEY_MAX 512 /* namespace (63) + "/" + name (253) fit with room to spare */
 
 struct job_cache {
     pthread_rwlock_t lock;
-    json_t *map;            /* owned; "ns/name" → entry address (one entry ref each); under lock */
-    atomic_bool synced;     /* the first LIST has completed */
+    json_t *map;        /* owned; "ns/name" → entry address (one entry ref each); under lock */
+    atomic_bool synced; /* the first LIST has completed */
 };
 
 struct cached_job {
-    atomic_size_t refs;     /* the map's (while it is in one) + one per reader */
-    size_t len;             /* of text, without a terminator */
-    char text[];            /* compact JSON of the kept fields; immutable */
+    atomic_size_t refs; /* the map's (while it is in one) + one per reader */
+    size_t len;         /* of text, without a terminator */
+    char text[];        /* compact JSON of the kept fields; immutable */
 };
 
 /*
@@ -61,10 +61,14 @@ struct keep {
     const struct keep *only;
 };
 
-static const struct keep keep_template_spec[] = {{"hostname", NULL}, {"subdomain", NULL}, {NULL, NULL}};
+static const struct keep keep_template_spec[] = {
+    {"hostname", NULL}, {"subdomain", NULL}, {NULL, NULL}};
 static const struct keep keep_template[] = {{"spec", keep_template_spec}, {NULL, NULL}};
 static const struct keep keep_task[] = {
-    {"name", NULL}, {"replicas", NULL}, {"template", keep_template}, {NULL, NULL},
+    {"name", NULL},
+    {"replicas", NULL},
+    {"template", keep_template},
+    {NULL, NULL},
 };
 static const struct keep keep_spec[] = {{"plugins", NULL}, {"tasks", keep_task}, {NULL, NULL}};
 static const struct keep keep_metadata[] = {
@@ -73,8 +77,8 @@ static const struct keep keep_metadata[] = {
 static const struct keep keep_state[] = {{"phase", NULL}, {NULL, NULL}};
 static const struct keep keep_status[] = {{"state", keep_state}, {NULL, NULL}};
 static const struct keep keep_job[] = {
-    {"apiVersion", NULL}, {"kind", NULL}, {"metadata", keep_metadata},
-    {"spec", keep_spec}, {"status", keep_status}, {NULL, NULL},
+    {"apiVersion", NULL}, {"kind", NULL},          {"metadata", keep_metadata},
+    {"spec", keep_spec},  {"status", keep_status}, {NULL, NULL},
 };
 
 /*
@@ -184,8 +188,7 @@ static struct cached_job *map_get(const json_t *map, const char *key)
  * replaces (its reference now the caller's), NULL when none.
  * @return 0, or WH_ENOMEM (map unchanged, e still the caller's).
  */
-static int map_set(json_t *map, const char *key, struct cached_job *e,
-                   struct cached_job **old_out)
+static int map_set(json_t *map, const char *key, struct cached_job *e, struct cached_job **old_out)
 {
     struct cached_job *old = map_get(map, key);
 
@@ -289,7 +292,7 @@ int cache_put(struct job_cache *c, json_t *job)
 
     if (!json_is_object(job) || job_key(key, sizeof(key), job) < 0)
         return WH_EINVAL;
-    e = entry_new(job);  /* before the lock: readers wait only for the swap */
+    e = entry_new(job); /* before the lock: readers wait only for the swap */
     if (e == NULL)
         return WH_ENOMEM;
     pthread_rwlock_wrlock(&c->lock);
@@ -323,7 +326,7 @@ int cache_remove(struct job_cache *c, const char *ns, const char *name)
 }
 
 struct cache_batch {
-    json_t *map;            /* owned; "ns/name" → entry address, as job_cache.map */
+    json_t *map; /* owned; "ns/name" → entry address, as job_cache.map */
 };
 
 struct cache_batch *cache_batch_create(void)
@@ -355,7 +358,7 @@ int cache_batch_add(struct cache_batch *b, const json_t *job)
         entry_release(e);
         return WH_ENOMEM;
     }
-    entry_release(dup);  /* the same key twice: the last one wins */
+    entry_release(dup); /* the same key twice: the last one wins */
     return 0;
 }
 
@@ -435,8 +438,8 @@ int cache_replace_all(struct job_cache *c, struct cache_batch *b, cache_change_f
             const struct cached_job *was = map_get(old, key);
             const struct cached_job *e = entry_of(v);
 
-            if (rc != 0 || (was != NULL && was->len == e->len
-                            && memcmp(was->text, e->text, e->len) == 0))
+            if (rc != 0
+                || (was != NULL && was->len == e->len && memcmp(was->text, e->text, e->len) == 0))
                 continue;
             rc = report(on_change, userdata, was, e);
         }

@@ -61,33 +61,33 @@
 #include <string.h>
 #include <time.h>
 
-#include "k8s/watch.h"
-#include "base/log.h"
 #include "base/clock.h"
 #include "base/heap.h"
+#include "base/log.h"
+#include "k8s/watch.h"
 
-#define JOBS_PATH "/apis/batch.volcano.sh/v1alpha1/jobs"
+#define JOBS_PATH       "/apis/batch.volcano.sh/v1alpha1/jobs"
 #define JOB_API_VERSION "batch.volcano.sh/v1alpha1"
 
-#define DEFAULT_PAGE_SIZE 500L
+#define DEFAULT_PAGE_SIZE          500L
 #define DEFAULT_REQUEST_TIMEOUT_MS 30000L
-#define DEFAULT_WATCH_TIMEOUT_S 300L
-#define DEFAULT_IDLE_TIMEOUT_MS 90000L
-#define DEFAULT_BACKOFF_MIN_MS 500L
-#define DEFAULT_BACKOFF_MAX_MS 30000L
-#define SHORT_WATCH_MS 1000L   /* a normal end sooner than this with no event: a failure */
+#define DEFAULT_WATCH_TIMEOUT_S    300L
+#define DEFAULT_IDLE_TIMEOUT_MS    90000L
+#define DEFAULT_BACKOFF_MIN_MS     500L
+#define DEFAULT_BACKOFF_MAX_MS     30000L
+#define SHORT_WATCH_MS             1000L /* a normal end sooner than this with no event: a failure */
 
 struct informer {
-    struct k8s_client *client;    /* borrowed */
-    struct job_cache *cache;      /* borrowed */
-    struct informer_config cfg;   /* defaults filled in */
+    struct k8s_client *client;  /* borrowed */
+    struct job_cache *cache;    /* borrowed */
+    struct informer_config cfg; /* defaults filled in */
     struct informer_handlers h;
     pthread_t thread;
     bool thread_started;
 
-    atomic_bool stop;             /* set by informer_stop */
-    pthread_mutex_t mu;           /* guards nothing but the sleeps on cv */
-    pthread_cond_t cv;            /* signalled by informer_stop; CLOCK_MONOTONIC */
+    atomic_bool stop;   /* set by informer_stop */
+    pthread_mutex_t mu; /* guards nothing but the sleeps on cv */
+    pthread_cond_t cv;  /* signalled by informer_stop; CLOCK_MONOTONIC */
 
     atomic_ulong lists;
     atomic_ulong watches;
@@ -95,14 +95,14 @@ struct informer {
     atomic_ulong errors;
 
     /* Informer thread only. */
-    char *rv;                     /* where the next WATCH starts; NULL → LIST first */
-    long page_size;               /* LIST limit now: cfg.page_size, halved on WH_ETOOBIG */
-    unsigned failures;            /* consecutive failed attempts (backoff exponent) */
-    unsigned seed;                /* rand_r state for jitter */
-    unsigned long delivered;      /* change events handled by the current watch */
-    unsigned long bookmarks;      /* bookmarks seen by the current watch */
-    bool progressed;              /* a watch since the last LIST delivered something */
-    size_t skipped;               /* wrong-kind items of the LIST in progress */
+    char *rv;                /* where the next WATCH starts; NULL → LIST first */
+    long page_size;          /* LIST limit now: cfg.page_size, halved on WH_ETOOBIG */
+    unsigned failures;       /* consecutive failed attempts (backoff exponent) */
+    unsigned seed;           /* rand_r state for jitter */
+    unsigned long delivered; /* change events handled by the current watch */
+    unsigned long bookmarks; /* bookmarks seen by the current watch */
+    bool progressed;         /* a watch since the last LIST delivered something */
+    size_t skipped;          /* wrong-kind items of the LIST in progress */
 };
 
 static bool stopping(struct informer *inf)
@@ -129,7 +129,7 @@ static void set_rv(struct informer *inf, const char *rv)
         return;
     copy = strdup(rv);
     if (copy == NULL)
-        return;  /* keep the older one: at worst events are seen twice */
+        return; /* keep the older one: at worst events are seen twice */
     free(inf->rv);
     inf->rv = copy;
 }
@@ -177,16 +177,16 @@ static bool is_job(const json_t *obj, bool missing_ok)
         return false;
     if (kind != NULL && !(json_is_string(kind) && strcmp(json_string_value(kind), "Job") == 0))
         return false;
-    return av == NULL ||
-           (json_is_string(av) && strcmp(json_string_value(av), JOB_API_VERSION) == 0);
+    return av == NULL
+        || (json_is_string(av) && strcmp(json_string_value(av), JOB_API_VERSION) == 0);
 }
 
 /* Log an object is_job refused; where: "list" or "watch". */
 static void warn_wrong_kind(const json_t *obj, const char *where)
 {
     LOG_WARN("informer: skipped an object of another kind in the jobs %s kind=%s "
-             "api_version=%s job=%s/%s", where,
-             str_or(json_string_value(json_object_get(obj, "kind")), "-"),
+             "api_version=%s job=%s/%s",
+             where, str_or(json_string_value(json_object_get(obj, "kind")), "-"),
              str_or(json_string_value(json_object_get(obj, "apiVersion")), "-"),
              str_or(meta_str(obj, "namespace"), ""), str_or(meta_str(obj, "name"), ""));
 }
@@ -278,11 +278,11 @@ static int informer_list(struct informer *inf, struct wh_error *err)
     cache_set_synced(inf->cache, true);
     free(inf->rv);
     inf->rv = rv;
-    rv = NULL;  /* now owned by inf */
+    rv = NULL; /* now owned by inf */
     inf->progressed = false;
     atomic_fetch_add(&inf->lists, 1);
-    LOG_INFO("informer: listed jobs=%zu removed=%zu resource_version=%s",
-             cache_size(inf->cache), report.removed, str_or(inf->rv, ""));
+    LOG_INFO("informer: listed jobs=%zu removed=%zu resource_version=%s", cache_size(inf->cache),
+             report.removed, str_or(inf->rv, ""));
 out:
     free(rv);
     cache_batch_destroy(batch);
@@ -321,8 +321,7 @@ static int on_watch_event(void *userdata, enum watch_event_type type, json_t *ob
         if (cache_get(inf->cache, ns, name, &old) != 0)
             old = NULL;
         if (cache_put(inf->cache, obj) < 0) {
-            LOG_WARN("informer: cannot cache a job without namespace or name job=%s/%s", ns,
-                     name);
+            LOG_WARN("informer: cannot cache a job without namespace or name job=%s/%s", ns, name);
             json_decref(old);
             break;
         }
@@ -339,7 +338,7 @@ static int on_watch_event(void *userdata, enum watch_event_type type, json_t *ob
         inf->delivered++;
         break;
     case WATCH_DELETED:
-        cache_remove(inf->cache, ns, name);  /* WH_ENOTFOUND: already gone, still report */
+        cache_remove(inf->cache, ns, name); /* WH_ENOTFOUND: already gone, still report */
         LOG_DEBUG("informer: event type=deleted job=%s/%s", ns, name);
         if (inf->h.on_delete != NULL) {
             /* The kept fields only, as at a relist: a handler may hold it until it runs. */
@@ -350,8 +349,7 @@ static int on_watch_event(void *userdata, enum watch_event_type type, json_t *ob
         }
         inf->delivered++;
         break;
-    case WATCH_ERROR:
-        break;  /* k8s_watch ends the stream itself on ERROR events */
+    case WATCH_ERROR: break; /* k8s_watch ends the stream itself on ERROR events */
     }
     set_rv(inf, meta_str(obj, "resourceVersion"));
     return 0;
@@ -375,8 +373,7 @@ static int informer_watch(struct informer *inf, struct wh_error *err)
     p.idle_timeout_ms = inf->cfg.idle_timeout_ms;
     p.stop = &inf->stop;
     atomic_fetch_add(&inf->watches, 1);
-    LOG_DEBUG("informer: watch resource_version=%s timeout_seconds=%ld", str_or(inf->rv, ""),
-              t);
+    LOG_DEBUG("informer: watch resource_version=%s timeout_seconds=%ld", str_or(inf->rv, ""), t);
     rc = k8s_watch(inf->client, &p, on_watch_event, inf, &last_rv, err);
     /* Our callback tracked every event's rv; last_rv can only agree (or be newer). */
     if (last_rv != NULL)
@@ -406,7 +403,8 @@ static void *informer_main(void *arg)
                     /* A page of big Jobs is over the body cap: ask for fewer, at once. */
                     inf->page_size /= 2;
                     LOG_WARN("informer: list page over the body cap, listing again with "
-                             "smaller pages limit=%ld err=\"%s\"", inf->page_size, err.msg);
+                             "smaller pages limit=%ld err=\"%s\"",
+                             inf->page_size, err.msg);
                     continue;
                 }
                 LOG_WARN("informer: list failed path=%s err=\"%s\"", JOBS_PATH,
@@ -452,18 +450,20 @@ static void *informer_main(void *arg)
                     /* 410 right after a LIST, nothing delivered: a failure, or we storm. */
                     LOG_WARN("informer: resource version gone (410) with nothing watched "
                              "since the list, listing again after a backoff "
-                             "resource_version=%s", str_or(inf->rv, ""));
+                             "resource_version=%s",
+                             str_or(inf->rv, ""));
                     backoff(inf);
                 } else {
                     LOG_INFO("informer: resource version gone (410), listing again "
-                             "resource_version=%s", str_or(inf->rv, ""));
+                             "resource_version=%s",
+                             str_or(inf->rv, ""));
                 }
                 need_list = true;
                 continue;
             }
             atomic_fetch_add(&inf->errors, 1);
-            LOG_WARN("informer: watch failed resource_version=%s err=\"%s\"",
-                     str_or(inf->rv, ""), err.msg[0] != '\0' ? err.msg : wh_error_str(rc));
+            LOG_WARN("informer: watch failed resource_version=%s err=\"%s\"", str_or(inf->rv, ""),
+                     err.msg[0] != '\0' ? err.msg : wh_error_str(rc));
             backoff(inf);
         }
     }

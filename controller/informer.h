@@ -16,8 +16,8 @@
 
 #include <jansson.h>
 
-#include "k8s/client.h"
 #include "controller/cache.h"
+#include "k8s/client.h"
 
 /* Event handlers; any may be NULL. Objects are borrowed for the call. After a (re)LIST:
  * on_delete for cached Jobs not listed, on_add for new ones, on_update for ones whose
@@ -26,20 +26,20 @@
  * down) is on_delete of the old one, then on_add of the new one. on_delete's Job has only
  * the fields the cache keeps (cache_put), whether from a DELETED event or a relist. */
 struct informer_handlers {
-    void (*on_add)(void *userdata, const json_t *job);                  /* LIST or ADDED */
+    void (*on_add)(void *userdata, const json_t *job);                           /* LIST or ADDED */
     void (*on_update)(void *userdata, const json_t *old_job, const json_t *job); /* MODIFIED */
-    void (*on_delete)(void *userdata, const json_t *last_known);        /* DELETED, or gone at relist */
+    void (*on_delete)(void *userdata, const json_t *last_known); /* DELETED, or gone at relist */
     void *userdata;
 };
 
 struct informer_config {
-    long page_size;             /* LIST limit, default 500; halved (down to 1) while a page is
+    long page_size;          /* LIST limit, default 500; halved (down to 1) while a page is
                                    over the client's body cap, and kept so */
-    long request_timeout_ms;    /* LIST page timeout, default 30000 */
-    long watch_timeout_s;       /* server-side timeoutSeconds, default 300 (randomised ±10%) */
-    long idle_timeout_ms;       /* stalled watch detection, default 90000 */
-    long backoff_min_ms;        /* default 500 */
-    long backoff_max_ms;        /* default 30000 */
+    long request_timeout_ms; /* LIST page timeout, default 30000 */
+    long watch_timeout_s;    /* server-side timeoutSeconds, default 300 (randomised ±10%) */
+    long idle_timeout_ms;    /* stalled watch detection, default 90000 */
+    long backoff_min_ms;     /* default 500 */
+    long backoff_max_ms;     /* default 30000 */
 };
 
 struct informer;
@@ -57,10 +57,10 @@ void informer_stop(struct informer *inf);
 
 /** Counters for metrics and tests (read without locks; monotonic). */
 struct informer_stats {
-    unsigned long lists;          /* completed LISTs */
-    unsigned long watches;        /* WATCH requests started */
-    unsigned long relists_gone;   /* LISTs caused by 410 */
-    unsigned long errors;         /* failed LIST/WATCH attempts (a page over the body cap
+    unsigned long lists;        /* completed LISTs */
+    unsigned long watches;      /* WATCH requests started */
+    unsigned long relists_gone; /* LISTs caused by 410 */
+    unsigned long errors;       /* failed LIST/WATCH attempts (a page over the body cap
                                      too), and objects of another kind skipped */
 };
 /** Copy the counters into *out (relaxed atomic reads; each value monotonic). Any thread. */

@@ -25,18 +25,18 @@ struct flight {
     struct flight *next;
     char *ns;
     char *name;
-    unsigned callers;        /* the leader and its followers still to read the result */
-    bool landed;             /* the GET is done: rc, job and err are set */
+    unsigned callers; /* the leader and its followers still to read the result */
+    bool landed;      /* the GET is done: rc, job and err are set */
     int rc;
-    json_t *job;             /* the GET's Job (rc == 0); followers copy it */
+    json_t *job; /* the GET's Job (rc == 0); followers copy it */
     struct wh_error err;
 };
 
 struct lookup_flights {
     pthread_mutex_t mu;
-    pthread_cond_t landed;   /* broadcast whenever a flight lands */
+    pthread_cond_t landed; /* broadcast whenever a flight lands */
     struct flight *head;
-    unsigned waiting;        /* callers blocked on a GET, leaders and followers */
+    unsigned waiting; /* callers blocked on a GET, leaders and followers */
 };
 
 int lookup_init(struct job_lookup *l)
@@ -107,8 +107,10 @@ static int get_shared(const struct job_lookup *l, const char *ns, const char *na
         unsigned waiting = fl->waiting;
 
         pthread_mutex_unlock(&fl->mu);
-        return wh_error_set(err, WH_EBUSY, "too many reviews waiting on volcano job reads from "
-                            "the API server (%u); try again", waiting);
+        return wh_error_set(err, WH_EBUSY,
+                            "too many reviews waiting on volcano job reads from "
+                            "the API server (%u); try again",
+                            waiting);
     }
     fl->waiting++;
     for (f = fl->head; f != NULL; f = f->next)
@@ -117,7 +119,7 @@ static int get_shared(const struct job_lookup *l, const char *ns, const char *na
     if (f != NULL) {
         f->callers++;
         while (!f->landed)
-            pthread_cond_wait(&fl->landed, &fl->mu);   /* the leader's GET has a timeout */
+            pthread_cond_wait(&fl->landed, &fl->mu); /* the leader's GET has a timeout */
         fl->waiting--;
         rc = f->rc;
         if (rc == 0 && (*job_out = json_deep_copy(f->job)) == NULL)
@@ -153,9 +155,9 @@ static int get_shared(const struct job_lookup *l, const char *ns, const char *na
     if (rc < 0 && err != NULL)
         *err = f->err;
     if (rc == 0 && f->callers == 1) {
-        *job_out = job;                 /* nobody followed: the Job is ours alone */
+        *job_out = job; /* nobody followed: the Job is ours alone */
     } else if (rc == 0) {
-        f->job = job;                   /* followers copy it; freed with the flight */
+        f->job = job; /* followers copy it; freed with the flight */
         if ((*job_out = json_deep_copy(job)) == NULL)
             rc = wh_error_set(err, WH_ENOMEM, "out of memory");
     }

@@ -19,20 +19,20 @@
 
 #include <jansson.h>
 
-#include "k8s/client.h"
-#include "controller/cache.h"
 #include "base/error.h"
+#include "controller/cache.h"
+#include "k8s/client.h"
 #include "plugins/jobsource.h"
 
 struct lookup_flights;
 
 struct job_lookup {
-    struct job_cache *cache;    /* borrowed; NULL → every lookup is a GET */
-    struct k8s_client *client;  /* borrowed */
-    long timeout_ms;            /* limit of the one GET (--job-lookup-timeout) */
-    unsigned max_waiting;       /* most lookups waiting on a GET at once (its leader and
+    struct job_cache *cache;        /* borrowed; NULL → every lookup is a GET */
+    struct k8s_client *client;      /* borrowed */
+    long timeout_ms;                /* limit of the one GET (--job-lookup-timeout) */
+    unsigned max_waiting;           /* most lookups waiting on a GET at once (its leader and
                                    followers each count); 0: no limit */
-    struct lookup_flights *flights;  /* lookup_init's; NULL: every miss its own GET */
+    struct lookup_flights *flights; /* lookup_init's; NULL: every miss its own GET */
 };
 
 /**

@@ -49,20 +49,20 @@
 #include <string.h>
 #include <time.h>
 
-#include "plugins/plugin.h"
-#include "plugins/sshkeys.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "controller/reconcile.h"
 #include "controller/reconcile_internal.h"
-#include "base/clock.h"
+#include "plugins/plugin.h"
+#include "plugins/sshkeys.h"
 
-#define DEFAULT_WORKERS 4
-#define DEFAULT_RESYNC_S 600L
-#define DEFAULT_TIMEOUT_MS 10000L
+#define DEFAULT_WORKERS        4
+#define DEFAULT_RESYNC_S       600L
+#define DEFAULT_TIMEOUT_MS     10000L
 #define DEFAULT_BACKOFF_MIN_MS 500L
 #define DEFAULT_BACKOFF_MAX_MS 60000L
-#define MAX_WORKERS 64
-#define MAX_PLUGINS 32             /* bits of a plugin mask */
+#define MAX_WORKERS            64
+#define MAX_PLUGINS            32 /* bits of a plugin mask */
 
 /* A string-keyed hash table node; the records below put it first ("base struct first"). */
 struct rc_node {
@@ -72,57 +72,57 @@ struct rc_node {
 
 struct rc_table {
     struct rc_node **buckets;
-    size_t nbuckets;                /* power of two, or 0 before the first insert */
+    size_t nbuckets; /* power of two, or 0 before the first insert */
     size_t n;
 };
 
 /* Per key "ns/name". */
 struct rc_key {
-    struct rc_node node;            /* name = the key */
-    struct rc_key *qnext;           /* FIFO link while queued */
-    struct rc_key *dnext;           /* backoff list link while retry_at_ms != 0 */
-    bool dirty;                     /* wants a run */
-    bool queued;                    /* in the FIFO */
-    bool processing;                /* a worker has it */
-    unsigned failures;              /* consecutive failed runs */
-    long long retry_at_ms;          /* monotonic time of the backoff re-add; 0 = none */
-    json_t *deleted;                /* owned: last known Job of a pending deletion, or NULL */
+    struct rc_node node;   /* name = the key */
+    struct rc_key *qnext;  /* FIFO link while queued */
+    struct rc_key *dnext;  /* backoff list link while retry_at_ms != 0 */
+    bool dirty;            /* wants a run */
+    bool queued;           /* in the FIFO */
+    bool processing;       /* a worker has it */
+    unsigned failures;     /* consecutive failed runs */
+    long long retry_at_ms; /* monotonic time of the backoff re-add; 0 = none */
+    json_t *deleted;       /* owned: last known Job of a pending deletion, or NULL */
 };
 
 /* Per Job uid: what this process has run hooks for. */
 struct rc_uid {
-    struct rc_node node;            /* name = metadata.uid */
-    uint32_t touched;               /* bit k: plugin k's OnJobAdd was called */
-    uint32_t added;                 /* bit k: plugin k's OnJobAdd succeeded */
+    struct rc_node node; /* name = metadata.uid */
+    uint32_t touched;    /* bit k: plugin k's OnJobAdd was called */
+    uint32_t added;      /* bit k: plugin k's OnJobAdd succeeded */
 };
 
 struct reconciler {
-    struct k8s_client *kc;          /* borrowed */
-    struct job_cache *cache;        /* borrowed */
-    const struct plugin *const *table;  /* borrowed, plugin_registry_len entries */
-    struct reconcile_config cfg;    /* with defaults filled in */
-    struct ssh_key_store *ssh_keys; /* owned (D11) */
-    struct plugin_job_env env;      /* handed to every job hook */
-    unsigned long foreign;          /* D12 counter, atomic builtins */
+    struct k8s_client *kc;             /* borrowed */
+    struct job_cache *cache;           /* borrowed */
+    const struct plugin *const *table; /* borrowed, plugin_registry_len entries */
+    struct reconcile_config cfg;       /* with defaults filled in */
+    struct ssh_key_store *ssh_keys;    /* owned (D11) */
+    struct plugin_job_env env;         /* handed to every job hook */
+    unsigned long foreign;             /* D12 counter, atomic builtins */
     pthread_t *workers;
-    int nworkers;                   /* started worker threads */
+    int nworkers; /* started worker threads */
     pthread_t clock;
     bool clock_started;
 
     pthread_mutex_t mu;
-    pthread_cond_t work_cv;         /* workers: key queued, leading, stopping */
-    pthread_cond_t clock_cv;        /* clock thread: backoff scheduled, leading, stopping */
-    struct rc_table keys;           /* of struct rc_key */
-    struct rc_table uids;           /* of struct rc_uid */
-    struct rc_key *qhead;           /* FIFO */
+    pthread_cond_t work_cv;  /* workers: key queued, leading, stopping */
+    pthread_cond_t clock_cv; /* clock thread: backoff scheduled, leading, stopping */
+    struct rc_table keys;    /* of struct rc_key */
+    struct rc_table uids;    /* of struct rc_uid */
+    struct rc_key *qhead;    /* FIFO */
     struct rc_key *qtail;
     unsigned long qlen;
-    struct rc_key *delayed;         /* keys waiting for their backoff */
-    bool accepting;                 /* enqueue/deleted take work (set before enqueue_all) */
-    bool leading;                   /* workers run */
-    bool forget_uids;               /* lead lost: drop uid records when running is 0 */
+    struct rc_key *delayed; /* keys waiting for their backoff */
+    bool accepting;         /* enqueue/deleted take work (set before enqueue_all) */
+    bool leading;           /* workers run */
+    bool forget_uids;       /* lead lost: drop uid records when running is 0 */
     bool stopping;
-    unsigned running;               /* keys being processed now */
+    unsigned running; /* keys being processed now */
     unsigned long reconciles;
     unsigned long errors;
 };
@@ -133,7 +133,7 @@ struct reconciler {
 
 static size_t str_hash(const char *s)
 {
-    size_t h = 1469598103934665603ULL & SIZE_MAX;  /* FNV-1a */
+    size_t h = 1469598103934665603ULL & SIZE_MAX; /* FNV-1a */
 
     for (; *s != '\0'; s++) {
         h ^= (unsigned char)*s;
@@ -242,7 +242,7 @@ static void key_add(struct reconciler *r, struct rc_key *k)
         return;
     k->dirty = true;
     if (k->processing)
-        return;  /* re-queued by key_done */
+        return; /* re-queued by key_done */
     k->queued = true;
     k->qnext = NULL;
     if (r->qtail != NULL)
@@ -312,7 +312,7 @@ static void keys_drop_all(struct reconciler *r)
         while (n != NULL) {
             struct rc_key *k = (struct rc_key *)n;
 
-            n = n->hnext;  /* k may be freed below */
+            n = n->hnext; /* k may be freed below */
             k->queued = false;
             k->qnext = NULL;
             k->dirty = false;
@@ -418,9 +418,8 @@ static int job_key(const json_t *job, char *buf, size_t len)
 static bool job_terminal(const json_t *job)
 {
     static const char *const terminal[] = {"Completed", "Failed", "Terminated", "Aborted"};
-    const char *phase =
-        json_string_value(json_object_get(json_object_get(json_object_get(job, "status"), "state"),
-                                          "phase"));
+    const char *phase = json_string_value(
+        json_object_get(json_object_get(json_object_get(job, "status"), "state"), "phase"));
 
     if (phase == NULL)
         return false;
@@ -456,9 +455,9 @@ static int run_hook(struct reconciler *r, size_t k, enum rc_hook which, const ch
 {
     static const char *const names[] = {"add", "update", "delete"};
     const struct plugin *p = r->table[k];
-    int (*fn)(const struct plugin_ctx *, struct wh_error *) =
-        which == HOOK_ADD ? p->on_job_add : which == HOOK_UPDATE ? p->on_job_update
-                                                                  : p->on_job_delete;
+    int (*fn)(const struct plugin_ctx *, struct wh_error *) = which == HOOK_ADD ? p->on_job_add
+        : which == HOOK_UPDATE                                                  ? p->on_job_update
+                                                                                : p->on_job_delete;
     struct plugin_ctx ctx;
     struct wh_error err = {0, ""};
     int rc;
@@ -473,8 +472,8 @@ static int run_hook(struct reconciler *r, size_t k, enum rc_hook which, const ch
     ctx.env = &r->env;
     rc = fn(&ctx, &err);
     if (rc < 0) {
-        LOG_WARN("reconcile: hook failed job=%s uid=%s plugin=%s hook=%s rc=\"%s\" err=\"%s\"",
-                 key, job_str(job, "metadata", "uid"), p->name, names[which], wh_error_str(rc),
+        LOG_WARN("reconcile: hook failed job=%s uid=%s plugin=%s hook=%s rc=\"%s\" err=\"%s\"", key,
+                 job_str(job, "metadata", "uid"), p->name, names[which], wh_error_str(rc),
                  err.msg[0] != '\0' ? err.msg : wh_error_str(rc));
         pthread_mutex_lock(&r->mu);
         r->errors++;
@@ -528,7 +527,7 @@ static int run_teardown(struct reconciler *r, const char *key, const json_t *job
             u->touched = failed;
             u->added &= failed;
         } else if (first == 0) {
-            first = WH_ENOMEM;  /* cannot remember: retry rather than forget */
+            first = WH_ENOMEM; /* cannot remember: retry rather than forget */
         }
     }
     pthread_mutex_unlock(&r->mu);
@@ -582,7 +581,7 @@ static int run_apply(struct reconciler *r, const char *key, const json_t *job)
     }
 
     pthread_mutex_lock(&r->mu);
-    u = uid_get(r, uid, false);  /* only this worker touches this uid's record */
+    u = uid_get(r, uid, false); /* only this worker touches this uid's record */
     if (u != NULL) {
         u->touched = touched | eff;
         u->added = added;
@@ -621,7 +620,7 @@ static int process_key(struct reconciler *r, const char *key, json_t *deleted,
         if (live == NULL || strcmp(duid, job_str(live, "metadata", "uid")) != 0) {
             rc = run_teardown(r, key, deleted, true);
             if (rc < 0) {
-                *deleted_back = deleted;  /* now owned by the caller */
+                *deleted_back = deleted; /* now owned by the caller */
                 deleted = NULL;
             }
         }
@@ -656,7 +655,7 @@ static void *worker_main(void *arg)
         k = key_pop(r);
         k->processing = true;
         k->dirty = false;
-        deleted = k->deleted;  /* now owned by this run */
+        deleted = k->deleted; /* now owned by this run */
         k->deleted = NULL;
         r->running++;
         pthread_mutex_unlock(&r->mu);
@@ -677,7 +676,7 @@ static void *worker_main(void *arg)
         }
         if (back != NULL) {
             if (k->deleted == NULL)
-                k->deleted = back;  /* retry it; a newer deletion would replace it */
+                k->deleted = back; /* retry it; a newer deletion would replace it */
             else
                 json_decref(back);
         }
@@ -685,17 +684,17 @@ static void *worker_main(void *arg)
             k->failures++;
             key_add_after(r, k, reconcile_backoff_ms(&r->cfg, k->failures));
         } else {
-            k->failures = 0;  /* client-go Forget */
+            k->failures = 0; /* client-go Forget */
             if (k->retry_at_ms != 0)
                 delayed_unlink(r, k);
         }
         if (k->dirty) {
-            k->dirty = false;  /* key_add sets it again and queues */
+            k->dirty = false; /* key_add sets it again and queues */
             key_add(r, k);
         }
         key_release_if_idle(r, k);
         if (r->forget_uids && r->running == 0)
-            uids_forget_all(r);  /* the last run in flight when the lead was lost */
+            uids_forget_all(r); /* the last run in flight when the lead was lost */
     }
     pthread_mutex_unlock(&r->mu);
     return NULL;
@@ -819,7 +818,7 @@ int reconcile_start_table(struct reconciler **out, struct k8s_client *kc, struct
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->work_cv, NULL);
     pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);  /* the clock thread sleeps until mono_ms */
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the clock thread sleeps until mono_ms */
     pthread_cond_init(&r->clock_cv, &ca);
     pthread_condattr_destroy(&ca);
     mu_init = true;
@@ -844,7 +843,7 @@ int reconcile_start_table(struct reconciler **out, struct k8s_client *kc, struct
     return 0;
 fail:
     if (mu_init) {
-        reconcile_stop(r);  /* joins what was started, frees everything */
+        reconcile_stop(r); /* joins what was started, frees everything */
         return rc;
     }
     sshkeys_destroy(r->ssh_keys);
@@ -911,7 +910,7 @@ void reconcile_enqueue(struct reconciler *r, const json_t *job)
     if (r == NULL || job_key(job, key, sizeof(key)) < 0)
         return;
     pthread_mutex_lock(&r->mu);
-    if (r->accepting) {  /* a follower keeps nothing: enqueue_all covers it at takeover */
+    if (r->accepting) { /* a follower keeps nothing: enqueue_all covers it at takeover */
         k = key_get(r, key, true);
         if (k != NULL)
             key_add(r, k);
@@ -946,7 +945,7 @@ void reconcile_deleted(struct reconciler *r, const json_t *last_known)
     k = r->accepting ? key_get(r, key, true) : NULL;
     if (k != NULL) {
         json_decref(k->deleted);
-        k->deleted = copy;  /* now owned by the key record */
+        k->deleted = copy; /* now owned by the key record */
         copy = NULL;
         key_add(r, k);
     } else if (r->accepting) {
@@ -980,7 +979,7 @@ void reconcile_set_leading(struct reconciler *r, bool leading)
         keys_drop_all(r);
         r->forget_uids = true;
         if (r->running == 0)
-            uids_forget_all(r);  /* else the last run in flight does it */
+            uids_forget_all(r); /* else the last run in flight does it */
     }
     pthread_cond_broadcast(&r->work_cv);
     pthread_cond_broadcast(&r->clock_cv);

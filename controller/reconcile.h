@@ -19,16 +19,16 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "k8s/client.h"
-#include "controller/cache.h"
 #include "base/error.h"
+#include "controller/cache.h"
+#include "k8s/client.h"
 
 struct reconcile_config {
-    int workers;                /* worker threads, default 4 (an RSA key takes one) */
-    long resync_period_s;       /* --resync-period, default 600 */
-    long request_timeout_ms;    /* per API request, default 10000 */
-    long backoff_min_ms;        /* default 500 */
-    long backoff_max_ms;        /* default 60000 */
+    int workers;             /* worker threads, default 4 (an RSA key takes one) */
+    long resync_period_s;    /* --resync-period, default 600 */
+    long request_timeout_ms; /* per API request, default 10000 */
+    long backoff_min_ms;     /* default 500 */
+    long backoff_max_ms;     /* default 60000 */
 };
 
 struct reconciler;
@@ -60,12 +60,12 @@ void reconcile_deleted(struct reconciler *r, const json_t *last_known);
 void reconcile_set_leading(struct reconciler *r, bool leading);
 
 struct reconcile_stats {
-    unsigned long reconciles;    /* keys processed */
-    unsigned long errors;        /* failed hook runs (retried) */
-    unsigned long queue_len;     /* keys waiting now */
-    unsigned long keys;          /* key records held (queued, running, retrying, deleting) */
-    unsigned long uids;          /* Job uids whose hook state is remembered */
-    unsigned long foreign;       /* D12: objects found that belong to someone else */
+    unsigned long reconciles; /* keys processed */
+    unsigned long errors;     /* failed hook runs (retried) */
+    unsigned long queue_len;  /* keys waiting now */
+    unsigned long keys;       /* key records held (queued, running, retrying, deleting) */
+    unsigned long uids;       /* Job uids whose hook state is remembered */
+    unsigned long foreign;    /* D12: objects found that belong to someone else */
 };
 /** Copy the counters into *out (taken under the queue lock; r NULL gives zeros). Any thread. */
 void reconcile_get_stats(struct reconciler *r, struct reconcile_stats *out);

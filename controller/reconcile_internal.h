@@ -6,8 +6,8 @@
 #ifndef WH_RECONCILE_INTERNAL_H
 #define WH_RECONCILE_INTERNAL_H
 
-#include "plugins/plugin.h"
 #include "controller/reconcile.h"
+#include "plugins/plugin.h"
 
 /**
  * reconcile_start with the hooks of table instead of plugin_registry. table has

@@ -38,12 +38,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "k8s/client_internal.h"
-#include "base/log.h"
 #include "base/clock.h"
+#include "base/log.h"
+#include "k8s/client_internal.h"
 
-#define K8S_MAX_BODY (16u * 1024 * 1024)   /* bytes */
-#define K8S_MAX_TOKEN (64u * 1024)         /* bytes in a token file */
+#define K8S_MAX_BODY   (16u * 1024 * 1024) /* bytes */
+#define K8S_MAX_TOKEN  (64u * 1024)        /* bytes in a token file */
 #define K8S_USER_AGENT "volcano-plugin-webhook/0.1.0"
 
 struct handle {
@@ -54,22 +54,22 @@ struct handle {
 };
 
 struct k8s_client {
-    struct k8s_config cfg;        /* deep copy, immutable */
-    struct k8s_client_options opt;/* set before threads start, then read-only */
-    size_t max_body;              /* bytes of a body accepted; same rule as opt */
-    pthread_key_t key;            /* this thread's struct handle */
-    pthread_mutex_t mu;           /* guards handles */
-    struct handle *handles;       /* every live handle */
-    pthread_mutex_t lim_mu;       /* guards tokens and lim_last_ms */
-    double tokens;                /* bucket level; negative = reserved by sleepers */
-    long long lim_last_ms;        /* monotonic ms of the last refill */
+    struct k8s_config cfg;         /* deep copy, immutable */
+    struct k8s_client_options opt; /* set before threads start, then read-only */
+    size_t max_body;               /* bytes of a body accepted; same rule as opt */
+    pthread_key_t key;             /* this thread's struct handle */
+    pthread_mutex_t mu;            /* guards handles */
+    struct handle *handles;        /* every live handle */
+    pthread_mutex_t lim_mu;        /* guards tokens and lim_last_ms */
+    double tokens;                 /* bucket level; negative = reserved by sleepers */
+    long long lim_last_ms;         /* monotonic ms of the last refill */
 };
 
 struct body {
     char *data;
     size_t len;
     size_t cap;
-    size_t max;                   /* bytes accepted */
+    size_t max; /* bytes accepted */
     bool toobig;
 };
 
@@ -131,11 +131,11 @@ struct k8s_client *k8s_client_create(const struct k8s_config *cfg, struct wh_err
         return NULL;
     }
     d = &c->cfg;
-    if (copy_str(&d->server, cfg->server) < 0 || copy_str(&d->ca_file, cfg->ca_file) < 0 ||
-        copy_str(&d->ca_data, cfg->ca_data) < 0 || copy_str(&d->cert_file, cfg->cert_file) < 0 ||
-        copy_str(&d->cert_data, cfg->cert_data) < 0 || copy_str(&d->key_file, cfg->key_file) < 0 ||
-        copy_str(&d->key_data, cfg->key_data) < 0 || copy_str(&d->token, cfg->token) < 0 ||
-        copy_str(&d->token_file, cfg->token_file) < 0) {
+    if (copy_str(&d->server, cfg->server) < 0 || copy_str(&d->ca_file, cfg->ca_file) < 0
+        || copy_str(&d->ca_data, cfg->ca_data) < 0 || copy_str(&d->cert_file, cfg->cert_file) < 0
+        || copy_str(&d->cert_data, cfg->cert_data) < 0 || copy_str(&d->key_file, cfg->key_file) < 0
+        || copy_str(&d->key_data, cfg->key_data) < 0 || copy_str(&d->token, cfg->token) < 0
+        || copy_str(&d->token_file, cfg->token_file) < 0) {
         k8s_config_dispose(d);
         free(c);
         wh_error_set(err, WH_ENOMEM, "out of memory");
@@ -150,7 +150,7 @@ struct k8s_client *k8s_client_create(const struct k8s_config *cfg, struct wh_err
     }
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->lim_mu, NULL);
-    c->opt.qps = 0;   /* no limit, no retries until k8s_client_set_options */
+    c->opt.qps = 0; /* no limit, no retries until k8s_client_set_options */
     c->opt.burst = 1;
     c->opt.retry_max = 0;
     c->max_body = K8S_MAX_BODY;
@@ -296,13 +296,13 @@ int k8s_client_handle_setup(struct k8s_client *c, CURL *h, struct wh_error *err)
         return wh_error_set(err, WH_EAPI, "curl: cannot set options");
     /* a configured CA is the only one trusted (no system bundle), as in client-go */
     if (cfg->ca_data != NULL) {
-        if (blob_opt(h, CURLOPT_CAINFO_BLOB, cfg->ca_data) < 0 ||
-            curl_easy_setopt(h, CURLOPT_CAINFO, NULL) != CURLE_OK ||
-            curl_easy_setopt(h, CURLOPT_CAPATH, NULL) != CURLE_OK)
+        if (blob_opt(h, CURLOPT_CAINFO_BLOB, cfg->ca_data) < 0
+            || curl_easy_setopt(h, CURLOPT_CAINFO, NULL) != CURLE_OK
+            || curl_easy_setopt(h, CURLOPT_CAPATH, NULL) != CURLE_OK)
             return wh_error_set(err, WH_EAPI, "curl: cannot use certificate-authority-data");
     } else if (cfg->ca_file != NULL) {
-        if (curl_easy_setopt(h, CURLOPT_CAINFO, cfg->ca_file) != CURLE_OK ||
-            curl_easy_setopt(h, CURLOPT_CAPATH, NULL) != CURLE_OK)
+        if (curl_easy_setopt(h, CURLOPT_CAINFO, cfg->ca_file) != CURLE_OK
+            || curl_easy_setopt(h, CURLOPT_CAPATH, NULL) != CURLE_OK)
             return wh_error_set(err, WH_EAPI, "curl: cannot use CA file");
     }
     if (cfg->cert_data != NULL) {
@@ -381,8 +381,9 @@ static int auth_header(const struct k8s_config *cfg, char **out, struct wh_error
             fclose(f);
             buf[n] = '\0';
             /* trim surrounding whitespace, as client-go does */
-            while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' ||
-                             buf[n - 1] == '\t'))
+            while (n > 0
+                   && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '
+                       || buf[n - 1] == '\t'))
                 buf[--n] = '\0';
             tok = buf;
             while (*tok == ' ' || *tok == '\t' || *tok == '\n' || *tok == '\r')
@@ -447,9 +448,9 @@ int k8s_client_headers(struct k8s_client *c, const char *accept, const char *con
     rc = auth_header(&c->cfg, &auth, err);
     if (rc < 0)
         return rc;
-    if (hdr_add(&l, "Accept", accept) < 0 ||
-        (content_type != NULL && hdr_add(&l, "Content-Type", content_type) < 0) ||
-        (n = curl_slist_append(l, "Expect:")) == NULL) {
+    if (hdr_add(&l, "Accept", accept) < 0
+        || (content_type != NULL && hdr_add(&l, "Content-Type", content_type) < 0)
+        || (n = curl_slist_append(l, "Expect:")) == NULL) {
         rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto out;
     }
@@ -491,19 +492,13 @@ int k8s_client_status_from_json(long http_code, const json_t *st, struct wh_erro
     if (http_code == 0 && json_is_integer(json_object_get(st, "code")))
         http_code = (long)json_integer_value(json_object_get(st, "code"));
     switch (http_code) {
-    case 404:
-        rc = WH_ENOTFOUND;
-        break;
+    case 404: rc = WH_ENOTFOUND; break;
     case 409:
         /* the two 409s need different handling: reread-and-retry vs. taken */
         rc = reason != NULL && strcmp(reason, "AlreadyExists") == 0 ? WH_EEXISTS : WH_ECONFLICT;
         break;
-    case 410:
-        rc = WH_EGONE;
-        break;
-    default:
-        rc = WH_EAPI;
-        break;
+    case 410: rc = WH_EGONE; break;
+    default: rc = WH_EAPI; break;
     }
     if (msg != NULL && msg[0] != '\0' && reason != NULL && reason[0] != '\0')
         wh_error_set(err, rc, "%s: %s", reason, msg);
@@ -534,10 +529,8 @@ static void set_method(CURL *h, const char *method, const char *data, size_t len
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(data ? len : 0));
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, data ? data : "");
     }
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, strcmp(method, "GET") == 0 ||
-                                                       strcmp(method, "POST") == 0
-                                                   ? NULL
-                                                   : method);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST,
+                     strcmp(method, "GET") == 0 || strcmp(method, "POST") == 0 ? NULL : method);
 }
 
 /*
@@ -573,10 +566,9 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
 
     if (out != NULL)
         *out = NULL;
-    if (method == NULL || path == NULL || path[0] != '/' ||
-        (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0 &&
-         strcmp(method, "PUT") != 0 && strcmp(method, "PATCH") != 0 &&
-         strcmp(method, "DELETE") != 0))
+    if (method == NULL || path == NULL || path[0] != '/'
+        || (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0 && strcmp(method, "PUT") != 0
+            && strcmp(method, "PATCH") != 0 && strcmp(method, "DELETE") != 0))
         return wh_error_set(err, WH_EINVAL, "bad request method or path");
     h = thread_handle(c, err);
     if (h == NULL)
@@ -636,8 +628,8 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
             goto out;
         }
         if (cc == CURLE_WRITE_ERROR && b.toobig) {
-            rc = wh_error_set(err, WH_ETOOBIG, "%s %s: response body larger than %zu bytes",
-                              method, path, b.max);
+            rc = wh_error_set(err, WH_ETOOBIG, "%s %s: response body larger than %zu bytes", method,
+                              path, b.max);
             goto out;
         }
         if (cc != CURLE_OK) {
@@ -646,16 +638,17 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
             goto out;
         }
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-        LOG_DEBUG("k8s: response method=%s path=%s status=%ld bytes=%zu attempt=%ld", method,
-                  path, code, b.len, attempt);
+        LOG_DEBUG("k8s: response method=%s path=%s status=%ld bytes=%zu attempt=%ld", method, path,
+                  code, b.len, attempt);
         if (code >= 200 && code <= 299)
             break;
-        if ((code == 429 || code == 503) && attempt < c->opt.retry_max &&
-            k8s_client_retry_after(h, &retry_after) &&
-            (long long)retry_after * 1000 < deadline - clock_mono_ms()) {
+        if ((code == 429 || code == 503) && attempt < c->opt.retry_max
+            && k8s_client_retry_after(h, &retry_after)
+            && (long long)retry_after * 1000 < deadline - clock_mono_ms()) {
             /* the server asked for a pause and there is time for it and one more try */
             LOG_DEBUG("k8s: retrying after the server's pause method=%s path=%s status=%ld "
-                      "retry_after=%ld", method, path, code, (long)retry_after);
+                      "retry_after=%ld",
+                      method, path, code, (long)retry_after);
             sleep_ms((long long)retry_after * 1000);
             continue;
         }
@@ -720,8 +713,7 @@ int k8s_update(struct k8s_client *c, const char *object_path, const json_t *obj,
     return k8s_request(c, "PUT", object_path, obj, NULL, timeout_ms, out, err);
 }
 
-int k8s_delete(struct k8s_client *c, const char *object_path, long timeout_ms,
-               struct wh_error *err)
+int k8s_delete(struct k8s_client *c, const char *object_path, long timeout_ms, struct wh_error *err)
 {
     json_t *opts = json_pack("{s:s, s:s, s:s}", "kind", "DeleteOptions", "apiVersion", "v1",
                              "propagationPolicy", "Background");
@@ -738,12 +730,11 @@ int k8s_delete(struct k8s_client *c, const char *object_path, long timeout_ms,
  * timeout_ms applies to each page (as client-go's per-request timeout), so a
  * long list is not cut short by its own length.
  */
-int k8s_list_pages(struct k8s_client *c, const char *collection_path, long limit,
-                   long timeout_ms, k8s_page_fn on_page, void *userdata, char **rv_out,
-                   struct wh_error *err)
+int k8s_list_pages(struct k8s_client *c, const char *collection_path, long limit, long timeout_ms,
+                   k8s_page_fn on_page, void *userdata, char **rv_out, struct wh_error *err)
 {
     json_t *page = NULL;
-    char *cont = NULL;    /* escaped continue token of the next page */
+    char *cont = NULL; /* escaped continue token of the next page */
     char *rv = NULL;
     char *path = NULL;
     const char *sep = strchr(collection_path, '?') != NULL ? "&" : "?";
@@ -885,13 +876,14 @@ char *k8s_path(const char *group, const char *version, const char *ns, const cha
 
     if (version == NULL || resource == NULL)
         return NULL;
-    if (path_seg(&buf, &len, core ? "api" : "apis", false) < 0 ||
-        (!core && path_seg(&buf, &len, group, true) < 0) ||
-        path_seg(&buf, &len, version, true) < 0 ||
-        (ns != NULL && ns[0] != '\0' &&
-         (path_seg(&buf, &len, "namespaces", false) < 0 || path_seg(&buf, &len, ns, true) < 0)) ||
-        path_seg(&buf, &len, resource, true) < 0 ||
-        (name != NULL && path_seg(&buf, &len, name, true) < 0)) {
+    if (path_seg(&buf, &len, core ? "api" : "apis", false) < 0
+        || (!core && path_seg(&buf, &len, group, true) < 0)
+        || path_seg(&buf, &len, version, true) < 0
+        || (ns != NULL && ns[0] != '\0'
+            && (path_seg(&buf, &len, "namespaces", false) < 0
+                || path_seg(&buf, &len, ns, true) < 0))
+        || path_seg(&buf, &len, resource, true) < 0
+        || (name != NULL && path_seg(&buf, &len, name, true) < 0)) {
         free(buf);
         return NULL;
     }

@@ -20,16 +20,16 @@
 #include "base/error.h"
 
 struct k8s_config {
-    char *server;          /* "https://host:port" or "http://..." (no trailing slash) */
-    char *ca_file;         /* PEM file path, or NULL */
-    char *ca_data;         /* PEM text (decoded certificate-authority-data), or NULL */
-    char *cert_file;       /* client certificate PEM file, or NULL */
-    char *cert_data;       /* client certificate PEM text, or NULL */
-    char *key_file;        /* client key PEM file, or NULL */
-    char *key_data;        /* client key PEM text, or NULL */
-    char *token;           /* bearer token text, or NULL */
-    char *token_file;      /* bearer token file, re-read per request, or NULL */
-    bool insecure;         /* insecure-skip-tls-verify */
+    char *server;     /* "https://host:port" or "http://..." (no trailing slash) */
+    char *ca_file;    /* PEM file path, or NULL */
+    char *ca_data;    /* PEM text (decoded certificate-authority-data), or NULL */
+    char *cert_file;  /* client certificate PEM file, or NULL */
+    char *cert_data;  /* client certificate PEM text, or NULL */
+    char *key_file;   /* client key PEM file, or NULL */
+    char *key_data;   /* client key PEM text, or NULL */
+    char *token;      /* bearer token text, or NULL */
+    char *token_file; /* bearer token file, re-read per request, or NULL */
+    bool insecure;    /* insecure-skip-tls-verify */
 };
 
 /**
@@ -75,9 +75,9 @@ int k8s_get_job(struct k8s_client *c, const char *ns, const char *name, long tim
 
 /* Client-side limits (kube style --kube-api-qps / --kube-api-burst). */
 struct k8s_client_options {
-    double qps;        /* sustained requests per second, shared by every thread; <= 0 → no limit */
-    int burst;         /* token bucket size; < 1 → 1 */
-    long retry_max;    /* extra attempts on 429 / 503 honouring Retry-After (seconds) while the
+    double qps;     /* sustained requests per second, shared by every thread; <= 0 → no limit */
+    int burst;      /* token bucket size; < 1 → 1 */
+    long retry_max; /* extra attempts on 429 / 503 honouring Retry-After (seconds) while the
                           request's own timeout allows; 0 → none */
 };
 
@@ -130,9 +130,8 @@ typedef int (*k8s_page_fn)(void *userdata, json_t *items, struct wh_error *err);
  *         WH_ETOOBIG when a page is over the body cap (list again with a smaller
  *         limit); what on_page returned when < 0; other errors as k8s_request.
  */
-int k8s_list_pages(struct k8s_client *c, const char *collection_path, long limit,
-                   long timeout_ms, k8s_page_fn on_page, void *userdata, char **rv_out,
-                   struct wh_error *err);
+int k8s_list_pages(struct k8s_client *c, const char *collection_path, long limit, long timeout_ms,
+                   k8s_page_fn on_page, void *userdata, char **rv_out, struct wh_error *err);
 
 /**
  * LIST collection_path in pages of `limit` (continue tokens followed to the end).

@@ -14,8 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "k8s/client.h"
 #include "base/error.h"
+#include "k8s/client.h"
 
 /**
  * Configure a fresh easy handle h with the client's fixed options: NOSIGNAL,
@@ -59,8 +59,8 @@ int k8s_client_status_from_json(long http_code, const json_t *status, struct wh_
  * lock) until one is free. A wait longer than max_wait_ms gives the token back.
  * @return 0; WH_ETIMEOUT when the wait would exceed max_wait_ms.
  */
-int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, struct wh_error *err)
-    WH_WARN_UNUSED;
+int k8s_client_throttle(struct k8s_client *c, long max_wait_ms,
+                        struct wh_error *err) WH_WARN_UNUSED;
 
 /**
  * Whether the answer on h carried a Retry-After header (RFC 9110 §10.2.3; libcurl

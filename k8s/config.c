@@ -267,15 +267,15 @@ static int load_kubeconfig(struct k8s_config *out, const char *kc, struct wh_err
     if (rc < 0)
         goto out;
     v = json_object_get(cluster, "insecure-skip-tls-verify");
-    out->insecure = json_is_true(v) ||
-                    (json_is_string(v) && strcmp(json_string_value(v), "true") == 0);
+    out->insecure =
+        json_is_true(v) || (json_is_string(v) && strcmp(json_string_value(v), "true") == 0);
 
     user_name = json_string_value(json_object_get(ctx, "user"));
     if (user_name != NULL && user_name[0] != '\0') {
         user = json_object_get(named_entry(doc, "users", user_name), "user");
         if (!json_is_object(user)) {
-            rc = wh_error_set(err, WH_EINVAL, "kubeconfig %s: user \"%s\" not found", kc,
-                              user_name);
+            rc =
+                wh_error_set(err, WH_EINVAL, "kubeconfig %s: user \"%s\" not found", kc, user_name);
             goto out;
         }
     }
@@ -295,8 +295,8 @@ static int load_kubeconfig(struct k8s_config *out, const char *kc, struct wh_err
         goto out;
     if ((out->cert_file || out->cert_data) != (out->key_file || out->key_data)) {
         rc = wh_error_set(err, WH_EINVAL,
-                          "kubeconfig %s: user \"%s\": client certificate and key go together",
-                          kc, user_name);
+                          "kubeconfig %s: user \"%s\": client certificate and key go together", kc,
+                          user_name);
         goto out;
     }
     v = json_object_get(user, "token");

@@ -32,21 +32,21 @@
 #include <string.h>
 #include <time.h>
 
-#include "k8s/leader.h"
-#include "base/log.h"
 #include "base/clock.h"
+#include "base/log.h"
+#include "k8s/leader.h"
 
-#define LEASE_GROUP "coordination.k8s.io"
-#define LEASE_VERSION "v1"
+#define LEASE_GROUP        "coordination.k8s.io"
+#define LEASE_VERSION      "v1"
 #define RELEASE_TIMEOUT_MS 5000L
 
 struct leader {
-    struct k8s_client *kc;          /* borrowed */
+    struct k8s_client *kc; /* borrowed */
     char *ns;
     char *name;
     char *identity;
-    char *path;                     /* the Lease */
-    char *collection;               /* its namespace's leases */
+    char *path;       /* the Lease */
+    char *collection; /* its namespace's leases */
     long lease_ms;
     long renew_deadline_ms;
     long retry_ms;
@@ -54,16 +54,16 @@ struct leader {
     void *userdata;
     pthread_t thread;
     atomic_bool leading;
-    unsigned seed;                  /* rand_r state for the retry jitter (election thread) */
+    unsigned seed; /* rand_r state for the retry jitter (election thread) */
 
     /* election thread only */
-    json_t *lease;                  /* last Lease read or written (owned), NULL if none */
-    json_t *observed;               /* spec of the record seen last (owned) */
-    long long observed_ms;          /* monotonic time it was first seen */
-    long long renewed_ms;           /* start of the last successful attempt while leading */
+    json_t *lease;         /* last Lease read or written (owned), NULL if none */
+    json_t *observed;      /* spec of the record seen last (owned) */
+    long long observed_ms; /* monotonic time it was first seen */
+    long long renewed_ms;  /* start of the last successful attempt while leading */
 
     pthread_mutex_t mu;
-    pthread_cond_t cv;              /* CLOCK_MONOTONIC */
+    pthread_cond_t cv; /* CLOCK_MONOTONIC */
     bool stopping;
 };
 
@@ -127,8 +127,8 @@ int leader_parse_microtime(const char *s, long long *sec_out, long *usec_out)
     time_t t;
 
     /* "2026-11-30T04:05:06.123456Z": 27 characters, nothing else accepted */
-    if (s == NULL || strlen(s) != 27 || s[4] != '-' || s[7] != '-' || s[10] != 'T'
-        || s[13] != ':' || s[16] != ':' || s[19] != '.' || s[26] != 'Z')
+    if (s == NULL || strlen(s) != 27 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':'
+        || s[16] != ':' || s[19] != '.' || s[26] != 'Z')
         return WH_EINVAL;
     year = digits(s, 4);
     mon = digits(s + 5, 2);
@@ -137,8 +137,8 @@ int leader_parse_microtime(const char *s, long long *sec_out, long *usec_out)
     min = digits(s + 14, 2);
     sec = digits(s + 17, 2);
     usec = digits(s + 20, 6);
-    if (year < 0 || mon < 1 || mon > 12 || day < 1 || hour < 0 || hour > 23 || min < 0
-        || min > 59 || sec < 0 || sec > 59 || usec < 0 || day > days_in_month(year, mon))
+    if (year < 0 || mon < 1 || mon > 12 || day < 1 || hour < 0 || hour > 23 || min < 0 || min > 59
+        || sec < 0 || sec > 59 || usec < 0 || day > days_in_month(year, mon))
         return WH_EINVAL;
     memset(&tm, 0, sizeof(tm));
     tm.tm_year = (int)(year - 1900);
@@ -184,9 +184,9 @@ static const char *kept_time(const json_t *spec, const char *now_s)
 static json_t *make_spec(const char *holder, long long duration_s, const char *acquire,
                          const char *renew, long long transitions)
 {
-    return json_pack("{s:s, s:I, s:s, s:s, s:I}", "holderIdentity", holder,
-                     "leaseDurationSeconds", (json_int_t)duration_s, "acquireTime", acquire,
-                     "renewTime", renew, "leaseTransitions", (json_int_t)transitions);
+    return json_pack("{s:s, s:I, s:s, s:s, s:I}", "holderIdentity", holder, "leaseDurationSeconds",
+                     (json_int_t)duration_s, "acquireTime", acquire, "renewTime", renew,
+                     "leaseTransitions", (json_int_t)transitions);
 }
 
 /* Remember spec (borrowed) as the record last written or seen, at now. */
@@ -195,7 +195,7 @@ static void set_observed(struct leader *l, const json_t *spec, long long now)
     json_t *copy = json_deep_copy(spec);
 
     if (copy == NULL)
-        return;  /* keep the old one: the next attempt compares again */
+        return; /* keep the old one: the next attempt compares again */
     json_decref(l->observed);
     l->observed = copy;
     l->observed_ms = now;
@@ -227,7 +227,7 @@ static int put_spec(struct leader *l, const json_t *base, json_t *spec_new, long
     rc = k8s_update(l->kc, l->path, body, timeout_ms, &out, err);
     if (rc == 0) {
         set_observed(l, spec_new, now);
-        set_lease(l, out);  /* now owned by l */
+        set_lease(l, out); /* now owned by l */
         out = NULL;
     }
     json_decref(out);
@@ -269,10 +269,10 @@ static int try_acquire_or_renew(struct leader *l, long timeout_ms, struct wh_err
 
     rc = k8s_get(l->kc, l->path, timeout_ms, &got, err);
     if (rc == WH_ENOTFOUND) {
-        json_t *lease = json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion",
-                                  LEASE_GROUP "/" LEASE_VERSION, "kind", "Lease", "metadata",
-                                  "name", l->name, "namespace", l->ns, "spec",
-                                  make_spec(l->identity, l->lease_ms / 1000, now_s, now_s, 0));
+        json_t *lease =
+            json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", LEASE_GROUP "/" LEASE_VERSION,
+                      "kind", "Lease", "metadata", "name", l->name, "namespace", l->ns, "spec",
+                      make_spec(l->identity, l->lease_ms / 1000, now_s, now_s, 0));
         json_t *out = NULL;
 
         if (lease == NULL)
@@ -280,13 +280,13 @@ static int try_acquire_or_renew(struct leader *l, long timeout_ms, struct wh_err
         rc = k8s_create(l->kc, l->collection, lease, timeout_ms, &out, err);
         if (rc == 0) {
             set_observed(l, json_object_get(lease, "spec"), now);
-            set_lease(l, out);  /* now owned by l */
+            set_lease(l, out); /* now owned by l */
             out = NULL;
         }
         json_decref(out);
         json_decref(lease);
         if (rc == WH_EEXISTS)
-            return 0;  /* another candidate created it first */
+            return 0; /* another candidate created it first */
         return rc < 0 ? rc : 1;
     }
     if (rc < 0)
@@ -304,7 +304,7 @@ static int try_acquire_or_renew(struct leader *l, long timeout_ms, struct wh_err
         long long dur = spec_int(spec, "leaseDurationSeconds");
 
         if (l->observed_ms + dur * 1000 > now) {
-            set_lease(l, got);  /* now owned by l */
+            set_lease(l, got); /* now owned by l */
             LOG_DEBUG("leader: lease held by holder=%s", holder);
             return 0;
         }
@@ -394,7 +394,7 @@ static void *leader_main(void *arg)
                     LOG_WARN("leader: cannot acquire lease=%s/%s rc=\"%s\" err=\"%s\"", l->ns,
                              l->name, wh_error_str(rc), err.msg);
                 next = clock_mono_ms() + l->retry_ms
-                       + (long long)(rand_r(&l->seed) % (l->retry_ms * 6 / 5 + 1));
+                    + (long long)(rand_r(&l->seed) % (l->retry_ms * 6 / 5 + 1));
             }
             continue;
         }
@@ -414,7 +414,8 @@ static void *leader_main(void *arg)
             next = clock_mono_ms() + l->retry_ms;
         } else if (clock_mono_ms() >= l->renewed_ms + l->renew_deadline_ms) {
             LOG_WARN("leader: cannot renew within the renew deadline lease=%s/%s rc=\"%s\" "
-                     "err=\"%s\"", l->ns, l->name, wh_error_str(rc), err.msg);
+                     "err=\"%s\"",
+                     l->ns, l->name, wh_error_str(rc), err.msg);
             set_leading(l, false);
             next = clock_mono_ms() + l->retry_ms;
         } else {
@@ -455,8 +456,9 @@ int leader_start(struct leader **out, struct k8s_client *kc, const struct leader
     *out = NULL;
     if (kc == NULL || cfg == NULL || cfg->ns == NULL || cfg->ns[0] == '\0' || cfg->name == NULL
         || cfg->name[0] == '\0' || cfg->identity == NULL || cfg->identity[0] == '\0')
-        return wh_error_set(err, WH_EINVAL, "leader election: namespace, name and identity "
-                                            "are required");
+        return wh_error_set(err, WH_EINVAL,
+                            "leader election: namespace, name and identity "
+                            "are required");
     if (cfg->lease_duration_s <= 0 || cfg->renew_deadline_s <= 0 || cfg->retry_period_s <= 0
         || cfg->renew_deadline_s >= cfg->lease_duration_s
         || cfg->retry_period_s >= cfg->renew_deadline_s)
@@ -514,7 +516,7 @@ void leader_stop(struct leader *l)
     l->stopping = true;
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
-    pthread_join(l->thread, NULL);  /* the thread releases a held lease on its way out */
+    pthread_join(l->thread, NULL); /* the thread releases a held lease on its way out */
     pthread_cond_destroy(&l->cv);
     pthread_mutex_destroy(&l->mu);
     leader_free(l);

@@ -13,16 +13,16 @@
 
 #include <stdbool.h>
 
-#include "k8s/client.h"
 #include "base/error.h"
+#include "k8s/client.h"
 
 struct leader_config {
-    const char *ns;             /* --leader-elect-resource-namespace */
-    const char *name;           /* Lease name, "volcano-plugin-webhook" */
-    const char *identity;       /* hostname (+ "_" + random suffix) */
-    long lease_duration_s;      /* 15 */
-    long renew_deadline_s;      /* 10 */
-    long retry_period_s;        /* 2 */
+    const char *ns;        /* --leader-elect-resource-namespace */
+    const char *name;      /* Lease name, "volcano-plugin-webhook" */
+    const char *identity;  /* hostname (+ "_" + random suffix) */
+    long lease_duration_s; /* 15 */
+    long renew_deadline_s; /* 10 */
+    long retry_period_s;   /* 2 */
 };
 
 struct leader;

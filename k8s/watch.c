@@ -40,16 +40,16 @@
 #include <string.h>
 #include <time.h>
 
-#include "k8s/client_internal.h"
 #include "base/clock.h"
 #include "base/heap.h"
 #include "base/log.h"
+#include "k8s/client_internal.h"
 
-#define WATCH_MAX_LINE (16u * 1024 * 1024)   /* bytes in one event line */
-#define WATCH_BUF_KEEP (1024u * 1024)        /* line buffer capacity kept between lines */
-#define WATCH_MAX_ERRBODY (64u * 1024)       /* bytes of a non-200 body kept */
-#define WATCH_CONNECT_MS 10000L              /* connect timeout without an idle timeout */
-#define WATCH_RETRY_AFTER_MAX_MS 60000L      /* longest Retry-After honoured */
+#define WATCH_MAX_LINE           (16u * 1024 * 1024) /* bytes in one event line */
+#define WATCH_BUF_KEEP           (1024u * 1024)      /* line buffer capacity kept between lines */
+#define WATCH_MAX_ERRBODY        (64u * 1024)        /* bytes of a non-200 body kept */
+#define WATCH_CONNECT_MS         10000L              /* connect timeout without an idle timeout */
+#define WATCH_RETRY_AFTER_MAX_MS 60000L              /* longest Retry-After honoured */
 
 static const struct {
     const char *name;
@@ -107,14 +107,14 @@ struct watch_state {
     const struct watch_params *p;
     watch_fn fn;
     void *userdata;
-    char *buf;             /* the unfinished line (or the error body) */
+    char *buf; /* the unfinished line (or the error body) */
     size_t len;
     size_t cap;
-    long http_code;        /* 0 until the first body byte */
-    long long last_byte_ms;/* monotonic ms of the last byte (or the start) */
-    char *rv;              /* resourceVersion of the last event handled (malloc'd) */
-    int rc;                /* why the transfer was aborted by us; 0 = it was not */
-    bool stopped;          /* the stop flag ended it */
+    long http_code;         /* 0 until the first body byte */
+    long long last_byte_ms; /* monotonic ms of the last byte (or the start) */
+    char *rv;               /* resourceVersion of the last event handled (malloc'd) */
+    int rc;                 /* why the transfer was aborted by us; 0 = it was not */
+    bool stopped;           /* the stop flag ended it */
     struct wh_error *err;
 };
 
@@ -144,8 +144,8 @@ static int buf_add(struct watch_state *s, const char *p, size_t n, size_t cap_ma
 /* Remember obj.metadata.resourceVersion as the last one seen. 0 or WH_ENOMEM. */
 static int note_rv(struct watch_state *s, const json_t *obj)
 {
-    const char *rv = json_string_value(json_object_get(json_object_get(obj, "metadata"),
-                                                       "resourceVersion"));
+    const char *rv =
+        json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
     char *d;
 
     if (rv == NULL || rv[0] == '\0')
@@ -177,8 +177,8 @@ static int handle_line(struct watch_state *s, const char *line, size_t len)
         struct wh_error st = {0};
 
         rc = k8s_client_status_from_json(0, obj, &st);
-        rc = wh_error_set(s->err, rc == WH_EGONE ? WH_EGONE : WH_EAPI,
-                          "watch %s: ERROR event: %s", s->p->path, st.msg);
+        rc = wh_error_set(s->err, rc == WH_EGONE ? WH_EGONE : WH_EAPI, "watch %s: ERROR event: %s",
+                          s->p->path, st.msg);
         goto out;
     }
     rc = s->fn(s->userdata, type, obj);
@@ -214,7 +214,8 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
     if (s->http_code != 200) {
         /* an error answer: keep the (Status) body for later, capped */
         if (buf_add(s, ptr, n > WATCH_MAX_ERRBODY - s->len ? WATCH_MAX_ERRBODY - s->len : n,
-                    WATCH_MAX_ERRBODY) < 0)
+                    WATCH_MAX_ERRBODY)
+            < 0)
             return 0;
         return n;
     }
@@ -285,8 +286,9 @@ static void wait_retry_after(struct watch_state *s)
 
     if ((s->http_code != 429 && s->http_code != 503) || !k8s_client_retry_after(s->h, &secs))
         return;
-    until = clock_mono_ms() + (secs * 1000 < WATCH_RETRY_AFTER_MAX_MS ? (long long)secs * 1000
-                                                                     : WATCH_RETRY_AFTER_MAX_MS);
+    until = clock_mono_ms()
+        + (secs * 1000 < WATCH_RETRY_AFTER_MAX_MS ? (long long)secs * 1000
+                                                  : WATCH_RETRY_AFTER_MAX_MS);
     LOG_DEBUG("k8s: watch paused by the server path=%s status=%ld retry_after=%ld", s->p->path,
               s->http_code, (long)secs);
     while (clock_mono_ms() < until && !(s->p->stop != NULL && atomic_load(s->p->stop))) {
@@ -343,8 +345,8 @@ int k8s_watch(struct k8s_client *c, const struct watch_params *p, watch_fn fn, v
     s.fn = fn;
     s.userdata = userdata;
     s.err = err;
-    rc = k8s_client_throttle(c, p->idle_timeout_ms > 0 ? p->idle_timeout_ms : WATCH_CONNECT_MS,
-                             err);
+    rc =
+        k8s_client_throttle(c, p->idle_timeout_ms > 0 ? p->idle_timeout_ms : WATCH_CONNECT_MS, err);
     if (rc < 0)
         return rc;
     path = watch_path(p);
@@ -390,8 +392,8 @@ int k8s_watch(struct k8s_client *c, const struct watch_params *p, watch_fn fn, v
         struct wh_error st = {0};
 
         rc = k8s_client_status_error(s.http_code, s.buf, s.len, &st);
-        rc = wh_error_set(err, rc == WH_EGONE ? WH_EGONE : WH_EAPI, "watch %s: %s", p->path,
-                          st.msg);
+        rc =
+            wh_error_set(err, rc == WH_EGONE ? WH_EGONE : WH_EAPI, "watch %s: %s", p->path, st.msg);
         wait_retry_after(&s);
         goto out;
     }

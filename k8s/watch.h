@@ -11,11 +11,15 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "k8s/client.h"
 #include "base/error.h"
+#include "k8s/client.h"
 
 enum watch_event_type {
-    WATCH_ADDED, WATCH_MODIFIED, WATCH_DELETED, WATCH_BOOKMARK, WATCH_ERROR,
+    WATCH_ADDED,
+    WATCH_MODIFIED,
+    WATCH_DELETED,
+    WATCH_BOOKMARK,
+    WATCH_ERROR,
 };
 
 /**
@@ -35,11 +39,11 @@ int watch_decode_event(const char *line, size_t len, enum watch_event_type *type
 typedef int (*watch_fn)(void *userdata, enum watch_event_type type, json_t *object);
 
 struct watch_params {
-    const char *path;            /* collection path, e.g. /apis/batch.volcano.sh/v1alpha1/jobs */
-    const char *resource_version;/* where to start (the list's RV, or the last event's) */
-    long timeout_seconds;        /* server-side timeoutSeconds (the stream then ends: 0) */
-    long idle_timeout_ms;        /* no byte (event or bookmark) for this long → WH_ETIMEOUT */
-    const atomic_bool *stop;     /* set → return 0 within about a second; may be NULL */
+    const char *path;             /* collection path, e.g. /apis/batch.volcano.sh/v1alpha1/jobs */
+    const char *resource_version; /* where to start (the list's RV, or the last event's) */
+    long timeout_seconds;         /* server-side timeoutSeconds (the stream then ends: 0) */
+    long idle_timeout_ms;         /* no byte (event or bookmark) for this long → WH_ETIMEOUT */
+    const atomic_bool *stop;      /* set → return 0 within about a second; may be NULL */
 };
 
 /**

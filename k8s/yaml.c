@@ -44,40 +44,40 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
-#define YAML_MAX_NODES 1000000u           /* nodes after alias expansion */
-#define YAML_MAX_DEPTH 1000u              /* nesting levels after alias expansion */
-#define YAML_MAX_FILE (16u * 1024 * 1024) /* bytes, yaml_load_file */
+#define YAML_MAX_NODES 1000000u            /* nodes after alias expansion */
+#define YAML_MAX_DEPTH 1000u               /* nesting levels after alias expansion */
+#define YAML_MAX_FILE  (16u * 1024 * 1024) /* bytes, yaml_load_file */
 
 #define TAG_PREFIX "tag:yaml.org,2002:"
 
 struct frame {
-    json_t *val;         /* the open array or object (owned) */
-    char *anchor;        /* anchor name of this collection, or NULL */
-    char *key;           /* pending mapping key, NULL while a key is expected */
-    size_t key_len;      /* bytes in key */
-    size_t nodes_start;  /* loader.nodes when the collection opened */
-    size_t height;       /* levels below this collection so far */
+    json_t *val;        /* the open array or object (owned) */
+    char *anchor;       /* anchor name of this collection, or NULL */
+    char *key;          /* pending mapping key, NULL while a key is expected */
+    size_t key_len;     /* bytes in key */
+    size_t nodes_start; /* loader.nodes when the collection opened */
+    size_t height;      /* levels below this collection so far */
 };
 
 struct anchor {
     char *name;
-    json_t *val;         /* owned reference */
-    size_t nodes;        /* nodes in val, aliases expanded */
-    size_t height;       /* levels below val */
+    json_t *val;   /* owned reference */
+    size_t nodes;  /* nodes in val, aliases expanded */
+    size_t height; /* levels below val */
 };
 
 struct loader {
-    const char *buf;     /* input, for line/column of reader errors */
+    const char *buf; /* input, for line/column of reader errors */
     size_t len;
     struct frame *stack;
-    size_t depth;        /* frames in use */
-    size_t cap;          /* frames allocated */
+    size_t depth; /* frames in use */
+    size_t cap;   /* frames allocated */
     struct anchor *anchors;
     size_t nanchors;
     size_t anchors_cap;
     json_t *anchor_index; /* name -> position in anchors of its latest definition */
-    size_t nodes;        /* nodes so far, aliases expanded */
-    json_t *root;        /* the document's value once complete (owned) */
+    size_t nodes;         /* nodes so far, aliases expanded */
+    json_t *root;         /* the document's value once complete (owned) */
     struct wh_error *err;
 };
 
@@ -133,18 +133,49 @@ static int parser_error(struct loader *ld, const yaml_parser_t *p)
 
 struct word {
     const char *text;
-    int kind;            /* 0 null, 1 true, 2 false, 3 keep as string */
+    int kind; /* 0 null, 1 true, 2 false, 3 keep as string */
 };
 
 static const struct word words[] = {
-    {"~", 0}, {"null", 0}, {"Null", 0}, {"NULL", 0},
-    {"y", 1}, {"Y", 1}, {"yes", 1}, {"Yes", 1}, {"YES", 1},
-    {"true", 1}, {"True", 1}, {"TRUE", 1}, {"on", 1}, {"On", 1}, {"ON", 1},
-    {"n", 2}, {"N", 2}, {"no", 2}, {"No", 2}, {"NO", 2},
-    {"false", 2}, {"False", 2}, {"FALSE", 2}, {"off", 2}, {"Off", 2}, {"OFF", 2},
+    {"~", 0},
+    {"null", 0},
+    {"Null", 0},
+    {"NULL", 0},
+    {"y", 1},
+    {"Y", 1},
+    {"yes", 1},
+    {"Yes", 1},
+    {"YES", 1},
+    {"true", 1},
+    {"True", 1},
+    {"TRUE", 1},
+    {"on", 1},
+    {"On", 1},
+    {"ON", 1},
+    {"n", 2},
+    {"N", 2},
+    {"no", 2},
+    {"No", 2},
+    {"NO", 2},
+    {"false", 2},
+    {"False", 2},
+    {"FALSE", 2},
+    {"off", 2},
+    {"Off", 2},
+    {"OFF", 2},
     /* JSON cannot hold these floats: they stay the string that was written */
-    {".nan", 3}, {".NaN", 3}, {".NAN", 3}, {".inf", 3}, {".Inf", 3}, {".INF", 3},
-    {"+.inf", 3}, {"+.Inf", 3}, {"+.INF", 3}, {"-.inf", 3}, {"-.Inf", 3}, {"-.INF", 3},
+    {".nan", 3},
+    {".NaN", 3},
+    {".NAN", 3},
+    {".inf", 3},
+    {".Inf", 3},
+    {".INF", 3},
+    {"+.inf", 3},
+    {"+.Inf", 3},
+    {"+.INF", 3},
+    {"-.inf", 3},
+    {"-.Inf", 3},
+    {"-.INF", 3},
 };
 
 static bool is_digit(char c)
@@ -340,8 +371,8 @@ static json_t *scalar_value(const yaml_event_t *ev)
     const char *tag = (const char *)ev->data.scalar.tag;
 
     if (tag != NULL) {
-        if (tag_is(tag, "int") || tag_is(tag, "float") || tag_is(tag, "bool") ||
-            tag_is(tag, "null") || tag_is(tag, "timestamp"))
+        if (tag_is(tag, "int") || tag_is(tag, "float") || tag_is(tag, "bool") || tag_is(tag, "null")
+            || tag_is(tag, "timestamp"))
             return resolve_plain(s, len);
         return json_stringn(s, len); /* !!str, !!binary, local tags */
     }
@@ -372,8 +403,7 @@ static void loader_dispose(struct loader *ld)
 }
 
 /* Remember an anchor (a later one of the same name shadows it). */
-static int anchor_add(struct loader *ld, const char *name, json_t *val, size_t nodes,
-                      size_t height)
+static int anchor_add(struct loader *ld, const char *name, json_t *val, size_t nodes, size_t height)
 {
     struct anchor *a;
 
@@ -393,8 +423,8 @@ static int anchor_add(struct loader *ld, const char *name, json_t *val, size_t n
     if (a->name == NULL)
         return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
     /* a hash lookup: N aliases of N anchors must not cost N*N string compares */
-    if (json_object_set_new_nocheck(ld->anchor_index, name,
-                                    json_integer((json_int_t)ld->nanchors)) < 0) {
+    if (json_object_set_new_nocheck(ld->anchor_index, name, json_integer((json_int_t)ld->nanchors))
+        < 0) {
         free(a->name);
         return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
     }
@@ -428,18 +458,10 @@ static char *key_text_of(const json_t *v, size_t *len)
     case JSON_INTEGER:
         snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         break;
-    case JSON_REAL:
-        snprintf(buf, sizeof(buf), "%.17g", json_real_value(v));
-        break;
-    case JSON_TRUE:
-        snprintf(buf, sizeof(buf), "true");
-        break;
-    case JSON_FALSE:
-        snprintf(buf, sizeof(buf), "false");
-        break;
-    default:
-        snprintf(buf, sizeof(buf), "null");
-        break;
+    case JSON_REAL: snprintf(buf, sizeof(buf), "%.17g", json_real_value(v)); break;
+    case JSON_TRUE: snprintf(buf, sizeof(buf), "true"); break;
+    case JSON_FALSE: snprintf(buf, sizeof(buf), "false"); break;
+    default: snprintf(buf, sizeof(buf), "null"); break;
     }
     *len = strlen(buf);
     return strdup(buf);
@@ -449,8 +471,7 @@ static char *key_text_of(const json_t *v, size_t *len)
  * A complete value: into the open collection, or as the root.
  * val_new is consumed. height: levels below val.
  */
-static int place_value(struct loader *ld, json_t *val_new, size_t height,
-                       const yaml_mark_t *mark)
+static int place_value(struct loader *ld, json_t *val_new, size_t height, const yaml_mark_t *mark)
 {
     struct frame *top;
     int rc;
@@ -507,8 +528,8 @@ static int on_scalar(struct loader *ld, const yaml_event_t *ev)
         const char *s = (const char *)ev->data.scalar.value;
         size_t len = ev->data.scalar.length;
 
-        if (ev->data.scalar.plain_implicit && ev->data.scalar.tag == NULL && len == 2 &&
-            memcmp(s, "<<", 2) == 0)
+        if (ev->data.scalar.plain_implicit && ev->data.scalar.tag == NULL && len == 2
+            && memcmp(s, "<<", 2) == 0)
             return mark_error(ld, WH_EINVAL, &ev->start_mark, "merge keys (<<) are not supported");
         top->key = malloc(len + 1);
         if (top->key == NULL)
@@ -559,8 +580,8 @@ static int on_alias(struct loader *ld, const yaml_event_t *ev)
 
 static int on_collection_start(struct loader *ld, const yaml_event_t *ev, bool mapping)
 {
-    const char *anchor = (const char *)(mapping ? ev->data.mapping_start.anchor
-                                                : ev->data.sequence_start.anchor);
+    const char *anchor =
+        (const char *)(mapping ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor);
     struct frame *f;
 
     if (++ld->nodes > YAML_MAX_NODES)
@@ -624,23 +645,15 @@ static int on_collection_end(struct loader *ld, const yaml_event_t *ev)
 static int loader_event(struct loader *ld, const yaml_event_t *ev)
 {
     switch (ev->type) {
-    case YAML_STREAM_END_EVENT:
-        return mark_error(ld, WH_EINVAL, &ev->start_mark, "empty document");
-    case YAML_DOCUMENT_END_EVENT:
-        return 1;
-    case YAML_SCALAR_EVENT:
-        return on_scalar(ld, ev);
-    case YAML_ALIAS_EVENT:
-        return on_alias(ld, ev);
-    case YAML_SEQUENCE_START_EVENT:
-        return on_collection_start(ld, ev, false);
-    case YAML_MAPPING_START_EVENT:
-        return on_collection_start(ld, ev, true);
+    case YAML_STREAM_END_EVENT: return mark_error(ld, WH_EINVAL, &ev->start_mark, "empty document");
+    case YAML_DOCUMENT_END_EVENT: return 1;
+    case YAML_SCALAR_EVENT: return on_scalar(ld, ev);
+    case YAML_ALIAS_EVENT: return on_alias(ld, ev);
+    case YAML_SEQUENCE_START_EVENT: return on_collection_start(ld, ev, false);
+    case YAML_MAPPING_START_EVENT: return on_collection_start(ld, ev, true);
     case YAML_SEQUENCE_END_EVENT:
-    case YAML_MAPPING_END_EVENT:
-        return on_collection_end(ld, ev);
-    default:
-        return 0; /* stream/document start, no-op */
+    case YAML_MAPPING_END_EVENT: return on_collection_end(ld, ev);
+    default: return 0; /* stream/document start, no-op */
     }
 }
 
@@ -766,8 +779,7 @@ static int read_whole(const char *path, char **buf_out, size_t *len_out, struct 
             char *nb;
 
             if (cap > YAML_MAX_FILE) {
-                rc = wh_error_set(err, WH_ETOOBIG, "file is larger than %u bytes",
-                                  YAML_MAX_FILE);
+                rc = wh_error_set(err, WH_ETOOBIG, "file is larger than %u bytes", YAML_MAX_FILE);
                 goto out;
             }
             nb = realloc(buf, ncap + 1);

@@ -40,14 +40,15 @@ static unsigned char lower(unsigned char c)
 /* Go's strconv.underscoreOK: `_` only between digits or after a base prefix. */
 static bool underscore_ok(const char *s)
 {
-    char saw = '^';    /* ^ start, 0 digit or prefix, _ underscore, ! other */
+    char saw = '^'; /* ^ start, 0 digit or prefix, _ underscore, ! other */
     bool hex = false;
     size_t i = 0;
 
     if (s[0] == '-' || s[0] == '+')
         s++;
-    if (s[0] == '0' && (lower((unsigned char)s[1]) == 'b' || lower((unsigned char)s[1]) == 'o' ||
-                        lower((unsigned char)s[1]) == 'x')) {
+    if (s[0] == '0'
+        && (lower((unsigned char)s[1]) == 'b' || lower((unsigned char)s[1]) == 'o'
+            || lower((unsigned char)s[1]) == 'x')) {
         i = 2;
         saw = '0';
         hex = lower((unsigned char)s[1]) == 'x';
@@ -102,7 +103,7 @@ static int parse_uint(const char *s, uint64_t *out)
             s += 1;
         }
     }
-    cutoff = UINT64_MAX / base + 1;    /* smallest n with n * base > UINT64_MAX */
+    cutoff = UINT64_MAX / base + 1; /* smallest n with n * base > UINT64_MAX */
     for (; *s != '\0'; s++) {
         unsigned char c = (unsigned char)*s;
         unsigned d;
@@ -227,7 +228,7 @@ static void go_quote(char *dst, size_t len, const char *s)
             piece[0] = (char)c;
             n = 1;
         }
-        if (o + n + 2 > len)    /* room for the closing quote and NUL */
+        if (o + n + 2 > len) /* room for the closing quote and NUL */
             break;
         memcpy(dst + o, piece, n);
         o += n;
@@ -297,8 +298,7 @@ int args_parse(const struct arg_def *defs, size_t ndefs, const json_t *argv, cha
         if (def == NULL) {
             if ((namelen == 1 && name[0] == 'h') || (namelen == 4 && memcmp(name, "help", 4) == 0))
                 return fail(errbuf, errlen, "flag: help requested");
-            return fail(errbuf, errlen, "flag provided but not defined: -%.*s", (int)namelen,
-                        name);
+            return fail(errbuf, errlen, "flag provided but not defined: -%.*s", (int)namelen, name);
         }
 
         /* Rule 7: booleans never take the next element; a bad spelling sets false. */
@@ -309,8 +309,8 @@ int args_parse(const struct arg_def *defs, size_t ndefs, const json_t *argv, cha
             }
             if (args_parse_bool(value, (bool *)def->value) < 0) {
                 go_quote(quoted, sizeof(quoted), value);
-                return fail(errbuf, errlen, "invalid boolean value %s for -%s: parse error",
-                            quoted, def->name);
+                return fail(errbuf, errlen, "invalid boolean value %s for -%s: parse error", quoted,
+                            def->name);
             }
             continue;
         }
@@ -323,7 +323,7 @@ int args_parse(const struct arg_def *defs, size_t ndefs, const json_t *argv, cha
             i++;
         }
         if (def->type == ARG_STRING) {
-            *(const char **)def->value = value;    /* rule 9: anything, even "" */
+            *(const char **)def->value = value; /* rule 9: anything, even "" */
             continue;
         }
         /* Rule 10: the failed parse leaves 0 or the clamp in the flag, as Go does. */

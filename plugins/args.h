@@ -22,7 +22,7 @@ enum arg_type { ARG_STRING, ARG_INT, ARG_BOOL };
  * Two defs may share storage (an alias, spec D4: ray's clientServerPort).
  */
 struct arg_def {
-    const char *name;     /* exact, case-sensitive, without dashes */
+    const char *name; /* exact, case-sensitive, without dashes */
     enum arg_type type;
     void *value;
 };

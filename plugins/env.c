@@ -29,8 +29,8 @@ static int env_upsert_list(json_t *list, const char *list_name, const char *inde
             int rc = podutil_upsert_env(ctr, podutil_env_value(env_names[k], index));
 
             if (rc < 0)
-                return wh_error_set(err, rc, "cannot set env %s in spec.%s[%zu]: %s",
-                                    env_names[k], list_name, i,
+                return wh_error_set(err, rc, "cannot set env %s in spec.%s[%zu]: %s", env_names[k],
+                                    list_name, i,
                                     rc == WH_ENOMEM ? "out of memory" : "malformed container");
         }
     }

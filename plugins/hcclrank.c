@@ -20,12 +20,12 @@
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
 
-#define HCCL_KEY        "hccl/rankIndex"
-#define HCCL_INDEX_KEY  "volcano.sh/task-index"
+#define HCCL_KEY       "hccl/rankIndex"
+#define HCCL_INDEX_KEY "volcano.sh/task-index"
 
 struct hccl_args {
-    const char *master;  /* master task name */
-    const char *worker;  /* worker task name */
+    const char *master; /* master task name */
+    const char *worker; /* worker task name */
 };
 
 /* Defaults, then the Job's arguments; a parse error is one warning (spec D4). */

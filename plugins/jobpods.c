@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plugins/jobutil.h"
 #include "base/error.h"
+#include "plugins/jobutil.h"
 
 static json_t *object_member(json_t *obj, const char *key)
 {
@@ -116,8 +116,10 @@ static int add_job_volumes(json_t *spec, const json_t *job)
             list = json_array();
             json_object_set_new(spec, "volumes", list);
         }
-        if (json_array_append_new(list, json_pack("{s:s, s:{s:s}}", "name", name,
-                                                  "persistentVolumeClaim", "claimName", claim)) < 0) {
+        if (json_array_append_new(list,
+                                  json_pack("{s:s, s:{s:s}}", "name", name, "persistentVolumeClaim",
+                                            "claimName", claim))
+            < 0) {
             rc = WH_ENOMEM;
             break;
         }
@@ -128,7 +130,8 @@ static int add_job_volumes(json_t *spec, const json_t *job)
                 mounts = json_array();
                 json_object_set_new(c, "volumeMounts", mounts);
             }
-            json_array_append_new(mounts, json_pack("{s:s, s:s}", "name", name, "mountPath", mount));
+            json_array_append_new(mounts,
+                                  json_pack("{s:s, s:s}", "name", name, "mountPath", mount));
         }
     }
     json_decref(seen);
@@ -155,8 +158,9 @@ json_t *jobpods_build(const json_t *job, const json_t *task, int64_t index)
     pod = json_pack("{s:s, s:s, s:{}}", "apiVersion", "v1", "kind", "Pod", "metadata");
     if (pod == NULL)
         return NULL;
-    spec = json_is_object(json_object_get(tmpl, "spec")) ? json_deep_copy(json_object_get(tmpl, "spec"))
-                                                          : json_object();
+    spec = json_is_object(json_object_get(tmpl, "spec"))
+        ? json_deep_copy(json_object_get(tmpl, "spec"))
+        : json_object();
     if (spec == NULL || json_object_set_new(pod, "spec", spec) < 0)
         goto nomem;
     meta = json_object_get(pod, "metadata");
@@ -190,7 +194,8 @@ json_t *jobpods_build(const json_t *job, const json_t *task, int64_t index)
     set_str(annotations, "volcano.sh/job-retry-count", buf);
     if (json_string_length(json_object_get(task, "topologyPolicy")) > 0
         && set_str(annotations, "volcano.sh/numa-topology-policy",
-                   json_string_value(json_object_get(task, "topologyPolicy"))) < 0)
+                   json_string_value(json_object_get(task, "topologyPolicy")))
+            < 0)
         goto nomem;
     if (copy_job_keys(labels, annotations, job) < 0)
         goto nomem;
@@ -203,7 +208,8 @@ json_t *jobpods_build(const json_t *job, const json_t *task, int64_t index)
     if (json_object_set_new(meta, "ownerReferences",
                             json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion",
                                       "batch.volcano.sh/v1alpha1", "kind", "Job", "name", J, "uid",
-                                      job_uid(job), "controller", 1, "blockOwnerDeletion", 1)) < 0)
+                                      job_uid(job), "controller", 1, "blockOwnerDeletion", 1))
+        < 0)
         goto nomem;
 
     if (json_string_length(json_object_get(spec, "schedulerName")) == 0

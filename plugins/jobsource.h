@@ -19,8 +19,8 @@ struct job_source {
      * @return 0; WH_ENOTFOUND when it does not exist; any other < 0 when it
      *         could not be read (err filled with the reason).
      */
-    int (*get)(void *userdata, const char *ns, const char *name, const char *uid,
-               json_t **job_out, struct wh_error *err);
+    int (*get)(void *userdata, const char *ns, const char *name, const char *uid, json_t **job_out,
+               struct wh_error *err);
     void *userdata;
 };
 

@@ -8,8 +8,8 @@
 #define WH_JOBUTIL_H
 
 #include <jansson.h>
-#include <stdint.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /** @return metadata.name / metadata.namespace / metadata.uid, or "" when absent. */
 const char *job_name(const json_t *job);

@@ -56,21 +56,19 @@ static int mpi_edit_list(const struct plugin_ctx *c, json_t *list, const char *l
     int rc;
 
     json_array_foreach(list, i, ctr) {
-        rc = podutil_add_port(ctr,
-                              json_pack("{s:s, s:i}", "name", MPI_PORT_NAME, "containerPort",
-                                        (int)port),
-                              "mpi", c->warnings);
+        rc = podutil_add_port(
+            ctr, json_pack("{s:s, s:i}", "name", MPI_PORT_NAME, "containerPort", (int)port), "mpi",
+            c->warnings);
         if (rc < 0)
-            return wh_error_set(err, rc, "cannot add port %d to spec.%s[%zu]: %s",
-                                (int)port, list_name, i,
+            return wh_error_set(err, rc, "cannot add port %d to spec.%s[%zu]: %s", (int)port,
+                                list_name, i,
                                 rc == WH_ENOMEM ? "out of memory" : "malformed container");
         if (mpi_host == NULL)
             continue;
         rc = podutil_upsert_env(ctr, podutil_env_shared("MPI_HOST", mpi_host));
         if (rc < 0)
-            return wh_error_set(err, rc, "cannot set env MPI_HOST in spec.%s[%zu]: %s",
-                                list_name, i,
-                                rc == WH_ENOMEM ? "out of memory" : "malformed container");
+            return wh_error_set(err, rc, "cannot set env MPI_HOST in spec.%s[%zu]: %s", list_name,
+                                i, rc == WH_ENOMEM ? "out of memory" : "malformed container");
     }
     return 0;
 }
@@ -105,8 +103,7 @@ static int mpi_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
         if (host_value == NULL)
             return wh_error_set(err, WH_ENOMEM, "out of memory");
     }
-    rc = mpi_edit_list(c, podutil_init_containers(pod), "initContainers", port, host_value,
-                       err);
+    rc = mpi_edit_list(c, podutil_init_containers(pod), "initContainers", port, host_value, err);
     if (rc == 0)
         rc = mpi_edit_list(c, podutil_containers(pod), "containers", port, host_value, err);
     json_decref(host_value);

@@ -22,7 +22,7 @@
 
 #include "base/log.h"
 
-#define JOB_API_VERSION "batch.volcano.sh/v1alpha1"
+#define JOB_API_VERSION   "batch.volcano.sh/v1alpha1"
 #define ENSURE_MAX_ROUNDS (K8S_OBJECTS_CONFLICT_RETRIES + 3) /* + create race + first GET */
 
 const struct k8s_kind k8s_kind_configmap = {"", "v1", "configmaps", "ConfigMap"};
@@ -33,7 +33,7 @@ const struct k8s_kind k8s_kind_networkpolicy = {"networking.k8s.io", "v1", "netw
 
 /* metadata.<key> of obj as a string, "" when absent. */
 const char *const objects_metric_kinds[OBJECTS_METRIC_KINDS] = {"ConfigMap", "Secret", "Service",
-                                                             "NetworkPolicy", "other"};
+                                                                "NetworkPolicy", "other"};
 struct metric_counter objects_ops[OBJECTS_METRIC_KINDS][2][2];
 
 void objects_count_op(const char *kind, const char *op, bool ok)
@@ -55,9 +55,9 @@ static const char *meta_str(const json_t *obj, const char *key)
 
 json_t *k8s_owner_ref(const json_t *job)
 {
-    return json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "apiVersion", JOB_API_VERSION, "kind",
-                     "Job", "name", meta_str(job, "name"), "uid", meta_str(job, "uid"),
-                     "controller", 1, "blockOwnerDeletion", 1);
+    return json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "apiVersion", JOB_API_VERSION, "kind", "Job",
+                     "name", meta_str(job, "name"), "uid", meta_str(job, "uid"), "controller", 1,
+                     "blockOwnerDeletion", 1);
 }
 
 json_t *k8s_object_for_job(const struct k8s_kind *kind, const json_t *job, const char *name)
@@ -73,8 +73,8 @@ json_t *k8s_object_for_job(const struct k8s_kind *kind, const json_t *job, const
         api_version = json_sprintf("%s/%s", kind->group, kind->version);
     /* "o" steals: ref and api_version are consumed even when json_pack fails. */
     return json_pack("{s:o, s:s, s:{s:s, s:s, s:[o]}}", "apiVersion", api_version, "kind",
-                     kind->kind, "metadata", "name", name, "namespace",
-                     meta_str(job, "namespace"), "ownerReferences", ref);
+                     kind->kind, "metadata", "name", name, "namespace", meta_str(job, "namespace"),
+                     "ownerReferences", ref);
 }
 
 bool k8s_object_owned_by(const json_t *obj, const char *uid)
@@ -135,8 +135,8 @@ static int foreign_object(const struct k8s_owner_ctx *o, const struct k8s_kind *
 }
 
 /* Prefix err's message with "<verb> <Kind> NS/name: " (context added once, here). */
-static int wrap_error(int rc, struct wh_error *err, const char *verb,
-                      const struct k8s_kind *kind, const char *ns, const char *name)
+static int wrap_error(int rc, struct wh_error *err, const char *verb, const struct k8s_kind *kind,
+                      const char *ns, const char *name)
 {
     char cause[WH_ERROR_MSG_MAX];
 
@@ -150,8 +150,8 @@ static int wrap_error(int rc, struct wh_error *err, const char *verb,
 
 /* Each change made to the cluster is logged at info: an operator's record of what
  * the reconcile side did (unchanged objects are not). */
-static void log_change(const char *what, const struct k8s_owner_ctx *o,
-                       const struct k8s_kind *kind, const char *name)
+static void log_change(const char *what, const struct k8s_owner_ctx *o, const struct k8s_kind *kind,
+                       const char *name)
 {
     LOG_INFO("reconcile: %s kind=%s object=%s/%s job=%s/%s uid=%s", what, kind->kind,
              meta_str(o->job, "namespace"), name, meta_str(o->job, "namespace"),
@@ -171,8 +171,8 @@ static int ensure_desired(const struct k8s_ensure_spec *s, json_t **out, struct 
     return s->build(s->ud, out, err);
 }
 
-int k8s_object_ensure(const struct k8s_owner_ctx *o, const struct k8s_ensure_spec *s,
-                      json_t **out, struct wh_error *err)
+int k8s_object_ensure(const struct k8s_owner_ctx *o, const struct k8s_ensure_spec *s, json_t **out,
+                      struct wh_error *err)
 {
     const char *ns = meta_str(o->job, "namespace");
     const char *uid = meta_str(o->job, "uid");
@@ -202,7 +202,7 @@ int k8s_object_ensure(const struct k8s_owner_ctx *o, const struct k8s_ensure_spe
             }
             rc = k8s_request(o->kc, "POST", coll, desired, NULL, o->timeout_ms, &cur, err);
             if (rc == WH_EEXISTS)
-                continue;   /* someone created it meanwhile: look at what is there */
+                continue; /* someone created it meanwhile: look at what is there */
             if (rc < 0) {
                 rc = wrap_error(rc, err, "create", s->kind, ns, s->name);
                 goto out;
@@ -222,7 +222,8 @@ int k8s_object_ensure(const struct k8s_owner_ctx *o, const struct k8s_ensure_spe
                  * must be made for this Job. Fail, so the reconciler retries. */
                 wh_error_set(err, WH_ECONFLICT,
                              "owned by a previous incarnation of job %s/%s (uid %s), waiting "
-                             "for its garbage collection", ns, meta_str(o->job, "name"), prev);
+                             "for its garbage collection",
+                             ns, meta_str(o->job, "name"), prev);
                 rc = wrap_error(WH_ECONFLICT, err, "create", s->kind, ns, s->name);
                 goto out;
             }
@@ -247,11 +248,11 @@ int k8s_object_ensure(const struct k8s_owner_ctx *o, const struct k8s_ensure_spe
         cur = NULL;
         rc = k8s_request(o->kc, "PUT", path, edit, NULL, o->timeout_ms, &cur, err);
         if (rc == WH_ECONFLICT && conflicts < K8S_OBJECTS_CONFLICT_RETRIES) {
-            conflicts++;    /* changed under us: read again, reapply */
+            conflicts++; /* changed under us: read again, reapply */
             continue;
         }
         if (rc == WH_ENOTFOUND)
-            continue;       /* deleted under us: create it again */
+            continue; /* deleted under us: create it again */
         if (rc < 0) {
             rc = wrap_error(rc, err, "update", s->kind, ns, s->name);
             goto out;
@@ -264,10 +265,10 @@ int k8s_object_ensure(const struct k8s_owner_ctx *o, const struct k8s_ensure_spe
     goto out;
 done:
     rc = 0;
-    wh_error_clear(err);   /* a 409 on the way is no longer the story */
+    wh_error_clear(err); /* a 409 on the way is no longer the story */
     if (out != NULL) {
         *out = cur;
-        cur = NULL;   /* now owned by the caller */
+        cur = NULL; /* now owned by the caller */
     }
 out:
     objects_count_op(s->kind->kind, "ensure", rc >= 0);
@@ -290,8 +291,8 @@ static json_t *delete_options(const char *uid)
                      "preconditions", "uid", uid, "propagationPolicy", "Background");
 }
 
-int k8s_object_delete(const struct k8s_owner_ctx *o, const struct k8s_kind *kind,
-                      const char *name, struct wh_error *err)
+int k8s_object_delete(const struct k8s_owner_ctx *o, const struct k8s_kind *kind, const char *name,
+                      struct wh_error *err)
 {
     const char *ns = meta_str(o->job, "namespace");
     char *path = k8s_path(kind->group, kind->version, ns, kind->resource, name);
@@ -313,8 +314,7 @@ int k8s_object_delete(const struct k8s_owner_ctx *o, const struct k8s_kind *kind
     if (!k8s_object_owned_by(cur, meta_str(o->job, "uid"))) {
         /* A previous incarnation's object is not ours to delete, and not foreign
          * either: garbage collection removes it. */
-        if (previous_incarnation(cur, meta_str(o->job, "name"), meta_str(o->job, "uid"))
-            != NULL)
+        if (previous_incarnation(cur, meta_str(o->job, "name"), meta_str(o->job, "uid")) != NULL)
             rc = 0;
         else
             rc = foreign_object(o, kind, name);
@@ -335,8 +335,8 @@ int k8s_object_delete(const struct k8s_owner_ctx *o, const struct k8s_kind *kind
     } else if (rc == WH_ECONFLICT) {
         /* precondition failed: the object there now is another one, not ours */
         LOG_INFO("reconcile: not deleted, replaced meanwhile kind=%s object=%s/%s job=%s/%s "
-                 "uid=%s", kind->kind, ns, name, ns, meta_str(o->job, "name"),
-                 meta_str(o->job, "uid"));
+                 "uid=%s",
+                 kind->kind, ns, name, ns, meta_str(o->job, "name"), meta_str(o->job, "uid"));
         rc = 0;
     } else if (rc < 0) {
         rc = wrap_error(rc, err, "delete", kind, ns, name);

@@ -27,31 +27,31 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "k8s/client.h"
 #include "base/error.h"
 #include "base/metric.h"
+#include "k8s/client.h"
 
-#define K8S_OBJECTS_CONFLICT_RETRIES 3  /* PUTs after a 409 Conflict, beyond the first */
+#define K8S_OBJECTS_CONFLICT_RETRIES 3 /* PUTs after a 409 Conflict, beyond the first */
 
 /* A namespaced kind the reconcile side writes (spec §5.2). */
 struct k8s_kind {
-    const char *group;        /* API group, "" for core */
-    const char *version;      /* "v1" */
-    const char *resource;     /* plural, for the REST path */
-    const char *kind;         /* "ConfigMap", for bodies and log lines */
+    const char *group;    /* API group, "" for core */
+    const char *version;  /* "v1" */
+    const char *resource; /* plural, for the REST path */
+    const char *kind;     /* "ConfigMap", for bodies and log lines */
 };
 
-extern const struct k8s_kind k8s_kind_configmap;      /* v1 ConfigMap */
-extern const struct k8s_kind k8s_kind_secret;         /* v1 Secret */
-extern const struct k8s_kind k8s_kind_service;        /* v1 Service */
-extern const struct k8s_kind k8s_kind_networkpolicy;  /* networking.k8s.io/v1 NetworkPolicy */
+extern const struct k8s_kind k8s_kind_configmap;     /* v1 ConfigMap */
+extern const struct k8s_kind k8s_kind_secret;        /* v1 Secret */
+extern const struct k8s_kind k8s_kind_service;       /* v1 Service */
+extern const struct k8s_kind k8s_kind_networkpolicy; /* networking.k8s.io/v1 NetworkPolicy */
 
 /* Who writes, for whom: every member borrowed for the duration of one call. */
 struct k8s_owner_ctx {
-    struct k8s_client *kc;    /* the API client */
-    long timeout_ms;          /* limit of each request */
-    unsigned long *foreign;   /* D12 counter, incremented atomically; may be NULL */
-    const json_t *job;        /* the owning Volcano Job (metadata.name/namespace/uid) */
+    struct k8s_client *kc;  /* the API client */
+    long timeout_ms;        /* limit of each request */
+    unsigned long *foreign; /* D12 counter, incremented atomically; may be NULL */
+    const json_t *job;      /* the owning Volcano Job (metadata.name/namespace/uid) */
 };
 
 /**
@@ -94,11 +94,11 @@ typedef int (*k8s_build_fn)(void *ud, json_t **out, struct wh_error *err);
 /* What to ensure. */
 struct k8s_ensure_spec {
     const struct k8s_kind *kind;
-    const char *name;          /* object name; the namespace is the Job's */
-    const json_t *desired;     /* object to create when absent (borrowed), or NULL → build */
-    k8s_build_fn build;        /* used when desired is NULL */
-    k8s_update_fn update;      /* NULL: never updated (create if absent only) */
-    void *ud;                  /* passed to build and update */
+    const char *name;      /* object name; the namespace is the Job's */
+    const json_t *desired; /* object to create when absent (borrowed), or NULL → build */
+    k8s_build_fn build;    /* used when desired is NULL */
+    k8s_update_fn update;  /* NULL: never updated (create if absent only) */
+    void *ud;              /* passed to build and update */
 };
 
 /**
@@ -113,8 +113,8 @@ struct k8s_ensure_spec {
  *         incarnation of job NS/J (uid OLD), waiting for its garbage collection";
  *         or the client's code).
  */
-int k8s_object_ensure(const struct k8s_owner_ctx *o, const struct k8s_ensure_spec *s,
-                      json_t **out, struct wh_error *err) WH_WARN_UNUSED;
+int k8s_object_ensure(const struct k8s_owner_ctx *o, const struct k8s_ensure_spec *s, json_t **out,
+                      struct wh_error *err) WH_WARN_UNUSED;
 
 /**
  * Delete one object of the Job, only when it is ours (D12); 404 anywhere = done.
@@ -125,8 +125,8 @@ int k8s_object_ensure(const struct k8s_owner_ctx *o, const struct k8s_ensure_spe
  *         left to garbage collection); WH_DECLINED (foreign, left alone, logged
  *         and counted as in k8s_object_ensure); < 0 with err filled.
  */
-int k8s_object_delete(const struct k8s_owner_ctx *o, const struct k8s_kind *kind,
-                      const char *name, struct wh_error *err) WH_WARN_UNUSED;
+int k8s_object_delete(const struct k8s_owner_ctx *o, const struct k8s_kind *kind, const char *name,
+                      struct wh_error *err) WH_WARN_UNUSED;
 
 /* Ensure and delete operations by kind and result; webhook/metrics.c exposes them as
  * webhook_reconcile_operations_total. Kinds outside the list count as "other". */

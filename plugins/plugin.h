@@ -34,32 +34,32 @@ struct ssh_key_store;
 
 /* What the job hooks get from the reconciler (borrowed, shared by workers). */
 struct plugin_job_env {
-    long timeout_ms;                 /* limit of each API request */
-    struct ssh_key_store *ssh_keys;  /* D11: key pairs by Job uid (plugins/sshkeys.h) */
-    unsigned long *foreign;          /* D12: incremented (atomically) per foreign object */
+    long timeout_ms;                /* limit of each API request */
+    struct ssh_key_store *ssh_keys; /* D11: key pairs by Job uid (plugins/sshkeys.h) */
+    unsigned long *foreign;         /* D12: incremented (atomically) per foreign object */
 };
 
 /* What the framework knows about the pod under admission (spec §3.6, D6, D14). */
 struct plugin_pod_info {
-    const char *name;      /* metadata.name; "" for a generateName-only pod */
-    const char *ns;        /* namespace (request.namespace when the pod lacks one) */
-    const char *task;      /* task key: annotation volcano.sh/task-spec, else "default" */
-    const char *index;     /* replica index string (§2.1, D6); "" when unknown */
+    const char *name;  /* metadata.name; "" for a generateName-only pod */
+    const char *ns;    /* namespace (request.namespace when the pod lacks one) */
+    const char *task;  /* task key: annotation volcano.sh/task-spec, else "default" */
+    const char *index; /* replica index string (§2.1, D6); "" when unknown */
 };
 
 /* Every member is borrowed for the duration of one hook call. */
 struct plugin_ctx {
-    const char *name;                    /* the plugin's own name, for messages */
-    const json_t *job;                   /* the Job object; read-only */
-    const json_t *args;                  /* job.spec.plugins[name]: array, or NULL */
-    const struct plugin_pod_info *pod;   /* on_pod_create only; NULL for job hooks */
-    struct warnings *warnings;           /* response warnings; may be NULL */
-    struct k8s_client *kc;               /* job hooks only; NULL on the admission path */
-    const struct plugin_job_env *env;    /* job hooks only; NULL on the admission path */
+    const char *name;                  /* the plugin's own name, for messages */
+    const json_t *job;                 /* the Job object; read-only */
+    const json_t *args;                /* job.spec.plugins[name]: array, or NULL */
+    const struct plugin_pod_info *pod; /* on_pod_create only; NULL for job hooks */
+    struct warnings *warnings;         /* response warnings; may be NULL */
+    struct k8s_client *kc;             /* job hooks only; NULL on the admission path */
+    const struct plugin_job_env *env;  /* job hooks only; NULL on the admission path */
 };
 
 struct plugin {
-    const char *name;   /* key in job.spec.plugins */
+    const char *name; /* key in job.spec.plugins */
     /**
      * OnPodCreate: upsert this plugin's additions into pod (a request-owned,
      * writable JSON Pod). @return 0, or < 0 with err filled (spec §3.8). The

@@ -156,7 +156,7 @@ int podutil_upsert_env(json_t *container, json_t *env_new)
 int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at)
 {
     json_t *list;
-    json_t *index = NULL;   /* name -> position of the LAST entry of that name */
+    json_t *index = NULL; /* name -> position of the LAST entry of that name */
     size_t i;
     const json_t *e;
     int rc = 0;
@@ -198,7 +198,7 @@ int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at
         if (pos != NULL) {
             const json_t *have = json_array_get(list, (size_t)json_integer_value(pos));
             bool kind_differs = json_object_get(e, "valueFrom") == NULL
-                                && json_object_get(have, "valueFrom") != NULL;
+                && json_object_get(have, "valueFrom") != NULL;
 
             if (!kind_differs && podutil_covers(have, e))
                 continue;
@@ -209,7 +209,8 @@ int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at
         }
         copy = json_deep_copy(e);
         if (copy == NULL || json_array_append_new(list, copy) < 0
-            || json_object_set_new(index, name, json_integer((json_int_t)json_array_size(list) - 1)) < 0)
+            || json_object_set_new(index, name, json_integer((json_int_t)json_array_size(list) - 1))
+                < 0)
             goto nomem;
     }
     json_decref(index);
@@ -261,8 +262,11 @@ int podutil_add_port(json_t *container, json_t *port_new, const char *plugin, st
     json_array_foreach(ports, i, p) {
         if (name[0] != '\0' && strcmp(podutil_str(p, "name"), name) == 0) {
             /* Port names are unique per container: adding would get the pod rejected. */
-            warnings_add(w, "%s plugin: port name %s already used by port %lld in container %s, port %lld not added",
-                         plugin, name, (long long)json_integer_value(json_object_get(p, "containerPort")),
+            warnings_add(w,
+                         "%s plugin: port name %s already used by port %lld in container %s, port "
+                         "%lld not added",
+                         plugin, name,
+                         (long long)json_integer_value(json_object_get(p, "containerPort")),
                          podutil_str(container, "name"), (long long)json_integer_value(number));
             json_decref(port_new);
             return UPSERT_SKIPPED;
@@ -270,7 +274,8 @@ int podutil_add_port(json_t *container, json_t *port_new, const char *plugin, st
     }
     if (!json_is_integer(number) || json_integer_value(number) < 1
         || json_integer_value(number) > 65535)
-        warnings_add(w, "%s plugin: container port %lld is outside 1-65535, the pod will be rejected",
+        warnings_add(w,
+                     "%s plugin: container port %lld is outside 1-65535, the pod will be rejected",
                      plugin, (long long)json_integer_value(number));
     return upsert_keyed(container, "ports", "containerPort", port_new, false);
 }

@@ -22,35 +22,35 @@
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
 
-#define PT_PORT_NAME     "pytorchjob-port"
-#define PT_WAIT_NAME     "wait-for-master"
+#define PT_PORT_NAME "pytorchjob-port"
+#define PT_WAIT_NAME "wait-for-master"
 
 /*
  * The wait container's script (spec §4.4 step 6), LF-separated, no trailing
  * newline. Arguments: addr, port, timeout, addr, port, addr, port.
  */
-#define PT_WAIT_SCRIPT_FMT                                                               \
-    "echo \"Waiting for master node %s:%lld to be ready...\"\n"                          \
-    "TIMEOUT=%lld\n"                                                                     \
-    "ELAPSED=0\n"                                                                        \
-    "until { nc -z %s %lld || echo > /dev/tcp/%s/%lld; } 2>/dev/null; do\n"              \
-    "  if [ $ELAPSED -ge $TIMEOUT ]; then\n"                                             \
-    "    echo \"Timeout waiting for master after ${TIMEOUT} seconds\"\n"                 \
-    "    exit 1\n"                                                                       \
-    "  fi\n"                                                                             \
-    "  echo \"Master not ready yet, retrying in 2 seconds... (elapsed: ${ELAPSED}s)\"\n" \
-    "  sleep 2\n"                                                                        \
-    "  ELAPSED=$((ELAPSED + 2))\n"                                                       \
-    "done\n"                                                                             \
+#define PT_WAIT_SCRIPT_FMT                                                                         \
+    "echo \"Waiting for master node %s:%lld to be ready...\"\n"                                    \
+    "TIMEOUT=%lld\n"                                                                               \
+    "ELAPSED=0\n"                                                                                  \
+    "until { nc -z %s %lld || echo > /dev/tcp/%s/%lld; } 2>/dev/null; do\n"                        \
+    "  if [ $ELAPSED -ge $TIMEOUT ]; then\n"                                                       \
+    "    echo \"Timeout waiting for master after ${TIMEOUT} seconds\"\n"                           \
+    "    exit 1\n"                                                                                 \
+    "  fi\n"                                                                                       \
+    "  echo \"Master not ready yet, retrying in 2 seconds... (elapsed: ${ELAPSED}s)\"\n"           \
+    "  sleep 2\n"                                                                                  \
+    "  ELAPSED=$((ELAPSED + 2))\n"                                                                 \
+    "done\n"                                                                                       \
     "echo \"Master node is ready!\""
 
 struct pt_args {
-    const char *master;      /* master task name */
-    const char *worker;      /* worker task name */
-    int64_t port;            /* MASTER_PORT; containerPort narrowed to 32 bits */
-    bool wait_enabled;       /* wait-master-enabled */
-    int64_t wait_timeout;    /* wait-master-timeout, seconds */
-    const char *wait_image;  /* wait-master-image */
+    const char *master;     /* master task name */
+    const char *worker;     /* worker task name */
+    int64_t port;           /* MASTER_PORT; containerPort narrowed to 32 bits */
+    bool wait_enabled;      /* wait-master-enabled */
+    int64_t wait_timeout;   /* wait-master-timeout, seconds */
+    const char *wait_image; /* wait-master-image */
 };
 
 /* Defaults, then the Job's arguments; a parse error is one warning (spec D4). */
@@ -157,7 +157,7 @@ static int pt_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
     pt_args_parse(c, &a);
     master = job_find_task(c->job, a.master);
     if (master == NULL)
-        return 0;    /* spec §4.4 step 1: no master task, no change, no error */
+        return 0; /* spec §4.4 step 1: no master task, no change, no error */
     addr = job_task_domain(c->job, master, 0);
     if (addr == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
@@ -182,7 +182,7 @@ static int pt_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
             }
         }
     } else if (strcmp(task, a.master) == 0) {
-        rank = "0";    /* every master replica, whatever its index */
+        rank = "0"; /* every master replica, whatever its index */
     }
 
     json_array_foreach(podutil_containers(pod), i, ctr) {

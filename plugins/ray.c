@@ -25,25 +25,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/objects.h"
 #include "plugins/args.h"
 #include "plugins/jobutil.h"
+#include "plugins/objects.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
 
-#define RAY_HEAD_CMD_FMT                                                              \
-    "ray start --head --block --dashboard-host=0.0.0.0 --port=%lld --dashboard-port=%lld " \
+#define RAY_HEAD_CMD_FMT                                                                           \
+    "ray start --head --block --dashboard-host=0.0.0.0 --port=%lld --dashboard-port=%lld "         \
     "--ray-client-server-port=%lld"
 #define RAY_WORKER_CMD_FMT "ray start --block --address=%s:%lld"
 
 struct ray_args {
-    const char *head;              /* head task name */
-    const char *head_container;    /* container edited in head pods */
-    const char *worker;            /* worker task name */
-    const char *worker_container;  /* container edited in worker pods */
-    int64_t port;                  /* GCS port */
+    const char *head;             /* head task name */
+    const char *head_container;   /* container edited in head pods */
+    const char *worker;           /* worker task name */
+    const char *worker_container; /* container edited in worker pods */
+    int64_t port;                 /* GCS port */
     int64_t dashboard_port;
-    int64_t client_port;           /* Ray client server port */
+    int64_t client_port; /* Ray client server port */
 };
 
 /* Defaults, then the Job's arguments; a parse error is one warning (spec D4). */
@@ -58,7 +58,7 @@ static void ray_args_parse(const struct plugin_ctx *c, struct ray_args *a)
         {"port", ARG_INT, &a->port},
         {"dashboardPort", ARG_INT, &a->dashboard_port},
         {"clientPort", ARG_INT, &a->client_port},
-        {"clientServerPort", ARG_INT, &a->client_port},    /* D4 alias */
+        {"clientServerPort", ARG_INT, &a->client_port}, /* D4 alias */
     };
 
     a->head = "head";
@@ -98,8 +98,8 @@ static int ray_edit_head(const struct plugin_ctx *c, json_t *ctr, const struct r
         rc = ray_add_port(c, ctr, "client-server", a->client_port);
     if (rc < 0)
         return rc;
-    snprintf(line, sizeof(line), RAY_HEAD_CMD_FMT, (long long)a->port,
-             (long long)a->dashboard_port, (long long)a->client_port);
+    snprintf(line, sizeof(line), RAY_HEAD_CMD_FMT, (long long)a->port, (long long)a->dashboard_port,
+             (long long)a->client_port);
     return ray_set_command(ctr, line);
 }
 
@@ -133,8 +133,8 @@ static int ray_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
     ray_args_parse(c, &a);
     head = job_find_task(c->job, a.head);
     if (head == NULL)
-        return wh_error_set(err, WH_EINVAL, "job %s doesn't have head task %s",
-                            job_name(c->job), a.head);
+        return wh_error_set(err, WH_EINVAL, "job %s doesn't have head task %s", job_name(c->job),
+                            a.head);
     head_addr = job_task_domain(c->job, head, 0);
     if (head_addr == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
@@ -161,7 +161,7 @@ out:
 
 /* ---- job hooks (reconcile side) ---- */
 
-#define RAY_DEFAULT_TIMEOUT_MS 10000L   /* when the reconciler passes no env */
+#define RAY_DEFAULT_TIMEOUT_MS 10000L /* when the reconciler passes no env */
 
 static int ray_owner(const struct plugin_ctx *c, struct k8s_owner_ctx *o, struct wh_error *err)
 {
@@ -194,14 +194,11 @@ static json_t *ray_head_service(const json_t *job, const char *name, const struc
     json_t *spec = json_pack(
         "{s:{s:s, s:s, s:s}, s:[{s:s, s:I, s:s, s:s}, {s:s, s:I, s:s, s:s}, {s:s, s:I, s:s, s:s}]}",
         "selector", "volcano.sh/job-name", job_name(job), "volcano.sh/job-namespace",
-        job_namespace(job), "volcano.sh/task-spec", a->head,
-        "ports",
-        "name", "gcs", "port", (json_int_t)(int32_t)a->port, "targetPort", "gcs",
-        "protocol", "TCP",
-        "name", "dashboard", "port", (json_int_t)(int32_t)a->dashboard_port,
-        "targetPort", "dashboard", "protocol", "TCP",
-        "name", "client-server", "port", (json_int_t)(int32_t)a->client_port,
-        "targetPort", "client-server", "protocol", "TCP");
+        job_namespace(job), "volcano.sh/task-spec", a->head, "ports", "name", "gcs", "port",
+        (json_int_t)(int32_t)a->port, "targetPort", "gcs", "protocol", "TCP", "name", "dashboard",
+        "port", (json_int_t)(int32_t)a->dashboard_port, "targetPort", "dashboard", "protocol",
+        "TCP", "name", "client-server", "port", (json_int_t)(int32_t)a->client_port, "targetPort",
+        "client-server", "protocol", "TCP");
 
     if (obj == NULL || spec == NULL || json_object_set_new(obj, "spec", spec) < 0) {
         if (obj == NULL)
@@ -231,12 +228,12 @@ static int ray_job_sync(const struct plugin_ctx *c, struct wh_error *err)
     if (svc == NULL) {
         rc = wh_error_set(err, WH_ENOMEM, "ray plugin: out of memory");
     } else {
-        const struct k8s_ensure_spec s = {.kind = &k8s_kind_service, .name = name,
-                                          .desired = svc};   /* never updated */
+        const struct k8s_ensure_spec s = {
+            .kind = &k8s_kind_service, .name = name, .desired = svc}; /* never updated */
 
         rc = k8s_object_ensure(&o, &s, NULL, err);
         if (rc > 0)
-            rc = 0;   /* foreign (D12): left alone, the pods still get their mutation */
+            rc = 0; /* foreign (D12): left alone, the pods still get their mutation */
     }
     json_decref(svc);
     free(name);
@@ -265,6 +262,6 @@ const struct plugin plugin_ray = {
     .name = "ray",
     .on_pod_create = ray_on_pod_create,
     .on_job_add = ray_job_sync,
-    .on_job_update = ray_job_sync,   /* re-creates the Service when it went missing */
+    .on_job_update = ray_job_sync, /* re-creates the Service when it went missing */
     .on_job_delete = ray_job_delete,
 };

@@ -7,7 +7,7 @@
 #include "plugins/plugin.h"
 
 const struct plugin *const plugin_registry[] = {
-    &plugin_ssh, &plugin_env, &plugin_svc, &plugin_tensorflow,
+    &plugin_ssh, &plugin_env,     &plugin_svc,      &plugin_tensorflow,
     &plugin_mpi, &plugin_pytorch, &plugin_hcclrank, &plugin_ray,
 };
 const size_t plugin_registry_len = sizeof(plugin_registry) / sizeof(plugin_registry[0]);
@@ -28,8 +28,7 @@ static size_t registry_index(const char *name)
     return plugin_registry_len;
 }
 
-void plugin_effective_set(const json_t *job, bool *enabled, const json_t **args,
-                          struct warnings *w)
+void plugin_effective_set(const json_t *job, bool *enabled, const json_t **args, struct warnings *w)
 {
     const json_t *plugins = json_object_get(json_object_get(job, "spec"), "plugins");
     const char *name;

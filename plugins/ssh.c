@@ -28,12 +28,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/objects.h"
+#include "certs/sshkey.h"
 #include "plugins/args.h"
 #include "plugins/jobutil.h"
+#include "plugins/objects.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
-#include "certs/sshkey.h"
 #include "plugins/sshkeys.h"
 
 #define SSH_DEFAULT_PATH "/root/.ssh"
@@ -71,15 +71,10 @@ static json_t *ssh_volume(const char *job, const char *key_path)
     int mode = strcmp(key_path, SSH_DEFAULT_PATH) == 0 ? SSH_MODE_ROOT : SSH_MODE_OTHER;
 
     return json_pack("{s:s+, s:{s:s+, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}, {s:s, s:s}], s:i}}",
-                     "name", job, "-ssh",
-                     "secret",
-                     "secretName", job, "-ssh",
-                     "items",
-                     "key", "id_rsa", "path", ".ssh/id_rsa",
-                     "key", "id_rsa.pub", "path", ".ssh/id_rsa.pub",
-                     "key", "authorized_keys", "path", ".ssh/authorized_keys",
-                     "key", "config", "path", ".ssh/config",
-                     "defaultMode", mode);
+                     "name", job, "-ssh", "secret", "secretName", job, "-ssh", "items", "key",
+                     "id_rsa", "path", ".ssh/id_rsa", "key", "id_rsa.pub", "path",
+                     ".ssh/id_rsa.pub", "key", "authorized_keys", "path", ".ssh/authorized_keys",
+                     "key", "config", "path", ".ssh/config", "defaultMode", mode);
 }
 
 static json_t *ssh_mount(const char *job, const char *key_path)
@@ -98,9 +93,8 @@ static int ssh_mount_list(json_t *list, const char *list_name, const char *job,
         int rc = podutil_upsert_mount(ctr, ssh_mount(job, key_path));
 
         if (rc < 0)
-            return wh_error_set(err, rc, "cannot mount %s-ssh in spec.%s[%zu]: %s",
-                                job, list_name, i,
-                                rc == WH_ENOMEM ? "out of memory" : "malformed container");
+            return wh_error_set(err, rc, "cannot mount %s-ssh in spec.%s[%zu]: %s", job, list_name,
+                                i, rc == WH_ENOMEM ? "out of memory" : "malformed container");
     }
     return 0;
 }
@@ -124,8 +118,8 @@ static int ssh_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
 
 /* ---- job hooks (reconcile side) ---- */
 
-#define SSH_DEFAULT_PORT 22
-#define SSH_DEFAULT_TIMEOUT_MS 10000L   /* when the reconciler passes no env */
+#define SSH_DEFAULT_PORT       22
+#define SSH_DEFAULT_TIMEOUT_MS 10000L /* when the reconciler passes no env */
 
 static int ssh_owner(const struct plugin_ctx *c, struct k8s_owner_ctx *o, struct wh_error *err)
 {
@@ -170,13 +164,13 @@ static char *ssh_config_text(const json_t *job, int64_t port)
             domain = J;
         for (int64_t i = 0; i < replicas; i++) {
             if (hostname[0] != '\0') {
-                fprintf(f, "Host %s\n  HostName %s.%s\n  Port %lld\n", hostname, hostname,
-                        domain, (long long)port);
+                fprintf(f, "Host %s\n  HostName %s.%s\n  Port %lld\n", hostname, hostname, domain,
+                        (long long)port);
                 break;
             }
             fprintf(f, "Host %s-%s-%lld\n  HostName %s-%s-%lld.%s\n  Port %lld\n", J,
-                    job_task_name(task), (long long)i, J, job_task_name(task), (long long)i,
-                    domain, (long long)port);
+                    job_task_name(task), (long long)i, J, job_task_name(task), (long long)i, domain,
+                    (long long)port);
         }
     }
     if (ferror(f) != 0) {
@@ -202,7 +196,7 @@ static json_t *b64_string(const char *text)
         return NULL;
     EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)text, (int)n);
     s = json_string(out);
-    OPENSSL_cleanse(out, strlen(out));   /* may be a private key */
+    OPENSSL_cleanse(out, strlen(out)); /* may be a private key */
     free(out);
     return s;
 }
@@ -270,8 +264,8 @@ static char *ssh_secret_name(const json_t *job)
 struct ssh_secret_job {
     const struct plugin_ctx *c;
     const struct ssh_args *a;
-    const char *name;      /* J-ssh */
-    const char *config;    /* the config text */
+    const char *name;   /* J-ssh */
+    const char *config; /* the config text */
 };
 
 /* k8s_build_fn: the Secret with the uid's pair (made now if new) or the user's keys. */
@@ -303,22 +297,21 @@ static int ssh_secret_build(void *ud, json_t **out, struct wh_error *err)
     rc = WH_ENOMEM;
     obj = k8s_object_for_job(&k8s_kind_secret, c->job, sj->name);
     data = json_object();
-    if (obj == NULL || data == NULL
-        || json_object_set_new(data, "id_rsa", b64_string(priv)) < 0
+    if (obj == NULL || data == NULL || json_object_set_new(data, "id_rsa", b64_string(priv)) < 0
         || json_object_set_new(data, "id_rsa.pub", b64_string(pub)) < 0
         || json_object_set_new(data, "authorized_keys", b64_string(pub)) < 0
         || json_object_set_new(data, "config", b64_string(sj->config)) < 0) {
         rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto out;
     }
-    rc = json_object_set_new(obj, "data", data);   /* no type: the API makes it Opaque */
-    data = NULL;   /* now owned by obj (even on failure) */
+    rc = json_object_set_new(obj, "data", data); /* no type: the API makes it Opaque */
+    data = NULL;                                 /* now owned by obj (even on failure) */
     if (rc < 0) {
         rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto out;
     }
     *out = obj;
-    obj = NULL;   /* now owned by the caller */
+    obj = NULL; /* now owned by the caller */
     rc = 0;
 out:
     json_decref(obj);
@@ -394,9 +387,11 @@ static int ssh_job_sync(const struct plugin_ctx *c, struct wh_error *err)
     sj.name = name;
     sj.config = config;
     {
-        const struct k8s_ensure_spec s = {.kind = &k8s_kind_secret, .name = name,
+        const struct k8s_ensure_spec s = {.kind = &k8s_kind_secret,
+                                          .name = name,
                                           .build = ssh_secret_build,
-                                          .update = ssh_secret_update, .ud = &sj};
+                                          .update = ssh_secret_update,
+                                          .ud = &sj};
 
         rc = k8s_object_ensure(&o, &s, &stored, err);
     }
@@ -413,7 +408,7 @@ static int ssh_job_sync(const struct plugin_ctx *c, struct wh_error *err)
         rc = wh_error_set(err, WH_ENOMEM, "ssh plugin: out of memory");
         goto out;
     }
-    rc = 0;   /* a foreign Secret (WH_DECLINED) is no failure of the hook (D12) */
+    rc = 0; /* a foreign Secret (WH_DECLINED) is no failure of the hook (D12) */
 out:
     json_decref(stored);
     free(name);
@@ -437,7 +432,7 @@ static int ssh_job_delete(const struct plugin_ctx *c, struct wh_error *err)
     rc = k8s_object_delete(&o, &k8s_kind_secret, name, err);
     free(name);
     if (rc < 0)
-        return rc;   /* retried; the pair stays until the Secret is gone */
+        return rc; /* retried; the pair stays until the Secret is gone */
     if (c->env != NULL && c->env->ssh_keys != NULL)
         sshkeys_drop(c->env->ssh_keys, job_uid(c->job));
     return 0;
@@ -447,6 +442,6 @@ const struct plugin plugin_ssh = {
     .name = "ssh",
     .on_pod_create = ssh_on_pod_create,
     .on_job_add = ssh_job_sync,
-    .on_job_update = ssh_job_sync,   /* same as add: repair, never regenerate (D11) */
+    .on_job_update = ssh_job_sync, /* same as add: repair, never regenerate (D11) */
     .on_job_delete = ssh_job_delete,
 };

@@ -23,15 +23,15 @@
 
 struct key_entry {
     char *uid;
-    char *priv;               /* NULL while generating */
+    char *priv; /* NULL while generating */
     char *pub;
-    bool generating;          /* a thread is making this pair without the lock */
-    struct key_entry *next;   /* bucket chain */
+    bool generating;        /* a thread is making this pair without the lock */
+    struct key_entry *next; /* bucket chain */
 };
 
 struct ssh_key_store {
-    pthread_mutex_t mu;       /* guards buckets and every entry */
-    pthread_cond_t cond;      /* signalled when a generation ends */
+    pthread_mutex_t mu;  /* guards buckets and every entry */
+    pthread_cond_t cond; /* signalled when a generation ends */
     struct key_entry *buckets[STORE_BUCKETS];
 };
 
@@ -39,7 +39,7 @@ struct ssh_key_store {
 
 static size_t bucket_of(const char *uid)
 {
-    uint32_t h = 2166136261u;   /* FNV-1a */
+    uint32_t h = 2166136261u; /* FNV-1a */
 
     for (const unsigned char *p = (const unsigned char *)uid; *p != '\0'; p++) {
         h ^= *p;
@@ -155,7 +155,7 @@ int sshkeys_get_or_generate(struct ssh_key_store *s, const char *uid, char **pri
             pthread_mutex_unlock(&s->mu);
             return rc < 0 ? wh_error_set(err, rc, "out of memory") : 0;
         }
-        pthread_cond_wait(&s->cond, &s->mu);   /* another worker makes this uid's pair */
+        pthread_cond_wait(&s->cond, &s->mu); /* another worker makes this uid's pair */
     }
     e = insert_locked(s, uid);
     if (e == NULL) {
@@ -173,22 +173,22 @@ int sshkeys_get_or_generate(struct ssh_key_store *s, const char *uid, char **pri
     e = find_locked(s, uid);
     if (rc < 0) {
         if (e != NULL && e->generating)
-            remove_locked(s, e);   /* not stored: the next caller tries again */
+            remove_locked(s, e); /* not stored: the next caller tries again */
     } else if (e != NULL && e->generating) {
         e->priv = priv;
         e->pub = pub;
         e->generating = false;
         rc = copy_pair(e, priv_out, pub_out);
-        priv = NULL;   /* now owned by the entry */
+        priv = NULL; /* now owned by the entry */
         pub = NULL;
         if (rc < 0)
             rc = wh_error_set(err, rc, "out of memory");
     } else if (e != NULL) {
-        rc = copy_pair(e, priv_out, pub_out);   /* sshkeys_put won: one pair per uid */
+        rc = copy_pair(e, priv_out, pub_out); /* sshkeys_put won: one pair per uid */
         if (rc < 0)
             rc = wh_error_set(err, rc, "out of memory");
     } else {
-        *priv_out = priv;   /* dropped meanwhile: hand out, do not keep */
+        *priv_out = priv; /* dropped meanwhile: hand out, do not keep */
         *pub_out = pub;
         priv = NULL;
         pub = NULL;
@@ -235,7 +235,7 @@ int sshkeys_put(struct ssh_key_store *s, const char *uid, const char *priv, cons
     free(e->pub);
     e->priv = p;
     e->pub = q;
-    e->generating = false;   /* a running generation finds it ready and yields */
+    e->generating = false; /* a running generation finds it ready and yields */
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mu);
     return 0;
@@ -253,6 +253,6 @@ void sshkeys_drop(struct ssh_key_store *s, const char *uid)
     e = find_locked(s, uid);
     if (e != NULL)
         remove_locked(s, e);
-    pthread_cond_broadcast(&s->cond);   /* waiters on a dropped placeholder re-check */
+    pthread_cond_broadcast(&s->cond); /* waiters on a dropped placeholder re-check */
     pthread_mutex_unlock(&s->mu);
 }

@@ -45,8 +45,8 @@ int sshkeys_lookup(struct ssh_key_store *s, const char *uid, char **priv_out, ch
  * stored pair: the Secret in the cluster is what the pods mount. priv/pub are copied.
  * @return 0 or WH_ENOMEM.
  */
-int sshkeys_put(struct ssh_key_store *s, const char *uid, const char *priv, const char *pub)
-    WH_WARN_UNUSED;
+int sshkeys_put(struct ssh_key_store *s, const char *uid, const char *priv,
+                const char *pub) WH_WARN_UNUSED;
 
 /** Forget uid's pair (the Job's Secret was deleted). Unknown uid: no-op. */
 void sshkeys_drop(struct ssh_key_store *s, const char *uid);

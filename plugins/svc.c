@@ -35,9 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/objects.h"
 #include "plugins/args.h"
 #include "plugins/jobutil.h"
+#include "plugins/objects.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
 
@@ -186,8 +186,8 @@ static json_t *svc_env_refs(const json_t *job, const char *cm)
         for (size_t s = 0; s < 2; s++) {
             char *name = str_concat3("VC_", up, suffixes[s]);
 
-            if (name == NULL ||
-                json_array_append_new(list, podutil_env_configmap(name, cm, name)) < 0) {
+            if (name == NULL
+                || json_array_append_new(list, podutil_env_configmap(name, cm, name)) < 0) {
                 free(name);
                 free(up);
                 goto nomem;
@@ -238,8 +238,8 @@ static int svc_mount_list(json_t *list, const char *list_name, const json_t *mou
         int rc = podutil_upsert_mount(ctr, json_deep_copy(mount));
 
         if (rc < 0)
-            return wh_error_set(err, rc, "cannot mount %s in spec.%s[%zu]: %s",
-                                SVC_MOUNT_PATH, list_name, i, fail_reason(rc));
+            return wh_error_set(err, rc, "cannot mount %s in spec.%s[%zu]: %s", SVC_MOUNT_PATH,
+                                list_name, i, fail_reason(rc));
     }
     return 0;
 }
@@ -258,15 +258,13 @@ static int svc_set_names(const struct plugin_ctx *c, json_t *spec, const char *j
         } else {
             rc = podutil_set_string(spec, "hostname", pod_name);
             if (rc < 0)
-                return wh_error_set(err, rc, "cannot set spec.hostname: %s",
-                                    wh_error_str(rc));
+                return wh_error_set(err, rc, "cannot set spec.hostname: %s", wh_error_str(rc));
         }
     }
     if (podutil_str(spec, "subdomain")[0] == '\0') {
         rc = podutil_set_string(spec, "subdomain", job);
         if (rc < 0)
-            return wh_error_set(err, rc, "cannot set spec.subdomain: %s",
-                                wh_error_str(rc));
+            return wh_error_set(err, rc, "cannot set spec.subdomain: %s", wh_error_str(rc));
     }
     return 0;
 }
@@ -302,8 +300,8 @@ static int svc_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
         if (rc < 0)
             goto out;
     }
-    rc = podutil_upsert_volume(pod, json_pack("{s:s, s:{s:s}}", "name", cm, "configMap",
-                                              "name", cm));
+    rc = podutil_upsert_volume(pod,
+                               json_pack("{s:s, s:{s:s}}", "name", cm, "configMap", "name", cm));
     if (rc < 0) {
         rc = wh_error_set(err, rc, "cannot add volume %s: %s", cm,
                           rc == WH_ENOMEM ? "out of memory" : "malformed pod spec");
@@ -328,7 +326,7 @@ out:
 
 /* ---- job hooks (reconcile side) ---- */
 
-#define SVC_DEFAULT_TIMEOUT_MS 10000L   /* when the reconciler passes no env */
+#define SVC_DEFAULT_TIMEOUT_MS 10000L /* when the reconciler passes no env */
 
 static int svc_owner(const struct plugin_ctx *c, struct k8s_owner_ctx *o, struct wh_error *err)
 {
@@ -344,8 +342,8 @@ static int svc_owner(const struct plugin_ctx *c, struct k8s_owner_ctx *o, struct
 /* {"volcano.sh/job-name": J, "volcano.sh/job-namespace": NS}: new reference. */
 static json_t *svc_job_labels(const json_t *job)
 {
-    return json_pack("{s:s, s:s}", "volcano.sh/job-name", job_name(job),
-                     "volcano.sh/job-namespace", job_namespace(job));
+    return json_pack("{s:s, s:s}", "volcano.sh/job-name", job_name(job), "volcano.sh/job-namespace",
+                     job_namespace(job));
 }
 
 /* k8s_object_for_job + obj[key] = value_new (stolen). @return new object or NULL. */
@@ -391,8 +389,8 @@ static json_t *svc_network_policy(const json_t *job)
     return svc_object(&k8s_kind_networkpolicy, job, job_name(job), "spec",
                       json_pack("{s:{s:o}, s:[{s:[{s:{s:o}}]}], s:[s]}", "podSelector",
                                 "matchLabels", svc_job_labels(job), "ingress", "from",
-                                "podSelector", "matchLabels", svc_job_labels(job),
-                                "policyTypes", "Ingress"));
+                                "podSelector", "matchLabels", svc_job_labels(job), "policyTypes",
+                                "Ingress"));
 }
 
 /* Update function of the ConfigMap: replace data only when it differs. */
@@ -430,8 +428,10 @@ static int svc_job_sync(const struct plugin_ctx *c, struct wh_error *err)
     rc = svc_configmap(c->job, cm_name, &cm);
     if (rc == WH_ETOOBIG) {
         /* A ConfigMap holds at most 1 MiB: retried, in case the Job is scaled down. */
-        rc = wh_error_set(err, WH_ETOOBIG, "svc plugin: a task's host list is over %u bytes, "
-                          "too large for ConfigMap %s", JOB_HOSTS_MAX_BYTES, cm_name);
+        rc = wh_error_set(err, WH_ETOOBIG,
+                          "svc plugin: a task's host list is over %u bytes, "
+                          "too large for ConfigMap %s",
+                          JOB_HOSTS_MAX_BYTES, cm_name);
         goto out;
     }
     svc = svc_service(c->job, a.publish_not_ready);
@@ -439,8 +439,10 @@ static int svc_job_sync(const struct plugin_ctx *c, struct wh_error *err)
     if (cm == NULL || svc == NULL || (np == NULL && !a.disable_netpol))
         goto nomem;
     {
-        const struct k8s_ensure_spec s = {.kind = &k8s_kind_configmap, .name = cm_name,
-                                          .desired = cm, .update = svc_configmap_update,
+        const struct k8s_ensure_spec s = {.kind = &k8s_kind_configmap,
+                                          .name = cm_name,
+                                          .desired = cm,
+                                          .update = svc_configmap_update,
                                           .ud = json_object_get(cm, "data")};
 
         rc = k8s_object_ensure(&o, &s, NULL, err);
@@ -448,22 +450,23 @@ static int svc_job_sync(const struct plugin_ctx *c, struct wh_error *err)
             goto out;
     }
     {
-        const struct k8s_ensure_spec s = {.kind = &k8s_kind_service, .name = job_name(c->job),
-                                          .desired = svc};   /* never updated */
+        const struct k8s_ensure_spec s = {.kind = &k8s_kind_service,
+                                          .name = job_name(c->job),
+                                          .desired = svc}; /* never updated */
 
         rc = k8s_object_ensure(&o, &s, NULL, err);
         if (rc < 0)
             goto out;
     }
-    if (np != NULL) {   /* unless --disable-network-policy */
-        const struct k8s_ensure_spec s = {.kind = &k8s_kind_networkpolicy,
-                                          .name = job_name(c->job), .desired = np};
+    if (np != NULL) { /* unless --disable-network-policy */
+        const struct k8s_ensure_spec s = {
+            .kind = &k8s_kind_networkpolicy, .name = job_name(c->job), .desired = np};
 
         rc = k8s_object_ensure(&o, &s, NULL, err);
         if (rc < 0)
             goto out;
     }
-    rc = 0;   /* a foreign object (WH_DECLINED) is no failure of the hook (D12) */
+    rc = 0; /* a foreign object (WH_DECLINED) is no failure of the hook (D12) */
     goto out;
 nomem:
     rc = wh_error_set(err, WH_ENOMEM, "svc plugin: out of memory");
@@ -513,6 +516,6 @@ const struct plugin plugin_svc = {
     .name = "svc",
     .on_pod_create = svc_on_pod_create,
     .on_job_add = svc_job_sync,
-    .on_job_update = svc_job_sync,   /* recompute the ConfigMap, re-create what is missing */
+    .on_job_update = svc_job_sync, /* recompute the ConfigMap, re-create what is missing */
     .on_job_delete = svc_job_delete,
 };

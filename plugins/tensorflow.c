@@ -40,10 +40,8 @@ static void tf_args_parse(const struct plugin_ctx *c, struct tf_args *a)
 {
     char msg[200];
     const struct arg_def defs[] = {
-        {"ps", ARG_STRING, &a->role[0]},
-        {"worker", ARG_STRING, &a->role[1]},
-        {"chief", ARG_STRING, &a->role[2]},
-        {"evaluator", ARG_STRING, &a->role[3]},
+        {"ps", ARG_STRING, &a->role[0]},    {"worker", ARG_STRING, &a->role[1]},
+        {"chief", ARG_STRING, &a->role[2]}, {"evaluator", ARG_STRING, &a->role[3]},
         {"port", ARG_INT, &a->port},
     };
 
@@ -104,7 +102,7 @@ static int tf_task_hosts(json_t **out, const json_t *job, const json_t *task, in
             json_decref(hosts);
             return WH_ENOMEM;
         }
-        *used += json_string_length(entry) + 3;    /* quotes and comma */
+        *used += json_string_length(entry) + 3; /* quotes and comma */
         if (*used > TF_CONFIG_MAX) {
             json_decref(hosts);
             return WH_ETOOBIG;
@@ -148,11 +146,12 @@ static int tf_cluster(json_t **out, const json_t *job, const struct tf_args *a)
     if (cluster == NULL)
         goto out;
     for (size_t k = 0; k < TF_ROLES; k++) {
-        if (json_array_size(lists[k]) > 0 && json_object_set(cluster, tf_role_names[k], lists[k]) < 0)
+        if (json_array_size(lists[k]) > 0
+            && json_object_set(cluster, tf_role_names[k], lists[k]) < 0)
             goto out;
     }
     *out = cluster;
-    cluster = NULL;    /* now owned by the caller */
+    cluster = NULL; /* now owned by the caller */
     rc = 0;
 out:
     json_decref(cluster);
@@ -250,14 +249,14 @@ static int tf_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
     if (tf_standalone(c->job))
         return 0;
     if (job_parse_index(index_str, &index) < 0)
-        return wh_error_set(err, WH_EINVAL, "pod index \"%s\" of pod %s is not a number",
-                            index_str, pod_name[0] != '\0' ? pod_name : "(generateName)");
+        return wh_error_set(err, WH_EINVAL, "pod index \"%s\" of pod %s is not a number", index_str,
+                            pod_name[0] != '\0' ? pod_name : "(generateName)");
     rc = tf_config(&config, c->job, &a, tf_task_type(&a, task), index);
     if (rc == WH_ETOOBIG)
         return wh_error_set(err, rc, "TF_CONFIG would exceed %d bytes", TF_CONFIG_MAX);
     if (rc < 0)
         return wh_error_set(err, rc, "out of memory");
-    value = json_string(config);   /* one copy shared by every container */
+    value = json_string(config); /* one copy shared by every container */
     if (value == NULL) {
         rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto out;

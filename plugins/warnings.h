@@ -11,11 +11,11 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#define WARNINGS_MAX     16   /* entries kept; later ones are dropped */
-#define WARNINGS_LEN_MAX 240  /* bytes per entry, longer text is cut */
+#define WARNINGS_MAX     16  /* entries kept; later ones are dropped */
+#define WARNINGS_LEN_MAX 240 /* bytes per entry, longer text is cut */
 
 struct warnings {
-    size_t n;                       /* entries in use */
+    size_t n; /* entries in use */
     char items[WARNINGS_MAX][WARNINGS_LEN_MAX];
 };
 

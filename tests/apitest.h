@@ -31,8 +31,8 @@
 
 /* How to run the server; every string is borrowed and must outlive the server. */
 struct apitest_opts {
-    const char *token;        /* --token: the bearer token it requires; NULL: none, all pass */
-    const char *tls_cert;     /* with tls_key, --tls-cert/--tls-key: HTTPS; NULL: plain HTTP */
+    const char *token;    /* --token: the bearer token it requires; NULL: none, all pass */
+    const char *tls_cert; /* with tls_key, --tls-cert/--tls-key: HTTPS; NULL: plain HTTP */
     const char *tls_key;
     const char *ca_file;      /* CA that signed tls_cert, for apitest_call and apitest_client */
     const char *const *extra; /* more flags, NULL-terminated; may be NULL */
@@ -128,8 +128,7 @@ static inline void apitest_stop(struct apitest *t)
 /* The server's base URL, "http(s)://127.0.0.1:PORT", into buf. @return buf. */
 static inline const char *apitest_url(const struct apitest *t, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s://127.0.0.1:%d", t->opts.tls_cert != NULL ? "https" : "http",
-             t->port);
+    snprintf(buf, len, "%s://127.0.0.1:%d", t->opts.tls_cert != NULL ? "https" : "http", t->port);
     return buf;
 }
 
@@ -206,8 +205,8 @@ static inline void apitest_ctl(const struct apitest *t, const char *method, cons
 }
 
 /* A /_test/ control request that must answer exactly want. */
-static inline void apitest_ctl_expect(const struct apitest *t, const char *method,
-                                      const char *path, const char *body, long want)
+static inline void apitest_ctl_expect(const struct apitest *t, const char *method, const char *path,
+                                      const char *body, long want)
 {
     long code = apitest_call(t, method, path, body, false, NULL);
 
@@ -221,8 +220,9 @@ static inline void apitest_store_cm_of_size(const struct apitest *t, const char 
     int off;
 
     ck_assert_ptr_nonnull(body);
-    off = snprintf(body, 200, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
-                              "{\"name\":\"%s\",\"namespace\":\"ns1\"},\"data\":{\"x\":\"",
+    off = snprintf(body, 200,
+                   "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                   "{\"name\":\"%s\",\"namespace\":\"ns1\"},\"data\":{\"x\":\"",
                    name);
     memset(body + off, 'a', n);
     snprintf(body + off + n, 200, "\"}}");

@@ -8,11 +8,11 @@
 
 #include <check.h>
 #include <openssl/pem.h>
-#include <stdbool.h>
-#include <string.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
+#include <stdbool.h>
+#include <string.h>
 
 #include "certs/certs.h"
 
@@ -81,12 +81,12 @@ static inline char *ct_bio_text(BIO *b)
 struct ct_cert {
     const char *cn;
     long serial;
-    long not_before_s;              /* from now (negative: in the past) */
-    const char *not_after;          /* ASN.1 text ("20350101000000Z"), or NULL: */
-    long not_after_s;               /*   this many seconds from now */
-    const char *bc, *ku, *nc;       /* basicConstraints, keyUsage, nameConstraints in
+    long not_before_s;               /* from now (negative: in the past) */
+    const char *not_after;           /* ASN.1 text ("20350101000000Z"), or NULL: */
+    long not_after_s;                /*   this many seconds from now */
+    const char *bc, *ku, *nc;        /* basicConstraints, keyUsage, nameConstraints in
                                        openssl.cnf syntax; NULL: left out */
-    bool akid;                      /* an authority key id */
+    bool akid;                       /* an authority key id */
     const struct certs_pair *issuer; /* NULL: self-signed */
 };
 
@@ -109,7 +109,8 @@ static inline void ct_make_cert(struct certs_pair *out, const struct ct_cert *t)
     ck_assert_int_eq(X509_set_version(x, X509_VERSION_3), 1);
     ck_assert_int_eq(ASN1_INTEGER_set(X509_get_serialNumber(x), t->serial), 1);
     ck_assert_int_eq(X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                                                (const unsigned char *)t->cn, -1, -1, 0), 1);
+                                                (const unsigned char *)t->cn, -1, -1, 0),
+                     1);
     ck_assert_int_eq(X509_set_issuer_name(x, ic != NULL ? X509_get_subject_name(ic) : name), 1);
     ck_assert_int_eq(X509_set_pubkey(x, k), 1);
     ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notBefore(x), t->not_before_s));

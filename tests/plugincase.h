@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/plugin.h"
-#include "tests/testutil.h"
 #include "base/error.h"
+#include "plugins/plugin.h"
 #include "plugins/warnings.h"
+#include "tests/testutil.h"
 
 /* Parse text with ' standing for ". New reference; fails the test on bad JSON. */
 static inline json_t *pc_json(const char *sq_text)
@@ -64,12 +64,16 @@ static inline void pc_assert_warnings(const struct warnings *w, const char *sq_w
 
 /* @return a pod-side context for p with job and args (both borrowed, may be NULL). */
 static inline struct plugin_ctx pc_ctx_args(const struct plugin *p, const json_t *job,
-                                            const json_t *args,
-                                            const struct plugin_pod_info *info,
+                                            const json_t *args, const struct plugin_pod_info *info,
                                             struct warnings *w)
 {
     struct plugin_ctx c = {
-        .name = p->name, .job = job, .args = args, .pod = info, .warnings = w, .kc = NULL,
+        .name = p->name,
+        .job = job,
+        .args = args,
+        .pod = info,
+        .warnings = w,
+        .kc = NULL,
     };
 
     return c;

@@ -23,16 +23,16 @@ static inline json_t *tu_json(const char *text)
 }
 
 /* Assert that JSON value got equals the JSON text want, printing both when not. */
-#define tu_assert_json_eq(got, want_text)                                                    \
-    do {                                                                                     \
-        json_t *tu_want_ = tu_json(want_text);                                               \
-        char *tu_g_ = json_dumps((got), JSON_COMPACT | JSON_ENCODE_ANY);                     \
-        char *tu_w_ = json_dumps(tu_want_, JSON_COMPACT | JSON_ENCODE_ANY);                  \
-        ck_assert_msg(json_equal((got), tu_want_), "JSON differs\n got: %s\nwant: %s",       \
-                      tu_g_ ? tu_g_ : "(null)", tu_w_);                                      \
-        free(tu_g_);                                                                         \
-        free(tu_w_);                                                                         \
-        json_decref(tu_want_);                                                               \
+#define tu_assert_json_eq(got, want_text)                                                          \
+    do {                                                                                           \
+        json_t *tu_want_ = tu_json(want_text);                                                     \
+        char *tu_g_ = json_dumps((got), JSON_COMPACT | JSON_ENCODE_ANY);                           \
+        char *tu_w_ = json_dumps(tu_want_, JSON_COMPACT | JSON_ENCODE_ANY);                        \
+        ck_assert_msg(json_equal((got), tu_want_), "JSON differs\n got: %s\nwant: %s",             \
+                      tu_g_ ? tu_g_ : "(null)", tu_w_);                                            \
+        free(tu_g_);                                                                               \
+        free(tu_w_);                                                                               \
+        json_decref(tu_want_);                                                                     \
     } while (0)
 
 /* Path of a file under tests/fixtures (TEST_FIXTURES env overrides the root). */
@@ -66,7 +66,7 @@ static inline char *tu_read_file(const char *path)
 /* stderr sent to a temporary file, from tu_stderr_begin to tu_stderr_end. */
 struct tu_stderr {
     FILE *tmp;
-    int saved;   /* the real stderr */
+    int saved; /* the real stderr */
 };
 
 static inline void tu_stderr_begin(struct tu_stderr *c)

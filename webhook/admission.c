@@ -25,14 +25,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "plugins/plugin.h"
-#include "base/log.h"
-#include "webhook/metrics.h"
 #include "base/clock.h"
+#include "base/log.h"
+#include "plugins/plugin.h"
+#include "webhook/metrics.h"
 
 #define API_V1      "admission.k8s.io/v1"
 #define API_V1BETA1 "admission.k8s.io/v1beta1"
-#define QUOTE_MAX   64   /* bytes of a client-supplied value echoed in a message */
+#define QUOTE_MAX   64 /* bytes of a client-supplied value echoed in a message */
 
 /* Fallback bodies when even the error answer cannot be built (ENOMEM). */
 static const char status_enomem[] =
@@ -118,9 +118,9 @@ static int answer_enomem(char **out, size_t *out_len)
 static int answer_status(int code, const char *reason, const char *message, char **out,
                          size_t *out_len)
 {
-    json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status",
-                           "apiVersion", "v1", "metadata", "status", "Failure", "message",
-                           message, "reason", reason, "code", code);
+    json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion",
+                           "v1", "metadata", "status", "Failure", "message", message, "reason",
+                           reason, "code", code);
     int rc;
 
     if (st == NULL)
@@ -238,12 +238,12 @@ static int parse_review(const json_t *review, const char **api_out, struct mutat
  * enclosing braces) in that key order.
  */
 struct outbuf {
-    char *s;       /* malloc'd, NUL-terminated while not failed */
+    char *s; /* malloc'd, NUL-terminated while not failed */
     size_t len;
     size_t cap;
-    size_t limit;  /* most bytes it may hold; 0: no limit */
-    bool failed;   /* ENOMEM or over limit: s is meaningless */
-    bool too_big;  /* failed because of limit */
+    size_t limit; /* most bytes it may hold; 0: no limit */
+    bool failed;  /* ENOMEM or over limit: s is meaningless */
+    bool too_big; /* failed because of limit */
 };
 
 /*
@@ -375,9 +375,9 @@ static json_t *response_tail(const struct mutate_result *res)
         msg[sizeof(msg) - 1] = '\0';
         if (!utf8_valid(msg))
             ascii_only(msg);
-        if (json_object_set_new(tail, "status",
-                                json_pack("{s:i, s:s, s:s}", "code", code, "message", msg,
-                                          "status", "Failure"))
+        if (json_object_set_new(
+                tail, "status",
+                json_pack("{s:i, s:s, s:s}", "code", code, "message", msg, "status", "Failure"))
             < 0)
             goto fail;
     }
@@ -537,12 +537,11 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
         /* The effective plugin set, comma separated (names are short and fixed). */
         for (size_t k = 0; k < plugin_registry_len && k < sizeof(res.enabled) * 8; k++)
             if ((res.enabled & (1u << k)) && n + 1 < sizeof(plugins))
-                n += (size_t)snprintf(plugins + n, sizeof(plugins) - n, "%s%s",
-                                      n > 0 ? "," : "", plugin_registry[k]->name);
+                n += (size_t)snprintf(plugins + n, sizeof(plugins) - n, "%s%s", n > 0 ? "," : "",
+                                      plugin_registry[k]->name);
         LOG_DEBUG("admission uid=%s ns=%s pod=%s job=%s allowed=%s ops=%zu plugins=%s "
                   "duration_ms=%.3f",
-                  log_quote(qv[0], sizeof(qv[0]), req.uid),
-                  log_quote(qv[1], sizeof(qv[1]), req.ns),
+                  log_quote(qv[0], sizeof(qv[0]), req.uid), log_quote(qv[1], sizeof(qv[1]), req.ns),
                   log_quote(qv[2], sizeof(qv[2]), pod_name(req.pod)),
                   log_quote(qv[3], sizeof(qv[3]), job), res.allowed ? "true" : "false",
                   json_is_array(res.patch) ? json_array_size(res.patch) : (size_t)0,

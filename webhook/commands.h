@@ -6,7 +6,7 @@
 #ifndef WH_COMMANDS_H
 #define WH_COMMANDS_H
 
-#define WH_PROG "volcano-plugin-webhook"
+#define WH_PROG    "volcano-plugin-webhook"
 #define WH_VERSION "0.1.0"
 
 /** `serve`: the HTTPS admission server (webhook/serve.c). */

@@ -33,10 +33,10 @@
 #include "certs/certs.h"
 #include "webhook/commands.h"
 
-#define GEN_MAX_DNS 32        /* --dns entries */
+#define GEN_MAX_DNS      32 /* --dns entries */
 #define GEN_DEFAULT_DAYS 365
-#define GEN_MAX_OUTPUTS 6     /* ca.key, ca.crt, tls.key, tls.crt, Secret, caBundle */
-#define GEN_SECRET_NAME "volcano-plugin-webhook-tls"  /* the Secret manifests/ mounts */
+#define GEN_MAX_OUTPUTS  6 /* ca.key, ca.crt, tls.key, tls.crt, Secret, caBundle */
+#define GEN_SECRET_NAME  "volcano-plugin-webhook-tls" /* the Secret manifests/ mounts */
 
 static void gen_usage(FILE *to)
 {
@@ -123,13 +123,13 @@ static bool dns_name_ok(const char *s)
 /* One file of the run. */
 struct gen_output {
     char path[PATH_MAX];
-    char tmp[PATH_MAX];      /* the new text, until renamed to path */
-    char old[PATH_MAX];      /* hard link to the file path held before */
-    const char *text;        /* borrowed */
+    char tmp[PATH_MAX]; /* the new text, until renamed to path */
+    char old[PATH_MAX]; /* hard link to the file path held before */
+    const char *text;   /* borrowed */
     mode_t mode;
-    bool written;            /* tmp exists */
-    bool has_old;            /* old exists */
-    bool placed;             /* tmp was renamed to path */
+    bool written; /* tmp exists */
+    bool has_old; /* old exists */
+    bool placed;  /* tmp was renamed to path */
 };
 
 /* Fill o for path ("dir/name" when dir is not NULL). @return 0, or -1 after a message. */
@@ -143,7 +143,8 @@ static int output_init(struct gen_output *o, const char *dir, const char *name, 
     o->text = text;
     o->mode = mode;
     if ((size_t)snprintf(o->path, sizeof(o->path), "%s%s%s", dir != NULL ? dir : "",
-                         dir != NULL ? "/" : "", name) >= sizeof(o->path)) {
+                         dir != NULL ? "/" : "", name)
+        >= sizeof(o->path)) {
         fprintf(stderr, WH_PROG ": gen-certs: path too long: %s%s%s\n", dir != NULL ? dir : "",
                 dir != NULL ? "/" : "", name);
         return -1;
@@ -151,10 +152,11 @@ static int output_init(struct gen_output *o, const char *dir, const char *name, 
     slash = strrchr(o->path, '/');
     dirlen = slash != NULL ? (int)(slash - o->path + 1) : 0;
     /* hidden, and beside path */
-    if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%.*s.%s.tmp", dirlen, o->path,
-                         o->path + dirlen) >= sizeof(o->tmp)
+    if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%.*s.%s.tmp", dirlen, o->path, o->path + dirlen)
+            >= sizeof(o->tmp)
         || (size_t)snprintf(o->old, sizeof(o->old), "%.*s.%s.old", dirlen, o->path,
-                            o->path + dirlen) >= sizeof(o->old)) {
+                            o->path + dirlen)
+            >= sizeof(o->old)) {
         fprintf(stderr, WH_PROG ": gen-certs: path too long: %s\n", o->path);
         return -1;
     }
@@ -168,7 +170,7 @@ static int output_write_tmp(struct gen_output *o)
     size_t done = 0;
     int fd;
 
-    unlink(o->tmp);   /* a crashed run's */
+    unlink(o->tmp); /* a crashed run's */
     fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, o->mode);
     if (fd < 0)
         goto fail;
@@ -217,14 +219,15 @@ static void outputs_rollback(struct gen_output *outs, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (!outs[i].placed)
             continue;
-        if (outs[i].has_old ? rename(outs[i].old, outs[i].path) == 0
-                            : unlink(outs[i].path) == 0) {
+        if (outs[i].has_old ? rename(outs[i].old, outs[i].path) == 0 : unlink(outs[i].path) == 0) {
             outs[i].has_old = false;
             outs[i].placed = false;
         } else {
-            fprintf(stderr, WH_PROG ": gen-certs: cannot restore %s (its old content is in "
-                            "%s): %s\n", outs[i].path, outs[i].old, strerror(errno));
-            outs[i].has_old = false;   /* the only copy left: keep it */
+            fprintf(stderr,
+                    WH_PROG ": gen-certs: cannot restore %s (its old content is in "
+                            "%s): %s\n",
+                    outs[i].path, outs[i].old, strerror(errno));
+            outs[i].has_old = false; /* the only copy left: keep it */
         }
     }
 }
@@ -242,8 +245,7 @@ static int outputs_commit(struct gen_output *outs, size_t n)
     for (i = 0; i < n; i++)
         for (size_t j = 0; j < i; j++)
             if (strcmp(outs[i].path, outs[j].path) == 0) {
-                fprintf(stderr, WH_PROG ": gen-certs: %s would be written twice\n",
-                        outs[i].path);
+                fprintf(stderr, WH_PROG ": gen-certs: %s would be written twice\n", outs[i].path);
                 return -1;
             }
     for (i = 0; i < n; i++)
@@ -263,10 +265,12 @@ static int outputs_commit(struct gen_output *outs, size_t n)
                     strerror(EISDIR));
             goto fail;
         }
-        unlink(outs[i].old);   /* a crashed run's */
+        unlink(outs[i].old); /* a crashed run's */
         if (link(outs[i].path, outs[i].old) != 0) {
-            fprintf(stderr, WH_PROG ": gen-certs: cannot write %s: cannot keep the old file "
-                            "for a rollback: %s\n", outs[i].path, strerror(errno));
+            fprintf(stderr,
+                    WH_PROG ": gen-certs: cannot write %s: cannot keep the old file "
+                            "for a rollback: %s\n",
+                    outs[i].path, strerror(errno));
             goto fail;
         }
         outs[i].has_old = true;
@@ -294,10 +298,9 @@ static int emit_scalar(yaml_emitter_t *e, const char *text, bool quoted)
 {
     yaml_event_t ev;
 
-    if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)text, (int)strlen(text),
-                                      !quoted, quoted,
-                                      quoted ? YAML_DOUBLE_QUOTED_SCALAR_STYLE
-                                             : YAML_PLAIN_SCALAR_STYLE))
+    if (!yaml_scalar_event_initialize(
+            &ev, NULL, NULL, (yaml_char_t *)text, (int)strlen(text), !quoted, quoted,
+            quoted ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_PLAIN_SCALAR_STYLE))
         return 0;
     return yaml_emitter_emit(e, &ev);
 }
@@ -346,30 +349,28 @@ static char *secret_manifest(const char *ns, const struct certs_pair *ca,
         goto out;
     yaml_emitter_set_output_file(&e, mem);
     yaml_emitter_set_unicode(&e, 1);
-    yaml_emitter_set_width(&e, -1);   /* never fold the long base64 lines */
-    ok = yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING)
-         && yaml_emitter_emit(&e, &ev)
-         && yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1)
-         && yaml_emitter_emit(&e, &ev)
-         && emit_mapping(&e, true)
-         && emit_scalar(&e, "apiVersion", false) && emit_scalar(&e, "v1", false)
-         && emit_scalar(&e, "kind", false) && emit_scalar(&e, "Secret", false)
-         && emit_scalar(&e, "metadata", false) && emit_mapping(&e, true)
-         && emit_scalar(&e, "name", false) && emit_scalar(&e, GEN_SECRET_NAME, false)
-         && emit_scalar(&e, "namespace", false) && emit_scalar(&e, ns, true)
-         && emit_scalar(&e, "labels", false) && emit_mapping(&e, true)
-         && emit_scalar(&e, "app.kubernetes.io/name", false)
-         && emit_scalar(&e, "volcano-plugin-webhook", false)
-         && emit_scalar(&e, "app.kubernetes.io/part-of", false)
-         && emit_scalar(&e, "volcano-plugin-webhook", false)
-         && emit_mapping(&e, false) && emit_mapping(&e, false)
-         && emit_scalar(&e, "type", false) && emit_scalar(&e, "kubernetes.io/tls", false)
-         && emit_scalar(&e, "data", false) && emit_mapping(&e, true);
+    yaml_emitter_set_width(&e, -1); /* never fold the long base64 lines */
+    ok = yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING) && yaml_emitter_emit(&e, &ev)
+        && yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1)
+        && yaml_emitter_emit(&e, &ev) && emit_mapping(&e, true)
+        && emit_scalar(&e, "apiVersion", false) && emit_scalar(&e, "v1", false)
+        && emit_scalar(&e, "kind", false) && emit_scalar(&e, "Secret", false)
+        && emit_scalar(&e, "metadata", false) && emit_mapping(&e, true)
+        && emit_scalar(&e, "name", false) && emit_scalar(&e, GEN_SECRET_NAME, false)
+        && emit_scalar(&e, "namespace", false) && emit_scalar(&e, ns, true)
+        && emit_scalar(&e, "labels", false) && emit_mapping(&e, true)
+        && emit_scalar(&e, "app.kubernetes.io/name", false)
+        && emit_scalar(&e, "volcano-plugin-webhook", false)
+        && emit_scalar(&e, "app.kubernetes.io/part-of", false)
+        && emit_scalar(&e, "volcano-plugin-webhook", false) && emit_mapping(&e, false)
+        && emit_mapping(&e, false) && emit_scalar(&e, "type", false)
+        && emit_scalar(&e, "kubernetes.io/tls", false) && emit_scalar(&e, "data", false)
+        && emit_mapping(&e, true);
     for (size_t i = 0; ok && i < 3; i++)
         ok = emit_scalar(&e, keys[i], false) && emit_scalar(&e, b64[i], true);
     ok = ok && emit_mapping(&e, false) && emit_mapping(&e, false)
-         && yaml_document_end_event_initialize(&ev, 1) && yaml_emitter_emit(&e, &ev)
-         && yaml_stream_end_event_initialize(&ev) && yaml_emitter_emit(&e, &ev);
+        && yaml_document_end_event_initialize(&ev, 1) && yaml_emitter_emit(&e, &ev)
+        && yaml_stream_end_event_initialize(&ev) && yaml_emitter_emit(&e, &ev);
     yaml_emitter_delete(&e);
 out:
     if (mem != NULL && fclose(mem) != 0)
@@ -428,7 +429,7 @@ static int mkdir_parents(const char *dir, size_t *created)
             if (*created == 0)
                 *created = i;
         } else if (errno != EEXIST) {
-            return -1;   /* the caller removes what was made (rmdir_created) */
+            return -1; /* the caller removes what was made (rmdir_created) */
         }
         if (i < n)
             path[i] = '/';
@@ -451,7 +452,7 @@ static void rmdir_created(const char *dir, size_t created)
         path[n] = '\0';
         if (rmdir(path) != 0)
             return;
-        while (n > 0 && path[n - 1] != '/')   /* back to the parent's end */
+        while (n > 0 && path[n - 1] != '/') /* back to the parent's end */
             n--;
         while (n > 1 && path[n - 1] == '/')
             n--;
@@ -554,13 +555,17 @@ static int check_stale_ca_key(const char *dir, const struct certs_pair *ca)
         return 0;
     rc = certs_check_key_file(path, ca->cert_pem, &err);
     if (rc == 0)
-        return 0;   /* renewal in place: --ca-cert DIR/ca.crt --ca-key DIR/ca.key */
+        return 0; /* renewal in place: --ca-cert DIR/ca.crt --ca-key DIR/ca.key */
     if (rc == WH_ECONFLICT)
-        fprintf(stderr, WH_PROG ": gen-certs: %s is the key of another CA; it would sit beside "
-                "--ca-cert's ca.crt: move it away or use another --out\n", path);
+        fprintf(stderr,
+                WH_PROG ": gen-certs: %s is the key of another CA; it would sit beside "
+                        "--ca-cert's ca.crt: move it away or use another --out\n",
+                path);
     else
-        fprintf(stderr, WH_PROG ": gen-certs: %s; it would sit beside --ca-cert's ca.crt: "
-                "move it away or use another --out\n", err.msg);
+        fprintf(stderr,
+                WH_PROG ": gen-certs: %s; it would sit beside --ca-cert's ca.crt: "
+                        "move it away or use another --out\n",
+                err.msg);
     return 1;
 }
 
@@ -591,7 +596,7 @@ int gen_certs_main(int argc, char **argv)
     enum certs_key_type key_type = CERTS_KEY_ECDSA_P256;
     const char *secret_file = NULL;
     const char *bundle_file = NULL;
-    const char *ca_cert_file = NULL;   /* --ca-cert: sign with this CA */
+    const char *ca_cert_file = NULL; /* --ca-cert: sign with this CA */
     const char *ca_key_file = NULL;
     char names[4][512];
     const char *sans[4 + GEN_MAX_DNS];
@@ -600,11 +605,11 @@ int gen_certs_main(int argc, char **argv)
     struct certs_pair leaf = {NULL, NULL};
     struct wh_error err = {0, ""};
     struct stat st;
-    struct gen_output *outs = NULL;   /* up to 6 files, PATH_MAX each: on the heap */
+    struct gen_output *outs = NULL; /* up to 6 files, PATH_MAX each: on the heap */
     size_t nouts = 0;
-    size_t created = 0;               /* mkdir_parents: what to remove on failure */
-    char *secret = NULL;              /* --secret-manifest text */
-    char *bundle = NULL;              /* --ca-bundle text */
+    size_t created = 0;  /* mkdir_parents: what to remove on failure */
+    char *secret = NULL; /* --secret-manifest text */
+    char *bundle = NULL; /* --ca-bundle text */
     bool capped = false;
     long long ca_not_after = 0;
     char when[64];
@@ -612,19 +617,13 @@ int gen_certs_main(int argc, char **argv)
     int opt;
     int rc = 1;
 
-    optind = 0;  /* full getopt reset: the subcommand may run more than once (tests) */
-    opterr = 0;  /* our own messages, naming the flag */
+    optind = 0; /* full getopt reset: the subcommand may run more than once (tests) */
+    opterr = 0; /* our own messages, naming the flag */
     while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (opt) {
-        case 's':
-            service = optarg;
-            break;
-        case 'n':
-            ns = optarg;
-            break;
-        case 'o':
-            dir = optarg;
-            break;
+        case 's': service = optarg; break;
+        case 'n': ns = optarg; break;
+        case 'o': dir = optarg; break;
         case 'd':
             if (parse_days(optarg, &days) < 0) {
                 fprintf(stderr,
@@ -635,8 +634,10 @@ int gen_certs_main(int argc, char **argv)
             break;
         case 'D':
             if (!dns_name_ok(optarg)) {
-                fprintf(stderr, WH_PROG ": gen-certs: invalid --dns \"%s\": want a DNS name or "
-                        "IP address of 1..253 printable characters, no spaces or commas\n", optarg);
+                fprintf(stderr,
+                        WH_PROG ": gen-certs: invalid --dns \"%s\": want a DNS name or "
+                                "IP address of 1..253 printable characters, no spaces or commas\n",
+                        optarg);
                 return 2;
             }
             if (add_extra_san(extra, &nextra, optarg) < 0)
@@ -644,8 +645,10 @@ int gen_certs_main(int argc, char **argv)
             break;
         case 'I':
             if (!ip_ok(optarg)) {
-                fprintf(stderr, WH_PROG ": gen-certs: invalid --ip \"%s\": want an IPv4 or "
-                                "IPv6 address\n", optarg);
+                fprintf(stderr,
+                        WH_PROG ": gen-certs: invalid --ip \"%s\": want an IPv4 or "
+                                "IPv6 address\n",
+                        optarg);
                 return 2;
             }
             if (add_extra_san(extra, &nextra, optarg) < 0)
@@ -665,10 +668,10 @@ int gen_certs_main(int argc, char **argv)
         case 'K':
             if (optarg[0] == '\0') {
                 fprintf(stderr, WH_PROG ": gen-certs: %s needs a file name\n",
-                        opt == 'S'   ? "--secret-manifest"
-                        : opt == 'B' ? "--ca-bundle"
-                        : opt == 'C' ? "--ca-cert"
-                                     : "--ca-key");
+                        opt == 'S'       ? "--secret-manifest"
+                            : opt == 'B' ? "--ca-bundle"
+                            : opt == 'C' ? "--ca-cert"
+                                         : "--ca-key");
                 return 2;
             }
             if (opt == 'S')
@@ -680,12 +683,8 @@ int gen_certs_main(int argc, char **argv)
             else
                 ca_key_file = optarg;
             break;
-        case 'f':
-            force = true;
-            break;
-        case 'h':
-            gen_usage(stdout);
-            return 0;
+        case 'f': force = true; break;
+        case 'h': gen_usage(stdout); return 0;
         case ':':
             fprintf(stderr, WH_PROG ": gen-certs: flag %s needs a value\n", argv[optind - 1]);
             return 2;
@@ -701,7 +700,9 @@ int gen_certs_main(int argc, char **argv)
     }
     if (service == NULL || ns == NULL || dir == NULL) {
         fprintf(stderr, WH_PROG ": gen-certs: missing required flag %s (see --help)\n",
-                service == NULL ? "--service" : ns == NULL ? "--namespace" : "--out");
+                service == NULL  ? "--service"
+                    : ns == NULL ? "--namespace"
+                                 : "--out");
         return 2;
     }
     if ((ca_cert_file == NULL) != (ca_key_file == NULL)) {
@@ -716,8 +717,8 @@ int gen_certs_main(int argc, char **argv)
         return 2;
     }
     if (!dns_label(ns)) {
-        fprintf(stderr,
-                WH_PROG ": gen-certs: invalid --namespace \"%s\": want a DNS-1123 label\n", ns);
+        fprintf(stderr, WH_PROG ": gen-certs: invalid --namespace \"%s\": want a DNS-1123 label\n",
+                ns);
         return 2;
     }
 
@@ -747,12 +748,12 @@ int gen_certs_main(int argc, char **argv)
         if (path == NULL || access(path, F_OK) != 0)
             continue;
         if (ca_cert_file != NULL)
-            fprintf(stderr, WH_PROG ": gen-certs: %s exists (use --force to replace it)\n",
-                    path);
+            fprintf(stderr, WH_PROG ": gen-certs: %s exists (use --force to replace it)\n", path);
         else
             fprintf(stderr,
                     WH_PROG ": gen-certs: %s exists; a new CA invalidates the deployed caBundle "
-                    "(use --force to replace it)\n", path);
+                            "(use --force to replace it)\n",
+                    path);
         return 1;
     }
     outs = calloc(GEN_MAX_OUTPUTS, sizeof(*outs));
@@ -763,7 +764,8 @@ int gen_certs_main(int argc, char **argv)
     /* Everything is made in memory before --out is: a refusal leaves nothing behind. */
     if (ca_cert_file != NULL) {
         if (sign_with_ca(&ca, &leaf, &capped, ca_cert_file, ca_key_file, key_type, sans, nsans,
-                         days) != 0
+                         days)
+                != 0
             || check_stale_ca_key(dir, &ca) != 0)
             goto out;
     } else if (certs_generate(&ca, &leaf, key_type, sans, nsans, days, &err) < 0) {
@@ -787,8 +789,7 @@ int gen_certs_main(int argc, char **argv)
         || (bundle != NULL && output_init(&outs[nouts++], NULL, bundle_file, bundle, 0644) < 0))
         goto out;
     if (mkdir_parents(dir, &created) != 0) {
-        fprintf(stderr, WH_PROG ": gen-certs: cannot create --out %s: %s\n", dir,
-                strerror(errno));
+        fprintf(stderr, WH_PROG ": gen-certs: cannot create --out %s: %s\n", dir, strerror(errno));
         goto out;
     }
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -797,18 +798,20 @@ int gen_certs_main(int argc, char **argv)
     }
     if (outputs_commit(outs, nouts) < 0)
         goto out;
-    created = 0;   /* --out stays */
+    created = 0; /* --out stays */
     if (capped && certs_not_after(ca.cert_pem, &ca_not_after, &err) == 0)
         fprintf(stderr,
                 WH_PROG ": gen-certs: note: tls.crt expires with the CA at %s, sooner than "
-                "--days %d\n", certs_format_utc(ca_not_after, when, sizeof(when)), days);
+                        "--days %d\n",
+                certs_format_utc(ca_not_after, when, sizeof(when)), days);
     if (ca_cert_file != NULL)
         printf("wrote %s/ca.crt (a copy of %s) %s/tls.crt %s/tls.key (%s, signed by that CA; "
-               "its key stays in %s, no ca.key written)\n", dir, ca_cert_file, dir, dir,
+               "its key stays in %s, no ca.key written)\n",
+               dir, ca_cert_file, dir, dir,
                key_type == CERTS_KEY_RSA_2048 ? "RSA-2048" : "ECDSA P-256", ca_key_file);
     else
-        printf("wrote %s/ca.crt %s/ca.key %s/tls.crt %s/tls.key (%s, valid %d days)\n", dir,
-               dir, dir, dir, key_type == CERTS_KEY_RSA_2048 ? "RSA-2048" : "ECDSA P-256", days);
+        printf("wrote %s/ca.crt %s/ca.key %s/tls.crt %s/tls.key (%s, valid %d days)\n", dir, dir,
+               dir, dir, key_type == CERTS_KEY_RSA_2048 ? "RSA-2048" : "ECDSA P-256", days);
     if (secret_file != NULL)
         printf("wrote Secret %s/%s manifest to %s\n", ns, GEN_SECRET_NAME, secret_file);
     if (bundle_file != NULL)
@@ -819,9 +822,9 @@ int gen_certs_main(int argc, char **argv)
     printf("\n");
     rc = 0;
 out:
-    rmdir_created(dir, created);   /* a failed run leaves no --out it made */
+    rmdir_created(dir, created); /* a failed run leaves no --out it made */
     if (secret != NULL) {
-        OPENSSL_cleanse(secret, strlen(secret));   /* it holds the key in base64 */
+        OPENSSL_cleanse(secret, strlen(secret)); /* it holds the key in base64 */
         free(secret);
     }
     free(bundle);

@@ -32,8 +32,7 @@ static int version_main(int argc, char **argv)
         return 0;
     }
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        printf("usage: " WH_PROG " version\n\nPrints the version (" WH_PROG " " WH_VERSION
-               ").\n");
+        printf("usage: " WH_PROG " version\n\nPrints the version (" WH_PROG " " WH_VERSION ").\n");
         return 0;
     }
     fprintf(stderr, WH_PROG ": version: unexpected argument \"%s\" (see --help)\n", argv[1]);

@@ -18,10 +18,10 @@
 
 /* What one admission came to (issue 4, "Observability"). */
 enum metrics_outcome {
-    METRICS_PATCHED = 0,    /* allowed with a non-empty patch */
-    METRICS_UNCHANGED = 1,  /* allowed without a patch */
-    METRICS_DENIED = 2,     /* allowed: false */
-    METRICS_ERROR = 3,      /* not an AdmissionReview answer (HTTP 4xx/5xx) */
+    METRICS_PATCHED = 0,   /* allowed with a non-empty patch */
+    METRICS_UNCHANGED = 1, /* allowed without a patch */
+    METRICS_DENIED = 2,    /* allowed: false */
+    METRICS_ERROR = 3,     /* not an AdmissionReview answer (HTTP 4xx/5xx) */
 };
 
 /** Record one admission request: HTTP status sent, outcome, duration in seconds. */

@@ -14,14 +14,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "base/patch.h"
 #include "plugins/plugin.h"
-#include "base/log.h"
 
-#define JOB_API_VERSION "batch.volcano.sh/v1alpha1"
-#define TASK_SPEC_KEY   "volcano.sh/task-spec"
-#define TASK_INDEX_KEY  "volcano.sh/task-index"
-#define CHAIN_PASSES_MAX 4   /* D13: one pass per generation of added containers */
+#define JOB_API_VERSION  "batch.volcano.sh/v1alpha1"
+#define TASK_SPEC_KEY    "volcano.sh/task-spec"
+#define TASK_INDEX_KEY   "volcano.sh/task-index"
+#define CHAIN_PASSES_MAX 4 /* D13: one pass per generation of added containers */
 
 void mutate_result_init(struct mutate_result *r)
 {
@@ -119,8 +119,8 @@ static const char *index_from_name(const char *name)
 
 static void pod_info_init(struct plugin_pod_info *info, const json_t *pod, const char *ns)
 {
-    const char *name = str_or_empty(
-        json_string_value(json_object_get(json_object_get(pod, "metadata"), "name")));
+    const char *name =
+        str_or_empty(json_string_value(json_object_get(json_object_get(pod, "metadata"), "name")));
     const char *task = meta_str(pod, "annotations", TASK_SPEC_KEY);
 
     info->name = name;
@@ -141,7 +141,7 @@ static size_t container_count(json_t *pod)
     const json_t *spec = json_object_get(pod, "spec");
 
     return json_array_size(json_object_get(spec, "containers"))
-           + json_array_size(json_object_get(spec, "initContainers"));
+        + json_array_size(json_object_get(spec, "initContainers"));
 }
 
 /*
@@ -211,14 +211,21 @@ struct edited {
 
 static const struct edited edited_metadata[] = {{"annotations", NULL}, {NULL, NULL}};
 static const struct edited edited_container[] = {
-    {"env", NULL}, {"volumeMounts", NULL}, {"ports", NULL}, {NULL, NULL},
+    {"env", NULL},
+    {"volumeMounts", NULL},
+    {"ports", NULL},
+    {NULL, NULL},
 };
 static const struct edited edited_spec[] = {
-    {"containers", edited_container}, {"initContainers", edited_container}, {"volumes", NULL},
+    {"containers", edited_container},
+    {"initContainers", edited_container},
+    {"volumes", NULL},
     {NULL, NULL},
 };
 static const struct edited edited_pod[] = {
-    {"metadata", edited_metadata}, {"spec", edited_spec}, {NULL, NULL},
+    {"metadata", edited_metadata},
+    {"spec", edited_spec},
+    {NULL, NULL},
 };
 
 /* The copy the plugins edit (see struct edited). @return new reference, NULL on ENOMEM. */
@@ -294,8 +301,12 @@ void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
         for (size_t k = 0; k < plugin_registry_len; k++) {
             const struct plugin *p = plugin_registry[k];
             struct plugin_ctx ctx = {
-                .name = p->name, .job = job, .args = args[k], .pod = &info,
-                .warnings = &out->warnings, .kc = NULL,
+                .name = p->name,
+                .job = job,
+                .args = args[k],
+                .pod = &info,
+                .warnings = &out->warnings,
+                .kc = NULL,
             };
             int rc;
 
@@ -350,8 +361,8 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
     out->allowed = true;
     /* D8: only CREATE of core pods (not their subresources) is served. */
     if (strcmp(str_or_empty(req->operation), "CREATE") != 0
-        || strcmp(str_or_empty(req->resource), "pods") != 0
-        || str_or_empty(req->group)[0] != '\0' || str_or_empty(req->sub_resource)[0] != '\0')
+        || strcmp(str_or_empty(req->resource), "pods") != 0 || str_or_empty(req->group)[0] != '\0'
+        || str_or_empty(req->sub_resource)[0] != '\0')
         return;
     if (!json_is_object(req->pod)) {
         deny(out, 400, "request.object is not a pod");
@@ -363,8 +374,8 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
     /* D6: the pod object may lack its namespace; the request always has it. */
     ns = str_or_empty(req->ns);
     if (ns[0] == '\0')
-        ns = str_or_empty(json_string_value(
-            json_object_get(json_object_get(req->pod, "metadata"), "namespace")));
+        ns = str_or_empty(
+            json_string_value(json_object_get(json_object_get(req->pod, "metadata"), "namespace")));
     if (ns[0] == '\0') {
         deny(out, 400, "pod of job %s has no namespace and request.namespace is empty",
              job_name_ref);
@@ -380,8 +391,7 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
      * ownerReference, so only a forged review lacks it: no lookup, no patch. */
     if (owner_uid[0] == '\0') {
         warnings_add(&out->warnings,
-                     "the pod's ownerReference to volcano job %s has no uid, pod not mutated",
-                     key);
+                     "the pod's ownerReference to volcano job %s has no uid, pod not mutated", key);
         LOG_INFO("admission uid=%s job=%s outcome=no-owner-uid",
                  log_quote(qa, sizeof(qa), req->uid), key);
         return;

@@ -20,7 +20,7 @@
 enum lookup_failure_policy { LOOKUP_FAILURE_DENY = 0, LOOKUP_FAILURE_ALLOW = 1 };
 
 struct mutate_options {
-    enum lookup_failure_policy lookup_failure;   /* --job-lookup-failure, default deny */
+    enum lookup_failure_policy lookup_failure; /* --job-lookup-failure, default deny */
 };
 
 /* The parts of an AdmissionRequest that decide what is done (borrowed). */
@@ -36,12 +36,12 @@ struct mutate_request {
 
 struct mutate_result {
     bool allowed;
-    int status_code;            /* response.status.code when denied (400, 500) */
-    char message[512];          /* response.status.message when denied */
-    json_t *patch;              /* new reference: RFC 6902 ops; NULL when there are none */
-    json_t *pod;                /* new reference: the mutated pod; NULL when not served */
-    struct warnings warnings;   /* response.warnings */
-    unsigned enabled;           /* bit k: plugin_registry[k] was in the effective set */
+    int status_code;          /* response.status.code when denied (400, 500) */
+    char message[512];        /* response.status.message when denied */
+    json_t *patch;            /* new reference: RFC 6902 ops; NULL when there are none */
+    json_t *pod;              /* new reference: the mutated pod; NULL when not served */
+    struct warnings warnings; /* response.warnings */
+    unsigned enabled;         /* bit k: plugin_registry[k] was in the effective set */
 };
 
 /** Zero a result. */

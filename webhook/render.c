@@ -23,13 +23,13 @@
 #include <string.h>
 
 #include "k8s/yaml.h"
+#include "plugins/jobpods.h"
 #include "plugins/jobutil.h"
 #include "webhook/admission.h"
 #include "webhook/commands.h"
-#include "plugins/jobpods.h"
 #include "webhook/mutate.h"
 
-#define REVIEW_MAX_BYTES (3u << 20)  /* the server's body cap */
+#define REVIEW_MAX_BYTES (3u << 20) /* the server's body cap */
 
 enum output { OUTPUT_POD, OUTPUT_PATCH };
 
@@ -99,8 +99,8 @@ static void warn_job_shape(const char *path, const json_t *job)
         if (job_task_name(task)[0] == '\0')
             render_err("warning: %s: spec.tasks[%zu] has no name", path, i);
         if (replicas != NULL && !json_is_integer(replicas))
-            render_err("warning: %s: spec.tasks[%zu].replicas is not an integer, taken as 0",
-                       path, i);
+            render_err("warning: %s: spec.tasks[%zu].replicas is not an integer, taken as 0", path,
+                       i);
     }
 }
 
@@ -125,8 +125,7 @@ static int check_job(const char *where, const json_t *job)
         render_err("%s: job has no metadata.name", where);
         return 1;
     }
-    if (json_object_get(json_object_get(job, "spec"), "tasks") != NULL
-        && job_tasks(job) == NULL) {
+    if (json_object_get(json_object_get(job, "spec"), "tasks") != NULL && job_tasks(job) == NULL) {
         render_err("%s: spec.tasks is not a list", where);
         return 1;
     }
@@ -154,8 +153,8 @@ static bool is_list(const json_t *doc)
     const char *api = json_string_value(json_object_get(doc, "apiVersion"));
 
     return kind != NULL && api != NULL
-           && ((strcmp(kind, "List") == 0 && strcmp(api, "v1") == 0)
-               || (strcmp(kind, "JobList") == 0 && strcmp(api, "batch.volcano.sh/v1alpha1") == 0));
+        && ((strcmp(kind, "List") == 0 && strcmp(api, "v1") == 0)
+            || (strcmp(kind, "JobList") == 0 && strcmp(api, "batch.volcano.sh/v1alpha1") == 0));
 }
 
 /*
@@ -271,7 +270,8 @@ static void warn_pod_task(const char *path, const json_t *job, const json_t *pod
         if ((unsigned char)*c < 0x20 || *c == 0x7f)
             *c = '?';
     render_err("warning: %s: task \"%s\" (%s) is not a task of job %s, so the plugins set "
-               "nothing task-specific", path, shown,
+               "nothing task-specific",
+               path, shown,
                given ? "the volcano.sh/task-spec annotation" : "no volcano.sh/task-spec annotation",
                job_name(job));
 }
@@ -342,11 +342,12 @@ static int render_job_pods(json_t *jobs, enum output out)
         json_array_foreach(job_tasks(job), t, task)
             if (job_task_replicas(task) > 0)
                 pods += job_task_replicas(task) < RENDER_MAX_PODS ? job_task_replicas(task)
-                                                                 : RENDER_MAX_PODS + 1;
+                                                                  : RENDER_MAX_PODS + 1;
     }
     if (pods > RENDER_MAX_PODS) {
         render_err("the Jobs have more than %d pods; render prints at most that many (--pod "
-                   "renders one)", RENDER_MAX_PODS);
+                   "renders one)",
+                   RENDER_MAX_PODS);
         json_decref(items);
         return 1;
     }
@@ -397,7 +398,7 @@ static int file_job_get(void *userdata, const char *ns, const char *name, const 
 {
     const struct file_job *fj = userdata;
 
-    (void)uid;  /* the file is the truth; mutate_review compares the uid itself */
+    (void)uid; /* the file is the truth; mutate_review compares the uid itself */
     const char *jns = job_namespace(fj->job);
     json_t *copy;
 
@@ -454,12 +455,15 @@ static int render_review(const json_t *job, const char *path)
 int render_main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"filename", required_argument, NULL, 'f'}, {"pod", required_argument, NULL, 'p'},
-        {"review", required_argument, NULL, 'r'},   {"namespace", required_argument, NULL, 'n'},
-        {"output", required_argument, NULL, 'o'},   {"help", no_argument, NULL, 'h'},
+        {"filename", required_argument, NULL, 'f'},
+        {"pod", required_argument, NULL, 'p'},
+        {"review", required_argument, NULL, 'r'},
+        {"namespace", required_argument, NULL, 'n'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char **job_paths = NULL;  /* every -f, in order */
+    const char **job_paths = NULL; /* every -f, in order */
     size_t njob_paths = 0;
     const char *pod_path = NULL, *review_path = NULL, *ns_flag = NULL;
     enum output out = OUTPUT_POD;

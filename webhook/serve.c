@@ -43,24 +43,24 @@
 
 #include <openssl/rand.h>
 
+#include "base/clock.h"
+#include "base/log.h"
 #include "certs/certs.h"
+#include "certs/certwatch.h"
 #include "certs/selfsigned.h"
 #include "controller/cabundle.h"
-#include "k8s/client.h"
 #include "controller/cache.h"
-#include "certs/certwatch.h"
-#include "webhook/commands.h"
 #include "controller/informer.h"
-#include "k8s/leader.h"
-#include "base/log.h"
 #include "controller/lookup.h"
-#include "webhook/metrics.h"
 #include "controller/reconcile.h"
+#include "k8s/client.h"
+#include "k8s/leader.h"
+#include "webhook/commands.h"
+#include "webhook/metrics.h"
 #include "webhook/serve_flags.h"
 #include "webhook/server.h"
-#include "base/clock.h"
 
-static volatile sig_atomic_t stop_signal;  /* set by on_signal, read by serve_main */
+static volatile sig_atomic_t stop_signal; /* set by on_signal, read by serve_main */
 
 /* Async-signal-safe: record the signal, nothing else (no logging here). */
 static void on_signal(int sig)
@@ -90,7 +90,7 @@ static const char *selfsigned_not_ready(void)
  * before the server starts at all). Runs on MHD workers; cache_synced is atomic. */
 static const char *serve_ready(void *userdata)
 {
-    const char *why = selfsigned_not_ready();  /* --self-signed: once our CA is trusted */
+    const char *why = selfsigned_not_ready(); /* --self-signed: once our CA is trusted */
 
     if (why != NULL)
         return why;
@@ -122,16 +122,16 @@ static int write_port_file(const char *path, unsigned port)
 
 /* ---- reconcile side: reconciler, leader election, API client limits (issue 3) ---- */
 
-#define LEASE_NAME "volcano-plugin-webhook"
+#define LEASE_NAME        "volcano-plugin-webhook"
 #define SA_NAMESPACE_FILE "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 /* The reconcile side's objects; main thread only. */
 struct serve_reconcile {
-    const struct serve_options *opt;  /* the parsed flags, borrowed */
-    struct reconciler *rec;     /* owned */
-    struct leader *leader;      /* owned */
-    char ns_buf[256];           /* the detected namespace */
-    char identity[320];         /* hostname_xxxxxxxx */
+    const struct serve_options *opt; /* the parsed flags, borrowed */
+    struct reconciler *rec;          /* owned */
+    struct leader *leader;           /* owned */
+    char ns_buf[256];                /* the detected namespace */
+    char identity[320];              /* hostname_xxxxxxxx */
 };
 
 /* The Lease namespace: the flag, else the service account's namespace file, else "default". */
@@ -147,8 +147,9 @@ static const char *lease_namespace(struct serve_reconcile *rs)
         n = fread(rs->ns_buf, 1, sizeof(rs->ns_buf) - 1, f);
         fclose(f);
     }
-    while (n > 0 && (rs->ns_buf[n - 1] == '\n' || rs->ns_buf[n - 1] == ' '
-                     || rs->ns_buf[n - 1] == '\r' || rs->ns_buf[n - 1] == '\t'))
+    while (n > 0
+           && (rs->ns_buf[n - 1] == '\n' || rs->ns_buf[n - 1] == ' ' || rs->ns_buf[n - 1] == '\r'
+               || rs->ns_buf[n - 1] == '\t'))
         n--;
     rs->ns_buf[n] = '\0';
     return n > 0 ? rs->ns_buf : "default";
@@ -242,9 +243,9 @@ static int reconcile_side_lead(struct serve_reconcile *rs, struct k8s_client *kc
 
 /* The --self-signed objects; main thread only. */
 struct serve_selfsigned {
-    const struct serve_options *opt;          /* the parsed flags, borrowed */
-    struct certs_pair ca;                     /* the CA made at start-up */
-    struct cabundle_patcher *patcher;       /* owned */
+    const struct serve_options *opt;  /* the parsed flags, borrowed */
+    struct certs_pair ca;             /* the CA made at start-up */
+    struct cabundle_patcher *patcher; /* owned */
 };
 
 /* Make the CA and the serving pair for SERVICE.NS (ns: the Lease namespace). */
@@ -265,8 +266,8 @@ static int selfsigned_side_generate(struct serve_selfsigned *ss, const char *ns,
         return -1;
     }
     LOG_INFO("self-signed serving certificate made service=%s namespace=%s extra_sans=%zu "
-             "webhook_config=%s", ss->opt->service_name, ns, ss->opt->ntls_sans,
-             ss->opt->webhook_config);
+             "webhook_config=%s",
+             ss->opt->service_name, ns, ss->opt->ntls_sans, ss->opt->webhook_config);
     LOG_WARN("--self-signed: this replica made its own CA; with several replicas the last "
              "to patch the caBundle wins (single-replica or test setups only)");
     return 0;
@@ -305,9 +306,11 @@ static void selfsigned_side_stop(struct serve_selfsigned *ss)
 /* ---- operations: TLS hot reload, metrics, connection limits, graceful shutdown
  *      (issue 4 "TLS serving", "Observability", "Operations"; issue 6 "Hostile clients") ---- */
 
-#define SHUTDOWN_MIN_WAIT_MS 2000L     /* accept at least this long (within the grace) so that
+#define SHUTDOWN_MIN_WAIT_MS                                                                       \
+    2000L /* accept at least this long (within the grace) so that
                                           endpoints drop the pod before the listener goes */
-#define SHUTDOWN_RESERVE_MAX_MS 5000L  /* at most this much of the grace is kept for the
+#define SHUTDOWN_RESERVE_MAX_MS                                                                    \
+    5000L /* at most this much of the grace is kept for the
                                           requests in flight once the listener is closed */
 #define SHUTDOWN_POLL_MS 100L
 
@@ -317,16 +320,16 @@ static void selfsigned_side_stop(struct serve_selfsigned *ss)
  * cleared under it (ops_stop) before those modules are stopped.
  */
 struct serve_ops {
-    const struct serve_options *opt;  /* the parsed flags, borrowed */
-    struct certwatch *watch;        /* TLS files watcher, owned */
-    struct server *srv;             /* borrowed; set before the watcher starts, then read-only */
-    pthread_mutex_t lock;           /* guards the five pointers below and leader_elect */
-    struct job_cache *cache;        /* borrowed, for /metrics */
+    const struct serve_options *opt; /* the parsed flags, borrowed */
+    struct certwatch *watch;         /* TLS files watcher, owned */
+    struct server *srv;              /* borrowed; set before the watcher starts, then read-only */
+    pthread_mutex_t lock;            /* guards the five pointers below and leader_elect */
+    struct job_cache *cache;         /* borrowed, for /metrics */
     struct informer *informer;
     struct reconciler *rec;
     struct leader *leader;
     bool leader_elect;
-    bool attached;                  /* the pointers above may be read */
+    bool attached; /* the pointers above may be read */
 };
 
 /* Zeroed, with its lock; opt (the parsed flags) is borrowed for the whole run. */
@@ -348,45 +351,45 @@ static void serve_collect(void *userdata, struct metric_writer *w)
         return;
     }
     if (ops->cache != NULL)
-        metric_write(w, "webhook_cache_jobs", "gauge", "Volcano Jobs in the informer cache.",
-                      NULL, (double)cache_size(ops->cache));
+        metric_write(w, "webhook_cache_jobs", "gauge", "Volcano Jobs in the informer cache.", NULL,
+                     (double)cache_size(ops->cache));
     if (ops->informer != NULL) {
         struct informer_stats st;
 
         informer_get_stats(ops->informer, &st);
         metric_write(w, "webhook_informer_lists_total", "counter",
-                      "Completed LISTs of Volcano Jobs (start-up and relists).", NULL,
-                      (double)st.lists);
+                     "Completed LISTs of Volcano Jobs (start-up and relists).", NULL,
+                     (double)st.lists);
         metric_write(w, "webhook_informer_watches_total", "counter",
-                      "WATCH requests of Volcano Jobs started.", NULL, (double)st.watches);
+                     "WATCH requests of Volcano Jobs started.", NULL, (double)st.watches);
         metric_write(w, "webhook_informer_relists_total", "counter",
-                      "LISTs caused by 410 Gone (watch history expired).", NULL,
-                      (double)st.relists_gone);
+                     "LISTs caused by 410 Gone (watch history expired).", NULL,
+                     (double)st.relists_gone);
         metric_write(w, "webhook_informer_errors_total", "counter",
-                      "Failed LIST or WATCH attempts (retried with backoff).", NULL,
-                      (double)st.errors);
+                     "Failed LIST or WATCH attempts (retried with backoff).", NULL,
+                     (double)st.errors);
         metric_write(w, "webhook_watch_restarts_total", "counter",
-                      "WATCHes of Volcano Jobs started after the first one.", NULL,
-                      (double)(st.watches > 0 ? st.watches - 1 : 0));
+                     "WATCHes of Volcano Jobs started after the first one.", NULL,
+                     (double)(st.watches > 0 ? st.watches - 1 : 0));
     }
     if (ops->rec != NULL) {
         struct reconcile_stats st;
 
         reconcile_get_stats(ops->rec, &st);
         metric_write(w, "webhook_reconcile_total", "counter",
-                      "Job keys reconciled (job hooks run).", NULL, (double)st.reconciles);
+                     "Job keys reconciled (job hooks run).", NULL, (double)st.reconciles);
         metric_write(w, "webhook_reconcile_errors_total", "counter",
-                      "Failed job hook runs (retried with backoff).", NULL, (double)st.errors);
+                     "Failed job hook runs (retried with backoff).", NULL, (double)st.errors);
         metric_write(w, "webhook_reconcile_queue_length", "gauge",
-                      "Job keys waiting to be reconciled.", NULL, (double)st.queue_len);
+                     "Job keys waiting to be reconciled.", NULL, (double)st.queue_len);
         metric_write(w, "webhook_reconcile_foreign_objects_total", "counter",
-                      "Objects with a plugin's name that belong to someone else, left alone.",
-                      NULL, (double)st.foreign);
+                     "Objects with a plugin's name that belong to someone else, left alone.", NULL,
+                     (double)st.foreign);
     }
     metric_write(w, "webhook_leader", "gauge",
-                  "1 while this replica reconciles: it holds the Lease, or "
-                  "--leader-elect=false; else 0.",
-                  NULL, !ops->leader_elect || leader_is_leading(ops->leader) ? 1 : 0);
+                 "1 while this replica reconciles: it holds the Lease, or "
+                 "--leader-elect=false; else 0.",
+                 NULL, !ops->leader_elect || leader_is_leading(ops->leader) ? 1 : 0);
     pthread_mutex_unlock(&ops->lock);
 }
 
@@ -450,8 +453,8 @@ static long ms_since(long long t0)
  * the wait. block: the stop signals (blocked on every thread, so sigtimedwait
  * takes them).
  */
-static bool ops_wait_idle(struct server *srv, long long t0, long min_ms,
-                          long max_ms, const sigset_t *block)
+static bool ops_wait_idle(struct server *srv, long long t0, long min_ms, long max_ms,
+                          const sigset_t *block)
 {
     long waited;
 
@@ -510,13 +513,13 @@ static void ops_stop(struct serve_ops *ops)
 
 int serve_main(int argc, char **argv)
 {
-    struct serve_options o;              /* the flags (webhook/serve_flags.h) */
+    struct serve_options o; /* the flags (webhook/serve_flags.h) */
     struct job_lookup lookup = {NULL, NULL, 0, 0, NULL};
-    struct job_cache *cache = NULL;      /* Jobs cache (issue 3) */
-    struct informer *informer = NULL;    /* its list/watch thread */
-    struct serve_reconcile rs;           /* reconciler and leader election (issue 3) */
-    struct serve_ops ops;                /* TLS reload, metrics, limits, shutdown (issue 4) */
-    struct serve_selfsigned ss;          /* --self-signed */
+    struct job_cache *cache = NULL;   /* Jobs cache (issue 3) */
+    struct informer *informer = NULL; /* its list/watch thread */
+    struct serve_reconcile rs;        /* reconciler and leader election (issue 3) */
+    struct serve_ops ops;             /* TLS reload, metrics, limits, shutdown (issue 4) */
+    struct serve_selfsigned ss;       /* --self-signed */
     struct server_config scfg;
     struct certs_pair pair = {NULL, NULL};
     struct k8s_config kcfg;
@@ -533,7 +536,7 @@ int serve_main(int argc, char **argv)
 
     rc = serve_flags_parse(&o, argc, argv, stdout, stderr);
     if (rc != 0)
-        return rc == SERVE_FLAGS_HELP ? 0 : 2;   /* --help: 0; a bad flag: usage, 2 */
+        return rc == SERVE_FLAGS_HELP ? 0 : 2; /* --help: 0; a bad flag: usage, 2 */
     rc = 1;
     memset(&scfg, 0, sizeof(scfg));
     memset(&kcfg, 0, sizeof(kcfg));
@@ -559,7 +562,8 @@ int serve_main(int argc, char **argv)
          * the override only helps with permissions, not with a missing file */
         if (key_rc == WH_EINVAL)
             LOG_ERROR("refusing the TLS private key: %s (--allow-insecure-key-permissions "
-                      "to load it anyway)", err.msg);
+                      "to load it anyway)",
+                      err.msg);
         else
             LOG_ERROR("cannot load the TLS pair: %s", err.msg);
         goto out;
@@ -610,7 +614,7 @@ int serve_main(int argc, char **argv)
                                                  serve_on_job_delete, rs.rec};
         struct informer_config inf_cfg;
 
-        memset(&inf_cfg, 0, sizeof(inf_cfg));  /* 0 = the informer's defaults */
+        memset(&inf_cfg, 0, sizeof(inf_cfg)); /* 0 = the informer's defaults */
         inf_cfg.idle_timeout_ms = o.watch_idle_ms;
         if (informer_start(&informer, lookup.client, cache, &inf_cfg, &inf_handlers, &err) < 0) {
             LOG_ERROR("cannot start the jobs informer: %s", err.msg);
@@ -638,7 +642,7 @@ int serve_main(int argc, char **argv)
         LOG_ERROR("out of memory");
         goto out;
     }
-    scfg.src = lookup_job_source(&lookup);   /* cache first, else one shared GET */
+    scfg.src = lookup_job_source(&lookup); /* cache first, else one shared GET */
     scfg.ready = serve_ready;
     scfg.ready_userdata = cache;
     /* operations: connection limits and /metrics (issue 4/6) */
@@ -649,14 +653,14 @@ int serve_main(int argc, char **argv)
     }
     /* operations: the served certificate's notAfter gauge, and a warning when it is
      * near (files or --self-signed; plain HTTP has none); certwatch re-checks daily */
-    if (pair.cert_pem != NULL && certwatch_check_expiry(pair.cert_pem, (long long)time(NULL),
-                                                        &err) < 0)
+    if (pair.cert_pem != NULL
+        && certwatch_check_expiry(pair.cert_pem, (long long)time(NULL), &err) < 0)
         LOG_WARN("tls: cannot read the serving certificate's notAfter err=\"%s\"", err.msg);
     /* operations: TLS files hot reload (not for --self-signed or plain HTTP) */
     if (o.tls_cert_file != NULL && o.tls_key_file != NULL
         && ops_watch_start(&ops, srv, o.tls_cert_file, o.tls_key_file, &pair) < 0)
         goto out;
-    certs_pair_dispose(&pair);  /* the server keeps its own copy */
+    certs_pair_dispose(&pair); /* the server keeps its own copy */
     LOG_INFO("serving version=%s address=%s port=%u tls=%s job_lookup_failure=%s "
              "job_lookup_timeout_ms=%ld",
              WH_VERSION, o.bind_address, server_port(srv), o.insecure_http ? "off" : "on",
@@ -676,15 +680,15 @@ int serve_main(int argc, char **argv)
             sigsuspend(&wait_mask);
     }
     LOG_INFO("shutting down signal=%d", (int)stop_signal);
-    ops_drain(&ops, srv, &block);   /* operations: readiness false, serve what comes */
+    ops_drain(&ops, srv, &block); /* operations: readiness false, serve what comes */
     rc = 0;
 out:
-    ops_stop(&ops);   /* operations: before the server and the modules /metrics reads */
+    ops_stop(&ops); /* operations: before the server and the modules /metrics reads */
     /* reconcile side first: stop reconciling and release the Lease for the successor */
     leader_stop(rs.leader);
     server_stop(srv);
     lookup_dispose(&lookup);   /* after the server: its workers were the lookups */
-    selfsigned_side_stop(&ss);  /* after the server: its readiness reads the patcher */
+    selfsigned_side_stop(&ss); /* after the server: its readiness reads the patcher */
     informer_stop(informer);   /* joins the thread: nothing uses the client or the cache after */
     reconcile_stop(rs.rec);    /* after the informer (its handlers queue); joins the workers */
     if (lookup.client != NULL)

@@ -20,16 +20,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "webhook/commands.h"
 #include "base/log.h"
+#include "webhook/commands.h"
 #include "webhook/serve_flags.h"
 #include "webhook/server.h"
 
-#define DEFAULT_BIND "0.0.0.0"
-#define DEFAULT_PORT 8443
+#define DEFAULT_BIND              "0.0.0.0"
+#define DEFAULT_PORT              8443
 #define DEFAULT_LOOKUP_TIMEOUT_MS 2000L
-#define MAX_LOOKUP_TIMEOUT_MS 30000L  /* kube-apiserver waits at most 30 s for a webhook */
-#define DEFAULT_SELFSIGNED_NAME "volcano-plugin-webhook"  /* Service and webhook config */
+#define MAX_LOOKUP_TIMEOUT_MS     30000L /* kube-apiserver waits at most 30 s for a webhook */
+#define DEFAULT_SELFSIGNED_NAME   "volcano-plugin-webhook" /* Service and webhook config */
 #define DEFAULT_SHUTDOWN_GRACE_MS 15000L
 
 static void serve_usage(FILE *to)
@@ -220,8 +220,8 @@ enum {
     OPT_SERVICE_NAME,
     OPT_TLS_SAN,
     OPT_WEBHOOK_CONFIG,
-    OPT_WATCH_IDLE_TIMEOUT,     /* hidden (tests, advanced): stalled-watch detection */
-    OPT_ALLOW_INSECURE_KEY,     /* --allow-insecure-key-permissions (issue 6) */
+    OPT_WATCH_IDLE_TIMEOUT, /* hidden (tests, advanced): stalled-watch detection */
+    OPT_ALLOW_INSECURE_KEY, /* --allow-insecure-key-permissions (issue 6) */
     /* operations (issue 4/6) */
     OPT_SHUTDOWN_GRACE,
     OPT_MAX_CONNECTIONS,
@@ -286,13 +286,16 @@ static int reconcile_flag(struct serve_options *o, int opt, const char *arg, FIL
         return 0;
     case OPT_LEASE_DURATION:
         return parse_seconds_ms(arg, 3600000L, &o->lease_duration_ms) < 0
-                   ? bad_value(err_to, "--leader-elect-lease-duration", arg, secs) : 0;
+            ? bad_value(err_to, "--leader-elect-lease-duration", arg, secs)
+            : 0;
     case OPT_RENEW_DEADLINE:
         return parse_seconds_ms(arg, 3600000L, &o->renew_deadline_ms) < 0
-                   ? bad_value(err_to, "--leader-elect-renew-deadline", arg, secs) : 0;
+            ? bad_value(err_to, "--leader-elect-renew-deadline", arg, secs)
+            : 0;
     case OPT_RETRY_PERIOD:
         return parse_seconds_ms(arg, 3600000L, &o->retry_period_ms) < 0
-                   ? bad_value(err_to, "--leader-elect-retry-period", arg, secs) : 0;
+            ? bad_value(err_to, "--leader-elect-retry-period", arg, secs)
+            : 0;
     case OPT_LEASE_NAMESPACE:
         if (arg[0] == '\0' || strlen(arg) > 63 || strchr(arg, '/') != NULL)
             return bad_value(err_to, "--leader-elect-resource-namespace", arg,
@@ -301,10 +304,12 @@ static int reconcile_flag(struct serve_options *o, int opt, const char *arg, FIL
         return 0;
     case OPT_RESYNC_PERIOD:
         return parse_seconds_ms(arg, 86400000L, &o->resync_period_ms) < 0
-                   ? bad_value(err_to, "--resync-period", arg, resync) : 0;
+            ? bad_value(err_to, "--resync-period", arg, resync)
+            : 0;
     case OPT_RECONCILE_WORKERS:
         return parse_long(arg, 1, 64, &o->reconcile_workers) < 0
-                   ? bad_value(err_to, "--reconcile-workers", arg, "want an integer 1..64") : 0;
+            ? bad_value(err_to, "--reconcile-workers", arg, "want an integer 1..64")
+            : 0;
     case OPT_KUBE_API_QPS:
         errno = 0;
         o->kube_api_qps = strtod(arg, &end);
@@ -315,10 +320,9 @@ static int reconcile_flag(struct serve_options *o, int opt, const char *arg, FIL
         return 0;
     case OPT_KUBE_API_BURST:
         return parse_long(arg, 1, 1000000, &o->kube_api_burst) < 0
-                   ? bad_value(err_to, "--kube-api-burst", arg, "want an integer 1..1000000")
-                   : 0;
-    default:
-        return WH_EINVAL;
+            ? bad_value(err_to, "--kube-api-burst", arg, "want an integer 1..1000000")
+            : 0;
+    default: return WH_EINVAL;
     }
 }
 
@@ -327,7 +331,8 @@ static int reconcile_flags_check(const struct serve_options *o, FILE *err_to)
 {
     if (o->lease_duration_ms <= o->renew_deadline_ms
         || o->renew_deadline_ms <= o->retry_period_ms) {
-        fprintf(err_to, WH_PROG ": serve: want --leader-elect-lease-duration (%lds) > "
+        fprintf(err_to,
+                WH_PROG ": serve: want --leader-elect-lease-duration (%lds) > "
                         "--leader-elect-renew-deadline (%lds) > --leader-elect-retry-period "
                         "(%lds)\n",
                 o->lease_duration_ms / 1000, o->renew_deadline_ms / 1000,
@@ -363,13 +368,10 @@ static int selfsigned_flag(struct serve_options *o, bool *named, int opt, const 
     size_t n;
 
     switch (opt) {
-    case OPT_SELF_SIGNED:
-        o->self_signed = true;
-        return 0;
+    case OPT_SELF_SIGNED: o->self_signed = true; return 0;
     case OPT_SERVICE_NAME:
         if (!dns1123_name(arg) || strchr(arg, '.') != NULL || strlen(arg) > 63)
-            return bad_value(err_to, "--service-name", arg,
-                             "want a Service name (DNS-1123 label)");
+            return bad_value(err_to, "--service-name", arg, "want a Service name (DNS-1123 label)");
         o->service_name = arg;
         *named = true;
         return 0;
@@ -395,8 +397,7 @@ static int selfsigned_flag(struct serve_options *o, bool *named, int opt, const 
         o->tls_sans[o->ntls_sans++] = arg;
         *named = true;
         return 0;
-    default:
-        return WH_EINVAL;
+    default: return WH_EINVAL;
     }
 }
 
@@ -406,12 +407,14 @@ static int selfsigned_flags_check(const struct serve_options *o, bool named, FIL
     if (o->self_signed
         && (o->tls_cert_file != NULL || o->tls_key_file != NULL || o->insecure_http)) {
         fprintf(err_to, WH_PROG ": serve: --self-signed cannot be combined with %s\n",
-                o->tls_cert_file != NULL ? "--tls-cert-file"
-                : o->tls_key_file != NULL ? "--tls-private-key-file" : "--insecure-http");
+                o->tls_cert_file != NULL      ? "--tls-cert-file"
+                    : o->tls_key_file != NULL ? "--tls-private-key-file"
+                                              : "--insecure-http");
         return WH_EINVAL;
     }
     if (!o->self_signed && named) {
-        fprintf(err_to, WH_PROG ": serve: --service-name, --tls-san and --webhook-config-name "
+        fprintf(err_to,
+                WH_PROG ": serve: --service-name, --tls-san and --webhook-config-name "
                         "need --self-signed\n");
         return WH_EINVAL;
     }
@@ -430,37 +433,36 @@ static int ops_flag(struct serve_options *o, int opt, const char *arg, FILE *err
             o->shutdown_grace_ms = 0;
             return 0;
         }
-        if (parse_duration_ms(arg, &o->shutdown_grace_ms) < 0
-            || o->shutdown_grace_ms > 3600000L)
+        if (parse_duration_ms(arg, &o->shutdown_grace_ms) < 0 || o->shutdown_grace_ms > 3600000L)
             return bad_value(err_to, "--shutdown-grace", arg,
                              "want a duration from 0 (stop at once) to 1h, like 15s");
         return 0;
     case OPT_MAX_CONNECTIONS:
         return parse_long(arg, 1, 1000000, &o->max_connections) < 0
-                   ? bad_value(err_to, "--max-connections", arg, "want an integer 1..1000000")
-                   : 0;
+            ? bad_value(err_to, "--max-connections", arg, "want an integer 1..1000000")
+            : 0;
     case OPT_MAX_CONNECTIONS_PER_IP:
-        return parse_long(arg, 0, 1000000, &o->max_per_ip) < 0
-                   ? bad_value(err_to, "--max-connections-per-ip", arg,
-                               "want an integer 0 (no limit)..1000000") : 0;
+        return parse_long(arg, 0, 1000000, &o->max_per_ip) < 0 ? bad_value(
+                   err_to, "--max-connections-per-ip", arg, "want an integer 0 (no limit)..1000000")
+                                                               : 0;
     case OPT_CONNECTION_IDLE_TIMEOUT:
         return parse_seconds_ms(arg, 3600000L, &o->idle_timeout_ms) < 0
-                   ? bad_value(err_to, "--connection-idle-timeout", arg,
-                               "want whole seconds from 1s to 1h, like 30s") : 0;
+            ? bad_value(err_to, "--connection-idle-timeout", arg,
+                        "want whole seconds from 1s to 1h, like 30s")
+            : 0;
     case OPT_REQUEST_TIMEOUT:
-        return parse_duration_ms(arg, &o->request_timeout_ms) < 0
-                       || o->request_timeout_ms < 100 || o->request_timeout_ms > 600000L
-                   ? bad_value(err_to, "--request-timeout", arg,
-                               "want a duration from 100ms to 10m, like 10s") : 0;
-    default:
-        return WH_EINVAL;
+        return parse_duration_ms(arg, &o->request_timeout_ms) < 0 || o->request_timeout_ms < 100
+                || o->request_timeout_ms > 600000L
+            ? bad_value(err_to, "--request-timeout", arg,
+                        "want a duration from 100ms to 10m, like 10s")
+            : 0;
+    default: return WH_EINVAL;
     }
 }
 
 /* ---- the parse ---- */
 
-int serve_flags_parse(struct serve_options *out, int argc, char **argv, FILE *help_to,
-                      FILE *err_to)
+int serve_flags_parse(struct serve_options *out, int argc, char **argv, FILE *help_to, FILE *err_to)
 {
     static const struct option longopts[] = {
         {"bind-address", required_argument, NULL, OPT_BIND},
@@ -496,12 +498,12 @@ int serve_flags_parse(struct serve_options *out, int argc, char **argv, FILE *he
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    bool named = false;   /* --service-name, --tls-san or --webhook-config-name given */
+    bool named = false; /* --service-name, --tls-san or --webhook-config-name given */
     int opt;
 
     options_init(out);
-    optind = 0;  /* full getopt reset: serve_main may run more than once (tests) */
-    opterr = 0;  /* our own messages, naming the flag */
+    optind = 0; /* full getopt reset: serve_main may run more than once (tests) */
+    opterr = 0; /* our own messages, naming the flag */
     while ((opt = getopt_long(argc, argv, ":v:h", longopts, NULL)) != -1) {
         switch (opt) {
         case OPT_BIND:
@@ -514,18 +516,10 @@ int serve_flags_parse(struct serve_options *out, int argc, char **argv, FILE *he
             if (parse_long(optarg, 0, 65535, &out->port) < 0)
                 return bad_value(err_to, "--port", optarg, "want an integer 0..65535");
             break;
-        case OPT_CERT:
-            out->tls_cert_file = optarg;
-            break;
-        case OPT_KEY:
-            out->tls_key_file = optarg;
-            break;
-        case OPT_INSECURE:
-            out->insecure_http = true;
-            break;
-        case OPT_KUBECONFIG:
-            out->kubeconfig = optarg;
-            break;
+        case OPT_CERT: out->tls_cert_file = optarg; break;
+        case OPT_KEY: out->tls_key_file = optarg; break;
+        case OPT_INSECURE: out->insecure_http = true; break;
+        case OPT_KUBECONFIG: out->kubeconfig = optarg; break;
         case OPT_LOOKUP_FAILURE:
             if (strcmp(optarg, "deny") == 0)
                 out->lookup_failure = LOOKUP_FAILURE_DENY;
@@ -535,8 +529,8 @@ int serve_flags_parse(struct serve_options *out, int argc, char **argv, FILE *he
                 return bad_value(err_to, "--job-lookup-failure", optarg, "want deny or allow");
             break;
         case OPT_LOOKUP_TIMEOUT:
-            if (parse_duration_ms(optarg, &out->lookup_timeout_ms) < 0
-                || out->lookup_timeout_ms < 1 || out->lookup_timeout_ms > MAX_LOOKUP_TIMEOUT_MS)
+            if (parse_duration_ms(optarg, &out->lookup_timeout_ms) < 0 || out->lookup_timeout_ms < 1
+                || out->lookup_timeout_ms > MAX_LOOKUP_TIMEOUT_MS)
                 return bad_value(err_to, "--job-lookup-timeout", optarg,
                                  "want a duration from 1ms to 30s, like 500ms or 2s");
             break;
@@ -555,12 +549,8 @@ int serve_flags_parse(struct serve_options *out, int argc, char **argv, FILE *he
             if (selfsigned_flag(out, &named, opt, optarg, err_to) < 0)
                 return WH_EINVAL;
             break;
-        case OPT_PORT_FILE:
-            out->port_file = optarg;
-            break;
-        case OPT_ALLOW_INSECURE_KEY:
-            out->allow_insecure_key = true;
-            break;
+        case OPT_PORT_FILE: out->port_file = optarg; break;
+        case OPT_ALLOW_INSECURE_KEY: out->allow_insecure_key = true; break;
         case OPT_WATCH_IDLE_TIMEOUT:
             /* not in --help: a watch with no byte (event or bookmark) for this long is
              * dead; the default (90s) suits kube-apiserver's one-minute bookmarks */
@@ -589,9 +579,7 @@ int serve_flags_parse(struct serve_options *out, int argc, char **argv, FILE *he
             if (ops_flag(out, opt, optarg, err_to) < 0)
                 return WH_EINVAL;
             break;
-        case 'h':
-            serve_usage(help_to);
-            return SERVE_FLAGS_HELP;
+        case 'h': serve_usage(help_to); return SERVE_FLAGS_HELP;
         case ':':
             fprintf(err_to, WH_PROG ": serve: flag %s needs a value\n", argv[optind - 1]);
             return WH_EINVAL;

@@ -15,11 +15,11 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "certs/selfsigned.h"
 #include "base/error.h"
+#include "certs/selfsigned.h"
 #include "webhook/mutate.h"
 
-#define SERVE_FLAGS_HELP 1  /* > 0, not an error: --help was printed; exit 0 */
+#define SERVE_FLAGS_HELP 1 /* > 0, not an error: --help was printed; exit 0 */
 
 /*
  * Every `serve` flag after parsing, defaults filled in. Strings are borrowed
@@ -28,42 +28,42 @@
  */
 struct serve_options {
     /* serving */
-    const char *bind_address;     /* --bind-address, default "0.0.0.0" */
-    long port;                    /* --port 0..65535, 0 = any free port, default 8443 */
-    const char *tls_cert_file;    /* --tls-cert-file, NULL when not given */
-    const char *tls_key_file;     /* --tls-private-key-file, NULL when not given */
-    bool insecure_http;           /* --insecure-http */
-    bool allow_insecure_key;      /* --allow-insecure-key-permissions */
-    const char *kubeconfig;       /* --kubeconfig, NULL = $KUBECONFIG, else in-cluster */
-    const char *port_file;        /* --port-file, NULL = none */
-    long verbosity;               /* -v / --v 0..10, default 2 (LOG_LEVEL_INFO) */
-    enum lookup_failure_policy lookup_failure;  /* --job-lookup-failure, default deny */
-    long lookup_timeout_ms;       /* --job-lookup-timeout 1ms..30s, default 2000 */
-    long watch_idle_ms;           /* hidden --watch-idle-timeout 100ms..1h; 0 = the
+    const char *bind_address;  /* --bind-address, default "0.0.0.0" */
+    long port;                 /* --port 0..65535, 0 = any free port, default 8443 */
+    const char *tls_cert_file; /* --tls-cert-file, NULL when not given */
+    const char *tls_key_file;  /* --tls-private-key-file, NULL when not given */
+    bool insecure_http;        /* --insecure-http */
+    bool allow_insecure_key;   /* --allow-insecure-key-permissions */
+    const char *kubeconfig;    /* --kubeconfig, NULL = $KUBECONFIG, else in-cluster */
+    const char *port_file;     /* --port-file, NULL = none */
+    long verbosity;            /* -v / --v 0..10, default 2 (LOG_LEVEL_INFO) */
+    enum lookup_failure_policy lookup_failure; /* --job-lookup-failure, default deny */
+    long lookup_timeout_ms;                    /* --job-lookup-timeout 1ms..30s, default 2000 */
+    long watch_idle_ms;                        /* hidden --watch-idle-timeout 100ms..1h; 0 = the
                                      informer's default */
     /* reconcile side (issue 3) */
-    bool leader_elect;            /* --leader-elect[=BOOL], default true */
-    long lease_duration_ms;       /* --leader-elect-lease-duration, whole s, default 15000 */
-    long renew_deadline_ms;       /* --leader-elect-renew-deadline, whole s, default 10000 */
-    long retry_period_ms;         /* --leader-elect-retry-period, whole s, default 2000 */
-    const char *lease_ns;         /* --leader-elect-resource-namespace, NULL = detect */
-    long resync_period_ms;        /* --resync-period, whole s, default 600000 */
-    long reconcile_workers;       /* --reconcile-workers 1..64, default 4 */
-    double kube_api_qps;          /* --kube-api-qps 0..1e6, 0 = no limit, default 50 */
-    long kube_api_burst;          /* --kube-api-burst 1..1000000, default 100 */
+    bool leader_elect;      /* --leader-elect[=BOOL], default true */
+    long lease_duration_ms; /* --leader-elect-lease-duration, whole s, default 15000 */
+    long renew_deadline_ms; /* --leader-elect-renew-deadline, whole s, default 10000 */
+    long retry_period_ms;   /* --leader-elect-retry-period, whole s, default 2000 */
+    const char *lease_ns;   /* --leader-elect-resource-namespace, NULL = detect */
+    long resync_period_ms;  /* --resync-period, whole s, default 600000 */
+    long reconcile_workers; /* --reconcile-workers 1..64, default 4 */
+    double kube_api_qps;    /* --kube-api-qps 0..1e6, 0 = no limit, default 50 */
+    long kube_api_burst;    /* --kube-api-burst 1..1000000, default 100 */
     /* --self-signed (issue 4, certificates) */
-    bool self_signed;             /* --self-signed */
-    const char *service_name;     /* --service-name, default "volcano-plugin-webhook" */
-    const char *webhook_config;   /* --webhook-config-name, default "volcano-plugin-webhook" */
-    const char *tls_sans[SELFSIGNED_MAX_EXTRA];  /* --tls-san, in the order given */
-    size_t ntls_sans;             /* entries used in tls_sans */
+    bool self_signed;           /* --self-signed */
+    const char *service_name;   /* --service-name, default "volcano-plugin-webhook" */
+    const char *webhook_config; /* --webhook-config-name, default "volcano-plugin-webhook" */
+    const char *tls_sans[SELFSIGNED_MAX_EXTRA]; /* --tls-san, in the order given */
+    size_t ntls_sans;                           /* entries used in tls_sans */
     /* operations (issue 4/6) */
-    long shutdown_grace_ms;       /* --shutdown-grace 0..1h, default 15000 */
-    long max_connections;         /* --max-connections 1..1000000, default 1000 */
-    long max_per_ip;              /* --max-connections-per-ip 0..1000000, 0 = no limit
+    long shutdown_grace_ms;  /* --shutdown-grace 0..1h, default 15000 */
+    long max_connections;    /* --max-connections 1..1000000, default 1000 */
+    long max_per_ip;         /* --max-connections-per-ip 0..1000000, 0 = no limit
                                      (default) */
-    long idle_timeout_ms;         /* --connection-idle-timeout, whole s 1s..1h, default 30000 */
-    long request_timeout_ms;      /* --request-timeout 100ms..10m, default 10000 */
+    long idle_timeout_ms;    /* --connection-idle-timeout, whole s 1s..1h, default 30000 */
+    long request_timeout_ms; /* --request-timeout 100ms..10m, default 10000 */
 };
 
 /**

@@ -69,19 +69,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "webhook/admission.h"
-#include "base/log.h"
 #include "base/clock.h"
+#include "base/log.h"
+#include "webhook/admission.h"
 
-#define PATH_MUTATE  "/pods/mutate"
-#define PATH_HEALTHZ "/healthz"
-#define PATH_READYZ  "/readyz"
-#define PATH_METRICS "/metrics"
-#define BODY_INITIAL ((size_t)16 * 1024)   /* first buffer; doubled as data arrives */
-#define ECHO_MAX     96                     /* bytes of client text echoed in a message */
-#define TLS_CHAIN_MAX 16                    /* certificates in a served chain */
-#define REAPER_PERIOD_MS 200L               /* how often the reaper scans */
-#define METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
+#define PATH_MUTATE      "/pods/mutate"
+#define PATH_HEALTHZ     "/healthz"
+#define PATH_READYZ      "/readyz"
+#define PATH_METRICS     "/metrics"
+#define BODY_INITIAL     ((size_t)16 * 1024) /* first buffer; doubled as data arrives */
+#define ECHO_MAX         96                  /* bytes of client text echoed in a message */
+#define TLS_CHAIN_MAX    16                  /* certificates in a served chain */
+#define REAPER_PERIOD_MS 200L                /* how often the reaper scans */
+#define METRICS_TYPE     "text/plain; version=0.0.4; charset=utf-8"
 
 static const char status_enomem[] =
     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
@@ -92,18 +92,18 @@ static unsigned char alpn_http11[] = "http/1.1";
 
 /* A parsed TLS pair; refs guarded by server.tls_lock. */
 struct tls_creds {
-    unsigned refs;            /* the server's (while current) + one per connection */
-    unsigned n;               /* certificates in chain */
+    unsigned refs; /* the server's (while current) + one per connection */
+    unsigned n;    /* certificates in chain */
     gnutls_pcert_st chain[TLS_CHAIN_MAX];
     gnutls_privkey_t key;
 };
 
 /* Where a connection's current request stands (for the request time limit). */
 enum conn_state {
-    CONN_NEW,         /* accepted, no request line yet: limit from accept */
-    CONN_REQUEST,     /* request line seen, headers/body arriving: limit from start */
-    CONN_HANDLING,    /* whole request received: no limit (the idle timeout applies) */
-    CONN_IDLE,        /* keep-alive between requests: limit idle + request time */
+    CONN_NEW,      /* accepted, no request line yet: limit from accept */
+    CONN_REQUEST,  /* request line seen, headers/body arriving: limit from start */
+    CONN_HANDLING, /* whole request received: no limit (the idle timeout applies) */
+    CONN_IDLE,     /* keep-alive between requests: limit idle + request time */
 };
 
 struct server;
@@ -113,37 +113,37 @@ struct conn_ctx {
     struct server *srv;
     int fd;
     enum conn_state state;
-    long long since_ms;       /* monotonic ms the state's limit counts from */
-    bool shut;                /* the reaper has shut the socket down */
+    long long since_ms; /* monotonic ms the state's limit counts from */
+    bool shut;          /* the reaper has shut the socket down */
     struct conn_ctx *prev;
     struct conn_ctx *next;
-    struct tls_creds *creds;  /* pair of its handshake; the connection's thread only */
+    struct tls_creds *creds; /* pair of its handshake; the connection's thread only */
 };
 
 struct server {
     struct MHD_Daemon *daemon;
     struct job_source src;
     struct mutate_options mutate;
-    admission_fn admission;       /* admission_handle unless the config says otherwise */
-    const char *(*ready)(void *userdata);  /* NULL: always ready */
+    admission_fn admission;               /* admission_handle unless the config says otherwise */
+    const char *(*ready)(void *userdata); /* NULL: always ready */
     void *ready_userdata;
     metric_collect_fn metrics_collect;
     void *metrics_userdata;
-    size_t max_body;          /* bytes */
+    size_t max_body; /* bytes */
     unsigned port;
     bool tls;
     long long request_timeout_ms;
     long long idle_timeout_ms;
-    atomic_bool draining;     /* server_set_draining was called */
-    atomic_uint in_flight;    /* connections not CONN_IDLE; written under conn_lock */
-    int quiesced_fd;          /* listening socket after server_quiesce, else -1 */
+    atomic_bool draining;  /* server_set_draining was called */
+    atomic_uint in_flight; /* connections not CONN_IDLE; written under conn_lock */
+    int quiesced_fd;       /* listening socket after server_quiesce, else -1 */
 
     pthread_mutex_t tls_lock;
-    struct tls_creds *creds;  /* current pair; NULL without TLS */
+    struct tls_creds *creds; /* current pair; NULL without TLS */
 
     pthread_mutex_t conn_lock;
     pthread_cond_t reaper_cond;
-    struct conn_ctx *conns;   /* every open connection */
+    struct conn_ctx *conns; /* every open connection */
     bool reaper_stop;
     bool reaper_running;
     pthread_t reaper;
@@ -151,17 +151,17 @@ struct server {
 
 /* Per-request state (MHD's *req_cls), from uri_log to request_completed. */
 struct req_ctx {
-    struct conn_ctx *conn;    /* its connection's context, NULL if it has none */
-    long long deadline_ms;    /* headers and body complete by then; 0: none */
-    bool begun;               /* access_handler ran request_begin */
-    bool admission;           /* counted in metrics_inflight_add */
-    char *buf;                /* body gathered so far */
-    size_t len;               /* bytes in buf */
-    size_t cap;               /* bytes allocated */
-    bool answered;            /* a response is queued: discard the rest */
-    bool probe;               /* GET/HEAD of a probe path: answered once the request is whole */
-    bool too_big;             /* over the cap and the 413 could not be queued yet */
-    size_t discarded;         /* bytes dropped since too_big was set */
+    struct conn_ctx *conn; /* its connection's context, NULL if it has none */
+    long long deadline_ms; /* headers and body complete by then; 0: none */
+    bool begun;            /* access_handler ran request_begin */
+    bool admission;        /* counted in metrics_inflight_add */
+    char *buf;             /* body gathered so far */
+    size_t len;            /* bytes in buf */
+    size_t cap;            /* bytes allocated */
+    bool answered;         /* a response is queued: discard the rest */
+    bool probe;            /* GET/HEAD of a probe path: answered once the request is whole */
+    bool too_big;          /* over the cap and the 413 could not be queued yet */
+    size_t discarded;      /* bytes dropped since too_big was set */
 };
 
 /* Route MHD's own error messages to our log (one line each). */
@@ -341,7 +341,7 @@ static int tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_r
     cr = creds_acquire(cc->srv);
     if (cr == NULL)
         return -1;
-    creds_release(cc->srv, cc->creds);   /* a second handshake on the connection */
+    creds_release(cc->srv, cc->creds); /* a second handshake on the connection */
     cc->creds = cr;
     *pcert = cr->chain;
     *pcert_length = cr->n;
@@ -367,7 +367,7 @@ int server_set_tls_pair(struct server *s, const char *cert_pem, const char *key_
     old = s->creds;
     s->creds = cr;
     pthread_mutex_unlock(&s->tls_lock);
-    creds_release(s, old);   /* freed now, or when its last connection closes */
+    creds_release(s, old); /* freed now, or when its last connection closes */
     return 0;
 }
 
@@ -394,13 +394,13 @@ static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
         }
         cc = calloc(1, sizeof(*cc));
         if (cc == NULL)
-            return;   /* no limit for this one; TLS handshakes fail without it */
+            return; /* no limit for this one; TLS handshakes fail without it */
         cc->srv = s;
         cc->fd = fi != NULL ? fi->connect_fd : -1;
         cc->state = CONN_NEW;
         cc->since_ms = clock_mono_ms();
         pthread_mutex_lock(&s->conn_lock);
-        atomic_fetch_add(&s->in_flight, 1);   /* a new connection brings a request */
+        atomic_fetch_add(&s->in_flight, 1); /* a new connection brings a request */
         cc->next = s->conns;
         if (s->conns != NULL)
             s->conns->prev = cc;
@@ -471,7 +471,7 @@ static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c)
     }
     if (ctx != NULL)
         ctx->conn = cc;
-    return ctx;   /* NULL: access_handler allocates it */
+    return ctx; /* NULL: access_handler allocates it */
 }
 
 /* Deadline of a connection in its state, 0 when none. conn_lock held. */
@@ -479,14 +479,12 @@ static long long conn_deadline(const struct server *s, const struct conn_ctx *cc
 {
     switch (cc->state) {
     case CONN_NEW:
-    case CONN_REQUEST:
-        return cc->since_ms + s->request_timeout_ms;
+    case CONN_REQUEST: return cc->since_ms + s->request_timeout_ms;
     case CONN_IDLE:
         /* MHD closes a connection idle this long; this catches one that trickles. */
         return cc->since_ms + s->idle_timeout_ms + s->request_timeout_ms;
     case CONN_HANDLING:
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -536,7 +534,7 @@ static enum MHD_Result queue(struct server *s, struct MHD_Connection *c, unsigne
     if (r == NULL) {
         if (must_free)
             free(body);
-        return MHD_NO;   /* MHD closes the connection */
+        return MHD_NO; /* MHD closes the connection */
     }
     if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) == MHD_NO
         || (allow != NULL && MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow) == MHD_NO)
@@ -555,9 +553,9 @@ static enum MHD_Result queue(struct server *s, struct MHD_Connection *c, unsigne
 static enum MHD_Result queue_status(struct server *s, struct MHD_Connection *c, unsigned code,
                                     const char *reason, const char *allow, const char *message)
 {
-    json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status",
-                           "apiVersion", "v1", "metadata", "status", "Failure", "message",
-                           message, "reason", reason, "code", (int)code);
+    json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion",
+                           "v1", "metadata", "status", "Failure", "message", message, "reason",
+                           reason, "code", (int)code);
     char *text = st != NULL ? json_dumps(st, JSON_COMPACT) : NULL;
 
     json_decref(st);
@@ -717,8 +715,8 @@ static enum MHD_Result request_begin(struct server *s, struct MHD_Connection *c,
     }
     if (strcmp(url, PATH_MUTATE) != 0) {
         ctx->answered = true;
-        snprintf(msg, sizeof(msg), "no such path \"%s\" (the webhook serves POST " PATH_MUTATE
-                 ")", echo_safe(url, a, sizeof(a)));
+        snprintf(msg, sizeof(msg), "no such path \"%s\" (the webhook serves POST " PATH_MUTATE ")",
+                 echo_safe(url, a, sizeof(a)));
         return refuse(s, c, MHD_HTTP_NOT_FOUND, "NotFound", NULL, msg);
     }
     /* An admission request from here on: in flight until request_completed. */
@@ -808,7 +806,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
         if (ctx == NULL)
             return MHD_NO;
         ctx->conn = conn_of(c);
-        *req_cls = ctx;  /* now owned by MHD until request_completed */
+        *req_cls = ctx; /* now owned by MHD until request_completed */
     }
     if (!ctx->begun) {
         ctx->begun = true;
@@ -817,11 +815,12 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
     if (*upload_data_size > 0) {
         size_t n = *upload_data_size;
 
-        *upload_data_size = 0;  /* consumed (or discarded) */
+        *upload_data_size = 0; /* consumed (or discarded) */
         /* A body dribbling in past the request timeout: close (MHD 0.9 cannot answer mid-body). */
         if (ctx->deadline_ms > 0 && clock_mono_ms() > ctx->deadline_ms) {
             LOG_DEBUG("http: request body not complete within request_timeout_ms=%lld, "
-                      "closing the connection", s->request_timeout_ms);
+                      "closing the connection",
+                      s->request_timeout_ms);
             return MHD_NO;
         }
         if (ctx->answered)
@@ -914,8 +913,7 @@ static int parse_bind(const char *addr, unsigned port, struct sockaddr_storage *
         size_t n = strlen(addr);
 
         if (n < 3 || n - 2 >= sizeof(tmp) || addr[n - 1] != ']')
-            return wh_error_set(err, WH_EINVAL, "bind address \"%s\" is not an IP address",
-                                addr);
+            return wh_error_set(err, WH_EINVAL, "bind address \"%s\" is not an IP address", addr);
         memcpy(tmp, addr + 1, n - 2);
         tmp[n - 2] = '\0';
         return parse_bind(tmp, port, ss, err);
@@ -936,7 +934,7 @@ static int parse_bind(const char *addr, unsigned port, struct sockaddr_storage *
  * threads per core leave the balancing to the kernel's scheduler.
  */
 #define THREADS_PER_CORE 4
-#define THREADS_MAX 64
+#define THREADS_MAX      64
 
 bool server_address_valid(const char *addr)
 {
@@ -998,7 +996,7 @@ unsigned server_default_threads(const char *cgroup_root)
     long limit = cgroup_root != NULL ? cgroup_cpu_limit(cgroup_root) : 0;
 
     if (limit > 0 && (n < 1 || limit < n))
-        n = limit;   /* a 1-CPU pod on a 64-core node runs 4 threads, not 256 */
+        n = limit; /* a 1-CPU pod on a 64-core node runs 4 threads, not 256 */
     if (n < 1)
         n = 1;
     return n > THREADS_MAX / THREADS_PER_CORE ? THREADS_MAX : (unsigned)n * THREADS_PER_CORE;
@@ -1007,7 +1005,7 @@ unsigned server_default_threads(const char *cgroup_root)
 /* Free s and what it owns; the daemon and the reaper are stopped. */
 static void server_free(struct server *s)
 {
-    creds_free(s->creds);   /* every connection has released its reference */
+    creds_free(s->creds); /* every connection has released its reference */
     pthread_cond_destroy(&s->reaper_cond);
     pthread_mutex_destroy(&s->conn_lock);
     pthread_mutex_destroy(&s->tls_lock);
@@ -1035,8 +1033,8 @@ int server_start(struct server **out, const struct server_config *cfg, struct wh
     const union MHD_DaemonInfo *info;
     const char *addr = cfg->bind_address != NULL ? cfg->bind_address : "0.0.0.0";
     bool tls = cfg->tls_cert_pem != NULL || cfg->tls_key_pem != NULL;
-    unsigned timeout_s = cfg->connection_timeout > 0 ? cfg->connection_timeout
-                                                     : SERVER_DEFAULT_TIMEOUT;
+    unsigned timeout_s =
+        cfg->connection_timeout > 0 ? cfg->connection_timeout : SERVER_DEFAULT_TIMEOUT;
     unsigned int flags;
     size_t n = 0;
     int rc;
@@ -1048,8 +1046,9 @@ int server_start(struct server **out, const struct server_config *cfg, struct wh
         return wh_error_set(err, WH_EINVAL, "no job source");
     if (tls && (cfg->tls_cert_pem == NULL || cfg->tls_key_pem == NULL))
         return wh_error_set(err, WH_EINVAL, "TLS needs both a certificate and a key");
-    if (tls && (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES
-                || MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) != MHD_YES))
+    if (tls
+        && (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES
+            || MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) != MHD_YES))
         return wh_error_set(err, WH_EINVAL, "this libmicrohttpd was built without TLS");
     rc = parse_bind(addr, cfg->port, &ss, err);
     if (rc < 0)
@@ -1073,8 +1072,8 @@ int server_start(struct server **out, const struct server_config *cfg, struct wh
     s->metrics_userdata = cfg->metrics_userdata;
     s->max_body = cfg->max_body > 0 ? cfg->max_body : SERVER_MAX_BODY;
     s->tls = tls;
-    s->request_timeout_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms
-                                                        : SERVER_DEFAULT_REQUEST_TIMEOUT_MS;
+    s->request_timeout_ms =
+        cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : SERVER_DEFAULT_REQUEST_TIMEOUT_MS;
     s->idle_timeout_ms = (long long)timeout_s * 1000;
     if (tls) {
         /* Parsed by GnuTLS before the daemon starts: a bad pair never serves. */
@@ -1089,8 +1088,7 @@ int server_start(struct server **out, const struct server_config *cfg, struct wh
     /* MHD_USE_ITC: server_quiesce (MHD_quiesce_daemon) needs it with worker threads. */
     flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     /* epoll where this MHD has it, else poll; never select (FD_SETSIZE). */
-    flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL
-                                                                     : MHD_USE_POLL;
+    flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : MHD_USE_POLL;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     if (tls)
@@ -1104,15 +1102,14 @@ int server_start(struct server **out, const struct server_config *cfg, struct wh
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)timeout_s, NULL};
     opts[n++] = (struct MHD_OptionItem){
         MHD_OPTION_CONNECTION_LIMIT,
-        (intptr_t)(cfg->connection_limit > 0 ? cfg->connection_limit
-                                             : SERVER_DEFAULT_CONNECTIONS),
+        (intptr_t)(cfg->connection_limit > 0 ? cfg->connection_limit : SERVER_DEFAULT_CONNECTIONS),
         NULL};
     if (cfg->per_ip_limit > 0)
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                                             (intptr_t)cfg->per_ip_limit, NULL};
     if (tls) {
-        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
-                                            (void *)SERVER_TLS_PRIORITIES};
+        opts[n++] =
+            (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)SERVER_TLS_PRIORITIES};
         /* MHD would offer "http/1.1" and "http/1.0"; conn_notify sets ours instead. */
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_TLS_NO_ALPN, 1, NULL};
     }
@@ -1123,14 +1120,12 @@ int server_start(struct server **out, const struct server_config *cfg, struct wh
      * cannot carry in ISO C: it goes last in the argument list, behind an
      * option code that is MHD_OPTION_END (ending the list) without TLS.
      */
-    s->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, access_handler, s,
-                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-                                 MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
-                                 MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s,
-                                 MHD_OPTION_URI_LOG_CALLBACK, uri_log, s,
-                                 MHD_OPTION_ARRAY, opts,
-                                 tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END,
-                                 tls_retrieve, MHD_OPTION_END);
+    s->daemon = MHD_start_daemon(
+        flags, (uint16_t)cfg->port, NULL, NULL, access_handler, s, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, NULL, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s, MHD_OPTION_URI_LOG_CALLBACK, uri_log, s,
+        MHD_OPTION_ARRAY, opts, tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, tls_retrieve,
+        MHD_OPTION_END);
     if (s->daemon == NULL) {
         rc = wh_error_set(err, WH_ERROR,
                           "cannot start the %s server on %s port %u (see the log line before)",
@@ -1145,7 +1140,7 @@ int server_start(struct server **out, const struct server_config *cfg, struct wh
     info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info != NULL && info->port != 0 ? info->port : cfg->port;
     *out = s;
-    s = NULL;  /* now owned by the caller */
+    s = NULL; /* now owned by the caller */
     rc = 0;
 out:
     if (s != NULL) {
@@ -1190,6 +1185,6 @@ void server_stop(struct server *s)
     if (s->daemon != NULL)
         MHD_stop_daemon(s->daemon);
     if (s->quiesced_fd >= 0)
-        close(s->quiesced_fd);   /* connects still queued on it are refused now */
+        close(s->quiesced_fd); /* connects still queued on it are refused now */
     server_free(s);
 }

@@ -31,15 +31,15 @@
 
 #include <stddef.h>
 
-#include "webhook/admission.h"
 #include "base/error.h"
+#include "webhook/admission.h"
 #include "webhook/metrics.h"
 #include "webhook/mutate.h"
 
-#define SERVER_MAX_BODY ((size_t)3 * 1024 * 1024)   /* bytes; kube-apiserver's own request cap */
-#define SERVER_DEFAULT_TIMEOUT 30                    /* seconds a connection may idle */
-#define SERVER_DEFAULT_CONNECTIONS 1000              /* concurrent connections */
-#define SERVER_DEFAULT_REQUEST_TIMEOUT_MS 10000u     /* headers + body of one request */
+#define SERVER_MAX_BODY                   ((size_t)3 * 1024 * 1024) /* bytes; kube-apiserver's own request cap */
+#define SERVER_DEFAULT_TIMEOUT            30     /* seconds a connection may idle */
+#define SERVER_DEFAULT_CONNECTIONS        1000   /* concurrent connections */
+#define SERVER_DEFAULT_REQUEST_TIMEOUT_MS 10000u /* headers + body of one request */
 
 /*
  * GnuTLS priority string of the HTTPS server: Mozilla's "intermediate" profile
@@ -49,9 +49,9 @@
  * RSA key exchange, no 3DES/RC4/SHA-1 MACs); groups X25519, P-256, P-384,
  * ffdhe2048; the client's cipher preference is honoured, as the profile says.
  */
-#define SERVER_TLS_PRIORITIES                                                          \
-    "SECURE:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:" \
-    "+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:+DHE-RSA:"       \
+#define SERVER_TLS_PRIORITIES                                                                      \
+    "SECURE:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:"            \
+    "+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:+DHE-RSA:"                  \
     "-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1:+GROUP-FFDHE2048"
 
 struct server_config {
@@ -122,8 +122,8 @@ bool server_address_valid(const char *addr);
  *         this libmicrohttpd); WH_ERROR when the daemon cannot start (port in
  *         use, bad PEM: MHD's reason is also logged); WH_ENOMEM.
  */
-int server_start(struct server **out, const struct server_config *cfg, struct wh_error *err)
-    WH_WARN_UNUSED;
+int server_start(struct server **out, const struct server_config *cfg,
+                 struct wh_error *err) WH_WARN_UNUSED;
 
 /**
  * Serve a new TLS pair (hot reload, issue 4): parse and check it first; on

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/testutil.h"
 #include "base/log.h"
+#include "tests/testutil.h"
 
 /* Run one LOG call with stderr sent to a temporary file; return what it wrote. */
 static char *capture(enum log_format format, void (*emit)(void))

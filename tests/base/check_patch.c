@@ -32,8 +32,7 @@ static void assert_round_trip(const json_t *before, const json_t *ops, const jso
     ck_assert_msg(got != NULL, "%s: patch does not apply: %s", name, err.msg);
     g = dump(got);
     w = dump(after);
-    ck_assert_msg(json_equal(got, after), "%s: round trip differs\n got: %s\nwant: %s", name, g,
-                  w);
+    ck_assert_msg(json_equal(got, after), "%s: round trip differs\n got: %s\nwant: %s", name, g, w);
     free(g);
     free(w);
     json_decref(got);
@@ -45,7 +44,7 @@ struct dcase {
     const char *name;
     const char *before;
     const char *after;
-    const char *ops;    /* exact expected op array; key order matters */
+    const char *ops; /* exact expected op array; key order matters */
 };
 
 static const struct dcase dcases[] = {
@@ -69,8 +68,7 @@ static const struct dcase dcases[] = {
      "{\"name\":\"j-svc\"}}]}}",
      "[{\"op\":\"add\",\"path\":\"/spec/volumes\",\"value\":[{\"name\":\"j-svc\",\"configMap\":"
      "{\"name\":\"j-svc\"}}]}]"},
-    {"missing-volume-mounts",
-     "{\"spec\":{\"containers\":[{\"name\":\"a\"},{\"name\":\"b\"}]}}",
+    {"missing-volume-mounts", "{\"spec\":{\"containers\":[{\"name\":\"a\"},{\"name\":\"b\"}]}}",
      "{\"spec\":{\"containers\":[{\"name\":\"a\"},{\"name\":\"b\",\"volumeMounts\":"
      "[{\"name\":\"j-svc\",\"mountPath\":\"/etc/volcano\"}]}]}}",
      "[{\"op\":\"add\",\"path\":\"/spec/containers/1/volumeMounts\",\"value\":[{\"name\":"
@@ -85,8 +83,7 @@ static const struct dcase dcases[] = {
      "\"wait-for-master\",\"image\":\"busybox:1.36.1\"}]}}",
      "[{\"op\":\"add\",\"path\":\"/spec/initContainers\",\"value\":[{\"name\":"
      "\"wait-for-master\",\"image\":\"busybox:1.36.1\"}]}]"},
-    {"missing-all-in-after-order",
-     "{\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}",
+    {"missing-all-in-after-order", "{\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}",
      "{\"spec\":{\"initContainers\":[{\"name\":\"i\"}],\"containers\":[{\"name\":\"c\","
      "\"image\":\"i\",\"volumeMounts\":[{\"name\":\"v\",\"mountPath\":\"/v\"}],\"env\":"
      "[{\"name\":\"E\",\"value\":\"\"}]}],\"volumes\":[{\"name\":\"v\"}]}}",
@@ -176,7 +173,8 @@ static const struct dcase dcases[] = {
      "[{\"op\":\"replace\",\"path\":\"/a\",\"value\":{}}]"},
     {"type-true-false", "{\"a\":true}", "{\"a\":false}",
      "[{\"op\":\"replace\",\"path\":\"/a\",\"value\":false}]"},
-    {"command-replaced", "{\"command\":[\"sh\",\"-c\",\"x\"]}", "{\"command\":[\"ray\",\"start\",\"--head\"]}",
+    {"command-replaced", "{\"command\":[\"sh\",\"-c\",\"x\"]}",
+     "{\"command\":[\"ray\",\"start\",\"--head\"]}",
      "[{\"op\":\"replace\",\"path\":\"/command/0\",\"value\":\"ray\"},"
      "{\"op\":\"replace\",\"path\":\"/command/1\",\"value\":\"start\"},"
      "{\"op\":\"replace\",\"path\":\"/command/2\",\"value\":\"--head\"}]"},
@@ -248,7 +246,7 @@ START_TEST(test_diff_values_are_references)
     ck_assert_ptr_nonnull(ops);
     ck_assert_ptr_eq(json_object_get(json_array_get(ops, 0), "value"), a);
     ck_assert_int_eq(a->refcount, 2);
-    json_decref(after);   /* the patch outlives the document it was made from */
+    json_decref(after); /* the patch outlives the document it was made from */
     tu_assert_json_eq(ops, "[{\"op\":\"add\",\"path\":\"/a\",\"value\":{\"b\":1}}]");
     json_decref(ops);
     json_decref(before);
@@ -328,7 +326,7 @@ START_TEST(test_escape_segment_truncates)
 {
     char buf[6] = "ab";
     char one[1] = {'\0'};
-    char full[3] = {'x', 'y', 'z'};    /* no NUL: nothing may be written */
+    char full[3] = {'x', 'y', 'z'}; /* no NUL: nothing may be written */
 
     /* needs 5 bytes but only 4 remain (3 + NUL): cut like snprintf */
     ck_assert_uint_eq(patch_escape_segment(buf, sizeof(buf), "~/x"), 5);
@@ -354,8 +352,8 @@ struct acase {
     const char *name;
     const char *doc;
     const char *patch;
-    const char *want;   /* result, or NULL when the patch must fail */
-    const char *err;    /* exact error message when it fails */
+    const char *want; /* result, or NULL when the patch must fail */
+    const char *err;  /* exact error message when it fails */
 };
 
 static const struct acase acases[] = {
@@ -365,10 +363,9 @@ static const struct acase acases[] = {
      "{\"a\":[2]}", NULL},
     {"add-insert", "[1,3]", "[{\"op\":\"add\",\"path\":\"/1\",\"value\":2}]", "[1,2,3]", NULL},
     {"add-at-end-index", "[1]", "[{\"op\":\"add\",\"path\":\"/1\",\"value\":2}]", "[1,2]", NULL},
-    {"add-dash", "{\"a\":[1]}", "[{\"op\":\"add\",\"path\":\"/a/-\",\"value\":2}]",
-     "{\"a\":[1,2]}", NULL},
-    {"add-root", "{\"a\":1}", "[{\"op\":\"add\",\"path\":\"\",\"value\":[true]}]", "[true]",
+    {"add-dash", "{\"a\":[1]}", "[{\"op\":\"add\",\"path\":\"/a/-\",\"value\":2}]", "{\"a\":[1,2]}",
      NULL},
+    {"add-root", "{\"a\":1}", "[{\"op\":\"add\",\"path\":\"\",\"value\":[true]}]", "[true]", NULL},
     {"add-escaped", "{}",
      "[{\"op\":\"add\",\"path\":\"/a~1b~0c\",\"value\":1},"
      "{\"op\":\"add\",\"path\":\"/\",\"value\":2},"
@@ -395,11 +392,11 @@ static const struct acase acases[] = {
      NULL},
     {"test-number-by-value", "{\"a\":1,\"b\":[2.0]}",
      "[{\"op\":\"test\",\"path\":\"/a\",\"value\":1.0},"
-     "{\"op\":\"test\",\"path\":\"/b\",\"value\":[2]}]", "{\"a\":1,\"b\":[2.0]}", NULL},
+     "{\"op\":\"test\",\"path\":\"/b\",\"value\":[2]}]",
+     "{\"a\":1,\"b\":[2.0]}", NULL},
     {"test-root", "{}", "[{\"op\":\"test\",\"path\":\"\",\"value\":{}}]", "{}", NULL},
     {"extra-members-ignored", "{}",
-     "[{\"op\":\"add\",\"path\":\"/a\",\"value\":1,\"from\":\"/zz\",\"x\":2}]", "{\"a\":1}",
-     NULL},
+     "[{\"op\":\"add\",\"path\":\"/a\",\"value\":1,\"from\":\"/zz\",\"x\":2}]", "{\"a\":1}", NULL},
     {"empty-patch", "{\"a\":1}", "[]", "{\"a\":1}", NULL},
     {"sequential", "{}",
      "[{\"op\":\"add\",\"path\":\"/a\",\"value\":[]},"
@@ -426,8 +423,8 @@ static const struct acase acases[] = {
      "patch op 0 (replace /-): bad array index"},
     {"replace-at-size", "[1]", "[{\"op\":\"replace\",\"path\":\"/1\",\"value\":1}]", NULL,
      "patch op 0 (replace /1): bad array index"},
-    {"index-in-middle", "{\"a\":[{}]}", "[{\"op\":\"add\",\"path\":\"/a/1/b\",\"value\":1}]",
-     NULL, "patch op 0 (add /a/1/b): path not found"},
+    {"index-in-middle", "{\"a\":[{}]}", "[{\"op\":\"add\",\"path\":\"/a/1/b\",\"value\":1}]", NULL,
+     "patch op 0 (add /a/1/b): path not found"},
     {"no-leading-slash", "{\"a\":1}", "[{\"op\":\"replace\",\"path\":\"a\",\"value\":1}]", NULL,
      "patch op 0 (replace a): pointer does not start with /"},
     {"bad-escape", "{\"a~2\":1}", "[{\"op\":\"remove\",\"path\":\"/a~2\"}]", NULL,
@@ -440,8 +437,8 @@ static const struct acase acases[] = {
      "patch op 0 (test /a): test failed"},
     {"test-failed-later", "{\"a\":[1]}",
      "[{\"op\":\"add\",\"path\":\"/b\",\"value\":1},"
-     "{\"op\":\"test\",\"path\":\"/a\",\"value\":[1,2]}]", NULL,
-     "patch op 1 (test /a): test failed"},
+     "{\"op\":\"test\",\"path\":\"/a\",\"value\":[1,2]}]",
+     NULL, "patch op 1 (test /a): test failed"},
     {"test-missing", "{}", "[{\"op\":\"test\",\"path\":\"/a\",\"value\":null}]", NULL,
      "patch op 0 (test /a): path not found"},
     {"remove-missing", "{}", "[{\"op\":\"remove\",\"path\":\"/a\"}]", NULL,
@@ -452,8 +449,8 @@ static const struct acase acases[] = {
      "patch op 0 (remove ): cannot remove the root"},
     {"add-under-scalar", "{\"a\":1}", "[{\"op\":\"add\",\"path\":\"/a/b\",\"value\":1}]", NULL,
      "patch op 0 (add /a/b): parent is not an object or array"},
-    {"move-into-child", "{\"a\":{}}", "[{\"op\":\"move\",\"from\":\"/a\",\"path\":\"/a/b\"}]",
-     NULL, "patch op 0 (move /a/b): cannot move a value into itself"},
+    {"move-into-child", "{\"a\":{}}", "[{\"op\":\"move\",\"from\":\"/a\",\"path\":\"/a/b\"}]", NULL,
+     "patch op 0 (move /a/b): cannot move a value into itself"},
     {"move-missing-from", "{}", "[{\"op\":\"move\",\"from\":\"/x\",\"path\":\"/y\"}]", NULL,
      "patch op 0 (move /y): path not found"},
     {"copy-missing-from", "{}", "[{\"op\":\"copy\",\"from\":\"/x\",\"path\":\"/y\"}]", NULL,
@@ -546,7 +543,7 @@ static json_t *gen(int depth)
     case 0: return json_null();
     case 1: return json_boolean(rnd(2));
     case 2: return json_integer((json_int_t)rnd(5));
-    case 3: return json_real((double)rnd(3));    /* 1 vs 1.0 clashes with case 2 */
+    case 3: return json_real((double)rnd(3)); /* 1 vs 1.0 clashes with case 2 */
     case 4: return json_string(keys[rnd(NKEYS)]);
     case 5: return json_string("");
     case 6:
@@ -632,10 +629,10 @@ START_TEST(test_random_round_trip)
         b = dump(before);
         a = dump(after);
         o = dump(ops);
-        ck_assert_msg(got != NULL, "iter %d: %s\nbefore %s\nafter %s\nops %s", iter, err.msg, b,
-                      a, o);
-        ck_assert_msg(json_equal(got, after), "iter %d:\nbefore %s\nafter %s\nops %s", iter, b,
-                      a, o);
+        ck_assert_msg(got != NULL, "iter %d: %s\nbefore %s\nafter %s\nops %s", iter, err.msg, b, a,
+                      o);
+        ck_assert_msg(json_equal(got, after), "iter %d:\nbefore %s\nafter %s\nops %s", iter, b, a,
+                      o);
         nonempty += json_array_size(ops) > 0;
         free(b);
         free(a);
@@ -653,7 +650,7 @@ END_TEST
 
 /* ---- allocation failures ------------------------------------------------- */
 
-static int alloc_budget = -1;    /* allocations left before failing; -1 = unlimited */
+static int alloc_budget = -1; /* allocations left before failing; -1 = unlimited */
 
 static void *failing_malloc(size_t n)
 {

@@ -10,7 +10,6 @@
  * gen-certs --ca-cert/--ca-key.
  */
 #include <check.h>
-#include <stdbool.h>
 #include <openssl/bio.h>
 #include <openssl/ec.h>
 #include <openssl/err.h>
@@ -19,6 +18,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +32,7 @@
 #include "tests/testutil.h"
 #include "webhook/commands.h"
 
-static const char *const sans[] = {"wh", "wh.ns", "wh.ns.svc", "wh.ns.svc.cluster.local",
+static const char *const sans[] = {"wh",        "wh.ns", "wh.ns.svc", "wh.ns.svc.cluster.local",
                                    "127.0.0.1", "::1"};
 #define NSANS (sizeof(sans) / sizeof(sans[0]))
 
@@ -130,9 +130,8 @@ START_TEST(test_generate_fields)
     /* Key identifiers chain leaf → CA. */
     ck_assert_ptr_nonnull(X509_get0_subject_key_id(cac));
     ck_assert_ptr_nonnull(X509_get0_subject_key_id(lc));
-    ck_assert_int_eq(ASN1_OCTET_STRING_cmp(X509_get0_authority_key_id(lc),
-                                           X509_get0_subject_key_id(cac)),
-                     0);
+    ck_assert_int_eq(
+        ASN1_OCTET_STRING_cmp(X509_get0_authority_key_id(lc), X509_get0_subject_key_id(cac)), 0);
     /* ECDSA P-256 with SHA-256. */
     ck_assert_int_eq(X509_get_signature_nid(lc), NID_ecdsa_with_SHA256);
     ck_assert_int_eq(X509_get_signature_nid(cac), NID_ecdsa_with_SHA256);
@@ -196,8 +195,8 @@ START_TEST(test_generate_rsa)
     X509 *lc;
     EVP_PKEY *lk;
 
-    ck_assert_msg(certs_generate(&ca, &leaf, CERTS_KEY_RSA_2048, sans, NSANS, 30, &err) == 0,
-                  "%s", err.msg);
+    ck_assert_msg(certs_generate(&ca, &leaf, CERTS_KEY_RSA_2048, sans, NSANS, 30, &err) == 0, "%s",
+                  err.msg);
     cac = ct_pem_cert(ca.cert_pem);
     lc = ct_pem_cert(leaf.cert_pem);
     lk = ct_pem_key(leaf.key_pem);
@@ -230,8 +229,8 @@ END_TEST
 START_TEST(test_base64)
 {
     static const char *const in[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
-    static const char *const want[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=",
-                                       "Zm9vYmFy"};
+    static const char *const want[] = {"",         "Zg==",     "Zm8=",    "Zm9v",
+                                       "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
     char big[3000];
     char *b;
 
@@ -327,8 +326,7 @@ START_TEST(test_load_pair)
     /* Key of another certificate. */
     ck_assert_int_eq(load(&got, "tls.crt", "ca.key", &err), WH_EINVAL);
     snprintf(want, sizeof(want),
-             "%s/ca.key: private key does not match the certificate in %s/tls.crt", tmpdir,
-             tmpdir);
+             "%s/ca.key: private key does not match the certificate in %s/tls.crt", tmpdir, tmpdir);
     ck_assert_str_eq(err.msg, want);
     ck_assert_ptr_null(got.cert_pem);
 
@@ -377,9 +375,8 @@ START_TEST(test_load_encrypted_key)
 
     ck_assert_int_eq(certs_generate(&ca, &leaf, CERTS_KEY_ECDSA_P256, sans, 1, 1, NULL), 0);
     k = ct_pem_key(leaf.key_pem);
-    ck_assert_int_eq(PEM_write_bio_PKCS8PrivateKey(b, k, EVP_aes_256_cbc(), NULL, 0, NULL,
-                                                   (void *)"secret"),
-                     1);
+    ck_assert_int_eq(
+        PEM_write_bio_PKCS8PrivateKey(b, k, EVP_aes_256_cbc(), NULL, 0, NULL, (void *)"secret"), 1);
     n = BIO_get_mem_data(b, &data);
     text = strndup(data, (size_t)n);
     put("tls.crt", leaf.cert_pem);
@@ -408,9 +405,9 @@ START_TEST(test_gen_certs_command)
     struct stat st;
     X509 *cac;
     X509 *lc;
-    const char *argv[] = {"gen-certs", "--service", "vpw", "--namespace", "volcano-system",
-                          "--out", out, "--days", "10", "--dns", "vpw.example.org",
-                          "--dns", "10.0.0.7", NULL};
+    const char *argv[] = {
+        "gen-certs", "--service", "vpw",   "--namespace",     "volcano-system", "--out",    out,
+        "--days",    "10",        "--dns", "vpw.example.org", "--dns",          "10.0.0.7", NULL};
 
     snprintf(out, sizeof(out), "%s/certs", tmpdir);
     ck_assert_int_eq(run_gen(13, argv), 0);
@@ -448,23 +445,27 @@ START_TEST(test_gen_certs_command)
     {
         char *before = NULL;
         char *after = NULL;
-        const char *forced[] = {"gen-certs", "--service", "vpw", "--namespace", "volcano-system",
-                                "--out", out, "--force", NULL};
+        const char *forced[] = {"gen-certs",   "--service",      "vpw",
+                                "--namespace", "volcano-system", "--out",
+                                out,           "--force",        NULL};
 
         ck_assert_int_eq(certs_load_pair(&ca, tmp_path("certs/ca.crt", a, sizeof(a)),
-                                         tmp_path("certs/ca.key", b, sizeof(b)), NULL), 0);
+                                         tmp_path("certs/ca.key", b, sizeof(b)), NULL),
+                         0);
         before = ca.cert_pem;
         ca.cert_pem = NULL;
         certs_pair_dispose(&ca);
         ck_assert_int_eq(run_gen(13, argv), 1);
         ck_assert_int_eq(certs_load_pair(&ca, tmp_path("certs/ca.crt", a, sizeof(a)),
-                                         tmp_path("certs/ca.key", b, sizeof(b)), NULL), 0);
+                                         tmp_path("certs/ca.key", b, sizeof(b)), NULL),
+                         0);
         ck_assert_str_eq(ca.cert_pem, before);
         certs_pair_dispose(&ca);
         /* ... unless --force: new keys, still 0600. */
         ck_assert_int_eq(run_gen(8, forced), 0);
         ck_assert_int_eq(certs_load_pair(&ca, tmp_path("certs/ca.crt", a, sizeof(a)),
-                                         tmp_path("certs/ca.key", b, sizeof(b)), NULL), 0);
+                                         tmp_path("certs/ca.key", b, sizeof(b)), NULL),
+                         0);
         after = ca.cert_pem;
         ck_assert_str_ne(after, before);
         certs_pair_dispose(&ca);
@@ -524,9 +525,9 @@ START_TEST(test_gen_certs_secret_and_bundle)
     char *text;
     char *file;
     char *dec;
-    const char *argv[] = {"gen-certs", "--service", "vpw", "--namespace", "no", "--out", out,
-                          "--key-type", "rsa", "--secret-manifest", secret, "--ca-bundle",
-                          bundle, NULL};
+    const char *argv[] = {
+        "gen-certs", "--service",         "vpw",  "--namespace", "no",   "--out", out, "--key-type",
+        "rsa",       "--secret-manifest", secret, "--ca-bundle", bundle, NULL};
     static const char *const keys[] = {"ca.crt", "tls.crt", "tls.key"};
 
     snprintf(out, sizeof(out), "%s/certs", tmpdir);
@@ -595,24 +596,25 @@ START_TEST(test_gen_certs_secret_and_bundle)
 
     /* Again: the secret manifest and caBundle alone also block a run without --force. */
     {
-        const char *again[] = {"gen-certs", "--service", "vpw", "--namespace", "no", "--out",
-                               a, "--secret-manifest", secret, NULL};
-        const char *again_bundle[] = {"gen-certs", "--service", "vpw", "--namespace", "no",
-                                      "--out", a, "--ca-bundle", bundle, NULL};
-        const char *forced[] = {"gen-certs", "--service", "vpw", "--namespace", "no", "--out",
-                                out, "--secret-manifest", secret, "--ca-bundle", bundle,
-                                "--force", NULL};
+        const char *again[] = {"gen-certs", "--service", "vpw", "--namespace",
+                               "no",        "--out",     a,     "--secret-manifest",
+                               secret,      NULL};
+        const char *again_bundle[] = {"gen-certs", "--service", "vpw",         "--namespace", "no",
+                                      "--out",     a,           "--ca-bundle", bundle,        NULL};
+        const char *forced[] = {
+            "gen-certs",         "--service", "vpw",         "--namespace", "no",      "--out", out,
+            "--secret-manifest", secret,      "--ca-bundle", bundle,        "--force", NULL};
 
         snprintf(a, sizeof(a), "%s/other", tmpdir);
         text = slurp(secret);
         ck_assert_int_eq(run_gen(9, again), 1);
         ck_assert_int_eq(run_gen(9, again_bundle), 1);
         file = slurp(secret);
-        ck_assert_str_eq(file, text);   /* untouched */
+        ck_assert_str_eq(file, text); /* untouched */
         free(file);
         ck_assert_int_eq(run_gen(12, forced), 0);
         file = slurp(secret);
-        ck_assert_str_ne(file, text);   /* a new CA and pair */
+        ck_assert_str_ne(file, text); /* a new CA and pair */
         free(file);
         free(text);
         ck_assert_int_eq(stat(secret, &st), 0);
@@ -626,24 +628,25 @@ START_TEST(test_gen_certs_usage)
     char out[128];
     const char *help[] = {"gen-certs", "--help", NULL};
     const char *no_service[] = {"gen-certs", "--namespace", "ns", "--out", out, NULL};
-    const char *bad_days[] = {"gen-certs", "--service", "s", "--namespace", "ns", "--out", out,
-                              "--days", "10x", NULL};
-    const char *zero_days[] = {"gen-certs", "--service", "s", "--namespace", "ns", "--out", out,
-                               "--days", "0", NULL};
+    const char *bad_days[] = {"gen-certs", "--service", "s",      "--namespace", "ns",
+                              "--out",     out,         "--days", "10x",         NULL};
+    const char *zero_days[] = {"gen-certs", "--service", "s",      "--namespace", "ns",
+                               "--out",     out,         "--days", "0",           NULL};
     const char *bad_flag[] = {"gen-certs", "--service", "s", "--frobnicate", NULL};
     const char *no_value[] = {"gen-certs", "--service", NULL};
-    const char *bad_name[] = {"gen-certs", "--service", "Bad_Name", "--namespace", "ns",
-                              "--out", out, NULL};
-    const char *bad_dns[] = {"gen-certs", "--service", "s", "--namespace", "ns", "--out", out,
-                             "--dns", "a,b", NULL};
-    const char *extra_arg[] = {"gen-certs", "--service", "s", "--namespace", "ns", "--out", out,
-                               "stray", NULL};
-    const char *bad_type[] = {"gen-certs", "--service", "s", "--namespace", "ns", "--out", out,
-                              "--key-type", "dsa", NULL};
-    const char *bad_ip[] = {"gen-certs", "--service", "s", "--namespace", "ns", "--out", out,
-                            "--ip", "wh.example", NULL};
-    const char *empty_secret[] = {"gen-certs", "--service", "s", "--namespace", "ns", "--out",
-                                  out, "--secret-manifest", "", NULL};
+    const char *bad_name[] = {"gen-certs", "--service", "Bad_Name", "--namespace",
+                              "ns",        "--out",     out,        NULL};
+    const char *bad_dns[] = {"gen-certs", "--service", "s",     "--namespace", "ns",
+                             "--out",     out,         "--dns", "a,b",         NULL};
+    const char *extra_arg[] = {"gen-certs", "--service", "s",     "--namespace", "ns",
+                               "--out",     out,         "stray", NULL};
+    const char *bad_type[] = {"gen-certs", "--service", "s",          "--namespace", "ns",
+                              "--out",     out,         "--key-type", "dsa",         NULL};
+    const char *bad_ip[] = {"gen-certs", "--service", "s",    "--namespace", "ns",
+                            "--out",     out,         "--ip", "wh.example",  NULL};
+    const char *empty_secret[] = {"gen-certs", "--service", "s", "--namespace",
+                                  "ns",        "--out",     out, "--secret-manifest",
+                                  "",          NULL};
 
     snprintf(out, sizeof(out), "%s/x", tmpdir);
     ck_assert_int_eq(run_gen(2, help), 0);
@@ -671,9 +674,13 @@ END_TEST
 static void make_custom(struct certs_pair *out, const char *not_after, const char *bc,
                         const char *ku)
 {
-    struct ct_cert t = {.cn = "custom", .serial = 7, .not_before_s = -86400L * 400,
-                          .not_after = not_after, .not_after_s = 86400L * 10, .bc = bc,
-                          .ku = ku};
+    struct ct_cert t = {.cn = "custom",
+                        .serial = 7,
+                        .not_before_s = -86400L * 400,
+                        .not_after = not_after,
+                        .not_after_s = 86400L * 10,
+                        .bc = bc,
+                        .ku = ku};
 
     ct_make_cert(out, &t);
 }
@@ -691,9 +698,9 @@ START_TEST(test_not_after_known_dates)
     make_custom(&a, "20350101000000Z", "critical,CA:TRUE", NULL);
     make_custom(&b, "20600630123456Z", "critical,CA:TRUE", NULL);
     ck_assert_int_eq(certs_not_after(a.cert_pem, &t, &err), 0);
-    ck_assert_int_eq(t, 2051222400LL);         /* date -u -d 2035-01-01 +%s */
+    ck_assert_int_eq(t, 2051222400LL); /* date -u -d 2035-01-01 +%s */
     ck_assert_int_eq(certs_not_after(b.cert_pem, &t, &err), 0);
-    ck_assert_int_eq(t, 2855824496LL);         /* date -u -d '2060-06-30 12:34:56' +%s */
+    ck_assert_int_eq(t, 2855824496LL); /* date -u -d '2060-06-30 12:34:56' +%s */
     /* A chain: the first certificate counts. */
     n = strlen(a.cert_pem) + strlen(b.cert_pem) + 1;
     chain = malloc(n);
@@ -754,8 +761,9 @@ START_TEST(test_generate_leaf_under_ca)
 
     ck_assert_int_eq(certs_generate(&ca, &old, CERTS_KEY_ECDSA_P256, sans, 1, 3650, NULL), 0);
     before = (long long)time(NULL);
-    ck_assert_msg(certs_generate_leaf(&leaf, &capped, &ca, CERTS_KEY_RSA_2048, sans, NSANS, 30,
-                                      &err) == 0, "%s", err.msg);
+    ck_assert_msg(
+        certs_generate_leaf(&leaf, &capped, &ca, CERTS_KEY_RSA_2048, sans, NSANS, 30, &err) == 0,
+        "%s", err.msg);
     after = (long long)time(NULL);
     ck_assert(!capped);
     cac = ct_pem_cert(ca.cert_pem);
@@ -768,11 +776,11 @@ START_TEST(test_generate_leaf_under_ca)
     ck_assert_int_eq(ct_verify(cac, lc, "wh.other.svc", NULL), X509_V_ERR_HOSTNAME_MISMATCH);
     ck_assert_int_eq(X509_check_private_key(lc, lk), 1);
     ck_assert_int_eq(EVP_PKEY_get_base_id(lk), EVP_PKEY_RSA);
-    ck_assert_int_eq(X509_get_signature_nid(lc), NID_ecdsa_with_SHA256);  /* the CA signs */
+    ck_assert_int_eq(X509_get_signature_nid(lc), NID_ecdsa_with_SHA256); /* the CA signs */
     ck_assert_int_eq(X509_check_ca(lc), 0);
     ck_assert_uint_eq(X509_get_extended_key_usage(lc), XKU_SSL_SERVER);
-    ck_assert_int_eq(ASN1_OCTET_STRING_cmp(X509_get0_authority_key_id(lc),
-                                           X509_get0_subject_key_id(cac)), 0);
+    ck_assert_int_eq(
+        ASN1_OCTET_STRING_cmp(X509_get0_authority_key_id(lc), X509_get0_subject_key_id(cac)), 0);
     ck_assert_ptr_null(strstr(leaf.cert_pem, ca.cert_pem));
     ck_assert_int_eq(certs_not_after(leaf.cert_pem, &t, NULL), 0);
     ck_assert_int_ge(t, before + 30 * 86400LL);
@@ -802,8 +810,9 @@ START_TEST(test_generate_leaf_capped)
     X509 *lc;
 
     ck_assert_int_eq(certs_generate(&ca, &old, CERTS_KEY_ECDSA_P256, sans, 1, 5, NULL), 0);
-    ck_assert_msg(certs_generate_leaf(&leaf, &capped, &ca, CERTS_KEY_ECDSA_P256, sans, 1, 365,
-                                      &err) == 0, "%s", err.msg);
+    ck_assert_msg(certs_generate_leaf(&leaf, &capped, &ca, CERTS_KEY_ECDSA_P256, sans, 1, 365, &err)
+                      == 0,
+                  "%s", err.msg);
     ck_assert(capped);
     ck_assert_int_eq(certs_not_after(ca.cert_pem, &ca_end, NULL), 0);
     ck_assert_int_eq(certs_not_after(leaf.cert_pem, &leaf_end, NULL), 0);
@@ -817,8 +826,9 @@ START_TEST(test_generate_leaf_capped)
     /* A CA made elsewhere, with a fixed notAfter: exactly that; NULL capped is allowed. */
     certs_pair_dispose(&ca);
     make_custom(&ca, "20350101000000Z", "critical,CA:TRUE", "critical,keyCertSign,cRLSign");
-    ck_assert_msg(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, 1, 36500,
-                                      &err) == 0, "%s", err.msg);
+    ck_assert_msg(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, 1, 36500, &err)
+                      == 0,
+                  "%s", err.msg);
     ck_assert_int_eq(certs_not_after(leaf.cert_pem, &leaf_end, NULL), 0);
     ck_assert_int_eq(leaf_end, 2051222400LL);
     cac = ct_pem_cert(ca.cert_pem);
@@ -844,53 +854,59 @@ START_TEST(test_generate_leaf_refusals)
 
     ck_assert_int_eq(certs_generate(&ca, &leaf0, CERTS_KEY_ECDSA_P256, sans, 1, 30, NULL), 0);
     /* A serving certificate is not a CA. */
-    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &leaf0, CERTS_KEY_ECDSA_P256, sans, 1, 30,
-                                         &err), WH_EINVAL);
+    ck_assert_int_eq(
+        certs_generate_leaf(&leaf, NULL, &leaf0, CERTS_KEY_ECDSA_P256, sans, 1, 30, &err),
+        WH_EINVAL);
     ck_assert_str_eq(err.msg, "not a CA certificate (no basicConstraints CA:TRUE)");
     /* The key of another certificate. */
     bad.cert_pem = ca.cert_pem;
     bad.key_pem = leaf0.key_pem;
-    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &bad, CERTS_KEY_ECDSA_P256, sans, 1, 30,
-                                         &err), WH_EINVAL);
+    ck_assert_int_eq(
+        certs_generate_leaf(&leaf, NULL, &bad, CERTS_KEY_ECDSA_P256, sans, 1, 30, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "private key does not match the CA certificate");
     bad.cert_pem = "garbage";
-    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &bad, CERTS_KEY_ECDSA_P256, sans, 1, 30,
-                                         &err), WH_EINVAL);
+    ck_assert_int_eq(
+        certs_generate_leaf(&leaf, NULL, &bad, CERTS_KEY_ECDSA_P256, sans, 1, 30, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "no PEM certificate found");
     bad.cert_pem = ca.cert_pem;
     bad.key_pem = ca.cert_pem;
-    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &bad, CERTS_KEY_ECDSA_P256, sans, 1, 30,
-                                         &err), WH_EINVAL);
+    ck_assert_int_eq(
+        certs_generate_leaf(&leaf, NULL, &bad, CERTS_KEY_ECDSA_P256, sans, 1, 30, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "no unencrypted PEM private key found");
-    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, NULL, CERTS_KEY_ECDSA_P256, sans, 1, 30,
-                                         &err), WH_EINVAL);
+    ck_assert_int_eq(
+        certs_generate_leaf(&leaf, NULL, NULL, CERTS_KEY_ECDSA_P256, sans, 1, 30, &err), WH_EINVAL);
     /* Arguments as certs_generate. */
-    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, 0, 30,
-                                         &err), WH_EINVAL);
+    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, 0, 30, &err),
+                     WH_EINVAL);
     ck_assert_str_eq(err.msg, "no subjectAltName given");
-    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, 1, 36501,
-                                         &err), WH_EINVAL);
+    ck_assert_int_eq(
+        certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, 1, 36501, &err),
+        WH_EINVAL);
     ck_assert_str_eq(err.msg, "days 36501 out of range 1..36500");
     /* CA:TRUE but a keyUsage without keyCertSign; no basicConstraints; expired. */
     make_custom(&other, NULL, "critical,CA:TRUE", "critical,digitalSignature");
-    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &other, CERTS_KEY_ECDSA_P256, sans, 1, 30,
-                                         &err), WH_EINVAL);
+    ck_assert_int_eq(
+        certs_generate_leaf(&leaf, NULL, &other, CERTS_KEY_ECDSA_P256, sans, 1, 30, &err),
+        WH_EINVAL);
     ck_assert_str_eq(err.msg, "CA certificate's keyUsage lacks keyCertSign (RFC 5280 4.2.1.3)");
     certs_pair_dispose(&other);
     make_custom(&other, NULL, NULL, "critical,keyCertSign");
-    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &other, CERTS_KEY_ECDSA_P256, sans, 1, 30,
-                                         &err), WH_EINVAL);
+    ck_assert_int_eq(
+        certs_generate_leaf(&leaf, NULL, &other, CERTS_KEY_ECDSA_P256, sans, 1, 30, &err),
+        WH_EINVAL);
     ck_assert_str_eq(err.msg, "not a CA certificate (no basicConstraints CA:TRUE)");
     certs_pair_dispose(&other);
     make_custom(&other, "20200101000000Z", "critical,CA:TRUE", "critical,keyCertSign");
-    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &other, CERTS_KEY_ECDSA_P256, sans, 1, 30,
-                                         &err), WH_EINVAL);
+    ck_assert_int_eq(
+        certs_generate_leaf(&leaf, NULL, &other, CERTS_KEY_ECDSA_P256, sans, 1, 30, &err),
+        WH_EINVAL);
     ck_assert_str_eq(err.msg, "CA certificate has expired");
     certs_pair_dispose(&other);
     /* Without keyUsage at all, CA:TRUE is enough (RFC 5280 4.2.1.3 "when present"). */
     make_custom(&other, NULL, "critical,CA:TRUE", NULL);
-    ck_assert_msg(certs_generate_leaf(&leaf, NULL, &other, CERTS_KEY_ECDSA_P256, sans, 1, 30,
-                                      &err) == 0, "%s", err.msg);
+    ck_assert_msg(certs_generate_leaf(&leaf, NULL, &other, CERTS_KEY_ECDSA_P256, sans, 1, 30, &err)
+                      == 0,
+                  "%s", err.msg);
     ck_assert_ptr_nonnull(leaf.cert_pem);
     certs_pair_dispose(&leaf);
     certs_pair_dispose(&other);
@@ -908,10 +924,15 @@ END_TEST
 static void make_ca(struct certs_pair *out, const char *cn, long not_before_s, const char *nc,
                     const struct certs_pair *issuer)
 {
-    struct ct_cert t = {.cn = cn, .serial = 9, .not_before_s = not_before_s,
-                          .not_after_s = 86400L * 30, .bc = "critical,CA:TRUE",
-                          .ku = "critical,keyCertSign,cRLSign", .nc = nc, .akid = true,
-                          .issuer = issuer};
+    struct ct_cert t = {.cn = cn,
+                        .serial = 9,
+                        .not_before_s = not_before_s,
+                        .not_after_s = 86400L * 30,
+                        .bc = "critical,CA:TRUE",
+                        .ku = "critical,keyCertSign,cRLSign",
+                        .nc = nc,
+                        .akid = true,
+                        .issuer = issuer};
 
     ct_make_cert(out, &t);
 }
@@ -930,33 +951,41 @@ START_TEST(test_generate_leaf_must_verify)
 
     /* notBefore a day ahead: every check of the CA itself passes, the chain does not. */
     make_ca(&ca, "future", 86400L, NULL, NULL);
-    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, NSANS, 30,
-                                         &err), WH_EINVAL);
-    ck_assert_str_eq(err.msg, "a serving certificate signed by it does not verify for wh: "
-                              "certificate is not yet valid");
+    ck_assert_int_eq(
+        certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, NSANS, 30, &err),
+        WH_EINVAL);
+    ck_assert_str_eq(err.msg,
+                     "a serving certificate signed by it does not verify for wh: "
+                     "certificate is not yet valid");
     ck_assert_ptr_null(leaf.cert_pem);
     certs_pair_dispose(&ca);
     /* nameConstraints that permit only example.com: "wh" and the Service names are out. */
     make_ca(&ca, "nc", -3600L, "critical,permitted;DNS:example.com", NULL);
-    ck_assert_int_eq(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, NSANS, 30,
-                                         &err), WH_EINVAL);
-    ck_assert_str_eq(err.msg, "a serving certificate signed by it does not verify for wh: "
-                              "permitted subtree violation");
+    ck_assert_int_eq(
+        certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, NSANS, 30, &err),
+        WH_EINVAL);
+    ck_assert_str_eq(err.msg,
+                     "a serving certificate signed by it does not verify for wh: "
+                     "permitted subtree violation");
     ck_assert_ptr_null(leaf.cert_pem);
     certs_pair_dispose(&ca);
     /* nameConstraints that permit the names (and the IPs): fine. */
-    make_ca(&ca, "nc-ok", -3600L, "critical,permitted;DNS:wh,permitted;DNS:.wh.ns.svc,"
-                                  "permitted;DNS:wh.ns,permitted;DNS:wh.ns.svc,"
-                                  "permitted;DNS:wh.ns.svc.cluster.local", NULL);
-    ck_assert_msg(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, 4, 30,
-                                      &err) == 0, "%s", err.msg);
+    make_ca(&ca, "nc-ok", -3600L,
+            "critical,permitted;DNS:wh,permitted;DNS:.wh.ns.svc,"
+            "permitted;DNS:wh.ns,permitted;DNS:wh.ns.svc,"
+            "permitted;DNS:wh.ns.svc.cluster.local",
+            NULL);
+    ck_assert_msg(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, 4, 30, &err)
+                      == 0,
+                  "%s", err.msg);
     certs_pair_dispose(&leaf);
     certs_pair_dispose(&ca);
     /* An intermediate CA given without its root: verifies as a partial chain. */
     make_ca(&root, "root", -3600L, NULL, NULL);
     make_ca(&ca, "intermediate", -3600L, NULL, &root);
-    ck_assert_msg(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, NSANS, 30,
-                                      &err) == 0, "%s", err.msg);
+    ck_assert_msg(certs_generate_leaf(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, NSANS, 30, &err)
+                      == 0,
+                  "%s", err.msg);
     ic = ct_pem_cert(ca.cert_pem);
     lc = ct_pem_cert(leaf.cert_pem);
     ck_assert_int_eq(ct_verify(ic, lc, "wh.ns.svc", NULL), X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT);
@@ -979,8 +1008,8 @@ START_TEST(test_chain_not_after)
     char *chain;
     size_t n;
 
-    make_custom(&a, "20350101000000Z", "critical,CA:TRUE", NULL);   /* 2051222400 */
-    make_custom(&b, "20600630123456Z", "critical,CA:TRUE", NULL);   /* 2855824496 */
+    make_custom(&a, "20350101000000Z", "critical,CA:TRUE", NULL); /* 2051222400 */
+    make_custom(&b, "20600630123456Z", "critical,CA:TRUE", NULL); /* 2855824496 */
     n = strlen(a.cert_pem) * 2 + strlen(b.cert_pem) + 1;
     chain = malloc(n);
     /* The second certificate expires first: it counts, not the leaf. */
@@ -988,7 +1017,7 @@ START_TEST(test_chain_not_after)
     ck_assert_int_eq(certs_chain_not_after(chain, &t, &index, &err), 0);
     ck_assert_int_eq(t, 2051222400LL);
     ck_assert_uint_eq(index, 1);
-    ck_assert_int_eq(certs_not_after(chain, &t, &err), 0);   /* the leaf's alone */
+    ck_assert_int_eq(certs_not_after(chain, &t, &err), 0); /* the leaf's alone */
     ck_assert_int_eq(t, 2855824496LL);
     /* The leaf first; then two equal ones: the first of them is named. */
     snprintf(chain, n, "%s%s%s", a.cert_pem, b.cert_pem, a.cert_pem);
@@ -1068,7 +1097,7 @@ START_TEST(test_load_pair_not_regular)
     ck_assert_int_eq(load(&got, "tls.crt", "fifo", &err), WH_EINVAL);
     snprintf(want, sizeof(want), "%s/fifo: a FIFO, not a regular file", tmpdir);
     ck_assert_str_eq(err.msg, want);
-    ck_assert_int_eq(load(&got, "link", "tls.key", &err), WH_EINVAL);   /* followed */
+    ck_assert_int_eq(load(&got, "link", "tls.key", &err), WH_EINVAL); /* followed */
     snprintf(want, sizeof(want), "%s/link: a FIFO, not a regular file", tmpdir);
     ck_assert_str_eq(err.msg, want);
     ck_assert_int_eq(load(&got, "dir", "tls.key", &err), WH_EINVAL);
@@ -1098,23 +1127,26 @@ START_TEST(test_gen_certs_with_ca)
     char *b;
     X509 *cac;
     X509 *lc;
-    const char *gen1[] = {"gen-certs", "--service", "vpw", "--namespace", "ns", "--out", first,
-                          NULL};
-    const char *gen2[] = {"gen-certs", "--service", "vpw", "--namespace", "ns", "--out", second,
-                          "--ca-cert", ca_crt, "--ca-key", ca_key, "--key-type", "rsa", NULL};
-    const char *only_cert[] = {"gen-certs", "--service", "vpw", "--namespace", "ns", "--out",
-                               second, "--ca-cert", ca_crt, NULL};
+    const char *gen1[] = {"gen-certs", "--service", "vpw", "--namespace",
+                          "ns",        "--out",     first, NULL};
+    const char *gen2[] = {"gen-certs", "--service",  "vpw",       "--namespace", "ns",
+                          "--out",     second,       "--ca-cert", ca_crt,        "--ca-key",
+                          ca_key,      "--key-type", "rsa",       NULL};
+    const char *only_cert[] = {"gen-certs", "--service", "vpw",       "--namespace", "ns",
+                               "--out",     second,      "--ca-cert", ca_crt,        NULL};
     const char *not_ca[] = {"gen-certs", "--service", "vpw", "--namespace", "ns", "--out",
-                            second, "--ca-cert", p, "--ca-key", r, "--force", NULL};
-    const char *mismatched[] = {"gen-certs", "--service", "vpw", "--namespace", "ns", "--out",
-                                second, "--ca-cert", ca_crt, "--ca-key", r, "--force", NULL};
+                            second,      "--ca-cert", p,     "--ca-key",    r,    "--force",
+                            NULL};
+    const char *mismatched[] = {"gen-certs", "--service", "vpw",       "--namespace", "ns",
+                                "--out",     second,      "--ca-cert", ca_crt,        "--ca-key",
+                                r,           "--force",   NULL};
 
     snprintf(first, sizeof(first), "%s/first", tmpdir);
     snprintf(second, sizeof(second), "%s/second", tmpdir);
     snprintf(ca_crt, sizeof(ca_crt), "%s/ca.crt", first);
     snprintf(ca_key, sizeof(ca_key), "%s/ca.key", first);
     ck_assert_int_eq(run_gen(7, gen1), 0);
-    ck_assert_int_eq(run_gen(9, only_cert), 2);   /* one of the two: bad usage */
+    ck_assert_int_eq(run_gen(9, only_cert), 2); /* one of the two: bad usage */
     ck_assert_int_eq(access(second, F_OK), -1);
     ck_assert_int_eq(run_gen(13, gen2), 0);
 

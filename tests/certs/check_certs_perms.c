@@ -51,8 +51,8 @@ START_TEST(test_private_modes_accepted)
     struct wh_error err = {0, ""};
 
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-        ck_assert_int_eq(certs_check_key_permissions(key_file("tls.key", ok[i], p, sizeof(p)),
-                                                     &err), 0);
+        ck_assert_int_eq(
+            certs_check_key_permissions(key_file("tls.key", ok[i], p, sizeof(p)), &err), 0);
         ck_assert_str_eq(err.msg, "");
     }
 }

@@ -25,9 +25,9 @@
 #include <openssl/x509.h>
 
 #include "certs/certs.h"
+#include "certs/certwatch.h"
 #include "tests/certtest.h"
 #include "tests/testutil.h"
-#include "certs/certwatch.h"
 #include "webhook/metrics.h"
 
 /* What apply saw (the watcher thread writes, the test reads, under mu). */
@@ -136,18 +136,18 @@ static void publish(const char *cert_pem, const char *key_pem)
 }
 
 /* Wait up to 10 s for cond. */
-#define WAIT_FOR(cond)                                                       \
-    do {                                                                     \
-        for (int w_ = 0; w_ < 1000 && !(cond); w_++)                         \
-            usleep(10000);                                                   \
-        ck_assert_msg((cond), "not within 10 s: %s", #cond);                 \
+#define WAIT_FOR(cond)                                                                             \
+    do {                                                                                           \
+        for (int w_ = 0; w_ < 1000 && !(cond); w_++)                                               \
+            usleep(10000);                                                                         \
+        ck_assert_msg((cond), "not within 10 s: %s", #cond);                                       \
     } while (0)
 
 START_TEST(test_kubelet_swaps)
 {
     const char *const names[] = {"wh.ns.svc"};
     struct certs_pair ca[3], leaf[3];
-    struct certwatch_config cfg = {NULL, NULL, 60000, 50, 0};  /* inotify only: no polling */
+    struct certwatch_config cfg = {NULL, NULL, 60000, 50, 0}; /* inotify only: no polling */
     struct certwatch *w = NULL;
     struct wh_error err = {0, ""};
     char cert_file[PATH_MAX + 16];
@@ -223,7 +223,7 @@ START_TEST(test_poll_fallback_and_errors)
 
     metrics_reset();
     applied = 0;
-    refuse = false;   /* test_kubelet_swaps leaves it set (matters with CK_FORK=no) */
+    refuse = false; /* test_kubelet_swaps leaves it set (matters with CK_FORK=no) */
     ck_assert_int_eq(certwatch_start(&w, &cfg, NULL, apply, NULL, &err), WH_EINVAL);
     ck_assert_ptr_null(w);
     for (int i = 0; i < 2; i++)
@@ -238,7 +238,7 @@ START_TEST(test_poll_fallback_and_errors)
     cfg.cert_file = cert_file;
     cfg.key_file = key_file;
     ck_assert_int_eq(certwatch_start(&w, &cfg, &leaf[0], apply, &mu, &err), 0);
-    write_file(key_file, leaf[1].key_pem, 0600);   /* half way: mismatched */
+    write_file(key_file, leaf[1].key_pem, 0600); /* half way: mismatched */
     write_file(cert_file, leaf[1].cert_pem, 0644);
     WAIT_FOR(applied_now() == 1);
     ck_assert(cert_is(leaf[1].cert_pem));
@@ -263,11 +263,11 @@ END_TEST
 
 /* A self-signed P-256 certificate (PEM, malloc'd) whose notAfter is 2035-01-01T00:00:00Z,
  * made with OpenSSL alone. */
-#define FIXED_NOT_AFTER 2051222400LL   /* date -u -d 2035-01-01 +%s */
+#define FIXED_NOT_AFTER 2051222400LL /* date -u -d 2035-01-01 +%s */
 static char *fixed_cert(void)
 {
-    struct ct_cert t = {.cn = "fixed", .serial = 1, .not_before_s = -3600,
-                        .not_after = "20350101000000Z"};
+    struct ct_cert t = {
+        .cn = "fixed", .serial = 1, .not_before_s = -3600, .not_after = "20350101000000Z"};
     struct certs_pair p = {NULL, NULL};
     char *pem;
 
@@ -340,9 +340,12 @@ START_TEST(test_check_expiry_lines)
     /* After it: error, whole days ago. */
     log = check_expiry_logged(pem, t + 3 * 86400LL + 5, &rc);
     ck_assert_int_eq(rc, 0);
-    ck_assert_msg(strstr(log, "\"level\":\"error\",\"msg\":\"tls: serving certificate "
-                              "expired\",\"not_after\":\"2035-01-01T00:00:00Z\","
-                              "\"days_ago\":\"3\"}\n") != NULL, "%s", log);
+    ck_assert_msg(strstr(log,
+                         "\"level\":\"error\",\"msg\":\"tls: serving certificate "
+                         "expired\",\"not_after\":\"2035-01-01T00:00:00Z\","
+                         "\"days_ago\":\"3\"}\n")
+                      != NULL,
+                  "%s", log);
     free(log);
     ck_assert(metrics_has("\n" GAUGE "2051222400\n"));
     /* No certificate: an error, nothing logged, the gauge untouched. */
@@ -362,7 +365,7 @@ START_TEST(test_expiry_gauge_reload_and_recheck)
 {
     const char *const names[] = {"wh.ns.svc"};
     struct certs_pair ca[2], leaf[2];
-    struct certwatch_config cfg = {NULL, NULL, 60000, 50, 0};   /* re-check: a day */
+    struct certwatch_config cfg = {NULL, NULL, 60000, 50, 0}; /* re-check: a day */
     struct certwatch *w = NULL;
     struct wh_error err = {0, ""};
     char cert_file[PATH_MAX + 16];
@@ -377,8 +380,8 @@ START_TEST(test_expiry_gauge_reload_and_recheck)
         long long t = 0;
 
         /* 1 and 3 days: notAfters two days apart */
-        ck_assert_int_eq(certs_generate(&ca[i], &leaf[i], CERTS_KEY_ECDSA_P256, names, 1,
-                                        1 + 2 * i, NULL), 0);
+        ck_assert_int_eq(
+            certs_generate(&ca[i], &leaf[i], CERTS_KEY_ECDSA_P256, names, 1, 1 + 2 * i, NULL), 0);
         ck_assert_int_eq(certs_not_after(leaf[i].cert_pem, &t, NULL), 0);
         snprintf(want[i], sizeof(want[i]), "\n" GAUGE "%lld\n", t);
     }
@@ -393,7 +396,7 @@ START_TEST(test_expiry_gauge_reload_and_recheck)
     publish(leaf[1].cert_pem, leaf[1].key_pem);
     WAIT_FOR(applied_now() == 1);
     WAIT_FOR(metrics_has(want[1]));
-    ck_assert(!metrics_has(want[0]));   /* serve sets the start pair's, not certwatch */
+    ck_assert(!metrics_has(want[0])); /* serve sets the start pair's, not certwatch */
     certwatch_stop(w);
 
     /* Same files, nothing to reload: the re-check (every 100 ms here) sets it. */
@@ -416,8 +419,8 @@ END_TEST
  * ASN.1 text ("20200101000000Z"), made with OpenSSL alone. */
 static void dated_pair(struct certs_pair *out, const char *not_after)
 {
-    struct ct_cert t = {.cn = "dated", .serial = 1, .not_before_s = -86400L * 3000,
-                        .not_after = not_after};
+    struct ct_cert t = {
+        .cn = "dated", .serial = 1, .not_before_s = -86400L * 3000, .not_after = not_after};
 
     ct_make_cert(out, &t);
 }
@@ -432,7 +435,7 @@ START_TEST(test_check_expiry_chain)
     char *log;
     size_t n;
     int rc = -1;
-    const long long t = FIXED_NOT_AFTER;   /* the second certificate's */
+    const long long t = FIXED_NOT_AFTER; /* the second certificate's */
 
     metrics_reset();
     dated_pair(&leaf, "20400101000000Z");
@@ -448,14 +451,20 @@ START_TEST(test_check_expiry_chain)
     free(log);
     ck_assert(metrics_has("\n" GAUGE "2051222400\n"));
     log = check_expiry_logged(chain, t - 9 * 86400LL - 43200, &rc);
-    ck_assert_msg(strstr(log, "\"level\":\"warn\",\"msg\":\"tls: serving certificate expires "
-                              "soon\",\"not_after\":\"2035-01-01T00:00:00Z\",\"days_left\":\"9\","
-                              "\"chain_index\":\"1\"}\n") != NULL, "%s", log);
+    ck_assert_msg(strstr(log,
+                         "\"level\":\"warn\",\"msg\":\"tls: serving certificate expires "
+                         "soon\",\"not_after\":\"2035-01-01T00:00:00Z\",\"days_left\":\"9\","
+                         "\"chain_index\":\"1\"}\n")
+                      != NULL,
+                  "%s", log);
     free(log);
     log = check_expiry_logged(chain, t + 86400LL, &rc);
-    ck_assert_msg(strstr(log, "\"level\":\"error\",\"msg\":\"tls: serving certificate expired\","
-                              "\"not_after\":\"2035-01-01T00:00:00Z\",\"days_ago\":\"1\","
-                              "\"chain_index\":\"1\"}\n") != NULL, "%s", log);
+    ck_assert_msg(strstr(log,
+                         "\"level\":\"error\",\"msg\":\"tls: serving certificate expired\","
+                         "\"not_after\":\"2035-01-01T00:00:00Z\",\"days_ago\":\"1\","
+                         "\"chain_index\":\"1\"}\n")
+                      != NULL,
+                  "%s", log);
     free(log);
     free(chain);
     certs_pair_dispose(&leaf);
@@ -523,12 +532,17 @@ START_TEST(test_reload_refuses_expired)
     n = fread(log, 1, 16383, tmp);
     log[n] = '\0';
     fclose(tmp);
-    snprintf(want, sizeof(want), "\"level\":\"warn\",\"msg\":\"tls: new pair refused, serving "
+    snprintf(want, sizeof(want),
+             "\"level\":\"warn\",\"msg\":\"tls: new pair refused, serving "
              "the old one\",\"cert_file\":\"%s\",\"key_file\":\"%s\",\"err\":\"certificate "
-             "expired at 2020-01-01T00:00:00Z\"}\n", cert_file, key_file);
+             "expired at 2020-01-01T00:00:00Z\"}\n",
+             cert_file, key_file);
     ck_assert_msg(strstr(log, want) != NULL, "%s", log);
-    ck_assert_msg(strstr(log, "\"err\":\"chain certificate 1 expired at "
-                              "2020-01-01T00:00:00Z\"}\n") != NULL, "%s", log);
+    ck_assert_msg(strstr(log,
+                         "\"err\":\"chain certificate 1 expired at "
+                         "2020-01-01T00:00:00Z\"}\n")
+                      != NULL,
+                  "%s", log);
     ck_assert(metrics_has("webhook_tls_reloads_total{result=\"ok\"} 1\n"));
     ck_assert(metrics_has("webhook_tls_reloads_total{result=\"refused\"} 2\n"));
     free(log);

@@ -29,12 +29,13 @@ START_TEST(test_patch_build)
 
     ck_assert_int_eq(cabundle_patch_build(cfg, "Q0E=", &ops, &n, &err), 0);
     ck_assert_uint_eq(n, 2);
-    tu_assert_json_eq(ops, "[{\"op\": \"test\", \"path\": \"/metadata/resourceVersion\","
-                           " \"value\": \"42\"},"
-                           " {\"op\": \"replace\", \"path\": \"/webhooks/0/clientConfig/caBundle\","
-                           " \"value\": \"Q0E=\"},"
-                           " {\"op\": \"add\", \"path\": \"/webhooks/1/clientConfig/caBundle\","
-                           " \"value\": \"Q0E=\"}]");
+    tu_assert_json_eq(ops,
+                      "[{\"op\": \"test\", \"path\": \"/metadata/resourceVersion\","
+                      " \"value\": \"42\"},"
+                      " {\"op\": \"replace\", \"path\": \"/webhooks/0/clientConfig/caBundle\","
+                      " \"value\": \"Q0E=\"},"
+                      " {\"op\": \"add\", \"path\": \"/webhooks/1/clientConfig/caBundle\","
+                      " \"value\": \"Q0E=\"}]");
     json_decref(ops);
 
     /* No webhooks at all: only the test op, nothing to patch. */
@@ -123,8 +124,7 @@ static void assert_bundles(const char *pem)
 START_TEST(test_patcher_retries)
 {
     struct k8s_client *kc = apitest_client(&api);
-    struct cabundle_config pcfg = {"vpw-test", "-----BEGIN CERTIFICATE-----\nQ0E=\n", 20,
-                                           80, 5000};
+    struct cabundle_config pcfg = {"vpw-test", "-----BEGIN CERTIFICATE-----\nQ0E=\n", 20, 80, 5000};
     struct cabundle_patcher *p = NULL;
     struct wh_error err = {0, ""};
 
@@ -137,13 +137,13 @@ START_TEST(test_patcher_retries)
                 " {\"method\": \"PATCH\", \"path_regex\": \"mutatingwebhookconfigurations/\","
                 " \"count\": 2, \"status\": 409, \"reason\": \"Conflict\","
                 " \"message\": \"the object has been modified\"}]");
-    ck_assert_int_eq(cabundle_done(p), 0);   /* NULL: not done */
+    ck_assert_int_eq(cabundle_done(p), 0); /* NULL: not done */
     ck_assert_msg(cabundle_start(&p, kc, &pcfg, &err) == 0, "%s", err.msg);
     wait_done(p);
     cabundle_stop(p);
     assert_bundles(pcfg.ca_pem);
     /* 503 GET; GET + 409; GET + 409; GET + PATCH: then nothing more */
-    ck_assert_int_eq(apitest_count(&api, "GET", MWC_PATH), 4 + 1);  /* + assert_bundles */
+    ck_assert_int_eq(apitest_count(&api, "GET", MWC_PATH), 4 + 1); /* + assert_bundles */
     ck_assert_int_eq(apitest_count(&api, "PATCH", MWC_PATH), 3);
     k8s_client_destroy(kc);
 }
@@ -153,8 +153,8 @@ END_TEST
 START_TEST(test_patcher_waits_for_config)
 {
     struct k8s_client *kc = apitest_client(&api);
-    struct cabundle_config pcfg = {"vpw-test", "-----BEGIN CERTIFICATE-----\nTEFURQ==\n",
-                                           20, 40, 5000};
+    struct cabundle_config pcfg = {"vpw-test", "-----BEGIN CERTIFICATE-----\nTEFURQ==\n", 20, 40,
+                                   5000};
     struct cabundle_patcher *p = NULL;
 
     ck_assert_int_eq(cabundle_start(&p, kc, &pcfg, NULL), 0);

@@ -7,16 +7,16 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
-#include "tests/testutil.h"
 #include "controller/cache.h"
+#include "tests/testutil.h"
 
 /* A Job ns/name with resourceVersion rv (new reference). */
 static json_t *job(const char *ns, const char *name, const char *rv)
 {
-    json_t *j = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:{s:[{s:s, s:i}]}}",
-                          "apiVersion", "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata",
-                          "name", name, "namespace", ns, "resourceVersion", rv, "uid", "u-1",
-                          "spec", "tasks", "name", "t", "replicas", 1);
+    json_t *j = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:{s:[{s:s, s:i}]}}", "apiVersion",
+                          "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata", "name", name,
+                          "namespace", ns, "resourceVersion", rv, "uid", "u-1", "spec", "tasks",
+                          "name", "t", "replicas", 1);
 
     ck_assert_ptr_nonnull(j);
     return j;
@@ -117,7 +117,8 @@ START_TEST(test_reads_are_private)
     json_t *b = NULL;
 
     ck_assert_int_eq(cache_put(c, j1), 0);
-    json_object_set_new(j1, "kind", json_string("Changed"));  /* the caller's object stays the caller's */
+    json_object_set_new(j1, "kind",
+                        json_string("Changed")); /* the caller's object stays the caller's */
     ck_assert_int_eq(cache_get(c, "ns1", "j1", &a), 0);
     ck_assert_int_eq(cache_get(c, "ns1", "j1", &b), 0);
     ck_assert_ptr_ne(a, b);
@@ -148,7 +149,8 @@ START_TEST(test_put_prunes_unread_parts)
         "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
         "\"metadata\":{\"name\":\"j\",\"namespace\":\"ns\",\"uid\":\"u-1\","
         "\"resourceVersion\":\"4\",\"managedFields\":[{\"manager\":\"kubectl\"}],"
-        "\"annotations\":{\"kubectl.kubernetes.io/last-applied-configuration\":\"{}\",\"a\":\"1\"}},"
+        "\"annotations\":{\"kubectl.kubernetes.io/"
+        "last-applied-configuration\":\"{}\",\"a\":\"1\"}},"
         "\"spec\":{\"minAvailable\":3,\"plugins\":{\"svc\":[]},\"tasks\":["
         "{\"name\":\"ps\",\"replicas\":1,\"template\":{\"metadata\":{\"labels\":{\"x\":\"y\"}},"
         "\"spec\":{\"hostname\":\"h\",\"subdomain\":\"d\",\"containers\":[{\"name\":\"c\"}],"
@@ -161,17 +163,17 @@ START_TEST(test_put_prunes_unread_parts)
     json_t *j = tu_json(full);
     json_t *orig = tu_json(full);
     json_t *got = NULL;
-    const char *want =
-        "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
-        "\"metadata\":{\"name\":\"j\",\"namespace\":\"ns\",\"uid\":\"u-1\","
-        "\"resourceVersion\":\"4\"},"
-        "\"spec\":{\"plugins\":{\"svc\":[]},\"tasks\":["
-        "{\"name\":\"ps\",\"replicas\":1,\"template\":{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"d\"}}},"
-        "{\"name\":\"w\",\"replicas\":2,\"template\":{\"spec\":{\"hostname\":7}}},"
-        "{\"name\":\"odd\",\"template\":{\"spec\":\"not an object\"}},"
-        "{\"name\":\"odder\",\"template\":5},"
-        "{\"name\":\"bare\"}, 3]},"
-        "\"status\":{\"state\":{\"phase\":\"Running\"}}}";
+    const char *want = "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+                       "\"metadata\":{\"name\":\"j\",\"namespace\":\"ns\",\"uid\":\"u-1\","
+                       "\"resourceVersion\":\"4\"},"
+                       "\"spec\":{\"plugins\":{\"svc\":[]},\"tasks\":["
+                       "{\"name\":\"ps\",\"replicas\":1,\"template\":{\"spec\":{\"hostname\":\"h\","
+                       "\"subdomain\":\"d\"}}},"
+                       "{\"name\":\"w\",\"replicas\":2,\"template\":{\"spec\":{\"hostname\":7}}},"
+                       "{\"name\":\"odd\",\"template\":{\"spec\":\"not an object\"}},"
+                       "{\"name\":\"odder\",\"template\":5},"
+                       "{\"name\":\"bare\"}, 3]},"
+                       "\"status\":{\"state\":{\"phase\":\"Running\"}}}";
 
     ck_assert_int_eq(cache_put(c, j), 0);
     ck_assert(json_equal(j, orig));
@@ -246,7 +248,7 @@ START_TEST(test_bad_input)
     ck_assert_int_eq(replace_all(c, items, &adds, &changes), 0);
     tu_assert_json_eq(adds, "[-3, -3, -3, -3, 0]");
     ck_assert_int_eq(WH_EINVAL, -3);
-    ck_assert_uint_eq(json_array_size(changes), 1);   /* a/b added */
+    ck_assert_uint_eq(json_array_size(changes), 1); /* a/b added */
     ck_assert_uint_eq(cache_size(c), 1);
     ck_assert_int_eq(cache_get(c, "a", "b", &got), 0);
     json_decref(got);
@@ -312,7 +314,7 @@ START_TEST(test_replace_all)
     ck_assert(json_equal(json_array_get(all, 1), e));
     ck_assert(json_equal(json_array_get(all, 2), d));
     ck_assert_ptr_ne(json_array_get(all, 0), b2);
-    ck_assert_int_eq(b2->refcount, 2);   /* ours and items': the snapshot holds copies */
+    ck_assert_int_eq(b2->refcount, 2); /* ours and items': the snapshot holds copies */
     json_decref(all);
 
     /* No handler is allowed; an empty LIST empties the cache. */
@@ -346,11 +348,11 @@ START_TEST(test_replace_all_uid_changed)
 {
     struct job_cache *c = cache_create();
     json_t *a = job_uid("ns", "a", "1", "uid-a1");
-    json_t *a2 = job_uid("ns", "a", "9", "uid-a2");      /* deleted and created again */
+    json_t *a2 = job_uid("ns", "a", "9", "uid-a2"); /* deleted and created again */
     json_t *b = job_uid("ns", "b", "2", "uid-b");
-    json_t *b2 = job_uid("ns", "b", "5", "uid-b");       /* only changed */
+    json_t *b2 = job_uid("ns", "b", "5", "uid-b"); /* only changed */
     json_t *d = job_uid("ns", "d", "3", "uid-d1");
-    json_t *d2 = job_uid("ns", "d", "3", "uid-d2");      /* same resourceVersion, other uid */
+    json_t *d2 = job_uid("ns", "d", "3", "uid-d2"); /* same resourceVersion, other uid */
     json_t *items;
     json_t *changes = NULL;
     json_t *want_changes;
@@ -403,14 +405,14 @@ END_TEST
 /* ---- many readers, one writer ---- */
 
 #define N_READERS 4
-#define N_JOBS 16
-#define N_ROUNDS 300
+#define N_JOBS    16
+#define N_ROUNDS  300
 
 struct race {
     struct job_cache *c;
     atomic_bool done;
     atomic_ulong hits;
-    atomic_ulong bad;          /* a reader saw a Job that is not the one it asked for */
+    atomic_ulong bad; /* a reader saw a Job that is not the one it asked for */
 };
 
 static void *reader(void *arg)
@@ -477,15 +479,9 @@ START_TEST(test_concurrent_readers_one_writer)
             snprintf(rv, sizeof(rv), "%ld", next_rv++);
             j = job("ns", name, rv);
             switch ((round + (int)k) % 4) {
-            case 0:
-                ck_assert_int_eq(cache_put(r.c, j), 0);
-                break;
-            case 1:
-                cache_remove(r.c, "ns", name);
-                break;
-            default:
-                ck_assert_int_eq(json_array_append(items, j), 0);
-                break;
+            case 0: ck_assert_int_eq(cache_put(r.c, j), 0); break;
+            case 1: cache_remove(r.c, "ns", name); break;
+            default: ck_assert_int_eq(json_array_append(items, j), 0); break;
             }
             json_decref(j);
         }

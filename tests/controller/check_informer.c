@@ -18,13 +18,13 @@
  */
 #include <pthread.h>
 
-#include "tests/apitest.h"
 #include "controller/cache.h"
 #include "controller/informer.h"
+#include "tests/apitest.h"
 
-#define JOBS "/apis/batch.volcano.sh/v1alpha1/jobs"
+#define JOBS     "/apis/batch.volcano.sh/v1alpha1/jobs"
 #define NS1_JOBS "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs"
-#define WAIT_MS 20000L
+#define WAIT_MS  20000L
 
 static struct apitest api;
 static struct k8s_client *kc;
@@ -34,7 +34,7 @@ static struct informer *inf;
 /* ---- handler log: "add ns/name rv", "update ns/name oldrv>newrv", "delete ns/name" ---- */
 
 static pthread_mutex_t ev_mu = PTHREAD_MUTEX_INITIALIZER;
-static json_t *ev_log;    /* array of strings; under ev_mu */
+static json_t *ev_log; /* array of strings; under ev_mu */
 
 static const char *meta(const json_t *j, const char *k)
 {
@@ -55,7 +55,7 @@ static void on_add(void *ud, const json_t *job)
     char buf[256];
 
     if (ud != &ev_mu)
-        ev_add("bad userdata");   /* no ck_assert off the test's own thread */
+        ev_add("bad userdata"); /* no ck_assert off the test's own thread */
     snprintf(buf, sizeof(buf), "add %s/%s %s", meta(job, "namespace"), meta(job, "name"),
              meta(job, "resourceVersion"));
     ev_add(buf);
@@ -107,11 +107,11 @@ static void settle(void)
     apitest_nap(300);
 }
 
-#define assert_events(want_text)                 \
-    do {                                         \
-        pthread_mutex_lock(&ev_mu);              \
-        tu_assert_json_eq(ev_log, want_text);    \
-        pthread_mutex_unlock(&ev_mu);            \
+#define assert_events(want_text)                                                                   \
+    do {                                                                                           \
+        pthread_mutex_lock(&ev_mu);                                                                \
+        tu_assert_json_eq(ev_log, want_text);                                                      \
+        pthread_mutex_unlock(&ev_mu);                                                              \
     } while (0)
 
 static struct informer_stats stats(void)
@@ -123,14 +123,14 @@ static struct informer_stats stats(void)
 }
 
 /* Wait until the stats satisfy cond (an expression over s). */
-#define wait_stats(cond)                                         \
-    do {                                                         \
-        struct informer_stats s = stats();                       \
-        for (long t_ = 0; t_ < WAIT_MS && !(cond); t_ += 20) {   \
-            apitest_nap(20);                                     \
-            s = stats();                                         \
-        }                                                        \
-        ck_assert_msg((cond), "timed out waiting for " #cond);   \
+#define wait_stats(cond)                                                                           \
+    do {                                                                                           \
+        struct informer_stats s = stats();                                                         \
+        for (long t_ = 0; t_ < WAIT_MS && !(cond); t_ += 20) {                                     \
+            apitest_nap(20);                                                                       \
+            s = stats();                                                                           \
+        }                                                                                          \
+        ck_assert_msg((cond), "timed out waiting for " #cond);                                     \
     } while (0)
 
 /* ---- fixture ---- */
@@ -189,11 +189,17 @@ static void seed_jobs(void)
 {
     apitest_ctl(&api, "POST", "/_test/objects",
                 "[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
-                "  \"metadata\":{\"name\":\"a\",\"namespace\":\"ns1\"},\"spec\":{\"tasks\":[{\"name\":\"t\",\"replicas\":1}]}},"
+                "  "
+                "\"metadata\":{\"name\":\"a\",\"namespace\":\"ns1\"},\"spec\":{\"tasks\":[{"
+                "\"name\":\"t\",\"replicas\":1}]}},"
                 " {\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
-                "  \"metadata\":{\"name\":\"b\",\"namespace\":\"ns1\"},\"spec\":{\"minAvailable\":1,\"tasks\":[{\"name\":\"t\",\"replicas\":1}]}},"
+                "  "
+                "\"metadata\":{\"name\":\"b\",\"namespace\":\"ns1\"},\"spec\":{\"minAvailable\":1,"
+                "\"tasks\":[{\"name\":\"t\",\"replicas\":1}]}},"
                 " {\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
-                "  \"metadata\":{\"name\":\"c\",\"namespace\":\"ns2\"},\"spec\":{\"tasks\":[{\"name\":\"t\",\"replicas\":1}]}}]");
+                "  "
+                "\"metadata\":{\"name\":\"c\",\"namespace\":\"ns2\"},\"spec\":{\"tasks\":[{"
+                "\"name\":\"t\",\"replicas\":1}]}}]");
 }
 
 /* REST writes through the API, as a user would make them. */
@@ -201,10 +207,11 @@ static void api_create(const char *name)
 {
     char body[256];
 
-    snprintf(body, sizeof(body),
-             "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
-             "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"tasks\":[{\"name\":\"t\",\"replicas\":1}]}}",
-             name);
+    snprintf(
+        body, sizeof(body),
+        "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+        "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"tasks\":[{\"name\":\"t\",\"replicas\":1}]}}",
+        name);
     ck_assert_int_eq(apitest_call(&api, "POST", NS1_JOBS, body, true, NULL), 201);
 }
 
@@ -300,8 +307,7 @@ static void seed_job_of_size(const char *name, size_t pad)
                    "\"annotations\":{\"pad\":\"",
                    name);
     memset(body + off, 'p', pad);
-    snprintf(body + off + pad, 512,
-             "\"}},\"spec\":{\"tasks\":[{\"name\":\"t\",\"replicas\":1}]}}");
+    snprintf(body + off + pad, 512, "\"}},\"spec\":{\"tasks\":[{\"name\":\"t\",\"replicas\":1}]}}");
     apitest_ctl(&api, "POST", "/_test/objects", body);
     free(body);
 }
@@ -356,10 +362,10 @@ START_TEST(test_watch_events_in_order)
     seed_jobs();
     start(300, 50);
     wait_events(3);
-    api_create("d");                    /* rv 4 */
-    api_set_replicas("a", 5);      /* rv 5 */
-    api_delete("b");                    /* rv 6 */
-    api_set_replicas("d", 9);      /* rv 7 */
+    api_create("d");          /* rv 4 */
+    api_set_replicas("a", 5); /* rv 5 */
+    api_delete("b");          /* rv 6 */
+    api_set_replicas("d", 9); /* rv 7 */
     wait_events(7);
     settle();
     assert_events("[\"add ns1/a 1\", \"add ns1/b 2\", \"add ns2/c 3\","
@@ -381,16 +387,16 @@ END_TEST
 START_TEST(test_relist_after_compaction)
 {
     seed_jobs();
-    start(1, 50);   /* 1 s watches: the next one comes soon */
+    start(1, 50); /* 1 s watches: the next one comes soon */
     wait_events(3);
     /* Keep every new watch failing while the history moves on without us. */
     apitest_ctl(&api, "POST", "/_test/faults",
                 "{\"method\":\"GET\",\"path_regex\":\"watch=\",\"status\":500,"
                 "\"reason\":\"InternalError\",\"message\":\"down\",\"count\":-1}");
     wait_stats(s.errors >= 1);
-    api_delete("b");                    /* rv 4 */
-    api_create("e");                    /* rv 5 */
-    api_set_replicas("a", 3);      /* rv 6 */
+    api_delete("b");          /* rv 4 */
+    api_create("e");          /* rv 5 */
+    api_set_replicas("a", 3); /* rv 6 */
     apitest_ctl(&api, "POST", "/_test/compact", "{}");
     apitest_ctl(&api, "DELETE", "/_test/faults", NULL);
     if (_i == 1)
@@ -411,7 +417,7 @@ START_TEST(test_relist_after_compaction)
     ck_assert_int_eq(cached_replicas("ns1", "e"), 1);
     ck_assert_int_eq(cached_replicas("ns1", "b"), -1);
     /* And it watches on from the new list. */
-    api_create("f");                    /* rv 7 */
+    api_create("f"); /* rv 7 */
     wait_events(7);
     settle();
     assert_events("[\"add ns1/a 1\", \"add ns1/b 2\", \"add ns2/c 3\","
@@ -433,7 +439,7 @@ START_TEST(test_dropped_watch_resumes)
         char name[8];
 
         snprintf(name, sizeof(name), "j%d", i);
-        api_create(name);               /* rv 4..8 */
+        api_create(name); /* rv 4..8 */
     }
     wait_events(8);
     settle();
@@ -460,7 +466,7 @@ START_TEST(test_list_error_backoff_then_sync)
     ck_assert(cache_synced(cache));
     ck_assert_uint_eq(stats().errors, 3);
     ck_assert_uint_eq(stats().lists, 1);
-    ck_assert_int_eq(count_jobs_requests("limit=2"), 5);   /* 3 refused + 2 pages */
+    ck_assert_int_eq(count_jobs_requests("limit=2"), 5); /* 3 refused + 2 pages */
 }
 END_TEST
 
@@ -476,8 +482,12 @@ END_TEST
 START_TEST(test_list_page_over_body_cap_halves)
 {
     struct informer_config cfg = {
-        .page_size = 8, .request_timeout_ms = 5000, .watch_timeout_s = 1,
-        .idle_timeout_ms = 10000, .backoff_min_ms = 50, .backoff_max_ms = 200,
+        .page_size = 8,
+        .request_timeout_ms = 5000,
+        .watch_timeout_s = 1,
+        .idle_timeout_ms = 10000,
+        .backoff_min_ms = 50,
+        .backoff_max_ms = 200,
     };
     json_t *q;
 
@@ -496,25 +506,28 @@ START_TEST(test_list_page_over_body_cap_halves)
     ck_assert_int_eq(cached_replicas("ns1", "j11"), 1);
     /* 8: page 2 too big; 4: page 3 too big; 2: six pages, each from the start. */
     q = list_queries(NULL);
-    tu_assert_json_eq(q, "[\"limit=8\", \"limit=8&continue\","
-                         " \"limit=4\", \"limit=4&continue\", \"limit=4&continue\","
-                         " \"limit=2\", \"limit=2&continue\", \"limit=2&continue\","
-                         " \"limit=2&continue\", \"limit=2&continue\", \"limit=2&continue\"]");
+    tu_assert_json_eq(q,
+                      "[\"limit=8\", \"limit=8&continue\","
+                      " \"limit=4\", \"limit=4&continue\", \"limit=4&continue\","
+                      " \"limit=2\", \"limit=2&continue\", \"limit=2&continue\","
+                      " \"limit=2&continue\", \"limit=2&continue\", \"limit=2&continue\"]");
     json_decref(q);
     ck_assert_uint_eq(stats().errors, 2);
     ck_assert_uint_eq(stats().lists, 1);
 
     /* A relist (the next watch answers 410) keeps the smaller size: no 8 or 4 again. */
-    apitest_fault(&api, "{\"method\":\"GET\",\"path_regex\":\"watch=\",\"status\":410,"
-                        "\"reason\":\"Expired\",\"message\":\"too old\",\"count\":1}");
+    apitest_fault(&api,
+                  "{\"method\":\"GET\",\"path_regex\":\"watch=\",\"status\":410,"
+                  "\"reason\":\"Expired\",\"message\":\"too old\",\"count\":1}");
     wait_stats(s.lists >= 2);
     q = list_queries(NULL);
-    tu_assert_json_eq(q, "[\"limit=8\", \"limit=8&continue\","
-                         " \"limit=4\", \"limit=4&continue\", \"limit=4&continue\","
-                         " \"limit=2\", \"limit=2&continue\", \"limit=2&continue\","
-                         " \"limit=2&continue\", \"limit=2&continue\", \"limit=2&continue\","
-                         " \"limit=2\", \"limit=2&continue\", \"limit=2&continue\","
-                         " \"limit=2&continue\", \"limit=2&continue\", \"limit=2&continue\"]");
+    tu_assert_json_eq(q,
+                      "[\"limit=8\", \"limit=8&continue\","
+                      " \"limit=4\", \"limit=4&continue\", \"limit=4&continue\","
+                      " \"limit=2\", \"limit=2&continue\", \"limit=2&continue\","
+                      " \"limit=2&continue\", \"limit=2&continue\", \"limit=2&continue\","
+                      " \"limit=2\", \"limit=2&continue\", \"limit=2&continue\","
+                      " \"limit=2&continue\", \"limit=2&continue\", \"limit=2&continue\"]");
     json_decref(q);
     ck_assert_uint_eq(stats().errors, 2);
     ck_assert_uint_eq(stats().relists_gone, 1);
@@ -529,8 +542,12 @@ END_TEST
 START_TEST(test_list_single_object_over_body_cap)
 {
     struct informer_config cfg = {
-        .page_size = 2, .request_timeout_ms = 5000, .watch_timeout_s = 300,
-        .idle_timeout_ms = 10000, .backoff_min_ms = 600000, .backoff_max_ms = 600000,
+        .page_size = 2,
+        .request_timeout_ms = 5000,
+        .watch_timeout_s = 300,
+        .idle_timeout_ms = 10000,
+        .backoff_min_ms = 600000,
+        .backoff_max_ms = 600000,
     };
     json_t *q;
 
@@ -565,8 +582,8 @@ static void fault_override(const char *re, const char *text)
     json_decref(rule);
 }
 
-#define GONE_STATUS                                                                     \
-    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\"," \
+#define GONE_STATUS                                                                                \
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","           \
     "\"reason\":\"Expired\",\"code\":410,\"message\":\"too old resource version\"}"
 
 /*
@@ -583,8 +600,12 @@ static void fault_override(const char *re, const char *text)
 START_TEST(test_gone_storm_backs_off)
 {
     struct informer_config cfg = {
-        .page_size = 2, .request_timeout_ms = 5000, .watch_timeout_s = 300,
-        .idle_timeout_ms = 10000, .backoff_min_ms = 50, .backoff_max_ms = 800,
+        .page_size = 2,
+        .request_timeout_ms = 5000,
+        .watch_timeout_s = 300,
+        .idle_timeout_ms = 10000,
+        .backoff_min_ms = 50,
+        .backoff_max_ms = 800,
     };
     json_t *reqs;
     json_t *r;
@@ -594,15 +615,17 @@ START_TEST(test_gone_storm_backs_off)
 
     seed_job_of_size("a", 10);
     if (_i == 0)
-        apitest_fault(&api, "{\"method\":\"GET\",\"path_regex\":\"watch=\",\"status\":410,"
-                            "\"reason\":\"Expired\",\"message\":\"too old resource version\","
-                            "\"count\":-1}");
+        apitest_fault(&api,
+                      "{\"method\":\"GET\",\"path_regex\":\"watch=\",\"status\":410,"
+                      "\"reason\":\"Expired\",\"message\":\"too old resource version\","
+                      "\"count\":-1}");
     else
-        apitest_fault(&api, "{\"method\":\"GET\",\"path_regex\":\"watch=\",\"count\":-1,"
-                            "\"body_override\":\"{\\\"type\\\":\\\"ERROR\\\",\\\"object\\\":"
-                            "{\\\"kind\\\":\\\"Status\\\",\\\"apiVersion\\\":\\\"v1\\\","
-                            "\\\"status\\\":\\\"Failure\\\",\\\"reason\\\":\\\"Expired\\\","
-                            "\\\"code\\\":410,\\\"message\\\":\\\"too old\\\"}}\\n\"}");
+        apitest_fault(&api,
+                      "{\"method\":\"GET\",\"path_regex\":\"watch=\",\"count\":-1,"
+                      "\"body_override\":\"{\\\"type\\\":\\\"ERROR\\\",\\\"object\\\":"
+                      "{\\\"kind\\\":\\\"Status\\\",\\\"apiVersion\\\":\\\"v1\\\","
+                      "\\\"status\\\":\\\"Failure\\\",\\\"reason\\\":\\\"Expired\\\","
+                      "\\\"code\\\":410,\\\"message\\\":\\\"too old\\\"}}\\n\"}");
     start_cfg(&cfg);
     wait_stats(s.lists >= 7);
     /* The first 13 Jobs requests: LIST, WATCH, ... LIST (7 LISTs of one page each). */
@@ -623,15 +646,15 @@ START_TEST(test_gone_storm_backs_off)
     ck_assert_int_eq(n, 13);
     for (int k = 1; k <= 6; k++) {
         long d = 50L << (k - 1);
-        double gap = t[2 * k] - t[2 * k - 1];   /* WATCH k → LIST k+1 */
+        double gap = t[2 * k] - t[2 * k - 1]; /* WATCH k → LIST k+1 */
 
         if (d > 800)
             d = 800;
-        ck_assert_msg(gap >= (double)(d / 2) / 1000.0, "gap %d: %.4f s, want >= %ld ms", k,
-                      gap, d / 2);
+        ck_assert_msg(gap >= (double)(d / 2) / 1000.0, "gap %d: %.4f s, want >= %ld ms", k, gap,
+                      d / 2);
     }
     ck_assert_uint_ge(stats().relists_gone, 6);
-    ck_assert_uint_eq(stats().errors, 0);   /* a 410 is a relist, not an error */
+    ck_assert_uint_eq(stats().errors, 0); /* a 410 is a relist, not an error */
 }
 END_TEST
 
@@ -642,18 +665,23 @@ END_TEST
 START_TEST(test_gone_after_delivery_relists_at_once)
 {
     struct informer_config cfg = {
-        .page_size = 2, .request_timeout_ms = 5000, .watch_timeout_s = 1,
-        .idle_timeout_ms = 10000, .backoff_min_ms = 600000, .backoff_max_ms = 600000,
+        .page_size = 2,
+        .request_timeout_ms = 5000,
+        .watch_timeout_s = 1,
+        .idle_timeout_ms = 10000,
+        .backoff_min_ms = 600000,
+        .backoff_max_ms = 600000,
     };
     json_t *q;
 
     seed_jobs();
     start_cfg(&cfg);
     wait_events(3);
-    api_create("d");                    /* rv 4: the watch delivers it */
+    api_create("d"); /* rv 4: the watch delivers it */
     wait_events(4);
-    apitest_fault(&api, "{\"method\":\"GET\",\"path_regex\":\"watch=\",\"status\":410,"
-                        "\"reason\":\"Expired\",\"message\":\"too old\",\"count\":1}");
+    apitest_fault(&api,
+                  "{\"method\":\"GET\",\"path_regex\":\"watch=\",\"status\":410,"
+                  "\"reason\":\"Expired\",\"message\":\"too old\",\"count\":1}");
     wait_stats(s.lists >= 2);
     ck_assert_uint_eq(stats().relists_gone, 1);
     ck_assert_uint_eq(stats().errors, 0);
@@ -714,7 +742,7 @@ START_TEST(test_wrong_kind_skipped)
     ck_assert_int_eq(cache_get(cache, "ns1", "p", &job), WH_ENOTFOUND);
     ck_assert_int_eq(cache_get(cache, "ns1", "k", &job), WH_ENOTFOUND);
     ck_assert_int_eq(cache_get(cache, "ns1", "nokind", &job), WH_ENOTFOUND);
-    ck_assert_uint_eq(stats().errors, 6);   /* 2 in the LIST, 4 in the WATCH */
+    ck_assert_uint_eq(stats().errors, 6); /* 2 in the LIST, 4 in the WATCH */
     ck_assert_uint_eq(stats().lists, 1);
     ck_assert_uint_eq(stats().watches, 2);
     ck_assert_int_eq(count_jobs_requests("resourceVersion=7"), 1);
@@ -728,7 +756,7 @@ START_TEST(test_stop_while_backing_off)
     apitest_ctl(&api, "POST", "/_test/faults",
                 "{\"method\":\"GET\",\"path_regex\":\"/v1alpha1/jobs\",\"status\":500,"
                 "\"reason\":\"InternalError\",\"message\":\"down\",\"count\":-1}");
-    start(300, 600000);   /* a 5-10 minute backoff after the first failure */
+    start(300, 600000); /* a 5-10 minute backoff after the first failure */
     wait_stats(s.errors >= 1);
     ck_assert(!cache_synced(cache));
     informer_stop(inf);
@@ -744,7 +772,7 @@ START_TEST(test_stop_while_watching)
     wait_stats(s.watches >= 1);
     informer_stop(inf);
     inf = NULL;
-    ck_assert_uint_eq(cache_size(cache), 3);   /* the cache outlives its informer */
+    ck_assert_uint_eq(cache_size(cache), 3); /* the cache outlives its informer */
 }
 END_TEST
 

@@ -7,16 +7,16 @@
  */
 #include <pthread.h>
 
-#include "tests/apitest.h"
 #include "controller/cache.h"
 #include "controller/lookup.h"
+#include "tests/apitest.h"
 
 #define JOB_PATH "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs/j1"
 
 static struct apitest api;
 static struct k8s_client *kc;
 static struct job_cache *cache;
-static json_t *stored;     /* Job ns1/j1 as the API server stored it */
+static json_t *stored; /* Job ns1/j1 as the API server stored it */
 
 static void setup(void)
 {
@@ -59,8 +59,8 @@ static json_t *cached_job(const char *uid)
 {
     return json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:{s:{s:[]}}}", "apiVersion",
                      "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata", "name", "j1",
-                     "namespace", "ns1", "uid", uid, "resourceVersion", "1", "spec",
-                     "plugins", "svc");
+                     "namespace", "ns1", "uid", uid, "resourceVersion", "1", "spec", "plugins",
+                     "svc");
 }
 
 static int get(struct job_lookup *l, const char *name, const char *uid, json_t **out,
@@ -83,7 +83,7 @@ START_TEST(test_cached_job_makes_no_request)
     cache_set_synced(cache, true);
     for (int i = 0; i < 5; i++) {
         ck_assert_int_eq(get(&l, "j1", uid_of(stored), &got, &err), 0);
-        ck_assert(json_equal(got, job));       /* the cached one (plugins svc), not the API's */
+        ck_assert(json_equal(got, job)); /* the cached one (plugins svc), not the API's */
         json_decref(got);
         got = NULL;
     }
@@ -146,7 +146,8 @@ START_TEST(test_errors)
     /* 404 → WH_ENOTFOUND (D7: allowed with a warning). */
     ck_assert_int_eq(get(&l, "nope", "u", &got, &err), WH_ENOTFOUND);
     ck_assert_ptr_null(got);
-    ck_assert_int_eq(apitest_count(&api, "GET", "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs/nope"), 1);
+    ck_assert_int_eq(
+        apitest_count(&api, "GET", "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs/nope"), 1);
 
     /* 500 → WH_EAPI with the Status reason. */
     apitest_ctl(&api, "POST", "/_test/faults",
@@ -229,7 +230,7 @@ START_TEST(test_concurrent_misses_share_one_get)
         ck_assert_int_eq(t[i].rc, 0);
         ck_assert(json_equal(t[i].job, stored));
         for (int k = 0; k < i; k++)
-            ck_assert_ptr_ne(t[i].job, t[k].job);   /* each its own copy */
+            ck_assert_ptr_ne(t[i].job, t[k].job); /* each its own copy */
     }
     for (int i = 0; i < N; i++)
         json_decref(t[i].job);
@@ -253,7 +254,7 @@ START_TEST(test_concurrent_misses_share_one_get)
     ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 2);
     pthread_barrier_destroy(&go);
     lookup_dispose(&l);
-    lookup_dispose(&l);   /* safe twice */
+    lookup_dispose(&l); /* safe twice */
 }
 END_TEST
 
@@ -272,8 +273,9 @@ START_TEST(test_waiting_capped)
     /* One lookup waits on j1's GET, the most allowed: another Job is refused at once,
      * without a request, and so is a follower of j1 (it would block a worker too). */
     ck_assert_int_eq(get(&l, "j2", "u", &got, &err), WH_EBUSY);
-    ck_assert_str_eq(err.msg, "too many reviews waiting on volcano job reads from the API "
-                              "server (1); try again");
+    ck_assert_str_eq(err.msg,
+                     "too many reviews waiting on volcano job reads from the API "
+                     "server (1); try again");
     ck_assert_ptr_null(got);
     wh_error_clear(&err);
     ck_assert_int_eq(get(&l, "j1", "", &got, &err), WH_EBUSY);
@@ -283,8 +285,8 @@ START_TEST(test_waiting_capped)
     ck_assert(json_equal(a.job, stored));
     json_decref(a.job);
     ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 1);
-    ck_assert_int_eq(apitest_count(&api, "GET",
-                                   "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs/j2"), 0);
+    ck_assert_int_eq(
+        apitest_count(&api, "GET", "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs/j2"), 0);
     /* Landed: room again. */
     wh_error_clear(&err);
     ck_assert_int_eq(get(&l, "j2", "u", &got, &err), WH_ENOTFOUND);

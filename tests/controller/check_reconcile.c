@@ -12,12 +12,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "plugins/plugin.h"
-#include "plugins/sshkeys.h"
-#include "tests/testutil.h"
 #include "controller/cache.h"
 #include "controller/reconcile.h"
 #include "controller/reconcile_internal.h"
+#include "plugins/plugin.h"
+#include "plugins/sshkeys.h"
+#include "tests/testutil.h"
 
 #define MAX_CALLS 256
 
@@ -27,18 +27,18 @@ static pthread_mutex_t fk_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fk_cv = PTHREAD_COND_INITIALIZER;
 static char fk_calls[MAX_CALLS][128];
 static size_t fk_ncalls;
-static int fk_fail[8][3];            /* [plugin][hook]: fail this many more calls */
-static bool fk_block;                /* hooks of blocking plugin wait while set */
-static int fk_block_plugin = -1;     /* registry index that blocks, -1 none */
-static int fk_blocked;               /* hooks waiting at the gate */
-static int fk_active[2];             /* running hooks per job name j1/j2 */
+static int fk_fail[8][3];        /* [plugin][hook]: fail this many more calls */
+static bool fk_block;            /* hooks of blocking plugin wait while set */
+static int fk_block_plugin = -1; /* registry index that blocks, -1 none */
+static int fk_blocked;           /* hooks waiting at the gate */
+static int fk_active[2];         /* running hooks per job name j1/j2 */
 static int fk_max_active[2];
-static int fk_max_total;             /* most hooks running at once, all jobs */
+static int fk_max_total; /* most hooks running at once, all jobs */
 static int fk_total;
-static long fk_sleep_ms;             /* every hook sleeps this long */
-static bool fk_ctx_ok = true;        /* every ctx looked right */
-static struct ssh_key_store *fk_store;  /* the reconciler's key store, seen by the ssh add */
-static struct k8s_client *fk_kc = (struct k8s_client *)&fk_mu;  /* any non-NULL marker */
+static long fk_sleep_ms;               /* every hook sleeps this long */
+static bool fk_ctx_ok = true;          /* every ctx looked right */
+static struct ssh_key_store *fk_store; /* the reconciler's key store, seen by the ssh add */
+static struct k8s_client *fk_kc = (struct k8s_client *)&fk_mu; /* any non-NULL marker */
 
 static void fk_reset(void)
 {
@@ -111,8 +111,9 @@ static int fk_hook(int plugin, int hook, const struct plugin_ctx *c, struct wh_e
     /* ssh's add keeps a key pair per uid, as plugins/ssh.c does (D11) */
     if (plugin == 0 && hook == 0 && c->env != NULL && c->env->ssh_keys != NULL) {
         fk_store = c->env->ssh_keys;
-        if (sshkeys_put(c->env->ssh_keys, json_string_value(json_object_get(meta, "uid")),
-                        "priv", "pub") < 0)
+        if (sshkeys_put(c->env->ssh_keys, json_string_value(json_object_get(meta, "uid")), "priv",
+                        "pub")
+            < 0)
             fk_ctx_ok = false;
     }
     pthread_mutex_unlock(&fk_mu);
@@ -125,22 +126,24 @@ static int fk_hook(int plugin, int hook, const struct plugin_ctx *c, struct wh_e
     return rc;
 }
 
-#define FAKE(idx, nm)                                                                         \
-    static int fk_add_##nm(const struct plugin_ctx *c, struct wh_error *e)                   \
-    {                                                                                         \
-        return fk_hook(idx, 0, c, e);                                                         \
-    }                                                                                         \
-    static int fk_update_##nm(const struct plugin_ctx *c, struct wh_error *e)                \
-    {                                                                                         \
-        return fk_hook(idx, 1, c, e);                                                         \
-    }                                                                                         \
-    static int fk_delete_##nm(const struct plugin_ctx *c, struct wh_error *e)                \
-    {                                                                                         \
-        return fk_hook(idx, 2, c, e);                                                         \
-    }                                                                                         \
-    static const struct plugin fake_##nm = {                                                  \
-        .name = #nm, .on_pod_create = NULL, .on_job_add = fk_add_##nm,                        \
-        .on_job_update = fk_update_##nm, .on_job_delete = fk_delete_##nm};
+#define FAKE(idx, nm)                                                                              \
+    static int fk_add_##nm(const struct plugin_ctx *c, struct wh_error *e)                         \
+    {                                                                                              \
+        return fk_hook(idx, 0, c, e);                                                              \
+    }                                                                                              \
+    static int fk_update_##nm(const struct plugin_ctx *c, struct wh_error *e)                      \
+    {                                                                                              \
+        return fk_hook(idx, 1, c, e);                                                              \
+    }                                                                                              \
+    static int fk_delete_##nm(const struct plugin_ctx *c, struct wh_error *e)                      \
+    {                                                                                              \
+        return fk_hook(idx, 2, c, e);                                                              \
+    }                                                                                              \
+    static const struct plugin fake_##nm = {.name = #nm,                                           \
+                                            .on_pod_create = NULL,                                 \
+                                            .on_job_add = fk_add_##nm,                             \
+                                            .on_job_update = fk_update_##nm,                       \
+                                            .on_job_delete = fk_delete_##nm};
 
 FAKE(0, ssh)
 FAKE(2, svc)
@@ -157,7 +160,7 @@ static int fk_delete_ray(const struct plugin_ctx *c, struct wh_error *e)
 static const struct plugin fake_ray = {.name = "ray", .on_job_delete = fk_delete_ray};
 
 static const struct plugin *const fake_table[] = {
-    &fake_ssh, &fake_env, &fake_svc, &fake_tensorflow,
+    &fake_ssh, &fake_env,     &fake_svc,      &fake_tensorflow,
     &fake_mpi, &fake_pytorch, &fake_hcclrank, &fake_ray,
 };
 
@@ -279,8 +282,8 @@ static void assert_calls(const char *const *want)
     for (size_t i = 0; i < fk_ncalls || i < n; i++) {
         ck_assert_msg(i < fk_ncalls && i < n && strcmp(fk_calls[i], want[i]) == 0,
                       "call %zu: got \"%s\", want \"%s\" (%zu calls, want %zu)", i,
-                      i < fk_ncalls ? fk_calls[i] : "(none)", i < n ? want[i] : "(none)",
-                      fk_ncalls, n);
+                      i < fk_ncalls ? fk_calls[i] : "(none)", i < n ? want[i] : "(none)", fk_ncalls,
+                      n);
     }
     fk_ncalls = 0;
     ck_assert(fk_ctx_ok);
@@ -318,10 +321,10 @@ START_TEST(test_idle_until_leading)
     sleep_ms(100);
     reconcile_get_stats(rec, &st);
     ck_assert_uint_eq(st.reconciles, 0);
-    ck_assert_uint_eq(st.queue_len, 0);  /* a follower queues nothing */
+    ck_assert_uint_eq(st.queue_len, 0); /* a follower queues nothing */
     ck_assert_uint_eq(st.keys, 0);
     assert_calls(none);
-    reconcile_set_leading(rec, true);  /* the cache has j1: queued now */
+    reconcile_set_leading(rec, true); /* the cache has j1: queued now */
     wait_runs(1);
     assert_calls(want);
 }
@@ -330,8 +333,7 @@ END_TEST
 START_TEST(test_add_then_update)
 {
     static const char *const first[] = {"add:ssh:ns1/j1:u1:[]", "add:svc:ns1/j1:u1", NULL};
-    static const char *const second[] = {"update:ssh:ns1/j1:u1:[]", "update:svc:ns1/j1:u1",
-                                         NULL};
+    static const char *const second[] = {"update:ssh:ns1/j1:u1:[]", "update:svc:ns1/j1:u1", NULL};
     struct reconcile_stats st;
 
     reconcile_set_leading(rec, true);
@@ -339,13 +341,13 @@ START_TEST(test_add_then_update)
     put_and_enqueue(job("j1", "u1", "{\"svc\":null,\"ssh\":[],\"nope\":[]}", NULL));
     wait_runs(1);
     assert_calls(first);
-    reconcile_enqueue(rec, NULL);  /* no Job: ignored */
+    reconcile_enqueue(rec, NULL); /* no Job: ignored */
     put_and_enqueue(job("j1", "u1", "{\"svc\":null,\"ssh\":[]}", NULL));
     wait_runs(2);
     assert_calls(second);
     reconcile_get_stats(rec, &st);
     ck_assert_uint_eq(st.errors, 0);
-    ck_assert_uint_eq(st.foreign, 1);  /* the fake svc add counts one foreign object */
+    ck_assert_uint_eq(st.foreign, 1); /* the fake svc add counts one foreign object */
 }
 END_TEST
 
@@ -374,8 +376,8 @@ START_TEST(test_terminal_phases)
 {
     static const char *const none[] = {NULL};
     static const char *const phases[] = {"Completed", "Failed", "Terminated", "Aborted"};
-    static const char *const running[] = {"Pending", "Running", "Restarting", "Completing",
-                                          "Aborting", "Terminating"};
+    static const char *const running[] = {"Pending",    "Running",  "Restarting",
+                                          "Completing", "Aborting", "Terminating"};
     unsigned long n = 0;
 
     reconcile_set_leading(rec, true);
@@ -418,7 +420,7 @@ START_TEST(test_terminal_phases)
     /* after a restart a terminal Job seen first gets the effective set's deletes */
     reconcile_stop(rec);
     start_rec(3600);
-    reconcile_set_leading(rec, true);  /* enqueues every cached Job: j1 (terminal) and j2 */
+    reconcile_set_leading(rec, true); /* enqueues every cached Job: j1 (terminal) and j2 */
     wait_runs(2);
     pthread_mutex_lock(&fk_mu);
     ck_assert_uint_eq(fk_ncalls, 4);
@@ -459,7 +461,7 @@ START_TEST(test_deleted)
     wait_runs(2);
     assert_calls(del);
     /* forgotten: a second DELETED (relist) tears down the effective set again */
-    reconcile_enqueue(rec, j);  /* not in the cache: nothing */
+    reconcile_enqueue(rec, j); /* not in the cache: nothing */
     wait_runs(3);
     assert_calls(none);
     json_decref(j);
@@ -478,7 +480,7 @@ START_TEST(test_deleted_then_recreated)
     reconcile_set_leading(rec, true);
     pthread_mutex_lock(&fk_mu);
     fk_block = true;
-    fk_block_plugin = 2;  /* svc: uA's add waits at the gate */
+    fk_block_plugin = 2; /* svc: uA's add waits at the gate */
     pthread_mutex_unlock(&fk_mu);
     ck_assert_int_eq(cache_put(cache, a), 0);
     reconcile_enqueue(rec, a);
@@ -495,7 +497,7 @@ START_TEST(test_deleted_then_recreated)
     wait_runs(2);
     assert_calls(want);
     reconcile_get_stats(rec, &st);
-    ck_assert_uint_eq(st.uids, 1);  /* uA forgotten, uB remembered */
+    ck_assert_uint_eq(st.uids, 1); /* uA forgotten, uB remembered */
     json_decref(a);
     json_decref(b);
 }
@@ -508,14 +510,14 @@ START_TEST(test_one_more_run_after_changes_during_run)
     reconcile_set_leading(rec, true);
     pthread_mutex_lock(&fk_mu);
     fk_block = true;
-    fk_block_plugin = 2;  /* svc */
+    fk_block_plugin = 2; /* svc */
     pthread_mutex_unlock(&fk_mu);
     put_and_enqueue(job("j1", "u1", "{\"svc\":[]}", NULL));
     wait_blocked(1);
     for (int i = 0; i < 10; i++)
         put_and_enqueue(job("j1", "u1", "{\"svc\":[]}", NULL));
     reconcile_get_stats(rec, &st);
-    ck_assert_uint_eq(st.queue_len, 0);  /* processing: only marked dirty */
+    ck_assert_uint_eq(st.queue_len, 0); /* processing: only marked dirty */
     ck_assert_uint_eq(st.reconciles, 0);
     pthread_mutex_lock(&fk_mu);
     fk_block_plugin = -1;
@@ -561,11 +563,11 @@ START_TEST(test_two_keys_in_parallel)
     reconcile_set_leading(rec, true);
     pthread_mutex_lock(&fk_mu);
     fk_block = true;
-    fk_block_plugin = 0;  /* ssh */
+    fk_block_plugin = 0; /* ssh */
     pthread_mutex_unlock(&fk_mu);
     put_and_enqueue(job("j1", "u1", "{\"ssh\":[]}", NULL));
     put_and_enqueue(job("j2", "u2", "{\"ssh\":[]}", NULL));
-    wait_blocked(2);  /* both workers inside a hook at the same time */
+    wait_blocked(2); /* both workers inside a hook at the same time */
     unblock();
     wait_runs(2);
     pthread_mutex_lock(&fk_mu);
@@ -577,18 +579,18 @@ END_TEST
 START_TEST(test_retry_with_backoff)
 {
     static const char *const want[] = {
-        "add:ssh:ns1/j1:u1:[]",    "add:svc:ns1/j1:u1:[]", "update:ssh:ns1/j1:u1:[]",
+        "add:ssh:ns1/j1:u1:[]",    "add:svc:ns1/j1:u1:[]",    "update:ssh:ns1/j1:u1:[]",
         "add:svc:ns1/j1:u1:[]",    "update:ssh:ns1/j1:u1:[]", "add:svc:ns1/j1:u1:[]",
         "update:ssh:ns1/j1:u1:[]", "add:svc:ns1/j1:u1:[]",    NULL};
     struct reconcile_stats st;
 
     pthread_mutex_lock(&fk_mu);
-    fk_fail[2][0] = 3;  /* svc add fails three times */
+    fk_fail[2][0] = 3; /* svc add fails three times */
     pthread_mutex_unlock(&fk_mu);
     reconcile_set_leading(rec, true);
     put_and_enqueue(job("j1", "u1", "{\"ssh\":[],\"svc\":[]}", NULL));
     wait_runs(4);
-    sleep_ms(150);  /* no fifth run: success reset the backoff, nothing re-queued */
+    sleep_ms(150); /* no fifth run: success reset the backoff, nothing re-queued */
     reconcile_get_stats(rec, &st);
     ck_assert_uint_eq(st.reconciles, 4);
     ck_assert_uint_eq(st.errors, 3);
@@ -604,16 +606,16 @@ START_TEST(test_delete_runs_every_hook)
     struct reconcile_stats st;
 
     pthread_mutex_lock(&fk_mu);
-    fk_fail[0][2] = 1;  /* ssh delete fails once */
+    fk_fail[0][2] = 1; /* ssh delete fails once */
     pthread_mutex_unlock(&fk_mu);
     reconcile_set_leading(rec, true);
-    reconcile_deleted(rec, j);  /* never seen: effective set */
+    reconcile_deleted(rec, j); /* never seen: effective set */
     wait_runs(2);
     sleep_ms(100);
     reconcile_get_stats(rec, &st);
     ck_assert_uint_eq(st.reconciles, 2);
     ck_assert_uint_eq(st.errors, 1);
-    assert_calls(first);  /* the retry only redoes the failed plugin */
+    assert_calls(first); /* the retry only redoes the failed plugin */
     json_decref(j);
 }
 END_TEST
@@ -632,12 +634,12 @@ START_TEST(test_stop_leading_stops_picking)
     wait_blocked(1);
     reconcile_set_leading(rec, false);
     put_and_enqueue(job("j2", "u2", "{\"svc\":[]}", NULL));
-    put_and_enqueue(job("j1", "u1", "{\"ssh\":[]}", NULL));  /* j1 changes during its run */
+    put_and_enqueue(job("j1", "u1", "{\"ssh\":[]}", NULL)); /* j1 changes during its run */
     unblock();
     wait_runs_queued(1, 0);
     sleep_ms(100);
     reconcile_get_stats(rec, &st);
-    ck_assert_uint_eq(st.reconciles, 1);  /* j1 not run again, j2 not run */
+    ck_assert_uint_eq(st.reconciles, 1); /* j1 not run again, j2 not run */
     ck_assert_uint_eq(st.queue_len, 0);
     assert_calls(want);
     /* the new lead finds both in the cache; j1's state was forgotten: an add again */
@@ -649,9 +651,9 @@ START_TEST(test_stop_leading_stops_picking)
     pthread_mutex_lock(&fk_mu);
     ck_assert_uint_eq(fk_ncalls, 2);
     ck_assert(strcmp(fk_calls[0], "add:ssh:ns1/j1:u1:[]") == 0
-              ? strcmp(fk_calls[1], "add:svc:ns1/j2:u2:[]") == 0
-              : strcmp(fk_calls[0], "add:svc:ns1/j2:u2:[]") == 0
-                    && strcmp(fk_calls[1], "add:ssh:ns1/j1:u1:[]") == 0);
+                  ? strcmp(fk_calls[1], "add:svc:ns1/j2:u2:[]") == 0
+                  : strcmp(fk_calls[0], "add:svc:ns1/j2:u2:[]") == 0
+                      && strcmp(fk_calls[1], "add:ssh:ns1/j1:u1:[]") == 0);
     fk_ncalls = 0;
     pthread_mutex_unlock(&fk_mu);
 }
@@ -744,7 +746,7 @@ START_TEST(test_lead_lost_forgets_uids)
     wait_blocked(1);
     reconcile_set_leading(rec, false);
     reconcile_get_stats(rec, &st);
-    ck_assert_uint_eq(st.uids, 2);  /* a run is in flight: kept until it ends */
+    ck_assert_uint_eq(st.uids, 2); /* a run is in flight: kept until it ends */
     ck_assert_uint_eq(st.keys, 1);
     /* j1 is deleted while this replica follows */
     ck_assert_int_eq(cache_remove(cache, "ns1", "j1"), 0);
@@ -753,7 +755,7 @@ START_TEST(test_lead_lost_forgets_uids)
     /* the run ends: no retry kept, every uid and its key pair forgotten */
     wait_uids_keys(0, 0);
     ck_assert_int_eq(sshkeys_lookup(fk_store, "u1", &priv, &pub), WH_ENOTFOUND);
-    sleep_ms(100);  /* more than the 5 ms backoff: nothing came back */
+    sleep_ms(100); /* more than the 5 ms backoff: nothing came back */
     reconcile_get_stats(rec, &st);
     ck_assert_uint_eq(st.keys, 0);
     ck_assert_uint_eq(st.queue_len, 0);
@@ -786,13 +788,13 @@ START_TEST(test_resync)
 
     reconcile_stop(rec);
     start_rec(1);
-    reconcile_set_leading(rec, true);  /* the cache is empty: nothing queued */
+    reconcile_set_leading(rec, true); /* the cache is empty: nothing queued */
     ck_assert_int_eq(cache_put(cache, j), 0);
     json_decref(j);
     /* no event at all: each resync (1 s) finds the Job in the cache */
     wait_runs(2);
     pthread_mutex_lock(&fk_mu);
-    fk_ncalls = 2;  /* a third resync may have started meanwhile */
+    fk_ncalls = 2; /* a third resync may have started meanwhile */
     pthread_mutex_unlock(&fk_mu);
     assert_calls(want);
 }

@@ -22,20 +22,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "base/patch.h"
 #include "tests/fuzz/fuzzutil.h"
 #include "webhook/admission.h"
-#include "base/log.h"
 
 #include "fuzz_jobs.h" /* generated: static const char *const fuzz_jobs[] */
 
 #define NJOBS (sizeof(fuzz_jobs) / sizeof(fuzz_jobs[0]))
 
-static json_t *jobs[NJOBS];       /* what the fake source hands out (incref) */
-static json_t *pristine[NJOBS];   /* deep copies, to see that nobody writes to a Job */
+static json_t *jobs[NJOBS];     /* what the fake source hands out (incref) */
+static json_t *pristine[NJOBS]; /* deep copies, to see that nobody writes to a Job */
 
 struct fake_src {
-    int served;   /* index of the Job handed out last, -1 when none */
+    int served; /* index of the Job handed out last, -1 when none */
 };
 
 static int fake_get(void *userdata, const char *ns, const char *name, const char *uid,
@@ -49,8 +49,8 @@ static int fake_get(void *userdata, const char *ns, const char *name, const char
     if (strcmp(name, "lookup-error") == 0)
         return wh_error_set(err, WH_EAPI, "injected lookup failure");
     for (size_t k = 0; k < NJOBS; k++) {
-        const char *n = json_string_value(json_object_get(json_object_get(jobs[k], "metadata"),
-                                                          "name"));
+        const char *n =
+            json_string_value(json_object_get(json_object_get(jobs[k], "metadata"), "name"));
         if (strcmp(n, name) == 0) {
             f->served = (int)k;
             *job_out = json_incref(jobs[k]);
@@ -69,9 +69,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         json_error_t e;
 
         jobs[k] = json_loads(fuzz_jobs[k], 0, &e);
-        if (jobs[k] == NULL || !json_is_string(json_object_get(json_object_get(jobs[k],
-                                                                               "metadata"),
-                                                               "name"))) {
+        if (jobs[k] == NULL
+            || !json_is_string(json_object_get(json_object_get(jobs[k], "metadata"), "name"))) {
             fprintf(stderr, "fuzz_jobs[%zu] is not a Job: %s\n", k, e.text);
             abort();
         }
@@ -155,8 +154,8 @@ static const json_t *check_review(const json_t *in, const json_t *answer)
     const json_t *ptype;
     char *a = fuzz_dump(answer);
 
-    FUZZ_CHECK(json_equal(json_object_get(answer, "apiVersion"),
-                          json_object_get(in, "apiVersion")), "apiVersion not echoed: %s", a);
+    FUZZ_CHECK(json_equal(json_object_get(answer, "apiVersion"), json_object_get(in, "apiVersion")),
+               "apiVersion not echoed: %s", a);
     FUZZ_CHECK(json_equal(json_object_get(answer, "kind"), json_object_get(in, "kind")),
                "kind not echoed: %s", a);
     FUZZ_CHECK(json_is_object(resp), "no response: %s", a);
@@ -173,8 +172,8 @@ static const json_t *check_review(const json_t *in, const json_t *answer)
         FUZZ_CHECK(str_is(ptype, "JSONPatch"), "patchType: %s", a);
     }
     if (!json_is_true(json_object_get(resp, "allowed"))) {
-        json_int_t code = json_integer_value(json_object_get(json_object_get(resp, "status"),
-                                                             "code"));
+        json_int_t code =
+            json_integer_value(json_object_get(json_object_get(resp, "status"), "code"));
 
         FUZZ_CHECK(code == 400 || code == 500, "denial code: %s", a);
         FUZZ_CHECK(json_is_string(json_object_get(json_object_get(resp, "status"), "message")),
@@ -239,8 +238,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char *p1 = fuzz_dump(ops);
         char *o = fuzz_dump(patched);
 
-        FUZZ_CHECK(0, "not idempotent (D5)\nfirst patch: %s\npatched: %s\nsecond: %s", p1, o,
-                   p2);
+        FUZZ_CHECK(0, "not idempotent (D5)\nfirst patch: %s\npatched: %s\nsecond: %s", p1, o, p2);
     }
     free(text);
 out:

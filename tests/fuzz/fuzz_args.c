@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/error.h"
 #include "plugins/args.h"
 #include "tests/fuzz/fuzzutil.h"
-#include "base/error.h"
 
 #define NDEFS 10
 
@@ -58,7 +58,7 @@ static void defs_init(struct arg_def *d, struct values *v)
         {"ssh-key-file-path", ARG_STRING, &v->path},
         {"i", ARG_INT, &v->i},
         {"i2", ARG_INT, &v->i2},
-        {"alias", ARG_INT, &v->i2},   /* shares storage with i2 (D4) */
+        {"alias", ARG_INT, &v->i2}, /* shares storage with i2 (D4) */
         {"int", ARG_INT, &v->big},
         {"b", ARG_BOOL, &v->b},
         {"bool", ARG_BOOL, &v->b2},
@@ -81,8 +81,7 @@ static void check_string_result(const char *p, const char *dflt, const json_t *a
         size_t n = json_string_length(e);
 
         if (s != NULL && p >= s && p <= s + n) {
-            FUZZ_CHECK(p + strlen(p) == s + n, "string result %s does not end with its element",
-                       p);
+            FUZZ_CHECK(p + strlen(p) == s + n, "string result %s does not end with its element", p);
             return;
         }
     }
@@ -191,7 +190,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         else if (n == 1 && seg[0] == '\x02')
             el = json_null();
         else
-            el = json_stringn(seg, n);   /* NULL: not UTF-8, which JSON cannot carry */
+            el = json_stringn(seg, n); /* NULL: not UTF-8, which JSON cannot carry */
         if (el == NULL) {
             json_decref(argv);
             return -1;

@@ -76,7 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         FUZZ_CHECK(cfg.server != NULL, "no server");
         n = strlen(cfg.server);
-        FUZZ_CHECK(strncmp(cfg.server, "https://", 8) == 0 || strncmp(cfg.server, "http://", 7) == 0,
+        FUZZ_CHECK(strncmp(cfg.server, "https://", 8) == 0
+                       || strncmp(cfg.server, "http://", 7) == 0,
                    "server %s", cfg.server);
         FUZZ_CHECK(n > 0 && cfg.server[n - 1] != '/', "server %s ends with /", cfg.server);
         check_pem(cfg.ca_data, "ca_data");

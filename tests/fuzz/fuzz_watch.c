@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct wh_error err = {0};
     enum watch_event_type type = (enum watch_event_type)99;
-    json_t *object = (json_t *)&err;   /* must be overwritten */
+    json_t *object = (json_t *)&err; /* must be overwritten */
     json_t *ev = json_loadb((const char *)data, size, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     const json_t *want_obj = json_object_get(ev, "object");
     const char *t = json_string_value(json_object_get(ev, "type"));

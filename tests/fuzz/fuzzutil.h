@@ -35,10 +35,10 @@ static void fuzz_fail(const char *file, int line, const char *cond, const char *
     abort();
 }
 
-#define FUZZ_CHECK(cond, ...)                                    \
-    do {                                                         \
-        if (!(cond))                                             \
-            fuzz_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);  \
+#define FUZZ_CHECK(cond, ...)                                                                      \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            fuzz_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);                                     \
     } while (0)
 
 /* Compact JSON text of v for a violation message (malloc'd, never NULL). */

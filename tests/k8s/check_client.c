@@ -7,6 +7,9 @@
  *
  * Runs from the repository root (TEST_APISERVER overrides tests/apiserver.py).
  */
+/* The cases are JSON in adjacent string literals and macros, laid out by hand (one
+ * container or field a line); clang-format would break them apart. */
+/* clang-format off */
 #include <curl/curl.h>
 #include <errno.h>
 #include <openssl/evp.h>

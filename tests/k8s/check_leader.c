@@ -18,19 +18,19 @@
 #include <time.h>
 
 #include "k8s/client.h"
+#include "k8s/leader.h"
 #include "tests/apitest.h"
 #include "tests/testutil.h"
-#include "k8s/leader.h"
 
 #define LEASE_PATH "/apis/coordination.k8s.io/v1/namespaces/ns1/leases/volcano-plugin-webhook"
 
-static struct apitest api;   /* per test: no token, plain HTTP */
+static struct apitest api; /* per test: no token, plain HTTP */
 static struct k8s_client *kc;
 
 /* ---- callback record ---- */
 
 static pthread_mutex_t cb_mu = PTHREAD_MUTEX_INITIALIZER;
-static char cb_log[64];  /* one character per call: 'T' leading, 'F' not, per identity slot */
+static char cb_log[64]; /* one character per call: 'T' leading, 'F' not, per identity slot */
 static size_t cb_n;
 
 static void on_change(void *userdata, bool leading)
@@ -141,8 +141,7 @@ static void make_lease(const char *holder, int transitions)
     apitest_ctl_expect(&api, "POST", "/_test/objects", body, 201);
 }
 
-static void fault(const char *method, const char *regex, int status, const char *reason,
-                  int count)
+static void fault(const char *method, const char *regex, int status, const char *reason, int count)
 {
     char body[512];
 
@@ -169,12 +168,12 @@ START_TEST(test_microtime_format)
     ck_assert_str_eq(buf, "9999-12-31T23:59:59.000007Z");
     leader_format_microtime(buf, sizeof(buf), -1, 5);
     ck_assert_str_eq(buf, "1969-12-31T23:59:59.000005Z");
-    leader_format_microtime(buf, sizeof(buf), 1796011506LL, 1000000);  /* out of range → 0 */
+    leader_format_microtime(buf, sizeof(buf), 1796011506LL, 1000000); /* out of range → 0 */
     ck_assert_str_eq(buf, "2026-11-30T04:05:06.000000Z");
-    leader_format_microtime(buf, 28, 1796011506LL, 42);  /* exactly fits */
+    leader_format_microtime(buf, 28, 1796011506LL, 42); /* exactly fits */
     ck_assert_str_eq(buf, "2026-11-30T04:05:06.000042Z");
     ck_assert_uint_eq(strlen(buf), 27);
-    leader_format_microtime(buf, 10, 1796011506LL, 42);  /* truncated, terminated */
+    leader_format_microtime(buf, 10, 1796011506LL, 42); /* truncated, terminated */
     ck_assert_str_eq(buf, "2026-11-3");
 }
 END_TEST
@@ -183,9 +182,9 @@ START_TEST(test_microtime_parse)
 {
     static const char *const bad[] = {
         "",
-        "2026-11-30T04:05:06Z",            /* no fraction */
-        "2026-11-30T04:05:06.12345Z",      /* five digits */
-        "2026-11-30T04:05:06.1234567Z",    /* seven digits */
+        "2026-11-30T04:05:06Z",         /* no fraction */
+        "2026-11-30T04:05:06.12345Z",   /* five digits */
+        "2026-11-30T04:05:06.1234567Z", /* seven digits */
         "2026-11-30T04:05:06.123456+00:00",
         "2026-11-30T04:05:06.123456",
         "2026-11-30t04:05:06.123456Z",
@@ -196,12 +195,12 @@ START_TEST(test_microtime_parse)
         "2026-13-30T04:05:06.123456Z",
         "2026-00-30T04:05:06.123456Z",
         "2026-11-31T04:05:06.123456Z",
-        "2026-02-29T04:05:06.123456Z",     /* not a leap year */
+        "2026-02-29T04:05:06.123456Z", /* not a leap year */
         "1900-02-29T04:05:06.123456Z",
         "2026-11-00T04:05:06.123456Z",
         "2026-11-30T24:05:06.123456Z",
         "2026-11-30T04:60:06.123456Z",
-        "2026-11-30T04:05:60.123456Z",     /* Go rejects leap seconds too */
+        "2026-11-30T04:05:60.123456Z", /* Go rejects leap seconds too */
         "2026-11-30T04:05:06.12345aZ",
         "+026-11-30T04:05:06.123456Z",
         "2026-1-030T04:05:06.123456Z",
@@ -225,9 +224,9 @@ START_TEST(test_microtime_parse)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         sec = 7;
         usec = 7;
-        ck_assert_msg(leader_parse_microtime(bad[i], &sec, &usec) == WH_EINVAL,
-                      "accepted \"%s\"", bad[i]);
-        ck_assert_int_eq(sec, 7);  /* untouched on error */
+        ck_assert_msg(leader_parse_microtime(bad[i], &sec, &usec) == WH_EINVAL, "accepted \"%s\"",
+                      bad[i]);
+        ck_assert_int_eq(sec, 7); /* untouched on error */
         ck_assert_int_eq(usec, 7);
     }
     ck_assert_int_eq(leader_parse_microtime(NULL, &sec, &usec), WH_EINVAL);
@@ -236,8 +235,8 @@ END_TEST
 
 START_TEST(test_microtime_round_trip)
 {
-    static const long long secs[] = {0, 1, 59, 86399, 951782400LL, 1709251199LL, 1796011506LL,
-                                     4102444800LL, 253402300799LL};
+    static const long long secs[] = {
+        0, 1, 59, 86399, 951782400LL, 1709251199LL, 1796011506LL, 4102444800LL, 253402300799LL};
     char buf[32];
 
     for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++) {
@@ -263,8 +262,9 @@ START_TEST(test_bad_config)
     cfg.renew_deadline_s = 15;
     ck_assert_int_eq(leader_start(&l, kc, &cfg, NULL, NULL, &err), WH_EINVAL);
     ck_assert_ptr_null(l);
-    ck_assert_str_eq(err.msg, "leader election: want lease duration > renew deadline > retry "
-                              "period > 0 (got 15s, 15s, 2s)");
+    ck_assert_str_eq(err.msg,
+                     "leader election: want lease duration > renew deadline > retry "
+                     "period > 0 (got 15s, 15s, 2s)");
     cfg.renew_deadline_s = 10;
     cfg.identity = "";
     ck_assert_int_eq(leader_start(&l, kc, &cfg, NULL, NULL, &err), WH_EINVAL);
@@ -372,7 +372,7 @@ START_TEST(test_renewing_holder_kept)
 
     wait_leading(a, true);
     b = start("b");
-    for (int i = 0; i < 45; i++) {  /* 4.5 s: longer than the lease duration */
+    for (int i = 0; i < 45; i++) { /* 4.5 s: longer than the lease duration */
         ck_assert(!leader_is_leading(b));
         ck_assert(leader_is_leading(a));
         apitest_nap(100);
@@ -428,7 +428,7 @@ START_TEST(test_update_race_lost)
     struct leader *l;
     json_t *s;
 
-    make_lease("", 2);  /* released: free to take */
+    make_lease("", 2); /* released: free to take */
     fault("PUT", "/leases/", 409, "Conflict", 1);
     l = start("a");
     wait_leading(l, true);
@@ -510,7 +510,7 @@ START_TEST(test_stolen_lease)
     wait_leading(l, false);
     cb_expect("aTaF");
     leader_stop(l);
-    cb_expect("aTaF");  /* not leading: no second report, no release */
+    cb_expect("aTaF"); /* not leading: no second report, no release */
     lease = lease_spec();
     ck_assert_str_eq(sget(lease, "holderIdentity"), "thief");
     json_decref(lease);

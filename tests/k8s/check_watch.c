@@ -25,7 +25,7 @@
 
 #define CMS "/api/v1/namespaces/ns1/configmaps"
 
-static struct apitest api;   /* the test API server of the "server" TCase */
+static struct apitest api; /* the test API server of the "server" TCase */
 
 /* ---- decoder ---- */
 
@@ -33,7 +33,7 @@ struct dec_case {
     const char *line;
     int rc;
     enum watch_event_type type;
-    const char *object;   /* expected object JSON, or the error message */
+    const char *object; /* expected object JSON, or the error message */
 };
 
 static const struct dec_case dec_cases[] = {
@@ -140,8 +140,8 @@ static void server_stop(void)
 /* A ConfigMap body for k8s_create (new ref). */
 static json_t *cm(const char *name, const char *value)
 {
-    json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind",
-                          "ConfigMap", "metadata", "name", name, "data", "v", value);
+    json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+                          "metadata", "name", name, "data", "v", value);
 
     ck_assert_ptr_nonnull(o);
     return o;
@@ -159,8 +159,8 @@ struct seen {
     char name[64][32];
     char rv[64][16];
     int bookmarks;
-    json_t *last_bookmark;   /* new ref */
-    int stop_after;          /* return -42 at this event (1-based), 0 = never */
+    json_t *last_bookmark; /* new ref */
+    int stop_after;        /* return -42 at this event (1-based), 0 = never */
 };
 
 /* Forget what was seen (drops the kept bookmark). */
@@ -173,8 +173,7 @@ static void seen_reset(struct seen *s)
 static int on_event(void *ud, enum watch_event_type type, json_t *obj)
 {
     struct seen *s = ud;
-    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"),
-                                                         "name"));
+    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
 
     if (type == WATCH_BOOKMARK) {
         s->bookmarks++;
@@ -300,12 +299,14 @@ START_TEST(test_bookmarks_update_rv)
     log = apitest_requests(&api);
     req = json_array_get(log, 4);
     ck_assert_str_eq(json_string_value(json_object_get(req, "path")), CMS);
-    snprintf(want, sizeof(want), "watch=1&allowWatchBookmarks=true&resourceVersion=%s"
-             "&timeoutSeconds=1", list_rv);
+    snprintf(want, sizeof(want),
+             "watch=1&allowWatchBookmarks=true&resourceVersion=%s"
+             "&timeoutSeconds=1",
+             list_rv);
     ck_assert_str_eq(json_string_value(json_object_get(req, "query")), want);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(req, "headers"),
-                                                       "Authorization")),
-                     "Bearer tok1");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(req, "headers"), "Authorization")),
+        "Bearer tok1");
     json_decref(log);
     seen_reset(&s);
     free(last);
@@ -360,8 +361,9 @@ START_TEST(test_gone)
     free(last);
 
     /* another error status: WH_EAPI with the Status */
-    apitest_fault(&api, "{\"path_regex\":\"watch=1\",\"status\":500,\"reason\":\"InternalError\","
-                        "\"message\":\"boom\"}");
+    apitest_fault(&api,
+                  "{\"path_regex\":\"watch=1\",\"status\":500,\"reason\":\"InternalError\","
+                  "\"message\":\"boom\"}");
     ck_assert_int_eq(k8s_watch(c, &p, on_event, &s, NULL, &err), WH_EAPI);
     ck_assert_str_eq(err.msg, "watch " CMS ": InternalError: boom");
     seen_reset(&s);
@@ -508,8 +510,9 @@ START_TEST(test_line_cap)
 
     apitest_reset(&api);
     ck_assert_ptr_nonnull(body);
-    off = snprintf(body, 200, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
-                              "{\"name\":\"big\",\"namespace\":\"ns1\"},\"data\":{\"x\":\"");
+    off = snprintf(body, 200,
+                   "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                   "{\"name\":\"big\",\"namespace\":\"ns1\"},\"data\":{\"x\":\"");
     memset(body + off, 'a', n);
     snprintf(body + off + n, 200, "\"}}");
     apitest_ctl_expect(&api, "POST", "/_test/objects", body, 201);
@@ -534,8 +537,8 @@ START_TEST(test_big_event_then_small_ones)
     struct k8s_client *c = apitest_client(&api);
     struct wh_error err = {0};
     struct seen s = {0};
-    struct watch_params p = {.path = CMS, .resource_version = "0", .timeout_seconds = 1,
-                             .idle_timeout_ms = 20000};
+    struct watch_params p = {
+        .path = CMS, .resource_version = "0", .timeout_seconds = 1, .idle_timeout_ms = 20000};
     char want[16];
 
     apitest_reset(&api);
@@ -571,8 +574,7 @@ static Suite *k8s_watch_suite(void)
     TCase *dec = tcase_create("decode");
     TCase *srv = tcase_create("server");
 
-    tcase_add_loop_test(dec, test_decode_table, 0,
-                        (int)(sizeof(dec_cases) / sizeof(dec_cases[0])));
+    tcase_add_loop_test(dec, test_decode_table, 0, (int)(sizeof(dec_cases) / sizeof(dec_cases[0])));
     tcase_add_test(dec, test_decode_length_and_null);
     tcase_add_test(dec, test_decode_nul_in_string);
     suite_add_tcase(s, dec);

@@ -52,40 +52,91 @@ struct typing_case {
 /* Each yaml text is the value of key "v"; want is the JSON of that value. */
 static const struct typing_case typing_cases[] = {
     /* null */
-    {"v:", "null"}, {"v: ~", "null"}, {"v: null", "null"}, {"v: Null", "null"},
-    {"v: NULL", "null"}, {"v: nULL", "\"nULL\""},
+    {"v:", "null"},
+    {"v: ~", "null"},
+    {"v: null", "null"},
+    {"v: Null", "null"},
+    {"v: NULL", "null"},
+    {"v: nULL", "\"nULL\""},
     /* booleans, YAML 1.1 as go-yaml v2 */
-    {"v: true", "true"}, {"v: True", "true"}, {"v: TRUE", "true"}, {"v: false", "false"},
-    {"v: False", "false"}, {"v: FALSE", "false"}, {"v: yes", "true"}, {"v: Yes", "true"},
-    {"v: YES", "true"}, {"v: no", "false"}, {"v: No", "false"}, {"v: on", "true"},
-    {"v: ON", "true"}, {"v: off", "false"}, {"v: Off", "false"}, {"v: y", "true"},
-    {"v: N", "false"}, {"v: tRUE", "\"tRUE\""}, {"v: yES", "\"yES\""},
+    {"v: true", "true"},
+    {"v: True", "true"},
+    {"v: TRUE", "true"},
+    {"v: false", "false"},
+    {"v: False", "false"},
+    {"v: FALSE", "false"},
+    {"v: yes", "true"},
+    {"v: Yes", "true"},
+    {"v: YES", "true"},
+    {"v: no", "false"},
+    {"v: No", "false"},
+    {"v: on", "true"},
+    {"v: ON", "true"},
+    {"v: off", "false"},
+    {"v: Off", "false"},
+    {"v: y", "true"},
+    {"v: N", "false"},
+    {"v: tRUE", "\"tRUE\""},
+    {"v: yES", "\"yES\""},
     /* integers */
-    {"v: 0", "0"}, {"v: 42", "42"}, {"v: -17", "-17"}, {"v: +5", "5"},
-    {"v: 1_000", "1000"}, {"v: 0x1F", "31"}, {"v: 0X1f", "31"}, {"v: -0x10", "-16"},
-    {"v: 0o17", "15"}, {"v: 017", "15"}, {"v: 0755", "493"}, {"v: 0b101", "5"},
+    {"v: 0", "0"},
+    {"v: 42", "42"},
+    {"v: -17", "-17"},
+    {"v: +5", "5"},
+    {"v: 1_000", "1000"},
+    {"v: 0x1F", "31"},
+    {"v: 0X1f", "31"},
+    {"v: -0x10", "-16"},
+    {"v: 0o17", "15"},
+    {"v: 017", "15"},
+    {"v: 0755", "493"},
+    {"v: 0b101", "5"},
     {"v: 9223372036854775807", "9223372036854775807"},
     {"v: -9223372036854775808", "-9223372036854775808"},
     {"v: 08", "8.0"}, /* not octal, but a YAML float */
-    {"v: 0x", "\"0x\""}, {"v: 0xG", "\"0xG\""}, {"v: 12abc", "\"12abc\""},
+    {"v: 0x", "\"0x\""},
+    {"v: 0xG", "\"0xG\""},
+    {"v: 12abc", "\"12abc\""},
     {"v: 18446744073709551615", "1.8446744073709552e19"},
     /* floats */
-    {"v: 1.5", "1.5"}, {"v: 1e3", "1000.0"}, {"v: .5", "0.5"}, {"v: -.5", "-0.5"},
-    {"v: 1.", "1.0"}, {"v: 6.02e+23", "6.02e23"}, {"v: 1_0.5", "10.5"},
-    {"v: .inf", "\".inf\""}, {"v: -.Inf", "\"-.Inf\""}, {"v: +.INF", "\"+.INF\""},
-    {"v: .nan", "\".nan\""}, {"v: .NaN", "\".NaN\""}, {"v: 1e999", "\"1e999\""},
-    {"v: 1.2.3", "\"1.2.3\""}, {"v: .", "\".\""}, {"v: -x", "\"-x\""},
+    {"v: 1.5", "1.5"},
+    {"v: 1e3", "1000.0"},
+    {"v: .5", "0.5"},
+    {"v: -.5", "-0.5"},
+    {"v: 1.", "1.0"},
+    {"v: 6.02e+23", "6.02e23"},
+    {"v: 1_0.5", "10.5"},
+    {"v: .inf", "\".inf\""},
+    {"v: -.Inf", "\"-.Inf\""},
+    {"v: +.INF", "\"+.INF\""},
+    {"v: .nan", "\".nan\""},
+    {"v: .NaN", "\".NaN\""},
+    {"v: 1e999", "\"1e999\""},
+    {"v: 1.2.3", "\"1.2.3\""},
+    {"v: .", "\".\""},
+    {"v: -x", "\"-x\""},
     /* timestamps stay strings */
-    {"v: 2001-12-14", "\"2001-12-14\""}, {"v: 2001-12-14T21:59:43.10Z", "\"2001-12-14T21:59:43.10Z\""},
+    {"v: 2001-12-14", "\"2001-12-14\""},
+    {"v: 2001-12-14T21:59:43.10Z", "\"2001-12-14T21:59:43.10Z\""},
     /* strings, quoted and tagged scalars */
-    {"v: hello world", "\"hello world\""}, {"v: v1", "\"v1\""},
-    {"v: \"123\"", "\"123\""}, {"v: '123'", "\"123\""}, {"v: 'true'", "\"true\""},
-    {"v: \"\"", "\"\""}, {"v: ''", "\"\""}, {"v: \"~\"", "\"~\""},
-    {"v: !!str 5", "\"5\""}, {"v: !!str true", "\"true\""}, {"v: !!int 5", "5"},
-    {"v: !custom 5", "\"5\""}, {"v: \"a\\tb\\u00e9\"", "\"a\\tb\\u00e9\""},
+    {"v: hello world", "\"hello world\""},
+    {"v: v1", "\"v1\""},
+    {"v: \"123\"", "\"123\""},
+    {"v: '123'", "\"123\""},
+    {"v: 'true'", "\"true\""},
+    {"v: \"\"", "\"\""},
+    {"v: ''", "\"\""},
+    {"v: \"~\"", "\"~\""},
+    {"v: !!str 5", "\"5\""},
+    {"v: !!str true", "\"true\""},
+    {"v: !!int 5", "5"},
+    {"v: !custom 5", "\"5\""},
+    {"v: \"a\\tb\\u00e9\"", "\"a\\tb\\u00e9\""},
     /* flow collections */
     {"v: [1, two, \"3\", null]", "[1, \"two\", \"3\", null]"},
-    {"v: {a: 1, b: [x]}", "{\"a\": 1, \"b\": [\"x\"]}"}, {"v: []", "[]"}, {"v: {}", "{}"},
+    {"v: {a: 1, b: [x]}", "{\"a\": 1, \"b\": [\"x\"]}"},
+    {"v: []", "[]"},
+    {"v: {}", "{}"},
 };
 
 START_TEST(test_scalar_typing)
@@ -122,8 +173,9 @@ START_TEST(test_root_scalars_and_json)
     json_decref(v);
     v = load_ok("{\"kind\": \"Job\", \"spec\": {\"minAvailable\": 3, \"ok\": true, \"x\": null,"
                 " \"f\": 2.5, \"l\": [\"a\", 1]}}");
-    tu_assert_json_eq(v, "{\"kind\":\"Job\",\"spec\":{\"minAvailable\":3,\"ok\":true,\"x\":null,"
-                         "\"f\":2.5,\"l\":[\"a\",1]}}");
+    tu_assert_json_eq(v,
+                      "{\"kind\":\"Job\",\"spec\":{\"minAvailable\":3,\"ok\":true,\"x\":null,"
+                      "\"f\":2.5,\"l\":[\"a\",1]}}");
     json_decref(v);
     /* only the first document is read */
     v = load_ok("a: 1\n---\nb: 2\n---\n[unclosed\n");
@@ -158,9 +210,10 @@ START_TEST(test_aliases)
     struct wh_error err = {0};
 
     v = load_ok("base: &b {x: 1, y: [a, yes]}\nuse: *b\nlist: [*b, *b]\nn: &n 5\nm: *n\n");
-    tu_assert_json_eq(v, "{\"base\":{\"x\":1,\"y\":[\"a\",true]},\"use\":{\"x\":1,\"y\":[\"a\",true]},"
-                         "\"list\":[{\"x\":1,\"y\":[\"a\",true]},{\"x\":1,\"y\":[\"a\",true]}],"
-                         "\"n\":5,\"m\":5}");
+    tu_assert_json_eq(v,
+                      "{\"base\":{\"x\":1,\"y\":[\"a\",true]},\"use\":{\"x\":1,\"y\":[\"a\",true]},"
+                      "\"list\":[{\"x\":1,\"y\":[\"a\",true]},{\"x\":1,\"y\":[\"a\",true]}],"
+                      "\"n\":5,\"m\":5}");
     /* expanded copies are independent */
     json_object_set_new(json_object_get(v, "use"), "x", json_integer(99));
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(v, "base"), "x")), 1);
@@ -179,16 +232,15 @@ END_TEST
 
 START_TEST(test_billion_laughs)
 {
-    static const char doc[] =
-        "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
-        "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
-        "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
-        "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
-        "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
-        "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
-        "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n"
-        "h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g, *g]\n"
-        "i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h, *h]\n";
+    static const char doc[] = "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+                              "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+                              "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+                              "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+                              "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
+                              "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+                              "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n"
+                              "h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g, *g]\n"
+                              "i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h, *h]\n";
     struct wh_error err = {0};
 
     load_fail(doc, WH_ETOOBIG, &err);
@@ -217,8 +269,9 @@ START_TEST(test_block_scalars)
     json_t *v = load_ok("lit: |\n  line1\n    indented\n\n  line3\nstrip: |-\n  s\nfold: >\n"
                         "  a\n  b\n\n  c\nkeep: |+\n  k\n\nnum: |\n  123\n");
 
-    tu_assert_json_eq(v, "{\"lit\":\"line1\\n  indented\\n\\nline3\\n\",\"strip\":\"s\","
-                         "\"fold\":\"a b\\nc\\n\",\"keep\":\"k\\n\\n\",\"num\":\"123\\n\"}");
+    tu_assert_json_eq(v,
+                      "{\"lit\":\"line1\\n  indented\\n\\nline3\\n\",\"strip\":\"s\","
+                      "\"fold\":\"a b\\nc\\n\",\"keep\":\"k\\n\\n\",\"num\":\"123\\n\"}");
     json_decref(v);
 }
 END_TEST
@@ -241,12 +294,24 @@ START_TEST(test_pytorch_example)
     ck_assert_msg(json_equal(got, want), "pytorch-job.yaml differs from %s", fix);
     /* the command script keeps its trailing newline and its blank lines */
     cmd = json_string_value(json_array_get(
-        json_object_get(json_array_get(json_object_get(json_object_get(json_object_get(
-                            json_array_get(json_object_get(json_object_get(got, "spec"), "tasks"), 0),
-                            "template"), "spec"), "containers"), 0), "command"), 2));
+        json_object_get(
+            json_array_get(
+                json_object_get(
+                    json_object_get(
+                        json_object_get(
+                            json_array_get(json_object_get(json_object_get(got, "spec"), "tasks"),
+                                           0),
+                            "template"),
+                        "spec"),
+                    "containers"),
+                0),
+            "command"),
+        2));
     ck_assert_ptr_nonnull(cmd);
-    ck_assert_msg(strncmp(cmd, "import os\nimport torch\nimport torch.distributed as dist\n\nprint(",
-                          62) == 0, "%s", cmd);
+    ck_assert_msg(
+        strncmp(cmd, "import os\nimport torch\nimport torch.distributed as dist\n\nprint(", 62)
+            == 0,
+        "%s", cmd);
     tail = "# PyTorch训练代码...\n";
     ck_assert_uint_ge(strlen(cmd), strlen(tail));
     ck_assert_str_eq(cmd + strlen(cmd) - strlen(tail), tail);
@@ -258,9 +323,14 @@ END_TEST
 START_TEST(test_all_examples)
 {
     static const char *const files[] = {
-        "example-job.yaml", "lm-mpi-job.yaml", "mpi-job.yaml", "pytorch-job.yaml",
-        "ray-cluster-job.yaml", "tensorflow-dist-mnist-with-comments.yaml",
-        "tensorflow-dist-mnist.yaml", "tensorflow-training.yaml",
+        "example-job.yaml",
+        "lm-mpi-job.yaml",
+        "mpi-job.yaml",
+        "pytorch-job.yaml",
+        "ray-cluster-job.yaml",
+        "tensorflow-dist-mnist-with-comments.yaml",
+        "tensorflow-dist-mnist.yaml",
+        "tensorflow-training.yaml",
     };
     size_t i;
 
@@ -279,10 +349,12 @@ START_TEST(test_all_examples)
         ck_assert(json_is_object(json_object_get(spec, "plugins")));
         if (i == 0) {
             /* comments with Chinese text, no tasks */
-            tu_assert_json_eq(v, "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
-                                 "\"metadata\":{\"name\":\"example-job\"},\"spec\":{\"plugins\":{"
-                                 "\"ssh\":[],\"env\":[],\"svc\":[\"--publish-not-ready-addresses=true\"],"
-                                 "\"pytorch\":[\"--master=master\",\"--worker=worker\"]}}}");
+            tu_assert_json_eq(
+                v,
+                "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+                "\"metadata\":{\"name\":\"example-job\"},\"spec\":{\"plugins\":{"
+                "\"ssh\":[],\"env\":[],\"svc\":[\"--publish-not-ready-addresses=true\"],"
+                "\"pytorch\":[\"--master=master\",\"--worker=worker\"]}}}");
         } else {
             ck_assert_str_eq(json_string_value(json_object_get(spec, "queue")), "default");
             ck_assert(json_array_size(json_object_get(spec, "tasks")) > 0);
@@ -299,8 +371,9 @@ START_TEST(test_syntax_errors)
     load_fail("a: b: c\n", WH_EINVAL, &err);
     ck_assert_str_eq(err.msg, "line 1 column 5: mapping values are not allowed in this context");
     load_fail("kind: Job\nspec:\n  tasks: [a, b\n", WH_EINVAL, &err);
-    ck_assert_str_eq(err.msg, "line 4 column 1: did not find expected ',' or ']' "
-                              "(while parsing a flow sequence at line 3)");
+    ck_assert_str_eq(err.msg,
+                     "line 4 column 1: did not find expected ',' or ']' "
+                     "(while parsing a flow sequence at line 3)");
     load_fail("a: \"unterminated\n", WH_EINVAL, &err);
     ck_assert_msg(strncmp(err.msg, "line 2 column 1: found unexpected end of stream", 47) == 0,
                   "%s", err.msg);
@@ -378,7 +451,7 @@ START_TEST(test_documents)
     ck_assert_int_eq(yaml_load_buffer(text, strlen(text), &first, &err), 0);
     tu_assert_json_eq(first, "{\"a\":1,\"b\":1}");
     json_decref(first);
-    docs = json_true();   /* a singleton, to see it overwritten with NULL on failure */
+    docs = json_true(); /* a singleton, to see it overwritten with NULL on failure */
     ck_assert_int_eq(yaml_load_documents(cross, strlen(cross), &docs, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "line 3 column 4: unknown anchor");
     ck_assert_ptr_null(docs);

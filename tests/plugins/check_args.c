@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/error.h"
 #include "plugins/args.h"
 #include "tests/testutil.h"
-#include "base/error.h"
 
 /* ---- args_parse ---------------------------------------------------------- */
 
@@ -27,20 +27,20 @@ struct flags {
 
 #define DEF_MASTER "m"
 #define DEF_WORKER "w"
-#define DEF_PORT 23456
-#define DEF_CPORT 10001
+#define DEF_PORT   23456
+#define DEF_CPORT  10001
 
 struct pcase {
     const char *name;
-    const char *argv;    /* JSON text; NULL = pass a C NULL */
+    const char *argv; /* JSON text; NULL = pass a C NULL */
     struct flags want;
     int rc;
-    const char *err;     /* exact message, "" on success */
+    const char *err; /* exact message, "" on success */
 };
 
 /* Expected values that differ from the defaults are spelled out with these. */
 #define DEFAULTS DEF_MASTER, DEF_WORKER, DEF_PORT, DEF_CPORT, false, true
-#define OK 0, ""
+#define OK       0, ""
 
 static const struct pcase pcases[] = {
     /* no arguments at all */
@@ -51,57 +51,90 @@ static const struct pcase pcases[] = {
     {"empty-array", "[]", {DEFAULTS}, OK},
 
     /* rule 1: one element is one token, never split on spaces */
-    {"one-token", "[\"--master=a --worker=b\"]", {"a --worker=b", DEF_WORKER, DEF_PORT,
-                                                  DEF_CPORT, false, true}, OK},
-    {"two-tokens", "[\"--master=a\",\"--worker=b\"]", {"a", "b", DEF_PORT, DEF_CPORT, false,
-                                                        true}, OK},
-    {"separate-values", "[\"--master\",\"a\",\"--worker\",\"b\",\"--port\",\"7\"]",
-     {"a", "b", 7, DEF_CPORT, false, true}, OK},
-    {"space-in-next-value", "[\"--master\",\"a b\"]", {"a b", DEF_WORKER, DEF_PORT, DEF_CPORT,
-                                                       false, true}, OK},
+    {"one-token",
+     "[\"--master=a --worker=b\"]",
+     {"a --worker=b", DEF_WORKER, DEF_PORT, DEF_CPORT, false, true},
+     OK},
+    {"two-tokens",
+     "[\"--master=a\",\"--worker=b\"]",
+     {"a", "b", DEF_PORT, DEF_CPORT, false, true},
+     OK},
+    {"separate-values",
+     "[\"--master\",\"a\",\"--worker\",\"b\",\"--port\",\"7\"]",
+     {"a", "b", 7, DEF_CPORT, false, true},
+     OK},
+    {"space-in-next-value",
+     "[\"--master\",\"a b\"]",
+     {"a b", DEF_WORKER, DEF_PORT, DEF_CPORT, false, true},
+     OK},
 
     /* rule 2: silent stops */
-    {"stop-empty", "[\"--master=a\",\"\",\"--worker=b\"]", {"a", DEF_WORKER, DEF_PORT,
-                                                             DEF_CPORT, false, true}, OK},
+    {"stop-empty",
+     "[\"--master=a\",\"\",\"--worker=b\"]",
+     {"a", DEF_WORKER, DEF_PORT, DEF_CPORT, false, true},
+     OK},
     {"stop-dash", "[\"-\",\"--master=a\"]", {DEFAULTS}, OK},
     {"stop-one-char", "[\"a\",\"--master=a\"]", {DEFAULTS}, OK},
     {"stop-positional-first", "[\"pos\",\"--master=a\"]", {DEFAULTS}, OK},
-    {"stop-positional-middle", "[\"--master=a\",\"pos\",\"--worker=b\"]",
-     {"a", DEF_WORKER, DEF_PORT, DEF_CPORT, false, true}, OK},
+    {"stop-positional-middle",
+     "[\"--master=a\",\"pos\",\"--worker=b\"]",
+     {"a", DEF_WORKER, DEF_PORT, DEF_CPORT, false, true},
+     OK},
     {"stop-no-dash-eq", "[\"master=a\"]", {DEFAULTS}, OK},
 
     /* rule 3: "--" is consumed and stops */
-    {"double-dash", "[\"--master=a\",\"--\",\"--worker=b\"]", {"a", DEF_WORKER, DEF_PORT,
-                                                                DEF_CPORT, false, true}, OK},
+    {"double-dash",
+     "[\"--master=a\",\"--\",\"--worker=b\"]",
+     {"a", DEF_WORKER, DEF_PORT, DEF_CPORT, false, true},
+     OK},
     {"double-dash-first", "[\"--\",\"--master=a\"]", {DEFAULTS}, OK},
-    {"double-dash-as-value", "[\"--master\",\"--\",\"--worker=b\"]",
-     {"--", "b", DEF_PORT, DEF_CPORT, false, true}, OK},
+    {"double-dash-as-value",
+     "[\"--master\",\"--\",\"--worker=b\"]",
+     {"--", "b", DEF_PORT, DEF_CPORT, false, true},
+     OK},
 
     /* rule 4: one or two dashes; bad syntax */
-    {"single-dash", "[\"-master=a\",\"-worker\",\"b\"]", {"a", "b", DEF_PORT, DEF_CPORT, false,
-                                                           true}, OK},
-    {"triple-dash", "[\"--master=a\",\"---x\",\"--worker=b\"]",
-     {"a", DEF_WORKER, DEF_PORT, DEF_CPORT, false, true}, WH_EINVAL, "bad flag syntax: ---x"},
+    {"single-dash",
+     "[\"-master=a\",\"-worker\",\"b\"]",
+     {"a", "b", DEF_PORT, DEF_CPORT, false, true},
+     OK},
+    {"triple-dash",
+     "[\"--master=a\",\"---x\",\"--worker=b\"]",
+     {"a", DEF_WORKER, DEF_PORT, DEF_CPORT, false, true},
+     WH_EINVAL,
+     "bad flag syntax: ---x"},
     {"dash-eq", "[\"-=x\"]", {DEFAULTS}, WH_EINVAL, "bad flag syntax: -=x"},
     {"dash-dash-eq", "[\"--=x\"]", {DEFAULTS}, WH_EINVAL, "bad flag syntax: --=x"},
     {"dash-eq-only", "[\"-=\"]", {DEFAULTS}, WH_EINVAL, "bad flag syntax: -="},
     {"triple-dash-only", "[\"---\"]", {DEFAULTS}, WH_EINVAL, "bad flag syntax: ---"},
 
     /* rule 5: split at the first '=' */
-    {"value-with-eq", "[\"--master=a=b\"]", {"a=b", DEF_WORKER, DEF_PORT, DEF_CPORT, false,
-                                             true}, OK},
-    {"value-is-eq", "[\"--master==\"]", {"=", DEF_WORKER, DEF_PORT, DEF_CPORT, false, true},
+    {"value-with-eq",
+     "[\"--master=a=b\"]",
+     {"a=b", DEF_WORKER, DEF_PORT, DEF_CPORT, false, true},
      OK},
+    {"value-is-eq", "[\"--master==\"]", {"=", DEF_WORKER, DEF_PORT, DEF_CPORT, false, true}, OK},
 
     /* rule 6: exact names; unknown stops with an error */
-    {"unknown", "[\"--master=a\",\"--nope=1\",\"--worker=b\"]",
-     {"a", DEF_WORKER, DEF_PORT, DEF_CPORT, false, true}, WH_EINVAL,
+    {"unknown",
+     "[\"--master=a\",\"--nope=1\",\"--worker=b\"]",
+     {"a", DEF_WORKER, DEF_PORT, DEF_CPORT, false, true},
+     WH_EINVAL,
      "flag provided but not defined: -nope"},
-    {"unknown-no-value", "[\"-nope\"]", {DEFAULTS}, WH_EINVAL,
+    {"unknown-no-value",
+     "[\"-nope\"]",
+     {DEFAULTS},
+     WH_EINVAL,
      "flag provided but not defined: -nope"},
-    {"case-sensitive", "[\"--Master=a\"]", {DEFAULTS}, WH_EINVAL,
+    {"case-sensitive",
+     "[\"--Master=a\"]",
+     {DEFAULTS},
+     WH_EINVAL,
      "flag provided but not defined: -Master"},
-    {"prefix-not-enough", "[\"--mast=a\"]", {DEFAULTS}, WH_EINVAL,
+    {"prefix-not-enough",
+     "[\"--mast=a\"]",
+     {DEFAULTS},
+     WH_EINVAL,
      "flag provided but not defined: -mast"},
     {"help-h", "[\"-h\",\"--master=a\"]", {DEFAULTS}, WH_EINVAL, "flag: help requested"},
     {"help-long", "[\"--help\"]", {DEFAULTS}, WH_EINVAL, "flag: help requested"},
@@ -110,92 +143,148 @@ static const struct pcase pcases[] = {
 
     /* rule 7: booleans */
     {"bool-bare", "[\"--x\"]", {DEF_MASTER, DEF_WORKER, DEF_PORT, DEF_CPORT, true, true}, OK},
-    {"bool-single-dash", "[\"-x\",\"--master=a\"]", {"a", DEF_WORKER, DEF_PORT, DEF_CPORT, true,
-                                                      true}, OK},
-    {"bool-then-positional", "[\"--x\",\"true\",\"--master=a\"]",
-     {DEF_MASTER, DEF_WORKER, DEF_PORT, DEF_CPORT, true, true}, OK},
-    {"bool-then-false-positional", "[\"--y\",\"false\"]", {DEFAULTS}, OK},
-    {"bool-eq-false", "[\"--y=false\",\"--x=1\"]", {DEF_MASTER, DEF_WORKER, DEF_PORT, DEF_CPORT,
-                                                    true, false}, OK},
-    {"bool-eq-T", "[\"--x=T\"]", {DEF_MASTER, DEF_WORKER, DEF_PORT, DEF_CPORT, true, true}, OK},
-    {"bool-eq-F", "[\"--y=F\"]", {DEF_MASTER, DEF_WORKER, DEF_PORT, DEF_CPORT, false, false},
+    {"bool-single-dash",
+     "[\"-x\",\"--master=a\"]",
+     {"a", DEF_WORKER, DEF_PORT, DEF_CPORT, true, true},
      OK},
-    {"bool-bad-sets-false", "[\"--y=yes\",\"--master=a\"]",
-     {DEF_MASTER, DEF_WORKER, DEF_PORT, DEF_CPORT, false, false}, WH_EINVAL,
+    {"bool-then-positional",
+     "[\"--x\",\"true\",\"--master=a\"]",
+     {DEF_MASTER, DEF_WORKER, DEF_PORT, DEF_CPORT, true, true},
+     OK},
+    {"bool-then-false-positional", "[\"--y\",\"false\"]", {DEFAULTS}, OK},
+    {"bool-eq-false",
+     "[\"--y=false\",\"--x=1\"]",
+     {DEF_MASTER, DEF_WORKER, DEF_PORT, DEF_CPORT, true, false},
+     OK},
+    {"bool-eq-T", "[\"--x=T\"]", {DEF_MASTER, DEF_WORKER, DEF_PORT, DEF_CPORT, true, true}, OK},
+    {"bool-eq-F", "[\"--y=F\"]", {DEF_MASTER, DEF_WORKER, DEF_PORT, DEF_CPORT, false, false}, OK},
+    {"bool-bad-sets-false",
+     "[\"--y=yes\",\"--master=a\"]",
+     {DEF_MASTER, DEF_WORKER, DEF_PORT, DEF_CPORT, false, false},
+     WH_EINVAL,
      "invalid boolean value \"yes\" for -y: parse error"},
-    {"bool-empty-sets-false", "[\"--y=\"]", {DEF_MASTER, DEF_WORKER, DEF_PORT, DEF_CPORT, false,
-                                            false}, WH_EINVAL,
+    {"bool-empty-sets-false",
+     "[\"--y=\"]",
+     {DEF_MASTER, DEF_WORKER, DEF_PORT, DEF_CPORT, false, false},
+     WH_EINVAL,
      "invalid boolean value \"\" for -y: parse error"},
-    {"bool-mixed-case", "[\"--x=tRUE\"]", {DEFAULTS}, WH_EINVAL,
+    {"bool-mixed-case",
+     "[\"--x=tRUE\"]",
+     {DEFAULTS},
+     WH_EINVAL,
      "invalid boolean value \"tRUE\" for -x: parse error"},
 
     /* rule 8: non-boolean flags take the next element, whatever it is */
-    {"next-starts-with-dash", "[\"--master\",\"--worker=b\"]",
-     {"--worker=b", DEF_WORKER, DEF_PORT, DEF_CPORT, false, true}, OK},
-    {"next-is-dash", "[\"--master\",\"-\",\"--worker=b\"]", {"-", "b", DEF_PORT, DEF_CPORT,
-                                                              false, true}, OK},
-    {"next-negative-int", "[\"--port\",\"-5\"]", {DEF_MASTER, DEF_WORKER, -5, DEF_CPORT, false,
-                                                  true}, OK},
-    {"needs-argument-string", "[\"--worker=b\",\"--master\"]",
-     {DEF_MASTER, "b", DEF_PORT, DEF_CPORT, false, true}, WH_EINVAL,
+    {"next-starts-with-dash",
+     "[\"--master\",\"--worker=b\"]",
+     {"--worker=b", DEF_WORKER, DEF_PORT, DEF_CPORT, false, true},
+     OK},
+    {"next-is-dash",
+     "[\"--master\",\"-\",\"--worker=b\"]",
+     {"-", "b", DEF_PORT, DEF_CPORT, false, true},
+     OK},
+    {"next-negative-int",
+     "[\"--port\",\"-5\"]",
+     {DEF_MASTER, DEF_WORKER, -5, DEF_CPORT, false, true},
+     OK},
+    {"needs-argument-string",
+     "[\"--worker=b\",\"--master\"]",
+     {DEF_MASTER, "b", DEF_PORT, DEF_CPORT, false, true},
+     WH_EINVAL,
      "flag needs an argument: -master"},
-    {"needs-argument-int", "[\"-port\"]", {DEFAULTS}, WH_EINVAL,
-     "flag needs an argument: -port"},
+    {"needs-argument-int", "[\"-port\"]", {DEFAULTS}, WH_EINVAL, "flag needs an argument: -port"},
 
     /* rule 9: strings take anything, including "" */
-    {"string-empty-eq", "[\"--master=\",\"--worker=b\"]", {"", "b", DEF_PORT, DEF_CPORT, false,
-                                                            true}, OK},
-    {"string-empty-next", "[\"--master\",\"\",\"--worker=b\"]",
-     {"", "b", DEF_PORT, DEF_CPORT, false, true}, OK},
+    {"string-empty-eq",
+     "[\"--master=\",\"--worker=b\"]",
+     {"", "b", DEF_PORT, DEF_CPORT, false, true},
+     OK},
+    {"string-empty-next",
+     "[\"--master\",\"\",\"--worker=b\"]",
+     {"", "b", DEF_PORT, DEF_CPORT, false, true},
+     OK},
 
     /* rule 10: integers */
     {"int-octal", "[\"--port=010\"]", {DEF_MASTER, DEF_WORKER, 8, DEF_CPORT, false, true}, OK},
-    {"int-hex-neg", "[\"--port=-0x10\"]", {DEF_MASTER, DEF_WORKER, -16, DEF_CPORT, false, true},
+    {"int-hex-neg",
+     "[\"--port=-0x10\"]",
+     {DEF_MASTER, DEF_WORKER, -16, DEF_CPORT, false, true},
      OK},
     {"int-plus", "[\"--port\",\"+5\"]", {DEF_MASTER, DEF_WORKER, 5, DEF_CPORT, false, true}, OK},
-    {"int-syntax-sets-zero", "[\"--master=a\",\"--port=abc\",\"--worker=b\"]",
-     {"a", DEF_WORKER, 0, DEF_CPORT, false, true}, WH_EINVAL,
+    {"int-syntax-sets-zero",
+     "[\"--master=a\",\"--port=abc\",\"--worker=b\"]",
+     {"a", DEF_WORKER, 0, DEF_CPORT, false, true},
+     WH_EINVAL,
      "invalid value \"abc\" for flag -port: parse error"},
-    {"int-empty-eq", "[\"--port=\"]", {DEF_MASTER, DEF_WORKER, 0, DEF_CPORT, false, true},
-     WH_EINVAL, "invalid value \"\" for flag -port: parse error"},
-    {"int-float", "[\"--port=1e99\"]", {DEF_MASTER, DEF_WORKER, 0, DEF_CPORT, false, true},
-     WH_EINVAL, "invalid value \"1e99\" for flag -port: parse error"},
-    {"int-overflow", "[\"--port\",\"9223372036854775808\"]",
-     {DEF_MASTER, DEF_WORKER, INT64_MAX, DEF_CPORT, false, true}, WH_EINVAL,
+    {"int-empty-eq",
+     "[\"--port=\"]",
+     {DEF_MASTER, DEF_WORKER, 0, DEF_CPORT, false, true},
+     WH_EINVAL,
+     "invalid value \"\" for flag -port: parse error"},
+    {"int-float",
+     "[\"--port=1e99\"]",
+     {DEF_MASTER, DEF_WORKER, 0, DEF_CPORT, false, true},
+     WH_EINVAL,
+     "invalid value \"1e99\" for flag -port: parse error"},
+    {"int-overflow",
+     "[\"--port\",\"9223372036854775808\"]",
+     {DEF_MASTER, DEF_WORKER, INT64_MAX, DEF_CPORT, false, true},
+     WH_EINVAL,
      "invalid value \"9223372036854775808\" for flag -port: value out of range"},
-    {"int-underflow", "[\"--port=-9223372036854775809\"]",
-     {DEF_MASTER, DEF_WORKER, INT64_MIN, DEF_CPORT, false, true}, WH_EINVAL,
+    {"int-underflow",
+     "[\"--port=-9223372036854775809\"]",
+     {DEF_MASTER, DEF_WORKER, INT64_MIN, DEF_CPORT, false, true},
+     WH_EINVAL,
      "invalid value \"-9223372036854775809\" for flag -port: value out of range"},
-    {"int-quoting", "[\"--port=a\\\"b\\\\c\\n\\u0001\\u007f\"]",
-     {DEF_MASTER, DEF_WORKER, 0, DEF_CPORT, false, true}, WH_EINVAL,
+    {"int-quoting",
+     "[\"--port=a\\\"b\\\\c\\n\\u0001\\u007f\"]",
+     {DEF_MASTER, DEF_WORKER, 0, DEF_CPORT, false, true},
+     WH_EINVAL,
      "invalid value \"a\\\"b\\\\c\\n\\x01\\x7f\" for flag -port: parse error"},
-    {"int-quoting-utf8", "[\"--port=\\u00e9\"]", {DEF_MASTER, DEF_WORKER, 0, DEF_CPORT, false,
-                                                  true}, WH_EINVAL,
+    {"int-quoting-utf8",
+     "[\"--port=\\u00e9\"]",
+     {DEF_MASTER, DEF_WORKER, 0, DEF_CPORT, false, true},
+     WH_EINVAL,
      "invalid value \"\xc3\xa9\" for flag -port: parse error"},
 
     /* rule 11: the last occurrence wins; aliases share storage */
-    {"last-wins", "[\"--port=1\",\"--port\",\"2\",\"--master=a\",\"-master=b\"]",
-     {"b", DEF_WORKER, 2, DEF_CPORT, false, true}, OK},
+    {"last-wins",
+     "[\"--port=1\",\"--port\",\"2\",\"--master=a\",\"-master=b\"]",
+     {"b", DEF_WORKER, 2, DEF_CPORT, false, true},
+     OK},
     {"bool-last-wins", "[\"--x\",\"--x=false\"]", {DEFAULTS}, OK},
-    {"alias-then-name", "[\"--clientServerPort=5\",\"--clientPort=6\"]",
-     {DEF_MASTER, DEF_WORKER, DEF_PORT, 6, false, true}, OK},
-    {"name-then-alias", "[\"--clientPort=6\",\"--clientServerPort\",\"5\"]",
-     {DEF_MASTER, DEF_WORKER, DEF_PORT, 5, false, true}, OK},
+    {"alias-then-name",
+     "[\"--clientServerPort=5\",\"--clientPort=6\"]",
+     {DEF_MASTER, DEF_WORKER, DEF_PORT, 6, false, true},
+     OK},
+    {"name-then-alias",
+     "[\"--clientPort=6\",\"--clientServerPort\",\"5\"]",
+     {DEF_MASTER, DEF_WORKER, DEF_PORT, 5, false, true},
+     OK},
 
     /* values set before an error stay set (ContinueOnError) */
-    {"keep-before-error", "[\"--port=7\",\"--master=a\",\"--port=zz\",\"--worker=b\"]",
-     {"a", DEF_WORKER, 0, DEF_CPORT, false, true}, WH_EINVAL,
+    {"keep-before-error",
+     "[\"--port=7\",\"--master=a\",\"--port=zz\",\"--worker=b\"]",
+     {"a", DEF_WORKER, 0, DEF_CPORT, false, true},
+     WH_EINVAL,
      "invalid value \"zz\" for flag -port: parse error"},
 
     /* non-string elements end the argument list silently */
-    {"non-string-stops", "[\"--master=a\",5,\"--worker=b\"]", {"a", DEF_WORKER, DEF_PORT,
-                                                                DEF_CPORT, false, true}, OK},
+    {"non-string-stops",
+     "[\"--master=a\",5,\"--worker=b\"]",
+     {"a", DEF_WORKER, DEF_PORT, DEF_CPORT, false, true},
+     OK},
     {"non-string-first", "[true,\"--master=a\"]", {DEFAULTS}, OK},
     {"non-string-null", "[null,\"--master=a\"]", {DEFAULTS}, OK},
-    {"non-string-as-value", "[\"--port\",5]", {DEFAULTS}, WH_EINVAL,
+    {"non-string-as-value",
+     "[\"--port\",5]",
+     {DEFAULTS},
+     WH_EINVAL,
      "flag needs an argument: -port"},
-    {"bool-before-non-string", "[\"--x\",{}]", {DEF_MASTER, DEF_WORKER, DEF_PORT, DEF_CPORT,
-                                                true, true}, OK},
+    {"bool-before-non-string",
+     "[\"--x\",{}]",
+     {DEF_MASTER, DEF_WORKER, DEF_PORT, DEF_CPORT, true, true},
+     OK},
 };
 
 START_TEST(test_parse_table)
@@ -221,8 +310,8 @@ START_TEST(test_parse_table)
                   f.master, c->want.master);
     ck_assert_msg(strcmp(f.worker, c->want.worker) == 0, "%s: worker '%s', want '%s'", c->name,
                   f.worker, c->want.worker);
-    ck_assert_msg(f.port == c->want.port, "%s: port %lld, want %lld", c->name,
-                  (long long)f.port, (long long)c->want.port);
+    ck_assert_msg(f.port == c->want.port, "%s: port %lld, want %lld", c->name, (long long)f.port,
+                  (long long)c->want.port);
     ck_assert_msg(f.cport == c->want.cport, "%s: cport %lld, want %lld", c->name,
                   (long long)f.cport, (long long)c->want.cport);
     ck_assert_msg(f.x == c->want.x, "%s: x %d, want %d", c->name, f.x, c->want.x);
@@ -256,7 +345,7 @@ START_TEST(test_parse_errbuf_sizes)
     ck_assert_int_eq(args_parse(defs, 1, argv, small, sizeof(small)), WH_EINVAL);
     ck_assert_str_eq(small, "flag pr");
     ck_assert_int_eq(args_parse(defs, 1, argv, small, 0), WH_EINVAL);
-    ck_assert_str_eq(small, "flag pr");    /* errlen 0: untouched */
+    ck_assert_str_eq(small, "flag pr"); /* errlen 0: untouched */
     json_decref(argv);
 }
 END_TEST
@@ -358,8 +447,7 @@ static const struct icase icases[] = {
     {"0x7fffffffffffffff", INT64_MAX, 0},
     {"0x8000000000000000", INT64_MAX, WH_ETOOBIG},
     {"-0x8000000000000000", INT64_MIN, 0},
-    {"0b1000000000000000000000000000000000000000000000000000000000000000", INT64_MAX,
-     WH_ETOOBIG},
+    {"0b1000000000000000000000000000000000000000000000000000000000000000", INT64_MAX, WH_ETOOBIG},
     /* Go reports the overflow it meets before a later bad character */
     {"99999999999999999999x", INT64_MAX, WH_ETOOBIG},
     {"_99999999999999999999", INT64_MAX, WH_ETOOBIG},
@@ -386,8 +474,7 @@ START_TEST(test_parse_int_table)
     int rc = args_parse_int(c->in, &v);
 
     ck_assert_msg(rc == c->rc, "'%s': rc %d, want %d", c->in, rc, c->rc);
-    ck_assert_msg(v == c->want, "'%s': %lld, want %lld", c->in, (long long)v,
-                  (long long)c->want);
+    ck_assert_msg(v == c->want, "'%s': %lld, want %lld", c->in, (long long)v, (long long)c->want);
 }
 END_TEST
 
@@ -409,18 +496,33 @@ struct bcase {
 };
 
 static const struct bcase bcases[] = {
-    {"1", true, 0},      {"t", true, 0},      {"T", true, 0},       {"TRUE", true, 0},
-    {"true", true, 0},   {"True", true, 0},   {"0", false, 0},      {"f", false, 0},
-    {"F", false, 0},     {"FALSE", false, 0}, {"false", false, 0},  {"False", false, 0},
-    {"", false, WH_EINVAL},     {"yes", false, WH_EINVAL},  {"tRUE", false, WH_EINVAL},
-    {"TRue", false, WH_EINVAL}, {"2", false, WH_EINVAL},    {" true", false, WH_EINVAL},
-    {"true ", false, WH_EINVAL}, {"on", false, WH_EINVAL},  {"01", false, WH_EINVAL},
+    {"1", true, 0},
+    {"t", true, 0},
+    {"T", true, 0},
+    {"TRUE", true, 0},
+    {"true", true, 0},
+    {"True", true, 0},
+    {"0", false, 0},
+    {"f", false, 0},
+    {"F", false, 0},
+    {"FALSE", false, 0},
+    {"false", false, 0},
+    {"False", false, 0},
+    {"", false, WH_EINVAL},
+    {"yes", false, WH_EINVAL},
+    {"tRUE", false, WH_EINVAL},
+    {"TRue", false, WH_EINVAL},
+    {"2", false, WH_EINVAL},
+    {" true", false, WH_EINVAL},
+    {"true ", false, WH_EINVAL},
+    {"on", false, WH_EINVAL},
+    {"01", false, WH_EINVAL},
 };
 
 START_TEST(test_parse_bool_table)
 {
     const struct bcase *c = &bcases[_i];
-    bool v = !c->want;    /* must be overwritten either way */
+    bool v = !c->want; /* must be overwritten either way */
     int rc = args_parse_bool(c->in, &v);
 
     ck_assert_msg(rc == c->rc, "'%s': rc %d, want %d", c->in, rc, c->rc);

@@ -28,11 +28,17 @@ START_TEST(containers_then_init_containers)
                "                 {\"name\":\"c2\"}]}}",
                "{\"metadata\":{\"name\":\"job1-worker-3\"},"
                " \"spec\":{\"initContainers\":[{\"name\":\"i1\",\"env\":["
-               "    {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}],"
+               "    "
+               "{\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":"
+               "\"3\"}]}],"
                "  \"containers\":[{\"name\":\"c1\",\"env\":[{\"name\":\"A\",\"value\":\"a\"},"
-               "    {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]},"
+               "    "
+               "{\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":"
+               "\"3\"}]},"
                "                 {\"name\":\"c2\",\"env\":["
-               "    {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}]}}",
+               "    "
+               "{\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":"
+               "\"3\"}]}]}}",
                "[]");
 }
 END_TEST
@@ -42,11 +48,14 @@ START_TEST(short_name_gives_empty_index)
 {
     const struct plugin_pod_info info = {"job1-x", "ns1", "default", ""};
 
-    pc_ok_args(P, JOB, NULL, &info,
-               "{\"metadata\":{\"name\":\"job1-x\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-               "{\"metadata\":{\"name\":\"job1-x\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
-               "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"\"}]}]}}",
-               "[]");
+    pc_ok_args(
+        P, JOB, NULL, &info,
+        "{\"metadata\":{\"name\":\"job1-x\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+        "{\"metadata\":{\"name\":\"job1-x\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
+        "  "
+        "{\"name\":\"VK_TASK_INDEX\",\"value\":\"\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"\"}]}]"
+        "}}",
+        "[]");
 }
 END_TEST
 
@@ -56,7 +65,9 @@ START_TEST(arguments_ignored_without_warning)
     pc_ok_args(P, JOB, "[\"--bogus\", \"---x\", \"--port=abc\"]", &POD3,
                "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
                "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
-               "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}]}}",
+               "  "
+               "{\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":"
+               "\"3\"}]}]}}",
                "[]");
 }
 END_TEST
@@ -83,7 +94,9 @@ START_TEST(existing_value_from_replaced)
 {
     pc_ok_args(P, JOB, NULL, &POD3,
                "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
-               "  {\"name\":\"VC_TASK_INDEX\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.name\"}}}]}]}}",
+               "  "
+               "{\"name\":\"VC_TASK_INDEX\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata."
+               "name\"}}}]}]}}",
                "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
                "  {\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"},"
                "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"}]}]}}",
@@ -94,13 +107,14 @@ END_TEST
 /* D5: same values already there (as Volcano's controller would leave them) -> no change. */
 START_TEST(existing_same_value_unchanged)
 {
-    static const char *const pod =
-        "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
-        "  {\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"},"
-        "  {\"name\":\"X\",\"value\":\"x\"},"
-        "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"}]}],"
-        " \"initContainers\":[{\"name\":\"i\",\"env\":["
-        "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}]}}";
+    static const char *const pod = "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
+                                   "  {\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"},"
+                                   "  {\"name\":\"X\",\"value\":\"x\"},"
+                                   "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"}]}],"
+                                   " \"initContainers\":[{\"name\":\"i\",\"env\":["
+                                   "  "
+                                   "{\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_"
+                                   "TASK_INDEX\",\"value\":\"3\"}]}]}}";
 
     pc_ok_args(P, JOB, NULL, &POD3, pod, pod, "[]");
 }
@@ -120,20 +134,25 @@ END_TEST
 
 START_TEST(pod_without_containers_unchanged)
 {
-    pc_ok_args(P, JOB, NULL, &POD3, "{\"metadata\":{},\"spec\":{}}", "{\"metadata\":{},\"spec\":{}}",
-               "[]");
+    pc_ok_args(P, JOB, NULL, &POD3, "{\"metadata\":{},\"spec\":{}}",
+               "{\"metadata\":{},\"spec\":{}}", "[]");
     pc_ok_args(P, JOB, NULL, &POD3, "{}", "{}", "[]");
 }
 END_TEST
 
 START_TEST(allocation_failures)
 {
-    pc_chaos_args(P, JOB, NULL, &POD3,
-                  "{\"spec\":{\"containers\":[{\"name\":\"c\"}],\"initContainers\":[{\"name\":\"i\"}]}}",
-                  "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
-                  "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}],"
-                  " \"initContainers\":[{\"name\":\"i\",\"env\":["
-                  "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}]}}");
+    pc_chaos_args(
+        P, JOB, NULL, &POD3,
+        "{\"spec\":{\"containers\":[{\"name\":\"c\"}],\"initContainers\":[{\"name\":\"i\"}]}}",
+        "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
+        "  "
+        "{\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]"
+        "}],"
+        " \"initContainers\":[{\"name\":\"i\",\"env\":["
+        "  "
+        "{\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]"
+        "}]}}");
 }
 END_TEST
 
@@ -148,11 +167,13 @@ START_TEST(malformed_container_is_an_error)
 
     ck_assert_int_eq(P->on_pod_create(&c, pod, &err), WH_EINVAL);
     ck_assert_int_eq(err.code, WH_EINVAL);
-    ck_assert_str_eq(err.msg, "cannot set env VK_TASK_INDEX in "
-                              "spec.initContainers[0]: malformed container");
+    ck_assert_str_eq(err.msg,
+                     "cannot set env VK_TASK_INDEX in "
+                     "spec.initContainers[0]: malformed container");
     ck_assert_int_eq(P->on_pod_create(&c, pod2, &err), WH_EINVAL);
-    ck_assert_str_eq(err.msg, "cannot set env VK_TASK_INDEX in "
-                              "spec.containers[0]: malformed container");
+    ck_assert_str_eq(err.msg,
+                     "cannot set env VK_TASK_INDEX in "
+                     "spec.containers[0]: malformed container");
     json_decref(pod2);
     json_decref(pod);
     json_decref(job);

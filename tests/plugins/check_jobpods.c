@@ -6,9 +6,9 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "tests/testutil.h"
 #include "base/error.h"
 #include "plugins/jobpods.h"
+#include "tests/testutil.h"
 
 /* A Job with every field the controller copies onto a pod. The volume's suffix is
  * SHA-1("c1")'s first 12 bytes mod 36 over [0-9a-z] (byal43q7t9kk); the second entry
@@ -75,11 +75,11 @@ END_TEST
  * jdb-max-unavailable when there is no min-available, partitionSize 0 → partition 0. */
 START_TEST(test_bare_task)
 {
-    json_t *job = tu_json(
-        "{\"metadata\":{\"name\":\"b\",\"namespace\":\"n\",\"uid\":\"u\","
-        "  \"annotations\":{\"volcano.sh/jdb-max-unavailable\":\"25%\"}},"
-        " \"spec\":{\"schedulerName\":\"volcano\","
-        "  \"tasks\":[{\"replicas\":1,\"partitionPolicy\":{\"partitionSize\":0}}]}}");
+    json_t *job =
+        tu_json("{\"metadata\":{\"name\":\"b\",\"namespace\":\"n\",\"uid\":\"u\","
+                "  \"annotations\":{\"volcano.sh/jdb-max-unavailable\":\"25%\"}},"
+                " \"spec\":{\"schedulerName\":\"volcano\","
+                "  \"tasks\":[{\"replicas\":1,\"partitionPolicy\":{\"partitionSize\":0}}]}}");
     json_t *task = json_array_get(json_object_get(json_object_get(job, "spec"), "tasks"), 0);
     json_t *pod = jobpods_build(job, task, 0);
 
@@ -114,12 +114,14 @@ START_TEST(test_complete_job)
     json_t *bad = json_array();
 
     ck_assert_int_eq(jobpods_complete_job(job, "team"), 0);
-    tu_assert_json_eq(job, "{\"metadata\":{\"name\":\"f\",\"namespace\":\"team\","
-                           "  \"uid\":\"8e41aa3f-d081-57b3-9ac4-548e0b778c2c\"},"
-                           " \"spec\":{\"tasks\":[],\"queue\":\"default\"}}");
+    tu_assert_json_eq(job,
+                      "{\"metadata\":{\"name\":\"f\",\"namespace\":\"team\","
+                      "  \"uid\":\"8e41aa3f-d081-57b3-9ac4-548e0b778c2c\"},"
+                      " \"spec\":{\"tasks\":[],\"queue\":\"default\"}}");
     ck_assert_int_eq(jobpods_complete_job(set, "team"), 0);
-    tu_assert_json_eq(set, "{\"metadata\":{\"name\":\"f\",\"namespace\":\"x\",\"uid\":\"u\"},"
-                           " \"spec\":{\"queue\":\"q\"}}");
+    tu_assert_json_eq(set,
+                      "{\"metadata\":{\"name\":\"f\",\"namespace\":\"x\",\"uid\":\"u\"},"
+                      " \"spec\":{\"queue\":\"q\"}}");
     ck_assert_int_eq(jobpods_complete_job(bad, "team"), WH_EINVAL);
     json_decref(job);
     json_decref(set);

@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "base/error.h"
 #include "plugins/jobutil.h"
 #include "tests/testutil.h"
-#include "base/error.h"
 
 static const char *const JOB =
     "{\"metadata\":{\"name\":\"j\",\"namespace\":\"ns\",\"uid\":\"u-1\"},"
@@ -16,8 +16,12 @@ static const char *const JOB =
     "  {\"name\":\"mpi-worker\",\"replicas\":3,\"template\":{\"spec\":{}}},"
     "  {\"name\":\"h\",\"replicas\":3,\"template\":{\"spec\":{\"hostname\":\"host\"}}},"
     "  {\"name\":\"s\",\"replicas\":2,\"template\":{\"spec\":{\"subdomain\":\"sub\"}}},"
-    "  {\"name\":\"hs\",\"replicas\":2,\"template\":{\"spec\":{\"hostname\":\"host\",\"subdomain\":\"sub\"}}},"
-    "  {\"name\":\"e\",\"replicas\":2,\"template\":{\"spec\":{\"hostname\":\"\",\"subdomain\":\"\"}}},"
+    "  "
+    "{\"name\":\"hs\",\"replicas\":2,\"template\":{\"spec\":{\"hostname\":\"host\",\"subdomain\":"
+    "\"sub\"}}},"
+    "  "
+    "{\"name\":\"e\",\"replicas\":2,\"template\":{\"spec\":{\"hostname\":\"\",\"subdomain\":\"\"}}}"
+    ","
     "  {\"name\":\"zero\",\"replicas\":0,\"template\":{\"spec\":{\"hostname\":\"host\"}}},"
     "  {\"name\":\"omitted\"},"
     "  {\"name\":\"bad\",\"replicas\":\"3\"},"
@@ -113,7 +117,8 @@ START_TEST(task_hosts)
     char *s;
 
     assert_hosts(job, "mpi-worker", ",", "j-mpi-worker-0.j,j-mpi-worker-1.j,j-mpi-worker-2.j", 3);
-    assert_hosts(job, "mpi-worker", "\n", "j-mpi-worker-0.j\nj-mpi-worker-1.j\nj-mpi-worker-2.j", 3);
+    assert_hosts(job, "mpi-worker", "\n", "j-mpi-worker-0.j\nj-mpi-worker-1.j\nj-mpi-worker-2.j",
+                 3);
     assert_hosts(job, "mpi-worker", " | ", "j-mpi-worker-0.j | j-mpi-worker-1.j | j-mpi-worker-2.j",
                  3);
     assert_hosts(job, "h", ",", "host.j", 1);

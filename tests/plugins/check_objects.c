@@ -53,17 +53,16 @@ static void teardown(void)
 /* The Volcano Job ns1/rj with uid (new reference). */
 static json_t *job(const char *uid)
 {
-    json_t *j = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "apiVersion",
-                          "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata", "name", "rj",
-                          "namespace", "ns1", "uid", uid);
+    json_t *j =
+        json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "apiVersion", "batch.volcano.sh/v1alpha1",
+                  "kind", "Job", "metadata", "name", "rj", "namespace", "ns1", "uid", uid);
 
     ck_assert_ptr_nonnull(j);
     return j;
 }
 
 /* Store ConfigMap ns1/rj-svc with one ownerReference; @return it as stored (new reference). */
-static json_t *load_cm(const char *api_version, const char *kind, const char *name,
-                       const char *uid)
+static json_t *load_cm(const char *api_version, const char *kind, const char *name, const char *uid)
 {
     char text[1024];
 
@@ -104,9 +103,9 @@ static json_t *request_lines(void)
     size_t i;
 
     json_array_foreach(reqs, i, r) {
-        json_array_append_new(out, json_sprintf("%s %s",
-                                                json_string_value(json_object_get(r, "method")),
-                                                json_string_value(json_object_get(r, "path"))));
+        json_array_append_new(out,
+                              json_sprintf("%s %s", json_string_value(json_object_get(r, "method")),
+                                           json_string_value(json_object_get(r, "path"))));
     }
     json_decref(reqs);
     return out;
@@ -215,8 +214,9 @@ START_TEST(test_delete_replaced_meanwhile)
     int i;
 
     /* The DELETE stalls 1.5 s; meanwhile the object is replaced by one of a new Job. */
-    apitest_fault(&api, "{\"method\":\"DELETE\",\"path_regex\":\"/configmaps/rj-svc$\","
-                        "\"count\":1,\"delay_ms\":1500}");
+    apitest_fault(&api,
+                  "{\"method\":\"DELETE\",\"path_regex\":\"/configmaps/rj-svc$\","
+                  "\"count\":1,\"delay_ms\":1500}");
     apitest_clear_requests(&api);
     ck_assert_int_eq(pthread_create(&t, NULL, delete_thread, &d), 0);
     for (i = 0; i < 1000 && apitest_count(&api, "DELETE", CM_PATH) == 0; i++)
@@ -246,8 +246,7 @@ START_TEST(test_ensure_previous_incarnation_retryable)
     json_t *old = load_cm("batch.volcano.sh/v1alpha1", "Job", "rj", "u-old");
     json_t *desired = k8s_object_for_job(&k8s_kind_configmap, j, "rj-svc");
     struct k8s_owner_ctx o = owner(j);
-    struct k8s_ensure_spec s = {.kind = &k8s_kind_configmap, .name = "rj-svc",
-                                .desired = desired};
+    struct k8s_ensure_spec s = {.kind = &k8s_kind_configmap, .name = "rj-svc", .desired = desired};
     struct wh_error err = {0, ""};
     json_t *stored = NULL;
     json_t *now;
@@ -257,15 +256,16 @@ START_TEST(test_ensure_previous_incarnation_retryable)
     apitest_clear_requests(&api);
     ck_assert_int_eq(k8s_object_ensure(&o, &s, &stored, &err), WH_ECONFLICT);
     ck_assert_int_eq(err.code, WH_ECONFLICT);
-    ck_assert_str_eq(err.msg, "create ConfigMap ns1/rj-svc: owned by a previous incarnation of "
-                              "job ns1/rj (uid u-old), waiting for its garbage collection");
+    ck_assert_str_eq(err.msg,
+                     "create ConfigMap ns1/rj-svc: owned by a previous incarnation of "
+                     "job ns1/rj (uid u-old), waiting for its garbage collection");
     ck_assert_ptr_null(stored);
-    ck_assert_uint_eq(foreign, 0);   /* not reported as foreign (D12 is for others' objects) */
+    ck_assert_uint_eq(foreign, 0); /* not reported as foreign (D12 is for others' objects) */
     lines = request_lines();
     tu_assert_json_eq(lines, "[\"GET " CM_PATH "\"]");
     json_decref(lines);
     now = get_cm();
-    ck_assert(json_equal(now, old));  /* untouched */
+    ck_assert(json_equal(now, old)); /* untouched */
     json_decref(now);
 
     /* delete of the new Job leaves it to garbage collection: no DELETE, no report */
@@ -303,8 +303,7 @@ START_TEST(test_ensure_foreign_still_declined)
     json_t *j = job("u-new");
     json_t *desired = k8s_object_for_job(&k8s_kind_configmap, j, "rj-svc");
     struct k8s_owner_ctx o = owner(j);
-    struct k8s_ensure_spec s = {.kind = &k8s_kind_configmap, .name = "rj-svc",
-                                .desired = desired};
+    struct k8s_ensure_spec s = {.kind = &k8s_kind_configmap, .name = "rj-svc", .desired = desired};
 
     for (size_t i = 0; i < sizeof(owners) / sizeof(owners[0]); i++) {
         struct wh_error err = {0, ""};
@@ -318,8 +317,7 @@ START_TEST(test_ensure_foreign_still_declined)
         ck_assert_str_eq(err.msg, "");
         ck_assert_ptr_null(stored);
         ck_assert_uint_eq(foreign, 2 * i + 1);
-        ck_assert_int_eq(k8s_object_delete(&o, &k8s_kind_configmap, "rj-svc", &err),
-                         WH_DECLINED);
+        ck_assert_int_eq(k8s_object_delete(&o, &k8s_kind_configmap, "rj-svc", &err), WH_DECLINED);
         ck_assert_uint_eq(foreign, 2 * i + 2);
         ck_assert_int_eq(apitest_count(&api, "DELETE", CM_PATH), 0);
         now = get_cm();

@@ -5,10 +5,10 @@
 #include <jansson.h>
 #include <stdlib.h>
 
-#include "plugins/podutil.h"
-#include "tests/testutil.h"
 #include "base/error.h"
+#include "plugins/podutil.h"
 #include "plugins/warnings.h"
+#include "tests/testutil.h"
 
 static bool covers_text(const char *have, const char *want)
 {
@@ -42,7 +42,8 @@ START_TEST(covers_rules)
     ck_assert(!covers_text("[{\"key\":\"a\"},{\"key\":\"b\"},{\"key\":\"c\"}]",
                            "[{\"key\":\"a\"},{\"key\":\"b\"}]"));
     ck_assert(!covers_text("[{\"key\":\"a\"}]", "[{\"key\":\"a\"},{\"key\":\"b\"}]"));
-    ck_assert(!covers_text("[{\"key\":\"b\"},{\"key\":\"a\"}]", "[{\"key\":\"a\"},{\"key\":\"b\"}]"));
+    ck_assert(
+        !covers_text("[{\"key\":\"b\"},{\"key\":\"a\"}]", "[{\"key\":\"a\"},{\"key\":\"b\"}]"));
     ck_assert(covers_text("[]", "[]"));
     /* Types and scalars must match exactly. */
     ck_assert(!covers_text("{\"p\":\"22\"}", "{\"p\":22}"));
@@ -77,13 +78,16 @@ START_TEST(upsert_env_results)
     ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("A", "1")), UPSERT_SAME);
     /* REPLACED in place. */
     ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("B", "2")), UPSERT_REPLACED);
-    tu_assert_json_eq(c, "{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"},"
-                         "{\"name\":\"B\",\"value\":\"2\"},{\"name\":\"C\",\"value\":\"3\"}]}");
+    tu_assert_json_eq(c,
+                      "{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"},"
+                      "{\"name\":\"B\",\"value\":\"2\"},{\"name\":\"C\",\"value\":\"3\"}]}");
     /* A reference replaces a literal value whole. */
     ck_assert_int_eq(podutil_upsert_env(c, podutil_env_configmap("C", "cm", "k")), UPSERT_REPLACED);
-    tu_assert_json_eq(c, "{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"},"
-                         "{\"name\":\"B\",\"value\":\"2\"},"
-                         "{\"name\":\"C\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"cm\",\"key\":\"k\"}}}]}");
+    tu_assert_json_eq(
+        c,
+        "{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"},"
+        "{\"name\":\"B\",\"value\":\"2\"},"
+        "{\"name\":\"C\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"cm\",\"key\":\"k\"}}}]}");
     ck_assert_int_eq(podutil_upsert_env(c, podutil_env_configmap("C", "cm", "k")), UPSERT_SAME);
     json_decref(c);
 }
@@ -97,11 +101,13 @@ START_TEST(upsert_env_matches_last_entry)
 
     ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "2")), UPSERT_SAME);
     ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "3")), UPSERT_REPLACED);
-    tu_assert_json_eq(c, "{\"env\":[{\"name\":\"R\",\"value\":\"1\"},{\"name\":\"X\"},"
-                         "{\"name\":\"R\",\"value\":\"3\"}]}");
+    tu_assert_json_eq(c,
+                      "{\"env\":[{\"name\":\"R\",\"value\":\"1\"},{\"name\":\"X\"},"
+                      "{\"name\":\"R\",\"value\":\"3\"}]}");
     ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "1")), UPSERT_REPLACED);
-    tu_assert_json_eq(c, "{\"env\":[{\"name\":\"R\",\"value\":\"1\"},{\"name\":\"X\"},"
-                         "{\"name\":\"R\",\"value\":\"1\"}]}");
+    tu_assert_json_eq(c,
+                      "{\"env\":[{\"name\":\"R\",\"value\":\"1\"},{\"name\":\"X\"},"
+                      "{\"name\":\"R\",\"value\":\"1\"}]}");
     json_decref(c);
 }
 END_TEST
@@ -113,9 +119,11 @@ START_TEST(upsert_env_empty_value_replaces_value_from)
     json_t *c = tu_json("{\"name\":\"c\",\"env\":[{\"name\":\"VK_TASK_INDEX\",\"valueFrom\":"
                         "{\"fieldRef\":{\"fieldPath\":\"metadata.name\"}}},{\"name\":\"B\"}]}");
 
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("VK_TASK_INDEX", "")), UPSERT_REPLACED);
-    tu_assert_json_eq(c, "{\"name\":\"c\",\"env\":[{\"name\":\"VK_TASK_INDEX\",\"value\":\"\"},"
-                         "{\"name\":\"B\"}]}");
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("VK_TASK_INDEX", "")),
+                     UPSERT_REPLACED);
+    tu_assert_json_eq(c,
+                      "{\"name\":\"c\",\"env\":[{\"name\":\"VK_TASK_INDEX\",\"value\":\"\"},"
+                      "{\"name\":\"B\"}]}");
     ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("VK_TASK_INDEX", "")), UPSERT_SAME);
     ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("B", "")), UPSERT_SAME);
     json_decref(c);
@@ -199,15 +207,18 @@ START_TEST(upsert_bad_input_no_leak)
     ck_assert_int_eq(podutil_upsert_env(s, podutil_env_value("A", "1")), WH_EINVAL);
     ck_assert_int_eq(podutil_upsert_env(NULL, podutil_env_value("A", "1")), WH_EINVAL);
     ck_assert_int_eq(podutil_upsert_mount(s, json_pack("{s:s}", "mountPath", "/x")), WH_EINVAL);
-    ck_assert_int_eq(podutil_add_port(s, json_pack("{s:s,s:i}", "name", "p", "containerPort", 1),
-                                      "t", NULL), WH_EINVAL);
+    ck_assert_int_eq(
+        podutil_add_port(s, json_pack("{s:s,s:i}", "name", "p", "containerPort", 1), "t", NULL),
+        WH_EINVAL);
     ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("A", "1")), WH_EINVAL);
     ck_assert_int_eq(podutil_upsert_mount(c, json_pack("{s:s}", "mountPath", "/x")), WH_EINVAL);
-    ck_assert_int_eq(podutil_add_port(c, json_pack("{s:s,s:i}", "name", "p", "containerPort", 1),
-                                      "t", NULL), WH_EINVAL);
+    ck_assert_int_eq(
+        podutil_add_port(c, json_pack("{s:s,s:i}", "name", "p", "containerPort", 1), "t", NULL),
+        WH_EINVAL);
     ck_assert_int_eq(podutil_upsert_volume(pod, json_pack("{s:s}", "name", "v")), WH_EINVAL);
     ck_assert_int_eq(podutil_upsert_volume(nospec, json_pack("{s:s}", "name", "v")), WH_EINVAL);
-    ck_assert_int_eq(podutil_add_init_container(nospec, json_pack("{s:s}", "name", "i")), WH_EINVAL);
+    ck_assert_int_eq(podutil_add_init_container(nospec, json_pack("{s:s}", "name", "i")),
+                     WH_EINVAL);
     ck_assert_int_eq(podutil_add_init_container(pod, json_pack("{s:s}", "name", "i")), WH_EINVAL);
     ck_assert_int_eq(podutil_set_string(s, "k", "v"), WH_EINVAL);
     /* NULL *_new (an allocation that failed upstream) is ENOMEM. */
@@ -233,24 +244,30 @@ START_TEST(upsert_volume_results)
 
     ck_assert_int_eq(podutil_upsert_volume(pod, tu_json("{\"name\":\"a\",\"emptyDir\":{}}")),
                      UPSERT_ADDED);
-    ck_assert_int_eq(podutil_upsert_volume(pod, tu_json("{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}}")),
-                     UPSERT_ADDED);
+    ck_assert_int_eq(
+        podutil_upsert_volume(pod, tu_json("{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}}")),
+        UPSERT_ADDED);
     ck_assert_int_eq(podutil_upsert_volume(pod, tu_json("{\"name\":\"b\",\"emptyDir\":{}}")),
                      UPSERT_ADDED);
-    tu_assert_json_eq(pod, "{\"spec\":{\"volumes\":[{\"name\":\"a\",\"emptyDir\":{}},"
-                           "{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}},"
-                           "{\"name\":\"b\",\"emptyDir\":{}}]}}");
+    tu_assert_json_eq(pod,
+                      "{\"spec\":{\"volumes\":[{\"name\":\"a\",\"emptyDir\":{}},"
+                      "{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}},"
+                      "{\"name\":\"b\",\"emptyDir\":{}}]}}");
     /* The API server's defaults on the stored entry do not make it different. */
-    json_object_set_new(json_object_get(json_array_get(json_object_get(json_object_get(pod, "spec"),
-                                                                       "volumes"), 1), "configMap"),
-                        "defaultMode", json_integer(420));
-    ck_assert_int_eq(podutil_upsert_volume(pod, tu_json("{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}}")),
-                     UPSERT_SAME);
-    ck_assert_int_eq(podutil_upsert_volume(pod, tu_json("{\"name\":\"v\",\"secret\":{\"secretName\":\"s\"}}")),
-                     UPSERT_REPLACED);
-    tu_assert_json_eq(pod, "{\"spec\":{\"volumes\":[{\"name\":\"a\",\"emptyDir\":{}},"
-                           "{\"name\":\"v\",\"secret\":{\"secretName\":\"s\"}},"
-                           "{\"name\":\"b\",\"emptyDir\":{}}]}}");
+    json_object_set_new(
+        json_object_get(json_array_get(json_object_get(json_object_get(pod, "spec"), "volumes"), 1),
+                        "configMap"),
+        "defaultMode", json_integer(420));
+    ck_assert_int_eq(
+        podutil_upsert_volume(pod, tu_json("{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}}")),
+        UPSERT_SAME);
+    ck_assert_int_eq(
+        podutil_upsert_volume(pod, tu_json("{\"name\":\"v\",\"secret\":{\"secretName\":\"s\"}}")),
+        UPSERT_REPLACED);
+    tu_assert_json_eq(pod,
+                      "{\"spec\":{\"volumes\":[{\"name\":\"a\",\"emptyDir\":{}},"
+                      "{\"name\":\"v\",\"secret\":{\"secretName\":\"s\"}},"
+                      "{\"name\":\"b\",\"emptyDir\":{}}]}}");
     json_decref(pod);
 }
 END_TEST
@@ -268,11 +285,14 @@ START_TEST(upsert_mount_keyed_by_path)
                      UPSERT_ADDED);
     ck_assert_int_eq(podutil_upsert_mount(c, tu_json("{\"name\":\"a\",\"mountPath\":\"/a\"}")),
                      UPSERT_SAME);
-    ck_assert_int_eq(podutil_upsert_mount(c, tu_json("{\"name\":\"z\",\"mountPath\":\"/a\",\"subPath\":\"s\"}")),
-                     UPSERT_REPLACED);
-    tu_assert_json_eq(c, "{\"name\":\"c\",\"volumeMounts\":["
-                         "{\"name\":\"z\",\"mountPath\":\"/a\",\"subPath\":\"s\"},"
-                         "{\"name\":\"b\",\"mountPath\":\"/b\"},{\"name\":\"a\",\"mountPath\":\"/c\"}]}");
+    ck_assert_int_eq(
+        podutil_upsert_mount(c, tu_json("{\"name\":\"z\",\"mountPath\":\"/a\",\"subPath\":\"s\"}")),
+        UPSERT_REPLACED);
+    tu_assert_json_eq(
+        c,
+        "{\"name\":\"c\",\"volumeMounts\":["
+        "{\"name\":\"z\",\"mountPath\":\"/a\",\"subPath\":\"s\"},"
+        "{\"name\":\"b\",\"mountPath\":\"/b\"},{\"name\":\"a\",\"mountPath\":\"/c\"}]}");
     json_decref(c);
 }
 END_TEST
@@ -290,19 +310,22 @@ START_TEST(add_port_results)
 
     warnings_init(&w);
     ck_assert_int_eq(podutil_add_port(c, port("mpijob-port", 22), "mpi", &w), UPSERT_ADDED);
-    tu_assert_json_eq(c, "{\"name\":\"main\",\"ports\":[{\"name\":\"mpijob-port\",\"containerPort\":22}]}");
+    tu_assert_json_eq(
+        c, "{\"name\":\"main\",\"ports\":[{\"name\":\"mpijob-port\",\"containerPort\":22}]}");
     /* Same number under any name: left alone. */
     ck_assert_int_eq(podutil_add_port(c, port("other", 22), "mpi", &w), UPSERT_SKIPPED);
     ck_assert_int_eq(podutil_add_port(c, port("mpijob-port", 22), "mpi", &w), UPSERT_SKIPPED);
     /* Name taken by another number: skipped with a warning. */
-    ck_assert_int_eq(podutil_add_port(c, port("mpijob-port", 2222), "mpi", &w),
-                     UPSERT_SKIPPED);
+    ck_assert_int_eq(podutil_add_port(c, port("mpijob-port", 2222), "mpi", &w), UPSERT_SKIPPED);
     ck_assert_int_eq(podutil_add_port(c, port("gcs", 6379), "ray plugin", &w), UPSERT_ADDED);
-    tu_assert_json_eq(c, "{\"name\":\"main\",\"ports\":[{\"name\":\"mpijob-port\",\"containerPort\":22},"
-                         "{\"name\":\"gcs\",\"containerPort\":6379}]}");
+    tu_assert_json_eq(
+        c,
+        "{\"name\":\"main\",\"ports\":[{\"name\":\"mpijob-port\",\"containerPort\":22},"
+        "{\"name\":\"gcs\",\"containerPort\":6379}]}");
     warns = warnings_to_json(&w);
-    tu_assert_json_eq(warns, "[\"mpi plugin: port name mpijob-port already used by port 22 in "
-                             "container main, port 2222 not added\"]");
+    tu_assert_json_eq(warns,
+                      "[\"mpi plugin: port name mpijob-port already used by port 22 in "
+                      "container main, port 2222 not added\"]");
     json_decref(warns);
     /* A NULL warnings list is allowed. */
     ck_assert_int_eq(podutil_add_port(c, port("gcs", 1), "ray plugin", NULL), UPSERT_SKIPPED);
@@ -320,8 +343,9 @@ START_TEST(add_init_container_results)
     ck_assert_int_eq(podutil_add_init_container(pod, tu_json("{\"name\":\"w\",\"image\":\"b\"}")),
                      UPSERT_SKIPPED);
     ck_assert_int_eq(podutil_add_init_container(pod, tu_json("{\"name\":\"x\"}")), UPSERT_ADDED);
-    tu_assert_json_eq(pod, "{\"spec\":{\"initContainers\":[{\"name\":\"w\",\"image\":\"a\"},"
-                           "{\"name\":\"x\"}]}}");
+    tu_assert_json_eq(pod,
+                      "{\"spec\":{\"initContainers\":[{\"name\":\"w\",\"image\":\"a\"},"
+                      "{\"name\":\"x\"}]}}");
     json_decref(pod);
 }
 END_TEST
@@ -357,8 +381,9 @@ START_TEST(getters_and_builders)
     tu_assert_json_eq(e, "{\"name\":\"A\",\"value\":\"\"}");
     json_decref(e);
     e = podutil_env_configmap("VC_X_NUM", "j-svc", "VC_X_NUM");
-    tu_assert_json_eq(e, "{\"name\":\"VC_X_NUM\",\"valueFrom\":{\"configMapKeyRef\":"
-                         "{\"name\":\"j-svc\",\"key\":\"VC_X_NUM\"}}}");
+    tu_assert_json_eq(e,
+                      "{\"name\":\"VC_X_NUM\",\"valueFrom\":{\"configMapKeyRef\":"
+                      "{\"name\":\"j-svc\",\"key\":\"VC_X_NUM\"}}}");
     json_decref(e);
     json_decref(pod);
 }

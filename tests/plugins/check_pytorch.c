@@ -2,6 +2,9 @@
  * check_plugin_pytorch.c - the pytorch plugin's pod side (spec §4.4, §5.3,
  * §8 #5, #21, #22, D4, D5).
  */
+/* The cases are JSON in adjacent string literals and macros, laid out by hand (one
+ * container or field a line); clang-format would break them apart. */
+/* clang-format off */
 #include <check.h>
 #include <jansson.h>
 #include <stdlib.h>

@@ -2,6 +2,9 @@
  * check_plugin_ray.c - the ray plugin's pod side (spec §4.7, §3.8, §5.3, §8 #1,
  * #27, D4, D5, D7).
  */
+/* The cases are JSON in adjacent string literals and macros, laid out by hand (one
+ * container or field a line); clang-format would break them apart. */
+/* clang-format off */
 #include <check.h>
 #include <jansson.h>
 

@@ -108,7 +108,7 @@ static void check_pair(const char *priv, const char *pub)
     ck_assert_int_eq(strncmp(priv, first, sizeof(first) - 1), 0);
     ck_assert_str_eq(priv + plen - (sizeof(last) - 1), last);
     ck_assert_ptr_null(strchr(priv, '\r'));
-    ck_assert_ptr_null(strchr(priv, ':'));   /* no "Proc-Type:" style headers */
+    ck_assert_ptr_null(strchr(priv, ':')); /* no "Proc-Type:" style headers */
     line = priv + sizeof(first) - 1;
     end = priv + plen - (sizeof(last) - 1);
     while (line < end) {
@@ -118,16 +118,18 @@ static void check_pair(const char *priv, const char *pub)
         ck_assert_ptr_nonnull(nl);
         ll = (size_t)(nl - line);
         if (nl + 1 < end)
-            ck_assert_uint_eq(ll, 64);   /* every body line but the last */
+            ck_assert_uint_eq(ll, 64); /* every body line but the last */
         else
             ck_assert(ll >= 1 && ll <= 64);
         for (size_t i = 0; i < ll; i++)
-            ck_assert_msg(strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=",
-                                 line[i]) != NULL, "non-base64 character in id_rsa");
+            ck_assert_msg(
+                strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=", line[i])
+                    != NULL,
+                "non-base64 character in id_rsa");
         body_lines++;
         line = nl + 1;
     }
-    ck_assert_uint_ge(body_lines, 20);   /* a 2048-bit PKCS#1 key is ~1190 bytes of DER */
+    ck_assert_uint_ge(body_lines, 20); /* a 2048-bit PKCS#1 key is ~1190 bytes of DER */
 
     /* parse back with OpenSSL: RSA, 2048 bits, e = 65537 */
     bio = BIO_new_mem_buf(priv, (int)plen);
@@ -157,11 +159,11 @@ static void check_pair(const char *priv, const char *pub)
     ck_assert_uint_eq(flen, 7);
     ck_assert_int_eq(memcmp(f, "ssh-rsa", 7), 0);
     f = wire_field(blob, blen, &off, &flen);
-    ck_assert_uint_eq(flen, 3);   /* 65537 = 01 00 01, top bit clear: no 0x00 */
+    ck_assert_uint_eq(flen, 3); /* 65537 = 01 00 01, top bit clear: no 0x00 */
     ck_assert(f[0] == 0x01 && f[1] == 0x00 && f[2] == 0x01);
     check_mpint(f, flen, e);
     f = wire_field(blob, blen, &off, &flen);
-    ck_assert_uint_eq(flen, 257);   /* 2048-bit n has its top bit set: leading 0x00 */
+    ck_assert_uint_eq(flen, 257); /* 2048-bit n has its top bit set: leading 0x00 */
     ck_assert_int_eq(f[0], 0x00);
     check_mpint(f, flen, n);
     ck_assert_uint_eq(off, blen);
@@ -263,7 +265,7 @@ START_TEST(test_ssh_keygen_agrees)
     ck_assert_ptr_nonnull(f);
     ck_assert_int_eq(fputs(priv, f) >= 0, 1);
     ck_assert_int_eq(fclose(f), 0);
-    ck_assert_int_eq(chmod(file, 0600), 0);   /* ssh-keygen refuses open key files */
+    ck_assert_int_eq(chmod(file, 0600), 0); /* ssh-keygen refuses open key files */
     snprintf(cmd, sizeof(cmd), "'%s' -y -f '%s' 2>/dev/null", keygen, file);
     p = popen(cmd, "r");
     ck_assert_ptr_nonnull(p);
@@ -416,7 +418,7 @@ static Suite *sshkeys_suite(void)
     Suite *s = suite_create("sshkeys");
     TCase *tc = tcase_create("keys");
 
-    tcase_set_timeout(tc, 120);   /* RSA generation is slow under sanitizers */
+    tcase_set_timeout(tc, 120); /* RSA generation is slow under sanitizers */
     tcase_add_test(tc, test_generate_formats);
     tcase_add_test(tc, test_generate_fresh);
     tcase_add_test(tc, test_ssh_keygen_agrees);

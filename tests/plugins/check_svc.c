@@ -2,6 +2,9 @@
  * check_plugin_svc.c - the svc plugin's pod side (spec §4.2, §8 #6/#16/#17, D4, D5, D14)
  * and svc_configmap_data (plugins/svc.h).
  */
+/* The cases are JSON in adjacent string literals and macros, laid out by hand (one
+ * container or field a line); clang-format would break them apart. */
+/* clang-format off */
 #include <check.h>
 #include <jansson.h>
 #include <stdlib.h>

@@ -2,6 +2,9 @@
  * check_plugin_tensorflow.c - the tensorflow plugin's pod side (spec §4.5,
  * §5.3, §8 #11-13, D4, D5): TF_CONFIG compared byte for byte.
  */
+/* The cases are JSON in adjacent string literals and macros, laid out by hand (one
+ * container or field a line); clang-format would break them apart. */
+/* clang-format off */
 #include <check.h>
 #include <jansson.h>
 #include <stdlib.h>

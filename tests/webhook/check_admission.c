@@ -17,9 +17,9 @@
 /* Fake Job lookup: answers rc (and job when rc == 0), records what was asked. */
 struct fake_src {
     int rc;
-    const char *job_text;     /* JSON of the Job returned when rc == 0 */
-    const char *msg;          /* err->msg when rc < 0 */
-    enum lookup_failure_policy policy;  /* the options admission_handle gets */
+    const char *job_text;              /* JSON of the Job returned when rc == 0 */
+    const char *msg;                   /* err->msg when rc < 0 */
+    enum lookup_failure_policy policy; /* the options admission_handle gets */
     int calls;
     char ns[64];
     char name[64];
@@ -48,29 +48,28 @@ static const char job_env[] =
     "   {\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}}]}}";
 
 /* A pod of Job team/j, as the Volcano controller makes it. */
-#define POD_OF_J                                                                           \
-    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"j-worker-0\","     \
-    "\"annotations\":{\"volcano.sh/task-spec\":\"worker\",\"volcano.sh/job-name\":\"j\"}," \
-    "\"ownerReferences\":[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\"," \
-    "\"name\":\"j\",\"uid\":\"job-uid-1\",\"controller\":true,"                           \
-    "\"blockOwnerDeletion\":true}]},"                                                      \
+#define POD_OF_J                                                                                   \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"j-worker-0\","               \
+    "\"annotations\":{\"volcano.sh/task-spec\":\"worker\",\"volcano.sh/job-name\":\"j\"},"         \
+    "\"ownerReferences\":[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","         \
+    "\"name\":\"j\",\"uid\":\"job-uid-1\",\"controller\":true,"                                    \
+    "\"blockOwnerDeletion\":true}]},"                                                              \
     "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}"
 
 /* An AdmissionReview of version api around request text req. */
 static char *review(const char *api, const char *uid, const char *op, const char *object)
 {
-    json_t *r = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s}, s:s, s:s, s:s}}",
-                          "apiVersion", api, "kind", "AdmissionReview", "request", "uid", uid,
-                          "kind", "group", "", "kind", "Pod", "resource", "group", "",
-                          "version", "v1", "resource", "pods", "namespace", "team",
-                          "operation", op, "name", "");
+    json_t *r =
+        json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s}, s:s, s:s, s:s}}",
+                  "apiVersion", api, "kind", "AdmissionReview", "request", "uid", uid, "kind",
+                  "group", "", "kind", "Pod", "resource", "group", "", "version", "v1", "resource",
+                  "pods", "namespace", "team", "operation", op, "name", "");
     char *s;
 
     ck_assert_ptr_nonnull(r);
     if (object != NULL)
-        ck_assert_int_eq(json_object_set_new(json_object_get(r, "request"), "object",
-                                             tu_json(object)),
-                         0);
+        ck_assert_int_eq(
+            json_object_set_new(json_object_get(r, "request"), "object", tu_json(object)), 0);
     s = json_dumps(r, JSON_COMPACT);
     json_decref(r);
     ck_assert_ptr_nonnull(s);
@@ -110,13 +109,13 @@ static void assert_bad_request(const char *body, size_t len, const char *msg)
 {
     struct fake_src f = {.rc = WH_ENOTFOUND, .msg = "not found"};
     json_t *got = handle(body, len, &f, 400);
-    json_t *want = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status",
-                             "apiVersion", "v1", "metadata", "status", "Failure", "message",
-                             msg, "reason", "BadRequest", "code", 400);
+    json_t *want = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion",
+                             "v1", "metadata", "status", "Failure", "message", msg, "reason",
+                             "BadRequest", "code", 400);
     char *g = json_dumps(got, JSON_COMPACT);
 
-    ck_assert_msg(json_equal(got, want), "body %.*s\n got: %s\nwant message: %s", (int)len,
-                  body, g, msg);
+    ck_assert_msg(json_equal(got, want), "body %.*s\n got: %s\nwant message: %s", (int)len, body, g,
+                  msg);
     ck_assert_int_eq(f.calls, 0);
     free(g);
     json_decref(want);
@@ -210,8 +209,9 @@ END_TEST
  * inside strings (escaped quotes included) do not count. */
 START_TEST(test_bad_request_too_many_containers)
 {
-    static const char head[] = "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
-                               "\"request\":{\"uid\":\"u\",\"x\":[";
+    static const char head[] =
+        "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+        "\"request\":{\"uid\":\"u\",\"x\":[";
     size_t n = 200000;
     size_t len = sizeof(head) - 1 + n * 3 + 3;
     char *body = malloc(len + 1);
@@ -220,7 +220,7 @@ START_TEST(test_bad_request_too_many_containers)
 
     memcpy(p, head, sizeof(head) - 1);
     p += sizeof(head) - 1;
-    for (size_t i = 0; i < n; i++) {   /* 200000 arrays + 2 objects: over the limit */
+    for (size_t i = 0; i < n; i++) { /* 200000 arrays + 2 objects: over the limit */
         memcpy(p, "[],", 3);
         p += 3;
     }
@@ -305,8 +305,9 @@ START_TEST(test_delete_null_object)
                              "\"namespace\":\"team\",\"object\":null,\"oldObject\":{}}}",
                              &f, 200);
 
-    tu_assert_json_eq(got, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
-                           "\"response\":{\"uid\":\"u-1\",\"allowed\":true}}");
+    tu_assert_json_eq(got,
+                      "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                      "\"response\":{\"uid\":\"u-1\",\"allowed\":true}}");
     ck_assert_int_eq(f.calls, 0);
     json_decref(got);
 }
@@ -360,9 +361,10 @@ START_TEST(test_patch_base64)
     ck_assert_ptr_null(json_object_get(resp, "status"));
     ck_assert_uint_eq(json_object_size(resp), 4);
     ops = decode_patch(resp);
-    tu_assert_json_eq(ops, "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env\",\"value\":["
-                           "{\"name\":\"VK_TASK_INDEX\",\"value\":\"0\"},"
-                           "{\"name\":\"VC_TASK_INDEX\",\"value\":\"0\"}]}]");
+    tu_assert_json_eq(ops,
+                      "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env\",\"value\":["
+                      "{\"name\":\"VK_TASK_INDEX\",\"value\":\"0\"},"
+                      "{\"name\":\"VC_TASK_INDEX\",\"value\":\"0\"}]}]");
     json_decref(ops);
     json_decref(got);
     free(body);
@@ -456,8 +458,7 @@ START_TEST(test_patch_over_cap_denied)
     ck_assert_ptr_null(json_object_get(resp, "patch"));
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(resp, "status"), "code")),
                      400);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(resp, "status"),
-                                                       "message")),
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(resp, "status"), "message")),
                      "the plugins' patch for this pod is over 3145728 bytes, more than a pod "
                      "can hold");
     json_decref(got);
@@ -491,15 +492,16 @@ END_TEST
 /* --job-lookup-failure=allow: allowed unmutated, the reason in a warning. */
 START_TEST(test_lookup_failure_allow)
 {
-    struct fake_src f = {.rc = WH_EAPI, .msg = "InternalError: etcd unavailable",
-                         .policy = LOOKUP_FAILURE_ALLOW};
+    struct fake_src f = {
+        .rc = WH_EAPI, .msg = "InternalError: etcd unavailable", .policy = LOOKUP_FAILURE_ALLOW};
     char *body = review("admission.k8s.io/v1", "uid-allow", "CREATE", POD_OF_J);
     json_t *got = handle_str(body, &f, 200);
 
-    tu_assert_json_eq(got, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
-                           "\"response\":{\"uid\":\"uid-allow\",\"allowed\":true,\"warnings\":"
-                           "[\"volcano job team/j could not be read (InternalError: etcd "
-                           "unavailable), pod not mutated\"]}}");
+    tu_assert_json_eq(got,
+                      "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                      "\"response\":{\"uid\":\"uid-allow\",\"allowed\":true,\"warnings\":"
+                      "[\"volcano job team/j could not be read (InternalError: etcd "
+                      "unavailable), pod not mutated\"]}}");
     ck_assert_int_eq(f.calls, 1);
     json_decref(got);
     free(body);
@@ -513,8 +515,9 @@ START_TEST(test_update_not_served)
     char *body = review("admission.k8s.io/v1", "uid-up", "UPDATE", POD_OF_J);
     json_t *got = handle_str(body, &f, 200);
 
-    tu_assert_json_eq(got, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
-                           "\"response\":{\"uid\":\"uid-up\",\"allowed\":true}}");
+    tu_assert_json_eq(got,
+                      "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                      "\"response\":{\"uid\":\"uid-up\",\"allowed\":true}}");
     ck_assert_int_eq(f.calls, 0);
     json_decref(got);
     free(body);

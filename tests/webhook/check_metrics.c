@@ -22,7 +22,7 @@ static char *render(void (*collect)(void *, struct metric_writer *))
     return text;
 }
 
-#define assert_line(text, line) \
+#define assert_line(text, line)                                                                    \
     ck_assert_msg(strstr((text), "\n" line "\n") != NULL, "missing line: %s\n%s", line, (text))
 
 START_TEST(counters_after_known_traffic)
@@ -30,7 +30,7 @@ START_TEST(counters_after_known_traffic)
     char *text;
 
     metrics_reset();
-    metrics_admission(200, METRICS_PATCHED, 0.0003);   /* bucket le=0.0005 */
+    metrics_admission(200, METRICS_PATCHED, 0.0003); /* bucket le=0.0005 */
     metrics_admission(200, METRICS_PATCHED, 0.0003);
     metrics_admission(200, METRICS_UNCHANGED, 0.00005); /* le=0.0001 */
     metrics_admission(200, METRICS_DENIED, 0.002);      /* le=0.0025 */
@@ -41,7 +41,7 @@ START_TEST(counters_after_known_traffic)
     metrics_plugin_patch(0);
     metrics_plugin_patch(5);
     metrics_plugin_patch(5);
-    metrics_plugin_patch(99);                           /* ignored */
+    metrics_plugin_patch(99); /* ignored */
     metrics_warnings(2);
     metric_counter_add(&certwatch_metrics.reloads_ok, 1);
     metric_counter_add(&certwatch_metrics.reloads_refused, 1);
@@ -72,11 +72,20 @@ START_TEST(counters_after_known_traffic)
     assert_line(text, "webhook_tls_reloads_total{result=\"ok\"} 1");
     assert_line(text, "webhook_tls_reloads_total{result=\"refused\"} 2");
     assert_line(text, "webhook_build_info{version=\"0.1.0\"} 1");
-    assert_line(text, "webhook_reconcile_operations_total{kind=\"Secret\",op=\"ensure\",result=\"ok\"} 1");
-    assert_line(text, "webhook_reconcile_operations_total{kind=\"Secret\",op=\"ensure\",result=\"error\"} 1");
-    assert_line(text, "webhook_reconcile_operations_total{kind=\"NetworkPolicy\",op=\"delete\",result=\"ok\"} 1");
-    assert_line(text, "webhook_reconcile_operations_total{kind=\"other\",op=\"delete\",result=\"error\"} 1");
-    assert_line(text, "webhook_reconcile_operations_total{kind=\"ConfigMap\",op=\"ensure\",result=\"ok\"} 0");
+    assert_line(
+        text, "webhook_reconcile_operations_total{kind=\"Secret\",op=\"ensure\",result=\"ok\"} 1");
+    assert_line(
+        text,
+        "webhook_reconcile_operations_total{kind=\"Secret\",op=\"ensure\",result=\"error\"} 1");
+    assert_line(
+        text,
+        "webhook_reconcile_operations_total{kind=\"NetworkPolicy\",op=\"delete\",result=\"ok\"} 1");
+    assert_line(
+        text,
+        "webhook_reconcile_operations_total{kind=\"other\",op=\"delete\",result=\"error\"} 1");
+    assert_line(
+        text,
+        "webhook_reconcile_operations_total{kind=\"ConfigMap\",op=\"ensure\",result=\"ok\"} 0");
     /* HELP/TYPE once per family. */
     ck_assert_ptr_null(strstr(strstr(text, "# TYPE webhook_tls_reloads_total") + 1,
                               "# TYPE webhook_tls_reloads_total"));
@@ -119,10 +128,11 @@ START_TEST(tls_certificate_expiry_gauge)
     ck_assert_ptr_null(strstr(text, "webhook_tls_certificate_expiry_timestamp_seconds"));
     free(text);
     metric_gauge_set(&certwatch_metrics.cert_expiry, 2051222400LL);
-    metric_gauge_set(&certwatch_metrics.cert_expiry, 2855824496LL);   /* a reload: the new pair's */
+    metric_gauge_set(&certwatch_metrics.cert_expiry, 2855824496LL); /* a reload: the new pair's */
     text = render(NULL);
-    assert_line(text, "# HELP webhook_tls_certificate_expiry_timestamp_seconds notAfter of the "
-                      "serving certificate in use, Unix seconds.");
+    assert_line(text,
+                "# HELP webhook_tls_certificate_expiry_timestamp_seconds notAfter of the "
+                "serving certificate in use, Unix seconds.");
     assert_line(text, "# TYPE webhook_tls_certificate_expiry_timestamp_seconds gauge");
     assert_line(text, "webhook_tls_certificate_expiry_timestamp_seconds 2855824496");
     ck_assert_ptr_null(strstr(text, "2051222400"));

@@ -13,8 +13,8 @@
 /* ---- a fake job_source ---- */
 
 struct fake_source {
-    json_t *job;      /* returned (as a copy) when name matches */
-    int rc;           /* forced error when < 0 */
+    json_t *job; /* returned (as a copy) when name matches */
+    int rc;      /* forced error when < 0 */
     int calls;
     char last_ns[64];
     char last_name[64];
@@ -32,9 +32,12 @@ static int fake_get(void *ud, const char *ns, const char *name, const char *uid,
     snprintf(fs->last_uid, sizeof(fs->last_uid), "%s", uid);
     if (fs->rc < 0)
         return wh_error_set(err, fs->rc, "InternalError: etcd is sad");
-    if (fs->job == NULL || strcmp(json_string_value(json_object_get(
-                                      json_object_get(fs->job, "metadata"), "name")), name) != 0)
-        return wh_error_set(err, WH_ENOTFOUND, "NotFound: jobs.batch.volcano.sh \"%s\" not found", name);
+    if (fs->job == NULL
+        || strcmp(json_string_value(json_object_get(json_object_get(fs->job, "metadata"), "name")),
+                  name)
+            != 0)
+        return wh_error_set(err, WH_ENOTFOUND, "NotFound: jobs.batch.volcano.sh \"%s\" not found",
+                            name);
     *out = json_deep_copy(fs->job);
     return 0;
 }
@@ -43,13 +46,17 @@ static const char *JOB_SIMPLE =
     "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
     " \"metadata\":{\"name\":\"j\",\"namespace\":\"ns1\",\"uid\":\"u-1\"},"
     " \"spec\":{\"plugins\":{\"env\":[]},"
-    "  \"tasks\":[{\"name\":\"worker\",\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}]}}";
+    "  "
+    "\"tasks\":[{\"name\":\"worker\",\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{"
+    "\"name\":\"c\"}]}}}]}}";
 
 static const char *POD_SIMPLE =
     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
     " \"metadata\":{\"name\":\"j-worker-1\","
     "  \"annotations\":{\"volcano.sh/task-spec\":\"worker\"},"
-    "  \"ownerReferences\":[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\",\"name\":\"j\","
+    "  "
+    "\"ownerReferences\":[{\"apiVersion\":\"batch.volcano.sh/"
+    "v1alpha1\",\"kind\":\"Job\",\"name\":\"j\","
     "   \"uid\":\"u-1\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
     " \"spec\":{\"containers\":[{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"}]}]}}";
 
@@ -59,8 +66,13 @@ static void review(struct fake_source *fs, const char *op, const char *resource,
     struct job_source src = {.get = fake_get, .userdata = fs};
     struct mutate_options opt = {.lookup_failure = policy};
     struct mutate_request req = {
-        .uid = "req-1", .operation = op, .resource = resource, .group = "", .sub_resource = "",
-        .ns = ns, .pod = pod,
+        .uid = "req-1",
+        .operation = op,
+        .resource = resource,
+        .group = "",
+        .sub_resource = "",
+        .ns = ns,
+        .pod = pod,
     };
 
     mutate_review(&req, &src, &opt, out);
@@ -77,10 +89,12 @@ START_TEST(served_pod_gets_env_patch)
     ck_assert_int_eq(fs.calls, 1);
     ck_assert_str_eq(fs.last_ns, "ns1");
     ck_assert_str_eq(fs.last_name, "j");
-    ck_assert_str_eq(fs.last_uid, "u-1");   /* the ownerReference's uid (D6) */
+    ck_assert_str_eq(fs.last_uid, "u-1"); /* the ownerReference's uid (D6) */
     tu_assert_json_eq(r.patch,
-        "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":{\"name\":\"VK_TASK_INDEX\",\"value\":\"1\"}},"
-        " {\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":{\"name\":\"VC_TASK_INDEX\",\"value\":\"1\"}}]");
+                      "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env/"
+                      "-\",\"value\":{\"name\":\"VK_TASK_INDEX\",\"value\":\"1\"}},"
+                      " {\"op\":\"add\",\"path\":\"/spec/containers/0/env/"
+                      "-\",\"value\":{\"name\":\"VC_TASK_INDEX\",\"value\":\"1\"}}]");
     ck_assert_uint_eq(r.warnings.n, 0);
     mutate_result_dispose(&r);
     json_decref(pod);
@@ -92,12 +106,14 @@ START_TEST(not_served_d8)
 {
     struct fake_source fs = {.job = tu_json(JOB_SIMPLE)};
     json_t *pod = tu_json(POD_SIMPLE);
-    json_t *orphan = tu_json("{\"metadata\":{\"name\":\"x-y-1\",\"ownerReferences\":[{\"apiVersion\":"
-                             "\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\",\"name\":\"j\",\"uid\":\"u-1\"}]},"
-                             "\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
-    json_t *other_kind = tu_json("{\"metadata\":{\"name\":\"x-y-1\",\"ownerReferences\":[{\"apiVersion\":"
-                                 "\"batch/v1\",\"kind\":\"Job\",\"name\":\"j\",\"uid\":\"u-1\",\"controller\":true}]},"
-                                 "\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    json_t *orphan =
+        tu_json("{\"metadata\":{\"name\":\"x-y-1\",\"ownerReferences\":[{\"apiVersion\":"
+                "\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\",\"name\":\"j\",\"uid\":\"u-1\"}]},"
+                "\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    json_t *other_kind = tu_json(
+        "{\"metadata\":{\"name\":\"x-y-1\",\"ownerReferences\":[{\"apiVersion\":"
+        "\"batch/v1\",\"kind\":\"Job\",\"name\":\"j\",\"uid\":\"u-1\",\"controller\":true}]},"
+        "\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
     struct mutate_result r;
 
     review(&fs, "UPDATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
@@ -158,8 +174,9 @@ START_TEST(lookup_failure_policy_d7)
     ck_assert(r.allowed);
     ck_assert_ptr_null(r.patch);
     ck_assert_uint_eq(r.warnings.n, 1);
-    ck_assert_str_eq(r.warnings.items[0],
-                     "volcano job ns1/j could not be read (InternalError: etcd is sad), pod not mutated");
+    ck_assert_str_eq(
+        r.warnings.items[0],
+        "volcano job ns1/j could not be read (InternalError: etcd is sad), pod not mutated");
     mutate_result_dispose(&r);
     json_decref(pod);
 }
@@ -210,8 +227,8 @@ START_TEST(owner_without_uid_not_looked_up_d6)
 
     for (size_t i = 0; i < 2; i++) {
         json_t *pod = tu_json(POD_SIMPLE);
-        json_t *ref = json_array_get(json_object_get(json_object_get(pod, "metadata"),
-                                                     "ownerReferences"), 0);
+        json_t *ref =
+            json_array_get(json_object_get(json_object_get(pod, "metadata"), "ownerReferences"), 0);
         struct mutate_result r;
 
         if (forms[i] != NULL)
@@ -222,8 +239,9 @@ START_TEST(owner_without_uid_not_looked_up_d6)
         ck_assert(r.allowed);
         ck_assert_ptr_null(r.patch);
         ck_assert_uint_eq(r.warnings.n, 1);
-        ck_assert_str_eq(r.warnings.items[0], "the pod's ownerReference to volcano job ns1/j "
-                                              "has no uid, pod not mutated");
+        ck_assert_str_eq(r.warnings.items[0],
+                         "the pod's ownerReference to volcano job ns1/j "
+                         "has no uid, pod not mutated");
         mutate_result_dispose(&r);
         json_decref(pod);
     }
@@ -299,7 +317,8 @@ static const char *WAIT_SCRIPT =
     "echo \"Waiting for master node pj-master-0.pj:23456 to be ready...\"\n"
     "TIMEOUT=300\n"
     "ELAPSED=0\n"
-    "until { nc -z pj-master-0.pj 23456 || echo > /dev/tcp/pj-master-0.pj/23456; } 2>/dev/null; do\n"
+    "until { nc -z pj-master-0.pj 23456 || echo > /dev/tcp/pj-master-0.pj/23456; } 2>/dev/null; "
+    "do\n"
     "  if [ $ELAPSED -ge $TIMEOUT ]; then\n"
     "    echo \"Timeout waiting for master after ${TIMEOUT} seconds\"\n"
     "    exit 1\n"
@@ -316,43 +335,77 @@ START_TEST(added_init_container_gets_every_plugin_d13)
         "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
         " \"metadata\":{\"name\":\"pj\",\"namespace\":\"ns1\",\"uid\":\"u-9\"},"
         " \"spec\":{\"plugins\":{\"pytorch\":[\"--wait-master-enabled\"],\"env\":[],\"ssh\":[]},"
-        "  \"tasks\":[{\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":2}]}}");
-    json_t *pod = tu_json(
-        "{\"metadata\":{\"name\":\"pj-worker-0\",\"annotations\":{\"volcano.sh/task-spec\":\"worker\"}},"
-        " \"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}");
+        "  "
+        "\"tasks\":[{\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":2}]}}");
+    json_t *pod = tu_json("{\"metadata\":{\"name\":\"pj-worker-0\",\"annotations\":{\"volcano.sh/"
+                          "task-spec\":\"worker\"}},"
+                          " \"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}");
     json_t *want = tu_json(
-        "{\"metadata\":{\"name\":\"pj-worker-0\",\"annotations\":{\"volcano.sh/task-spec\":\"worker\"}},"
+        "{\"metadata\":{\"name\":\"pj-worker-0\",\"annotations\":{\"volcano.sh/"
+        "task-spec\":\"worker\"}},"
         " \"spec\":{\"hostname\":\"pj-worker-0\",\"subdomain\":\"pj\","
         "  \"volumes\":[{\"name\":\"pj-ssh\",\"secret\":{\"secretName\":\"pj-ssh\",\"items\":["
-        "     {\"key\":\"id_rsa\",\"path\":\".ssh/id_rsa\"},{\"key\":\"id_rsa.pub\",\"path\":\".ssh/id_rsa.pub\"},"
-        "     {\"key\":\"authorized_keys\",\"path\":\".ssh/authorized_keys\"},{\"key\":\"config\",\"path\":\".ssh/config\"}],"
+        "     "
+        "{\"key\":\"id_rsa\",\"path\":\".ssh/id_rsa\"},{\"key\":\"id_rsa.pub\",\"path\":\".ssh/"
+        "id_rsa.pub\"},"
+        "     "
+        "{\"key\":\"authorized_keys\",\"path\":\".ssh/"
+        "authorized_keys\"},{\"key\":\"config\",\"path\":\".ssh/config\"}],"
         "     \"defaultMode\":384}},"
         "   {\"name\":\"pj-svc\",\"configMap\":{\"name\":\"pj-svc\"}}],"
         "  \"containers\":[{\"name\":\"c\",\"image\":\"i\","
-        "   \"volumeMounts\":[{\"name\":\"pj-ssh\",\"mountPath\":\"/root/.ssh\",\"subPath\":\".ssh\"},"
+        "   "
+        "\"volumeMounts\":[{\"name\":\"pj-ssh\",\"mountPath\":\"/root/.ssh\",\"subPath\":\".ssh\"},"
         "                    {\"name\":\"pj-svc\",\"mountPath\":\"/etc/volcano\"}],"
         "   \"ports\":[{\"name\":\"pytorchjob-port\",\"containerPort\":23456}],"
-        "   \"env\":[{\"name\":\"VK_TASK_INDEX\",\"value\":\"0\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"0\"},"
-        "     {\"name\":\"VC_MASTER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_MASTER_HOSTS\"}}},"
-        "     {\"name\":\"VC_MASTER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_MASTER_NUM\"}}},"
-        "     {\"name\":\"VC_WORKER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_WORKER_HOSTS\"}}},"
-        "     {\"name\":\"VC_WORKER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_WORKER_NUM\"}}},"
-        "     {\"name\":\"MASTER_ADDR\",\"value\":\"pj-master-0.pj\"},{\"name\":\"MASTER_PORT\",\"value\":\"23456\"},"
+        "   "
+        "\"env\":[{\"name\":\"VK_TASK_INDEX\",\"value\":\"0\"},{\"name\":\"VC_TASK_INDEX\","
+        "\"value\":\"0\"},"
+        "     "
+        "{\"name\":\"VC_MASTER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\","
+        "\"key\":\"VC_MASTER_HOSTS\"}}},"
+        "     "
+        "{\"name\":\"VC_MASTER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\","
+        "\"key\":\"VC_MASTER_NUM\"}}},"
+        "     "
+        "{\"name\":\"VC_WORKER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\","
+        "\"key\":\"VC_WORKER_HOSTS\"}}},"
+        "     "
+        "{\"name\":\"VC_WORKER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\","
+        "\"key\":\"VC_WORKER_NUM\"}}},"
+        "     "
+        "{\"name\":\"MASTER_ADDR\",\"value\":\"pj-master-0.pj\"},{\"name\":\"MASTER_PORT\","
+        "\"value\":\"23456\"},"
         "     {\"name\":\"WORLD_SIZE\",\"value\":\"3\"},{\"name\":\"RANK\",\"value\":\"1\"}]}],"
-        "  \"initContainers\":[{\"name\":\"wait-for-master\",\"image\":\"busybox:1.36.1\",\"command\":[\"sh\",\"-c\",\"S\"],"
-        "   \"volumeMounts\":[{\"name\":\"pj-ssh\",\"mountPath\":\"/root/.ssh\",\"subPath\":\".ssh\"},"
+        "  "
+        "\"initContainers\":[{\"name\":\"wait-for-master\",\"image\":\"busybox:1.36.1\","
+        "\"command\":[\"sh\",\"-c\",\"S\"],"
+        "   "
+        "\"volumeMounts\":[{\"name\":\"pj-ssh\",\"mountPath\":\"/root/.ssh\",\"subPath\":\".ssh\"},"
         "                    {\"name\":\"pj-svc\",\"mountPath\":\"/etc/volcano\"}],"
-        "   \"env\":[{\"name\":\"VK_TASK_INDEX\",\"value\":\"0\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"0\"},"
-        "     {\"name\":\"VC_MASTER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_MASTER_HOSTS\"}}},"
-        "     {\"name\":\"VC_MASTER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_MASTER_NUM\"}}},"
-        "     {\"name\":\"VC_WORKER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_WORKER_HOSTS\"}}},"
-        "     {\"name\":\"VC_WORKER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\",\"key\":\"VC_WORKER_NUM\"}}}]}]}}");
+        "   "
+        "\"env\":[{\"name\":\"VK_TASK_INDEX\",\"value\":\"0\"},{\"name\":\"VC_TASK_INDEX\","
+        "\"value\":\"0\"},"
+        "     "
+        "{\"name\":\"VC_MASTER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\","
+        "\"key\":\"VC_MASTER_HOSTS\"}}},"
+        "     "
+        "{\"name\":\"VC_MASTER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\","
+        "\"key\":\"VC_MASTER_NUM\"}}},"
+        "     "
+        "{\"name\":\"VC_WORKER_HOSTS\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\","
+        "\"key\":\"VC_WORKER_HOSTS\"}}},"
+        "     "
+        "{\"name\":\"VC_WORKER_NUM\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"pj-svc\","
+        "\"key\":\"VC_WORKER_NUM\"}}}]}]}}");
     struct mutate_result r;
     json_t *got;
 
-    json_array_set_new(json_object_get(json_array_get(json_object_get(json_object_get(want, "spec"),
-                                                                      "initContainers"), 0),
-                                       "command"), 2, json_string(WAIT_SCRIPT));
+    json_array_set_new(
+        json_object_get(
+            json_array_get(json_object_get(json_object_get(want, "spec"), "initContainers"), 0),
+            "command"),
+        2, json_string(WAIT_SCRIPT));
     got = mutate_and_check_fixed_point(job, pod, &r);
     {
         char *g = json_dumps(got, JSON_COMPACT);
@@ -388,13 +441,18 @@ START_TEST(chain_leaves_the_admitted_pod_as_it_was)
         "  \"annotations\":{\"volcano.sh/task-spec\":\"worker\",\"a\":\"b\"},"
         "  \"ownerReferences\":[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
         "   \"name\":\"aj\",\"uid\":\"u-7\",\"controller\":true}]},"
-        " \"spec\":{\"affinity\":{\"nodeAffinity\":{\"x\":[1,2]}},\"tolerations\":[{\"key\":\"k\"}],"
+        " \"spec\":{\"affinity\":{\"nodeAffinity\":{\"x\":[1,2]}},\"tolerations\":[{\"key\":\"k\"}]"
+        ","
         "  \"securityContext\":{\"runAsUser\":1000},\"restartPolicy\":\"Never\","
         "  \"volumes\":[{\"name\":\"data\",\"emptyDir\":{}}],"
-        "  \"initContainers\":[{\"name\":\"init\",\"image\":\"i\",\"env\":[{\"name\":\"E\",\"value\":\"1\"}]}],"
+        "  "
+        "\"initContainers\":[{\"name\":\"init\",\"image\":\"i\",\"env\":[{\"name\":\"E\",\"value\":"
+        "\"1\"}]}],"
         "  \"containers\":[{\"name\":\"main\",\"image\":\"i\",\"command\":[\"run\"],"
         "   \"resources\":{\"limits\":{\"cpu\":\"1\"}},"
-        "   \"env\":[{\"name\":\"RANK\",\"value\":\"9\"},{\"name\":\"F\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"x\"}}}],"
+        "   "
+        "\"env\":[{\"name\":\"RANK\",\"value\":\"9\"},{\"name\":\"F\",\"valueFrom\":{\"fieldRef\":{"
+        "\"fieldPath\":\"x\"}}}],"
         "   \"volumeMounts\":[{\"name\":\"data\",\"mountPath\":\"/d\"}],"
         "   \"ports\":[{\"containerPort\":80}]}]},"
         " \"status\":{\"phase\":\"Pending\"}}";
@@ -415,15 +473,20 @@ START_TEST(chain_leaves_the_admitted_pod_as_it_was)
                      json_object_get(json_object_get(pod, "spec"), "affinity"));
     ck_assert_ptr_eq(json_object_get(out, "status"), json_object_get(pod, "status"));
     /* Marks of the chain: hcclrank's annotation, svc's hostname, ssh's volume, pytorch's RANK. */
-    ck_assert_str_eq(json_string_value(json_object_get(
-                         json_object_get(json_object_get(out, "metadata"), "annotations"),
-                         "hccl/rankIndex")), "2");  /* pytorch's RANK: 1 master + index 1 */
+    ck_assert_str_eq(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(out, "metadata"), "annotations"), "hccl/rankIndex")),
+        "2"); /* pytorch's RANK: 1 master + index 1 */
     ck_assert_str_eq(json_string_value(json_object_get(spec, "hostname")), "aj-worker-1");
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(
-                         json_object_get(spec, "volumes"), 1), "name")), "aj-ssh");
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(
-                         json_array_get(json_object_get(spec, "containers"), 0), "env"), 0), "value")),
-                     "2");   /* the pod's RANK=9, upserted in place by pytorch */
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_array_get(json_object_get(spec, "volumes"), 1), "name")),
+                     "aj-ssh");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(
+            json_array_get(
+                json_object_get(json_array_get(json_object_get(spec, "containers"), 0), "env"), 0),
+            "value")),
+        "2"); /* the pod's RANK=9, upserted in place by pytorch */
     mutate_result_dispose(&r);
     json_decref(pod);
     json_decref(pristine);
@@ -433,10 +496,10 @@ END_TEST
 
 START_TEST(generate_name_pod_d14)
 {
-    json_t *job = tu_json(
-        "{\"metadata\":{\"name\":\"g\",\"namespace\":\"ns1\",\"uid\":\"u\"},"
-        " \"spec\":{\"plugins\":{\"env\":[],\"svc\":[\"--inject-hosts-env=false\"]},"
-        "  \"tasks\":[{\"name\":\"t\",\"replicas\":3}]}}");
+    json_t *job =
+        tu_json("{\"metadata\":{\"name\":\"g\",\"namespace\":\"ns1\",\"uid\":\"u\"},"
+                " \"spec\":{\"plugins\":{\"env\":[],\"svc\":[\"--inject-hosts-env=false\"]},"
+                "  \"tasks\":[{\"name\":\"t\",\"replicas\":3}]}}");
     json_t *pod = tu_json(
         "{\"metadata\":{\"generateName\":\"g-t-\",\"labels\":{\"volcano.sh/task-index\":\"2\"},"
         "  \"annotations\":{\"volcano.sh/task-spec\":\"t\",\"volcano.sh/task-index\":\"7\"}},"
@@ -446,12 +509,17 @@ START_TEST(generate_name_pod_d14)
     mutate_result_init(&r);
     mutate_pod_with_job(job, pod, "ns1", &r);
     ck_assert(r.allowed);
-    tu_assert_json_eq(r.patch,
+    tu_assert_json_eq(
+        r.patch,
         "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env\",\"value\":["
-        "   {\"name\":\"VK_TASK_INDEX\",\"value\":\"2\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"2\"}]},"
-        " {\"op\":\"add\",\"path\":\"/spec/containers/0/volumeMounts\",\"value\":[{\"name\":\"g-svc\",\"mountPath\":\"/etc/volcano\"}]},"
+        "   "
+        "{\"name\":\"VK_TASK_INDEX\",\"value\":\"2\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"2\"}]"
+        "},"
+        " {\"op\":\"add\",\"path\":\"/spec/containers/0/"
+        "volumeMounts\",\"value\":[{\"name\":\"g-svc\",\"mountPath\":\"/etc/volcano\"}]},"
         " {\"op\":\"add\",\"path\":\"/spec/subdomain\",\"value\":\"g\"},"
-        " {\"op\":\"add\",\"path\":\"/spec/volumes\",\"value\":[{\"name\":\"g-svc\",\"configMap\":{\"name\":\"g-svc\"}}]}]");
+        " {\"op\":\"add\",\"path\":\"/spec/"
+        "volumes\",\"value\":[{\"name\":\"g-svc\",\"configMap\":{\"name\":\"g-svc\"}}]}]");
     ck_assert_uint_eq(r.warnings.n, 1);
     mutate_result_dispose(&r);
     json_decref(pod);
@@ -468,7 +536,8 @@ START_TEST(generate_name_index_from_annotation_warned_once_d6_d14)
         "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns1\",\"uid\":\"u\"},"
         " \"spec\":{\"plugins\":{\"env\":[],\"pytorch\":[\"--wait-master-enabled\"],"
         "   \"svc\":[\"--inject-hosts-env=false\"]},"
-        "  \"tasks\":[{\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":3}]}}");
+        "  "
+        "\"tasks\":[{\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":3}]}}");
     json_t *pod = tu_json(
         "{\"metadata\":{\"generateName\":\"p-worker-\","
         "  \"annotations\":{\"volcano.sh/task-spec\":\"worker\",\"volcano.sh/task-index\":\"1\"}},"
@@ -485,15 +554,20 @@ START_TEST(generate_name_index_from_annotation_warned_once_d6_d14)
     ck_assert_uint_eq(json_array_size(r.patch), 6);
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(r.patch, 0), "path")),
                      "/spec/containers/0/env");
-    tu_assert_json_eq(json_object_get(json_array_get(r.patch, 0), "value"),
-        "[{\"name\":\"VK_TASK_INDEX\",\"value\":\"1\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"1\"},"
-        " {\"name\":\"MASTER_ADDR\",\"value\":\"p-master-0.p\"},{\"name\":\"MASTER_PORT\",\"value\":\"23456\"},"
+    tu_assert_json_eq(
+        json_object_get(json_array_get(r.patch, 0), "value"),
+        "[{\"name\":\"VK_TASK_INDEX\",\"value\":\"1\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"1\"}"
+        ","
+        " {\"name\":\"MASTER_ADDR\",\"value\":\"p-master-0.p\"},{\"name\":\"MASTER_PORT\","
+        "\"value\":\"23456\"},"
         " {\"name\":\"WORLD_SIZE\",\"value\":\"4\"},{\"name\":\"RANK\",\"value\":\"2\"}]");
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(r.patch, 5), "path")),
                      "/spec/initContainers");
-    tu_assert_json_eq(json_object_get(json_array_get(json_object_get(json_array_get(r.patch, 5),
-                                                                     "value"), 0), "env"),
-        "[{\"name\":\"VK_TASK_INDEX\",\"value\":\"1\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"1\"}]");
+    tu_assert_json_eq(
+        json_object_get(json_array_get(json_object_get(json_array_get(r.patch, 5), "value"), 0),
+                        "env"),
+        "[{\"name\":\"VK_TASK_INDEX\",\"value\":\"1\"},{\"name\":\"VC_TASK_INDEX\",\"value\":\"1\"}"
+        "]");
     mutate_result_dispose(&r);
     json_decref(pod);
     json_decref(job);
@@ -503,14 +577,17 @@ END_TEST
 START_TEST(huge_replicas_denied_not_exhausted)
 {
     /* mpi's MPI_HOST for 2^31-1 workers would be ~80 GB: denied with a clear reason. */
-    json_t *job = tu_json(
-        "{\"metadata\":{\"name\":\"big\",\"namespace\":\"ns1\",\"uid\":\"u\"},"
-        " \"spec\":{\"plugins\":{\"mpi\":[]},"
-        "  \"tasks\":[{\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":2147483647}]}}");
-    json_t *master = tu_json("{\"metadata\":{\"name\":\"big-master-0\",\"annotations\":"
-                             "{\"volcano.sh/task-spec\":\"master\"}},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
-    json_t *worker = tu_json("{\"metadata\":{\"name\":\"big-worker-7\",\"annotations\":"
-                             "{\"volcano.sh/task-spec\":\"worker\"}},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    json_t *job = tu_json("{\"metadata\":{\"name\":\"big\",\"namespace\":\"ns1\",\"uid\":\"u\"},"
+                          " \"spec\":{\"plugins\":{\"mpi\":[]},"
+                          "  "
+                          "\"tasks\":[{\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\","
+                          "\"replicas\":2147483647}]}}");
+    json_t *master = tu_json(
+        "{\"metadata\":{\"name\":\"big-master-0\",\"annotations\":"
+        "{\"volcano.sh/task-spec\":\"master\"}},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    json_t *worker = tu_json(
+        "{\"metadata\":{\"name\":\"big-worker-7\",\"annotations\":"
+        "{\"volcano.sh/task-spec\":\"worker\"}},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
     struct mutate_result r;
 
     mutate_result_init(&r);
@@ -543,17 +620,19 @@ START_TEST(cut_utf8_in_warning_stays_valid)
     struct mutate_result r;
 
     for (int i = 0; i < 100; i++)
-        strcat(arg, "\xc3\xa9");  /* é */
+        strcat(arg, "\xc3\xa9"); /* é */
     json_array_append_new(args, json_string(arg));
-    json_object_set_new(json_object_get(json_object_get(job, "spec"), "plugins"), "tensorflow", args);
+    json_object_set_new(json_object_get(json_object_get(job, "spec"), "plugins"), "tensorflow",
+                        args);
     mutate_result_init(&r);
     mutate_pod_with_job(job, pod, "ns1", &r);
     ck_assert(r.allowed);
     ck_assert_uint_ge(r.warnings.n, 1);
     warnings = warnings_to_json(&r.warnings);
-    ck_assert_ptr_nonnull(warnings);   /* every entry is valid UTF-8 */
+    ck_assert_ptr_nonnull(warnings); /* every entry is valid UTF-8 */
     ck_assert_uint_eq(json_array_size(warnings), r.warnings.n);
-    ck_assert_msg(strncmp(r.warnings.items[0], "tensorflow plugin: invalid value \"x\xc3\xa9", 37) == 0,
+    ck_assert_msg(strncmp(r.warnings.items[0], "tensorflow plugin: invalid value \"x\xc3\xa9", 37)
+                      == 0,
                   "%s", r.warnings.items[0]);
     json_decref(warnings);
     mutate_result_dispose(&r);
@@ -576,7 +655,7 @@ START_TEST(invalid_owner_name_not_looked_up)
         review(&fs, "CREATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
         ck_assert(r.allowed);
         ck_assert_ptr_null(r.patch);
-        if (bad[i][0] != '\0') {  /* an empty name is no owner at all: not served, no warning */
+        if (bad[i][0] != '\0') { /* an empty name is no owner at all: not served, no warning */
             ck_assert_uint_eq(r.warnings.n, 1);
             ck_assert_str_eq(r.warnings.items[0],
                              "ownerReference names no valid volcano job, pod not mutated");

@@ -48,8 +48,8 @@ START_TEST(test_usage_errors)
         {"serve", "--frobnicate", "--insecure-http", NULL},
         {"serve", "--port", NULL},
         {"serve", "--insecure-http", "stray", NULL},
-        {"serve", NULL},                                           /* no TLS files */
-        {"serve", "--tls-cert-file", "a.crt", NULL},               /* no key */
+        {"serve", NULL},                             /* no TLS files */
+        {"serve", "--tls-cert-file", "a.crt", NULL}, /* no key */
         {"serve", "--insecure-http", "--tls-cert-file", "a.crt", NULL},
     };
 
@@ -69,8 +69,12 @@ END_TEST
 
 START_TEST(test_missing_tls_files)
 {
-    static const char *const argv[] = {"serve", "--tls-cert-file", "/nonexistent/tls.crt",
-                                       "--tls-private-key-file", "/nonexistent/tls.key", NULL};
+    static const char *const argv[] = {"serve",
+                                       "--tls-cert-file",
+                                       "/nonexistent/tls.crt",
+                                       "--tls-private-key-file",
+                                       "/nonexistent/tls.key",
+                                       NULL};
 
     ck_assert_int_eq(run(argv), 1);
 }
@@ -111,10 +115,21 @@ START_TEST(test_run_and_sigterm)
     char port_file[64];
     char url[128];
     char evbuf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-    const char *argv[] = {"serve", "--insecure-http", "--bind-address", "127.0.0.1", "--port",
-                          "0", "--port-file", port_file, "--kubeconfig", kubeconfig,
-                          "--job-lookup-timeout", "500ms", "--job-lookup-failure=allow",
-                          "-v=3", NULL};
+    const char *argv[] = {"serve",
+                          "--insecure-http",
+                          "--bind-address",
+                          "127.0.0.1",
+                          "--port",
+                          "0",
+                          "--port-file",
+                          port_file,
+                          "--kubeconfig",
+                          kubeconfig,
+                          "--job-lookup-timeout",
+                          "500ms",
+                          "--job-lookup-failure=allow",
+                          "-v=3",
+                          NULL};
     unsigned port = 0;
     bool ready = false;
     FILE *f;
@@ -166,8 +181,9 @@ START_TEST(test_run_and_sigterm)
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/healthz", port);
     ck_assert_int_eq(http_status(url, NULL), 200);
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/pods/mutate?timeout=10s", port);
-    ck_assert_int_eq(http_status(url, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":"
-                                      "\"AdmissionReview\",\"request\":{\"uid\":\"u\"}}"),
+    ck_assert_int_eq(http_status(url,
+                                 "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":"
+                                 "\"AdmissionReview\",\"request\":{\"uid\":\"u\"}}"),
                      200);
     ck_assert_int_eq(http_status(url, "not json"), 400);
 

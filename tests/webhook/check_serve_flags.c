@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/testutil.h"
 #include "base/error.h"
+#include "tests/testutil.h"
 #include "webhook/serve_flags.h"
 
 #define P "volcano-plugin-webhook: serve: "
@@ -23,9 +23,9 @@
 /* What one serve_flags_parse call printed and returned. */
 struct result {
     int rc;
-    char *out;        /* help_to text, malloc'd (free) */
+    char *out; /* help_to text, malloc'd (free) */
     size_t out_len;
-    char *err;        /* err_to text, malloc'd (free) */
+    char *err; /* err_to text, malloc'd (free) */
     size_t err_len;
 };
 
@@ -127,24 +127,61 @@ END_TEST
 /* Every flag at once, given values other than the defaults; strings are argv's own. */
 START_TEST(test_every_flag)
 {
-    char *argv[] = {"serve", "--bind-address", "::1", "--port=9443", "--tls-cert-file", "c.pem",
-                    "--tls-private-key-file", "k.pem", "--allow-insecure-key-permissions",
-                    "--kubeconfig", "kc.yaml", "--port-file", "port.txt", "-v", "4",
-                    "--job-lookup-failure", "allow", "--job-lookup-timeout", "500ms",
-                    "--watch-idle-timeout", "90s", "--leader-elect=false",
-                    "--leader-elect-lease-duration", "30s", "--leader-elect-renew-deadline",
-                    "20s", "--leader-elect-retry-period", "5s",
-                    "--leader-elect-resource-namespace", "kube-system", "--resync-period", "1h",
-                    "--reconcile-workers", "64", "--kube-api-qps", "12.5", "--kube-api-burst",
-                    "7", "--shutdown-grace", "0", "--max-connections", "10",
-                    "--max-connections-per-ip", "3", "--connection-idle-timeout", "2m",
-                    "--request-timeout", "250ms", NULL};
+    char *argv[] = {"serve",
+                    "--bind-address",
+                    "::1",
+                    "--port=9443",
+                    "--tls-cert-file",
+                    "c.pem",
+                    "--tls-private-key-file",
+                    "k.pem",
+                    "--allow-insecure-key-permissions",
+                    "--kubeconfig",
+                    "kc.yaml",
+                    "--port-file",
+                    "port.txt",
+                    "-v",
+                    "4",
+                    "--job-lookup-failure",
+                    "allow",
+                    "--job-lookup-timeout",
+                    "500ms",
+                    "--watch-idle-timeout",
+                    "90s",
+                    "--leader-elect=false",
+                    "--leader-elect-lease-duration",
+                    "30s",
+                    "--leader-elect-renew-deadline",
+                    "20s",
+                    "--leader-elect-retry-period",
+                    "5s",
+                    "--leader-elect-resource-namespace",
+                    "kube-system",
+                    "--resync-period",
+                    "1h",
+                    "--reconcile-workers",
+                    "64",
+                    "--kube-api-qps",
+                    "12.5",
+                    "--kube-api-burst",
+                    "7",
+                    "--shutdown-grace",
+                    "0",
+                    "--max-connections",
+                    "10",
+                    "--max-connections-per-ip",
+                    "3",
+                    "--connection-idle-timeout",
+                    "2m",
+                    "--request-timeout",
+                    "250ms",
+                    NULL};
     struct serve_options o;
     struct result r;
 
     parse_argv(&o, &r, argv);
     assert_ok(&r);
-    ck_assert_ptr_eq(o.bind_address, argv[2]);   /* borrowed, not copied */
+    ck_assert_ptr_eq(o.bind_address, argv[2]); /* borrowed, not copied */
     ck_assert_str_eq(o.bind_address, "::1");
     ck_assert_int_eq(o.port, 9443);
     ck_assert_str_eq(o.tls_cert_file, "c.pem");
@@ -198,27 +235,26 @@ END_TEST
 static const struct {
     const char *flag;
     const char *value;
-    size_t field;        /* offsetof the long in struct serve_options */
+    size_t field; /* offsetof the long in struct serve_options */
     long want_ms;
 } durations[] = {
     {"--job-lookup-timeout", "1ms", offsetof(struct serve_options, lookup_timeout_ms), 1},
     {"--job-lookup-timeout", "500ms", offsetof(struct serve_options, lookup_timeout_ms), 500},
     {"--job-lookup-timeout", "2s", offsetof(struct serve_options, lookup_timeout_ms), 2000},
     {"--job-lookup-timeout", "30s", offsetof(struct serve_options, lookup_timeout_ms), 30000},
-    {"--job-lookup-timeout", "30000ms", offsetof(struct serve_options, lookup_timeout_ms),
-     30000},
-    {"--leader-elect-lease-duration", "16s",
-     offsetof(struct serve_options, lease_duration_ms), 16000},
-    {"--leader-elect-lease-duration", "1m",
-     offsetof(struct serve_options, lease_duration_ms), 60000},
-    {"--leader-elect-lease-duration", "1h",
-     offsetof(struct serve_options, lease_duration_ms), 3600000},
-    {"--leader-elect-lease-duration", "60000ms",
-     offsetof(struct serve_options, lease_duration_ms), 60000},
-    {"--leader-elect-renew-deadline", "5s",
-     offsetof(struct serve_options, renew_deadline_ms), 5000},
-    {"--leader-elect-renew-deadline", "14000ms",
-     offsetof(struct serve_options, renew_deadline_ms), 14000},
+    {"--job-lookup-timeout", "30000ms", offsetof(struct serve_options, lookup_timeout_ms), 30000},
+    {"--leader-elect-lease-duration", "16s", offsetof(struct serve_options, lease_duration_ms),
+     16000},
+    {"--leader-elect-lease-duration", "1m", offsetof(struct serve_options, lease_duration_ms),
+     60000},
+    {"--leader-elect-lease-duration", "1h", offsetof(struct serve_options, lease_duration_ms),
+     3600000},
+    {"--leader-elect-lease-duration", "60000ms", offsetof(struct serve_options, lease_duration_ms),
+     60000},
+    {"--leader-elect-renew-deadline", "5s", offsetof(struct serve_options, renew_deadline_ms),
+     5000},
+    {"--leader-elect-renew-deadline", "14000ms", offsetof(struct serve_options, renew_deadline_ms),
+     14000},
     {"--leader-elect-retry-period", "1s", offsetof(struct serve_options, retry_period_ms), 1000},
     {"--leader-elect-retry-period", "3000ms", offsetof(struct serve_options, retry_period_ms),
      3000},
@@ -237,11 +273,9 @@ static const struct {
     {"--shutdown-grace", "1m", offsetof(struct serve_options, shutdown_grace_ms), 60000},
     {"--shutdown-grace", "1h", offsetof(struct serve_options, shutdown_grace_ms), 3600000},
     {"--connection-idle-timeout", "1s", offsetof(struct serve_options, idle_timeout_ms), 1000},
-    {"--connection-idle-timeout", "5000ms", offsetof(struct serve_options, idle_timeout_ms),
-     5000},
+    {"--connection-idle-timeout", "5000ms", offsetof(struct serve_options, idle_timeout_ms), 5000},
     {"--connection-idle-timeout", "2m", offsetof(struct serve_options, idle_timeout_ms), 120000},
-    {"--connection-idle-timeout", "1h", offsetof(struct serve_options, idle_timeout_ms),
-     3600000},
+    {"--connection-idle-timeout", "1h", offsetof(struct serve_options, idle_timeout_ms), 3600000},
     {"--request-timeout", "100ms", offsetof(struct serve_options, request_timeout_ms), 100},
     {"--request-timeout", "10s", offsetof(struct serve_options, request_timeout_ms), 10000},
     {"--request-timeout", "1m", offsetof(struct serve_options, request_timeout_ms), 60000},
@@ -361,8 +395,7 @@ static const struct {
     {"--v", "-1", P "invalid -v \"-1\": want an integer 0..10\n"},
     {"--reconcile-workers", "0", P "invalid --reconcile-workers \"0\": want an integer 1..64\n"},
     {"--reconcile-workers", "65", P "invalid --reconcile-workers \"65\": want an integer 1..64\n"},
-    {"--kube-api-burst", "0",
-     P "invalid --kube-api-burst \"0\": want an integer 1..1000000\n"},
+    {"--kube-api-burst", "0", P "invalid --kube-api-burst \"0\": want an integer 1..1000000\n"},
     {"--kube-api-burst", "1000001",
      P "invalid --kube-api-burst \"1000001\": want an integer 1..1000000\n"},
     {"--max-connections", "0", P "invalid --max-connections \"0\": want an integer 1..1000000\n"},
@@ -410,9 +443,9 @@ START_TEST(test_integer_bounds)
     struct serve_options o;
     struct result r;
 
-    PARSE(&o, &r, "--insecure-http", "--port", "0", "--reconcile-workers", "1",
-          "--kube-api-burst", "1000000", "--max-connections", "1000000",
-          "--max-connections-per-ip", "1000000", "-v", "0", "--kube-api-qps", "0");
+    PARSE(&o, &r, "--insecure-http", "--port", "0", "--reconcile-workers", "1", "--kube-api-burst",
+          "1000000", "--max-connections", "1000000", "--max-connections-per-ip", "1000000", "-v",
+          "0", "--kube-api-qps", "0");
     assert_ok(&r);
     ck_assert_int_eq(o.port, 0);
     ck_assert_int_eq(o.reconcile_workers, 1);
@@ -438,10 +471,10 @@ START_TEST(test_verbosity_forms)
 {
     static const struct {
         const char *a;
-        const char *b;    /* NULL: one argument */
+        const char *b; /* NULL: one argument */
         long want;
-    } forms[] = {{"-v", "3", 3}, {"-v5", NULL, 5}, {"-v=6", NULL, 6}, {"--v=7", NULL, 7},
-                 {"--v", "8", 8}};
+    } forms[] = {
+        {"-v", "3", 3}, {"-v5", NULL, 5}, {"-v=6", NULL, 6}, {"--v=7", NULL, 7}, {"--v", "8", 8}};
     struct serve_options o;
     struct result r;
 
@@ -476,7 +509,7 @@ START_TEST(test_leader_elect_bool)
     result_free(&r);
     PARSE(&o, &r, "--insecure-http", "--leader-elect=0", "--leader-elect");
     assert_ok(&r);
-    ck_assert(o.leader_elect);   /* the bare flag means true */
+    ck_assert(o.leader_elect); /* the bare flag means true */
     result_free(&r);
     PARSE(&o, &r, "--insecure-http", "--leader-elect=F");
     assert_ok(&r);
@@ -567,12 +600,14 @@ START_TEST(test_combinations)
     struct result r;
 
     parse_argv(&o, &r, (char *[]){"serve", NULL});
-    assert_usage_error(&r, P "missing required flag --tls-cert-file (or --self-signed, or "
-                             "--insecure-http; see --help)\n");
+    assert_usage_error(&r,
+                       P "missing required flag --tls-cert-file (or --self-signed, or "
+                         "--insecure-http; see --help)\n");
     result_free(&r);
     PARSE(&o, &r, "--tls-cert-file", "c.pem");
-    assert_usage_error(&r, P "missing required flag --tls-private-key-file (or --self-signed, "
-                             "or --insecure-http; see --help)\n");
+    assert_usage_error(&r,
+                       P "missing required flag --tls-private-key-file (or --self-signed, "
+                         "or --insecure-http; see --help)\n");
     result_free(&r);
     PARSE(&o, &r, "--insecure-http", "--tls-private-key-file", "k.pem");
     assert_usage_error(&r, P "--insecure-http cannot be combined with --tls-private-key-file\n");
@@ -584,18 +619,21 @@ START_TEST(test_combinations)
     assert_usage_error(&r, P "--self-signed cannot be combined with --tls-cert-file\n");
     result_free(&r);
     PARSE(&o, &r, "--insecure-http", "--tls-san", "x");
-    assert_usage_error(&r, P "--service-name, --tls-san and --webhook-config-name need "
-                             "--self-signed\n");
+    assert_usage_error(&r,
+                       P "--service-name, --tls-san and --webhook-config-name need "
+                         "--self-signed\n");
     result_free(&r);
     PARSE(&o, &r, "--insecure-http", "--leader-elect-renew-deadline", "20s");
-    assert_usage_error(&r, P "want --leader-elect-lease-duration (15s) > "
-                             "--leader-elect-renew-deadline (20s) > "
-                             "--leader-elect-retry-period (2s)\n");
+    assert_usage_error(&r,
+                       P "want --leader-elect-lease-duration (15s) > "
+                         "--leader-elect-renew-deadline (20s) > "
+                         "--leader-elect-retry-period (2s)\n");
     result_free(&r);
     PARSE(&o, &r, "--insecure-http", "--leader-elect-retry-period", "10s");
-    assert_usage_error(&r, P "want --leader-elect-lease-duration (15s) > "
-                             "--leader-elect-renew-deadline (10s) > "
-                             "--leader-elect-retry-period (10s)\n");
+    assert_usage_error(&r,
+                       P "want --leader-elect-lease-duration (15s) > "
+                         "--leader-elect-renew-deadline (10s) > "
+                         "--leader-elect-retry-period (10s)\n");
     result_free(&r);
     /* 32 --tls-san are accepted, the 33rd is refused */
     many[n++] = "serve";
@@ -635,7 +673,7 @@ START_TEST(test_parse_twice)
     PARSE(&o, &r, "--insecure-http", "--port", "3");
     assert_ok(&r);
     ck_assert_int_eq(o.port, 3);
-    ck_assert_int_eq(o.reconcile_workers, 4);   /* defaults again, not the last parse's */
+    ck_assert_int_eq(o.reconcile_workers, 4); /* defaults again, not the last parse's */
     result_free(&r);
     /* -h returns in the middle of the cluster "-hv5"; the next parse must not resume it */
     PARSE(&o, &r, "-hv5");
@@ -658,14 +696,14 @@ static void options_text(const struct serve_options *o, char *buf, size_t len)
              "renew=%ld retry=%ld lease_ns=%s resync=%ld workers=%ld qps=%g burst=%ld "
              "self_signed=%d service=%s config=%s sans=%zu grace=%ld conns=%ld per_ip=%ld "
              "idle=%ld request=%ld",
-             S(o->bind_address), o->port, S(o->tls_cert_file), S(o->tls_key_file),
-             o->insecure_http, o->allow_insecure_key, S(o->kubeconfig), S(o->port_file),
-             o->verbosity, (int)o->lookup_failure, o->lookup_timeout_ms, o->watch_idle_ms,
-             o->leader_elect, o->lease_duration_ms, o->renew_deadline_ms, o->retry_period_ms,
-             S(o->lease_ns), o->resync_period_ms, o->reconcile_workers, o->kube_api_qps,
-             o->kube_api_burst, o->self_signed, S(o->service_name), S(o->webhook_config),
-             o->ntls_sans, o->shutdown_grace_ms, o->max_connections, o->max_per_ip,
-             o->idle_timeout_ms, o->request_timeout_ms);
+             S(o->bind_address), o->port, S(o->tls_cert_file), S(o->tls_key_file), o->insecure_http,
+             o->allow_insecure_key, S(o->kubeconfig), S(o->port_file), o->verbosity,
+             (int)o->lookup_failure, o->lookup_timeout_ms, o->watch_idle_ms, o->leader_elect,
+             o->lease_duration_ms, o->renew_deadline_ms, o->retry_period_ms, S(o->lease_ns),
+             o->resync_period_ms, o->reconcile_workers, o->kube_api_qps, o->kube_api_burst,
+             o->self_signed, S(o->service_name), S(o->webhook_config), o->ntls_sans,
+             o->shutdown_grace_ms, o->max_connections, o->max_per_ip, o->idle_timeout_ms,
+             o->request_timeout_ms);
 #undef S
 }
 
@@ -716,13 +754,14 @@ START_TEST(test_help_states_the_defaults)
             continue;
         /* --FLAG=VALUE, the one form getopt_long takes for optional values too */
         snprintf(value, sizeof(value), "%s=%.*s", flag, (int)n, d);
-        if (strcmp(d, "none)") == 0 || strcmp(d, "off)") == 0)  /* a switch, or no value */
+        if (strcmp(d, "none)") == 0 || strcmp(d, "off)") == 0) /* a switch, or no value */
             continue;
         /* --service-name and --webhook-config-name need --self-signed */
-        self_signed = strcmp(flag, "--service-name") == 0
-                      || strcmp(flag, "--webhook-config-name") == 0;
-        parse_argv(&o, &r, (char *[]){"serve", self_signed ? "--self-signed" : "--insecure-http",
-                                      value, NULL});
+        self_signed =
+            strcmp(flag, "--service-name") == 0 || strcmp(flag, "--webhook-config-name") == 0;
+        parse_argv(
+            &o, &r,
+            (char *[]){"serve", self_signed ? "--self-signed" : "--insecure-http", value, NULL});
         assert_ok(&r);
         options_text(&o, got, sizeof(got));
         ck_assert_msg(strcmp(got, self_signed ? want_ss : want) == 0,
@@ -748,8 +787,7 @@ static Suite *serve_flags_suite(void)
     tcase_add_test(tc, test_every_flag);
     tcase_add_test(tc, test_self_signed_flags);
     tcase_add_loop_test(tc, test_durations, 0, (int)(sizeof(durations) / sizeof(durations[0])));
-    tcase_add_loop_test(tc, test_bad_values, 0,
-                        (int)(sizeof(bad_values) / sizeof(bad_values[0])));
+    tcase_add_loop_test(tc, test_bad_values, 0, (int)(sizeof(bad_values) / sizeof(bad_values[0])));
     tcase_add_test(tc, test_integer_bounds);
     tcase_add_test(tc, test_verbosity_forms);
     tcase_add_test(tc, test_leader_elect_bool);

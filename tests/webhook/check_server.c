@@ -78,12 +78,12 @@ static void plain_teardown(void)
 /* One HTTP exchange's results. */
 struct reply {
     long status;
-    char *body;         /* NUL-terminated */
+    char *body; /* NUL-terminated */
     size_t len;
-    char allow[64];     /* Allow header value, "" when absent */
-    char ctype[64];     /* Content-Type header value */
+    char allow[64];      /* Allow header value, "" when absent */
+    char ctype[64];      /* Content-Type header value */
     char connection[32]; /* Connection header value, "" when absent */
-    long new_conns;     /* CURLINFO_NUM_CONNECTS */
+    long new_conns;      /* CURLINFO_NUM_CONNECTS */
 };
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
@@ -169,7 +169,7 @@ static CURLcode exchange(CURL *h, const char *method, const char *url, const cha
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 20L);
     snprintf(ct, sizeof(ct), "Content-Type: %s", ctype != NULL ? ctype : "");
     if (ctype == NULL)
-        snprintf(ct, sizeof(ct), "Content-Type:");   /* removes curl's default */
+        snprintf(ct, sizeof(ct), "Content-Type:"); /* removes curl's default */
     hdrs = curl_slist_append(hdrs, ct);
     /* no 100-continue round trip, unless expect_continue */
     hdrs = curl_slist_append(hdrs, expect_continue ? "Expect: 100-continue" : "Expect:");
@@ -226,9 +226,9 @@ static void assert_status_body(const struct reply *r, int code, const char *reas
                                const char *message)
 {
     json_t *got = tu_json(r->body);
-    json_t *want = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status",
-                             "apiVersion", "v1", "metadata", "status", "Failure", "message",
-                             message, "reason", reason, "code", code);
+    json_t *want = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion",
+                             "v1", "metadata", "status", "Failure", "message", message, "reason",
+                             reason, "code", code);
 
     ck_assert_msg(json_equal(got, want), "got %s", r->body);
     ck_assert_str_eq(r->ctype, "application/json");
@@ -312,7 +312,8 @@ static size_t raw_exchange(unsigned port, const char *data, size_t len, char *bu
 START_TEST(test_probe_with_body_over_cap)
 {
     static const char get[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 4194304\r\n\r\n";
-    static const char head[] = "HEAD /readyz HTTP/1.1\r\nHost: x\r\nContent-Length: 4194304\r\n\r\n";
+    static const char head[] =
+        "HEAD /readyz HTTP/1.1\r\nHost: x\r\nContent-Length: 4194304\r\n\r\n";
     char buf[4096];
 
     raw_exchange(server_port(srv), get, sizeof(get) - 1, buf, sizeof(buf));
@@ -320,7 +321,7 @@ START_TEST(test_probe_with_body_over_cap)
     ck_assert_ptr_nonnull(strstr(buf, "\r\n\r\nok"));
     raw_exchange(server_port(srv), head, sizeof(head) - 1, buf, sizeof(buf));
     ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got \"%s\"", buf);
-    ck_assert_ptr_null(strstr(buf, "\r\n\r\nok"));   /* HEAD: no body */
+    ck_assert_ptr_null(strstr(buf, "\r\n\r\nok")); /* HEAD: no body */
 }
 END_TEST
 
@@ -443,8 +444,7 @@ START_TEST(test_unsupported_media_type)
     assert_status_body(&r, 415, "UnsupportedMediaType",
                        "Content-Type must be application/json, got none");
     reply_free(&r);
-    request("POST", "/pods/mutate", "application/jsonx", valid_review, strlen(valid_review),
-            &r);
+    request("POST", "/pods/mutate", "application/jsonx", valid_review, strlen(valid_review), &r);
     ck_assert_int_eq(r.status, 415);
     reply_free(&r);
     /* Parameters and any letter case are fine. */
@@ -501,7 +501,7 @@ START_TEST(test_admission_handler)
     struct server *s = NULL;
     struct reply r;
 
-    server_stop(srv);   /* the fixture's server (admission_handle) is replaced */
+    server_stop(srv); /* the fixture's server (admission_handle) is replaced */
     ck_assert_msg(server_start(&s, &cfg, &err) == 0, "server_start: %s", err.msg);
     srv = s;
     snprintf(base, sizeof(base), "http://127.0.0.1:%u", server_port(srv));
@@ -603,9 +603,9 @@ START_TEST(test_keep_alive)
     struct reply r;
 
     snprintf(url, sizeof(url), "%s/pods/mutate", base);
-    ck_assert_int_eq(exchange(h, "POST", url, "application/json", valid_review,
-                              strlen(valid_review), false, &r),
-                     CURLE_OK);
+    ck_assert_int_eq(
+        exchange(h, "POST", url, "application/json", valid_review, strlen(valid_review), false, &r),
+        CURLE_OK);
     ck_assert_int_eq(r.status, 200);
     ck_assert_int_eq(r.new_conns, 1);
     reply_free(&r);
@@ -614,16 +614,16 @@ START_TEST(test_keep_alive)
                                   strlen(valid_review), false, &r),
                          CURLE_OK);
         ck_assert_int_eq(r.status, 200);
-        ck_assert_int_eq(r.new_conns, 0);   /* the same connection again */
+        ck_assert_int_eq(r.new_conns, 0); /* the same connection again */
         reply_free(&r);
     }
     /* A 400 keeps the connection too. */
     ck_assert_int_eq(exchange(h, "POST", url, "application/json", "[]", 2, false, &r), CURLE_OK);
     ck_assert_int_eq(r.status, 400);
     reply_free(&r);
-    ck_assert_int_eq(exchange(h, "POST", url, "application/json", valid_review,
-                              strlen(valid_review), false, &r),
-                     CURLE_OK);
+    ck_assert_int_eq(
+        exchange(h, "POST", url, "application/json", valid_review, strlen(valid_review), false, &r),
+        CURLE_OK);
     ck_assert_int_eq(r.new_conns, 0);
     reply_free(&r);
     curl_easy_cleanup(h);
@@ -784,8 +784,8 @@ static void tls_teardown(void)
 static CURLcode tls_get(const char *host, const char *ca_pem, struct reply *r, CURL **keep)
 {
     CURL *h = keep != NULL && *keep != NULL ? *keep : curl_easy_init();
-    struct curl_blob blob = {.data = (void *)ca_pem, .len = strlen(ca_pem),
-                             .flags = CURL_BLOB_COPY};
+    struct curl_blob blob = {
+        .data = (void *)ca_pem, .len = strlen(ca_pem), .flags = CURL_BLOB_COPY};
     struct curl_slist *res = NULL;
     char url[256];
     char resolve[256];
@@ -798,8 +798,7 @@ static CURLcode tls_get(const char *host, const char *ca_pem, struct reply *r, C
     curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-    rc = exchange(h, "POST", url, "application/json", valid_review, strlen(valid_review), false,
-                  r);
+    rc = exchange(h, "POST", url, "application/json", valid_review, strlen(valid_review), false, r);
     curl_easy_setopt(h, CURLOPT_RESOLVE, NULL);
     curl_slist_free_all(res);
     if (keep != NULL)
@@ -902,16 +901,14 @@ START_TEST(test_tls_swap)
     ck_assert_int_eq(server_set_tls_pair(srv, tls_leaf.cert_pem, other_leaf.key_pem, &err),
                      WH_EINVAL);
     ck_assert_str_eq(err.msg, "the TLS private key does not match the first certificate");
-    ck_assert_int_eq(server_set_tls_pair(srv, "-----BEGIN CERTIFICATE-----\nxx\n"
-                                              "-----END CERTIFICATE-----\n",
+    ck_assert_int_eq(server_set_tls_pair(srv,
+                                         "-----BEGIN CERTIFICATE-----\nxx\n"
+                                         "-----END CERTIFICATE-----\n",
                                          other_leaf.key_pem, &err),
                      WH_EINVAL);
-    ck_assert_msg(strncmp(err.msg, "the TLS certificate does not parse: ", 36) == 0, "%s",
-                  err.msg);
-    ck_assert_int_eq(server_set_tls_pair(srv, other_leaf.cert_pem, "not a key", &err),
-                     WH_EINVAL);
-    ck_assert_msg(strncmp(err.msg, "the TLS private key does not parse: ", 36) == 0, "%s",
-                  err.msg);
+    ck_assert_msg(strncmp(err.msg, "the TLS certificate does not parse: ", 36) == 0, "%s", err.msg);
+    ck_assert_int_eq(server_set_tls_pair(srv, other_leaf.cert_pem, "not a key", &err), WH_EINVAL);
+    ck_assert_msg(strncmp(err.msg, "the TLS private key does not parse: ", 36) == 0, "%s", err.msg);
     ck_assert_int_eq(server_set_tls_pair(srv, NULL, other_leaf.key_pem, &err), WH_EINVAL);
     ck_assert_int_eq(tls_get("wh.ns.svc", other_ca.cert_pem, &r, NULL), CURLE_OK);
     ck_assert_int_eq(r.status, 200);
@@ -961,7 +958,7 @@ START_TEST(test_metrics)
     reply_free(&r);
     request("POST", "/pods/mutate", "application/json", "{", 1, &r);
     reply_free(&r);
-    request("GET", "/healthz", NULL, NULL, 0, &r);   /* probes are not admissions */
+    request("GET", "/healthz", NULL, NULL, 0, &r); /* probes are not admissions */
     reply_free(&r);
     request("GET", "/metrics?x=1", NULL, NULL, 0, &r);
     ck_assert_int_eq(r.status, 200);
@@ -1008,13 +1005,14 @@ START_TEST(test_draining)
     char url[128];
 
     snprintf(url, sizeof(url), "%s/pods/mutate", base);
-    ck_assert_int_eq(exchange(h, "POST", url, "application/json", valid_review,
-                              strlen(valid_review), false, &r), CURLE_OK);
+    ck_assert_int_eq(
+        exchange(h, "POST", url, "application/json", valid_review, strlen(valid_review), false, &r),
+        CURLE_OK);
     ck_assert_str_eq(r.connection, "");
     reply_free(&r);
     wait_idle(srv);
     server_set_draining(srv);
-    server_set_draining(srv);   /* idempotent */
+    server_set_draining(srv); /* idempotent */
     request("GET", "/readyz", NULL, NULL, 0, &r);
     assert_status_body(&r, 503, "ServiceUnavailable", "shutting down");
     ck_assert_str_eq(r.connection, "close");
@@ -1024,15 +1022,17 @@ START_TEST(test_draining)
     ck_assert_str_eq(r.connection, "close");
     reply_free(&r);
     /* Admissions are still served, each on a connection the server then closes. */
-    ck_assert_int_eq(exchange(h, "POST", url, "application/json", valid_review,
-                              strlen(valid_review), false, &r), CURLE_OK);
+    ck_assert_int_eq(
+        exchange(h, "POST", url, "application/json", valid_review, strlen(valid_review), false, &r),
+        CURLE_OK);
     ck_assert_int_eq(r.status, 200);
     ck_assert_int_eq(r.new_conns, 0);
     ck_assert_str_eq(r.connection, "close");
     assert_valid_answer(&r);
     reply_free(&r);
-    ck_assert_int_eq(exchange(h, "POST", url, "application/json", valid_review,
-                              strlen(valid_review), false, &r), CURLE_OK);
+    ck_assert_int_eq(
+        exchange(h, "POST", url, "application/json", valid_review, strlen(valid_review), false, &r),
+        CURLE_OK);
     ck_assert_int_eq(r.new_conns, 1);
     reply_free(&r);
     curl_easy_cleanup(h);
@@ -1065,13 +1065,14 @@ START_TEST(test_quiesce)
     ck_assert_int_eq(send(fd, head, strlen(head), MSG_NOSIGNAL) == (ssize_t)strlen(head), 1);
     ck_assert_int_eq(send(fd, len, strlen(len), MSG_NOSIGNAL) == (ssize_t)strlen(len), 1);
     for (int i = 0; i < 500 && server_in_flight(srv) == 0; i++)
-        usleep(10000);   /* until the server has accepted it */
+        usleep(10000); /* until the server has accepted it */
     server_quiesce(srv);
-    server_quiesce(srv);   /* idempotent */
+    server_quiesce(srv); /* idempotent */
     ck_assert_uint_eq(server_in_flight(srv), 1);
     /* ...is still served to the end. */
     ck_assert_int_eq(send(fd, valid_review, strlen(valid_review), MSG_NOSIGNAL)
-                         == (ssize_t)strlen(valid_review), 1);
+                         == (ssize_t)strlen(valid_review),
+                     1);
     while (got + 1 < sizeof(buf) && (n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0)
         got += (size_t)n;
     buf[got] = '\0';
@@ -1140,8 +1141,9 @@ START_TEST(test_request_timeout)
     ck_assert_msg(server_start(&s2, &cfg, &err) == 0, "server_start: %s", err.msg);
     snprintf(base, sizeof(base), "http://127.0.0.1:%u", server_port(s2));
     /* Headers a byte at a time, the body a byte at a time, nothing at all. */
-    ck_assert(trickle_until_closed(server_port(s2), "POST /pods/mutate HTTP/1.1\r\nHost: x\r\n"
-                                                    "X-Slow: "));
+    ck_assert(trickle_until_closed(server_port(s2),
+                                   "POST /pods/mutate HTTP/1.1\r\nHost: x\r\n"
+                                   "X-Slow: "));
     ck_assert(trickle_until_closed(server_port(s2),
                                    "POST /pods/mutate HTTP/1.1\r\nHost: x\r\nContent-Type: "
                                    "application/json\r\nContent-Length: 100000\r\n\r\n{"));
@@ -1149,13 +1151,15 @@ START_TEST(test_request_timeout)
     ck_assert(trickle_until_closed(server_port(s2), ""));
     /* A keep-alive connection idle past the request time is not a slow request. */
     snprintf(url, sizeof(url), "%s/pods/mutate", base);
-    ck_assert_int_eq(exchange(h, "POST", url, "application/json", valid_review,
-                              strlen(valid_review), false, &r), CURLE_OK);
+    ck_assert_int_eq(
+        exchange(h, "POST", url, "application/json", valid_review, strlen(valid_review), false, &r),
+        CURLE_OK);
     ck_assert_int_eq(r.new_conns, 1);
     reply_free(&r);
     usleep(700 * 1000);
-    ck_assert_int_eq(exchange(h, "POST", url, "application/json", valid_review,
-                              strlen(valid_review), false, &r), CURLE_OK);
+    ck_assert_int_eq(
+        exchange(h, "POST", url, "application/json", valid_review, strlen(valid_review), false, &r),
+        CURLE_OK);
     ck_assert_int_eq(r.status, 200);
     ck_assert_int_eq(r.new_conns, 0);
     assert_valid_answer(&r);

@@ -53,7 +53,7 @@ static unsigned want(long cgroup_cpus)
 START_TEST(test_no_quota)
 {
     ck_assert_uint_eq(server_default_threads(NULL), want(0));
-    ck_assert_uint_eq(server_default_threads(root), want(0));   /* no files at all */
+    ck_assert_uint_eq(server_default_threads(root), want(0)); /* no files at all */
     put("cpu.max", "max 100000\n");
     ck_assert_uint_eq(server_default_threads(root), want(0));
 }
@@ -61,11 +61,11 @@ END_TEST
 
 START_TEST(test_v2_quota)
 {
-    put("cpu.max", "50000 100000\n");     /* limits.cpu: 500m → one CPU, rounded up */
+    put("cpu.max", "50000 100000\n"); /* limits.cpu: 500m → one CPU, rounded up */
     ck_assert_uint_eq(server_default_threads(root), 4);
     put("cpu.max", "100000 100000\n");
     ck_assert_uint_eq(server_default_threads(root), 4);
-    put("cpu.max", "150000 100000\n");    /* 1.5 CPUs → 2 */
+    put("cpu.max", "150000 100000\n"); /* 1.5 CPUs → 2 */
     ck_assert_uint_eq(server_default_threads(root), want(2));
     put("cpu.max", "100000000 100000\n"); /* more than the machine has: the machine's */
     ck_assert_uint_eq(server_default_threads(root), want(0));
