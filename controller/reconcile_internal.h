@@ -12,7 +12,7 @@
 /**
  * reconcile_start with the hooks of table instead of plugin_registry. table has
  * plugin_registry_len entries, index-aligned with plugin_registry (entry k stands
- * for plugin_registry[k], so the effective set of spec D1 still selects it); the
+ * for plugin_registry[k], so the effective set of D1 still selects it); the
  * table and its plugins are borrowed and must outlive the reconciler.
  * @return as reconcile_start.
  */

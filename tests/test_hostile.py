@@ -869,7 +869,7 @@ class EscapingTest(HostileCase):
                 up = "VC_" + worker.upper() + "_HOSTS"
                 names = [e["name"] for e in patched["spec"]["containers"][0]["env"]]
                 self.assertIn(up, names)
-                # Applying the webhook to its own output changes nothing (spec D5).
+                # Applying the webhook to its own output changes nothing (D5).
                 again = wh.admit(harness.review(patched, ns))
                 self.assertIsNone(harness.decode_patch(again))
         self.assert_good(good, 1)

@@ -1,5 +1,5 @@
 /*
- * check_plugin_jobhooks.c - the job hooks of svc, ssh and ray (spec §4.2,
+ * check_plugin_jobhooks.c - the job hooks of svc, ssh and ray (docs/plugins.md §4.2,
  * §4.3, §4.7, §5.2, D9-D12) and k8s/objects.c, against tests/apiserver.py
  * started as a child process on a free loopback port.
  *
