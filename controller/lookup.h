@@ -1,6 +1,6 @@
 /*
  * lookup.h - the admission path's Job lookup: a struct job_source (plugins/jobsource.h)
- * that reads the Jobs cache first and falls back to one GET (issue 3; D6,
+ * that reads the Jobs cache first and falls back to one GET (D6;
  * D7 is applied by mutate_review on what this returns).
  *
  * API reads are shared and bounded (after lookup_init): concurrent misses for

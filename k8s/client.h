@@ -71,7 +71,7 @@ int k8s_get(struct k8s_client *c, const char *path, long timeout_ms, json_t **ou
 int k8s_get_job(struct k8s_client *c, const char *ns, const char *name, long timeout_ms,
                 json_t **out, struct wh_error *err);
 
-/* ---- Issue 3: writes, lists, rate limiting (implemented in k8s/client.c) ---- */
+/* ---- writes, lists, rate limiting (implemented in k8s/client.c) ---- */
 
 /* Client-side limits (kube style --kube-api-qps / --kube-api-burst). */
 struct k8s_client_options {

@@ -1,4 +1,4 @@
-"""test_security.py - the security review of issue 6, as tests against the real binary.
+"""test_security.py - the security review (README "Threat model"), as tests against the binary.
 
   LogSecrecyTest        a representative run (admissions, ssh Secret creation, scaling,
                         deletion, a Job lookup miss, API errors, TLS) at -v 10: its output
