@@ -1,5 +1,5 @@
 /*
- * reconcile_internal.h - semi-private entry points of webhook/reconcile.c for
+ * reconcile_internal.h - semi-private entry points of controller/reconcile.c for
  * tests (C-STYLE §11): start the reconciler on a hook table of one's own, and
  * the backoff formula. Not for production callers.
  */

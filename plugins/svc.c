@@ -13,7 +13,7 @@
  *      container, then every init container.
  * Every edit is an upsert (D5).
  *
- * Job hooks (docs/plugins.md §4.2, §5.2, D9-D12), through k8s/objects.h:
+ * Job hooks (docs/plugins.md §4.2, §5.2, D9-D12), through plugins/objects.h:
  *   add, update  ConfigMap J-svc (data = svc_configmap_data, replaced when it
  *                differs), headless Service J and, unless
  *                --disable-network-policy, NetworkPolicy J: each created when

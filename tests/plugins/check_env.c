@@ -1,5 +1,5 @@
 /*
- * check_plugin_env.c - the env plugin's pod side (docs/plugins.md §4.1, D5, D6).
+ * check_env.c - the env plugin's pod side (docs/plugins.md §4.1, D5, D6).
  */
 #include <check.h>
 #include <jansson.h>

@@ -1,5 +1,5 @@
 /*
- * check_plugin_hcclrank.c - the hcclrank plugin's pod side (docs/plugins.md §4.8, §3.6,
+ * check_hcclrank.c - the hcclrank plugin's pod side (docs/plugins.md §4.8, §3.6,
  * §3.8, §5.3, D4, D5, D7).
  */
 /* The cases are JSON in adjacent string literals and macros, laid out by hand (one

@@ -1,5 +1,5 @@
 /*
- * check_plugin_mpi.c - the mpi plugin's pod side (docs/plugins.md §4.6, §5.3, §8 #8/#9, D4, D5).
+ * check_mpi.c - the mpi plugin's pod side (docs/plugins.md §4.6, §5.3, §8 #8/#9, D4, D5).
  */
 #include <check.h>
 #include <jansson.h>

@@ -1,5 +1,5 @@
 /*
- * check_plugin_pytorch.c - the pytorch plugin's pod side (docs/plugins.md §4.4, §5.3,
+ * check_pytorch.c - the pytorch plugin's pod side (docs/plugins.md §4.4, §5.3,
  * §8 #5, #21, #22, D4, D5).
  */
 /* The cases are JSON in adjacent string literals and macros, laid out by hand (one

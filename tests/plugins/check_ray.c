@@ -1,5 +1,5 @@
 /*
- * check_plugin_ray.c - the ray plugin's pod side (docs/plugins.md §4.7, §3.8, §5.3, §8 #1,
+ * check_ray.c - the ray plugin's pod side (docs/plugins.md §4.7, §3.8, §5.3, §8 #1,
  * #27, D4, D5, D7).
  */
 /* The cases are JSON in adjacent string literals and macros, laid out by hand (one

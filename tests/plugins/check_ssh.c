@@ -1,5 +1,5 @@
 /*
- * check_plugin_ssh.c - the ssh plugin's pod side (docs/plugins.md §4.3, §5.4, D4, D5).
+ * check_ssh.c - the ssh plugin's pod side (docs/plugins.md §4.3, §5.4, D4, D5).
  */
 /* The cases are JSON in adjacent string literals and macros, laid out by hand (one
  * container or field a line); clang-format would break them apart. */
@@ -198,7 +198,7 @@ END_TEST
 
 START_TEST(plugin_table)
 {
-    /* job hooks: tests/check_plugin_jobhooks.c */
+    /* job hooks: tests/plugins/check_jobhooks.c */
     pc_assert_entry(P, "ssh", true);
 }
 END_TEST

@@ -1,5 +1,5 @@
 /*
- * check_plugin_svc.c - the svc plugin's pod side (docs/plugins.md §4.2, §8 #6/#16/#17, D4, D5, D14)
+ * check_svc.c - the svc plugin's pod side (docs/plugins.md §4.2, §8 #6/#16/#17, D4, D5, D14)
  * and svc_configmap_data (plugins/svc.h).
  */
 /* The cases are JSON in adjacent string literals and macros, laid out by hand (one
@@ -260,7 +260,7 @@ END_TEST
 
 START_TEST(plugin_table)
 {
-    /* job hooks: tests/check_plugin_jobhooks.c */
+    /* job hooks: tests/plugins/check_jobhooks.c */
     pc_assert_entry(P, "svc", true);
 }
 END_TEST

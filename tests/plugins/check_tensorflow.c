@@ -1,5 +1,5 @@
 /*
- * check_plugin_tensorflow.c - the tensorflow plugin's pod side (docs/plugins.md §4.5,
+ * check_tensorflow.c - the tensorflow plugin's pod side (docs/plugins.md §4.5,
  * §5.3, §8 #11-13, D4, D5): TF_CONFIG compared byte for byte.
  */
 /* The cases are JSON in adjacent string literals and macros, laid out by hand (one
