@@ -25,7 +25,7 @@ LDFLAGS   += -fsanitize=$(SANITIZER)
 endif
 # The server's allocator: mimalloc (Debian's libmimalloc2.0) takes malloc over for the
 # whole process. Admission allocates a lot (jansson builds a tree per review) and glibc's
-# malloc took ~30% of the server's CPU under load (issue 5, bench/RESULTS.md). Only the
+# malloc took ~30% of the server's CPU under load (bench/RESULTS.md). Only the
 # binary links it; sanitizer builds keep their own allocator. `make ALLOCATOR=` links none.
 ifeq ($(SANITIZER),)
 ALLOCATOR ?= mimalloc
@@ -97,7 +97,7 @@ layers:
 fuzz-regress:
 	@tests/fuzz/run --regress
 
-# Soak: 60 s of admissions and Job churn under valgrind memcheck (issue 6); about 2 min.
+# Soak: 60 s of admissions and Job churn under valgrind memcheck; about 2 min.
 soak: all
 	@BUILD=$(BUILD) tests/soak.sh
 

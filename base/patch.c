@@ -1,6 +1,6 @@
 /*
  * patch.c - RFC 6902 JSON Patch: the diff that becomes the admission response
- * (spec §7.3) and a strict applier used by tests and the fixed-point check.
+ * (docs/plugins.md §7.3) and a strict applier used by tests and the fixed-point check.
  *
  * Design: patch_diff walks both documents once, keeping the current JSON
  * Pointer in one growable buffer (push a segment, recurse, cut back). Every op

@@ -14,7 +14,7 @@
 /**
  * Compute the RFC 6902 operations that turn `before` into `after`.
  *
- * Rules (spec §7.3, issue 2):
+ * Rules (docs/plugins.md §7.3):
  *  - objects compare key by key, in `after`'s key order: a member absent in
  *    before gives ONE `add` of the whole value (so a missing env/volumes/ports/
  *    initContainers array is created whole, once); a member absent in after

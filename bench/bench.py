@@ -1131,7 +1131,7 @@ def write_results(b, started, elapsed):
     add("")
     add("Written by `make bench` (bench/run, bench/bench.py); do not edit by hand. "
         "Figures are from one run on one machine, every contender measured side by side; "
-        "nothing is tuned toward the targets of issue 5.")
+        "nothing is tuned toward the targets below.")
     add("")
     add("## Machine")
     add("")
@@ -1152,7 +1152,7 @@ def write_results(b, started, elapsed):
     add("| load average before the run | %s |" % r.get("loadavg", "?"))
     add("")
 
-    add("## Targets (issue 5)")
+    add("## Targets")
     add("")
     add("| target | figure | verdict |")
     add("|---|---|---|")

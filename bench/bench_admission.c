@@ -6,7 +6,7 @@
  *   bench_admission --keys N
  *
  * JOBS.json is a JSON array of Jobs; they go into the product's Jobs cache
- * (webhook/cache.c) and are served from it as in the server: each admission parses
+ * (controller/cache.c) and are served from it as in the server: each admission parses
  * its Job's kept text (cache_get), with no API call. BODIES.jsonl holds one AdmissionReview per line. bench_loop() runs
  * admission_handle N times over the bodies in rotation; callgrind counts only it
  * (--collect-atstart=no --toggle-collect=bench_loop). Prints one line

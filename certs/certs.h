@@ -131,8 +131,8 @@ const char *certs_format_utc(long long t, char *buf, size_t len);
 char *certs_base64(const void *data, size_t len);
 
 /**
- * Refuse a private key file that others could read or change (issue 6, security
- * review): follows symbolic links (kubelet Secret volumes are symlinks into a
+ * Refuse a private key file that others could read or change (such a key is as
+ * good as published): follows symbolic links (kubelet Secret volumes are symlinks into a
  * ..data directory), then requires a regular file owned by root or by the
  * effective user, with no permission for "other" and no group write
  * (mode & 0027 == 0). Group read stays allowed: a Secret volume with

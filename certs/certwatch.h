@@ -1,6 +1,6 @@
 /*
- * certwatch.h - reload the serving TLS pair when its files change (issue 4,
- * "TLS serving": hot reload).
+ * certwatch.h - reload the serving TLS pair when its files change (hot
+ * reload: a renewed certificate is served without a restart).
  *
  * A watcher thread notices a change of --tls-cert-file or
  * --tls-private-key-file in two ways: inotify on the directories holding them

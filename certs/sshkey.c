@@ -1,6 +1,6 @@
 /*
  * sshkey.c - RSA key pairs in the formats Volcano's `ssh` plugin writes (sshkey.h;
- * spec §4.3).
+ * docs/plugins.md §4.3).
  *
  * id_rsa is OpenSSL's "traditional" (PKCS#1) PEM, which is exactly the layout
  * Volcano writes (64-column base64, no headers). id_rsa.pub is built from n and e:

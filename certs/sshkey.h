@@ -1,5 +1,5 @@
 /*
- * sshkey.h - ssh key pairs in the formats Volcano's `ssh` plugin writes (spec §4.3):
+ * sshkey.h - ssh key pairs in the formats Volcano's `ssh` plugin writes (docs/plugins.md §4.3):
  * RSA 2048 with OpenSSL. The store that keeps one pair per Job is plugins/sshkeys.h.
  */
 #ifndef WH_CERTS_SSHKEY_H
@@ -8,10 +8,10 @@
 #include "base/error.h"
 #include "base/metric.h"
 
-#define SSHKEY_RSA_BITS 2048 /* spec §4.3, §5.4 */
+#define SSHKEY_RSA_BITS 2048 /* docs/plugins.md §4.3, §5.4 */
 
 /**
- * Generate a fresh pair (spec §4.3): RSA 2048 bits, e = 65537, with EVP_RSA_gen.
+ * Generate a fresh pair (docs/plugins.md §4.3): RSA 2048 bits, e = 65537, with EVP_RSA_gen.
  * @param[out] priv_out malloc'd `id_rsa`: PKCS#1 PEM, "-----BEGIN RSA PRIVATE KEY-----",
  *             base64 in 64-character lines, "-----END RSA PRIVATE KEY-----", each line
  *             LF-terminated, no PEM headers (free())

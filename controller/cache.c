@@ -11,7 +11,7 @@
  * time and lives for days, so what it costs at rest matters more than what one
  * read costs. A jansson tree costs about 250 bytes per object or array (the
  * hashtable's buckets, the pairs, the mallocs), so even a pruned Job of ten tasks
- * took 15 KiB, 150 MiB for 10,000 Jobs (issue 5's target is 64 MiB); its compact
+ * took 15 KiB, 150 MiB for 10,000 Jobs (bench/RESULTS.md: target 64 MiB); its compact
  * text takes a few hundred bytes. A reader parses its own private tree from the
  * text (json_loadb of a pruned Job: a few microseconds, and nothing shared, so
  * no jansson reference count is ever touched by two threads). An entry is

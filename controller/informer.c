@@ -1,6 +1,6 @@
 /*
  * informer.c - list/watch of Volcano Jobs into the Jobs cache (informer.h;
- * kube-api-facts "Reading: get, list, watch").
+ * docs/kube-api.md §3).
  *
  * The loop, on the informer's own thread:
  *   LIST (paged) → cache_replace_all → handlers (on_delete for Jobs gone,

@@ -1,6 +1,6 @@
 /*
- * informer.h - list/watch of Volcano Jobs feeding the cache (kube-api-facts
- * "Reading"): LIST all namespaces (paged), then WATCH from the list's
+ * informer.h - list/watch of Volcano Jobs feeding the cache (docs/kube-api.md
+ * §3): LIST all namespaces (paged), then WATCH from the list's
  * resourceVersion with bookmarks; 410 Gone / Expired → LIST again; other errors →
  * reconnect with capped exponential backoff and jitter. The backoff is reset only
  * by a watch that delivered an event or bookmark; a 410 with nothing delivered

@@ -1,6 +1,6 @@
 /*
  * lookup.h - the admission path's Job lookup: a struct job_source (plugins/jobsource.h)
- * that reads the Jobs cache first and falls back to one GET (issue 3; spec D6,
+ * that reads the Jobs cache first and falls back to one GET (D6;
  * D7 is applied by mutate_review on what this returns).
  *
  * API reads are shared and bounded (after lookup_init): concurrent misses for
@@ -48,7 +48,7 @@ void lookup_dispose(struct job_lookup *l);
  * The get() of struct job_source; userdata is a struct job_lookup (borrowed).
  * The cached Job ns/name is returned when its metadata.uid equals uid (or uid
  * is "", or the cached Job has no uid), with no API request. On a miss, or when
- * the cached Job has another uid (a stale cache, spec D6: read again), one
+ * the cached Job has another uid (a stale cache, D6: read again), one
  * k8s_get_job with timeout_ms; after lookup_init, a GET of ns/name already in
  * flight is waited for and its answer shared instead.
  * @param[out] job_out new reference on success (a private copy either way)

@@ -1,5 +1,5 @@
 /*
- * reconcile.c - the reconcile side (spec §3.2, §5.2, decisions D9-D12): a work
+ * reconcile.c - the reconcile side (docs/plugins.md §3.2, §5.2, decisions D9-D12): a work
  * queue of Job keys "ns/name" and worker threads that run the plugins'
  * OnJobAdd / OnJobUpdate / OnJobDelete.
  *
@@ -429,7 +429,7 @@ static bool job_terminal(const json_t *job)
     return false;
 }
 
-/* Effective set of spec D1 as a mask, with each plugin's borrowed arguments. */
+/* Effective set of D1 as a mask, with each plugin's borrowed arguments. */
 static uint32_t effective_mask(const json_t *job, const json_t **args)
 {
     bool enabled[MAX_PLUGINS];

@@ -1,6 +1,6 @@
 /*
  * reconcile.h - the reconcile side: a work queue of Job keys and worker threads
- * running the plugins' OnJobAdd / OnJobUpdate / OnJobDelete (spec §3.2, §5.2,
+ * running the plugins' OnJobAdd / OnJobUpdate / OnJobDelete (docs/plugins.md §3.2, §5.2,
  * decisions D9-D12).
  *
  * Per key the queue holds at most one pending entry (a Job that changes ten times
@@ -47,7 +47,7 @@ void reconcile_enqueue(struct reconciler *r, const json_t *job);
 /**
  * The Job is gone (DELETED, or absent at relist): queue its OnJobDelete. last_known
  * borrowed. Ignored while not leading: a new leader never sees the Job, and its
- * objects go with ownerReference garbage collection (spec D10).
+ * objects go with ownerReference garbage collection (D10).
  */
 void reconcile_deleted(struct reconciler *r, const json_t *last_known);
 

@@ -1,5 +1,5 @@
 /*
- * reconcile_internal.h - semi-private entry points of webhook/reconcile.c for
+ * reconcile_internal.h - semi-private entry points of controller/reconcile.c for
  * tests (C-STYLE §11): start the reconciler on a hook table of one's own, and
  * the backoff formula. Not for production callers.
  */
@@ -12,7 +12,7 @@
 /**
  * reconcile_start with the hooks of table instead of plugin_registry. table has
  * plugin_registry_len entries, index-aligned with plugin_registry (entry k stands
- * for plugin_registry[k], so the effective set of spec D1 still selects it); the
+ * for plugin_registry[k], so the effective set of D1 still selects it); the
  * table and its plugins are borrowed and must outlive the reconciler.
  * @return as reconcile_start.
  */

@@ -2,7 +2,7 @@
  * client.h - Kubernetes REST client over libcurl.
  *
  * Config: --kubeconfig, else $KUBECONFIG, else in-cluster (service account token,
- * CA, KUBERNETES_SERVICE_HOST/_PORT), see kube-api-facts "Credentials inside a pod".
+ * CA, KUBERNETES_SERVICE_HOST/_PORT), see docs/kube-api.md §6.
  * The token file is read again on every request (bound tokens rotate).
  *
  * Threads: a client is immutable after k8s_client_create and may be shared;
@@ -67,11 +67,11 @@ void k8s_client_destroy(struct k8s_client *c);
 int k8s_get(struct k8s_client *c, const char *path, long timeout_ms, json_t **out,
             struct wh_error *err);
 
-/** k8s_get of Job ns/name (spec §1.1 REST path; names are URL-escaped). */
+/** k8s_get of Job ns/name (docs/plugins.md §1.1 REST path; names are URL-escaped). */
 int k8s_get_job(struct k8s_client *c, const char *ns, const char *name, long timeout_ms,
                 json_t **out, struct wh_error *err);
 
-/* ---- Issue 3: writes, lists, rate limiting (implemented in k8s/client.c) ---- */
+/* ---- writes, lists, rate limiting (implemented in k8s/client.c) ---- */
 
 /* Client-side limits (kube style --kube-api-qps / --kube-api-burst). */
 struct k8s_client_options {
@@ -99,7 +99,7 @@ void k8s_client_set_max_body(struct k8s_client *c, size_t max_body);
  * @return 0 on 2xx; WH_ENOTFOUND 404; WH_EEXISTS 409 AlreadyExists; WH_ECONFLICT 409
  *         Conflict; WH_EGONE 410 (Gone or Expired); WH_ETIMEOUT; WH_ETOOBIG when the
  *         response body is over the cap (k8s_client_set_max_body); WH_EAPI otherwise
- *         (err = "Reason: message" from the Status body, kube-api-facts "Errors").
+ *         (err = "Reason: message" from the Status body, docs/kube-api.md §2).
  */
 int k8s_request(struct k8s_client *c, const char *method, const char *path, const json_t *body,
                 const char *content_type, long timeout_ms, json_t **out, struct wh_error *err);
@@ -123,7 +123,7 @@ typedef int (*k8s_page_fn)(void *userdata, json_t *items, struct wh_error *err);
 
 /**
  * LIST collection_path in pages of `limit` (continue tokens followed to the end,
- * kube-api-facts: list/watch), handing each page to on_page as it arrives, so a
+ * docs/kube-api.md §3.2), handing each page to on_page as it arrives, so a
  * caller that keeps less than the items holds one page at a time.
  * @param[out] rv_out  malloc'd metadata.resourceVersion of the list (free())
  * @return 0; WH_EGONE when a continue token expired (410 Expired: list again);

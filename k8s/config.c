@@ -4,7 +4,7 @@
  *
  * Sources, first match wins: the --kubeconfig path, $KUBECONFIG (the first
  * entry of a ':'-separated list), the in-cluster service account
- * (kube-api-facts "Credentials inside a pod").
+ * (docs/kube-api.md §6).
  *
  * kubeconfig is read with yaml_load_file (k8s/yaml.c): current-context names a
  * context, whose cluster and user are looked up by name. A *-data field takes

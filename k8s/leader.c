@@ -1,6 +1,6 @@
 /*
  * leader.c - leader election on a coordination.k8s.io/v1 Lease, as client-go's
- * leaderelection package does it (kube-api-facts "Leases").
+ * leaderelection package does it (docs/kube-api.md §5).
  *
  * Every retry period the thread runs one attempt (client-go tryAcquireOrRenew):
  *   - leading and the last written Lease is known: PUT it renewed (fast path);

@@ -1,6 +1,6 @@
 /*
  * leader.h - leader election with a coordination.k8s.io/v1 Lease
- * (kube-api-facts "Leases"), as client-go's leaderelection does: acquire or renew
+ * (docs/kube-api.md §5), as client-go's leaderelection does: acquire or renew
  * with PUT and the current resourceVersion every retry period; a lease held by
  * another identity may be taken once renewTime + leaseDurationSeconds has passed;
  * a leader that cannot renew within the renew deadline stops leading at once.

@@ -1,6 +1,6 @@
 /*
- * watch.c - a Kubernetes WATCH stream over libcurl (watch.h; kube-api-facts
- * "Reading: get, list, watch").
+ * watch.c - a Kubernetes WATCH stream over libcurl (watch.h; docs/kube-api.md
+ * §3.3).
  *
  * Design: each k8s_watch call makes its own CURL easy handle (a watch holds its
  * connection for minutes; sharing the thread's request handle would serialise

@@ -1,5 +1,5 @@
 /*
- * watch.h - a Kubernetes WATCH stream (kube-api-facts "Reading: get, list, watch").
+ * watch.h - a Kubernetes WATCH stream (docs/kube-api.md §3).
  *
  * k8s_watch runs on the calling thread (the informer's) and uses its own CURL
  * handle. The event decoder is a pure function, fuzzed on its own.

@@ -1,5 +1,5 @@
 /*
- * args.c - the plugin argument parser (spec §3.4, D4): Go's `flag` package in
+ * args.c - the plugin argument parser (docs/plugins.md §3.4, D4): Go's `flag` package in
  * ContinueOnError mode, with strconv.ParseInt(s, 0, 64) and strconv.ParseBool.
  *
  * The code follows Go's flag.(*FlagSet).parseOne and strconv.ParseUint/ParseInt

@@ -1,6 +1,6 @@
 /*
  * args.h - the plugin argument parser: Go's `flag` package in ContinueOnError
- * mode, exactly as spec §3.4 describes it, shared by every plugin but env.
+ * mode, exactly as docs/plugins.md §3.4 describes it, shared by every plugin but env.
  *
  * Pure function of its inputs; thread-safe.
  */
@@ -19,7 +19,7 @@ enum arg_type { ARG_STRING, ARG_INT, ARG_BOOL };
  *   ARG_STRING -> const char **  (result borrowed from the argv array's strings)
  *   ARG_INT    -> int64_t *
  *   ARG_BOOL   -> bool *
- * Two defs may share storage (an alias, spec D4: ray's clientServerPort).
+ * Two defs may share storage (an alias, D4: ray's clientServerPort).
  */
 struct arg_def {
     const char *name; /* exact, case-sensitive, without dashes */
@@ -29,7 +29,7 @@ struct arg_def {
 
 /**
  * Parse argv (a JSON array of strings, or NULL / JSON null / any non-array =
- * no arguments) against defs, left to right, per spec §3.4 rules 1-11.
+ * no arguments) against defs, left to right, per docs/plugins.md §3.4 rules 1-11.
  * Values set before an error stay set (Go ContinueOnError).
  * A non-string element is treated like a non-flag element: parsing stops there
  * (the list ends there, so a flag waiting for its value there gets "flag needs an

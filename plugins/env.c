@@ -1,9 +1,9 @@
 /*
- * env.c - the `env` plugin, pod side (spec §4.1, D5).
+ * env.c - the `env` plugin, pod side (docs/plugins.md §4.1, D5).
  *
  * Gives every container, then every init container, the literal env entries
  * VK_TASK_INDEX and VC_TASK_INDEX (in that order) holding the pod's index
- * string, which the framework computed (spec §2.1, D6). The plugin defines no
+ * string, which the framework computed (docs/plugins.md §2.1, D6). The plugin defines no
  * flags and, as in Volcano, never parses its argument array: arguments are
  * ignored without a warning. Both entries are upserts (D5): the same value is a
  * no-op, another value is replaced in place.
@@ -51,7 +51,7 @@ static int env_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
 const struct plugin plugin_env = {
     .name = "env",
     .on_pod_create = env_on_pod_create,
-    /* No Kubernetes objects (spec §5.2) and no Job writes (D9): no job hooks. */
+    /* No Kubernetes objects (docs/plugins.md §5.2) and no Job writes (D9): no job hooks. */
     .on_job_add = NULL,
     .on_job_update = NULL,
     .on_job_delete = NULL,

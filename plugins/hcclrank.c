@@ -1,12 +1,12 @@
 /*
- * hcclrank.c - the `hcclrank` plugin, pod side (spec §4.8, §8 #26, D4, D5, D7).
+ * hcclrank.c - the `hcclrank` plugin, pod side (docs/plugins.md §4.8, §8 #26, D4, D5, D7).
  *
  * Writes the pod annotation `hccl/rankIndex` unless it is already non-empty:
  * the literal value of the first env entry named RANK in the containers (not
  * init containers) when that is non-empty (registry order runs pytorch first,
- * spec D2, so its RANK is seen); else, for master/worker pods only, the task
+ * D2, so its RANK is seen); else, for master/worker pods only, the task
  * index from the label volcano.sh/task-index (master: index; worker: master
- * replicas + index). A missing or non-numeric label is an error (spec §3.8).
+ * replicas + index). A missing or non-numeric label is an error (docs/plugins.md §3.8).
  * The JSON-Patch path escaping of the key is the patch builder's job.
  *
  * Threads: no state; arguments are parsed per call (plugins/plugin.h).
@@ -28,7 +28,7 @@ struct hccl_args {
     const char *worker; /* worker task name */
 };
 
-/* Defaults, then the Job's arguments; a parse error is one warning (spec D4). */
+/* Defaults, then the Job's arguments; a parse error is one warning (D4). */
 static void hccl_args_parse(const struct plugin_ctx *c, struct hccl_args *a)
 {
     char msg[200];
@@ -101,7 +101,7 @@ static int hccl_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh
     char buf[24];
 
     hccl_args_parse(c, &a);
-    /* Spec §4.8 step 1: an existing non-empty annotation wins; no Job, no change. */
+    /* docs/plugins.md §4.8 step 1: an existing non-empty annotation wins; no Job, no change. */
     if (podutil_str(json_object_get(meta, "annotations"), HCCL_KEY)[0] != '\0' || c->job == NULL)
         return 0;
     /* Step 2: a literal RANK (pytorch's, or the user's) is copied as is. */
@@ -130,7 +130,7 @@ static int hccl_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh
 const struct plugin plugin_hcclrank = {
     .name = "hcclrank",
     .on_pod_create = hccl_on_pod_create,
-    /* No Kubernetes objects (spec §5.2) and no Job writes (D9): no job hooks. */
+    /* No Kubernetes objects (docs/plugins.md §5.2) and no Job writes (D9): no job hooks. */
     .on_job_add = NULL,
     .on_job_update = NULL,
     .on_job_delete = NULL,

@@ -1,5 +1,5 @@
 /*
- * jobpods.c - pods as Volcano's job controller builds them (spec §2). No state.
+ * jobpods.c - pods as Volcano's job controller builds them (docs/plugins.md §2). No state.
  */
 #include "plugins/jobpods.h"
 

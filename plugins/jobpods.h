@@ -1,6 +1,6 @@
 /*
  * jobpods.h - the pods of a Volcano Job as Volcano's job controller builds them
- * (spec §2.1-2.4), before any plugin runs. Used by `render` and the demo.
+ * (docs/plugins.md §2.1-2.4), before any plugin runs. Used by `render` and the demo.
  * Pure functions over a borrowed Job; thread-safe.
  */
 #ifndef WH_JOBPODS_H

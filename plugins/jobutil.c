@@ -1,5 +1,5 @@
 /*
- * jobutil.c - read-only views of a Volcano Job (spec §1.3, §3.6).
+ * jobutil.c - read-only views of a Volcano Job (docs/plugins.md §1.3, §3.6).
  * Pure functions over a borrowed, immutable Job; thread-safe.
  */
 #include "plugins/jobutil.h"
@@ -162,7 +162,7 @@ int job_task_hosts(char **out, const json_t *job, const json_t *task, const char
         len += dlen;
         free(dom);
         n++;
-        /* A template hostname names every replica alike: one entry (spec §3.6). */
+        /* A template hostname names every replica alike: one entry (docs/plugins.md §3.6). */
         if (job_task_hostname(task)[0] != '\0')
             break;
     }

@@ -1,5 +1,5 @@
 /*
- * jobutil.h - read-only helpers over a Volcano Job object (spec §1.3, §3.6).
+ * jobutil.h - read-only helpers over a Volcano Job object (docs/plugins.md §1.3, §3.6).
  *
  * The Job is borrowed and never modified; every returned json_t is borrowed and
  * lives as long as the Job. Pure functions; thread-safe.
@@ -19,7 +19,7 @@ const char *job_uid(const json_t *job);
 /** @return borrowed spec.tasks array, or NULL. */
 const json_t *job_tasks(const json_t *job);
 
-/** @return the first task with name == task_name (spec §3.6), or NULL. */
+/** @return the first task with name == task_name (docs/plugins.md §3.6), or NULL. */
 const json_t *job_find_task(const json_t *job, const char *task_name);
 
 /** @return task.name, or "" when absent. */
@@ -28,7 +28,7 @@ const char *job_task_name(const json_t *task);
 /** @return task.replicas (int32 in the API), 0 when omitted or not an integer. */
 int64_t job_task_replicas(const json_t *task);
 
-/** @return replicas of the first task named task_name, 0 when none (spec §3.6). */
+/** @return replicas of the first task named task_name, 0 when none (docs/plugins.md §3.6). */
 int64_t job_replicas_of(const json_t *job, const char *task_name);
 
 /** @return task.template.spec.hostname / .subdomain, or "" when absent. */
@@ -36,7 +36,7 @@ const char *job_task_hostname(const json_t *task);
 const char *job_task_subdomain(const json_t *task);
 
 /**
- * Domain of replica i of task (spec §3.6): host = template hostname if non-empty,
+ * Domain of replica i of task (docs/plugins.md §3.6): host = template hostname if non-empty,
  * else "J-T-i"; domain = template subdomain if non-empty, else J; "host.domain".
  * @return malloc'd string owned by the caller (free()), NULL on ENOMEM.
  */
@@ -47,7 +47,7 @@ char *job_task_domain(const json_t *job, const json_t *task, int64_t i);
 #define JOB_HOSTS_MAX_BYTES (1u << 20)
 
 /**
- * Host list of a task for svc, ssh and mpi (spec §4.2): domains of replicas
+ * Host list of a task for svc, ssh and mpi (docs/plugins.md §4.2): domains of replicas
  * 0..replicas-1, stopping after the first when the template sets a hostname.
  * Entries are joined with sep.
  * @param[out] out    malloc'd string ("" for none), owned by the caller (free())

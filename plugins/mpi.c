@@ -1,8 +1,8 @@
 /*
- * mpi.c - the `mpi` plugin, pod side (spec §4.6, D4, D5).
+ * mpi.c - the `mpi` plugin, pod side (docs/plugins.md §4.6, D4, D5).
  *
  * Pods of the master task (--master, default "master") get the literal env
- * MPI_HOST = the worker task's host list joined with "," (spec §3.6: one entry
+ * MPI_HOST = the worker task's host list joined with "," (docs/plugins.md §3.6: one entry
  * when the worker template sets a hostname, "" for 0 replicas); a master pod
  * of a Job without the worker task is left entirely alone. Every pod gets the
  * port {"name": "mpijob-port", "containerPort": --port} in every init
@@ -29,7 +29,7 @@ struct mpi_args {
     int64_t port;       /* declared container port */
 };
 
-/* Defaults, then the Job's arguments; a parse error is one warning (spec D4). */
+/* Defaults, then the Job's arguments; a parse error is one warning (D4). */
 static void mpi_args_parse(const struct plugin_ctx *c, struct mpi_args *a)
 {
     char msg[200];
@@ -79,7 +79,7 @@ static int mpi_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
     const char *task = c->pod != NULL && c->pod->task != NULL ? c->pod->task : "default";
     char *mpi_host = NULL;
     json_t *host_value = NULL;
-    /* Spec §3.4 rule 10: narrowed to 32 bits without checks (two's complement wrap). */
+    /* docs/plugins.md §3.4 rule 10: narrowed to 32 bits without checks (two's complement wrap). */
     int32_t port;
     int rc;
 
@@ -89,7 +89,7 @@ static int mpi_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
         const json_t *worker = job_find_task(c->job, a.worker);
 
         if (worker == NULL)
-            return 0; /* spec §4.6: a master without workers gets nothing at all */
+            return 0; /* docs/plugins.md §4.6: a master without workers gets nothing at all */
         rc = job_task_hosts(&mpi_host, c->job, worker, ",", NULL);
         if (rc == WH_ETOOBIG)
             return wh_error_set(err, rc, "MPI_HOST of task %s would exceed %u bytes", a.worker,
@@ -113,7 +113,7 @@ static int mpi_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
 const struct plugin plugin_mpi = {
     .name = "mpi",
     .on_pod_create = mpi_on_pod_create,
-    /* No Kubernetes objects (spec §5.2) and no Job writes (D9): no job hooks. */
+    /* No Kubernetes objects (docs/plugins.md §5.2) and no Job writes (D9): no job hooks. */
     .on_job_add = NULL,
     .on_job_update = NULL,
     .on_job_delete = NULL,

@@ -1,6 +1,6 @@
 /*
  * objects.c - owner references and ensure/delete of a Job's auxiliary objects
- * (objects.h; spec §2.2, §5.2, D9-D12).
+ * (objects.h; docs/plugins.md §2.2, §5.2, D9-D12).
  *
  * Design: every operation starts from a GET, so the cluster is the only state
  * (D9: no markers in the Job). Ownership is "an ownerReference with the Job's

@@ -1,5 +1,5 @@
 /*
- * objects.h - the auxiliary objects a Volcano Job owns (spec §5.2): their
+ * objects.h - the auxiliary objects a Volcano Job owns (docs/plugins.md §5.2): their
  * owner reference, and "ensure" / "delete" over the REST client with the rules
  * of decisions D9-D12.
  *
@@ -19,7 +19,7 @@
  * The Job itself is never written (D9).
  *
  * Threads: no state of its own; every call may run on any thread (the client
- * is shared, spec k8s/client.h). The foreign counter is bumped atomically.
+ * is shared, see k8s/client.h). The foreign counter is bumped atomically.
  */
 #ifndef WH_K8S_OBJECTS_H
 #define WH_K8S_OBJECTS_H
@@ -33,7 +33,7 @@
 
 #define K8S_OBJECTS_CONFLICT_RETRIES 3 /* PUTs after a 409 Conflict, beyond the first */
 
-/* A namespaced kind the reconcile side writes (spec §5.2). */
+/* A namespaced kind the reconcile side writes (docs/plugins.md §5.2). */
 struct k8s_kind {
     const char *group;    /* API group, "" for core */
     const char *version;  /* "v1" */
@@ -55,7 +55,7 @@ struct k8s_owner_ctx {
 };
 
 /**
- * The controller owner reference of spec §2.2 for job:
+ * The controller owner reference of docs/plugins.md §2.2 for job:
  * {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": J,
  *  "uid": UID, "controller": true, "blockOwnerDeletion": true}.
  * @param job borrowed Job; metadata.name / metadata.uid read ("" when absent)
@@ -64,7 +64,7 @@ struct k8s_owner_ctx {
 json_t *k8s_owner_ref(const json_t *job);
 
 /**
- * The skeleton of an object owned by job (spec §5.2: namespace = the Job's, no
+ * The skeleton of an object owned by job (docs/plugins.md §5.2: namespace = the Job's, no
  * labels, no annotations):
  * {"apiVersion": ..., "kind": ..., "metadata": {"name": name, "namespace": NS,
  *  "ownerReferences": [k8s_owner_ref(job)]}}; the caller adds spec/data.
@@ -102,7 +102,7 @@ struct k8s_ensure_spec {
 };
 
 /**
- * Ensure one object of the Job (see the file comment; spec §5.2, D9, D12).
+ * Ensure one object of the Job (see the file comment; docs/plugins.md §5.2, D9, D12).
  * A foreign object is logged as
  * `reconcile: <Kind> NS/name exists and is not owned by job NS/J (uid UID), left alone`.
  * @param[out] out  new reference to the object as stored when it is ours

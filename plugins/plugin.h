@@ -3,14 +3,14 @@
  *
  * The only header a plugin author needs (with args.h, podutil.h, jobutil.h).
  * A plugin is a const table of hooks, one exported symbol `plugin_<name>`.
- * Plugins keep no state: arguments are parsed on every call (spec §3.1, §3.4)
+ * Plugins keep no state: arguments are parsed on every call (docs/plugins.md §3.1, §3.4)
  * into a stack struct, so every hook is reentrant and callable from any thread.
  *
  * Chain semantics (webhook/mutate.c, plugins/registry.c):
- *   on_pod_create  run in registry order (spec D2), each sees the edits of the
+ *   on_pod_create  run in registry order (D2), each sees the edits of the
  *                  ones before; first error stops the chain and denies the pod
- *                  (spec D7). The chain is run again while a pass added a
- *                  container (spec D13), so every hook must be an upsert (D5).
+ *                  (D7). The chain is run again while a pass added a
+ *                  container (D13), so every hook must be an upsert (D5).
  *   on_job_add     the Job is first seen in a non-terminal phase (D10): ensure the
  *                  plugin's objects exist (GET before CREATE, 409 = exists, D9).
  *   on_job_update  every MODIFIED event and resync: recompute and repair (D10).
@@ -39,7 +39,7 @@ struct plugin_job_env {
     unsigned long *foreign;         /* D12: incremented (atomically) per foreign object */
 };
 
-/* What the framework knows about the pod under admission (spec §3.6, D6, D14). */
+/* What the framework knows about the pod under admission (docs/plugins.md §3.6, D6, D14). */
 struct plugin_pod_info {
     const char *name;  /* metadata.name; "" for a generateName-only pod */
     const char *ns;    /* namespace (request.namespace when the pod lacks one) */
@@ -62,7 +62,7 @@ struct plugin {
     const char *name; /* key in job.spec.plugins */
     /**
      * OnPodCreate: upsert this plugin's additions into pod (a request-owned,
-     * writable JSON Pod). @return 0, or < 0 with err filled (spec §3.8). The
+     * writable JSON Pod). @return 0, or < 0 with err filled (docs/plugins.md §3.8). The
      * message does not name the plugin: the framework prefixes "<name> plugin: ".
      */
     int (*on_pod_create)(const struct plugin_ctx *c, json_t *pod, struct wh_error *err);
@@ -80,21 +80,21 @@ extern const struct plugin plugin_pytorch;
 extern const struct plugin plugin_hcclrank;
 extern const struct plugin plugin_ray;
 
-/** The registry in execution order (spec D2): ssh, env, svc, tensorflow, mpi, pytorch, hcclrank, ray. */
+/** The registry in execution order (D2): ssh, env, svc, tensorflow, mpi, pytorch, hcclrank, ray. */
 extern const struct plugin *const plugin_registry[];
 extern const size_t plugin_registry_len;
 
-/** @return the plugin called name, or NULL when there is none (spec §3.1). */
+/** @return the plugin called name, or NULL when there is none (docs/plugins.md §3.1). */
 const struct plugin *plugin_find(const char *name);
 
 /**
- * Effective plugin set of a Job (spec §3.7, D1): the names in job.spec.plugins
+ * Effective plugin set of a Job (docs/plugins.md §3.7, D1): the names in job.spec.plugins
  * plus svc when any of tensorflow/mpi/pytorch/ray is enabled and ssh when mpi is.
  * @param[out] enabled  enabled[k] is true when plugin_registry[k] is in the set
  *                      (array of plugin_registry_len entries)
  * @param[out] args     args[k] = borrowed job.spec.plugins[name] (NULL when
  *                      implied, null, or not an array)
- * Unknown names are reported in w (spec D3: "unknown plugin NAME ignored").
+ * Unknown names are reported in w (D3: "unknown plugin NAME ignored").
  */
 void plugin_effective_set(const json_t *job, bool *enabled, const json_t **args,
                           struct warnings *w);

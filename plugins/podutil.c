@@ -1,5 +1,5 @@
 /*
- * podutil.c - upsert edits on a JSON Pod (spec D5). Works on a request-owned
+ * podutil.c - upsert edits on a JSON Pod (D5). Works on a request-owned
  * pod; no shared state, no locking.
  */
 #include "plugins/podutil.h"
@@ -76,7 +76,7 @@ const char *podutil_str(const json_t *obj, const char *key)
 /*
  * Upsert item_new into the array obj[list_key], keyed by the string or integer
  * member item_new[key]. With from_end the last match counts (env: the later
- * duplicate wins at run time, spec §6). Steals item_new.
+ * duplicate wins at run time, docs/plugins.md §6). Steals item_new.
  */
 static int upsert_keyed(json_t *obj, const char *list_key, const char *key, json_t *item_new,
                         bool from_end)

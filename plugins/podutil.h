@@ -1,8 +1,8 @@
 /*
- * podutil.h - upsert edits on a JSON Pod (spec D5) and small JSON builders.
+ * podutil.h - upsert edits on a JSON Pod (D5) and small JSON builders.
  *
  * Every mutation is an upsert, never a blind append, so that running the plugin
- * chain on its own output changes nothing (spec D5, D13). "Identical" means
+ * chain on its own output changes nothing (D5, D13). "Identical" means
  * every field the plugin would write is already present with the same value
  * (podutil_covers); extra fields on the existing entry are kept. A different
  * entry is replaced whole, at its position.
@@ -59,12 +59,12 @@ int podutil_upsert_volume(json_t *pod, json_t *volume_new);
 int podutil_upsert_mount(json_t *container, json_t *mount_new);
 
 /**
- * Container port keyed by number (spec §4.4-4.7): a port with the same
+ * Container port keyed by number (docs/plugins.md §4.4-4.7): a port with the same
  * containerPort exists → SKIPPED (left alone, whatever its name); else a port
  * whose name equals the new port's name exists with another number → SKIPPED and
  * a warning "PLUGIN plugin: port name NAME already used by port N in container C" (D5);
  * else appended, with a warning when the number is outside 1-65535 (a bad --port
- * that Go's flag parsing turned into 0, spec §6). port_new must have "name" and
+ * that Go's flag parsing turned into 0, docs/plugins.md §6). port_new must have "name" and
  * "containerPort".
  */
 int podutil_add_port(json_t *container, json_t *port_new, const char *plugin, struct warnings *w);

@@ -1,5 +1,5 @@
 /*
- * pytorch.c - the `pytorch` plugin, pod side (spec §4.4, §8 #5, #21, #22, D4, D5, D13).
+ * pytorch.c - the `pytorch` plugin, pod side (docs/plugins.md §4.4, §8 #5, #21, #22, D4, D5, D13).
  *
  * When the Job has a master task, every container (not init containers) of every
  * pod gets the port `pytorchjob-port` (unless a port already has that number)
@@ -26,7 +26,7 @@
 #define PT_WAIT_NAME "wait-for-master"
 
 /*
- * The wait container's script (spec §4.4 step 6), LF-separated, no trailing
+ * The wait container's script (docs/plugins.md §4.4 step 6), LF-separated, no trailing
  * newline. Arguments: addr, port, timeout, addr, port, addr, port.
  */
 #define PT_WAIT_SCRIPT_FMT                                                                         \
@@ -53,7 +53,7 @@ struct pt_args {
     const char *wait_image; /* wait-master-image */
 };
 
-/* Defaults, then the Job's arguments; a parse error is one warning (spec D4). */
+/* Defaults, then the Job's arguments; a parse error is one warning (D4). */
 static void pt_args_parse(const struct plugin_ctx *c, struct pt_args *a)
 {
     char msg[200];
@@ -76,7 +76,7 @@ static void pt_args_parse(const struct plugin_ctx *c, struct pt_args *a)
         warnings_add(c->warnings, "pytorch plugin: %s, later arguments ignored", msg);
 }
 
-/* Spec §4.4 step 3: replicas of every task named master or worker, in array order. */
+/* docs/plugins.md §4.4 step 3: replicas of every task named master or worker, in array order. */
 static int64_t pt_world_size(const json_t *job, const struct pt_args *a)
 {
     int64_t total = 0;
@@ -114,7 +114,7 @@ static json_t *pt_wait_container(const struct pt_args *a, const char *addr)
     return ctr;
 }
 
-/* Port, then env MASTER_ADDR, MASTER_PORT, WORLD_SIZE[, RANK] (spec §4.4 step 5). */
+/* Port, then env MASTER_ADDR, MASTER_PORT, WORLD_SIZE[, RANK] (docs/plugins.md §4.4 step 5). */
 static int pt_edit_container(const struct plugin_ctx *c, json_t *ctr, const struct pt_args *a,
                              const char *addr, int64_t world, const char *rank)
 {
@@ -125,7 +125,7 @@ static int pt_edit_container(const struct plugin_ctx *c, json_t *ctr, const stru
 
     snprintf(port, sizeof(port), "%lld", (long long)a->port);
     snprintf(size, sizeof(size), "%lld", (long long)world);
-    /* Spec §3.4 rule 10: the port is narrowed to 32 bits without checks. */
+    /* docs/plugins.md §3.4 rule 10: the port is narrowed to 32 bits without checks. */
     p = json_pack("{s:s, s:I}", "name", PT_PORT_NAME, "containerPort",
                   (json_int_t)(int32_t)a->port);
     rc = podutil_add_port(ctr, p, "pytorch", c->warnings);
@@ -157,7 +157,7 @@ static int pt_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
     pt_args_parse(c, &a);
     master = job_find_task(c->job, a.master);
     if (master == NULL)
-        return 0; /* spec §4.4 step 1: no master task, no change, no error */
+        return 0; /* docs/plugins.md §4.4 step 1: no master task, no change, no error */
     addr = job_task_domain(c->job, master, 0);
     if (addr == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
@@ -202,7 +202,7 @@ out:
 const struct plugin plugin_pytorch = {
     .name = "pytorch",
     .on_pod_create = pt_on_pod_create,
-    /* No Kubernetes objects (spec §5.2) and no Job writes (D9): no job hooks. */
+    /* No Kubernetes objects (docs/plugins.md §5.2) and no Job writes (D9): no job hooks. */
     .on_job_add = NULL,
     .on_job_update = NULL,
     .on_job_delete = NULL,

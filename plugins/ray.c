@@ -1,7 +1,7 @@
 /*
- * ray.c - the `ray` plugin, pod side (spec §4.7, §8 #1, #27, D4, D5, D7).
+ * ray.c - the `ray` plugin, pod side (docs/plugins.md §4.7, §8 #1, #27, D4, D5, D7).
  *
- * Without a task named --head every pod of the Job is denied (spec §3.8). In a
+ * Without a task named --head every pod of the Job is denied (docs/plugins.md §3.8). In a
  * head pod, the container named --headContainer gets the ports gcs, dashboard
  * and client-server (each only when its number is free) and its `command`
  * replaced by `ray start --head ...`; in a worker pod, the container named
@@ -10,9 +10,9 @@
  * identical command is a no-op (D5).
  *
  * Flag names are camelCase; --clientServerPort is accepted as an alias of
- * --clientPort (spec D4), since the public guide documents that name.
+ * --clientPort (D4), since the public guide documents that name.
  *
- * Job hooks (spec §4.7, §5.2, D9-D12): the ClusterIP Service J-head-svc
+ * Job hooks (docs/plugins.md §4.7, §5.2, D9-D12): the ClusterIP Service J-head-svc
  * (selector job-name, job-namespace, task-spec = --head; ports gcs, dashboard,
  * client-server with named target ports). add and update create it when absent
  * (update thus re-creates it after a deletion, D10), never update it; delete
@@ -46,7 +46,7 @@ struct ray_args {
     int64_t client_port; /* Ray client server port */
 };
 
-/* Defaults, then the Job's arguments; a parse error is one warning (spec D4). */
+/* Defaults, then the Job's arguments; a parse error is one warning (D4). */
 static void ray_args_parse(const struct plugin_ctx *c, struct ray_args *a)
 {
     char msg[200];
@@ -72,7 +72,7 @@ static void ray_args_parse(const struct plugin_ctx *c, struct ray_args *a)
         warnings_add(c->warnings, "ray plugin: %s, later arguments ignored", msg);
 }
 
-/* Spec §3.4 rule 10: containerPort is the flag value narrowed to 32 bits. */
+/* docs/plugins.md §3.4 rule 10: containerPort is the flag value narrowed to 32 bits. */
 static int ray_add_port(const struct plugin_ctx *c, json_t *ctr, const char *name, int64_t port)
 {
     json_t *p = json_pack("{s:s, s:I}", "name", name, "containerPort", (json_int_t)(int32_t)port);
@@ -187,7 +187,7 @@ static char *ray_service_name(const json_t *job)
     return name;
 }
 
-/* The head Service of spec §4.7 (ports narrowed to 32 bits as the pod's, §3.4 rule 10). */
+/* The head Service of docs/plugins.md §4.7 (ports narrowed to 32 bits as in the pod: §3.4). */
 static json_t *ray_head_service(const json_t *job, const char *name, const struct ray_args *a)
 {
     json_t *obj = k8s_object_for_job(&k8s_kind_service, job, name);

@@ -1,5 +1,5 @@
 /*
- * registry.c - the plugin table. Its order is the execution order (spec D2);
+ * registry.c - the plugin table. Its order is the execution order (D2);
  * immutable, no runtime registration, no lock.
  */
 #include <string.h>
@@ -48,7 +48,7 @@ void plugin_effective_set(const json_t *job, bool *enabled, const json_t **args,
         enabled[k] = true;
         args[k] = json_is_array(value) ? value : NULL;
     }
-    /* Implied plugins (spec §3.7, D1): what Volcano's Job webhook adds on CREATE. */
+    /* Implied plugins (docs/plugins.md §3.7, D1): what Volcano's Job webhook adds on CREATE. */
     if (enabled[registry_index("tensorflow")] || enabled[registry_index("mpi")]
         || enabled[registry_index("pytorch")] || enabled[registry_index("ray")])
         enabled[registry_index("svc")] = true;

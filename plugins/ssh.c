@@ -1,5 +1,5 @@
 /*
- * ssh.c - the `ssh` plugin, pod side (spec §4.3, D4, D5).
+ * ssh.c - the `ssh` plugin, pod side (docs/plugins.md §4.3, D4, D5).
  *
  * Adds the volume J-ssh (Secret J-ssh, four items under .ssh/, defaultMode 0600
  * when the key path is exactly "/root/.ssh", else 0644) and mounts it with
@@ -7,7 +7,7 @@
  * container. Both are upserts (D5): volume keyed by name, mount by mountPath.
  * The pod waits for the Secret, as in Volcano.
  *
- * Job hooks (spec §4.3, §5.2, D9, D11, D12): Secret J-ssh with data (base64)
+ * Job hooks (docs/plugins.md §4.3, §5.2, D9, D11, D12): Secret J-ssh with data (base64)
  * id_rsa, id_rsa.pub, authorized_keys, config.
  *   add, update  absent → create it with the Job uid's pair from the key store
  *                (made once per uid, plugins/sshkeys.h) or the user's keys
@@ -47,7 +47,7 @@ struct ssh_args {
     int64_t port;            /* ssh-port (reconcile side only) */
 };
 
-/* Defaults, then the Job's arguments; a parse error is one warning (spec D4). */
+/* Defaults, then the Job's arguments; a parse error is one warning (D4). */
 static void ssh_args_parse(const struct plugin_ctx *c, struct ssh_args *a)
 {
     char msg[200];
@@ -132,14 +132,14 @@ static int ssh_owner(const struct plugin_ctx *c, struct k8s_owner_ctx *o, struct
     return 0;
 }
 
-/* ssh-port validation at the start of OnJobAdd (spec §4.3): out of range → 22. */
+/* ssh-port validation at the start of OnJobAdd (docs/plugins.md §4.3): out of range → 22. */
 static int64_t ssh_port(const struct ssh_args *a)
 {
     return a->port <= 0 || a->port > 65535 ? SSH_DEFAULT_PORT : a->port;
 }
 
 /*
- * The `config` entry (spec §4.3): two fixed lines, then per task (array order)
+ * The `config` entry (docs/plugins.md §4.3): two fixed lines, then per task (array order)
  * and replica one Host block; one block only for a task whose template sets a
  * hostname. @return malloc'd text, NULL on ENOMEM.
  */
@@ -282,7 +282,7 @@ static int ssh_secret_build(void *ud, json_t **out, struct wh_error *err)
 
     *out = NULL;
     if (sj->a->private_key[0] != '\0') {
-        /* user-provided (spec §4.3): verbatim, public key "" when not given */
+        /* user-provided (docs/plugins.md §4.3): verbatim, public key "" when not given */
         priv = strdup(sj->a->private_key);
         pub = strdup(sj->a->public_key);
         if (priv == NULL || pub == NULL)
@@ -396,7 +396,7 @@ static int ssh_job_sync(const struct plugin_ctx *c, struct wh_error *err)
         rc = k8s_object_ensure(&o, &s, &stored, err);
     }
     if (rc < 0) {
-        /* Volcano's wording (spec §4.3), with the cause */
+        /* Volcano's wording (docs/plugins.md §4.3), with the cause */
         char cause[WH_ERROR_MSG_MAX];
 
         snprintf(cause, sizeof(cause), "%s", err != NULL ? err->msg : "");

@@ -1,6 +1,6 @@
 /*
  * sshkeys.c - the per-uid store of the `ssh` plugin's key pairs (sshkeys.h;
- * spec §4.3, D11); the pairs themselves are made by certs/sshkey.c.
+ * docs/plugins.md §4.3, D11); the pairs themselves are made by certs/sshkey.c.
  *
  * A chained hash map uid → entry under one mutex and one condition variable. An
  * entry is either ready (keys set) or a placeholder (generating) that the

@@ -1,5 +1,5 @@
 /*
- * sshkeys.h - the per-process store of the `ssh` plugin's key pairs (spec §4.3,
+ * sshkeys.h - the per-process store of the `ssh` plugin's key pairs (docs/plugins.md §4.3,
  * decision D11): one pair per Job uid for the Job's whole life, made by
  * certs/sshkey.h's sshkey_generate.
  *

@@ -1,8 +1,8 @@
 /*
- * svc.c - the `svc` plugin, pod side (spec §4.2, D4, D5, D14), and the
+ * svc.c - the `svc` plugin, pod side (docs/plugins.md §4.2, D4, D5, D14), and the
  * ConfigMap data builder shared with the reconcile side (plugins/svc.h).
  *
- * OnPodCreate, in the spec's order:
+ * OnPodCreate, in the order of docs/plugins.md §4.2:
  *   1. spec.hostname = pod name when empty. A generateName-only pod has no
  *      name yet: hostname is left unset and a warning says so (D14).
  *   2. spec.subdomain = J when empty (a template value is kept).
@@ -13,7 +13,7 @@
  *      container, then every init container.
  * Every edit is an upsert (D5).
  *
- * Job hooks (spec §4.2, §5.2, D9-D12), through k8s/objects.h:
+ * Job hooks (docs/plugins.md §4.2, §5.2, D9-D12), through plugins/objects.h:
  *   add, update  ConfigMap J-svc (data = svc_configmap_data, replaced when it
  *                differs), headless Service J and, unless
  *                --disable-network-policy, NetworkPolicy J: each created when
@@ -49,7 +49,7 @@ struct svc_args {
     bool inject_hosts_env;  /* inject-hosts-env, default true */
 };
 
-/* Defaults, then the Job's arguments; a parse error is one warning (spec D4). */
+/* Defaults, then the Job's arguments; a parse error is one warning (D4). */
 static void svc_args_parse(const struct plugin_ctx *c, struct svc_args *a)
 {
     char msg[200];
@@ -109,7 +109,7 @@ static int data_set(json_t *data, const char *a, const char *b, const char *c, c
     return rc;
 }
 
-/* Add the three keys of one task to data (spec §4.2).
+/* Add the three keys of one task to data (docs/plugins.md §4.2).
  * @return 0, WH_ENOMEM, or WH_ETOOBIG (job_task_hosts: a host list over its cap). */
 static int svc_data_add_task(json_t *data, const json_t *job, const json_t *task)
 {
@@ -244,7 +244,7 @@ static int svc_mount_list(json_t *list, const char *list_name, const json_t *mou
     return 0;
 }
 
-/* Steps 1 and 2: hostname and subdomain, each only when empty (spec §4.2, D14). */
+/* Steps 1 and 2: hostname and subdomain, each only when empty (docs/plugins.md §4.2, D14). */
 static int svc_set_names(const struct plugin_ctx *c, json_t *spec, const char *job,
                          struct wh_error *err)
 {
@@ -361,7 +361,7 @@ static json_t *svc_object(const struct k8s_kind *kind, const json_t *job, const 
     return obj;
 }
 
-/* ConfigMap J-svc (spec §4.2 OnJobAdd step 1) into *out.
+/* ConfigMap J-svc (docs/plugins.md §4.2 OnJobAdd step 1) into *out.
  * @return 0, WH_ENOMEM or WH_ETOOBIG (svc_configmap_data). */
 static int svc_configmap(const json_t *job, const char *cm, json_t **out)
 {
@@ -374,7 +374,7 @@ static int svc_configmap(const json_t *job, const char *cm, json_t **out)
     return *out != NULL ? 0 : WH_ENOMEM;
 }
 
-/* The headless Service J (spec §4.2 step 2): no ports, no type. */
+/* The headless Service J (docs/plugins.md §4.2 step 2): no ports, no type. */
 static json_t *svc_service(const json_t *job, bool publish_not_ready)
 {
     return svc_object(&k8s_kind_service, job, job_name(job), "spec",
@@ -383,7 +383,7 @@ static json_t *svc_service(const json_t *job, bool publish_not_ready)
                                 publish_not_ready));
 }
 
-/* NetworkPolicy J (spec §4.2 step 3): ingress only from pods of the same Job. */
+/* NetworkPolicy J (docs/plugins.md §4.2 step 3): ingress only from pods of the same Job. */
 static json_t *svc_network_policy(const json_t *job)
 {
     return svc_object(&k8s_kind_networkpolicy, job, job_name(job), "spec",

@@ -1,6 +1,6 @@
 /*
  * svc.h - what the `svc` plugin shares with the reconcile side and `render`
- * (spec §4.2). The pod-side hook is plugin_svc (plugins/plugin.h).
+ * (docs/plugins.md §4.2). The pod-side hook is plugin_svc (plugins/plugin.h).
  */
 #ifndef WH_SVC_H
 #define WH_SVC_H
@@ -8,12 +8,12 @@
 #include <jansson.h>
 
 /**
- * The `data` object of ConfigMap J-svc for a Job (spec §4.2): for every task of
+ * The `data` object of ConfigMap J-svc for a Job (docs/plugins.md §4.2): for every task of
  * job.spec.tasks in array order, three keys
  *   "US(T).host"     host list joined with "\n", no trailing newline ("" if none)
  *   "VC_UP(T)_HOSTS" host list joined with ","
  *   "VC_UP(T)_NUM"   number of entries, decimal
- * where the host list is that of spec §4.2 / §3.6 (replicas 0..replicas-1, one
+ * where the host list is that of docs/plugins.md §4.2 / §3.6 (replicas 0..replicas-1, one
  * entry when the task template sets a hostname). A later task with the same
  * name overwrites an earlier one's keys, as Volcano's map does.
  *

@@ -1,5 +1,5 @@
 /*
- * tensorflow.c - the `tensorflow` plugin, pod side (spec §4.5, §8 #11-13, D4, D5).
+ * tensorflow.c - the `tensorflow` plugin, pod side (docs/plugins.md §4.5, §8 #11-13, D4, D5).
  *
  * Adds env TF_CONFIG to every container (not init containers) of every pod of a
  * distributed Job: a compact JSON document
@@ -35,7 +35,7 @@ struct tf_args {
     int64_t port;               /* written into every host entry */
 };
 
-/* Defaults, then the Job's arguments; a parse error is one warning (spec D4). */
+/* Defaults, then the Job's arguments; a parse error is one warning (D4). */
 static void tf_args_parse(const struct plugin_ctx *c, struct tf_args *a)
 {
     char msg[200];
@@ -52,7 +52,7 @@ static void tf_args_parse(const struct plugin_ctx *c, struct tf_args *a)
         warnings_add(c->warnings, "tensorflow plugin: %s, later arguments ignored", msg);
 }
 
-/* Spec §4.5 step 1: exactly one task, and it has exactly one replica. */
+/* docs/plugins.md §4.5 step 1: exactly one task, and it has exactly one replica. */
 static bool tf_standalone(const json_t *job)
 {
     const json_t *tasks = job_tasks(job);
@@ -60,7 +60,7 @@ static bool tf_standalone(const json_t *job)
     return json_array_size(tasks) == 1 && job_task_replicas(json_array_get(tasks, 0)) == 1;
 }
 
-/* Spec §4.5 step 3: chief, worker, ps, evaluator in that order; else the raw task key. */
+/* docs/plugins.md §4.5 step 3: chief, worker, ps, evaluator in that order, else the task key. */
 static const char *tf_task_type(const struct tf_args *a, const char *task)
 {
     static const size_t order[TF_ROLES] = {2, 1, 0, 3};
@@ -113,7 +113,7 @@ static int tf_task_hosts(json_t **out, const json_t *job, const json_t *task, in
 }
 
 /*
- * Spec §4.5 step 4: each task's list is assigned to the first role whose name
+ * docs/plugins.md §4.5 step 4: each task's list is assigned to the first role whose name
  * matches (a later task of the same role replaces an earlier one, as in Volcano);
  * roles with no entries are omitted.
  * @param[out] out  new reference: the cluster object
@@ -202,7 +202,7 @@ static char *tf_go_escape(const char *in)
 }
 
 /*
- * TF_CONFIG text (spec §4.5 step 5).
+ * TF_CONFIG text (docs/plugins.md §4.5 step 5).
  * @param[out] out  malloc'd string
  * @return 0, WH_ENOMEM, or WH_ETOOBIG (see TF_CONFIG_MAX).
  */
@@ -279,7 +279,7 @@ out:
 const struct plugin plugin_tensorflow = {
     .name = "tensorflow",
     .on_pod_create = tf_on_pod_create,
-    /* No Kubernetes objects (spec §5.2) and no Job writes (D9): no job hooks. */
+    /* No Kubernetes objects (docs/plugins.md §5.2) and no Job writes (D9): no job hooks. */
     .on_job_add = NULL,
     .on_job_update = NULL,
     .on_job_delete = NULL,

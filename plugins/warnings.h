@@ -2,7 +2,7 @@
  * warnings.h - the AdmissionResponse `warnings` list of one request.
  *
  * Request-owned (one per admission call), never shared between threads.
- * Entries are de-duplicated (spec D14: "warnings are never repeated within one
+ * Entries are de-duplicated (D14: "warnings are never repeated within one
  * response") and capped, since kube-apiserver shows each to the user.
  */
 #ifndef WH_WARNINGS_H

@@ -3,7 +3,7 @@
 
 Python 3 standard library only, plus Debian's python3-yaml for --load of YAML
 files. Behaves like kube-apiserver where a client can tell (see
-/work/shared/spec/kube-api-facts.md): REST paths, Status bodies, status codes,
+docs/kube-api.md): REST paths, Status bodies, status codes,
 resourceVersions from one global counter, list paging with continue tokens.
 
 Design
@@ -368,7 +368,7 @@ class Store:
                 self._gc_schedule(cur["metadata"].get("uid"))
             return copy.deepcopy(cur)
 
-    # ---- ownerReference garbage collection (kube-api-facts "Writing") ----
+    # ---- ownerReference garbage collection (docs/kube-api.md §4) ----
     def _gc_schedule(self, uid):
         """Collect uid's dependents after gc_delay, as kube's GC does some time later."""
         if not uid or not self.gc_enabled:
@@ -945,7 +945,7 @@ class Handler(BaseHTTPRequestHandler):
                              "apiVersion": gv_to_api_version(gv), "metadata": meta,
                              "items": items})
 
-    # ---- watch (kube-api-facts "Reading: get, list, watch") ----
+    # ---- watch (docs/kube-api.md §3) ----
     def write_chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()

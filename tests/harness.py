@@ -4,8 +4,8 @@ Python 3 standard library plus Debian's python3-jsonpatch and python3-yaml.
 
 What it gives a test:
   load_job(path)            a Volcano Job from examples/*.yaml (namespace, uid, status filled)
-  build_pod(job, task, i)   the pod Volcano's controller builds (spec §2.1-2.4), then defaulted
-                            and admitted as kube-apiserver sends it to a mutating webhook
+  build_pod(job, task, i)   the pod Volcano's controller builds (docs/plugins.md §2.1-2.4), then
+                            defaulted and admitted as kube-apiserver sends it to a mutating webhook
   review(pod, ns, ...)      a kube-apiserver-shaped AdmissionReview for that pod
   apply_patch(pod, resp)    the response's JSON Patch applied, strictly (as kube-apiserver does)
   validate_pods(pods)       tests/schema/validate-pod.mjs over the pods; raises on any problem
@@ -195,7 +195,7 @@ def build_pod(job, task_name, index, priority=0, sa_suffix=None, automount=True)
     """The pod Volcano's controller creates for replica `index` of `task_name`, as the
     mutating webhook receives it from kube-apiserver.
 
-    Controller (spec §2.1-2.4): name J-T-i, namespace, the task template's labels and
+    Controller (docs/plugins.md §2.1-2.4): name J-T-i, namespace, the task template's labels and
     annotations plus the keys of §1.2/§2.2 (group-name = J-UID), the Job ownerReference,
     the template spec, schedulerName / priorityClassName from the Job, Job-level volumes
     (PVC J-<12 chars> mounted in every container), partition label.

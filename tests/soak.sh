@@ -1,5 +1,5 @@
 #!/bin/sh
-# Soak test (issue 6, "Sanitizers and leaks"): 60 s of mixed admissions and Job churn
+# Soak test: 60 s of mixed admissions and Job churn
 # against $BUILD/volcano-plugin-webhook under valgrind memcheck; zero errors and no
 # definite leaks. The work is done by tests/soak.py; flags are passed on to it
 # (--seconds N, --seed N, --keep). About two minutes in all.

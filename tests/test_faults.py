@@ -1,7 +1,7 @@
-"""test_faults.py - the real binary against a misbehaving API server (issue 6, "API server
-faults"): answers cut mid-body, invalid JSON, wrong content types, 429 with Retry-After,
-5xx storms, watch streams that stall without closing, every watch answered 410,
-clocks far off.
+"""test_faults.py - the real binary against a misbehaving API server, which must make it
+neither lose nor duplicate objects: answers cut mid-body, invalid JSON, wrong content
+types, 429 with Retry-After, 5xx storms, watch streams that stall without closing,
+every watch answered 410, clocks far off.
 
 Each scenario churns Jobs while the faults last (create, scale, delete, admissions) and
 then checks, once the faults have lapsed, that every Job's objects converge: exactly the

@@ -1,6 +1,6 @@
 """test_hostile.py - hostile clients and hostile JSON against the running webhook.
 
-Issue 6 ("Hostile clients"; slowloris and the TLS profile are in test_operations.py):
+Hostile clients (slowloris and the TLS profile are in test_operations.py):
   - 1,000 idle connections (TLS after the handshake, and plain TCP that never sends a
     byte): a well-behaved client is answered while --max-connections is not exceeded;
     past it the server holds at most --max-connections at once (the rest wait in the
@@ -869,7 +869,7 @@ class EscapingTest(HostileCase):
                 up = "VC_" + worker.upper() + "_HOSTS"
                 names = [e["name"] for e in patched["spec"]["containers"][0]["env"]]
                 self.assertIn(up, names)
-                # Applying the webhook to its own output changes nothing (spec D5).
+                # Applying the webhook to its own output changes nothing (D5).
                 again = wh.admit(harness.review(patched, ns))
                 self.assertIsNone(harness.decode_patch(again))
         self.assert_good(good, 1)

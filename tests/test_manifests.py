@@ -1,6 +1,6 @@
 """test_manifests.py - manifests/ (kustomize) and the Dockerfile, checked without a cluster.
 
-What is checked (issue 4, "Operations"):
+What is checked:
   - `kubectl kustomize manifests/` renders (kubectl from $KUBECTL, else PATH: Debian 12's
     kubernetes-client, kubectl 1.20 with kustomize v2, or any newer one); without kubectl
     the rendered-object tests are skipped, saying so;
@@ -338,7 +338,7 @@ class RenderedManifestsTest(unittest.TestCase):
     # ------------------------------------------------------------ RBAC
 
     def test_cluster_role_grants_exactly_these_verbs(self):
-        # least privilege (issue 6): read by name, never list/watch what it owns; update
+        # least privilege: read by name, never list/watch what it owns; update
         # only the Secret and the ConfigMap; no events (tests/test_security.py checks the
         # binary uses exactly these)
         want = {("batch.volcano.sh", "jobs", v) for v in ("get", "list", "watch")}

@@ -1,6 +1,6 @@
 """test_operations.py - the running webhook as an operator and a hostile client see it.
 
-Issue 4 ("TLS serving", "Observability", "Operations") and issue 6 ("Hostile clients"):
+TLS serving, observability, operations and hostile clients:
   - TLS 1.0/1.1 refused, 1.2/1.3 accepted; a CBC suite refused, the AEAD suites of
     Mozilla's intermediate profile accepted; ALPN answers http/1.1 only. Each refusal is
     paired with a local Python TLS server that accepts the same client settings, so a

@@ -1,6 +1,6 @@
 """test_reconcile.py - the reconcile side end to end: the real binary against the test
 API server (tests/apiserver.py), with list/watch, the work queue, the plugins' job hooks
-and leader election (spec §3.2, §5.2, D9-D12; issue 3).
+and leader election (docs/plugins.md §3.2, §5.2, D9-D12).
 
 Scenarios: the example Jobs get every auxiliary object with exact content; a scaled task
 reaches the ConfigMap while the ssh keys stay; a completed Job and a deleted Job (garbage

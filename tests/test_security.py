@@ -1,11 +1,11 @@
-"""test_security.py - the security review of issue 6, as tests against the real binary.
+"""test_security.py - the security review (README "Threat model"), as tests against the binary.
 
   LogSecrecyTest        a representative run (admissions, ssh Secret creation, scaling,
                         deletion, a Job lookup miss, API errors, TLS) at -v 10: its output
                         holds no PEM marker, no line of any private key or certificate body
                         (serving pair, CA, the API server's CA), not the bearer token, not the
                         generated id_rsa (base64 or PEM lines); the Secret it made holds
-                        exactly the four keys of the spec (§4.3) and nothing else.
+                        exactly the four keys of docs/plugins.md §4.3 and nothing else.
   KeyPermissionsTest    --tls-private-key-file readable by others is refused (exit 1, one
                         clear line) unless --allow-insecure-key-permissions; 0440 (a Secret
                         volume with defaultMode 0440 and fsGroup) is accepted; the Deployment
@@ -89,7 +89,7 @@ class LogSecrecyTest(unittest.TestCase):
         out = env.webhook.process.log()
         self.assertIn("reconcile: hook done", out)  # the debug level really was on
 
-        # (c) the Secrets hold exactly the spec's four keys, nothing else
+        # (c) the Secrets hold exactly the four keys of docs/plugins.md §4.3, nothing else
         for s in (secret, secret2):
             self.assertEqual(sorted(s["data"]), SECRET_KEYS)
             self.assertNotIn("stringData", s)

@@ -3,8 +3,8 @@
  *
  * Owns the wire format only: decode and validate the review, hand the parts
  * that matter to mutate_review (struct mutate_request, all borrowed from the
- * decoded body), and encode the AdmissionReview answer (kube-api-facts
- * "Calling the webhook") or a Kubernetes Status for a body that is not one.
+ * decoded body), and encode the AdmissionReview answer (docs/kube-api.md
+ * §1) or a Kubernetes Status for a body that is not one.
  *
  * Every call is recorded in the process metrics (metrics.h): HTTP status and
  * outcome, time spent, the plugins of a patched pod, warnings sent.
@@ -114,7 +114,7 @@ static int answer_enomem(char **out, size_t *out_len)
     return 500;
 }
 
-/* A Kubernetes Status body (kube-api-facts "Errors: Status objects"). */
+/* A Kubernetes Status body (docs/kube-api.md §2). */
 static int answer_status(int code, const char *reason, const char *message, char **out,
                          size_t *out_len)
 {

@@ -13,7 +13,7 @@
 
 /**
  * Decode an AdmissionReview body, decide it (mutate_review) and encode the
- * answer in the version it was asked in (kube-api-facts "Calling the webhook"):
+ * answer in the version it was asked in (docs/kube-api.md §1):
  * apiVersion/kind copied, response.uid = request.uid, allowed, patchType
  * "JSONPatch" + base64 patch only when there is at least one op, warnings when
  * any, status {code, message} when denied.

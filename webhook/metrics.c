@@ -20,7 +20,7 @@
 #include "plugins/plugin.h"
 #include "webhook/commands.h"
 
-/* Admission latency buckets: 0.1 ms to 10 s (issue 4). */
+/* Admission latency buckets: 0.1 ms to 10 s, the webhook configuration's timeoutSeconds. */
 static const double latency_bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                         0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
 #define NBUCKETS  (sizeof(latency_bounds) / sizeof(latency_bounds[0]))

@@ -16,7 +16,7 @@
 
 #include "base/metric.h"
 
-/* What one admission came to (issue 4, "Observability"). */
+/* What one admission came to (the outcome label of webhook_admission_requests_total). */
 enum metrics_outcome {
     METRICS_PATCHED = 0,   /* allowed with a non-empty patch */
     METRICS_UNCHANGED = 1, /* allowed without a patch */

@@ -1,5 +1,5 @@
 /*
- * mutate.c - one admission decision (spec section 9): which pods are served (D8),
+ * mutate.c - one admission decision (docs/decisions.md): which pods are served (D8),
  * which Job owns the pod (D6), the error policy (D7), the plugin chain in its
  * fixed order (D1, D2) run as upserts until it adds no container (D5, D13), and
  * the RFC 6902 diff of the result.
@@ -106,7 +106,7 @@ static const char *meta_str(const json_t *pod, const char *map, const char *key)
     return str_or_empty(json_string_value(json_object_get(m, key)));
 }
 
-/* Spec §2.1 / D6: last '-' piece of the name when it has >= 3 pieces, else "". */
+/* docs/plugins.md §2.1 / D6: last '-' piece of the name when it has >= 3 pieces, else "". */
 static const char *index_from_name(const char *name)
 {
     const char *first = strchr(name, '-');

@@ -1,7 +1,7 @@
 /*
  * mutate.h - one admission decision: find the Job, run the plugin chain, diff.
  *
- * Implements spec section 9: D1-D3 (effective set, order, unknown names),
+ * Implements docs/decisions.md: D1-D3 (effective set, order, unknown names),
  * D5/D13 (upsert, chain re-run while it adds containers), D6 (pod identity),
  * D7 (error policy), D8 (pods not served), D14 (pods without a name).
  * Called from MHD worker threads and from `render`; reentrant. The Job lookup is
@@ -50,7 +50,7 @@ void mutate_result_init(struct mutate_result *r);
 void mutate_result_dispose(struct mutate_result *r);
 
 /**
- * Decide one AdmissionRequest (spec D6-D8): pods not served are allowed
+ * Decide one AdmissionRequest (D6-D8): pods not served are allowed
  * unpatched; otherwise the Job is fetched through src, its uid compared with the
  * ownerReference's and the chain run (mutate_pod_with_job).
  * Never fails: every outcome, including ENOMEM, is expressed in *out
@@ -60,7 +60,7 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
                    const struct mutate_options *opt, struct mutate_result *out);
 
 /**
- * Run the effective plugin chain of job on a copy of pod (spec D1, D2, D5, D13,
+ * Run the effective plugin chain of job on a copy of pod (D1, D2, D5, D13,
  * D14) and diff. ns is the namespace to use when the pod has none. On a plugin
  * error the pod is denied with code 400 (D7). The caller disposes *out.
  */
@@ -68,7 +68,7 @@ void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
                          struct mutate_result *out);
 
 /**
- * The Job a pod belongs to (spec D6): its controller ownerReference with
+ * The Job a pod belongs to (D6): its controller ownerReference with
  * apiVersion batch.volcano.sh/v1alpha1 and kind Job.
  * @return 0 and borrowed name/uid (uid may be ""), WH_DECLINED when there is none.
  */

@@ -68,7 +68,7 @@ static void on_signal(int sig)
     stop_signal = sig;
 }
 
-/* ---- --self-signed: readiness flag (issue 4, certificates) ---- */
+/* ---- --self-signed: readiness flag ---- */
 
 /* The caBundle patcher of --self-signed, NULL without it. Set on the main thread
  * before server_start and cleared after server_stop, so MHD workers only read it. */
@@ -84,7 +84,7 @@ static const char *selfsigned_not_ready(void)
 
 /* ---- end of --self-signed readiness flag ---- */
 
-/* ---- Jobs cache: readiness (issue 3) ---- */
+/* ---- Jobs cache: readiness ---- */
 
 /* server_config.ready: /readyz waits for the first LIST (the TLS pair is loaded
  * before the server starts at all). Runs on MHD workers; cache_synced is atomic. */
@@ -120,7 +120,7 @@ static int write_port_file(const char *path, unsigned port)
     return 0;
 }
 
-/* ---- reconcile side: reconciler, leader election, API client limits (issue 3) ---- */
+/* ---- reconcile side: reconciler, leader election, API client limits ---- */
 
 #define LEASE_NAME        "volcano-plugin-webhook"
 #define SA_NAMESPACE_FILE "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -239,7 +239,7 @@ static int reconcile_side_lead(struct serve_reconcile *rs, struct k8s_client *kc
     return 0;
 }
 
-/* ---- --self-signed: in-memory pair and caBundle patch (issue 4, certificates) ---- */
+/* ---- --self-signed: in-memory pair and caBundle patch ---- */
 
 /* The --self-signed objects; main thread only. */
 struct serve_selfsigned {
@@ -303,8 +303,8 @@ static void selfsigned_side_stop(struct serve_selfsigned *ss)
 
 /* ---- end of --self-signed ---- */
 
-/* ---- operations: TLS hot reload, metrics, connection limits, graceful shutdown
- *      (issue 4 "TLS serving", "Observability", "Operations"; issue 6 "Hostile clients") ---- */
+/* ---- operations: TLS hot reload, metrics, connection limits, graceful shutdown,
+ *      hostile clients ---- */
 
 #define SHUTDOWN_MIN_WAIT_MS                                                                       \
     2000L /* accept at least this long (within the grace) so that
@@ -515,10 +515,10 @@ int serve_main(int argc, char **argv)
 {
     struct serve_options o; /* the flags (webhook/serve_flags.h) */
     struct job_lookup lookup = {NULL, NULL, 0, 0, NULL};
-    struct job_cache *cache = NULL;   /* Jobs cache (issue 3) */
+    struct job_cache *cache = NULL;   /* Jobs cache */
     struct informer *informer = NULL; /* its list/watch thread */
-    struct serve_reconcile rs;        /* reconciler and leader election (issue 3) */
-    struct serve_ops ops;             /* TLS reload, metrics, limits, shutdown (issue 4) */
+    struct serve_reconcile rs;        /* reconciler and leader election */
+    struct serve_ops ops;             /* TLS reload, metrics, limits, shutdown */
     struct serve_selfsigned ss;       /* --self-signed */
     struct server_config scfg;
     struct certs_pair pair = {NULL, NULL};
@@ -558,7 +558,7 @@ int serve_main(int argc, char **argv)
             goto out;
     } else if (!o.allow_insecure_key
                && (key_rc = certs_check_key_permissions(o.tls_key_file, &err)) < 0) {
-        /* a key others can read is as good as published (issue 6, security review);
+        /* a key others can read is as good as published;
          * the override only helps with permissions, not with a missing file */
         if (key_rc == WH_EINVAL)
             LOG_ERROR("refusing the TLS private key: %s (--allow-insecure-key-permissions "
@@ -581,7 +581,7 @@ int serve_main(int argc, char **argv)
         goto out;
     }
     {
-        /* before any thread uses the client; shared by every thread (issue 3) */
+        /* before any thread uses the client; shared by every thread */
         struct k8s_client_options kopt = {o.kube_api_qps, (int)o.kube_api_burst, 2};
 
         k8s_client_set_options(lookup.client, &kopt);
@@ -600,7 +600,7 @@ int serve_main(int argc, char **argv)
     sigaction(SIGINT, &sa, &old_int);
     signals_set = true;
 
-    /* ---- Jobs cache and informer (issue 3): after the client, before the workers ---- */
+    /* ---- Jobs cache and informer: after the client, before the workers ---- */
     cache = cache_create();
     if (cache == NULL) {
         LOG_ERROR("cannot create the jobs cache: out of memory");
@@ -645,7 +645,7 @@ int serve_main(int argc, char **argv)
     scfg.src = lookup_job_source(&lookup); /* cache first, else one shared GET */
     scfg.ready = serve_ready;
     scfg.ready_userdata = cache;
-    /* operations: connection limits and /metrics (issue 4/6) */
+    /* operations: connection limits and /metrics */
     ops_server_config(&ops, &scfg, cache, informer, rs.rec, rs.leader, o.leader_elect);
     if (server_start(&srv, &scfg, &err) < 0) {
         LOG_ERROR("%s", err.msg);

@@ -94,7 +94,7 @@ static void serve_usage(FILE *to)
             "  --port-file FILE               write the bound port to FILE once listening\n"
             "                                 (default none)\n",
             DEFAULT_BIND, DEFAULT_PORT);
-    /* operations flags (issue 4/6): a second string, ISO C caps one literal at 4095 bytes */
+    /* operations flags: a second string, ISO C caps one literal at 4095 bytes */
     fputs("  --shutdown-grace DURATION      on SIGTERM/SIGINT: /readyz fails at once; new\n"
           "                                 connections are served until none is in flight\n"
           "                                 (after at least 2s) or until a third of this is\n"
@@ -205,7 +205,7 @@ enum {
     OPT_LOOKUP_FAILURE,
     OPT_LOOKUP_TIMEOUT,
     OPT_PORT_FILE,
-    /* reconcile side (issue 3) */
+    /* reconcile side */
     OPT_LEADER_ELECT,
     OPT_LEASE_DURATION,
     OPT_RENEW_DEADLINE,
@@ -215,14 +215,14 @@ enum {
     OPT_RECONCILE_WORKERS,
     OPT_KUBE_API_QPS,
     OPT_KUBE_API_BURST,
-    /* --self-signed (issue 4, certificates) */
+    /* --self-signed */
     OPT_SELF_SIGNED,
     OPT_SERVICE_NAME,
     OPT_TLS_SAN,
     OPT_WEBHOOK_CONFIG,
     OPT_WATCH_IDLE_TIMEOUT, /* hidden (tests, advanced): stalled-watch detection */
-    OPT_ALLOW_INSECURE_KEY, /* --allow-insecure-key-permissions (issue 6) */
-    /* operations (issue 4/6) */
+    OPT_ALLOW_INSECURE_KEY, /* --allow-insecure-key-permissions */
+    /* operations */
     OPT_SHUTDOWN_GRACE,
     OPT_MAX_CONNECTIONS,
     OPT_MAX_CONNECTIONS_PER_IP,
@@ -267,7 +267,7 @@ static void options_init(struct serve_options *o)
     o->request_timeout_ms = (long)SERVER_DEFAULT_REQUEST_TIMEOUT_MS;
 }
 
-/* ---- reconcile side: leader election, resync, API client limits (issue 3) ---- */
+/* ---- reconcile side: leader election, resync, API client limits ---- */
 
 /* One reconcile-side flag. @return 0, or WH_EINVAL after the message. */
 static int reconcile_flag(struct serve_options *o, int opt, const char *arg, FILE *err_to)
@@ -342,7 +342,7 @@ static int reconcile_flags_check(const struct serve_options *o, FILE *err_to)
     return 0;
 }
 
-/* ---- --self-signed (issue 4, certificates) ---- */
+/* ---- --self-signed ---- */
 
 /* DNS-1123 subdomain-ish: 1-253 of [a-z0-9.-], alphanumeric at both ends. */
 static bool dns1123_name(const char *s)
@@ -421,7 +421,7 @@ static int selfsigned_flags_check(const struct serve_options *o, bool named, FIL
     return 0;
 }
 
-/* ---- operations: shutdown, connection limits (issue 4/6) ---- */
+/* ---- operations: shutdown, connection limits ---- */
 
 /* One operations flag. @return 0, or WH_EINVAL after the message. */
 static int ops_flag(struct serve_options *o, int opt, const char *arg, FILE *err_to)

@@ -41,7 +41,7 @@ struct serve_options {
     long lookup_timeout_ms;                    /* --job-lookup-timeout 1ms..30s, default 2000 */
     long watch_idle_ms;                        /* hidden --watch-idle-timeout 100ms..1h; 0 = the
                                      informer's default */
-    /* reconcile side (issue 3) */
+    /* reconcile side */
     bool leader_elect;      /* --leader-elect[=BOOL], default true */
     long lease_duration_ms; /* --leader-elect-lease-duration, whole s, default 15000 */
     long renew_deadline_ms; /* --leader-elect-renew-deadline, whole s, default 10000 */
@@ -51,13 +51,13 @@ struct serve_options {
     long reconcile_workers; /* --reconcile-workers 1..64, default 4 */
     double kube_api_qps;    /* --kube-api-qps 0..1e6, 0 = no limit, default 50 */
     long kube_api_burst;    /* --kube-api-burst 1..1000000, default 100 */
-    /* --self-signed (issue 4, certificates) */
+    /* --self-signed */
     bool self_signed;           /* --self-signed */
     const char *service_name;   /* --service-name, default "volcano-plugin-webhook" */
     const char *webhook_config; /* --webhook-config-name, default "volcano-plugin-webhook" */
     const char *tls_sans[SELFSIGNED_MAX_EXTRA]; /* --tls-san, in the order given */
     size_t ntls_sans;                           /* entries used in tls_sans */
-    /* operations (issue 4/6) */
+    /* operations */
     long shutdown_grace_ms;  /* --shutdown-grace 0..1h, default 15000 */
     long max_connections;    /* --max-connections 1..1000000, default 1000 */
     long max_per_ip;         /* --max-connections-per-ip 0..1000000, 0 = no limit

@@ -549,7 +549,7 @@ static enum MHD_Result queue(struct server *s, struct MHD_Connection *c, unsigne
     return ret;
 }
 
-/* Answer with a Kubernetes Status (kube-api-facts "Errors: Status objects"). */
+/* Answer with a Kubernetes Status (docs/kube-api.md §2). */
 static enum MHD_Result queue_status(struct server *s, struct MHD_Connection *c, unsigned code,
                                     const char *reason, const char *allow, const char *message)
 {

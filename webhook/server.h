@@ -9,12 +9,12 @@
  * 405 (with Allow) wrong method, 413 body over the cap, 415 Content-Type not
  * application/json. Query strings (?timeout=10s) are ignored.
  *
- * TLS (issue 4): TLS 1.2 and 1.3 only, the Mozilla "intermediate" cipher
+ * TLS: TLS 1.2 and 1.3 only, the Mozilla "intermediate" cipher
  * suites (SERVER_TLS_PRIORITIES), ALPN "http/1.1" only. The pair is served
  * through a certificate callback, so server_set_tls_pair swaps it while the
  * server runs: new handshakes use the new pair, open connections keep theirs.
  *
- * Hostile clients (issue 6): at most connection_limit connections (and
+ * Hostile clients: at most connection_limit connections (and
  * per_ip_limit per client address); a connection idle for connection_timeout
  * is closed; a request whose headers and body have not all arrived within
  * request_timeout_ms of its start is closed (a new connection's first request
@@ -126,7 +126,7 @@ int server_start(struct server **out, const struct server_config *cfg,
                  struct wh_error *err) WH_WARN_UNUSED;
 
 /**
- * Serve a new TLS pair (hot reload, issue 4): parse and check it first; on
+ * Serve a new TLS pair (hot reload): parse and check it first; on
  * success new handshakes use it at once while connections that handshook with
  * the old pair keep it (freed when the last of them closes). PEM texts are
  * copied. Any thread.

@@ -3,7 +3,7 @@
 // crypto/tls, encoding/json). It decodes the AdmissionReview (admission.k8s.io/v1 or
 // v1beta1), looks the pod's Job up in a map loaded at start from a JSON file (a Job or
 // a JSON array of Jobs; no API calls), and answers with the RFC 6902 patch of Volcano's
-// env, svc and pytorch plugins (spec 4.1, 4.2, 4.4), upserting like the C webhook
+// env, svc and pytorch plugins (docs/plugins.md §4.1, §4.2, §4.4), upserting like the C webhook
 // (decision D5): an identical entry is left alone, a different one replaced.
 //
 //	go-webhook --jobs JOBS.json --tls-cert-file tls.crt --tls-private-key-file tls.key \
@@ -178,7 +178,7 @@ func loadJobs(path string) error {
 // upName is UP(T): '-' to '_', upper case.
 func upName(t string) string { return strings.ToUpper(strings.ReplaceAll(t, "-", "_")) }
 
-// domain of replica i of task t (spec 3.6).
+// domain of replica i of task t (docs/plugins.md §3.6).
 func domain(j *Job, t *Task, i int) string {
 	host := t.Template.Spec.Hostname
 	if host == "" {

@@ -1,5 +1,5 @@
 /*
- * check_patch.c - RFC 6902 diff and apply, RFC 6901 escaping (spec §7.3).
+ * check_patch.c - RFC 6902 diff and apply, RFC 6901 escaping (docs/plugins.md §7.3).
  *
  * Every diff case asserts the exact op array (including key order op, path,
  * value) and that applying it to `before` gives `after`. A seeded random test

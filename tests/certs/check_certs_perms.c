@@ -1,7 +1,7 @@
 /*
- * check_certs_perms.c - certs_check_key_permissions (certs.h; issue 6 security
- * review): which private key file modes are accepted, through a symlink as kubelet
- * Secret volumes lay them out, and the messages of the refusals.
+ * check_certs_perms.c - certs_check_key_permissions (certs.h: a key others can read
+ * is as good as published): which private key file modes are accepted, through a
+ * symlink as kubelet Secret volumes lay them out, and the messages of the refusals.
  */
 #include <check.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * check_cache.c - webhook/cache.c: get/put/remove, replace_all with its reported
+ * check_cache.c - controller/cache.c: get/put/remove, replace_all with its reported
  * list, snapshots, the synced flag, and many readers with one writer on real
  * threads (run it under SANITIZER=thread as well).
  */

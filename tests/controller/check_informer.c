@@ -1,5 +1,5 @@
 /*
- * check_informer.c - webhook/informer.c against tests/apiserver.py (a child
+ * check_informer.c - controller/informer.c against tests/apiserver.py (a child
  * process): the first LIST (paged) fills the cache and calls on_add; creates,
  * updates and deletes made through the API reach the cache and the handlers in
  * order; a 410 (an ERROR event, or HTTP 410) makes it LIST again and report

@@ -1,7 +1,7 @@
 /*
- * check_lookup.c - webhook/lookup.c, the admission path's Job lookup, against
+ * check_lookup.c - controller/lookup.c, the admission path's Job lookup, against
  * tests/apiserver.py: a cached Job costs no API request at all; a miss, or a
- * cached Job with another uid (spec D6), costs exactly one GET; 404, a stall
+ * cached Job with another uid (D6), costs exactly one GET; 404, a stall
  * past the timeout and a 500 come back as the errors mutate_review expects.
  * Request counts come from the server's own request log.
  */

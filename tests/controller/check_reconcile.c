@@ -1,5 +1,5 @@
 /*
- * check_reconcile.c - webhook/reconcile.c with a fake hook table
+ * check_reconcile.c - controller/reconcile.c with a fake hook table
  * (reconcile_internal.h): which hook runs when (D10), queue semantics
  * (one pending run per key, never two workers on one key), backoff and retry,
  * leadership gating, resync. No API server: the fake hooks only record calls.

@@ -2,8 +2,7 @@
  * fuzz_admission.c - bytes → admission_handle with a fixed set of Jobs (the
  * examples/ Jobs and tests/fuzz/jobs/, every plugin enabled somewhere).
  *
- * Properties checked on every input (issue 6 "Fuzzing", spec D5, kube-api-facts
- * "Calling the webhook"):
+ * Properties checked on every input (D5, docs/kube-api.md §1):
  *  - the HTTP status is 200 or 400 (500 only on ENOMEM, which does not happen
  *    here), the body is JSON; a 400 is a Status with reason BadRequest;
  *  - a 200 is an AdmissionReview with the input's apiVersion and kind and

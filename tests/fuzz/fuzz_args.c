@@ -1,6 +1,6 @@
 /*
  * fuzz_args.c - bytes → a JSON array of strings (split on NUL) → args_parse
- * with a table of every type (and an alias sharing storage, spec D4).
+ * with a table of every type (and an alias sharing storage, D4).
  *
  * An element that is exactly "\x01" becomes the integer 1 and "\x02" becomes
  * null, to reach the non-string element rule. Properties (plugins/args.h):

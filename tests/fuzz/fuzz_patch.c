@@ -1,6 +1,6 @@
 /*
  * fuzz_patch.c - two JSON documents (split on the first NUL) → patch_diff, then
- * patch_apply (plugins/patch.h).
+ * patch_apply (base/patch.h).
  *
  * Properties: patch_diff gives an array of ops (an empty one for equal docs);
  * patch_apply of it, sent through its JSON text as the webhook sends it, turns

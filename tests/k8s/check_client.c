@@ -625,7 +625,7 @@ START_TEST(test_threads)
 END_TEST
 
 
-/* ---- writes, lists, retries, rate limit (issue 3) ---- */
+/* ---- writes, lists, retries, rate limit (what the reconcile side calls) ---- */
 
 #define CMS "/api/v1/namespaces/ns1/configmaps"
 

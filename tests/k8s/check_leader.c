@@ -1,5 +1,5 @@
 /*
- * check_leader.c - webhook/leader.c: the MicroTime format and parser, then
+ * check_leader.c - k8s/leader.c: the MicroTime format and parser, then
  * leader election against tests/apiserver.py (a child process on a free
  * loopback port, plain HTTP): create, renew, an unexpired lease of another
  * identity is left alone, takeover after expiry, release on stop, lost races

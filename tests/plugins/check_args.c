@@ -1,5 +1,5 @@
 /*
- * check_args.c - the Go-flag argument parser (spec §3.4 rules 1-11, D4),
+ * check_args.c - the Go-flag argument parser (docs/plugins.md §3.4 rules 1-11, D4),
  * strconv.ParseInt(s, 0, 64) and strconv.ParseBool. Every table row asserts the
  * exact values of all flags, the return code and Go's exact error message.
  */

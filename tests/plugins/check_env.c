@@ -1,5 +1,5 @@
 /*
- * check_plugin_env.c - the env plugin's pod side (spec §4.1, D5, D6).
+ * check_env.c - the env plugin's pod side (docs/plugins.md §4.1, D5, D6).
  */
 #include <check.h>
 #include <jansson.h>
@@ -43,7 +43,7 @@ START_TEST(containers_then_init_containers)
 }
 END_TEST
 
-/* Spec §2.1: a name with fewer than two dashes gives the index "" (computed by the framework). */
+/* docs/plugins.md §2.1: a name with fewer than two dashes gives the index "" (the framework's). */
 START_TEST(short_name_gives_empty_index)
 {
     const struct plugin_pod_info info = {"job1-x", "ns1", "default", ""};
@@ -59,7 +59,7 @@ START_TEST(short_name_gives_empty_index)
 }
 END_TEST
 
-/* Spec §4.1: env never parses its arguments, so even garbage gives no warning. */
+/* docs/plugins.md §4.1: env never parses its arguments, so even garbage gives no warning. */
 START_TEST(arguments_ignored_without_warning)
 {
     pc_ok_args(P, JOB, "[\"--bogus\", \"---x\", \"--port=abc\"]", &POD3,

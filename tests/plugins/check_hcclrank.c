@@ -1,5 +1,5 @@
 /*
- * check_plugin_hcclrank.c - the hcclrank plugin's pod side (spec §4.8, §3.6,
+ * check_hcclrank.c - the hcclrank plugin's pod side (docs/plugins.md §4.8, §3.6,
  * §3.8, §5.3, D4, D5, D7).
  */
 /* The cases are JSON in adjacent string literals and macros, laid out by hand (one
@@ -138,7 +138,7 @@ START_TEST(custom_task_names)
 }
 END_TEST
 
-/* Step 4: the task-index label is required and must be a number (spec §3.8, D7). */
+/* Step 4: the task-index label is required and must be a number (docs/plugins.md §3.8, D7). */
 START_TEST(label_missing_or_bad_is_error)
 {
     pc_err(P, JOB_MW, &W3, POD("j-worker-3", "", "", "{'name':'c'}"),

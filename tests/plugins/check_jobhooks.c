@@ -1,6 +1,6 @@
 /*
- * check_plugin_jobhooks.c - the job hooks of svc, ssh and ray (spec §4.2,
- * §4.3, §4.7, §5.2, D9-D12) and k8s/objects.c, against tests/apiserver.py
+ * check_jobhooks.c - the job hooks of svc, ssh and ray (docs/plugins.md §4.2,
+ * §4.3, §4.7, §5.2, D9-D12) and plugins/objects.c, against tests/apiserver.py
  * started as a child process on a free loopback port.
  *
  * For example-like Jobs: the exact stored bodies (server-filled metadata
@@ -525,7 +525,7 @@ START_TEST(test_svc_foreign)
                                      "{\"name\":\"mpi-job-svc\",\"namespace\":\"" NS "\"},"
                                      "\"data\":{\"mine\":\"yes\"}}");
     /* another Job owns the Service (a predecessor of the same name is not foreign:
-     * k8s/objects.c waits for its garbage collection, tests/check_objects.c) */
+     * plugins/objects.c waits for its garbage collection, tests/plugins/check_objects.c) */
     json_t *svc0 = apitest_load(&api, "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":"
                                       "{\"name\":\"mpi-job\",\"namespace\":\"" NS "\",\"ownerReferences\":"
                                       "[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
@@ -1034,7 +1034,7 @@ START_TEST(test_ray_foreign)
 }
 END_TEST
 
-/* ---- the other plugins, k8s/objects helpers ---- */
+/* ---- the other plugins, plugins/objects helpers ---- */
 
 START_TEST(test_no_hooks_without_objects)
 {

@@ -1,6 +1,6 @@
 /*
  * check_jobpods.c - the pods `render` builds as Volcano's job controller would
- * (webhook/jobpods.h, spec §1.2, §2.2-2.4): every label, annotation, the
+ * (plugins/jobpods.h, docs/plugins.md §1.2, §2.2-2.4): every label, annotation, the
  * ownerReference, the spec adjustments and the Job completion, as exact JSON.
  */
 #include <check.h>

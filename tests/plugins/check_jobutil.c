@@ -1,5 +1,5 @@
 /*
- * check_jobutil.c - read-only Job helpers (plugins/jobutil.h, spec §1.3, §3.6, §4.2).
+ * check_jobutil.c - read-only Job helpers (plugins/jobutil.h, docs/plugins.md §1.3, §3.6, §4.2).
  */
 #include <check.h>
 #include <jansson.h>
@@ -52,7 +52,7 @@ START_TEST(tasks_and_replicas)
     ck_assert_uint_eq(json_array_size(job_tasks(job)), 9);
     ck_assert_ptr_null(job_tasks(notasks));
     ck_assert_ptr_null(job_find_task(notasks, "x"));
-    /* The first task of that name wins (spec §3.6). */
+    /* The first task of that name wins (docs/plugins.md §3.6). */
     t = job_find_task(job, "mpi-worker");
     ck_assert_ptr_eq(t, json_array_get(job_tasks(job), 0));
     ck_assert_str_eq(job_task_name(t), "mpi-worker");
@@ -81,7 +81,7 @@ static void assert_domain(const json_t *job, const char *task, int64_t i, const 
     free(got);
 }
 
-/* Spec §3.6: host = template hostname or J-T-i; domain = template subdomain or J. */
+/* docs/plugins.md §3.6: host = template hostname or J-T-i; domain = template subdomain or J. */
 START_TEST(task_domain)
 {
     json_t *job = tu_json(JOB);
@@ -110,7 +110,7 @@ static void assert_hosts(const json_t *job, const char *task, const char *sep, c
     free(got);
 }
 
-/* Spec §4.2: replicas 0..n-1, one entry when the template sets a hostname, no trailing sep. */
+/* docs/plugins.md §4.2: replicas 0..n-1, one entry if the template sets a hostname, no end sep. */
 START_TEST(task_hosts)
 {
     json_t *job = tu_json(JOB);

@@ -1,5 +1,5 @@
 /*
- * check_plugin_mpi.c - the mpi plugin's pod side (spec §4.6, §5.3, §8 #8/#9, D4, D5).
+ * check_mpi.c - the mpi plugin's pod side (docs/plugins.md §4.6, §5.3, §8 #8/#9, D4, D5).
  */
 #include <check.h>
 #include <jansson.h>
@@ -152,7 +152,7 @@ START_TEST(worker_zero_replicas_empty_host)
 }
 END_TEST
 
-/* Spec §4.6 / §5.3: a master pod of a Job without worker task gets nothing at all. */
+/* docs/plugins.md §4.6 / §5.3: a master pod of a Job without worker task gets nothing at all. */
 START_TEST(master_without_worker_task_unchanged)
 {
     static const char *const job = "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":[{\"name\":"
@@ -183,7 +183,7 @@ START_TEST(port_flag)
                       2222) "],"
                             "   \"env\":[{\"name\":\"MPI_HOST\",\"value\":\"j-worker-0.j\"}]}]}}",
         "[]");
-    /* Spec §3.4 rule 10: 2^32 + 22 is narrowed to 22 without checks; 0x prefix accepted. */
+    /* docs/plugins.md §3.4 rule 10: 2^32 + 22 is narrowed to 22 unchecked; 0x prefix accepted. */
     pc_ok_args(P, job, "[\"-port\", \"4294967318\"]", &WORKER, "{\"spec\":{\"containers\":[{}]}}",
                "{\"spec\":{\"containers\":[{\"ports\":[" PORT(22) "]}]}}", "[]");
     pc_ok_args(P, job, "[\"--port=0x8AE\"]", &WORKER, "{\"spec\":{\"containers\":[{}]}}",

@@ -1,5 +1,5 @@
 /*
- * check_objects.c - k8s/objects.c against tests/apiserver.py (a child process on
+ * check_objects.c - plugins/objects.c against tests/apiserver.py (a child process on
  * a free loopback port): a DELETE carries the uid just read as its precondition
  * (exact DeleteOptions from the request log), an object replaced between the GET
  * and the DELETE survives (the race staged with a stalled DELETE), and objects of

@@ -1,5 +1,5 @@
 /*
- * check_podutil.c - upsert edits on a JSON Pod (plugins/podutil.h, spec D5).
+ * check_podutil.c - upsert edits on a JSON Pod (plugins/podutil.h, D5).
  */
 #include <check.h>
 #include <jansson.h>
@@ -93,7 +93,7 @@ START_TEST(upsert_env_results)
 }
 END_TEST
 
-/* D5 / spec §6: the later duplicate wins at run time, so the LAST entry of that name counts. */
+/* D5, docs/plugins.md §6: the later duplicate wins at run time: the LAST entry of a name counts. */
 START_TEST(upsert_env_matches_last_entry)
 {
     json_t *c = tu_json("{\"env\":[{\"name\":\"R\",\"value\":\"1\"},{\"name\":\"X\"},"

@@ -1,5 +1,5 @@
 /*
- * check_plugin_pytorch.c - the pytorch plugin's pod side (spec §4.4, §5.3,
+ * check_pytorch.c - the pytorch plugin's pod side (docs/plugins.md §4.4, §5.3,
  * §8 #5, #21, #22, D4, D5).
  */
 /* The cases are JSON in adjacent string literals and macros, laid out by hand (one
@@ -31,7 +31,7 @@
     " 'env':[" ENV("MASTER_ADDR", "j-master-0.j") "," ENV("MASTER_PORT", "23456") ","         \
     ENV("WORLD_SIZE", world) rank_env "]}]}}"
 
-/* Spec §4.4 step 6 with {A} = j-master-0.j, {P} = 23456 and {T} = T (a string literal). */
+/* docs/plugins.md §4.4 step 6, {A} = j-master-0.j, {P} = 23456 and {T} = T (a string literal). */
 #define WAIT_SCRIPT(T)                                                                       \
     "echo \"Waiting for master node j-master-0.j:23456 to be ready...\"\n"                   \
     "TIMEOUT=" T "\n"                                                                        \
@@ -153,7 +153,7 @@ START_TEST(worker_rank_index_plus_one)
 }
 END_TEST
 
-/* Spec §4.4 step 4: a worker pod needs a numeric index; a master pod does not. */
+/* docs/plugins.md §4.4 step 4: a worker pod needs a numeric index; a master pod does not. */
 START_TEST(worker_non_numeric_index_is_error)
 {
     static const struct plugin_pod_info wx = {"j-worker-x", "ns1", "worker", "x"};

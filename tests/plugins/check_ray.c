@@ -1,5 +1,5 @@
 /*
- * check_plugin_ray.c - the ray plugin's pod side (spec §4.7, §3.8, §5.3, §8 #1,
+ * check_ray.c - the ray plugin's pod side (docs/plugins.md §4.7, §3.8, §5.3, §8 #1,
  * #27, D4, D5, D7).
  */
 /* The cases are JSON in adjacent string literals and macros, laid out by hand (one
@@ -71,7 +71,7 @@ START_TEST(example_ray_cluster_job)
 }
 END_TEST
 
-/* Spec §3.8: no head task blocks every pod of the Job. */
+/* docs/plugins.md §3.8: no head task blocks every pod of the Job. */
 START_TEST(no_head_task_is_error)
 {
     static const struct plugin_pod_info other = {"j-x-0", "ns1", "x", "0"};

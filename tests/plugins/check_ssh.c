@@ -1,5 +1,5 @@
 /*
- * check_plugin_ssh.c - the ssh plugin's pod side (spec §4.3, §5.4, D4, D5).
+ * check_ssh.c - the ssh plugin's pod side (docs/plugins.md §4.3, §5.4, D4, D5).
  */
 /* The cases are JSON in adjacent string literals and macros, laid out by hand (one
  * container or field a line); clang-format would break them apart. */
@@ -42,7 +42,8 @@ static const char *const POD_IN =
     "                   \"volumeMounts\":[{\"name\":\"data\",\"mountPath\":\"/data\"}]},"
     "                  {\"name\":\"side\"}]}}";
 
-/* Spec §4.3 / §5.4: the default path gets 0600 (384), mount in containers and init containers. */
+/* docs/plugins.md §4.3 / §5.4: the default path gets 0600 (384); mounts in containers and init
+ * containers. */
 START_TEST(default_path_mode_384)
 {
     pc_ok_args(P, JOB, "[]", &POD, POD_IN,
@@ -87,7 +88,7 @@ START_TEST(other_path_mode_420)
                "{\"spec\":{\"volumes\":[" VOLUME("420") "],"
                "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":[" MOUNT("/home/u/.ssh") "]}]}}",
                "[]");
-    /* Single dash and the value in the next element (spec §3.4 rules 4, 8). */
+    /* Single dash and the value in the next element (docs/plugins.md §3.4 rules 4, 8). */
     pc_ok_args(P, JOB, "[\"-ssh-key-file-path\", \"/home/u/.ssh\"]", &POD,
                "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
                "{\"spec\":{\"volumes\":[" VOLUME("420") "],"
@@ -197,7 +198,7 @@ END_TEST
 
 START_TEST(plugin_table)
 {
-    /* job hooks: tests/check_plugin_jobhooks.c */
+    /* job hooks: tests/plugins/check_jobhooks.c */
     pc_assert_entry(P, "ssh", true);
 }
 END_TEST

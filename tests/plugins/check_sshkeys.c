@@ -1,5 +1,5 @@
 /*
- * check_sshkeys.c - plugins/sshkeys.c: the key formats of spec §4.3 checked
+ * check_sshkeys.c - plugins/sshkeys.c: the key formats of docs/plugins.md §4.3 checked
  * by parsing them back (OpenSSL for id_rsa, a hand-rolled RFC 4253 reader for
  * id_rsa.pub), against `ssh-keygen -y` when it is installed (skipped cleanly
  * when not), and the store's one-pair-per-uid rule under concurrency (D11).
@@ -80,7 +80,7 @@ static void check_mpint(const unsigned char *p, size_t n, const BIGNUM *want)
 }
 
 /*
- * Every format rule of spec §4.3 for one pair: PEM layout, key size and
+ * Every format rule of docs/plugins.md §4.3 for one pair: PEM layout, key size and
  * exponent, and the public line's wire form matching the private key.
  */
 static void check_pair(const char *priv, const char *pub)

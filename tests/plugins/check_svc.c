@@ -1,5 +1,5 @@
 /*
- * check_plugin_svc.c - the svc plugin's pod side (spec §4.2, §8 #6/#16/#17, D4, D5, D14)
+ * check_svc.c - the svc plugin's pod side (docs/plugins.md §4.2, §8 #6/#16/#17, D4, D5, D14)
  * and svc_configmap_data (plugins/svc.h).
  */
 /* The cases are JSON in adjacent string literals and macros, laid out by hand (one
@@ -91,7 +91,8 @@ START_TEST(pod_without_name)
 }
 END_TEST
 
-/* --inject-hosts-env=false: no env, but the volume and mounts are still there (spec §4.2). */
+/* --inject-hosts-env=false: no env, but the volume and mounts are still there (docs/plugins.md
+ * §4.2). */
 START_TEST(inject_hosts_env_false)
 {
     pc_ok_args(P, JOB, "[\"--inject-hosts-env=false\"]", &POD,
@@ -126,7 +127,7 @@ START_TEST(bad_boolean_warns)
 }
 END_TEST
 
-/* Spec §8 #17: dashes in task names become underscores in the env names. */
+/* docs/plugins.md §8 #17: dashes in task names become underscores in the env names. */
 START_TEST(dashes_in_task_names)
 {
     pc_ok_args(P, "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tasks\":["
@@ -259,7 +260,7 @@ END_TEST
 
 START_TEST(plugin_table)
 {
-    /* job hooks: tests/check_plugin_jobhooks.c */
+    /* job hooks: tests/plugins/check_jobhooks.c */
     pc_assert_entry(P, "svc", true);
 }
 END_TEST
@@ -275,7 +276,7 @@ static void assert_data(const char *job_text, const char *want)
     json_decref(job);
 }
 
-/* Spec §4.2 ConfigMap data for examples/mpi-job.yaml. */
+/* docs/plugins.md §4.2 ConfigMap data for examples/mpi-job.yaml. */
 START_TEST(configmap_data_example)
 {
     assert_data(JOB,

@@ -1,5 +1,5 @@
 /*
- * check_plugin_tensorflow.c - the tensorflow plugin's pod side (spec §4.5,
+ * check_tensorflow.c - the tensorflow plugin's pod side (docs/plugins.md §4.5,
  * §5.3, §8 #11-13, D4, D5): TF_CONFIG compared byte for byte.
  */
 /* The cases are JSON in adjacent string literals and macros, laid out by hand (one
@@ -45,7 +45,7 @@ static void tf_case(const char *job_sq, const struct plugin_pod_info *info, cons
     free(want);
 }
 
-/* Spec §4.5 step 1: exactly one task with exactly one replica is standalone. */
+/* docs/plugins.md §4.5 step 1: exactly one task with exactly one replica is standalone. */
 START_TEST(standalone_one_task_one_replica)
 {
     static const struct plugin_pod_info info = {"j-worker-0", "ns1", "worker", "0"};
@@ -208,7 +208,7 @@ START_TEST(template_hostname_one_entry_per_replica)
 }
 END_TEST
 
-/* Spec §4.5 step 2: the pod-name index must be an integer. */
+/* docs/plugins.md §4.5 step 2: the pod-name index must be an integer. */
 START_TEST(non_numeric_index_is_error)
 {
     static const struct plugin_pod_info bad = {"j-worker-x", "ns1", "worker", "x"};

@@ -1,5 +1,5 @@
 /*
- * check_mutate.c - the admission decision: D1-D3, D5-D8, D13, D14 of spec §9,
+ * check_mutate.c - the admission decision: D1-D3, D5-D8, D13, D14 of docs/decisions.md,
  * through mutate_review / mutate_pod_with_job with a fake Job source.
  */
 #include <check.h>
@@ -276,7 +276,7 @@ START_TEST(plugin_error_denies_400_d7)
     json_t *pod = tu_json(POD_SIMPLE);
     struct mutate_result r;
 
-    /* ray without a head task blocks every pod of the job (spec §3.8) */
+    /* ray without a head task blocks every pod of the job (docs/plugins.md §3.8) */
     json_object_set_new(json_object_get(json_object_get(job, "spec"), "plugins"), "ray",
                         json_array());
     mutate_result_init(&r);

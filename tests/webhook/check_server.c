@@ -5,7 +5,7 @@
  * against the generated CA by the Service name, IPv6, and garbage on a raw
  * socket. Every server binds 127.0.0.1 (or ::1) port 0; server_start returns
  * only once the socket listens, so no test waits or sleeps.
- * Operations (issue 4/6): TLS pair swap while serving (old connections keep
+ * Operations: TLS pair swap while serving (old connections keep
  * theirs, bad pairs refused), GET /metrics with the collect callback,
  * draining (/readyz 503, Connection: close), quiesce, and the request time
  * limit against clients that trickle headers or body (these wait for the
@@ -866,7 +866,7 @@ START_TEST(test_tls_rejects)
 }
 END_TEST
 
-/* ---- operations (issue 4/6) ---- */
+/* ---- operations ---- */
 
 /* TLS hot reload: new handshakes get the new pair, an open connection keeps its own. */
 START_TEST(test_tls_swap)
