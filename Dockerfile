@@ -30,6 +30,7 @@ RUN apt-get update \
         ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/volcano-plugin-webhook /usr/local/bin/volcano-plugin-webhook
+COPY LICENSE /usr/share/doc/volcano-plugin-webhook/LICENSE
 # 65532: the conventional "nonroot" uid/gid, as the Deployment's securityContext expects.
 USER 65532:65532
 EXPOSE 8443

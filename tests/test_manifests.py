@@ -15,12 +15,15 @@ What is checked (issue 4, "Operations"):
     serving certificate;
   - the Dockerfile statically: stages, runtime packages (covering every shared library
     the built binary needs), non-root USER, ENTRYPOINT, CMD; .dockerignore keeps the
-    sources.
+    sources;
+  - LICENSE is the Apache License 2.0 word for word, README.md says so and the image
+    carries it.
 
 Python 3 standard library plus Debian's python3-yaml; node for the schema.
 """
 
 import base64
+import hashlib
 import json
 import os
 import re
@@ -38,6 +41,10 @@ MANIFESTS = os.path.join(ROOT, "manifests")
 DOCKERFILE = os.path.join(ROOT, "Dockerfile")
 DOCKERIGNORE = os.path.join(ROOT, ".dockerignore")
 README = os.path.join(ROOT, "README.md")
+LICENSE = os.path.join(ROOT, "LICENSE")
+# sha256 of the Apache License 2.0 as https://www.apache.org/licenses/LICENSE-2.0.txt
+# and Debian's /usr/share/common-licenses/Apache-2.0 ship it.
+APACHE_2_0_SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
 SCHEMA_DIR = os.path.join(harness.TESTS, "schema")
 OBJECT_VALIDATOR = os.path.join(SCHEMA_DIR, "validate-objects.mjs")
 
@@ -592,6 +599,31 @@ def _glob(pattern):
     """A .dockerignore pattern without '**' as a regular expression ('*' stays in a segment)."""
     return "".join("[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch)
                    for ch in pattern)
+
+
+class LicenseTest(unittest.TestCase):
+    """The project's licence, as a packager or an operator's legal review checks it."""
+
+    def test_license_file_is_apache_2_0_verbatim(self):
+        with open(LICENSE, "rb") as f:
+            text = f.read()
+        self.assertEqual(hashlib.sha256(text).hexdigest(), APACHE_2_0_SHA256)
+        common = "/usr/share/common-licenses/Apache-2.0"
+        if os.path.exists(common):
+            with open(common, "rb") as f:
+                self.assertEqual(text, f.read())
+
+    def test_readme_names_the_license(self):
+        with open(README, encoding="utf-8") as f:
+            readme = f.read()
+        section = readme.split("\n## License\n", 1)
+        self.assertEqual(len(section), 2, "README.md has no '## License' section")
+        self.assertIn("Apache License 2.0 (SPDX `Apache-2.0`)", section[1])
+        self.assertIn("`LICENSE`", section[1])
+
+    def test_image_carries_the_license(self):
+        final = dockerfile_stages()[-1][1]
+        self.assertIn(("COPY", "LICENSE /usr/share/doc/volcano-plugin-webhook/LICENSE"), final)
 
 
 class SchemaValidatorsTest(unittest.TestCase):
