@@ -41,6 +41,30 @@ endif
 CHECK_CFLAGS = $(shell pkg-config --cflags check)
 CHECK_LIBS   = $(shell pkg-config --libs check)
 
+# Build information (webhook/version.h): the git state of this tree, or "unknown" outside a
+# git tree of its own (a source tarball, even one unpacked inside another repository).
+# GIT_VERSION=... GIT_COMMIT=... override them (the image build does: its context has no
+# .git). The build date is SOURCE_DATE_EPOCH's when set, else the time version.o is
+# compiled. Only webhook/version.o embeds them, and it depends on a stamp rewritten only
+# when they change: a new commit rebuilds that one object (and relinks).
+VERSION_CHARS := A-Za-z0-9._+-
+IN_GIT_TREE   := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$$(pwd -P)" ] && echo yes)
+ifeq ($(origin GIT_VERSION),undefined)
+GIT_VERSION   := $(if $(IN_GIT_TREE),$(shell git describe --always --dirty 2>/dev/null | tr -cd '$(VERSION_CHARS)'))
+endif
+ifeq ($(origin GIT_COMMIT),undefined)
+GIT_COMMIT    := $(if $(IN_GIT_TREE),$(shell git rev-parse --short HEAD 2>/dev/null | tr -cd '$(VERSION_CHARS)'))
+endif
+VERSION_STAMP := $(BUILD)/version.stamp
+VERSION_INFO  := $(or $(GIT_VERSION),unknown) $(or $(GIT_COMMIT),unknown) $(SOURCE_DATE_EPOCH)
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+$(shell mkdir -p $(BUILD) && { [ "$$(cat $(VERSION_STAMP) 2>/dev/null)" = '$(VERSION_INFO)' ] || printf '%s\n' '$(VERSION_INFO)' >$(VERSION_STAMP); })
+endif
+# Deferred (=): the date is taken when version.o is compiled, not at every make.
+BUILD_DATE     = $(or $(shell date -u $(if $(SOURCE_DATE_EPOCH),-d @$(SOURCE_DATE_EPOCH)) +%Y-%m-%dT%H:%M:%SZ 2>/dev/null),unknown)
+VERSION_DEFS   = -DWH_GIT_VERSION='"$(or $(GIT_VERSION),unknown)"' \
+                 -DWH_GIT_COMMIT='"$(or $(GIT_COMMIT),unknown)"' -DWH_BUILD_DATE='"$(BUILD_DATE)"'
+
 # The layers, lowest first: each folder includes only the folders before it
 # (webhook/ -> controller/ -> plugins/ -> k8s/ | certs/ -> base/; scripts/check-layers).
 LAYERS    := base k8s certs plugins controller webhook
@@ -60,6 +84,13 @@ DEPFLAGS  := -MMD -MP
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+# The one object with the build information (see VERSION_STAMP above).
+$(BUILD)/obj/webhook/version.o: webhook/version.c $(VERSION_STAMP)
+	@mkdir -p $(dir $@)
+	@case '$(SOURCE_DATE_EPOCH)' in *[!0-9]*) echo "SOURCE_DATE_EPOCH must be whole seconds since 1970, not '$(SOURCE_DATE_EPOCH)'" >&2; exit 1;; esac
+	@case '$(GIT_VERSION)$(GIT_COMMIT)' in *[!$(VERSION_CHARS)]*) echo "GIT_VERSION and GIT_COMMIT may hold only letters, digits and ._+-" >&2; exit 1;; esac
+	$(CC) $(CFLAGS) $(VERSION_DEFS) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/libwebhook.a: $(LIB_OBJS)
 	@rm -f $@

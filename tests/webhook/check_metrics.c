@@ -4,6 +4,7 @@
 #include <check.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 #include "plugins/objects.h"
 #include "tests/testutil.h"
 #include "webhook/metrics.h"
+#include "webhook/version.h"
 
 static char *render(void (*collect)(void *, struct metric_writer *))
 {
@@ -27,6 +29,7 @@ static char *render(void (*collect)(void *, struct metric_writer *))
 
 START_TEST(counters_after_known_traffic)
 {
+    char build_info[128];
     char *text;
 
     metrics_reset();
@@ -71,7 +74,11 @@ START_TEST(counters_after_known_traffic)
     assert_line(text, "webhook_admission_warnings_total 2");
     assert_line(text, "webhook_tls_reloads_total{result=\"ok\"} 1");
     assert_line(text, "webhook_tls_reloads_total{result=\"refused\"} 2");
-    assert_line(text, "webhook_build_info{version=\"0.1.0\"} 1");
+    /* the commit the library was built from (webhook/version.c, "unknown" outside git) */
+    snprintf(build_info, sizeof(build_info),
+             "\nwebhook_build_info{version=\"0.1.0\",commit=\"%s\"} 1\n", version_commit);
+    ck_assert_msg(strstr(text, build_info) != NULL, "missing: %s\n%s", build_info, text);
+    ck_assert_str_ne(version_commit, "");
     assert_line(
         text, "webhook_reconcile_operations_total{kind=\"Secret\",op=\"ensure\",result=\"ok\"} 1");
     assert_line(
