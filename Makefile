@@ -3,6 +3,7 @@
 #   make test                 unit tests (Check) + integration tests (tests/run-integration)
 #   make test SANITIZER=address|undefined|thread
 #   make demo                 the README's first command
+#   make image                the container image (needs a Docker engine)
 PROG      := volcano-plugin-webhook
 SANITIZER ?=
 ifeq ($(SANITIZER),)
@@ -76,7 +77,7 @@ TEST_SRCS := $(sort $(foreach d,$(LAYERS),$(wildcard tests/$(d)/check_*.c)))
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 HDRS      := $(foreach d,$(LAYERS),$(wildcard $(d)/*.h)) $(wildcard tests/*.h)
 
-.PHONY: all test check layers format-check deps unit-test integration-test demo clean format lint bench fuzz fuzz-regress soak tsan-test
+.PHONY: all test check layers format-check deps unit-test integration-test demo clean format lint bench fuzz fuzz-regress soak tsan-test image
 all: $(BUILD)/$(PROG)
 
 # -MMD -MP: each object depends on the headers it includes (the .d files make writes).
@@ -154,6 +155,20 @@ demo:
 
 bench: all
 	@bench/run
+
+# The container image (Dockerfile), named as manifests/kustomization.yaml's `images:`
+# expects; needs a Docker engine (DOCKER=podman works too). The git information goes in
+# as build arguments: the build context has no .git.
+DOCKER    ?= docker
+IMAGE     ?= $(PROG):$(shell sed -n 's/^\#define WH_VERSION *"\(.*\)"$$/\1/p' webhook/commands.h)
+image:
+	@command -v $(DOCKER) >/dev/null 2>&1 || { \
+	    echo "make image: $(DOCKER) not found: install a Docker engine (or DOCKER=podman); no image built" >&2; exit 1; }
+	@$(DOCKER) info >/dev/null 2>&1 || { \
+	    echo "make image: no Docker engine answers ($(DOCKER) info failed: start it or set DOCKER_HOST); no image built" >&2; exit 1; }
+	$(DOCKER) build --build-arg GIT_VERSION=$(or $(GIT_VERSION),unknown) \
+	    --build-arg GIT_COMMIT=$(or $(GIT_COMMIT),unknown) \
+	    $(if $(SOURCE_DATE_EPOCH),--build-arg SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH)) -t $(IMAGE) .
 
 # Every C file of the project, formatted by .clang-format; `make check` fails on drift.
 FORMAT_SRCS = $(LIB_SRCS) webhook/main.c $(HDRS) $(TEST_SRCS) $(wildcard bench/*.c) \

@@ -13,7 +13,9 @@ What is checked (issue 4, "Operations"):
   - RBAC: exactly the (group, resource, verb) triples listed, as set equality;
   - the caBundle command of README.md fills the caBundle with the CA that signed the
     serving certificate;
-  - the Dockerfile statically: stages, runtime packages (covering every shared library
+  - the image name set by kustomize `images:` (not in the base Deployment); `make image`
+    with stand-ins for docker;
+  - the Dockerfile statically: stages pinned to a Debian point release, runtime packages (covering every shared library
     the built binary needs), non-root USER, ENTRYPOINT, CMD; .dockerignore keeps the
     sources;
   - LICENSE is the Apache License 2.0 word for word, README.md says so and the image
@@ -214,6 +216,30 @@ class RenderedManifestsTest(unittest.TestCase):
         self.assertEqual(self.pod_spec()["serviceAccountName"], NAME)
         self.assertTrue(label_selector_matches(d["spec"]["selector"]["matchLabels"],
                                                d["spec"]["template"]["metadata"]["labels"]))
+
+    def test_image_is_set_by_kustomize_images(self):
+        with open(os.path.join(MANIFESTS, "deployment.yaml"), encoding="utf-8") as f:
+            base = yaml.safe_load(f)
+        self.assertEqual(base["spec"]["template"]["spec"]["containers"][0]["image"], NAME)
+        with open(os.path.join(MANIFESTS, "kustomization.yaml"), encoding="utf-8") as f:
+            images = yaml.safe_load(f)["images"]
+        self.assertEqual(images, [{"name": NAME, "newName": NAME, "newTag": "0.1.0"}])
+        # an operator's registry, tag and digest, set there only, reach the Deployment
+        with tempfile.TemporaryDirectory(prefix="test_manifests.") as tmp:
+            copy = os.path.join(tmp, "manifests")
+            shutil.copytree(MANIFESTS, copy)
+            k = os.path.join(copy, "kustomization.yaml")
+            with open(k, encoding="utf-8") as f:
+                text = f.read()
+            digest = "sha256:" + "ab" * 32
+            text = text.replace("    newName: %s\n    newTag: 0.1.0\n" % NAME,
+                                "    newName: registry.example.com/ops/%s\n    digest: %s\n"
+                                % (NAME, digest))
+            with open(k, "w", encoding="utf-8") as f:
+                f.write(text)
+            d = [o for o in render(copy) if o["kind"] == "Deployment"][0]
+            self.assertEqual(d["spec"]["template"]["spec"]["containers"][0]["image"],
+                             "registry.example.com/ops/%s@%s" % (NAME, digest))
 
     def test_deployment_rolls_without_losing_a_serving_replica(self):
         rolling = self.deployment()["spec"]["strategy"]["rollingUpdate"]
@@ -497,7 +523,28 @@ class DockerfileTest(unittest.TestCase):
 
     def test_two_stages_debian_12_build_and_slim_runtime(self):
         stages = [s[0] for s in dockerfile_stages()]
-        self.assertEqual(stages, ["debian:12 AS build", "debian:12-slim"])
+        self.assertEqual(len(stages), 2, stages)
+        # pinned to one Debian 12 point release (a digest may follow the tag)
+        digest = r"(@sha256:[0-9a-f]{64})?"
+        build = re.fullmatch(r"debian:(12\.\d+)" + digest + " AS build", stages[0])
+        runtime = re.fullmatch(r"debian:(12\.\d+)-slim" + digest, stages[1])
+        self.assertIsNotNone(build, stages[0])
+        self.assertIsNotNone(runtime, stages[1])
+        self.assertEqual(build.group(1), runtime.group(1), "one point release for both stages")
+
+    def test_readme_and_dockerfile_say_how_to_pin_by_digest(self):
+        with open(DOCKERFILE, encoding="utf-8") as f:
+            self.assertIn("FROM debian:12.12-slim@sha256:<that digest>", f.read())
+        with open(README, encoding="utf-8") as f:
+            self.assertTrue("FROM debian:12.12-slim@sha256:" in f.read(),
+                            "README.md does not say how to pin the base images by digest")
+
+    def test_build_stage_gets_the_git_information_as_arguments(self):
+        build = dockerfile_stages()[0][1]
+        args = {a for i, a in build if i == "ARG"}
+        self.assertEqual(args, {"GIT_VERSION=unknown", "GIT_COMMIT=unknown", "SOURCE_DATE_EPOCH"})
+        self.assertTrue(any(i == "RUN" and 'make -j"$(nproc)" GIT_VERSION="$GIT_VERSION" '
+                            'GIT_COMMIT="$GIT_COMMIT"' in a for i, a in build))
 
     def test_build_stage_installs_dev_packages_and_runs_make(self):
         build = dockerfile_stages()[0][1]
@@ -593,6 +640,57 @@ class DockerfileTest(unittest.TestCase):
                      "tests/schema/node_modules/ajv/package.json", "webhook/x.o"):
             with self.subTest(path=path):
                 self.assertTrue(ignored(path))
+
+
+class MakeImageTest(unittest.TestCase):
+    """`make image`, with stand-ins for docker (no engine is needed to test it)."""
+
+    def make_image(self, docker, tmp):
+        r = subprocess.run(["make", "--no-print-directory", "-s", "image", "DOCKER=" + docker,
+                            "BUILD=" + os.path.join(tmp, "build"), "GIT_VERSION=v0.1.0-1-gabcdef0",
+                            "GIT_COMMIT=abcdef0"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, SOURCE_DATE_EPOCH="1700000000"))
+        return r.returncode, r.stdout, r.stderr
+
+    def fake_docker(self, tmp, info_status):
+        """A docker that logs its arguments and answers `info` with info_status."""
+        path = os.path.join(tmp, "docker")
+        with open(path, "w") as f:
+            f.write('#!/bin/sh\necho "$@" >>"%s/calls"\n[ "$1" = info ] && exit %d\nexit 0\n'
+                    % (tmp, info_status))
+        os.chmod(path, 0o755)
+        return path
+
+    def calls(self, tmp):
+        with open(os.path.join(tmp, "calls")) as f:
+            return f.read().splitlines()
+
+    def test_builds_with_the_git_information(self):
+        with tempfile.TemporaryDirectory(prefix="test_manifests.") as tmp:
+            rc, _, err = self.make_image(self.fake_docker(tmp, 0), tmp)
+            self.assertEqual((rc, err), (0, ""))
+            self.assertEqual(self.calls(tmp), [
+                "info",
+                "build --build-arg GIT_VERSION=v0.1.0-1-gabcdef0 --build-arg GIT_COMMIT=abcdef0 "
+                "--build-arg SOURCE_DATE_EPOCH=1700000000 -t " + IMAGE + " ."])
+
+    def test_says_so_without_an_engine(self):
+        with tempfile.TemporaryDirectory(prefix="test_manifests.") as tmp:
+            docker = self.fake_docker(tmp, 1)
+            rc, _, err = self.make_image(docker, tmp)
+            self.assertNotEqual(rc, 0)
+            self.assertIn("make image: no Docker engine answers (%s info failed: start it or set "
+                          "DOCKER_HOST); no image built\n" % docker, err)
+            self.assertEqual(self.calls(tmp), ["info"])
+
+    def test_says_so_without_docker(self):
+        with tempfile.TemporaryDirectory(prefix="test_manifests.") as tmp:
+            missing = os.path.join(tmp, "no-such-docker")
+            rc, _, err = self.make_image(missing, tmp)
+            self.assertNotEqual(rc, 0)
+            self.assertIn("make image: %s not found: install a Docker engine (or DOCKER=podman); "
+                          "no image built\n" % missing, err)
 
 
 def _glob(pattern):
