@@ -6,7 +6,8 @@ What is checked (issue 4, "Operations"):
     the rendered-object tests are skipped, saying so;
   - every rendered object conforms to the Kubernetes schema (tests/schema/
     validate-objects.mjs, npm kubernetes-models) and the validators pass their self-tests;
-  - the Deployment's security properties, probes, resources, spread and certificate
+  - the Deployment's security properties, probes, resources, spread (replicas on
+    different nodes, the rollout's extra pod still schedulable), priority class and certificate
     volume, each its own test; every flag of its args (and of the Dockerfile's CMD) is
     one that `$BUILD/volcano-plugin-webhook serve --help` lists (skipped when not built);
   - the Service, PodDisruptionBudget and MutatingWebhookConfiguration field by field;
@@ -188,6 +189,7 @@ class RenderedManifestsTest(unittest.TestCase):
                       o["metadata"]["name"]) for o in self.objects)
         self.assertEqual(got, sorted([
             ("v1", "Namespace", "", NS),
+            ("scheduling.k8s.io/v1", "PriorityClass", "", NAME),
             ("v1", "ServiceAccount", NS, NAME),
             ("rbac.authorization.k8s.io/v1", "ClusterRole", "", NAME),
             ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", NAME),
@@ -318,14 +320,81 @@ class RenderedManifestsTest(unittest.TestCase):
             self.assertIsNot(spec.get(f), True, f)
         self.assertEqual([v for v in spec.get("volumes", []) if "hostPath" in v], [])
 
-    def test_spread_over_hosts(self):
-        tsc = self.pod_spec()["topologySpreadConstraints"]
+    def spread(self, key):
+        """The Deployment's topologySpreadConstraints over key that select its own pods."""
         labels = self.deployment()["spec"]["template"]["metadata"]["labels"]
-        by_host = [t for t in tsc if t["topologyKey"] == "kubernetes.io/hostname"]
-        self.assertEqual(len(by_host), 1)
-        self.assertEqual(by_host[0]["maxSkew"], 1)
-        self.assertTrue(label_selector_matches(by_host[0]["labelSelector"]["matchLabels"],
-                                               labels))
+        return [t for t in self.pod_spec().get("topologySpreadConstraints", [])
+                if t["topologyKey"] == key
+                and label_selector_matches(t["labelSelector"]["matchLabels"], labels)]
+
+    def schedule(self, nodes, pods_per_node):
+        """The nodes the scheduler's filters leave for one more replica: taints (the pod
+        tolerates none that repel) and every DoNotSchedule constraint over hostnames (with
+        its nodeTaintsPolicy), or required pod anti-affinity by hostname."""
+        spec = self.pod_spec()
+        tolerated = {t.get("key") for t in spec.get("tolerations", [])}
+
+        def fits(node):
+            return all(t in tolerated for t in nodes[node])
+        anti = ((spec.get("affinity") or {}).get("podAntiAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution", [])
+        out = []
+        for n in nodes:
+            if not fits(n):
+                continue
+            if any(a["topologyKey"] == "kubernetes.io/hostname" and pods_per_node[n]
+                   for a in anti):
+                continue
+            ok = True
+            for t in self.spread("kubernetes.io/hostname"):
+                if t["whenUnsatisfiable"] != "DoNotSchedule":
+                    continue
+                honor = t.get("nodeTaintsPolicy", "Ignore") == "Honor"
+                domains = [d for d in nodes if fits(d) or not honor]
+                if pods_per_node[n] + 1 - min(pods_per_node[d] for d in domains) > t["maxSkew"]:
+                    ok = False
+            if ok:
+                out.append(n)
+        return out
+
+    def test_replicas_never_share_a_node_and_the_rollout_still_fits(self):
+        # a hard rule: DoNotSchedule (or required anti-affinity), not a preference
+        hard = [t for t in self.spread("kubernetes.io/hostname")
+                if t["whenUnsatisfiable"] == "DoNotSchedule"]
+        anti = ((self.pod_spec().get("affinity") or {}).get("podAntiAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution", [])
+        self.assertTrue(hard or anti, "no required spread of the replicas over nodes")
+        # a tainted control plane and two workers: the replicas take one worker each ...
+        nodes = {"control-plane": ["node-role.kubernetes.io/control-plane"], "w1": [], "w2": []}
+        count = dict.fromkeys(nodes, 0)
+        self.assertEqual(self.schedule(nodes, count), ["w1", "w2"])
+        count["w1"] = 1
+        self.assertEqual(self.schedule(nodes, count), ["w2"], "second replica beside the first")
+        count["w2"] = 1
+        # ... and the rolling update's surge pod (maxSurge 1, maxUnavailable 0) fits
+        self.assertEqual(self.deployment()["spec"]["strategy"]["rollingUpdate"]["maxSurge"], 1)
+        self.assertEqual(self.schedule(nodes, count), ["w1", "w2"], "surge pod left pending")
+        # one node (kind): both replicas run there
+        self.assertEqual(self.schedule({"only": []}, {"only": 1}), ["only"])
+
+    def test_zones_spread_where_possible(self):
+        by_zone = self.spread("topology.kubernetes.io/zone")
+        self.assertEqual([(t["maxSkew"], t["whenUnsatisfiable"]) for t in by_zone],
+                         [(1, "ScheduleAnyway")])
+
+    def test_priority_class_above_workloads_below_system(self):
+        self.assertEqual(self.pod_spec()["priorityClassName"], NAME)
+        pc = self.one("PriorityClass")
+        # the highest value a non-system class may have; system-cluster-critical is 2e9
+        self.assertEqual(pc["value"], 1000000000)
+        self.assertIs(pc["globalDefault"], False)
+        self.assertEqual(pc.get("preemptionPolicy", "PreemptLowerPriority"),
+                         "PreemptLowerPriority")
+        with open(README, encoding="utf-8") as f:
+            readme = f.read()
+        self.assertTrue("PriorityClass `volcano-plugin-webhook`" in readme
+                        and "system-cluster-critical" in readme,
+                        "README.md must explain the priority class")
 
     def test_certificate_secret_mounted_read_only(self):
         volumes = {v["name"]: v for v in self.pod_spec()["volumes"]}
@@ -362,7 +431,7 @@ class RenderedManifestsTest(unittest.TestCase):
         self.one("Namespace", NS)
         self.one("ServiceAccount")
         for o in self.objects:
-            if o["kind"] in ("Namespace", "ClusterRole", "ClusterRoleBinding",
+            if o["kind"] in ("Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding",
                              "MutatingWebhookConfiguration"):
                 self.assertNotIn("namespace", o["metadata"], o["kind"])
             else:
