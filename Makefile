@@ -156,7 +156,7 @@ demo:
 bench: all
 	@bench/run
 
-# The container image (Dockerfile), named as manifests/kustomization.yaml's `images:`
+# The container image (Dockerfile), named as manifests/base/kustomization.yaml's `images:`
 # expects; needs a Docker engine (DOCKER=podman works too). The git information goes in
 # as build arguments: the build context has no .git.
 DOCKER    ?= docker

@@ -41,6 +41,8 @@ import harness
 
 ROOT = harness.ROOT
 MANIFESTS = os.path.join(ROOT, "manifests")
+BASE = os.path.join(MANIFESTS, "base")
+OVERLAYS = os.path.join(MANIFESTS, "overlays")
 DOCKERFILE = os.path.join(ROOT, "Dockerfile")
 DOCKERIGNORE = os.path.join(ROOT, ".dockerignore")
 README = os.path.join(ROOT, "README.md")
@@ -59,7 +61,7 @@ IMAGE = "volcano-plugin-webhook:0.1.0"
 NONROOT = 65532
 # README "Install in a cluster": run from the repository root, $CERTS = gen-certs --out.
 FILL_CA_BUNDLE = ('sed -i "s|^  value: .*|  value: $(base64 -w0 "$CERTS/ca.crt")|" '
-                  'manifests/ca-bundle.yaml')
+                  'manifests/base/ca-bundle.yaml')
 
 RUNTIME_PACKAGES = {"libmicrohttpd12", "libgnutls30", "libjansson4", "libcurl4", "libssl3", "libyaml-0-2",
                     "libmimalloc2.0",
@@ -220,17 +222,17 @@ class RenderedManifestsTest(unittest.TestCase):
                                                d["spec"]["template"]["metadata"]["labels"]))
 
     def test_image_is_set_by_kustomize_images(self):
-        with open(os.path.join(MANIFESTS, "deployment.yaml"), encoding="utf-8") as f:
+        with open(os.path.join(BASE, "deployment.yaml"), encoding="utf-8") as f:
             base = yaml.safe_load(f)
         self.assertEqual(base["spec"]["template"]["spec"]["containers"][0]["image"], NAME)
-        with open(os.path.join(MANIFESTS, "kustomization.yaml"), encoding="utf-8") as f:
+        with open(os.path.join(BASE, "kustomization.yaml"), encoding="utf-8") as f:
             images = yaml.safe_load(f)["images"]
         self.assertEqual(images, [{"name": NAME, "newName": NAME, "newTag": "0.1.0"}])
         # an operator's registry, tag and digest, set there only, reach the Deployment
         with tempfile.TemporaryDirectory(prefix="test_manifests.") as tmp:
             copy = os.path.join(tmp, "manifests")
             shutil.copytree(MANIFESTS, copy)
-            k = os.path.join(copy, "kustomization.yaml")
+            k = os.path.join(copy, "base", "kustomization.yaml")
             with open(k, encoding="utf-8") as f:
                 text = f.read()
             digest = "sha256:" + "ab" * 32
@@ -544,6 +546,84 @@ class RenderedManifestsTest(unittest.TestCase):
                                 "-verify_hostname", "%s.%s.svc" % (NAME, NS), certs["tls.crt"]],
                                capture_output=True, text=True, timeout=30)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
+def overlays():
+    """The directories of manifests/overlays/ (each a kustomization)."""
+    return sorted(d for d in os.listdir(OVERLAYS)
+                  if os.path.isfile(os.path.join(OVERLAYS, d, "kustomization.yaml")))
+
+
+def object_key(o):
+    return (o["apiVersion"], o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
+
+
+class OverlaysTest(unittest.TestCase):
+    """Every overlay of manifests/overlays/: renders, validates, and is the base plus its own
+    objects; then each overlay's objects field by field."""
+
+    @classmethod
+    def setUpClass(cls):
+        if kubectl() is None:
+            raise unittest.SkipTest("kubectl not found: cannot render manifests/overlays/")
+        cls.base = render(MANIFESTS)
+        cls.rendered = {d: render(os.path.join(OVERLAYS, d)) for d in overlays()}
+
+    def added(self, overlay):
+        """What overlay renders beyond the base, by (apiVersion, kind, namespace, name)."""
+        base = {object_key(o) for o in self.base}
+        return {object_key(o): o for o in self.rendered[overlay] if object_key(o) not in base}
+
+    def test_the_overlays(self):
+        self.assertEqual(overlays(), ["networkpolicy"])
+
+    def test_default_install_is_the_base(self):
+        self.assertEqual(self.base, render(BASE))
+
+    def test_every_overlay_is_the_base_plus_its_objects(self):
+        for d, objs in self.rendered.items():
+            with self.subTest(overlay=d):
+                got = {object_key(o): o for o in objs}
+                for o in self.base:
+                    self.assertEqual(got.get(object_key(o)), o, object_key(o))
+                self.assertTrue(self.added(d), "the overlay adds nothing")
+
+    def test_every_overlay_conforms_to_the_schema(self):
+        node = shutil.which("node")
+        self.assertIsNotNone(node, "node not found: cannot run %s" % OBJECT_VALIDATOR)
+        for d, objs in self.rendered.items():
+            with self.subTest(overlay=d):
+                r = subprocess.run([node, OBJECT_VALIDATOR], input=json.dumps(objs),
+                                   capture_output=True, text=True, timeout=120)
+                self.assertEqual((r.returncode, r.stdout),
+                                 (0, "ok %d objects\n" % len(objs)), r.stderr)
+
+    # ------------------------------------------------------------ networkpolicy
+
+    def test_networkpolicy_admits_8443_only_to_the_webhook_pods(self):
+        added = self.added("networkpolicy")
+        self.assertEqual(sorted(added), [("networking.k8s.io/v1", "NetworkPolicy", NS, NAME)])
+        np = added[("networking.k8s.io/v1", "NetworkPolicy", NS, NAME)]
+        dep = [o for o in self.rendered["networkpolicy"] if o["kind"] == "Deployment"][0]
+        pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+        self.assertEqual(list(np["spec"]["podSelector"]), ["matchLabels"])
+        self.assertTrue(label_selector_matches(np["spec"]["podSelector"]["matchLabels"],
+                                               pod_labels))
+        self.assertEqual(np["spec"]["policyTypes"], ["Ingress"])
+        # one rule, one port: TCP 8443, the container's https port, from any source (the
+        # API server's addresses differ by cluster: README "NetworkPolicy")
+        self.assertEqual(np["spec"]["ingress"], [{"ports": [{"protocol": "TCP", "port": 8443}]}])
+        ports = dep["spec"]["template"]["spec"]["containers"][0]["ports"]
+        self.assertEqual([p["containerPort"] for p in ports], [8443])
+
+    def test_readme_says_what_to_allow_for_the_api_server(self):
+        with open(README, encoding="utf-8") as f:
+            readme = f.read()
+        self.assertTrue("### NetworkPolicy" in readme, "README.md: no NetworkPolicy section")
+        section = readme.split("### NetworkPolicy", 1)[1].split("\n#", 1)[0]
+        for what in ("kubectl apply -k manifests/overlays/networkpolicy/", "ipBlock",
+                     "kubectl get endpoints kubernetes"):
+            self.assertIn(what, section)
 
 
 def dockerfile_instructions(path=DOCKERFILE):
