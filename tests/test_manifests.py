@@ -11,6 +11,11 @@ What is checked (issue 4, "Operations"):
     volume, each its own test; every flag of its args (and of the Dockerfile's CMD) is
     one that `$BUILD/volcano-plugin-webhook serve --help` lists (skipped when not built);
   - the Service, PodDisruptionBudget and MutatingWebhookConfiguration field by field;
+  - every overlay of manifests/overlays/ renders, is the base plus its own objects and
+    validates (prometheus-operator's kinds against their CRD schema,
+    @kubernetes-models/prometheus-operator); the NetworkPolicy, the ServiceMonitor and the
+    PrometheusRule field by field, the rules' metrics are ones webhook/metrics.c and
+    webhook/serve.c write, and promtool (when installed) evaluates the alerts;
   - RBAC: exactly the (group, resource, verb) triples listed, as set equality;
   - the caBundle command of README.md fills the caBundle with the CA that signed the
     serving certificate;
@@ -22,7 +27,8 @@ What is checked (issue 4, "Operations"):
   - LICENSE is the Apache License 2.0 word for word, README.md says so and the image
     carries it.
 
-Python 3 standard library plus Debian's python3-yaml; node for the schema.
+Python 3 standard library plus Debian's python3-yaml; node for the schema; promtool
+(Debian's prometheus) for the alert tests, skipped without it.
 """
 
 import base64
@@ -575,7 +581,7 @@ class OverlaysTest(unittest.TestCase):
         return {object_key(o): o for o in self.rendered[overlay] if object_key(o) not in base}
 
     def test_the_overlays(self):
-        self.assertEqual(overlays(), ["networkpolicy"])
+        self.assertEqual(overlays(), ["networkpolicy", "prometheus"])
 
     def test_default_install_is_the_base(self):
         self.assertEqual(self.base, render(BASE))
@@ -616,6 +622,87 @@ class OverlaysTest(unittest.TestCase):
         ports = dep["spec"]["template"]["spec"]["containers"][0]["ports"]
         self.assertEqual([p["containerPort"] for p in ports], [8443])
 
+    # ------------------------------------------------------------ prometheus
+
+    def prometheus(self, kind):
+        added = self.added("prometheus")
+        self.assertEqual(sorted(added), [("monitoring.coreos.com/v1", "PrometheusRule", NS, NAME),
+                                         ("monitoring.coreos.com/v1", "ServiceMonitor", NS, NAME)])
+        return added[("monitoring.coreos.com/v1", kind, NS, NAME)]
+
+    def test_servicemonitor_scrapes_every_replica_over_https(self):
+        sm = self.prometheus("ServiceMonitor")
+        svc = [o for o in self.rendered["prometheus"] if o["kind"] == "Service"][0]
+        self.assertTrue(label_selector_matches(sm["spec"]["selector"]["matchLabels"],
+                                               svc["metadata"]["labels"]))
+        self.assertEqual(sm["spec"]["namespaceSelector"], {"matchNames": [NS]})
+        [ep] = sm["spec"]["endpoints"]
+        self.assertEqual([p["name"] for p in svc["spec"]["ports"]], [ep["port"]])
+        self.assertEqual((ep["scheme"], ep["path"]), ("https", "/metrics"))
+        # the serving certificate, verified against its CA for the Service's name
+        self.assertEqual(ep["tlsConfig"], {
+            "serverName": "%s.%s.svc" % (NAME, NS),
+            "ca": {"secret": {"name": TLS_SECRET, "key": "ca.crt"}}})
+        self.assertNotIn("insecureSkipVerify", json.dumps(sm))
+
+    def test_alerts_are_the_readme_ones_on_real_metrics(self):
+        rule = self.prometheus("PrometheusRule")
+        [group] = rule["spec"]["groups"]
+        alerts = {r["alert"]: r for r in group["rules"]}
+        self.assertEqual(sorted(alerts), sorted([
+            "VolcanoPluginWebhookCertificateExpiresSoon",
+            "VolcanoPluginWebhookCertificateExpiresVerySoon",
+            "VolcanoPluginWebhookAdmissionErrors", "VolcanoPluginWebhookAdmissionDenied",
+            "VolcanoPluginWebhookReconcileErrors", "VolcanoPluginWebhookNoLeader"]))
+        metrics = exposed_metrics()
+        self.assertIn("webhook_leader", metrics)  # the source parse found serve.c's too
+        for name, r in alerts.items():
+            with self.subTest(alert=name):
+                used = set(re.findall(r"\bwebhook_\w+", r["expr"]))
+                self.assertTrue(used)
+                self.assertLessEqual(used, metrics, "not a metric the webhook exposes")
+                self.assertIn(r["labels"]["severity"], ("warning", "critical"))
+                self.assertTrue(r["annotations"]["summary"])
+                for value in re.findall(r'outcome="(\w+)"', r["expr"]):
+                    self.assertIn(value, outcomes())
+        with open(README, encoding="utf-8") as f:
+            readme = f.read()
+        for name in alerts:
+            self.assertTrue("`%s`" % name in readme, "README.md does not name " + name)
+
+    def test_alerts_fire_as_promtool_evaluates_them(self):
+        """promtool (Debian's prometheus package) checks the rules, then evaluates them over
+        PROMTOOL_SERIES: which alerts fire when, with their labels and rendered texts."""
+        promtool = shutil.which("promtool")
+        if promtool is None:
+            self.skipTest("promtool not found (Debian's prometheus package): alerts not evaluated")
+        groups = self.prometheus("PrometheusRule")["spec"]["groups"]
+        rules = {r["alert"]: r for r in groups[0]["rules"]}
+        with tempfile.TemporaryDirectory(prefix="test_manifests.") as tmp:
+            path = os.path.join(tmp, "rules.json")
+            with open(path, "w") as f:
+                json.dump({"groups": groups}, f)
+            r = subprocess.run([promtool, "check", "rules", path], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("SUCCESS: 6 rules found", r.stdout)
+            tests = [{"eval_time": at, "alertname": alert, "exp_alerts": [
+                {"exp_labels": dict(labels, severity=rules[alert]["labels"]["severity"]),
+                 "exp_annotations": {"summary": rules[alert]["annotations"]["summary"],
+                                     "description": text}}
+                for labels, text in exp]} for at, alert, exp in PROMTOOL_EXPECTED]
+            spec = {"rule_files": [path], "evaluation_interval": "1m", "tests": [{
+                "interval": "1m",
+                "input_series": [{"series": k, "values": v} for k, v in PROMTOOL_SERIES],
+                "alert_rule_test": tests}]}
+            test = os.path.join(tmp, "test.json")
+            with open(test, "w") as f:
+                json.dump(spec, f)
+            r = subprocess.run([promtool, "test", "rules", test], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("SUCCESS", r.stdout)
+
     def test_readme_says_what_to_allow_for_the_api_server(self):
         with open(README, encoding="utf-8") as f:
             readme = f.read()
@@ -624,6 +711,78 @@ class OverlaysTest(unittest.TestCase):
         for what in ("kubectl apply -k manifests/overlays/networkpolicy/", "ipBlock",
                      "kubectl get endpoints kubernetes"):
             self.assertIn(what, section)
+
+
+def exposed_metrics():
+    """{metric family name} that webhook/metrics.c and webhook/serve.c write."""
+    names = set()
+    for f in ("metrics.c", "serve.c"):
+        with open(os.path.join(ROOT, "webhook", f), encoding="utf-8") as fh:
+            names |= set(re.findall(r'metric_write(?:_histogram)?\(\s*w,\s*"(webhook_\w+)"',
+                                    fh.read()))
+    return names
+
+
+def outcomes():
+    """The values of webhook_admission_requests_total's outcome label (webhook/metrics.c)."""
+    with open(os.path.join(ROOT, "webhook", "metrics.c"), encoding="utf-8") as f:
+        m = re.search(r"outcome_names\[NOUTCOMES\] = \{([^}]*)\}", f.read())
+    return set(re.findall(r'"(\w+)"', m.group(1)))
+
+
+JOB = 'job="volcano-plugin-webhook"'
+EXPIRY = "webhook_tls_certificate_expiry_timestamp_seconds"
+REQUESTS = "webhook_admission_requests_total"
+# promtool unit tests of the alerts: (eval_time, alertname, expected alerts) over the
+# series below (promtool's clock starts at 0; values are per 1m step).
+PROMTOOL_SERIES = [
+    # certificates that expire at 36 hours, 10 days and 30 days
+    (EXPIRY + '{%s,namespace="ns",pod="a"}' % JOB, "129600x200"),
+    (EXPIRY + '{%s,namespace="ns",pod="b"}' % JOB, "864000x200"),
+    (EXPIRY + '{%s,namespace="ns",pod="c"}' % JOB, "2592000x200"),
+    # 10 errors and 100 patched admissions a minute (9%), 1 denied (0.9%)
+    (REQUESTS + '{%s,pod="a",code="500",outcome="error"}' % JOB, "0+10x100"),
+    (REQUESTS + '{%s,pod="a",code="200",outcome="patched"}' % JOB, "0+100x100"),
+    (REQUESTS + '{%s,pod="a",code="200",outcome="denied"}' % JOB, "0+1x100"),
+    # one replica's job hooks fail once a minute, the other's never
+    ('webhook_reconcile_errors_total{%s,namespace="ns",pod="a"}' % JOB, "0+1x100"),
+    ('webhook_reconcile_errors_total{%s,namespace="ns",pod="b"}' % JOB, "0x100"),
+    # the leader: pod a for 20 minutes, then nobody
+    ('webhook_leader{%s,pod="a"}' % JOB, "1x20 0x80"),
+    ('webhook_leader{%s,pod="b"}' % JOB, "0x100"),
+]
+CERT_SOON = ("Pod ns/%s serves a certificate that expires in %s. Renew it before then: once "
+             "it has expired, the API server refuses every Volcano Job pod.")
+PROMTOOL_EXPECTED = [
+    ("61m", "VolcanoPluginWebhookCertificateExpiresSoon", [
+        ({"namespace": "ns", "pod": "a"}, CERT_SOON % ("a", "1d 10h 59m 0s")),
+        ({"namespace": "ns", "pod": "b"}, CERT_SOON % ("b", "9d 22h 59m 0s")),
+    ]),
+    ("59m", "VolcanoPluginWebhookCertificateExpiresSoon", []),  # for: 1h
+    ("61m", "VolcanoPluginWebhookCertificateExpiresVerySoon", [
+        ({"namespace": "ns", "pod": "a"}, "Pod ns/a serves a certificate that expires in "
+         "1d 10h 59m 0s; after that no Volcano Job pod can be created."),
+    ]),
+    ("30m", "VolcanoPluginWebhookAdmissionErrors", [
+        ({}, "9.009% of admission requests got no AdmissionReview answer over 5 minutes: "
+         "those Volcano Job pods were refused. The `code` label of "
+         "webhook_admission_requests_total and the webhook's log say why."),
+    ]),
+    ("5m", "VolcanoPluginWebhookAdmissionErrors", []),  # for: 10m
+    ("30m", "VolcanoPluginWebhookAdmissionDenied", []),  # 0.9% is no alert
+    ("40m", "VolcanoPluginWebhookReconcileErrors", [
+        ({"namespace": "ns", "pod": "a"}, "Pod ns/a has had failed job hook runs for 15 "
+         "minutes (10 in the last 10): the objects that Volcano Jobs' pods need may be "
+         "missing. Its log says why (reconcile:, err=)."),
+    ]),
+    ("10m", "VolcanoPluginWebhookReconcileErrors", []),  # for: 15m
+    ("15m", "VolcanoPluginWebhookNoLeader", []),
+    ("30m", "VolcanoPluginWebhookNoLeader", [
+        ({}, "For 5 minutes no replica of volcano-plugin-webhook has reconciled Volcano Jobs "
+         "(webhook_leader is 1 on none, or none is scraped): the Lease volcano-plugin-webhook "
+         "and the replicas' logs (leader:) say why."),
+    ]),
+]
 
 
 def dockerfile_instructions(path=DOCKERFILE):
