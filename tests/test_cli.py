@@ -240,11 +240,18 @@ def git(*args):
     return p.stdout.strip() if p.returncode == 0 else None
 
 
+def make_env(**extra):
+    """The environment for a make of its own: not the flags of a make that runs the tests
+    (its jobserver, -n, variables: BUILD and SANITIZER come in the environment)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env.update(extra)
+    return env
+
+
 def make_dry_run(*args, cwd=harness.ROOT, env=None):
     """The commands `make -n args` would run in cwd (nothing is built)."""
     p = subprocess.run(["make", "--no-print-directory", "-n", *args], cwd=cwd,
-                       capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, **(env or {})))
+                       capture_output=True, text=True, timeout=120, env=make_env(**(env or {})))
     if p.returncode != 0:
         raise AssertionError("make -n %s: exit %d: %s" % (" ".join(args), p.returncode, p.stderr))
     return p.stdout
@@ -314,7 +321,7 @@ class BuildInfo(unittest.TestCase):
             p = subprocess.run(["make", "--no-print-directory", "BUILD=" + tmp,
                                 os.path.join(tmp, "obj/webhook/version.o")],
                                cwd=harness.ROOT, capture_output=True, text=True, timeout=120,
-                               env=dict(os.environ, SOURCE_DATE_EPOCH="yesterday"))
+                               env=make_env(SOURCE_DATE_EPOCH="yesterday"))
             self.assertNotEqual(p.returncode, 0)
             self.assertIn("SOURCE_DATE_EPOCH must be whole seconds since 1970, not 'yesterday'",
                           p.stderr)

@@ -958,7 +958,9 @@ class MakeImageTest(unittest.TestCase):
                             "BUILD=" + os.path.join(tmp, "build"), "GIT_VERSION=v0.1.0-1-gabcdef0",
                             "GIT_COMMIT=abcdef0"],
                            cwd=ROOT, capture_output=True, text=True, timeout=120,
-                           env=dict(os.environ, SOURCE_DATE_EPOCH="1700000000"))
+                           env=dict({k: v for k, v in os.environ.items()
+                                     if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")},
+                                    SOURCE_DATE_EPOCH="1700000000"))
         return r.returncode, r.stdout, r.stderr
 
     def fake_docker(self, tmp, info_status):
