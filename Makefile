@@ -3,6 +3,7 @@
 #   make test                 unit tests (Check) + integration tests (tests/run-integration)
 #   make test SANITIZER=address|undefined|thread
 #   make demo                 the README's first command
+#   make image                the container image (needs a Docker engine)
 PROG      := volcano-plugin-webhook
 SANITIZER ?=
 ifeq ($(SANITIZER),)
@@ -41,6 +42,30 @@ endif
 CHECK_CFLAGS = $(shell pkg-config --cflags check)
 CHECK_LIBS   = $(shell pkg-config --libs check)
 
+# Build information (webhook/version.h): the git state of this tree, or "unknown" outside a
+# git tree of its own (a source tarball, even one unpacked inside another repository).
+# GIT_VERSION=... GIT_COMMIT=... override them (the image build does: its context has no
+# .git). The build date is SOURCE_DATE_EPOCH's when set, else the time version.o is
+# compiled. Only webhook/version.o embeds them, and it depends on a stamp rewritten only
+# when they change: a new commit rebuilds that one object (and relinks).
+VERSION_CHARS := A-Za-z0-9._+-
+IN_GIT_TREE   := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$$(pwd -P)" ] && echo yes)
+ifeq ($(origin GIT_VERSION),undefined)
+GIT_VERSION   := $(if $(IN_GIT_TREE),$(shell git describe --always --dirty 2>/dev/null | tr -cd '$(VERSION_CHARS)'))
+endif
+ifeq ($(origin GIT_COMMIT),undefined)
+GIT_COMMIT    := $(if $(IN_GIT_TREE),$(shell git rev-parse --short HEAD 2>/dev/null | tr -cd '$(VERSION_CHARS)'))
+endif
+VERSION_STAMP := $(BUILD)/version.stamp
+VERSION_INFO  := $(or $(GIT_VERSION),unknown) $(or $(GIT_COMMIT),unknown) $(SOURCE_DATE_EPOCH)
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+$(shell mkdir -p $(BUILD) && { [ "$$(cat $(VERSION_STAMP) 2>/dev/null)" = '$(VERSION_INFO)' ] || printf '%s\n' '$(VERSION_INFO)' >$(VERSION_STAMP); })
+endif
+# Deferred (=): the date is taken when version.o is compiled, not at every make.
+BUILD_DATE     = $(or $(shell date -u $(if $(SOURCE_DATE_EPOCH),-d @$(SOURCE_DATE_EPOCH)) +%Y-%m-%dT%H:%M:%SZ 2>/dev/null),unknown)
+VERSION_DEFS   = -DWH_GIT_VERSION='"$(or $(GIT_VERSION),unknown)"' \
+                 -DWH_GIT_COMMIT='"$(or $(GIT_COMMIT),unknown)"' -DWH_BUILD_DATE='"$(BUILD_DATE)"'
+
 # The layers, lowest first: each folder includes only the folders before it
 # (webhook/ -> controller/ -> plugins/ -> k8s/ | certs/ -> base/; scripts/check-layers).
 LAYERS    := base k8s certs plugins controller webhook
@@ -52,7 +77,7 @@ TEST_SRCS := $(sort $(foreach d,$(LAYERS),$(wildcard tests/$(d)/check_*.c)))
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 HDRS      := $(foreach d,$(LAYERS),$(wildcard $(d)/*.h)) $(wildcard tests/*.h)
 
-.PHONY: all test check layers format-check deps unit-test integration-test demo clean format lint bench fuzz fuzz-regress soak tsan-test
+.PHONY: all test check layers format-check deps unit-test integration-test demo clean format lint bench fuzz fuzz-regress soak tsan-test image
 all: $(BUILD)/$(PROG)
 
 # -MMD -MP: each object depends on the headers it includes (the .d files make writes).
@@ -60,6 +85,13 @@ DEPFLAGS  := -MMD -MP
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+# The one object with the build information (see VERSION_STAMP above).
+$(BUILD)/obj/webhook/version.o: webhook/version.c $(VERSION_STAMP)
+	@mkdir -p $(dir $@)
+	@case '$(SOURCE_DATE_EPOCH)' in *[!0-9]*) echo "SOURCE_DATE_EPOCH must be whole seconds since 1970, not '$(SOURCE_DATE_EPOCH)'" >&2; exit 1;; esac
+	@case '$(GIT_VERSION)$(GIT_COMMIT)' in *[!$(VERSION_CHARS)]*) echo "GIT_VERSION and GIT_COMMIT may hold only letters, digits and ._+-" >&2; exit 1;; esac
+	$(CC) $(CFLAGS) $(VERSION_DEFS) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/libwebhook.a: $(LIB_OBJS)
 	@rm -f $@
@@ -123,6 +155,20 @@ demo:
 
 bench: all
 	@bench/run
+
+# The container image (Dockerfile), named as manifests/base/kustomization.yaml's `images:`
+# expects; needs a Docker engine (DOCKER=podman works too). The git information goes in
+# as build arguments: the build context has no .git.
+DOCKER    ?= docker
+IMAGE     ?= $(PROG):$(shell sed -n 's/^\#define WH_VERSION *"\(.*\)"$$/\1/p' webhook/commands.h)
+image:
+	@command -v $(DOCKER) >/dev/null 2>&1 || { \
+	    echo "make image: $(DOCKER) not found: install a Docker engine (or DOCKER=podman); no image built" >&2; exit 1; }
+	@$(DOCKER) info >/dev/null 2>&1 || { \
+	    echo "make image: no Docker engine answers ($(DOCKER) info failed: start it or set DOCKER_HOST); no image built" >&2; exit 1; }
+	$(DOCKER) build --build-arg GIT_VERSION=$(or $(GIT_VERSION),unknown) \
+	    --build-arg GIT_COMMIT=$(or $(GIT_COMMIT),unknown) \
+	    $(if $(SOURCE_DATE_EPOCH),--build-arg SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH)) -t $(IMAGE) .
 
 # Every C file of the project, formatted by .clang-format; `make check` fails on drift.
 FORMAT_SRCS = $(LIB_SRCS) webhook/main.c $(HDRS) $(TEST_SRCS) $(wildcard bench/*.c) \

@@ -6,6 +6,8 @@ nothing on stdout and exits 2; --help goes to stdout and exits 0.
 import functools
 import json
 import os
+import re
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -15,6 +17,11 @@ import yaml
 import harness
 
 P = "volcano-plugin-webhook: "
+# `version`: the release, then git describe, the commit and the build date (or "unknown").
+VERSION_OUTPUT = (r"\Avolcano-plugin-webhook \d+\.\d+\.\d+\n"
+                  r"git: ([0-9A-Za-z._+-]+)\n"
+                  r"commit: ([0-9a-f]{7,40}|unknown)\n"
+                  r"built: (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ|unknown)\n\Z")
 
 
 def write_json(directory, name, obj):
@@ -205,12 +212,15 @@ class UsageErrors(unittest.TestCase):
                 self.assertTrue(out.startswith("usage: volcano-plugin-webhook " + cmd), out)
         rc, out, err = run("version")
         self.assertEqual((rc, err), (0, ""))
-        self.assertRegex(out, r"^volcano-plugin-webhook \d+\.\d+\.\d+\n$")
+        self.assertRegex(out, VERSION_OUTPUT)
         self.assertEqual(run("--version"), (0, out, ""))
         rc, help_out, err = run("version", "--help")
         self.assertEqual((rc, err), (0, ""))
+        release = out.split("\n", 1)[0].split(" ")[1]
         self.assertEqual(help_out, "usage: volcano-plugin-webhook version\n\n"
-                                   "Prints the version (%s).\n" % out.strip())
+                         "Prints the release (%s), then the `git describe` and the commit the\n"
+                         "binary was built from and its build date (RFC 3339 UTC), \"unknown\" "
+                         "when not\nknown (built outside a git tree).\n" % release)
 
     def test_unknown_or_no_command(self):
         self.assert_usage_error(["nope"], P + "unknown command \"nope\" (see --help)")
@@ -219,6 +229,104 @@ class UsageErrors(unittest.TestCase):
         self.assertEqual(rc, 0)
         self.assertTrue(help_out.startswith("usage: volcano-plugin-webhook COMMAND [flags]"))
         self.assertEqual(run(), (2, "", help_out))
+
+def git(*args):
+    """The stripped output of git in the source tree, or None outside a git tree."""
+    try:
+        p = subprocess.run(["git", "-C", harness.ROOT, *args], capture_output=True, text=True,
+                           timeout=30)
+    except FileNotFoundError:
+        return None
+    return p.stdout.strip() if p.returncode == 0 else None
+
+
+def make_env(**extra):
+    """The environment for a make of its own: not the flags of a make that runs the tests
+    (its jobserver, -n, variables: BUILD and SANITIZER come in the environment)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env.update(extra)
+    return env
+
+
+def make_dry_run(*args, cwd=harness.ROOT, env=None):
+    """The commands `make -n args` would run in cwd (nothing is built)."""
+    p = subprocess.run(["make", "--no-print-directory", "-n", *args], cwd=cwd,
+                       capture_output=True, text=True, timeout=120, env=make_env(**(env or {})))
+    if p.returncode != 0:
+        raise AssertionError("make -n %s: exit %d: %s" % (" ".join(args), p.returncode, p.stderr))
+    return p.stdout
+
+
+class BuildInfo(unittest.TestCase):
+    """`version` and the Makefile's build information (webhook/version.h)."""
+
+    def test_version_names_the_commit_built(self):
+        rc, out, err = run("version")
+        self.assertEqual((rc, err), (0, ""))
+        m = re.match(VERSION_OUTPUT, out)
+        self.assertIsNotNone(m, out)
+        head = git("rev-parse", "--short", "HEAD")
+        if head is None or git("rev-parse", "--show-toplevel") != os.path.realpath(harness.ROOT):
+            self.skipTest("not a git tree: nothing to compare the commit with")
+        self.assertEqual(m.group(2), head, "binary older than HEAD? run make")
+        self.assertTrue(m.group(1).startswith(head) or ("-g" + head) in m.group(1), m.group(1))
+
+    def test_a_new_commit_rebuilds_version_o_only(self):
+        build = os.environ.get("BUILD", "build")
+        exe = os.path.join(build, "volcano-plugin-webhook")
+        out = make_dry_run("-W", os.path.join(build, "version.stamp"), exe)
+        compiled = re.findall(r" -c (\S+\.c) ", out)
+        self.assertEqual(compiled, ["webhook/version.c"], out)
+        self.assertIn("-DWH_GIT_COMMIT=", out)
+
+    def test_stamp_changes_only_with_the_build_information(self):
+        with tempfile.TemporaryDirectory(prefix="test_cli.") as tmp:
+            stamp = os.path.join(tmp, "version.stamp")
+            make_dry_run("BUILD=" + tmp, "GIT_VERSION=v9.9.9-1-gabcdef0", "GIT_COMMIT=abcdef0",
+                         env={"SOURCE_DATE_EPOCH": "1700000000"})
+            with open(stamp) as f:
+                self.assertEqual(f.read(), "v9.9.9-1-gabcdef0 abcdef0 1700000000\n")
+            os.utime(stamp, (1000000000, 1000000000))
+            out = make_dry_run("BUILD=" + tmp, "GIT_VERSION=v9.9.9-1-gabcdef0",
+                               "GIT_COMMIT=abcdef0", os.path.join(tmp, "obj/webhook/version.o"),
+                               env={"SOURCE_DATE_EPOCH": "1700000000"})
+            self.assertEqual(os.stat(stamp).st_mtime, 1000000000, "same values: stamp kept")
+            # SOURCE_DATE_EPOCH is the build date (reproducible builds)
+            self.assertIn("-DWH_GIT_VERSION='\"v9.9.9-1-gabcdef0\"' "
+                          "-DWH_GIT_COMMIT='\"abcdef0\"' "
+                          "-DWH_BUILD_DATE='\"2023-11-14T22:13:20Z\"'", out)
+            make_dry_run("BUILD=" + tmp, "GIT_VERSION=v9.9.9-2-g1234567", "GIT_COMMIT=1234567",
+                         env={"SOURCE_DATE_EPOCH": ""})
+            with open(stamp) as f:
+                self.assertEqual(f.read(), "v9.9.9-2-g1234567 1234567 \n")
+
+    def test_outside_a_git_tree_unknown(self):
+        """A source tarball: no .git, so "unknown", even when unpacked inside another git tree."""
+        with tempfile.TemporaryDirectory(prefix="test_cli.") as tmp:
+            src = os.path.join(tmp, "src")
+            os.makedirs(os.path.join(src, "webhook"))
+            shutil.copy(os.path.join(harness.ROOT, "Makefile"), src)
+            shutil.copy(os.path.join(harness.ROOT, "webhook", "version.c"),
+                        os.path.join(src, "webhook"))
+            if shutil.which("git"):
+                subprocess.run(["git", "init", "-q", tmp], check=True, timeout=30)
+            out = make_dry_run("build/obj/webhook/version.o", cwd=src)
+            self.assertIn("-DWH_GIT_VERSION='\"unknown\"' -DWH_GIT_COMMIT='\"unknown\"' ", out)
+            with open(os.path.join(src, "build", "version.stamp")) as f:
+                self.assertEqual(f.read(), "unknown unknown %s\n"
+                                 % os.environ.get("SOURCE_DATE_EPOCH", ""))
+
+    def test_bad_source_date_epoch_is_refused(self):
+        with tempfile.TemporaryDirectory(prefix="test_cli.") as tmp:
+            p = subprocess.run(["make", "--no-print-directory", "BUILD=" + tmp,
+                                os.path.join(tmp, "obj/webhook/version.o")],
+                               cwd=harness.ROOT, capture_output=True, text=True, timeout=120,
+                               env=make_env(SOURCE_DATE_EPOCH="yesterday"))
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("SOURCE_DATE_EPOCH must be whole seconds since 1970, not 'yesterday'",
+                          p.stderr)
+            self.assertFalse(os.path.exists(os.path.join(tmp, "obj/webhook/version.o")))
+
 
 if __name__ == "__main__":
     unittest.main()

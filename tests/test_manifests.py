@@ -6,21 +6,33 @@ What is checked:
     the rendered-object tests are skipped, saying so;
   - every rendered object conforms to the Kubernetes schema (tests/schema/
     validate-objects.mjs, npm kubernetes-models) and the validators pass their self-tests;
-  - the Deployment's security properties, probes, resources, spread and certificate
+  - the Deployment's security properties, probes, resources, spread (replicas on
+    different nodes, the rollout's extra pod still schedulable), priority class and certificate
     volume, each its own test; every flag of its args (and of the Dockerfile's CMD) is
     one that `$BUILD/volcano-plugin-webhook serve --help` lists (skipped when not built);
   - the Service, PodDisruptionBudget and MutatingWebhookConfiguration field by field;
+  - every overlay of manifests/overlays/ renders, is the base plus its own objects and
+    validates (prometheus-operator's kinds against their CRD schema,
+    @kubernetes-models/prometheus-operator); the NetworkPolicy, the ServiceMonitor and the
+    PrometheusRule field by field, the rules' metrics are ones webhook/metrics.c and
+    webhook/serve.c write, and promtool (when installed) evaluates the alerts;
   - RBAC: exactly the (group, resource, verb) triples listed, as set equality;
   - the caBundle command of README.md fills the caBundle with the CA that signed the
     serving certificate;
-  - the Dockerfile statically: stages, runtime packages (covering every shared library
+  - the image name set by kustomize `images:` (not in the base Deployment); `make image`
+    with stand-ins for docker;
+  - the Dockerfile statically: stages pinned to a Debian point release, runtime packages (covering every shared library
     the built binary needs), non-root USER, ENTRYPOINT, CMD; .dockerignore keeps the
-    sources.
+    sources;
+  - LICENSE is the Apache License 2.0 word for word, README.md says so and the image
+    carries it.
 
-Python 3 standard library plus Debian's python3-yaml; node for the schema.
+Python 3 standard library plus Debian's python3-yaml; node for the schema; promtool
+(Debian's prometheus) for the alert tests, skipped without it.
 """
 
 import base64
+import hashlib
 import json
 import os
 import re
@@ -35,9 +47,15 @@ import harness
 
 ROOT = harness.ROOT
 MANIFESTS = os.path.join(ROOT, "manifests")
+BASE = os.path.join(MANIFESTS, "base")
+OVERLAYS = os.path.join(MANIFESTS, "overlays")
 DOCKERFILE = os.path.join(ROOT, "Dockerfile")
 DOCKERIGNORE = os.path.join(ROOT, ".dockerignore")
 README = os.path.join(ROOT, "README.md")
+LICENSE = os.path.join(ROOT, "LICENSE")
+# sha256 of the Apache License 2.0 as https://www.apache.org/licenses/LICENSE-2.0.txt
+# and Debian's /usr/share/common-licenses/Apache-2.0 ship it.
+APACHE_2_0_SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
 SCHEMA_DIR = os.path.join(harness.TESTS, "schema")
 OBJECT_VALIDATOR = os.path.join(SCHEMA_DIR, "validate-objects.mjs")
 
@@ -49,7 +67,7 @@ IMAGE = "volcano-plugin-webhook:0.1.0"
 NONROOT = 65532
 # README "Install in a cluster": run from the repository root, $CERTS = gen-certs --out.
 FILL_CA_BUNDLE = ('sed -i "s|^  value: .*|  value: $(base64 -w0 "$CERTS/ca.crt")|" '
-                  'manifests/ca-bundle.yaml')
+                  'manifests/base/ca-bundle.yaml')
 
 RUNTIME_PACKAGES = {"libmicrohttpd12", "libgnutls30", "libjansson4", "libcurl4", "libssl3", "libyaml-0-2",
                     "libmimalloc2.0",
@@ -179,6 +197,7 @@ class RenderedManifestsTest(unittest.TestCase):
                       o["metadata"]["name"]) for o in self.objects)
         self.assertEqual(got, sorted([
             ("v1", "Namespace", "", NS),
+            ("scheduling.k8s.io/v1", "PriorityClass", "", NAME),
             ("v1", "ServiceAccount", NS, NAME),
             ("rbac.authorization.k8s.io/v1", "ClusterRole", "", NAME),
             ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", NAME),
@@ -207,6 +226,30 @@ class RenderedManifestsTest(unittest.TestCase):
         self.assertEqual(self.pod_spec()["serviceAccountName"], NAME)
         self.assertTrue(label_selector_matches(d["spec"]["selector"]["matchLabels"],
                                                d["spec"]["template"]["metadata"]["labels"]))
+
+    def test_image_is_set_by_kustomize_images(self):
+        with open(os.path.join(BASE, "deployment.yaml"), encoding="utf-8") as f:
+            base = yaml.safe_load(f)
+        self.assertEqual(base["spec"]["template"]["spec"]["containers"][0]["image"], NAME)
+        with open(os.path.join(BASE, "kustomization.yaml"), encoding="utf-8") as f:
+            images = yaml.safe_load(f)["images"]
+        self.assertEqual(images, [{"name": NAME, "newName": NAME, "newTag": "0.1.0"}])
+        # an operator's registry, tag and digest, set there only, reach the Deployment
+        with tempfile.TemporaryDirectory(prefix="test_manifests.") as tmp:
+            copy = os.path.join(tmp, "manifests")
+            shutil.copytree(MANIFESTS, copy)
+            k = os.path.join(copy, "base", "kustomization.yaml")
+            with open(k, encoding="utf-8") as f:
+                text = f.read()
+            digest = "sha256:" + "ab" * 32
+            text = text.replace("    newName: %s\n    newTag: 0.1.0\n" % NAME,
+                                "    newName: registry.example.com/ops/%s\n    digest: %s\n"
+                                % (NAME, digest))
+            with open(k, "w", encoding="utf-8") as f:
+                f.write(text)
+            d = [o for o in render(copy) if o["kind"] == "Deployment"][0]
+            self.assertEqual(d["spec"]["template"]["spec"]["containers"][0]["image"],
+                             "registry.example.com/ops/%s@%s" % (NAME, digest))
 
     def test_deployment_rolls_without_losing_a_serving_replica(self):
         rolling = self.deployment()["spec"]["strategy"]["rollingUpdate"]
@@ -285,14 +328,81 @@ class RenderedManifestsTest(unittest.TestCase):
             self.assertIsNot(spec.get(f), True, f)
         self.assertEqual([v for v in spec.get("volumes", []) if "hostPath" in v], [])
 
-    def test_spread_over_hosts(self):
-        tsc = self.pod_spec()["topologySpreadConstraints"]
+    def spread(self, key):
+        """The Deployment's topologySpreadConstraints over key that select its own pods."""
         labels = self.deployment()["spec"]["template"]["metadata"]["labels"]
-        by_host = [t for t in tsc if t["topologyKey"] == "kubernetes.io/hostname"]
-        self.assertEqual(len(by_host), 1)
-        self.assertEqual(by_host[0]["maxSkew"], 1)
-        self.assertTrue(label_selector_matches(by_host[0]["labelSelector"]["matchLabels"],
-                                               labels))
+        return [t for t in self.pod_spec().get("topologySpreadConstraints", [])
+                if t["topologyKey"] == key
+                and label_selector_matches(t["labelSelector"]["matchLabels"], labels)]
+
+    def schedule(self, nodes, pods_per_node):
+        """The nodes the scheduler's filters leave for one more replica: taints (the pod
+        tolerates none that repel) and every DoNotSchedule constraint over hostnames (with
+        its nodeTaintsPolicy), or required pod anti-affinity by hostname."""
+        spec = self.pod_spec()
+        tolerated = {t.get("key") for t in spec.get("tolerations", [])}
+
+        def fits(node):
+            return all(t in tolerated for t in nodes[node])
+        anti = ((spec.get("affinity") or {}).get("podAntiAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution", [])
+        out = []
+        for n in nodes:
+            if not fits(n):
+                continue
+            if any(a["topologyKey"] == "kubernetes.io/hostname" and pods_per_node[n]
+                   for a in anti):
+                continue
+            ok = True
+            for t in self.spread("kubernetes.io/hostname"):
+                if t["whenUnsatisfiable"] != "DoNotSchedule":
+                    continue
+                honor = t.get("nodeTaintsPolicy", "Ignore") == "Honor"
+                domains = [d for d in nodes if fits(d) or not honor]
+                if pods_per_node[n] + 1 - min(pods_per_node[d] for d in domains) > t["maxSkew"]:
+                    ok = False
+            if ok:
+                out.append(n)
+        return out
+
+    def test_replicas_never_share_a_node_and_the_rollout_still_fits(self):
+        # a hard rule: DoNotSchedule (or required anti-affinity), not a preference
+        hard = [t for t in self.spread("kubernetes.io/hostname")
+                if t["whenUnsatisfiable"] == "DoNotSchedule"]
+        anti = ((self.pod_spec().get("affinity") or {}).get("podAntiAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution", [])
+        self.assertTrue(hard or anti, "no required spread of the replicas over nodes")
+        # a tainted control plane and two workers: the replicas take one worker each ...
+        nodes = {"control-plane": ["node-role.kubernetes.io/control-plane"], "w1": [], "w2": []}
+        count = dict.fromkeys(nodes, 0)
+        self.assertEqual(self.schedule(nodes, count), ["w1", "w2"])
+        count["w1"] = 1
+        self.assertEqual(self.schedule(nodes, count), ["w2"], "second replica beside the first")
+        count["w2"] = 1
+        # ... and the rolling update's surge pod (maxSurge 1, maxUnavailable 0) fits
+        self.assertEqual(self.deployment()["spec"]["strategy"]["rollingUpdate"]["maxSurge"], 1)
+        self.assertEqual(self.schedule(nodes, count), ["w1", "w2"], "surge pod left pending")
+        # one node (kind): both replicas run there
+        self.assertEqual(self.schedule({"only": []}, {"only": 1}), ["only"])
+
+    def test_zones_spread_where_possible(self):
+        by_zone = self.spread("topology.kubernetes.io/zone")
+        self.assertEqual([(t["maxSkew"], t["whenUnsatisfiable"]) for t in by_zone],
+                         [(1, "ScheduleAnyway")])
+
+    def test_priority_class_above_workloads_below_system(self):
+        self.assertEqual(self.pod_spec()["priorityClassName"], NAME)
+        pc = self.one("PriorityClass")
+        # the highest value a non-system class may have; system-cluster-critical is 2e9
+        self.assertEqual(pc["value"], 1000000000)
+        self.assertIs(pc["globalDefault"], False)
+        self.assertEqual(pc.get("preemptionPolicy", "PreemptLowerPriority"),
+                         "PreemptLowerPriority")
+        with open(README, encoding="utf-8") as f:
+            readme = f.read()
+        self.assertTrue("PriorityClass `volcano-plugin-webhook`" in readme
+                        and "system-cluster-critical" in readme,
+                        "README.md must explain the priority class")
 
     def test_certificate_secret_mounted_read_only(self):
         volumes = {v["name"]: v for v in self.pod_spec()["volumes"]}
@@ -329,7 +439,7 @@ class RenderedManifestsTest(unittest.TestCase):
         self.one("Namespace", NS)
         self.one("ServiceAccount")
         for o in self.objects:
-            if o["kind"] in ("Namespace", "ClusterRole", "ClusterRoleBinding",
+            if o["kind"] in ("Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding",
                              "MutatingWebhookConfiguration"):
                 self.assertNotIn("namespace", o["metadata"], o["kind"])
             else:
@@ -444,6 +554,237 @@ class RenderedManifestsTest(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
 
+def overlays():
+    """The directories of manifests/overlays/ (each a kustomization)."""
+    return sorted(d for d in os.listdir(OVERLAYS)
+                  if os.path.isfile(os.path.join(OVERLAYS, d, "kustomization.yaml")))
+
+
+def object_key(o):
+    return (o["apiVersion"], o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
+
+
+class OverlaysTest(unittest.TestCase):
+    """Every overlay of manifests/overlays/: renders, validates, and is the base plus its own
+    objects; then each overlay's objects field by field."""
+
+    @classmethod
+    def setUpClass(cls):
+        if kubectl() is None:
+            raise unittest.SkipTest("kubectl not found: cannot render manifests/overlays/")
+        cls.base = render(MANIFESTS)
+        cls.rendered = {d: render(os.path.join(OVERLAYS, d)) for d in overlays()}
+
+    def added(self, overlay):
+        """What overlay renders beyond the base, by (apiVersion, kind, namespace, name)."""
+        base = {object_key(o) for o in self.base}
+        return {object_key(o): o for o in self.rendered[overlay] if object_key(o) not in base}
+
+    def test_the_overlays(self):
+        self.assertEqual(overlays(), ["networkpolicy", "prometheus"])
+
+    def test_default_install_is_the_base(self):
+        self.assertEqual(self.base, render(BASE))
+
+    def test_every_overlay_is_the_base_plus_its_objects(self):
+        for d, objs in self.rendered.items():
+            with self.subTest(overlay=d):
+                got = {object_key(o): o for o in objs}
+                for o in self.base:
+                    self.assertEqual(got.get(object_key(o)), o, object_key(o))
+                self.assertTrue(self.added(d), "the overlay adds nothing")
+
+    def test_every_overlay_conforms_to_the_schema(self):
+        node = shutil.which("node")
+        self.assertIsNotNone(node, "node not found: cannot run %s" % OBJECT_VALIDATOR)
+        for d, objs in self.rendered.items():
+            with self.subTest(overlay=d):
+                r = subprocess.run([node, OBJECT_VALIDATOR], input=json.dumps(objs),
+                                   capture_output=True, text=True, timeout=120)
+                self.assertEqual((r.returncode, r.stdout),
+                                 (0, "ok %d objects\n" % len(objs)), r.stderr)
+
+    # ------------------------------------------------------------ networkpolicy
+
+    def test_networkpolicy_admits_8443_only_to_the_webhook_pods(self):
+        added = self.added("networkpolicy")
+        self.assertEqual(sorted(added), [("networking.k8s.io/v1", "NetworkPolicy", NS, NAME)])
+        np = added[("networking.k8s.io/v1", "NetworkPolicy", NS, NAME)]
+        dep = [o for o in self.rendered["networkpolicy"] if o["kind"] == "Deployment"][0]
+        pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+        self.assertEqual(list(np["spec"]["podSelector"]), ["matchLabels"])
+        self.assertTrue(label_selector_matches(np["spec"]["podSelector"]["matchLabels"],
+                                               pod_labels))
+        self.assertEqual(np["spec"]["policyTypes"], ["Ingress"])
+        # one rule, one port: TCP 8443, the container's https port, from any source (the
+        # API server's addresses differ by cluster: README "NetworkPolicy")
+        self.assertEqual(np["spec"]["ingress"], [{"ports": [{"protocol": "TCP", "port": 8443}]}])
+        ports = dep["spec"]["template"]["spec"]["containers"][0]["ports"]
+        self.assertEqual([p["containerPort"] for p in ports], [8443])
+
+    # ------------------------------------------------------------ prometheus
+
+    def prometheus(self, kind):
+        added = self.added("prometheus")
+        self.assertEqual(sorted(added), [("monitoring.coreos.com/v1", "PrometheusRule", NS, NAME),
+                                         ("monitoring.coreos.com/v1", "ServiceMonitor", NS, NAME)])
+        return added[("monitoring.coreos.com/v1", kind, NS, NAME)]
+
+    def test_servicemonitor_scrapes_every_replica_over_https(self):
+        sm = self.prometheus("ServiceMonitor")
+        svc = [o for o in self.rendered["prometheus"] if o["kind"] == "Service"][0]
+        self.assertTrue(label_selector_matches(sm["spec"]["selector"]["matchLabels"],
+                                               svc["metadata"]["labels"]))
+        self.assertEqual(sm["spec"]["namespaceSelector"], {"matchNames": [NS]})
+        [ep] = sm["spec"]["endpoints"]
+        self.assertEqual([p["name"] for p in svc["spec"]["ports"]], [ep["port"]])
+        self.assertEqual((ep["scheme"], ep["path"]), ("https", "/metrics"))
+        # the serving certificate, verified against its CA for the Service's name
+        self.assertEqual(ep["tlsConfig"], {
+            "serverName": "%s.%s.svc" % (NAME, NS),
+            "ca": {"secret": {"name": TLS_SECRET, "key": "ca.crt"}}})
+        self.assertNotIn("insecureSkipVerify", json.dumps(sm))
+
+    def test_alerts_are_the_readme_ones_on_real_metrics(self):
+        rule = self.prometheus("PrometheusRule")
+        [group] = rule["spec"]["groups"]
+        alerts = {r["alert"]: r for r in group["rules"]}
+        self.assertEqual(sorted(alerts), sorted([
+            "VolcanoPluginWebhookCertificateExpiresSoon",
+            "VolcanoPluginWebhookCertificateExpiresVerySoon",
+            "VolcanoPluginWebhookAdmissionErrors", "VolcanoPluginWebhookAdmissionDenied",
+            "VolcanoPluginWebhookReconcileErrors", "VolcanoPluginWebhookNoLeader"]))
+        metrics = exposed_metrics()
+        self.assertIn("webhook_leader", metrics)  # the source parse found serve.c's too
+        for name, r in alerts.items():
+            with self.subTest(alert=name):
+                used = set(re.findall(r"\bwebhook_\w+", r["expr"]))
+                self.assertTrue(used)
+                self.assertLessEqual(used, metrics, "not a metric the webhook exposes")
+                self.assertIn(r["labels"]["severity"], ("warning", "critical"))
+                self.assertTrue(r["annotations"]["summary"])
+                for value in re.findall(r'outcome="(\w+)"', r["expr"]):
+                    self.assertIn(value, outcomes())
+        with open(README, encoding="utf-8") as f:
+            readme = f.read()
+        for name in alerts:
+            self.assertTrue("`%s`" % name in readme, "README.md does not name " + name)
+
+    def test_alerts_fire_as_promtool_evaluates_them(self):
+        """promtool (Debian's prometheus package) checks the rules, then evaluates them over
+        PROMTOOL_SERIES: which alerts fire when, with their labels and rendered texts."""
+        promtool = shutil.which("promtool")
+        if promtool is None:
+            self.skipTest("promtool not found (Debian's prometheus package): alerts not evaluated")
+        groups = self.prometheus("PrometheusRule")["spec"]["groups"]
+        rules = {r["alert"]: r for r in groups[0]["rules"]}
+        with tempfile.TemporaryDirectory(prefix="test_manifests.") as tmp:
+            path = os.path.join(tmp, "rules.json")
+            with open(path, "w") as f:
+                json.dump({"groups": groups}, f)
+            r = subprocess.run([promtool, "check", "rules", path], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("SUCCESS: 6 rules found", r.stdout)
+            tests = [{"eval_time": at, "alertname": alert, "exp_alerts": [
+                {"exp_labels": dict(labels, severity=rules[alert]["labels"]["severity"]),
+                 "exp_annotations": {"summary": rules[alert]["annotations"]["summary"],
+                                     "description": text}}
+                for labels, text in exp]} for at, alert, exp in PROMTOOL_EXPECTED]
+            spec = {"rule_files": [path], "evaluation_interval": "1m", "tests": [{
+                "interval": "1m",
+                "input_series": [{"series": k, "values": v} for k, v in PROMTOOL_SERIES],
+                "alert_rule_test": tests}]}
+            test = os.path.join(tmp, "test.json")
+            with open(test, "w") as f:
+                json.dump(spec, f)
+            r = subprocess.run([promtool, "test", "rules", test], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("SUCCESS", r.stdout)
+
+    def test_readme_says_what_to_allow_for_the_api_server(self):
+        with open(README, encoding="utf-8") as f:
+            readme = f.read()
+        self.assertTrue("### NetworkPolicy" in readme, "README.md: no NetworkPolicy section")
+        section = readme.split("### NetworkPolicy", 1)[1].split("\n#", 1)[0]
+        for what in ("kubectl apply -k manifests/overlays/networkpolicy/", "ipBlock",
+                     "kubectl get endpoints kubernetes"):
+            self.assertIn(what, section)
+
+
+def exposed_metrics():
+    """{metric family name} that webhook/metrics.c and webhook/serve.c write."""
+    names = set()
+    for f in ("metrics.c", "serve.c"):
+        with open(os.path.join(ROOT, "webhook", f), encoding="utf-8") as fh:
+            names |= set(re.findall(r'metric_write(?:_histogram)?\(\s*w,\s*"(webhook_\w+)"',
+                                    fh.read()))
+    return names
+
+
+def outcomes():
+    """The values of webhook_admission_requests_total's outcome label (webhook/metrics.c)."""
+    with open(os.path.join(ROOT, "webhook", "metrics.c"), encoding="utf-8") as f:
+        m = re.search(r"outcome_names\[NOUTCOMES\] = \{([^}]*)\}", f.read())
+    return set(re.findall(r'"(\w+)"', m.group(1)))
+
+
+JOB = 'job="volcano-plugin-webhook"'
+EXPIRY = "webhook_tls_certificate_expiry_timestamp_seconds"
+REQUESTS = "webhook_admission_requests_total"
+# promtool unit tests of the alerts: (eval_time, alertname, expected alerts) over the
+# series below (promtool's clock starts at 0; values are per 1m step).
+PROMTOOL_SERIES = [
+    # certificates that expire at 36 hours, 10 days and 30 days
+    (EXPIRY + '{%s,namespace="ns",pod="a"}' % JOB, "129600x200"),
+    (EXPIRY + '{%s,namespace="ns",pod="b"}' % JOB, "864000x200"),
+    (EXPIRY + '{%s,namespace="ns",pod="c"}' % JOB, "2592000x200"),
+    # 10 errors and 100 patched admissions a minute (9%), 1 denied (0.9%)
+    (REQUESTS + '{%s,pod="a",code="500",outcome="error"}' % JOB, "0+10x100"),
+    (REQUESTS + '{%s,pod="a",code="200",outcome="patched"}' % JOB, "0+100x100"),
+    (REQUESTS + '{%s,pod="a",code="200",outcome="denied"}' % JOB, "0+1x100"),
+    # one replica's job hooks fail once a minute, the other's never
+    ('webhook_reconcile_errors_total{%s,namespace="ns",pod="a"}' % JOB, "0+1x100"),
+    ('webhook_reconcile_errors_total{%s,namespace="ns",pod="b"}' % JOB, "0x100"),
+    # the leader: pod a for 20 minutes, then nobody
+    ('webhook_leader{%s,pod="a"}' % JOB, "1x20 0x80"),
+    ('webhook_leader{%s,pod="b"}' % JOB, "0x100"),
+]
+CERT_SOON = ("Pod ns/%s serves a certificate that expires in %s. Renew it before then: once "
+             "it has expired, the API server refuses every Volcano Job pod.")
+PROMTOOL_EXPECTED = [
+    ("61m", "VolcanoPluginWebhookCertificateExpiresSoon", [
+        ({"namespace": "ns", "pod": "a"}, CERT_SOON % ("a", "1d 10h 59m 0s")),
+        ({"namespace": "ns", "pod": "b"}, CERT_SOON % ("b", "9d 22h 59m 0s")),
+    ]),
+    ("59m", "VolcanoPluginWebhookCertificateExpiresSoon", []),  # for: 1h
+    ("61m", "VolcanoPluginWebhookCertificateExpiresVerySoon", [
+        ({"namespace": "ns", "pod": "a"}, "Pod ns/a serves a certificate that expires in "
+         "1d 10h 59m 0s; after that no Volcano Job pod can be created."),
+    ]),
+    ("30m", "VolcanoPluginWebhookAdmissionErrors", [
+        ({}, "9.009% of admission requests got no AdmissionReview answer over 5 minutes: "
+         "those Volcano Job pods were refused. The `code` label of "
+         "webhook_admission_requests_total and the webhook's log say why."),
+    ]),
+    ("5m", "VolcanoPluginWebhookAdmissionErrors", []),  # for: 10m
+    ("30m", "VolcanoPluginWebhookAdmissionDenied", []),  # 0.9% is no alert
+    ("40m", "VolcanoPluginWebhookReconcileErrors", [
+        ({"namespace": "ns", "pod": "a"}, "Pod ns/a has had failed job hook runs for 15 "
+         "minutes (10 in the last 10): the objects that Volcano Jobs' pods need may be "
+         "missing. Its log says why (reconcile:, err=)."),
+    ]),
+    ("10m", "VolcanoPluginWebhookReconcileErrors", []),  # for: 15m
+    ("15m", "VolcanoPluginWebhookNoLeader", []),
+    ("30m", "VolcanoPluginWebhookNoLeader", [
+        ({}, "For 5 minutes no replica of volcano-plugin-webhook has reconciled Volcano Jobs "
+         "(webhook_leader is 1 on none, or none is scraped): the Lease volcano-plugin-webhook "
+         "and the replicas' logs (leader:) say why."),
+    ]),
+]
+
+
 def dockerfile_instructions(path=DOCKERFILE):
     """[(INSTRUCTION, arguments)] of a Dockerfile: comments dropped, continuations joined."""
     out = []
@@ -490,7 +831,28 @@ class DockerfileTest(unittest.TestCase):
 
     def test_two_stages_debian_12_build_and_slim_runtime(self):
         stages = [s[0] for s in dockerfile_stages()]
-        self.assertEqual(stages, ["debian:12 AS build", "debian:12-slim"])
+        self.assertEqual(len(stages), 2, stages)
+        # pinned to one Debian 12 point release (a digest may follow the tag)
+        digest = r"(@sha256:[0-9a-f]{64})?"
+        build = re.fullmatch(r"debian:(12\.\d+)" + digest + " AS build", stages[0])
+        runtime = re.fullmatch(r"debian:(12\.\d+)-slim" + digest, stages[1])
+        self.assertIsNotNone(build, stages[0])
+        self.assertIsNotNone(runtime, stages[1])
+        self.assertEqual(build.group(1), runtime.group(1), "one point release for both stages")
+
+    def test_readme_and_dockerfile_say_how_to_pin_by_digest(self):
+        with open(DOCKERFILE, encoding="utf-8") as f:
+            self.assertIn("FROM debian:12.12-slim@sha256:<that digest>", f.read())
+        with open(README, encoding="utf-8") as f:
+            self.assertTrue("FROM debian:12.12-slim@sha256:" in f.read(),
+                            "README.md does not say how to pin the base images by digest")
+
+    def test_build_stage_gets_the_git_information_as_arguments(self):
+        build = dockerfile_stages()[0][1]
+        args = {a for i, a in build if i == "ARG"}
+        self.assertEqual(args, {"GIT_VERSION=unknown", "GIT_COMMIT=unknown", "SOURCE_DATE_EPOCH"})
+        self.assertTrue(any(i == "RUN" and 'make -j"$(nproc)" GIT_VERSION="$GIT_VERSION" '
+                            'GIT_COMMIT="$GIT_COMMIT"' in a for i, a in build))
 
     def test_build_stage_installs_dev_packages_and_runs_make(self):
         build = dockerfile_stages()[0][1]
@@ -588,10 +950,88 @@ class DockerfileTest(unittest.TestCase):
                 self.assertTrue(ignored(path))
 
 
+class MakeImageTest(unittest.TestCase):
+    """`make image`, with stand-ins for docker (no engine is needed to test it)."""
+
+    def make_image(self, docker, tmp):
+        r = subprocess.run(["make", "--no-print-directory", "-s", "image", "DOCKER=" + docker,
+                            "BUILD=" + os.path.join(tmp, "build"), "GIT_VERSION=v0.1.0-1-gabcdef0",
+                            "GIT_COMMIT=abcdef0"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120,
+                           env=dict({k: v for k, v in os.environ.items()
+                                     if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")},
+                                    SOURCE_DATE_EPOCH="1700000000"))
+        return r.returncode, r.stdout, r.stderr
+
+    def fake_docker(self, tmp, info_status):
+        """A docker that logs its arguments and answers `info` with info_status."""
+        path = os.path.join(tmp, "docker")
+        with open(path, "w") as f:
+            f.write('#!/bin/sh\necho "$@" >>"%s/calls"\n[ "$1" = info ] && exit %d\nexit 0\n'
+                    % (tmp, info_status))
+        os.chmod(path, 0o755)
+        return path
+
+    def calls(self, tmp):
+        with open(os.path.join(tmp, "calls")) as f:
+            return f.read().splitlines()
+
+    def test_builds_with_the_git_information(self):
+        with tempfile.TemporaryDirectory(prefix="test_manifests.") as tmp:
+            rc, _, err = self.make_image(self.fake_docker(tmp, 0), tmp)
+            self.assertEqual((rc, err), (0, ""))
+            self.assertEqual(self.calls(tmp), [
+                "info",
+                "build --build-arg GIT_VERSION=v0.1.0-1-gabcdef0 --build-arg GIT_COMMIT=abcdef0 "
+                "--build-arg SOURCE_DATE_EPOCH=1700000000 -t " + IMAGE + " ."])
+
+    def test_says_so_without_an_engine(self):
+        with tempfile.TemporaryDirectory(prefix="test_manifests.") as tmp:
+            docker = self.fake_docker(tmp, 1)
+            rc, _, err = self.make_image(docker, tmp)
+            self.assertNotEqual(rc, 0)
+            self.assertIn("make image: no Docker engine answers (%s info failed: start it or set "
+                          "DOCKER_HOST); no image built\n" % docker, err)
+            self.assertEqual(self.calls(tmp), ["info"])
+
+    def test_says_so_without_docker(self):
+        with tempfile.TemporaryDirectory(prefix="test_manifests.") as tmp:
+            missing = os.path.join(tmp, "no-such-docker")
+            rc, _, err = self.make_image(missing, tmp)
+            self.assertNotEqual(rc, 0)
+            self.assertIn("make image: %s not found: install a Docker engine (or DOCKER=podman); "
+                          "no image built\n" % missing, err)
+
+
 def _glob(pattern):
     """A .dockerignore pattern without '**' as a regular expression ('*' stays in a segment)."""
     return "".join("[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch)
                    for ch in pattern)
+
+
+class LicenseTest(unittest.TestCase):
+    """The project's licence, as a packager or an operator's legal review checks it."""
+
+    def test_license_file_is_apache_2_0_verbatim(self):
+        with open(LICENSE, "rb") as f:
+            text = f.read()
+        self.assertEqual(hashlib.sha256(text).hexdigest(), APACHE_2_0_SHA256)
+        common = "/usr/share/common-licenses/Apache-2.0"
+        if os.path.exists(common):
+            with open(common, "rb") as f:
+                self.assertEqual(text, f.read())
+
+    def test_readme_names_the_license(self):
+        with open(README, encoding="utf-8") as f:
+            readme = f.read()
+        section = readme.split("\n## License\n", 1)
+        self.assertEqual(len(section), 2, "README.md has no '## License' section")
+        self.assertIn("Apache License 2.0 (SPDX `Apache-2.0`)", section[1])
+        self.assertIn("`LICENSE`", section[1])
+
+    def test_image_carries_the_license(self):
+        final = dockerfile_stages()[-1][1]
+        self.assertIn(("COPY", "LICENSE /usr/share/doc/volcano-plugin-webhook/LICENSE"), final)
 
 
 class SchemaValidatorsTest(unittest.TestCase):

@@ -424,8 +424,9 @@ class MetricsTest(WebhookCase):
         self.assertGreaterEqual(metric(after, "webhook_informer_lists_total"), 1)
         self.assertEqual(metric(after, "webhook_watch_restarts_total"),
                          max(metric(after, "webhook_informer_watches_total") - 1, 0))
-        self.assertEqual(metric(after, "webhook_build_info",
-                                version=self.build_version(after)), 1)
+        build = self.build_labels(after)
+        self.assertEqual(sorted(build), ["commit", "version"])
+        self.assertEqual(metric(after, "webhook_build_info", **build), 1)
         # The reconciler runs the ssh hook once for the Job: one key pair.
         deadline = time.monotonic() + 15
         while metric(self.scrape(wh), "webhook_ssh_keygen_total") < 1:
@@ -448,10 +449,10 @@ class MetricsTest(WebhookCase):
         self.assertEqual(metric(last, "webhook_admission_in_flight"), 0)
 
     @staticmethod
-    def build_version(samples):
+    def build_labels(samples):
         for (name, labels), _ in samples.items():
             if name == "webhook_build_info":
-                return dict(labels)["version"]
+                return dict(labels)
         raise AssertionError("no webhook_build_info")
 
 

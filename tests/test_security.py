@@ -38,7 +38,7 @@ import harness
 import test_reconcile as tr
 
 ROOT = harness.ROOT
-MANIFESTS = os.path.join(ROOT, "manifests")
+MANIFESTS = os.path.join(ROOT, "manifests", "base")
 WAIT = tr.WAIT
 SECRET_KEYS = ["authorized_keys", "config", "id_rsa", "id_rsa.pub"]
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "webhook/commands.h"
+#include "webhook/version.h"
 
 static void usage(FILE *to)
 {
@@ -19,7 +20,7 @@ static void usage(FILE *to)
             "  serve       run the HTTPS mutating admission webhook for Volcano Job pods\n"
             "  render      show what the plugins do to a Job's pods, offline\n"
             "  gen-certs   write a CA and a serving certificate for the webhook Service\n"
-            "  version     print the version\n"
+            "  version     print the version, the git commit and the build date\n"
             "\n"
             "'" WH_PROG " COMMAND --help' lists the flags of a command.\n");
 }
@@ -28,11 +29,19 @@ static void usage(FILE *to)
 static int version_main(int argc, char **argv)
 {
     if (argc == 1) {
-        printf(WH_PROG " " WH_VERSION "\n");
+        /* "key: value" lines after the first, for people and for scripts alike */
+        printf(WH_PROG " " WH_VERSION "\n"
+                       "git: %s\n"
+                       "commit: %s\n"
+                       "built: %s\n",
+               version_git, version_commit, version_build_date);
         return 0;
     }
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        printf("usage: " WH_PROG " version\n\nPrints the version (" WH_PROG " " WH_VERSION ").\n");
+        printf("usage: " WH_PROG " version\n\n"
+               "Prints the release (" WH_VERSION "), then the `git describe` and the commit the\n"
+               "binary was built from and its build date (RFC 3339 UTC), \"unknown\" when not\n"
+               "known (built outside a git tree).\n");
         return 0;
     }
     fprintf(stderr, WH_PROG ": version: unexpected argument \"%s\" (see --help)\n", argv[1]);

@@ -1,10 +1,13 @@
 /*
  * metrics.c - see metrics.h. Lock-free recording with C11 atomics; rendering
  * reads each atomic once (a scrape is a consistent-enough snapshot, as with
- * every Prometheus client library).
+ * every Prometheus client library). The process_* families are read from /proc at
+ * each scrape (metrics_internal.h), on the scraping thread.
  */
 #include "webhook/metrics.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -12,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "base/metric.h"
 #include "certs/certwatch.h"
@@ -19,6 +24,8 @@
 #include "plugins/objects.h"
 #include "plugins/plugin.h"
 #include "webhook/commands.h"
+#include "webhook/metrics_internal.h"
+#include "webhook/version.h"
 
 /* Admission latency buckets: 0.1 ms to 10 s, the webhook configuration's timeoutSeconds. */
 static const double latency_bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
@@ -105,6 +112,130 @@ void metrics_reset(void)
                 atomic_store(&objects_ops[k][o][r].n, 0);
 }
 
+/* ---- process metrics (metrics_internal.h) ---- */
+
+int metrics_process_parse_stat(struct metrics_process *out, const char *stat, long ticks,
+                               long page_size, double boot_time, struct wh_error *err)
+{
+    /* proc(5) field numbers: 14 utime, 15 stime, 22 starttime (ticks), 23 vsize (bytes),
+     * 24 rss (pages). Field 3, the state, is one letter. */
+    unsigned long long field[25] = {0};
+    const char *p = strrchr(stat, ')');
+
+    if (p == NULL || ticks <= 0 || page_size <= 0)
+        return wh_error_set(err, WH_EINVAL, "/proc/self/stat: no \"(comm)\" field");
+    p++;
+    for (int n = 3; n <= 24; n++) {
+        char *end = NULL;
+
+        while (*p == ' ')
+            p++;
+        if (*p == '\0' || *p == '\n')
+            return wh_error_set(err, WH_EINVAL, "/proc/self/stat: %d fields, want 24", n - 1);
+        if (n == 3) {
+            p++;
+            continue;
+        }
+        errno = 0;
+        field[n] = strtoull(p, &end, 10); /* signed fields (priority, nice) are not used */
+        if (end == p || errno != 0 || (*end != ' ' && *end != '\n' && *end != '\0'))
+            return wh_error_set(err, WH_EINVAL, "/proc/self/stat: field %d is not a number", n);
+        p = end;
+    }
+    out->cpu_seconds = (double)(field[14] + field[15]) / (double)ticks;
+    out->start_time_seconds = boot_time + (double)field[22] / (double)ticks;
+    out->virtual_bytes = field[23];
+    out->resident_bytes = field[24] * (unsigned long long)page_size;
+    return 0;
+}
+
+/* btime of /proc/stat: the boot time, Unix seconds. */
+static int read_boot_time(double *out, struct wh_error *err)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = WH_ERROR;
+
+    if (f == NULL)
+        return wh_error_set(err, WH_ERROR, "/proc/stat: %s", strerror(errno));
+    /* line by line: the intr line before btime can be long on a machine with many IRQs */
+    while (rc < 0 && getline(&line, &cap, f) >= 0) {
+        unsigned long long v;
+
+        if (sscanf(line, "btime %llu", &v) == 1) {
+            *out = (double)v;
+            rc = 0;
+        }
+    }
+    free(line);
+    fclose(f);
+    if (rc < 0)
+        return wh_error_set(err, WH_ERROR, "/proc/stat: no btime line");
+    return 0;
+}
+
+int metrics_process_read(struct metrics_process *out, struct wh_error *err)
+{
+    struct metrics_process m = {0};
+    char stat[2048]; /* 52 fields, comm at most 64 bytes: well under this */
+    struct rlimit lim;
+    struct dirent *e;
+    double boot_time = 0;
+    size_t n;
+    FILE *f;
+    DIR *d;
+    int rc;
+
+    f = fopen("/proc/self/stat", "r");
+    if (f == NULL)
+        return wh_error_set(err, WH_ERROR, "/proc/self/stat: %s", strerror(errno));
+    n = fread(stat, 1, sizeof(stat) - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    rc = read_boot_time(&boot_time, err);
+    if (rc < 0)
+        return rc;
+    rc = metrics_process_parse_stat(&m, stat, sysconf(_SC_CLK_TCK), sysconf(_SC_PAGESIZE),
+                                    boot_time, err);
+    if (rc < 0)
+        return rc;
+    d = opendir("/proc/self/fd");
+    if (d == NULL)
+        return wh_error_set(err, WH_ERROR, "/proc/self/fd: %s", strerror(errno));
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            m.open_fds++;
+    closedir(d);
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0)
+        return wh_error_set(err, WH_ERROR, "getrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+    m.max_fds = (unsigned long long)lim.rlim_cur;
+    *out = m;
+    return 0;
+}
+
+/* The process_* families; none when /proc cannot be read (nothing to report then). */
+static void render_process(struct metric_writer *w)
+{
+    struct metrics_process m;
+
+    if (metrics_process_read(&m, NULL) < 0)
+        return;
+    metric_write(w, "process_cpu_seconds_total", "counter",
+                 "Total user and system CPU time spent in seconds.", NULL, m.cpu_seconds);
+    metric_write(w, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
+                 NULL, (double)m.resident_bytes);
+    metric_write(w, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", NULL,
+                 (double)m.virtual_bytes);
+    metric_write(w, "process_open_fds", "gauge", "Number of open file descriptors.", NULL,
+                 (double)m.open_fds);
+    metric_write(w, "process_max_fds", "gauge", "Maximum number of open file descriptors.", NULL,
+                 (double)m.max_fds);
+    metric_write(w, "process_start_time_seconds", "gauge",
+                 "Start time of the process since unix epoch in seconds.", NULL,
+                 m.start_time_seconds);
+}
+
 /* ---- the catalogue: every family this process exposes ---- */
 
 static void render_own(void *userdata, struct metric_writer *w)
@@ -177,8 +308,10 @@ static void render_own(void *userdata, struct metric_writer *w)
                  metric_seconds_sum(&sshkey_keygen));
     metric_write(w, "webhook_ssh_keygen_total", "counter", "ssh key pairs generated.", NULL,
                  (double)metric_seconds_count(&sshkey_keygen));
-    metric_write(w, "webhook_build_info", "gauge", "Build information; always 1.",
-                 "version=\"" WH_VERSION "\"", 1);
+    /* version.h's values hold only [A-Za-z0-9._+-] (Makefile): nothing to escape */
+    snprintf(labels, sizeof(labels), "version=\"%s\",commit=\"%s\"", WH_VERSION, version_commit);
+    metric_write(w, "webhook_build_info", "gauge", "Build information; always 1.", labels, 1);
+    render_process(w);
 }
 
 char *metrics_render(metric_collect_fn collect, void *userdata, size_t *len_out)

@@ -11,8 +11,9 @@
  * array, or newline-delimited objects (one JSON object a line).
  *
  * For every object, its kubernetes-models class is found from apiVersion and kind
- * (`kubernetes-models/<group>/<version>/<Kind>`, core `kubernetes-models/v1/<Kind>`);
- * an apiVersion/kind that kubernetes-models does not ship is a problem. Then:
+ * (`kubernetes-models/<group>/<version>/<Kind>`, core `kubernetes-models/v1/<Kind>`,
+ * custom resources from the package of CRD_PACKAGES below: prometheus-operator's
+ * monitoring.coreos.com); an apiVersion/kind without a shipped schema is a problem. Then:
  *  (a) types and required fields, (b) no field outside the schema: as for pods, see
  *      schema-check.mjs;
  *  (c) API-server validation rules the OpenAPI schema cannot express: metadata.name
@@ -47,6 +48,16 @@ const GROUP = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$
 const VERSION = /^v[0-9]+((alpha|beta)[0-9]+)?$/;
 const KIND = /^[A-Z][A-Za-z0-9]*$/;
 
+/*
+ * Custom resources: the npm package of kubernetes-models' family that ships the CRD's
+ * schema, laid out as kubernetes-models is (`<package>/<group>/<version>/<Kind>`).
+ * @kubernetes-models/prometheus-operator: ServiceMonitor, PrometheusRule, ... of
+ * manifests/overlays/prometheus.
+ */
+const CRD_PACKAGES = new Map([
+    ['monitoring.coreos.com', '@kubernetes-models/prometheus-operator'],
+]);
+
 const models = new Map();
 
 /**
@@ -66,6 +77,7 @@ async function loadModel(apiVersion, kind) {
             `kind ${JSON.stringify(kind)} (malformed)` };
     } else {
         const spec = group === '' ? `kubernetes-models/${version}/${kind}` :
+            CRD_PACKAGES.has(group) ? `${CRD_PACKAGES.get(group)}/${group}/${version}/${kind}` :
             `kubernetes-models/${group}/${version}/${kind}`;
         try {
             const mod = await import(spec);

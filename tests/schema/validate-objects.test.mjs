@@ -166,6 +166,44 @@ test('unknown, malformed and non-object kinds have no schema', async () => {
         [{ path: '', message: 'an object must be a JSON object' }]);
 });
 
+test('prometheus-operator kinds (manifests/overlays/prometheus): checked by their CRD schema',
+    async () => {
+        const sm = {
+            apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor',
+            metadata: { name: 'hook', namespace: 'hook-system' },
+            spec: {
+                selector: { matchLabels: LABELS },
+                endpoints: [{ port: 'https', scheme: 'https', interval: '30s',
+                    tlsConfig: { serverName: 'hook.hook-system.svc',
+                        ca: { secret: { name: 'hook-tls', key: 'ca.crt' } } } }],
+            },
+        };
+        const rule = {
+            apiVersion: 'monitoring.coreos.com/v1', kind: 'PrometheusRule',
+            metadata: { name: 'hook', namespace: 'hook-system' },
+            spec: { groups: [{ name: 'hook', rules: [{ alert: 'HookDown', expr: 'up == 0',
+                for: '5m', labels: { severity: 'critical' },
+                annotations: { summary: 'down' } }] }] },
+        };
+        assert.deepEqual(await checkObject(sm), []);
+        assert.deepEqual(await checkObject(rule), []);
+        sm.spec.endpoints[0].schem = 'https';
+        sm.spec.endpoints[0].interval = 30;
+        assert.deepEqual(await checkObject(sm), [
+            { path: 'spec.endpoints[0].interval', message: 'must be string' },
+            { path: 'spec.endpoints[0].schem',
+              message: 'unknown field (not in the monitoring.coreos.com/v1 ServiceMonitor schema)' },
+        ]);
+        delete rule.spec.groups[0].rules[0].expr;
+        assert.deepEqual(await checkObject(rule), [
+            { path: 'spec.groups[0].rules[0].expr', message: 'required field missing' },
+        ]);
+        assert.deepEqual(await checkObject({ apiVersion: 'monitoring.coreos.com/v1',
+            kind: 'ServiceMonitr', metadata: { name: 'x' } }), [{ path: '', message:
+            'no schema for apiVersion monitoring.coreos.com/v1 kind ServiceMonitr ' +
+            '(not a kind kubernetes-models knows)' }]);
+    });
+
 test('metadata.name: required, and well-formed for the kind', async () => {
     const [ns, sa, cr] = goodObjects();
     delete sa.metadata.name;

@@ -1,16 +1,24 @@
 /*
- * check_metrics.c - Prometheus text of webhook/metrics.c after known traffic.
+ * check_metrics.c - Prometheus text of webhook/metrics.c after known traffic, and the
+ * process_* families read from /proc (checks that hold on any Linux).
  */
 #include <check.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "certs/certwatch.h"
 #include "plugins/objects.h"
 #include "tests/testutil.h"
 #include "webhook/metrics.h"
+#include "webhook/metrics_internal.h"
+#include "webhook/version.h"
 
 static char *render(void (*collect)(void *, struct metric_writer *))
 {
@@ -27,6 +35,7 @@ static char *render(void (*collect)(void *, struct metric_writer *))
 
 START_TEST(counters_after_known_traffic)
 {
+    char build_info[128];
     char *text;
 
     metrics_reset();
@@ -71,7 +80,11 @@ START_TEST(counters_after_known_traffic)
     assert_line(text, "webhook_admission_warnings_total 2");
     assert_line(text, "webhook_tls_reloads_total{result=\"ok\"} 1");
     assert_line(text, "webhook_tls_reloads_total{result=\"refused\"} 2");
-    assert_line(text, "webhook_build_info{version=\"0.1.0\"} 1");
+    /* the commit the library was built from (webhook/version.c, "unknown" outside git) */
+    snprintf(build_info, sizeof(build_info),
+             "\nwebhook_build_info{version=\"0.1.0\",commit=\"%s\"} 1\n", version_commit);
+    ck_assert_msg(strstr(text, build_info) != NULL, "missing: %s\n%s", build_info, text);
+    ck_assert_str_ne(version_commit, "");
     assert_line(
         text, "webhook_reconcile_operations_total{kind=\"Secret\",op=\"ensure\",result=\"ok\"} 1");
     assert_line(
@@ -201,6 +214,118 @@ START_TEST(concurrent_recording_loses_nothing)
 }
 END_TEST
 
+/* The value of the one sample "name value" in text; fails when absent or repeated. */
+static double sample(const char *text, const char *name)
+{
+    char key[96];
+    const char *at;
+    double v = -1;
+
+    snprintf(key, sizeof(key), "\n%s ", name);
+    at = strstr(text, key);
+    ck_assert_msg(at != NULL, "no sample %s in\n%s", name, text);
+    ck_assert_ptr_null(strstr(at + 1, key));
+    ck_assert_int_eq(sscanf(at + strlen(key), "%lf", &v), 1);
+    return v;
+}
+
+START_TEST(process_metrics_rendered_and_consistent)
+{
+    double now = (double)time(NULL);
+    char *text;
+    double fds, max_fds, rss, vsize, start, cpu;
+
+    metrics_reset();
+    text = render(NULL);
+    assert_line(text, "# TYPE process_cpu_seconds_total counter");
+    assert_line(text, "# TYPE process_resident_memory_bytes gauge");
+    assert_line(text, "# TYPE process_virtual_memory_bytes gauge");
+    assert_line(text, "# TYPE process_open_fds gauge");
+    assert_line(text, "# TYPE process_max_fds gauge");
+    assert_line(text, "# TYPE process_start_time_seconds gauge");
+    cpu = sample(text, "process_cpu_seconds_total");
+    rss = sample(text, "process_resident_memory_bytes");
+    vsize = sample(text, "process_virtual_memory_bytes");
+    fds = sample(text, "process_open_fds");
+    max_fds = sample(text, "process_max_fds");
+    start = sample(text, "process_start_time_seconds");
+    ck_assert(cpu >= 0);
+    ck_assert(rss > 0);
+    ck_assert(vsize >= rss);
+    ck_assert(fds > 0);
+    ck_assert(fds <= max_fds);
+    /* started within the last day, not in the future (ticks: 1/100 s; one second slack) */
+    ck_assert_msg(start > now - 86400 && start <= now + 1, "start %f now %f", start, now);
+    free(text);
+}
+END_TEST
+
+/* Exact values where the test controls them: one more open file is one more fd, and the
+ * limit is the soft RLIMIT_NOFILE. */
+START_TEST(process_fds_follow_the_process)
+{
+    struct metrics_process before, after;
+    struct rlimit old, lim;
+    struct wh_error err = {0};
+    int fd;
+
+    ck_assert_int_eq(metrics_process_read(&before, &err), 0);
+    fd = open("/dev/null", O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(metrics_process_read(&after, &err), 0);
+    ck_assert_uint_eq(after.open_fds, before.open_fds + 1);
+    close(fd);
+    ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+    lim = old;
+    lim.rlim_cur = 200 < old.rlim_max ? 200 : old.rlim_max;
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &lim), 0);
+    ck_assert_int_eq(metrics_process_read(&after, &err), 0);
+    ck_assert_uint_eq(after.max_fds, (unsigned long long)lim.rlim_cur);
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+    ck_assert(after.resident_bytes > 0);
+}
+END_TEST
+
+START_TEST(process_stat_parsed_after_the_last_parenthesis)
+{
+    /* a command name with spaces and ")" in it; fields 14, 15, 22, 23, 24 as proc(5) */
+    const char *stat = "4242 (we) ird) na me) S 1 2 3 4 5 6 7 8 9 10 150 50 0 0 20 -5 1 0 "
+                       "500 1048576 256 18446744073709551615 1 2 3\n";
+    struct metrics_process m = {0};
+    struct wh_error err = {0};
+
+    ck_assert_int_eq(metrics_process_parse_stat(&m, stat, 100, 4096, 1700000000.0, &err), 0);
+    ck_assert(m.cpu_seconds == 2.0);
+    ck_assert(m.start_time_seconds == 1700000005.0);
+    ck_assert_uint_eq(m.virtual_bytes, 1048576);
+    ck_assert_uint_eq(m.resident_bytes, 256 * 4096);
+}
+END_TEST
+
+START_TEST(process_stat_bad_input_refused)
+{
+    struct metrics_process m = {.cpu_seconds = 7, .resident_bytes = 9};
+    struct wh_error err = {0};
+
+    ck_assert_int_eq(
+        metrics_process_parse_stat(&m, "4242 (x) S 1 2 3 4 5 6 7\n", 100, 4096, 0, &err),
+        WH_EINVAL);
+    ck_assert_str_eq(err.msg, "/proc/self/stat: 10 fields, want 24");
+    ck_assert_int_eq(metrics_process_parse_stat(&m,
+                                                "4242 (x) S 1 2 3 4 5 6 7 8 9 10 1x 50 0 0 20 0 "
+                                                "1 0 500 1048576 256\n",
+                                                100, 4096, 0, &err),
+                     WH_EINVAL);
+    ck_assert_str_eq(err.msg, "/proc/self/stat: field 14 is not a number");
+    ck_assert_int_eq(metrics_process_parse_stat(&m, "no command name", 100, 4096, 0, &err),
+                     WH_EINVAL);
+    ck_assert_str_eq(err.msg, "/proc/self/stat: no \"(comm)\" field");
+    /* nothing changed */
+    ck_assert(m.cpu_seconds == 7);
+    ck_assert_uint_eq(m.resident_bytes, 9);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("metrics");
@@ -211,6 +336,10 @@ int main(void)
     tcase_add_test(tc, concurrent_recording_loses_nothing);
     tcase_add_test(tc, tls_certificate_expiry_gauge);
     tcase_add_test(tc, tls_certificate_expiry_concurrent);
+    tcase_add_test(tc, process_metrics_rendered_and_consistent);
+    tcase_add_test(tc, process_fds_follow_the_process);
+    tcase_add_test(tc, process_stat_parsed_after_the_last_parenthesis);
+    tcase_add_test(tc, process_stat_bad_input_refused);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
