@@ -452,7 +452,23 @@ static int render_review(const json_t *job, const char *path)
     return 0;
 }
 
-int render_main(int argc, char **argv)
+/* What the command line asks for. The strings point into argv. */
+struct render_args {
+    const char **job_paths; /* every -f, in order (owned array, borrowed strings) */
+    size_t njob_paths;
+    const char *pod_path;    /* --pod, or NULL */
+    const char *review_path; /* --review, or NULL */
+    const char *ns_flag;     /* --namespace, or NULL */
+    enum output out;
+    bool out_given; /* -o was on the command line */
+    bool help;      /* -h: print the help and exit 0 */
+};
+
+/*
+ * Read the flags into a (a->job_paths is the caller's to free, even on failure).
+ * @return 0; 1 out of memory; 2 bad usage, after its one line.
+ */
+static int parse_args(struct render_args *a, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"filename", required_argument, NULL, 'f'},
@@ -463,131 +479,152 @@ int render_main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char **job_paths = NULL; /* every -f, in order */
-    size_t njob_paths = 0;
-    const char *pod_path = NULL, *review_path = NULL, *ns_flag = NULL;
-    enum output out = OUTPUT_POD;
-    bool out_given = false;
-    json_t *jobs = NULL;
-    json_t *job;
-    json_t *pod = NULL;
-    int c, rc = 1;
+    int c;
 
+    memset(a, 0, sizeof(*a));
+    a->out = OUTPUT_POD;
     opterr = 0;
     optind = 1;
     /* at most one -f per argument */
-    job_paths = calloc((size_t)argc, sizeof(*job_paths));
-    if (job_paths == NULL) {
+    a->job_paths = calloc((size_t)argc, sizeof(*a->job_paths));
+    if (a->job_paths == NULL) {
         render_err("out of memory");
         return 1;
     }
     while ((c = getopt_long(argc, argv, ":f:o:n:h", opts, NULL)) != -1) {
         switch (c) {
-        case 'f': job_paths[njob_paths++] = optarg; break;
-        case 'p': pod_path = optarg; break;
-        case 'r': review_path = optarg; break;
-        case 'n': ns_flag = optarg; break;
+        case 'f': a->job_paths[a->njob_paths++] = optarg; break;
+        case 'p': a->pod_path = optarg; break;
+        case 'r': a->review_path = optarg; break;
+        case 'n': a->ns_flag = optarg; break;
         case 'o':
-            out_given = true;
+            a->out_given = true;
             if (strcmp(optarg, "pod") == 0)
-                out = OUTPUT_POD;
+                a->out = OUTPUT_POD;
             else if (strcmp(optarg, "patch") == 0)
-                out = OUTPUT_PATCH;
+                a->out = OUTPUT_PATCH;
             else {
                 render_err("--output must be pod or patch, not \"%s\"", optarg);
-                rc = 2;
-                goto out;
+                return 2;
             }
             break;
-        case 'h':
-            render_usage(stdout);
-            rc = 0;
-            goto out;
-        case ':':
-            render_err("flag %s needs a value", argv[optind - 1]);
-            rc = 2;
-            goto out;
-        default:
-            render_err("unknown flag %s (see --help)", argv[optind - 1]);
-            rc = 2;
-            goto out;
+        case 'h': a->help = true; return 0;
+        case ':': render_err("flag %s needs a value", argv[optind - 1]); return 2;
+        default: render_err("unknown flag %s (see --help)", argv[optind - 1]); return 2;
         }
     }
     if (optind < argc) {
         render_err("unexpected argument \"%s\"", argv[optind]);
-        rc = 2;
-        goto out;
+        return 2;
     }
-    for (size_t k = 0, stdin_seen = 0; k < njob_paths; k++)
-        if (strcmp(job_paths[k], "-") == 0 && stdin_seen++ > 0) {
+    return 0;
+}
+
+/* Flags that do not go together. @return 0, or 2 after the usage line. */
+static int check_args(const struct render_args *a)
+{
+    for (size_t k = 0, stdin_seen = 0; k < a->njob_paths; k++)
+        if (strcmp(a->job_paths[k], "-") == 0 && stdin_seen++ > 0) {
             render_err("-f - (standard input) can be given once");
-            rc = 2;
-            goto out;
+            return 2;
         }
-    if (njob_paths == 0) {
+    if (a->njob_paths == 0) {
         render_err("missing required flag -f JOB (see --help)");
-        rc = 2;
-        goto out;
+        return 2;
     }
-    if (pod_path != NULL && review_path != NULL) {
+    if (a->pod_path != NULL && a->review_path != NULL) {
         render_err("--pod and --review cannot be used together");
-        rc = 2;
-        goto out;
+        return 2;
     }
-    if (review_path != NULL && out_given) {
+    if (a->review_path != NULL && a->out_given) {
         render_err("--output does not apply to --review (it prints the AdmissionReview)");
-        rc = 2;
-        goto out;
+        return 2;
     }
+    return 0;
+}
+
+/* The Jobs of every -f, in order, into jobs; --pod and --review take one.
+ * @return 0, or 1 after the message. */
+static int load_all_jobs(const struct render_args *a, json_t *jobs)
+{
+    for (size_t k = 0; k < a->njob_paths; k++)
+        if (load_jobs(a->job_paths[k], jobs) != 0)
+            return 1;
+    if ((a->pod_path != NULL || a->review_path != NULL) && json_array_size(jobs) > 1) {
+        const char *flag = a->pod_path != NULL ? "--pod" : "--review";
+
+        if (a->njob_paths == 1)
+            render_err("%s: holds %zu Jobs; %s takes a file with one", a->job_paths[0],
+                       json_array_size(jobs), flag);
+        else
+            render_err("the -f files hold %zu Jobs; %s takes one", json_array_size(jobs), flag);
+        return 1;
+    }
+    return 0;
+}
+
+/* --pod: that pod, mutated with job (a writable copy). @return the exit status. */
+static int render_given_pod(json_t *job, const char *pod_path, const char *ns_flag, enum output out)
+{
+    const char *ns = ns_flag;
+    json_t *pod = NULL;
+    json_t *item = NULL;
+    int rc;
+
+    if (load_pod(pod_path, job, &pod) != 0)
+        return 1;
+    warn_pod_task(pod_path, job, pod);
+    if (ns == NULL)
+        ns = json_string_value(json_object_get(json_object_get(pod, "metadata"), "namespace"));
+    if (ns == NULL || ns[0] == '\0')
+        ns = job_namespace(job)[0] ? job_namespace(job) : "default";
+    rc = jobpods_complete_job(job, ns) < 0 ? 1 : 0;
+    if (rc == 0)
+        rc = render_pod(job, pod, ns, out, &item);
+    if (rc == 0)
+        rc = print_json(out == OUTPUT_POD ? item : json_object_get(item, "patch"));
+    json_decref(item);
+    json_decref(pod);
+    return rc;
+}
+
+int render_main(int argc, char **argv)
+{
+    struct render_args a;
+    json_t *jobs = NULL;
+    json_t *job;
+    size_t j;
+    int rc;
+
+    rc = parse_args(&a, argc, argv);
+    if (rc == 0 && a.help)
+        render_usage(stdout);
+    if (rc != 0 || a.help)
+        goto out;
+    rc = check_args(&a);
+    if (rc != 0)
+        goto out;
+    rc = 1;
     jobs = json_array();
     if (jobs == NULL) {
         render_err("out of memory");
         goto out;
     }
-    for (size_t k = 0; k < njob_paths; k++)
-        if (load_jobs(job_paths[k], jobs) != 0)
-            goto out;
-    job = json_array_get(jobs, 0);
-    if ((pod_path != NULL || review_path != NULL) && json_array_size(jobs) > 1) {
-        if (njob_paths == 1)
-            render_err("%s: holds %zu Jobs; %s takes a file with one", job_paths[0],
-                       json_array_size(jobs), pod_path != NULL ? "--pod" : "--review");
-        else
-            render_err("the -f files hold %zu Jobs; %s takes one", json_array_size(jobs),
-                       pod_path != NULL ? "--pod" : "--review");
+    if (load_all_jobs(&a, jobs) != 0)
         goto out;
-    }
-    if (review_path != NULL) {
-        rc = render_review(job, review_path);
-    } else if (pod_path != NULL) {
-        const char *ns;
-        json_t *item = NULL;
-
-        if (load_pod(pod_path, job, &pod) != 0)
-            goto out;
-        warn_pod_task(pod_path, job, pod);
-        ns = ns_flag;
-        if (ns == NULL)
-            ns = json_string_value(json_object_get(json_object_get(pod, "metadata"), "namespace"));
-        if (ns == NULL || ns[0] == '\0')
-            ns = job_namespace(job)[0] ? job_namespace(job) : "default";
-        if (jobpods_complete_job(job, ns) < 0)
-            goto out;
-        rc = render_pod(job, pod, ns, out, &item);
-        if (rc == 0)
-            rc = print_json(out == OUTPUT_POD ? item : json_object_get(item, "patch"));
-        json_decref(item);
+    job = json_array_get(jobs, 0);
+    if (a.review_path != NULL) {
+        rc = render_review(job, a.review_path);
+    } else if (a.pod_path != NULL) {
+        rc = render_given_pod(job, a.pod_path, a.ns_flag, a.out);
     } else {
-        size_t j;
-
         json_array_foreach(jobs, j, job)
-            if (jobpods_complete_job(job, ns_flag ? ns_flag : "default") < 0)
+            if (jobpods_complete_job(job, a.ns_flag ? a.ns_flag : "default") < 0)
                 goto out;
-        rc = render_job_pods(jobs, out);
+        rc = render_job_pods(jobs, a.out);
     }
 out:
-    json_decref(pod);
     json_decref(jobs);
-    free(job_paths);
+    free(a.job_paths);
     return rc;
 }
