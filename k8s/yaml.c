@@ -1,5 +1,6 @@
 /*
- * yaml.c - YAML (or JSON) text to jansson values over libyaml's event API.
+ * yaml.c - YAML (or JSON) text to jansson values over libyaml's event API, and
+ * back (yaml_dump_buffer, over libyaml's emitter).
  *
  * Design: one pass over the parser's events with an explicit stack of open
  * collections (no recursion, so input depth cannot overflow the C stack).
@@ -30,11 +31,16 @@
  * nodes, YAML_MAX_DEPTH levels) so a "billion laughs" document fails fast
  * with WH_ETOOBIG before anything large is allocated.
  *
- * Threads: no shared state; every call owns its parser. Reentrant.
+ * The writer quotes a string wherever a plain scalar would be typed otherwise, by
+ * the rules above or by a YAML 1.1 reader such as PyYAML (timestamps, "1:20"), so
+ * that this loader, kubectl and PyYAML read back the value that was written.
+ *
+ * Threads: no shared state; every call owns its parser or emitter. Reentrant.
  */
 #include "k8s/yaml.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -838,4 +844,181 @@ int yaml_load_file(const char *path, json_t **out, struct wh_error *err)
 int yaml_load_file_documents(const char *path, json_t **docs_out, struct wh_error *err)
 {
     return load_file(path, true, docs_out, err);
+}
+
+/* ---- the writer ---- */
+
+/* Four digits and '-': how every YAML 1.1 timestamp begins. */
+static bool looks_like_timestamp(const char *s, size_t len)
+{
+    return len >= 5 && is_digit(s[0]) && is_digit(s[1]) && is_digit(s[2]) && is_digit(s[3])
+        && s[4] == '-';
+}
+
+/*
+ * Whether the string s, written plain, would be read as something else: by this
+ * loader (resolve_plain), or by a YAML 1.1 reader that also types timestamps,
+ * base-60 numbers ("1:20"), "=" and ".5_0" (PyYAML), or as a merge key.
+ */
+static bool plain_reads_otherwise(const char *s, size_t len)
+{
+    const char *p = s;
+    json_t *v;
+    bool other;
+
+    if (len == 0 || (len == 1 && s[0] == '=') || (len == 2 && memcmp(s, "<<", 2) == 0))
+        return true;
+    if (memchr(s, '\0', len) != NULL)
+        return false; /* the emitter escapes it in double quotes anyway */
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strcmp(s, words[i].text) == 0)
+            return true;
+    if (*p == '+' || *p == '-')
+        p++;
+    if (looks_like_timestamp(s, len) || (is_digit(*p) && memchr(s, ':', len) != NULL)
+        || (*p == '.' && memchr(s, '_', len) != NULL))
+        return true;
+    v = resolve_plain(s, len);
+    other = v == NULL || !json_is_string(v);
+    json_decref(v);
+    return other;
+}
+
+/* One scalar event. A string that would read as another type is double-quoted, one
+ * with a line break is a literal block where libyaml allows it. @return 1, or 0. */
+static int emit_scalar(yaml_emitter_t *e, const char *s, size_t len, bool is_string)
+{
+    yaml_scalar_style_t style = YAML_ANY_SCALAR_STYLE;
+    int plain = 1;
+    yaml_event_t ev;
+
+    if (is_string && plain_reads_otherwise(s, len)) {
+        style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+        plain = 0;
+    } else if (is_string && memchr(s, '\n', len) != NULL) {
+        style = YAML_LITERAL_SCALAR_STYLE; /* libyaml falls back to quotes for a key */
+    }
+    if (len > INT_MAX
+        || !yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)len, plain, 1,
+                                         style))
+        return 0;
+    return yaml_emitter_emit(e, &ev);
+}
+
+/* v and everything below it. @return 0, or an error with err filled. */
+static int emit_value(yaml_emitter_t *e, const json_t *v, size_t depth, struct wh_error *err)
+{
+    yaml_event_t ev;
+    char num[64];
+    int ok;
+
+    if (depth > YAML_MAX_DEPTH)
+        return wh_error_set(err, WH_EINVAL, "value nested deeper than %u levels", YAML_MAX_DEPTH);
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        const char *key;
+        const json_t *member;
+
+        if (!yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE)
+            || !yaml_emitter_emit(e, &ev))
+            goto emitter;
+        json_object_foreach((json_t *)v, key, member) {
+            int rc;
+
+            if (!emit_scalar(e, key, strlen(key), true))
+                goto emitter;
+            rc = emit_value(e, member, depth + 1, err);
+            if (rc < 0)
+                return rc;
+        }
+        ok = yaml_mapping_end_event_initialize(&ev) && yaml_emitter_emit(e, &ev);
+        break;
+    }
+    case JSON_ARRAY: {
+        size_t i;
+        const json_t *item;
+
+        if (!yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE)
+            || !yaml_emitter_emit(e, &ev))
+            goto emitter;
+        json_array_foreach(v, i, item) {
+            int rc = emit_value(e, item, depth + 1, err);
+
+            if (rc < 0)
+                return rc;
+        }
+        ok = yaml_sequence_end_event_initialize(&ev) && yaml_emitter_emit(e, &ev);
+        break;
+    }
+    case JSON_STRING: ok = emit_scalar(e, json_string_value(v), json_string_length(v), true); break;
+    case JSON_INTEGER:
+        snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        ok = emit_scalar(e, num, strlen(num), false);
+        break;
+    case JSON_REAL:
+        /* as jansson writes a real: 17 digits, and a ".0" so that it reads back as one */
+        snprintf(num, sizeof(num), "%.17g", json_real_value(v));
+        if (strpbrk(num, ".e") == NULL)
+            strncat(num, ".0", sizeof(num) - strlen(num) - 1);
+        ok = emit_scalar(e, num, strlen(num), false);
+        break;
+    case JSON_TRUE: ok = emit_scalar(e, "true", 4, false); break;
+    case JSON_FALSE: ok = emit_scalar(e, "false", 5, false); break;
+    default: ok = emit_scalar(e, "null", 4, false); break;
+    }
+    if (ok)
+        return 0;
+emitter:
+    if (e->error == YAML_MEMORY_ERROR)
+        return wh_error_set(err, WH_ENOMEM, "out of memory writing yaml");
+    return wh_error_set(err, WH_EINVAL, "cannot write yaml: %s",
+                        e->problem ? e->problem : "emitter error");
+}
+
+int yaml_dump_buffer(const json_t *v, char **text_out, size_t *len_out, struct wh_error *err)
+{
+    yaml_emitter_t e;
+    yaml_event_t ev;
+    FILE *mem = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    int rc;
+
+    *text_out = NULL;
+    if (len_out != NULL)
+        *len_out = 0;
+    /* libyaml writes to a FILE: a memory stream (POSIX open_memstream) grows as it writes */
+    mem = open_memstream(&text, &len);
+    if (mem == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    if (!yaml_emitter_initialize(&e)) {
+        fclose(mem);
+        free(text);
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    }
+    yaml_emitter_set_output_file(&e, mem);
+    yaml_emitter_set_unicode(&e, 1);
+    yaml_emitter_set_width(&e, -1); /* no folded lines: values copy and paste whole */
+    rc = yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING) && yaml_emitter_emit(&e, &ev)
+            && yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1)
+            && yaml_emitter_emit(&e, &ev)
+        ? 0
+        : wh_error_set(err, WH_ENOMEM, "out of memory writing yaml");
+    if (rc == 0)
+        rc = emit_value(&e, v, 0, err);
+    if (rc == 0
+        && !(yaml_document_end_event_initialize(&ev, 1) && yaml_emitter_emit(&e, &ev)
+             && yaml_stream_end_event_initialize(&ev) && yaml_emitter_emit(&e, &ev)))
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory writing yaml");
+    yaml_emitter_delete(&e);
+    if (fclose(mem) != 0 && rc == 0)
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory writing yaml");
+    if (rc < 0) {
+        free(text);
+        return rc;
+    }
+    *text_out = text;
+    if (len_out != NULL)
+        *len_out = len;
+    return 0;
 }

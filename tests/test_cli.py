@@ -46,8 +46,8 @@ class UsageErrors(unittest.TestCase):
             (["render", "--bogus"], P + "render: unknown flag --bogus (see --help)"),
             (["render"], P + "render: missing required flag -f JOB (see --help)"),
             (["render", "-f"], P + "render: flag -f needs a value"),
-            (["render", "-f", "j.yaml", "-o", "yaml"],
-             P + "render: --output must be pod or patch, not \"yaml\""),
+            (["render", "-f", "j.yaml", "-o", "xml"],
+             P + "render: --output must be pod, yaml or patch, not \"xml\""),
             (["render", "-f", "j.yaml", "extra"], P + "render: unexpected argument \"extra\""),
             (["version", "x"], P + "version: unexpected argument \"x\" (see --help)"),
         ]
@@ -138,6 +138,36 @@ class UsageErrors(unittest.TestCase):
             self.assertEqual(run("render", "-f", os.path.join(ex, "pytorch-job.yaml"), "-f",
                                  os.path.join(ex, "mpi-job.yaml"), "--pod", "p.json"),
                              (1, "", P + "render: the -f files hold 2 Jobs; --pod takes one\n"))
+
+    def test_render_output_yaml(self):
+        """-o yaml prints the objects of -o pod as YAML (libyaml's emitter), which a
+        YAML 1.1 reader takes back as the same values: strings such as "0" or "yes"
+        quoted, a multi-line command as a literal block."""
+        ex = os.path.join(harness.ROOT, "examples")
+        for name in sorted(os.listdir(ex)):
+            with self.subTest(example=name):
+                path = os.path.join(ex, name)
+                rc, as_json, _ = run("render", "-f", path)
+                self.assertEqual(rc, 0)
+                rc, as_yaml, _ = run("render", "-f", path, "-o", "yaml")
+                self.assertEqual(rc, 0)
+                self.assertTrue(as_yaml.startswith("apiVersion: v1\nkind: List\n"), as_yaml)
+                self.assertEqual(yaml.safe_load(as_yaml), json.loads(as_json))
+        rc, out, _ = run("render", "-f", os.path.join(ex, "pytorch-job.yaml"), "-o", "yaml")
+        self.assertIn("\n      volcano.sh/task-index: \"0\"\n", out)
+        self.assertIn("\n      - -c\n      - |\n        import os\n", out)
+        # --pod -o yaml: that pod alone
+        job = harness.load_job("pytorch-job")
+        pod = harness.build_pod(job, "worker", 1)
+        with tempfile.TemporaryDirectory() as tmp:
+            args = ["render", "-f", write_json(tmp, "job.json", job),
+                    "--pod", write_json(tmp, "pod.json", pod)]
+            rc, as_json, _ = run(*args)
+            self.assertEqual(rc, 0)
+            rc, as_yaml, err = run(*args, "-o", "yaml")
+            self.assertEqual((rc, err), (0, ""))
+            self.assertTrue(as_yaml.startswith("kind: Pod\napiVersion: v1\n"), as_yaml)
+            self.assertEqual(yaml.safe_load(as_yaml), json.loads(as_json))
 
     def test_render_warns_what_it_cannot_check(self):
         """--review with a Job file without a uid cannot compare the ownerReference's;

@@ -1,8 +1,8 @@
 /*
  * render.c - `render`: the admission code path without a server or cluster.
  *
- *   render -f JOB [--namespace NS] [-o pod|patch]     every pod of the Job, mutated
- *   render -f JOB --pod POD [--namespace NS] [-o pod|patch]
+ *   render -f JOB [--namespace NS] [-o pod|yaml|patch]   every pod of the Job, mutated
+ *   render -f JOB --pod POD [--namespace NS] [-o pod|yaml|patch]
  *   render -f JOB --review REVIEW                     the AdmissionReview answer
  *
  * JOB may hold several Jobs ("---"-separated, or a List, as kubectl takes them),
@@ -31,7 +31,11 @@
 
 #define REVIEW_MAX_BYTES (3u << 20) /* the server's body cap */
 
-enum output { OUTPUT_POD, OUTPUT_PATCH };
+enum output {
+    OUTPUT_POD,   /* the mutated pods, JSON */
+    OUTPUT_YAML,  /* the same, YAML */
+    OUTPUT_PATCH, /* the JSON Patch ops, JSON */
+};
 
 /* One problem line on stderr: "volcano-plugin-webhook: render: " fmt "\n". */
 __attribute__((format(printf, 1, 2))) static void render_err(const char *fmt, ...)
@@ -48,8 +52,8 @@ __attribute__((format(printf, 1, 2))) static void render_err(const char *fmt, ..
 static void render_usage(FILE *to)
 {
     fprintf(to,
-            "usage: " WH_PROG " render -f JOB [--namespace NS] [-o pod|patch]\n"
-            "       " WH_PROG " render -f JOB --pod POD [--namespace NS] [-o pod|patch]\n"
+            "usage: " WH_PROG " render -f JOB [--namespace NS] [-o pod|yaml|patch]\n"
+            "       " WH_PROG " render -f JOB --pod POD [--namespace NS] [-o pod|yaml|patch]\n"
             "       " WH_PROG " render -f JOB --review REVIEW\n"
             "\n"
             "Shows what the Volcano job plugins do, with the same code path as `serve`.\n"
@@ -59,8 +63,8 @@ static void render_usage(FILE *to)
             "      --pod POD        mutate this pod (YAML or JSON) instead of the Job's own pods\n"
             "      --review REVIEW  print the AdmissionReview response serve would send\n"
             "      --namespace NS   namespace when the Job or pod has none (default \"default\")\n"
-            "  -o, --output FORMAT  pod (default): mutated pods; patch: the JSON Patch ops\n"
-            "                       (not with --review)\n"
+            "  -o, --output FORMAT  pod (default): mutated pods, JSON; yaml: the same as YAML;\n"
+            "                       patch: the JSON Patch ops (not with --review)\n"
             "  -h, --help           this help\n");
 }
 
@@ -290,6 +294,27 @@ static int print_json(json_t *v)
     return rc;
 }
 
+/* v on stdout as out asks: YAML for -o yaml, else JSON. @return 0, or 1 after the message. */
+static int print_output(const json_t *v, enum output out)
+{
+    struct wh_error err;
+    char *text = NULL;
+    size_t len = 0;
+    int rc;
+
+    if (out != OUTPUT_YAML)
+        return print_json((json_t *)v);
+    wh_error_clear(&err);
+    rc = yaml_dump_buffer(v, &text, &len, &err);
+    if (rc < 0) {
+        render_err("%s", err.msg);
+        return 1;
+    }
+    rc = fwrite(text, 1, len, stdout) == len ? 0 : 1;
+    free(text);
+    return rc;
+}
+
 /* Mutate one pod; on success *item_out is the pod or {"pod":name,"patch":[...]}. */
 static int render_pod(const json_t *job, const json_t *pod, const char *ns, enum output out,
                       json_t **item_out)
@@ -306,7 +331,7 @@ static int render_pod(const json_t *job, const json_t *pod, const char *ns, enum
     if (!r.allowed) {
         render_err("pod %s denied (code %d): %s", name, r.status_code, r.message);
         rc = 1;
-    } else if (out == OUTPUT_POD) {
+    } else if (out != OUTPUT_PATCH) {
         *item_out = json_incref(r.pod);
     } else {
         json_t *ops = r.patch != NULL ? json_incref(r.patch) : json_array();
@@ -376,12 +401,12 @@ static int render_job_pods(json_t *jobs, enum output out)
             break;
     }
     if (rc == 0) {
-        if (out == OUTPUT_POD)
+        if (out != OUTPUT_PATCH)
             list = json_pack("{s:s, s:s, s:{}, s:O}", "apiVersion", "v1", "kind", "List",
                              "metadata", "items", items);
         else
             list = json_incref(items);
-        rc = print_json(list);
+        rc = print_output(list, out);
     }
     json_decref(list);
     json_decref(items);
@@ -501,10 +526,12 @@ static int parse_args(struct render_args *a, int argc, char **argv)
             a->out_given = true;
             if (strcmp(optarg, "pod") == 0)
                 a->out = OUTPUT_POD;
+            else if (strcmp(optarg, "yaml") == 0)
+                a->out = OUTPUT_YAML;
             else if (strcmp(optarg, "patch") == 0)
                 a->out = OUTPUT_PATCH;
             else {
-                render_err("--output must be pod or patch, not \"%s\"", optarg);
+                render_err("--output must be pod, yaml or patch, not \"%s\"", optarg);
                 return 2;
             }
             break;
@@ -582,7 +609,7 @@ static int render_given_pod(json_t *job, const char *pod_path, const char *ns_fl
     if (rc == 0)
         rc = render_pod(job, pod, ns, out, &item);
     if (rc == 0)
-        rc = print_json(out == OUTPUT_POD ? item : json_object_get(item, "patch"));
+        rc = print_output(out != OUTPUT_PATCH ? item : json_object_get(item, "patch"), out);
     json_decref(item);
     json_decref(pod);
     return rc;
