@@ -139,6 +139,29 @@ class UsageErrors(unittest.TestCase):
                                  os.path.join(ex, "mpi-job.yaml"), "--pod", "p.json"),
                              (1, "", P + "render: the -f files hold 2 Jobs; --pod takes one\n"))
 
+    def test_render_patch_names_pod_namespace_and_job(self):
+        """Each -o patch entry says which pod of which Job in which namespace: a List
+        of Jobs may mix namespaces; --namespace fills in where a Job has none."""
+        jobs = [harness.load_job("pytorch-job"), harness.load_job("mpi-job")]
+        jobs[0]["metadata"]["namespace"] = "team-a"
+        jobs[1]["metadata"].pop("namespace", None)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = write_json(tmp, "list.json", {"apiVersion": "v1", "kind": "List",
+                                                 "items": jobs})
+            for args, other_ns in (([], "default"), (["--namespace", "team-b"], "team-b")):
+                with self.subTest(args=args):
+                    rc, out, err = run("render", "-f", path, "-o", "patch", *args)
+                    self.assertEqual((rc, err), (0, ""))
+                    self.assertEqual(
+                        [(i["pod"], i["namespace"], i["job"], list(i)) for i in json.loads(out)],
+                        [(p, ns, j, ["pod", "namespace", "job", "patch"]) for p, ns, j in (
+                            ("pytorch-job-master-0", "team-a", "pytorch-job"),
+                            ("pytorch-job-worker-0", "team-a", "pytorch-job"),
+                            ("pytorch-job-worker-1", "team-a", "pytorch-job"),
+                            ("mpi-job-mpimaster-0", other_ns, "mpi-job"),
+                            ("mpi-job-mpiworker-0", other_ns, "mpi-job"),
+                            ("mpi-job-mpiworker-1", other_ns, "mpi-job"))])
+
     def test_render_output_yaml(self):
         """-o yaml prints the objects of -o pod as YAML (libyaml's emitter), which a
         YAML 1.1 reader takes back as the same values: strings such as "0" or "yes"

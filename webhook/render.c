@@ -64,7 +64,8 @@ static void render_usage(FILE *to)
             "      --review REVIEW  print the AdmissionReview response serve would send\n"
             "      --namespace NS   namespace when the Job or pod has none (default \"default\")\n"
             "  -o, --output FORMAT  pod (default): mutated pods, JSON; yaml: the same as YAML;\n"
-            "                       patch: the JSON Patch ops (not with --review)\n"
+            "                       patch: the JSON Patch ops of each pod, with its name,\n"
+            "                       namespace and Job (not with --review)\n"
             "  -h, --help           this help\n");
 }
 
@@ -315,7 +316,8 @@ static int print_output(const json_t *v, enum output out)
     return rc;
 }
 
-/* Mutate one pod; on success *item_out is the pod or {"pod":name,"patch":[...]}. */
+/* Mutate one pod; on success *item_out is the pod, or for -o patch
+ * {"pod": name, "namespace": ns, "job": the Job's name, "patch": [ops]}. */
 static int render_pod(const json_t *job, const json_t *pod, const char *ns, enum output out,
                       json_t **item_out)
 {
@@ -336,7 +338,9 @@ static int render_pod(const json_t *job, const json_t *pod, const char *ns, enum
     } else {
         json_t *ops = r.patch != NULL ? json_incref(r.patch) : json_array();
 
-        *item_out = json_pack("{s:s, s:o}", "pod", name, "patch", ops);
+        /* which pod of which Job, as `kubectl get` names it: a List may mix namespaces */
+        *item_out = json_pack("{s:s, s:s, s:s, s:o}", "pod", name, "namespace", ns, "job",
+                              job_name(job), "patch", ops);
     }
     mutate_result_dispose(&r);
     if (rc == 0 && *item_out == NULL) {
