@@ -49,6 +49,10 @@ class UsageErrors(unittest.TestCase):
             (["render", "-f", "j.yaml", "-o", "xml"],
              P + "render: --output must be pod, yaml or patch, not \"xml\""),
             (["render", "-f", "j.yaml", "extra"], P + "render: unexpected argument \"extra\""),
+            *[(["render", "-f", "j.yaml", "--namespace", ns],
+               P + "render: invalid --namespace \"%s\": want a DNS-1123 label (1 to 63 of "
+                   "a-z, 0-9 and '-', a letter or digit at both ends)" % ns)
+              for ns in ("", "Team-A", "team_a", "-a", "a-", "a.b", "a" * 64)],
             (["version", "x"], P + "version: unexpected argument \"x\" (see --help)"),
         ]
         for args, line in cases:

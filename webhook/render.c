@@ -62,7 +62,8 @@ static void render_usage(FILE *to)
             "                       -o yaml); - reads standard input\n"
             "      --pod POD        mutate this pod (YAML or JSON) instead of the Job's own pods\n"
             "      --review REVIEW  print the AdmissionReview response serve would send\n"
-            "      --namespace NS   namespace when the Job or pod has none (default \"default\")\n"
+            "      --namespace NS   namespace when the Job or pod has none, a DNS-1123 label\n"
+            "                       (default \"default\")\n"
             "  -o, --output FORMAT  pod (default): mutated pods, JSON; yaml: the same as YAML;\n"
             "                       patch: the JSON Patch ops of each pod, with its name,\n"
             "                       namespace and Job (not with --review)\n"
@@ -551,7 +552,22 @@ static int parse_args(struct render_args *a, int argc, char **argv)
     return 0;
 }
 
-/* Flags that do not go together. @return 0, or 2 after the usage line. */
+/* A DNS-1123 label, as the API server validates a namespace name: 1-63 of [a-z0-9-],
+ * a letter or digit at both ends. */
+static bool dns_label(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return false;
+    return true;
+}
+
+/* Flags that do not go together, and values the API server would refuse.
+ * @return 0, or 2 after the usage line. */
 static int check_args(const struct render_args *a)
 {
     for (size_t k = 0, stdin_seen = 0; k < a->njob_paths; k++)
@@ -569,6 +585,12 @@ static int check_args(const struct render_args *a)
     }
     if (a->review_path != NULL && a->out_given) {
         render_err("--output does not apply to --review (it prints the AdmissionReview)");
+        return 2;
+    }
+    if (a->ns_flag != NULL && !dns_label(a->ns_flag)) {
+        render_err("invalid --namespace \"%s\": want a DNS-1123 label (1 to 63 of a-z, 0-9 "
+                   "and '-', a letter or digit at both ends)",
+                   a->ns_flag);
         return 2;
     }
     return 0;
