@@ -260,6 +260,8 @@ class UsageErrors(unittest.TestCase):
                 rc, out, err = run(cmd, "--help")
                 self.assertEqual((rc, err), (0, ""))
                 self.assertTrue(out.startswith("usage: volcano-plugin-webhook " + cmd), out)
+                # `help CMD` prints the same, as `CMD --help` does
+                self.assertEqual(run("help", cmd), (0, out, ""))
         rc, out, err = run("version")
         self.assertEqual((rc, err), (0, ""))
         self.assertRegex(out, r"^volcano-plugin-webhook \d+\.\d+\.\d+\n$")
@@ -271,11 +273,15 @@ class UsageErrors(unittest.TestCase):
 
     def test_unknown_or_no_command(self):
         self.assert_usage_error(["nope"], P + "unknown command \"nope\" (see --help)")
+        self.assert_usage_error(["help", "nope"], P + "help: unknown command \"nope\" (see --help)")
+        self.assert_usage_error(["help", "render", "x"],
+                                P + "help: unexpected argument \"x\" (see --help)")
         # no command at all: the command list, as --help prints it, on stderr
         rc, help_out, _ = run("--help")
         self.assertEqual(rc, 0)
         self.assertTrue(help_out.startswith("usage: volcano-plugin-webhook COMMAND [flags]"))
         self.assertEqual(run(), (2, "", help_out))
+        self.assertEqual(run("help"), (0, help_out, ""))
 
 if __name__ == "__main__":
     unittest.main()
