@@ -139,6 +139,20 @@ class UsageErrors(unittest.TestCase):
                                  (1, "", P + "render: %s: not a Job object\n" % empty))
             self.assertEqual(run("render", "-f", "-", "-f", "-"),
                              (2, "", P + "render: -f - (standard input) can be given once\n"))
+            # the same file twice would render each of its Jobs twice: refused, however named
+            mpi = os.path.join(ex, "mpi-job.yaml")
+            link = os.path.join(tmp, "link.yaml")
+            os.symlink(mpi, link)
+            self.assertEqual(run("render", "-f", mpi, "-f", mpi),
+                             (2, "", P + "render: -f %s is given twice\n" % mpi))
+            self.assertEqual(run("render", "-f", mpi, "-f", link, "-o", "patch"),
+                             (2, "", P + "render: -f %s and -f %s are the same file\n"
+                              % (mpi, link)))
+            with open(mpi) as stdin:
+                p = subprocess.run([harness.binary(), "render", "-f", "-", "-f", mpi],
+                                   stdin=stdin, capture_output=True, text=True, timeout=30)
+            self.assertEqual((p.returncode, p.stdout, p.stderr),
+                             (2, "", P + "render: -f - and -f %s are the same file\n" % mpi))
             self.assertEqual(run("render", "-f", os.path.join(ex, "pytorch-job.yaml"), "-f",
                                  os.path.join(ex, "mpi-job.yaml"), "--pod", "p.json"),
                              (1, "", P + "render: the -f files hold 2 Jobs; --pod takes one\n"))

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "k8s/yaml.h"
 #include "plugins/jobpods.h"
@@ -57,9 +59,9 @@ static void render_usage(FILE *to)
             "       " WH_PROG " render -f JOB --review REVIEW\n"
             "\n"
             "Shows what the Volcano job plugins do, with the same code path as `serve`.\n"
-            "  -f, --filename JOB   Volcano Job, YAML or JSON (required, repeatable); every\n"
-            "                       Job of a multi-document file or of a List (kubectl get\n"
-            "                       -o yaml); - reads standard input\n"
+            "  -f, --filename JOB   Volcano Job, YAML or JSON (required; repeatable, each file\n"
+            "                       once); every Job of a multi-document file or of a List\n"
+            "                       (kubectl get -o yaml); - reads standard input\n"
             "      --pod POD        mutate this pod (YAML or JSON) instead of the Job's own pods\n"
             "      --review REVIEW  print the AdmissionReview response serve would send\n"
             "      --namespace NS   namespace when the Job or pod has none, a DNS-1123 label\n"
@@ -566,6 +568,21 @@ static bool dns_label(const char *s)
     return true;
 }
 
+/* Whether two -f name the same file: the same text, or the same inode (a link, "./",
+ * or standard input redirected from it). */
+static bool same_file(const char *p, const char *q)
+{
+    struct stat sp, sq;
+
+    if (strcmp(p, q) == 0)
+        return true;
+    if ((strcmp(p, "-") == 0 ? fstat(STDIN_FILENO, &sp) : stat(p, &sp)) != 0
+        || (strcmp(q, "-") == 0 ? fstat(STDIN_FILENO, &sq) : stat(q, &sq)) != 0)
+        return false; /* load_jobs names the file it cannot read */
+    /* a pipe or terminal on stdin is no file given twice */
+    return S_ISREG(sp.st_mode) && sp.st_dev == sq.st_dev && sp.st_ino == sq.st_ino;
+}
+
 /* Flags that do not go together, and values the API server would refuse.
  * @return 0, or 2 after the usage line. */
 static int check_args(const struct render_args *a)
@@ -575,6 +592,18 @@ static int check_args(const struct render_args *a)
             render_err("-f - (standard input) can be given once");
             return 2;
         }
+    /* each of its Jobs would render twice, pods of the same names */
+    for (size_t k = 1; k < a->njob_paths; k++)
+        for (size_t i = 0; i < k; i++)
+            if (strcmp(a->job_paths[k], "-") != 0 || strcmp(a->job_paths[i], "-") != 0)
+                if (same_file(a->job_paths[i], a->job_paths[k])) {
+                    if (strcmp(a->job_paths[i], a->job_paths[k]) == 0)
+                        render_err("-f %s is given twice", a->job_paths[k]);
+                    else
+                        render_err("-f %s and -f %s are the same file", a->job_paths[i],
+                                   a->job_paths[k]);
+                    return 2;
+                }
     if (a->njob_paths == 0) {
         render_err("missing required flag -f JOB (see --help)");
         return 2;
