@@ -248,6 +248,33 @@ class UsageErrors(unittest.TestCase):
                              "volcano.sh/task-spec annotation) is not a task of job pytorch-job, "
                              "so the plugins set nothing task-specific\n" % ppath)
 
+    def test_render_refuses_negative_replicas(self):
+        """Volcano's job admission refuses a task with replicas < 0; render says which."""
+        job = harness.load_job("pytorch-job")
+        job["spec"]["tasks"][1]["replicas"] = -1
+        with tempfile.TemporaryDirectory() as tmp:
+            path = write_json(tmp, "job.json", job)
+            line = (P + "render: %s: task \"worker\" (spec.tasks[1]) has replicas -1, which "
+                    "Volcano's job admission refuses (want 0 or more)\n" % path)
+            self.assertEqual(run("render", "-f", path), (1, "", line))
+            self.assertEqual(run("render", "-f", path, "--pod", "p.json"), (1, "", line))
+            # the first such task of the file is named, on one line (control characters replaced)
+            job["spec"]["tasks"][1]["name"] = "w\n1"
+            job["spec"]["tasks"][0]["replicas"] = -2147483648
+            multi = os.path.join(tmp, "multi.yaml")
+            with open(multi, "w") as f:
+                f.write(yaml.safe_dump(harness.load_job("mpi-job")) + "---\n"
+                        + yaml.safe_dump(job))
+            self.assertEqual(run("render", "-f", multi, "-o", "patch"),
+                             (1, "", P + "render: %s: document 2: task \"master\" "
+                              "(spec.tasks[0]) has replicas -2147483648, which Volcano's job "
+                              "admission refuses (want 0 or more)\n" % multi))
+            job["spec"]["tasks"][0]["replicas"] = 1
+            self.assertEqual(run("render", "-f", write_json(tmp, "j2.json", job)),
+                             (1, "", P + "render: %s: task \"w?1\" (spec.tasks[1]) has "
+                              "replicas -1, which Volcano's job admission refuses (want 0 or "
+                              "more)\n" % os.path.join(tmp, "j2.json")))
+
     def test_render_refuses_more_than_10000_pods(self):
         """It holds every pod until it prints: a Job of 2^31-1 replicas is refused at once."""
         for replicas in ([2147483647], [5000, 5001]):

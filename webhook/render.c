@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -92,6 +93,16 @@ static int load_object(const char *path, const char *what, json_t **out)
     return 0;
 }
 
+/* s as one printable line for a message, cut to fit buf: it is the user's text. */
+static const char *shown(char *buf, size_t cap, const char *s)
+{
+    snprintf(buf, cap, "%s", s);
+    for (char *c = buf; *c != '\0'; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    return buf;
+}
+
 /* What the API server would reject or Volcano would silently ignore: say so. */
 static void warn_job_shape(const char *path, const json_t *job)
 {
@@ -118,6 +129,8 @@ static int check_job(const char *where, const json_t *job)
 {
     const char *kind = json_string_value(json_object_get(job, "kind"));
     const char *api = json_string_value(json_object_get(job, "apiVersion"));
+    const json_t *task;
+    size_t i;
 
     if (!json_is_object(job)) {
         render_err("%s: not a Job object", where);
@@ -136,6 +149,18 @@ static int check_job(const char *where, const json_t *job)
     if (json_object_get(json_object_get(job, "spec"), "tasks") != NULL && job_tasks(job) == NULL) {
         render_err("%s: spec.tasks is not a list", where);
         return 1;
+    }
+    json_array_foreach(job_tasks(job), i, task) {
+        char name[64];
+
+        /* Volcano's job admission: "'replicas' < 0 in task: NAME" */
+        if (job_task_replicas(task) < 0) {
+            render_err("%s: task \"%s\" (spec.tasks[%zu]) has replicas %" PRId64
+                       ", which Volcano's job admission refuses (want 0 or more)",
+                       where, shown(name, sizeof(name), job_task_name(task)), i,
+                       job_task_replicas(task));
+            return 1;
+        }
     }
     warn_job_shape(where, job);
     return 0;
@@ -266,20 +291,16 @@ static void warn_pod_task(const char *path, const json_t *job, const json_t *pod
     const char *task = json_string_value(json_object_get(
         json_object_get(json_object_get(pod, "metadata"), "annotations"), "volcano.sh/task-spec"));
     bool given = task != NULL && task[0] != '\0';
-    char shown[64];
+    char text[64];
 
     if (!given)
         task = "default";
     if (job_find_task(job, task) != NULL)
         return;
     /* The annotation is the user's text: one line, printable, short. */
-    snprintf(shown, sizeof(shown), "%s", task);
-    for (char *c = shown; *c != '\0'; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
     render_err("warning: %s: task \"%s\" (%s) is not a task of job %s, so the plugins set "
                "nothing task-specific",
-               path, shown,
+               path, shown(text, sizeof(text), task),
                given ? "the volcano.sh/task-spec annotation" : "no volcano.sh/task-spec annotation",
                job_name(job));
 }
