@@ -25,9 +25,10 @@ def write_json(directory, name, obj):
     return path
 
 
-def run(*args):
+def run(*args, timeout=30):
     """(exit status, stdout, stderr) of the binary with args."""
-    p = subprocess.run([harness.binary(), *args], capture_output=True, text=True, timeout=30)
+    p = subprocess.run([harness.binary(), *args], capture_output=True, text=True,
+                       timeout=timeout)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -275,20 +276,92 @@ class UsageErrors(unittest.TestCase):
                               "replicas -1, which Volcano's job admission refuses (want 0 or "
                               "more)\n" % os.path.join(tmp, "j2.json")))
 
-    def test_render_refuses_more_than_10000_pods(self):
-        """It holds every pod until it prints: a Job of 2^31-1 replicas is refused at once."""
-        for replicas in ([2147483647], [5000, 5001]):
+    def test_render_refuses_more_than_20000_pods(self):
+        """It holds every pod until it prints: a Job of 2^31-1 replicas is refused at once,
+        pointing at --task/--index, which renders any one pod."""
+        for replicas in ([2147483647], [10000, 10001]):
             with self.subTest(replicas=replicas), tempfile.TemporaryDirectory() as tmp:
                 job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
                        "metadata": {"name": "big"},
-                       "spec": {"tasks": [{"name": "t%d" % i, "replicas": r}
+                       "spec": {"tasks": [{"name": "t%d" % i, "replicas": r,
+                                           "template": {"spec": {"containers": [
+                                               {"name": "c", "image": "busybox"}]}}}
                                           for i, r in enumerate(replicas)]}}
-                path = os.path.join(tmp, "big.json")
-                with open(path, "w") as f:
-                    json.dump(job, f)
+                path = write_json(tmp, "big.json", job)
                 self.assertEqual(run("render", "-f", path, "-o", "patch"),
-                                 (1, "", P + "render: the Jobs have more than 10000 pods; "
-                                  "render prints at most that many (--pod renders one)\n"))
+                                 (1, "", P + "render: the Jobs have more than 20000 pods; "
+                                  "render prints at most that many (--task NAME --index N "
+                                  "renders one)\n"))
+                last = replicas[-1] - 1
+                rc, out, err = run("render", "-f", path, "--task", "t%d" % (len(replicas) - 1),
+                                   "--index", str(last))
+                self.assertEqual((rc, err), (0, ""))
+                self.assertEqual(json.loads(out)["metadata"]["name"],
+                                 "big-t%d-%d" % (len(replicas) - 1, last))
+
+    def test_render_one_master_and_10000_workers(self):
+        """The whole Job renders: 10,001 pods, the last worker with RANK 10000."""
+        job = harness.load_job("pytorch-job")
+        job["spec"]["tasks"][1]["replicas"] = 10000
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out, err = run("render", "-f", write_json(tmp, "job.json", job), "-o", "patch",
+                               timeout=600)
+        self.assertEqual((rc, err), (0, ""))
+        items = json.loads(out)
+        self.assertEqual(len(items), 10001)
+        self.assertEqual([i["pod"] for i in (items[0], items[1], items[-1])],
+                         ["pytorch-job-master-0", "pytorch-job-worker-0",
+                          "pytorch-job-worker-9999"])
+        env = {e["name"]: e.get("value") for op in items[-1]["patch"]
+               if op["path"] == "/spec/containers/0/env" for e in op["value"]}
+        self.assertEqual((env["WORLD_SIZE"], env["RANK"]), ("10001", "10000"))
+
+    def test_render_task_index(self):
+        """--task NAME --index N: that pod of the List alone, as --pod prints one."""
+        ex = os.path.join(harness.ROOT, "examples", "pytorch-job.yaml")
+        rc, pods, _ = run("render", "-f", ex)
+        self.assertEqual(rc, 0)
+        rc, patches, _ = run("render", "-f", ex, "-o", "patch")
+        self.assertEqual(rc, 0)
+        for task, index, k in (("master", None, 0), ("worker", "0", 1), ("worker", "1", 2)):
+            with self.subTest(task=task, index=index):
+                args = ["render", "-f", ex, "--task", task] + (
+                    ["--index", index] if index is not None else [])
+                rc, out, err = run(*args)
+                self.assertEqual((rc, err), (0, ""))
+                self.assertEqual(json.loads(out), json.loads(pods)["items"][k])
+                rc, out, err = run(*args, "-o", "patch")
+                self.assertEqual((rc, err), (0, ""))
+                self.assertEqual(json.loads(out), json.loads(patches)[k]["patch"])
+                rc, out, err = run(*args, "-o", "yaml")
+                self.assertEqual((rc, err), (0, ""))
+                self.assertEqual(yaml.safe_load(out), json.loads(pods)["items"][k])
+        rc, out, _ = run("render", "-f", ex, "--task", "worker", "--namespace", "team-b")
+        self.assertEqual((rc, json.loads(out)["metadata"]["namespace"]), (0, "team-b"))
+        self.assertEqual(run("render", "-f", ex, "--task", "worker", "--index", "2"),
+                         (1, "", P + "render: %s: task \"worker\" has 2 replicas, so no pod "
+                          "of --index 2\n" % ex))
+        self.assertEqual(run("render", "-f", ex, "--task", "chief"),
+                         (1, "", P + "render: %s: job pytorch-job has no task \"chief\"\n"
+                          % ex))
+        mpi = os.path.join(harness.ROOT, "examples", "mpi-job.yaml")
+        self.assertEqual(run("render", "-f", ex, "-f", mpi, "--task", "worker"),
+                         (1, "", P + "render: the -f files hold 2 Jobs; --task takes one\n"))
+        usage = [
+            (["--index", "1"], "--index needs --task NAME"),
+            (["--task", "worker", "--index", "-1"],
+             "invalid --index \"-1\": want a pod index, 0 to 2147483646"),
+            (["--task", "worker", "--index", "2147483647"],
+             "invalid --index \"2147483647\": want a pod index, 0 to 2147483646"),
+            (["--task", "worker", "--index", "1x"],
+             "invalid --index \"1x\": want a pod index, 0 to 2147483646"),
+            (["--task", "worker", "--pod", "p.json"], "--task cannot be used with --pod"),
+            (["--task", "worker", "--review", "r.json"], "--task cannot be used with --review"),
+        ]
+        for args, line in usage:
+            with self.subTest(args=args):
+                self.assertEqual(run("render", "-f", ex, *args), (2, "", P + "render: " + line
+                                                                  + "\n"))
 
     def test_render_file_problem_exits_1(self):
         rc, out, err = run("render", "-f", "/nonexistent/job.yaml")

@@ -3,11 +3,12 @@
  *
  *   render -f JOB [--namespace NS] [-o pod|yaml|patch]   every pod of the Job, mutated
  *   render -f JOB --pod POD [--namespace NS] [-o pod|yaml|patch]
+ *   render -f JOB --task NAME [--index N] [--namespace NS] [-o pod|yaml|patch]
  *   render -f JOB --review REVIEW                     the AdmissionReview answer
  *
  * JOB may hold several Jobs ("---"-separated, or a List, as kubectl takes them),
- * and -f may be repeated: without --pod or --review every Job's pods are rendered,
- * in file order. "-" is stdin.
+ * and -f may be repeated: without --pod, --task or --review every Job's pods are
+ * rendered, in file order, at most RENDER_MAX_PODS of them. "-" is stdin.
  *
  * Single-threaded. Output on stdout only on success; problems are one line on
  * stderr ("volcano-plugin-webhook: render: FILE: problem") and exit status 1; bad
@@ -34,6 +35,12 @@
 
 #define REVIEW_MAX_BYTES (3u << 20) /* the server's body cap */
 
+/* The most pods render builds at once. It holds them all until it prints the List
+ * (about 16 KiB each for the examples: some 320 MiB at the cap), so a Job of 2^31
+ * replicas is refused rather than grown without end; 1 master + 10,000 workers fits,
+ * and --task/--index renders any one pod of a larger Job. */
+#define RENDER_MAX_PODS 20000
+
 enum output {
     OUTPUT_POD,   /* the mutated pods, JSON */
     OUTPUT_YAML,  /* the same, YAML */
@@ -57,20 +64,29 @@ static void render_usage(FILE *to)
     fprintf(to,
             "usage: " WH_PROG " render -f JOB [--namespace NS] [-o pod|yaml|patch]\n"
             "       " WH_PROG " render -f JOB --pod POD [--namespace NS] [-o pod|yaml|patch]\n"
+            "       " WH_PROG " render -f JOB --task NAME [--index N] [--namespace NS]\n"
+            "                                   [-o pod|yaml|patch]\n"
             "       " WH_PROG " render -f JOB --review REVIEW\n"
             "\n"
-            "Shows what the Volcano job plugins do, with the same code path as `serve`.\n"
+            "Shows what the Volcano job plugins do, with the same code path as `serve`:\n"
+            "every pod of the Jobs (at most %d in all), one pod of the Job (--task), a\n"
+            "pod of yours (--pod), or the answer to an AdmissionReview (--review).\n"
             "  -f, --filename JOB   Volcano Job, YAML or JSON (required; repeatable, each file\n"
             "                       once); every Job of a multi-document file or of a List\n"
             "                       (kubectl get -o yaml); - reads standard input\n"
             "      --pod POD        mutate this pod (YAML or JSON) instead of the Job's own pods\n"
+            "      --task NAME      only the pod --index of this task, built as Volcano's\n"
+            "                       controller builds it (any pod of a Job too large to render\n"
+            "                       whole)\n"
+            "      --index N        with --task: the pod's index, 0 to replicas-1 (default 0)\n"
             "      --review REVIEW  print the AdmissionReview response serve would send\n"
             "      --namespace NS   namespace when the Job or pod has none, a DNS-1123 label\n"
             "                       (default \"default\")\n"
             "  -o, --output FORMAT  pod (default): mutated pods, JSON; yaml: the same as YAML;\n"
             "                       patch: the JSON Patch ops of each pod, with its name,\n"
             "                       namespace and Job (not with --review)\n"
-            "  -h, --help           this help\n");
+            "  -h, --help           this help\n",
+            RENDER_MAX_PODS);
 }
 
 static int load_object(const char *path, const char *what, json_t **out)
@@ -374,34 +390,47 @@ static int render_pod(const json_t *job, const json_t *pod, const char *ns, enum
     return rc;
 }
 
-/* The most pods render builds (it holds them all until it prints the List): a Job of
- * 2^31 replicas must be refused, not grow without end. */
-#define RENDER_MAX_PODS 10000
-
-/* Every pod of every Job in jobs, as one List (pod) or one array (patch). */
-static int render_job_pods(json_t *jobs, enum output out)
+/* Whether the Jobs have more than RENDER_MAX_PODS pods, counted without overflow. */
+static bool too_many_pods(const json_t *jobs)
 {
-    json_t *items = json_array();
-    json_t *list = NULL;
-    json_t *job;
+    const json_t *job;
     size_t j;
     int64_t pods = 0;
-    int rc = items != NULL ? 0 : 1;
 
     json_array_foreach(jobs, j, job) {
         const json_t *task;
         size_t t;
 
-        json_array_foreach(job_tasks(job), t, task)
-            if (job_task_replicas(task) > 0)
-                pods += job_task_replicas(task) < RENDER_MAX_PODS ? job_task_replicas(task)
-                                                                  : RENDER_MAX_PODS + 1;
+        json_array_foreach(job_tasks(job), t, task) {
+            if (job_task_replicas(task) <= 0)
+                continue;
+            pods += job_task_replicas(task) < RENDER_MAX_PODS ? job_task_replicas(task)
+                                                              : RENDER_MAX_PODS + 1;
+            if (pods > RENDER_MAX_PODS)
+                return true;
+        }
     }
-    if (pods > RENDER_MAX_PODS) {
-        render_err("the Jobs have more than %d pods; render prints at most that many (--pod "
-                   "renders one)",
+    return false;
+}
+
+/* Every pod of every Job in jobs, as one List (pod, yaml) or one array (patch). */
+static int render_job_pods(json_t *jobs, enum output out)
+{
+    json_t *items = NULL;
+    json_t *list = NULL;
+    json_t *job;
+    size_t j;
+    int rc = 0;
+
+    if (too_many_pods(jobs)) {
+        render_err("the Jobs have more than %d pods; render prints at most that many (--task "
+                   "NAME --index N renders one)",
                    RENDER_MAX_PODS);
-        json_decref(items);
+        return 1;
+    }
+    items = json_array();
+    if (items == NULL) {
+        render_err("out of memory");
         return 1;
     }
 
@@ -421,8 +450,10 @@ static int render_job_pods(json_t *jobs, enum output out)
                 }
                 rc = render_pod(job, pod, job_namespace(job), out, &item);
                 json_decref(pod);
-                if (rc == 0)
-                    json_array_append_new(items, item);
+                if (rc == 0 && json_array_append_new(items, item) < 0) {
+                    render_err("out of memory");
+                    rc = 1;
+                }
             }
         }
         if (rc != 0)
@@ -512,10 +543,31 @@ struct render_args {
     const char *pod_path;    /* --pod, or NULL */
     const char *review_path; /* --review, or NULL */
     const char *ns_flag;     /* --namespace, or NULL */
+    const char *task;        /* --task: render pod --index of this task only, or NULL */
+    int64_t index;           /* --index, 0 when not given */
+    bool index_given;
     enum output out;
     bool out_given; /* -o was on the command line */
     bool help;      /* -h: print the help and exit 0 */
 };
+
+/* --index: decimal digits only, below 2^31 - 1 (replicas is an int32). @return 0 or -1. */
+static int parse_index(const char *s, int64_t *out)
+{
+    int64_t v = 0;
+
+    if (*s == '\0' || strlen(s) > 10)
+        return -1;
+    for (; *s != '\0'; s++) {
+        if (*s < '0' || *s > '9')
+            return -1;
+        v = v * 10 + (*s - '0');
+    }
+    if (v >= INT32_MAX)
+        return -1;
+    *out = v;
+    return 0;
+}
 
 /*
  * Read the flags into a (a->job_paths is the caller's to free, even on failure).
@@ -529,6 +581,8 @@ static int parse_args(struct render_args *a, int argc, char **argv)
         {"review", required_argument, NULL, 'r'},
         {"namespace", required_argument, NULL, 'n'},
         {"output", required_argument, NULL, 'o'},
+        {"task", required_argument, NULL, 't'},
+        {"index", required_argument, NULL, 'i'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -550,6 +604,15 @@ static int parse_args(struct render_args *a, int argc, char **argv)
         case 'p': a->pod_path = optarg; break;
         case 'r': a->review_path = optarg; break;
         case 'n': a->ns_flag = optarg; break;
+        case 't': a->task = optarg; break;
+        case 'i':
+            a->index_given = true;
+            if (parse_index(optarg, &a->index) < 0) {
+                render_err("invalid --index \"%s\": want a pod index, 0 to %d", optarg,
+                           INT32_MAX - 1);
+                return 2;
+            }
+            break;
         case 'o':
             a->out_given = true;
             if (strcmp(optarg, "pod") == 0)
@@ -637,6 +700,14 @@ static int check_args(const struct render_args *a)
         render_err("--output does not apply to --review (it prints the AdmissionReview)");
         return 2;
     }
+    if (a->task != NULL && (a->pod_path != NULL || a->review_path != NULL)) {
+        render_err("--task cannot be used with %s", a->pod_path != NULL ? "--pod" : "--review");
+        return 2;
+    }
+    if (a->index_given && a->task == NULL) {
+        render_err("--index needs --task NAME");
+        return 2;
+    }
     if (a->ns_flag != NULL && !dns_label(a->ns_flag)) {
         render_err("invalid --namespace \"%s\": want a DNS-1123 label (1 to 63 of a-z, 0-9 "
                    "and '-', a letter or digit at both ends)",
@@ -653,8 +724,11 @@ static int load_all_jobs(const struct render_args *a, json_t *jobs)
     for (size_t k = 0; k < a->njob_paths; k++)
         if (load_jobs(a->job_paths[k], jobs) != 0)
             return 1;
-    if ((a->pod_path != NULL || a->review_path != NULL) && json_array_size(jobs) > 1) {
-        const char *flag = a->pod_path != NULL ? "--pod" : "--review";
+    if ((a->pod_path != NULL || a->review_path != NULL || a->task != NULL)
+        && json_array_size(jobs) > 1) {
+        const char *flag = a->pod_path != NULL ? "--pod"
+            : a->review_path != NULL           ? "--review"
+                                               : "--task";
 
         if (a->njob_paths == 1)
             render_err("%s: holds %zu Jobs; %s takes a file with one", a->job_paths[0],
@@ -691,6 +765,44 @@ static int render_given_pod(json_t *job, const char *pod_path, const char *ns_fl
     return rc;
 }
 
+/* --task NAME --index N: that one pod of job (a writable copy), built as Volcano's
+ * controller builds it, mutated; printed as --pod prints one. @return the exit status. */
+static int render_task_pod(json_t *job, const char *where, const char *task_name, int64_t index,
+                           const char *ns_flag, enum output out)
+{
+    const json_t *task = job_find_task(job, task_name);
+    json_t *pod = NULL;
+    json_t *item = NULL;
+    char text[64];
+    int rc;
+
+    if (task == NULL) {
+        render_err("%s: job %s has no task \"%s\"", where, job_name(job),
+                   shown(text, sizeof(text), task_name));
+        return 1;
+    }
+    if (index >= job_task_replicas(task)) {
+        render_err("%s: task \"%s\" has %" PRId64 " replicas, so no pod of --index %" PRId64, where,
+                   shown(text, sizeof(text), task_name), job_task_replicas(task), index);
+        return 1;
+    }
+    if (jobpods_complete_job(job, ns_flag ? ns_flag : "default") < 0) {
+        render_err("out of memory");
+        return 1;
+    }
+    pod = jobpods_build(job, task, index);
+    if (pod == NULL) {
+        render_err("out of memory");
+        return 1;
+    }
+    rc = render_pod(job, pod, job_namespace(job), out, &item);
+    if (rc == 0)
+        rc = print_output(out != OUTPUT_PATCH ? item : json_object_get(item, "patch"), out);
+    json_decref(item);
+    json_decref(pod);
+    return rc;
+}
+
 int render_main(int argc, char **argv)
 {
     struct render_args a;
@@ -720,6 +832,8 @@ int render_main(int argc, char **argv)
         rc = render_review(job, a.review_path);
     } else if (a.pod_path != NULL) {
         rc = render_given_pod(job, a.pod_path, a.ns_flag, a.out);
+    } else if (a.task != NULL) {
+        rc = render_task_pod(job, a.job_paths[0], a.task, a.index, a.ns_flag, a.out);
     } else {
         json_array_foreach(jobs, j, job)
             if (jobpods_complete_job(job, a.ns_flag ? a.ns_flag : "default") < 0)
