@@ -19,7 +19,8 @@
  * integers → integer (beyond int64 → real); floats → real; .inf/.nan and
  * timestamps → string; else string. Quoted and block
  * scalars are always strings. A repeated mapping key: the last value wins (as
- * sigs.k8s.io/yaml does for the published examples that repeat `queue`).
+ * sigs.k8s.io/yaml does for the published examples that repeat `queue`); only
+ * yaml_load_file_documents says where.
  * Anchors and aliases are resolved; merge keys `<<` are not supported.
  *
  * @param[out] out  new reference on success
@@ -46,10 +47,18 @@ int yaml_load_file(const char *path, json_t **out, struct wh_error *err);
 
 /**
  * yaml_load_documents on a whole file, read as yaml_load_file reads it ("-": standard
- * input; at most 16 MiB). @param[out] docs_out new reference to the array, on 0.
+ * input; at most 16 MiB), listing each repeated mapping key: the value kept is still
+ * the last one, but a user who wrote a key twice (the published examples repeat
+ * `queue`) may have meant the first.
+ * @param[out] docs_out  new reference to the array, on 0
+ * @param[out] dups_out  NULL (not listed), or on 0 a new reference to an array, in
+ *                       file order, of {"document": N, "line": L, "column": C (all
+ *                       1-based, of the repeated key), "key": K, "path": field path
+ *                       such as "spec.queue" or "spec.tasks[0].name" (cut at 511 bytes)}
  * @return as yaml_load_documents, and yaml_load_file's WH_ERROR / WH_ETOOBIG.
  */
-int yaml_load_file_documents(const char *path, json_t **docs_out, struct wh_error *err);
+int yaml_load_file_documents(const char *path, json_t **docs_out, json_t **dups_out,
+                             struct wh_error *err);
 
 /**
  * v as one YAML document through libyaml's emitter: block style, object members in

@@ -211,6 +211,39 @@ class UsageErrors(unittest.TestCase):
             self.assertTrue(as_yaml.startswith("kind: Pod\napiVersion: v1\n"), as_yaml)
             self.assertEqual(yaml.safe_load(as_yaml), json.loads(as_json))
 
+    def test_render_warns_of_repeated_keys(self):
+        """Three published examples repeat `queue:`; the reader keeps the last value, as
+        kubectl's does, and render says where, so that a first value meant is not lost
+        without a word."""
+        ex = os.path.join(harness.ROOT, "examples")
+        for name in ("ray-cluster-job.yaml", "tensorflow-dist-mnist.yaml",
+                     "tensorflow-dist-mnist-with-comments.yaml"):
+            with self.subTest(example=name):
+                path = os.path.join(ex, name)
+                rc, out, err = run("render", "-f", path, "-o", "patch")
+                self.assertEqual(rc, 0)
+                self.assertEqual(err, P + "render: warning: %s: line 15: repeated key "
+                                 "\"queue\" (spec.queue); the last value is kept, as "
+                                 "kubectl's YAML reader keeps it\n" % path)
+                self.assertTrue(json.loads(out))
+        rc, _, err = run("render", "-f", os.path.join(ex, "pytorch-job.yaml"))
+        self.assertEqual((rc, err), (0, ""))
+        # the line is the file's, in any document; the value used is the last
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(ex, "mpi-job.yaml")) as f:
+                mpi = f.read()
+            path = os.path.join(tmp, "two.yaml")
+            with open(path, "w") as f:
+                f.write(mpi + "---\n" + mpi.replace("name: mpi-job\n",
+                                                    "name: first\n  name: mpi-job-2\n", 1))
+            line = mpi.count("\n") + 2 + mpi.split("name: mpi-job\n")[0].count("\n") + 1
+            rc, out, err = run("render", "-f", path, "-o", "patch")
+            self.assertEqual(rc, 0)
+            self.assertEqual(err, P + "render: warning: %s: line %d: repeated key \"name\" "
+                             "(metadata.name); the last value is kept, as kubectl's YAML "
+                             "reader keeps it\n" % (path, line))
+            self.assertEqual(json.loads(out)[-1]["job"], "mpi-job-2")
+
     def test_render_warns_what_it_cannot_check(self):
         """--review with a Job file without a uid cannot compare the ownerReference's;
         --pod of a task the Job does not have gets nothing task-specific. Both say so."""

@@ -206,6 +206,25 @@ static bool is_list(const json_t *doc)
             || (strcmp(kind, "JobList") == 0 && strcmp(api, "batch.volcano.sh/v1alpha1") == 0));
 }
 
+/* A key written twice in one mapping: the reader keeps the last value silently (as
+ * sigs.k8s.io/yaml, kubectl's), but the author may have meant the first. */
+static void warn_duplicates(const char *path, const json_t *dups)
+{
+    const json_t *d;
+    size_t i;
+
+    json_array_foreach(dups, i, d) {
+        char key[64];
+        char field[256];
+
+        render_err("warning: %s: line %" JSON_INTEGER_FORMAT ": repeated key \"%s\" (%s); the "
+                   "last value is kept, as kubectl's YAML reader keeps it",
+                   path, json_integer_value(json_object_get(d, "line")),
+                   shown(key, sizeof(key), json_string_value(json_object_get(d, "key"))),
+                   shown(field, sizeof(field), json_string_value(json_object_get(d, "path"))));
+    }
+}
+
 /*
  * Append the Jobs of one -f (path "-": standard input) to jobs: every document of
  * a multi-document file, as kubectl reads one, and every item of a List; empty
@@ -216,17 +235,20 @@ static int load_jobs(const char *path, json_t *jobs)
 {
     struct wh_error err;
     json_t *docs = NULL;
+    json_t *dups = NULL;
     json_t *doc;
     size_t before = json_array_size(jobs);
     size_t i;
     int rc;
 
     wh_error_clear(&err);
-    rc = yaml_load_file_documents(path, &docs, &err);
+    rc = yaml_load_file_documents(path, &docs, &dups, &err);
     if (rc < 0) {
         render_err("%s: %s", path, err.msg[0] ? err.msg : wh_error_str(rc));
         return 1;
     }
+    warn_duplicates(path, dups);
+    json_decref(dups);
     rc = 0;
     json_array_foreach(docs, i, doc) {
         char where[PATH_MAX + 64];

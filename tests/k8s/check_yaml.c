@@ -22,6 +22,13 @@ static const char *examples_dir(void)
     return d ? d : "examples";
 }
 
+static const char *fixtures_dir(void)
+{
+    const char *d = getenv("TEST_FIXTURES");
+
+    return d ? d : "tests/fixtures";
+}
+
 /* Load text that must parse; new reference. */
 static json_t *load_ok(const char *text)
 {
@@ -604,6 +611,83 @@ START_TEST(test_dump_too_deep)
 }
 END_TEST
 
+/* yaml_load_file_documents(path) with its repeated keys; both must be there. */
+static void load_file_dups(const char *path, json_t **docs, json_t **dups)
+{
+    struct wh_error err = {0};
+
+    ck_assert_msg(yaml_load_file_documents(path, docs, dups, &err) == 0, "%s: %s", path, err.msg);
+    ck_assert_ptr_nonnull(*docs);
+    ck_assert_ptr_nonnull(*dups);
+}
+
+START_TEST(test_duplicate_keys_fixture)
+{
+    char path[512];
+    json_t *docs = NULL;
+    json_t *dups = NULL;
+    json_t *alone = NULL;
+    struct wh_error err = {0};
+
+    snprintf(path, sizeof(path), "%s/yaml/duplicate-keys.yaml", fixtures_dir());
+    load_file_dups(path, &docs, &dups);
+    /* the last value is kept, in the first key's position */
+    tu_assert_json_eq(docs,
+                      "[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+                      "\"metadata\":{\"name\":\"dup-2\"},\"spec\":{\"queue\":\"last\","
+                      "\"tasks\":[{\"name\":\"b\",\"replicas\":1},"
+                      "{\"name\":\"c\",\"template\":{\"spec\":{}}}]}},"
+                      "{\"kind\":\"Job\"}]");
+    /* each repeat, where it is: a nested one, one whose value is a mapping, an anchored
+     * key and an alias as a key, a quoted key in a later document */
+    tu_assert_json_eq(
+        dups,
+        "[{\"document\":1,\"line\":6,\"column\":3,\"key\":\"name\",\"path\":\"metadata.name\"},"
+        "{\"document\":1,\"line\":12,\"column\":7,\"key\":\"name\","
+        "\"path\":\"spec.tasks[0].name\"},"
+        "{\"document\":1,\"line\":15,\"column\":7,\"key\":\"template\","
+        "\"path\":\"spec.tasks[1].template\"},"
+        "{\"document\":1,\"line\":17,\"column\":3,\"key\":\"queue\",\"path\":\"spec.queue\"},"
+        "{\"document\":1,\"line\":18,\"column\":3,\"key\":\"queue\",\"path\":\"spec.queue\"},"
+        "{\"document\":2,\"line\":21,\"column\":1,\"key\":\"kind\",\"path\":\"kind\"}]");
+    /* listing them changes nothing read */
+    ck_assert_int_eq(yaml_load_file(path, &alone, &err), 0);
+    ck_assert(json_equal(alone, json_array_get(docs, 0)));
+    json_decref(alone);
+    json_decref(docs);
+    json_decref(dups);
+    /* dups_out NULL: not listed, same documents */
+    ck_assert_int_eq(yaml_load_file_documents(path, &docs, NULL, &err), 0);
+    ck_assert_uint_eq(json_array_size(docs), 2);
+    json_decref(docs);
+}
+END_TEST
+
+START_TEST(test_duplicate_keys_examples)
+{
+    char path[512];
+    json_t *docs = NULL;
+    json_t *dups = NULL;
+
+    /* as published, the Ray example repeats `queue` (line 6 and line 15) */
+    snprintf(path, sizeof(path), "%s/ray-cluster-job.yaml", examples_dir());
+    load_file_dups(path, &docs, &dups);
+    tu_assert_json_eq(dups,
+                      "[{\"document\":1,\"line\":15,\"column\":3,\"key\":\"queue\","
+                      "\"path\":\"spec.queue\"}]");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_array_get(docs, 0), "spec"), "queue")),
+                     "default");
+    json_decref(docs);
+    json_decref(dups);
+    snprintf(path, sizeof(path), "%s/pytorch-job.yaml", examples_dir());
+    load_file_dups(path, &docs, &dups);
+    ck_assert_uint_eq(json_array_size(dups), 0);
+    json_decref(docs);
+    json_decref(dups);
+}
+END_TEST
+
 static Suite *yaml_suite(void)
 {
     Suite *s = suite_create("yaml");
@@ -626,6 +710,8 @@ static Suite *yaml_suite(void)
     tcase_add_test(tc, test_dump_round_trip);
     tcase_add_test(tc, test_dump_examples);
     tcase_add_test(tc, test_dump_too_deep);
+    tcase_add_test(tc, test_duplicate_keys_fixture);
+    tcase_add_test(tc, test_duplicate_keys_examples);
     suite_add_tcase(s, tc);
     return s;
 }
