@@ -84,7 +84,8 @@ static void render_usage(FILE *to)
             "                       (default \"default\")\n"
             "  -o, --output FORMAT  pod (default): mutated pods, JSON; yaml: the same as YAML;\n"
             "                       patch: the JSON Patch ops of each pod, with its name,\n"
-            "                       namespace and Job (not with --review)\n"
+            "                       namespace and Job (with --pod or --task: the ops alone)\n"
+            "                       (not with --review)\n"
             "  -h, --help           this help\n",
             RENDER_MAX_PODS);
 }
@@ -573,19 +574,13 @@ struct render_args {
     bool help;      /* -h: print the help and exit 0 */
 };
 
-/* --index: decimal digits only, below 2^31 - 1 (replicas is an int32). @return 0 or -1. */
+/* --index: a pod index as the webhook reads one from a pod name (job_parse_index),
+ * below 2^31 - 1 (replicas is an int32). @return 0 or -1. */
 static int parse_index(const char *s, int64_t *out)
 {
-    int64_t v = 0;
+    int64_t v;
 
-    if (*s == '\0' || strlen(s) > 10)
-        return -1;
-    for (; *s != '\0'; s++) {
-        if (*s < '0' || *s > '9')
-            return -1;
-        v = v * 10 + (*s - '0');
-    }
-    if (v >= INT32_MAX)
+    if (job_parse_index(s, &v) < 0 || v < 0 || v >= INT32_MAX)
         return -1;
     *out = v;
     return 0;
@@ -739,7 +734,7 @@ static int check_args(const struct render_args *a)
     return 0;
 }
 
-/* The Jobs of every -f, in order, into jobs; --pod and --review take one.
+/* The Jobs of every -f, in order, into jobs; --pod, --task and --review take one.
  * @return 0, or 1 after the message. */
 static int load_all_jobs(const struct render_args *a, json_t *jobs)
 {
