@@ -243,6 +243,23 @@ class UsageErrors(unittest.TestCase):
                              "(metadata.name); the last value is kept, as kubectl's YAML "
                              "reader keeps it\n" % (path, line))
             self.assertEqual(json.loads(out)[-1]["job"], "mpi-job-2")
+            # a --pod file too
+            job = harness.load_job("pytorch-job")
+            pod = harness.build_pod(job, "worker", 1)
+            pod["spec"]["restartPolicy"] = "OnFailure"
+            text = yaml.safe_dump(pod, sort_keys=False)
+            self.assertEqual(text.count("  restartPolicy: OnFailure\n"), 1)
+            ppath = os.path.join(tmp, "pod.yaml")
+            with open(ppath, "w") as f:
+                f.write(text.replace("  restartPolicy: OnFailure\n",
+                                     "  restartPolicy: Never\n  restartPolicy: OnFailure\n"))
+            line = text.split("  restartPolicy: OnFailure\n")[0].count("\n") + 2
+            rc, out, err = run("render", "-f", write_json(tmp, "job.json", job), "--pod", ppath)
+            self.assertEqual(rc, 0)
+            self.assertEqual(err, P + "render: warning: %s: line %d: repeated key "
+                             "\"restartPolicy\" (spec.restartPolicy); the last value is kept, "
+                             "as kubectl's YAML reader keeps it\n" % (ppath, line))
+            self.assertEqual(json.loads(out)["spec"]["restartPolicy"], "OnFailure")
 
     def test_render_warns_what_it_cannot_check(self):
         """--review with a Job file without a uid cannot compare the ownerReference's;

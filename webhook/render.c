@@ -90,26 +90,6 @@ static void render_usage(FILE *to)
             RENDER_MAX_PODS);
 }
 
-static int load_object(const char *path, const char *what, json_t **out)
-{
-    struct wh_error err;
-    int rc;
-
-    wh_error_clear(&err);
-    rc = yaml_load_file(path, out, &err);
-    if (rc < 0) {
-        render_err("%s: %s", path, err.msg[0] ? err.msg : wh_error_str(rc));
-        return 1;
-    }
-    if (!json_is_object(*out)) {
-        render_err("%s: not a %s object", path, what);
-        json_decref(*out);
-        *out = NULL;
-        return 1;
-    }
-    return 0;
-}
-
 /* s as one printable line for a message, cut to fit buf: it is the user's text. */
 static const char *shown(char *buf, size_t cap, const char *s)
 {
@@ -224,6 +204,35 @@ static void warn_duplicates(const char *path, const json_t *dups)
                    shown(key, sizeof(key), json_string_value(json_object_get(d, "key"))),
                    shown(field, sizeof(field), json_string_value(json_object_get(d, "path"))));
     }
+}
+
+/* The first document of path, which must be an object (what names it in the message),
+ * into *out (new reference); every document is read, for syntax errors and repeated
+ * keys, as for -f. @return 0, or 1 after the message. */
+static int load_object(const char *path, const char *what, json_t **out)
+{
+    struct wh_error err;
+    json_t *docs = NULL;
+    json_t *dups = NULL;
+    int rc;
+
+    *out = NULL;
+    wh_error_clear(&err);
+    rc = yaml_load_file_documents(path, &docs, &dups, &err);
+    if (rc < 0) {
+        render_err("%s: %s", path, err.msg[0] ? err.msg : wh_error_str(rc));
+        return 1;
+    }
+    warn_duplicates(path, dups);
+    json_decref(dups);
+    if (!json_is_object(json_array_get(docs, 0))) {
+        render_err("%s: not a %s object", path, what);
+        json_decref(docs);
+        return 1;
+    }
+    *out = json_incref(json_array_get(docs, 0));
+    json_decref(docs);
+    return 0;
 }
 
 /*
