@@ -1,5 +1,6 @@
 /*
- * yaml.c - YAML (or JSON) text to jansson values over libyaml's event API.
+ * yaml.c - YAML (or JSON) text to jansson values over libyaml's event API, and
+ * back (yaml_dump_buffer, over libyaml's emitter).
  *
  * Design: one pass over the parser's events with an explicit stack of open
  * collections (no recursion, so input depth cannot overflow the C stack).
@@ -25,16 +26,22 @@
  * Mapping keys: a scalar key is used by its text (`1: a` -> "1"; sigs.k8s.io
  * would print a resolved bool key as "true", here it stays "yes"); a mapping or
  * sequence as a key is an error. A repeated key: the last value wins (in the
- * first key's position). Merge keys `<<` are refused with an error.
+ * first key's position), and yaml_load_file_documents can list each repeat, so
+ * that `render` warns of what sigs.k8s.io/yaml drops without a word. Merge keys `<<` are refused with an error.
  * Aliases are expanded by deep copy; the expansion is bounded (YAML_MAX_NODES
  * nodes, YAML_MAX_DEPTH levels) so a "billion laughs" document fails fast
  * with WH_ETOOBIG before anything large is allocated.
  *
- * Threads: no shared state; every call owns its parser. Reentrant.
+ * The writer quotes a string wherever a plain scalar would be typed otherwise, by
+ * the rules above or by a YAML 1.1 reader such as PyYAML (timestamps, "1:20"), so
+ * that this loader, kubectl and PyYAML read back the value that was written.
+ *
+ * Threads: no shared state; every call owns its parser or emitter. Reentrant.
  */
 #include "k8s/yaml.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -51,12 +58,13 @@
 #define TAG_PREFIX "tag:yaml.org,2002:"
 
 struct frame {
-    json_t *val;        /* the open array or object (owned) */
-    char *anchor;       /* anchor name of this collection, or NULL */
-    char *key;          /* pending mapping key, NULL while a key is expected */
-    size_t key_len;     /* bytes in key */
-    size_t nodes_start; /* loader.nodes when the collection opened */
-    size_t height;      /* levels below this collection so far */
+    json_t *val;          /* the open array or object (owned) */
+    char *anchor;         /* anchor name of this collection, or NULL */
+    char *key;            /* pending mapping key, NULL while a key is expected */
+    size_t key_len;       /* bytes in key */
+    yaml_mark_t key_mark; /* where key begins, for a repeated key */
+    size_t nodes_start;   /* loader.nodes when the collection opened */
+    size_t height;        /* levels below this collection so far */
 };
 
 struct anchor {
@@ -78,6 +86,8 @@ struct loader {
     json_t *anchor_index; /* name -> position in anchors of its latest definition */
     size_t nodes;         /* nodes so far, aliases expanded */
     json_t *root;         /* the document's value once complete (owned) */
+    json_t *dups;         /* borrowed array for repeated keys, or NULL: not listed */
+    size_t document;      /* 1-based number of the document being read */
     struct wh_error *err;
 };
 
@@ -468,6 +478,47 @@ static char *key_text_of(const json_t *v, size_t *len)
 }
 
 /*
+ * Where the key pending in the top frame sits, as a field path: "spec.queue",
+ * "spec.tasks[0].name" (cut to fit buf).
+ */
+static void key_path(const struct loader *ld, char *buf, size_t cap)
+{
+    size_t n = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < ld->depth && n < cap; i++) {
+        const struct frame *f = &ld->stack[i];
+        int w;
+
+        if (json_is_array(f->val))
+            w = snprintf(buf + n, cap - n, "[%zu]", json_array_size(f->val));
+        else
+            w = snprintf(buf + n, cap - n, "%s%.*s", n > 0 ? "." : "", (int)f->key_len,
+                         f->key != NULL ? f->key : "");
+        if (w < 0)
+            return;
+        n += (size_t)w;
+    }
+}
+
+/* The top frame's pending key is already in its mapping: list it in ld->dups. */
+static int note_duplicate(struct loader *ld)
+{
+    const struct frame *top = &ld->stack[ld->depth - 1];
+    char path[512];
+    json_t *d;
+
+    key_path(ld, path, sizeof(path));
+    d = json_pack("{s:I, s:I, s:I, s:s%, s:s}", "document", (json_int_t)ld->document, "line",
+                  (json_int_t)top->key_mark.line + 1, "column",
+                  (json_int_t)top->key_mark.column + 1, "key", top->key, top->key_len, "path",
+                  path);
+    if (d == NULL || json_array_append_new(ld->dups, d) < 0)
+        return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
+    return 0;
+}
+
+/*
  * A complete value: into the open collection, or as the root.
  * val_new is consumed. height: levels below val.
  */
@@ -497,10 +548,18 @@ static int place_value(struct loader *ld, json_t *val_new, size_t height, const 
             return mark_error(ld, WH_EINVAL, mark, "a mapping key must be a scalar");
         }
         top->key = key_text_of(val_new, &top->key_len);
+        top->key_mark = *mark;
         json_decref(val_new);
         if (top->key == NULL)
             return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
         return 0;
+    }
+    if (ld->dups != NULL && json_object_getn(top->val, top->key, top->key_len) != NULL) {
+        rc = note_duplicate(ld);
+        if (rc < 0) {
+            json_decref(val_new);
+            return rc;
+        }
     }
     /* setn_new replaces an existing key in place: the last value wins */
     rc = json_object_setn_new(top->val, top->key, top->key_len, val_new);
@@ -536,6 +595,7 @@ static int on_scalar(struct loader *ld, const yaml_event_t *ev)
             return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
         memcpy(top->key, s, len + 1);
         top->key_len = len;
+        top->key_mark = ev->start_mark;
         if (anchor != NULL) {
             /* an anchored key: aliases to it get the typed value */
             v = scalar_value(ev);
@@ -672,7 +732,7 @@ static void anchors_clear(struct loader *ld)
  * The documents of buf: the first only (docs NULL, into *first), or every one
  * appended to docs. @return 0, or an error with err filled.
  */
-static int load_stream(const char *buf, size_t len, json_t **first, json_t *docs,
+static int load_stream(const char *buf, size_t len, json_t **first, json_t *docs, json_t *dups,
                        struct wh_error *err)
 {
     yaml_parser_t parser;
@@ -684,6 +744,8 @@ static int load_stream(const char *buf, size_t len, json_t **first, json_t *docs
     ld.buf = buf;
     ld.len = len;
     ld.err = err;
+    ld.dups = dups;
+    ld.document = 1;
     if (!yaml_parser_initialize(&parser))
         return wh_error_set(err, WH_ENOMEM, "out of memory");
     yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
@@ -718,6 +780,7 @@ static int load_stream(const char *buf, size_t len, json_t **first, json_t *docs
         }
         ld.root = NULL; /* now owned by docs */
         anchors_clear(&ld);
+        ld.document++;
     }
     rc = 0;
 out:
@@ -729,24 +792,40 @@ out:
 int yaml_load_buffer(const char *buf, size_t len, json_t **out, struct wh_error *err)
 {
     *out = NULL;
-    return load_stream(buf, len, out, NULL, err);
+    return load_stream(buf, len, out, NULL, NULL, err);
+}
+
+/* yaml_load_documents, and the repeated keys into *dups_out when it is not NULL. */
+static int load_documents(const char *buf, size_t len, json_t **docs_out, json_t **dups_out,
+                          struct wh_error *err)
+{
+    json_t *docs = json_array();
+    json_t *dups = dups_out != NULL ? json_array() : NULL;
+    int rc;
+
+    *docs_out = NULL;
+    if (dups_out != NULL)
+        *dups_out = NULL;
+    if (docs == NULL || (dups_out != NULL && dups == NULL)) {
+        json_decref(docs);
+        json_decref(dups);
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    }
+    rc = load_stream(buf, len, NULL, docs, dups, err);
+    if (rc < 0) {
+        json_decref(docs);
+        json_decref(dups);
+        return rc;
+    }
+    *docs_out = docs;
+    if (dups_out != NULL)
+        *dups_out = dups; /* now the caller's */
+    return 0;
 }
 
 int yaml_load_documents(const char *buf, size_t len, json_t **docs_out, struct wh_error *err)
 {
-    json_t *docs = json_array();
-    int rc;
-
-    *docs_out = NULL;
-    if (docs == NULL)
-        return wh_error_set(err, WH_ENOMEM, "out of memory");
-    rc = load_stream(buf, len, NULL, docs, err);
-    if (rc < 0) {
-        json_decref(docs);
-        return rc;
-    }
-    *docs_out = docs;
-    return 0;
+    return load_documents(buf, len, docs_out, NULL, err);
 }
 
 /*
@@ -815,16 +894,19 @@ out:
     return rc;
 }
 
-/* yaml_load_buffer (all false) or yaml_load_documents (all true) on a whole file. */
-static int load_file(const char *path, bool all, json_t **out, struct wh_error *err)
+/* yaml_load_buffer (all false) or load_documents (all true) on a whole file. */
+static int load_file(const char *path, bool all, json_t **out, json_t **dups_out,
+                     struct wh_error *err)
 {
     char *buf = NULL;
     size_t len = 0;
     int rc = read_whole(path, &buf, &len, err);
 
     *out = NULL;
+    if (dups_out != NULL)
+        *dups_out = NULL;
     if (rc == 0)
-        rc = all ? yaml_load_documents(buf ? buf : "", len, out, err)
+        rc = all ? load_documents(buf ? buf : "", len, out, dups_out, err)
                  : yaml_load_buffer(buf ? buf : "", len, out, err);
     free(buf);
     return rc;
@@ -832,10 +914,188 @@ static int load_file(const char *path, bool all, json_t **out, struct wh_error *
 
 int yaml_load_file(const char *path, json_t **out, struct wh_error *err)
 {
-    return load_file(path, false, out, err);
+    return load_file(path, false, out, NULL, err);
 }
 
-int yaml_load_file_documents(const char *path, json_t **docs_out, struct wh_error *err)
+int yaml_load_file_documents(const char *path, json_t **docs_out, json_t **dups_out,
+                             struct wh_error *err)
 {
-    return load_file(path, true, docs_out, err);
+    return load_file(path, true, docs_out, dups_out, err);
+}
+
+/* ---- the writer ---- */
+
+/* Four digits and '-': how every YAML 1.1 timestamp begins. */
+static bool looks_like_timestamp(const char *s, size_t len)
+{
+    return len >= 5 && is_digit(s[0]) && is_digit(s[1]) && is_digit(s[2]) && is_digit(s[3])
+        && s[4] == '-';
+}
+
+/*
+ * Whether the string s, written plain, would be read as something else: by this
+ * loader (resolve_plain), or by a YAML 1.1 reader that also types timestamps,
+ * base-60 numbers ("1:20"), "=" and ".5_0" (PyYAML), or as a merge key.
+ */
+static bool plain_reads_otherwise(const char *s, size_t len)
+{
+    const char *p = s;
+    json_t *v;
+    bool other;
+
+    if (len == 0 || (len == 1 && s[0] == '=') || (len == 2 && memcmp(s, "<<", 2) == 0))
+        return true;
+    if (memchr(s, '\0', len) != NULL)
+        return false; /* the emitter escapes it in double quotes anyway */
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strcmp(s, words[i].text) == 0)
+            return true;
+    if (*p == '+' || *p == '-')
+        p++;
+    if (looks_like_timestamp(s, len) || (is_digit(*p) && memchr(s, ':', len) != NULL)
+        || (*p == '.' && memchr(s, '_', len) != NULL))
+        return true;
+    v = resolve_plain(s, len);
+    other = v == NULL || !json_is_string(v);
+    json_decref(v);
+    return other;
+}
+
+/* One scalar event. A string that would read as another type is double-quoted, one
+ * with a line break is a literal block where libyaml allows it. @return 1, or 0. */
+static int emit_scalar(yaml_emitter_t *e, const char *s, size_t len, bool is_string)
+{
+    yaml_scalar_style_t style = YAML_ANY_SCALAR_STYLE;
+    int plain = 1;
+    yaml_event_t ev;
+
+    if (is_string && plain_reads_otherwise(s, len)) {
+        style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+        plain = 0;
+    } else if (is_string && memchr(s, '\n', len) != NULL) {
+        style = YAML_LITERAL_SCALAR_STYLE; /* libyaml falls back to quotes for a key */
+    }
+    if (len > INT_MAX
+        || !yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)len, plain, 1,
+                                         style))
+        return 0;
+    return yaml_emitter_emit(e, &ev);
+}
+
+/* v and everything below it. @return 0, or an error with err filled. */
+static int emit_value(yaml_emitter_t *e, const json_t *v, size_t depth, struct wh_error *err)
+{
+    yaml_event_t ev;
+    char num[64];
+    int ok;
+
+    if (depth > YAML_MAX_DEPTH)
+        return wh_error_set(err, WH_EINVAL, "value nested deeper than %u levels", YAML_MAX_DEPTH);
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        const char *key;
+        const json_t *member;
+
+        if (!yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE)
+            || !yaml_emitter_emit(e, &ev))
+            goto emitter;
+        json_object_foreach((json_t *)v, key, member) {
+            int rc;
+
+            if (!emit_scalar(e, key, strlen(key), true))
+                goto emitter;
+            rc = emit_value(e, member, depth + 1, err);
+            if (rc < 0)
+                return rc;
+        }
+        ok = yaml_mapping_end_event_initialize(&ev) && yaml_emitter_emit(e, &ev);
+        break;
+    }
+    case JSON_ARRAY: {
+        size_t i;
+        const json_t *item;
+
+        if (!yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE)
+            || !yaml_emitter_emit(e, &ev))
+            goto emitter;
+        json_array_foreach(v, i, item) {
+            int rc = emit_value(e, item, depth + 1, err);
+
+            if (rc < 0)
+                return rc;
+        }
+        ok = yaml_sequence_end_event_initialize(&ev) && yaml_emitter_emit(e, &ev);
+        break;
+    }
+    case JSON_STRING: ok = emit_scalar(e, json_string_value(v), json_string_length(v), true); break;
+    case JSON_INTEGER:
+        snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        ok = emit_scalar(e, num, strlen(num), false);
+        break;
+    case JSON_REAL:
+        /* as jansson writes a real: 17 digits, and a ".0" so that it reads back as one */
+        snprintf(num, sizeof(num), "%.17g", json_real_value(v));
+        if (strpbrk(num, ".e") == NULL)
+            strncat(num, ".0", sizeof(num) - strlen(num) - 1);
+        ok = emit_scalar(e, num, strlen(num), false);
+        break;
+    case JSON_TRUE: ok = emit_scalar(e, "true", 4, false); break;
+    case JSON_FALSE: ok = emit_scalar(e, "false", 5, false); break;
+    default: ok = emit_scalar(e, "null", 4, false); break;
+    }
+    if (ok)
+        return 0;
+emitter:
+    if (e->error == YAML_MEMORY_ERROR)
+        return wh_error_set(err, WH_ENOMEM, "out of memory writing yaml");
+    return wh_error_set(err, WH_EINVAL, "cannot write yaml: %s",
+                        e->problem ? e->problem : "emitter error");
+}
+
+int yaml_dump_buffer(const json_t *v, char **text_out, size_t *len_out, struct wh_error *err)
+{
+    yaml_emitter_t e;
+    yaml_event_t ev;
+    FILE *mem = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    int rc;
+
+    *text_out = NULL;
+    if (len_out != NULL)
+        *len_out = 0;
+    /* libyaml writes to a FILE: a memory stream (POSIX open_memstream) grows as it writes */
+    mem = open_memstream(&text, &len);
+    if (mem == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    if (!yaml_emitter_initialize(&e)) {
+        fclose(mem);
+        free(text);
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    }
+    yaml_emitter_set_output_file(&e, mem);
+    yaml_emitter_set_unicode(&e, 1);
+    yaml_emitter_set_width(&e, -1); /* no folded lines: values copy and paste whole */
+    rc = yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING) && yaml_emitter_emit(&e, &ev)
+            && yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1)
+            && yaml_emitter_emit(&e, &ev)
+        ? 0
+        : wh_error_set(err, WH_ENOMEM, "out of memory writing yaml");
+    if (rc == 0)
+        rc = emit_value(&e, v, 0, err);
+    if (rc == 0
+        && !(yaml_document_end_event_initialize(&ev, 1) && yaml_emitter_emit(&e, &ev)
+             && yaml_stream_end_event_initialize(&ev) && yaml_emitter_emit(&e, &ev)))
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory writing yaml");
+    yaml_emitter_delete(&e);
+    if (fclose(mem) != 0 && rc == 0)
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory writing yaml");
+    if (rc < 0) {
+        free(text);
+        return rc;
+    }
+    *text_out = text;
+    if (len_out != NULL)
+        *len_out = len;
+    return 0;
 }

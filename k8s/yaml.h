@@ -1,7 +1,7 @@
 /*
- * yaml.h - YAML (or JSON) documents to jansson values, through libyaml.
+ * yaml.h - YAML (or JSON) documents to jansson values and back, through libyaml.
  *
- * Used for Job files (`render -f`) and kubeconfig. Reentrant.
+ * Used for Job files (`render -f`), kubeconfig and `render -o yaml`. Reentrant.
  */
 #ifndef WH_YAML_H
 #define WH_YAML_H
@@ -19,7 +19,8 @@
  * integers → integer (beyond int64 → real); floats → real; .inf/.nan and
  * timestamps → string; else string. Quoted and block
  * scalars are always strings. A repeated mapping key: the last value wins (as
- * sigs.k8s.io/yaml does for the published examples that repeat `queue`).
+ * sigs.k8s.io/yaml does for the published examples that repeat `queue`); only
+ * yaml_load_file_documents says where.
  * Anchors and aliases are resolved; merge keys `<<` are not supported.
  *
  * @param[out] out  new reference on success
@@ -46,9 +47,32 @@ int yaml_load_file(const char *path, json_t **out, struct wh_error *err);
 
 /**
  * yaml_load_documents on a whole file, read as yaml_load_file reads it ("-": standard
- * input; at most 16 MiB). @param[out] docs_out new reference to the array, on 0.
+ * input; at most 16 MiB), listing each repeated mapping key: the value kept is still
+ * the last one, but a user who wrote a key twice (the published examples repeat
+ * `queue`) may have meant the first.
+ * @param[out] docs_out  new reference to the array, on 0
+ * @param[out] dups_out  NULL (not listed), or on 0 a new reference to an array, in
+ *                       file order, of {"document": N, "line": L, "column": C (all
+ *                       1-based, of the repeated key), "key": K, "path": field path
+ *                       such as "spec.queue" or "spec.tasks[0].name" (cut at 511 bytes)}
  * @return as yaml_load_documents, and yaml_load_file's WH_ERROR / WH_ETOOBIG.
  */
-int yaml_load_file_documents(const char *path, json_t **docs_out, struct wh_error *err);
+int yaml_load_file_documents(const char *path, json_t **docs_out, json_t **dups_out,
+                             struct wh_error *err);
+
+/**
+ * v as one YAML document through libyaml's emitter: block style, object members in
+ * their order, no "---", lines never folded. A string that a plain scalar would not
+ * give back (what yaml_load_buffer types as null, bool or number, "", .inf, a
+ * timestamp, "1:20", "<<") is double-quoted; a string with a line break is a
+ * literal block (|) where libyaml allows one. A real keeps a "." or exponent, so
+ * yaml_load_buffer(yaml_dump_buffer(v)) equals v for every value without a NUL.
+ * @param v         borrowed
+ * @param[out] text_out  malloc'd NUL-terminated text, the caller's to free(), on 0
+ * @param[out] len_out   its length in bytes (may be NULL)
+ * @return 0; WH_ENOMEM; WH_EINVAL when v nests deeper than 1000 levels or a string
+ *         is too long for libyaml.
+ */
+int yaml_dump_buffer(const json_t *v, char **text_out, size_t *len_out, struct wh_error *err);
 
 #endif

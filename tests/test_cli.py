@@ -32,9 +32,10 @@ def write_json(directory, name, obj):
     return path
 
 
-def run(*args):
+def run(*args, timeout=30):
     """(exit status, stdout, stderr) of the binary with args."""
-    p = subprocess.run([harness.binary(), *args], capture_output=True, text=True, timeout=30)
+    p = subprocess.run([harness.binary(), *args], capture_output=True, text=True,
+                       timeout=timeout)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -53,9 +54,13 @@ class UsageErrors(unittest.TestCase):
             (["render", "--bogus"], P + "render: unknown flag --bogus (see --help)"),
             (["render"], P + "render: missing required flag -f JOB (see --help)"),
             (["render", "-f"], P + "render: flag -f needs a value"),
-            (["render", "-f", "j.yaml", "-o", "yaml"],
-             P + "render: --output must be pod or patch, not \"yaml\""),
+            (["render", "-f", "j.yaml", "-o", "xml"],
+             P + "render: --output must be pod, yaml or patch, not \"xml\""),
             (["render", "-f", "j.yaml", "extra"], P + "render: unexpected argument \"extra\""),
+            *[(["render", "-f", "j.yaml", "--namespace", ns],
+               P + "render: invalid --namespace \"%s\": want a DNS-1123 label (1 to 63 of "
+                   "a-z, 0-9 and '-', a letter or digit at both ends)" % ns)
+              for ns in ("", "Team-A", "team_a", "-a", "a-", "a.b", "a" * 64)],
             (["version", "x"], P + "version: unexpected argument \"x\" (see --help)"),
         ]
         for args, line in cases:
@@ -142,9 +147,126 @@ class UsageErrors(unittest.TestCase):
                                  (1, "", P + "render: %s: not a Job object\n" % empty))
             self.assertEqual(run("render", "-f", "-", "-f", "-"),
                              (2, "", P + "render: -f - (standard input) can be given once\n"))
+            # the same file twice would render each of its Jobs twice: refused, however named
+            mpi = os.path.join(ex, "mpi-job.yaml")
+            link = os.path.join(tmp, "link.yaml")
+            os.symlink(mpi, link)
+            self.assertEqual(run("render", "-f", mpi, "-f", mpi),
+                             (2, "", P + "render: -f %s is given twice\n" % mpi))
+            self.assertEqual(run("render", "-f", mpi, "-f", link, "-o", "patch"),
+                             (2, "", P + "render: -f %s and -f %s are the same file\n"
+                              % (mpi, link)))
+            with open(mpi) as stdin:
+                p = subprocess.run([harness.binary(), "render", "-f", "-", "-f", mpi],
+                                   stdin=stdin, capture_output=True, text=True, timeout=30)
+            self.assertEqual((p.returncode, p.stdout, p.stderr),
+                             (2, "", P + "render: -f - and -f %s are the same file\n" % mpi))
             self.assertEqual(run("render", "-f", os.path.join(ex, "pytorch-job.yaml"), "-f",
                                  os.path.join(ex, "mpi-job.yaml"), "--pod", "p.json"),
                              (1, "", P + "render: the -f files hold 2 Jobs; --pod takes one\n"))
+
+    def test_render_patch_names_pod_namespace_and_job(self):
+        """Each -o patch entry says which pod of which Job in which namespace: a List
+        of Jobs may mix namespaces; --namespace fills in where a Job has none."""
+        jobs = [harness.load_job("pytorch-job"), harness.load_job("mpi-job")]
+        jobs[0]["metadata"]["namespace"] = "team-a"
+        jobs[1]["metadata"].pop("namespace", None)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = write_json(tmp, "list.json", {"apiVersion": "v1", "kind": "List",
+                                                 "items": jobs})
+            for args, other_ns in (([], "default"), (["--namespace", "team-b"], "team-b")):
+                with self.subTest(args=args):
+                    rc, out, err = run("render", "-f", path, "-o", "patch", *args)
+                    self.assertEqual((rc, err), (0, ""))
+                    self.assertEqual(
+                        [(i["pod"], i["namespace"], i["job"], list(i)) for i in json.loads(out)],
+                        [(p, ns, j, ["pod", "namespace", "job", "patch"]) for p, ns, j in (
+                            ("pytorch-job-master-0", "team-a", "pytorch-job"),
+                            ("pytorch-job-worker-0", "team-a", "pytorch-job"),
+                            ("pytorch-job-worker-1", "team-a", "pytorch-job"),
+                            ("mpi-job-mpimaster-0", other_ns, "mpi-job"),
+                            ("mpi-job-mpiworker-0", other_ns, "mpi-job"),
+                            ("mpi-job-mpiworker-1", other_ns, "mpi-job"))])
+
+    def test_render_output_yaml(self):
+        """-o yaml prints the objects of -o pod as YAML (libyaml's emitter), which a
+        YAML 1.1 reader takes back as the same values: strings such as "0" or "yes"
+        quoted, a multi-line command as a literal block."""
+        ex = os.path.join(harness.ROOT, "examples")
+        for name in sorted(os.listdir(ex)):
+            with self.subTest(example=name):
+                path = os.path.join(ex, name)
+                rc, as_json, _ = run("render", "-f", path)
+                self.assertEqual(rc, 0)
+                rc, as_yaml, _ = run("render", "-f", path, "-o", "yaml")
+                self.assertEqual(rc, 0)
+                self.assertTrue(as_yaml.startswith("apiVersion: v1\nkind: List\n"), as_yaml)
+                self.assertEqual(yaml.safe_load(as_yaml), json.loads(as_json))
+        rc, out, _ = run("render", "-f", os.path.join(ex, "pytorch-job.yaml"), "-o", "yaml")
+        self.assertIn("\n      volcano.sh/task-index: \"0\"\n", out)
+        self.assertIn("\n      - -c\n      - |\n        import os\n", out)
+        # --pod -o yaml: that pod alone
+        job = harness.load_job("pytorch-job")
+        pod = harness.build_pod(job, "worker", 1)
+        with tempfile.TemporaryDirectory() as tmp:
+            args = ["render", "-f", write_json(tmp, "job.json", job),
+                    "--pod", write_json(tmp, "pod.json", pod)]
+            rc, as_json, _ = run(*args)
+            self.assertEqual(rc, 0)
+            rc, as_yaml, err = run(*args, "-o", "yaml")
+            self.assertEqual((rc, err), (0, ""))
+            self.assertTrue(as_yaml.startswith("kind: Pod\napiVersion: v1\n"), as_yaml)
+            self.assertEqual(yaml.safe_load(as_yaml), json.loads(as_json))
+
+    def test_render_warns_of_repeated_keys(self):
+        """Three published examples repeat `queue:`; the reader keeps the last value, as
+        kubectl's does, and render says where, so that a first value meant is not lost
+        without a word."""
+        ex = os.path.join(harness.ROOT, "examples")
+        for name in ("ray-cluster-job.yaml", "tensorflow-dist-mnist.yaml",
+                     "tensorflow-dist-mnist-with-comments.yaml"):
+            with self.subTest(example=name):
+                path = os.path.join(ex, name)
+                rc, out, err = run("render", "-f", path, "-o", "patch")
+                self.assertEqual(rc, 0)
+                self.assertEqual(err, P + "render: warning: %s: line 15: repeated key "
+                                 "\"queue\" (spec.queue); the last value is kept, as "
+                                 "kubectl's YAML reader keeps it\n" % path)
+                self.assertTrue(json.loads(out))
+        rc, _, err = run("render", "-f", os.path.join(ex, "pytorch-job.yaml"))
+        self.assertEqual((rc, err), (0, ""))
+        # the line is the file's, in any document; the value used is the last
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(ex, "mpi-job.yaml")) as f:
+                mpi = f.read()
+            path = os.path.join(tmp, "two.yaml")
+            with open(path, "w") as f:
+                f.write(mpi + "---\n" + mpi.replace("name: mpi-job\n",
+                                                    "name: first\n  name: mpi-job-2\n", 1))
+            line = mpi.count("\n") + 2 + mpi.split("name: mpi-job\n")[0].count("\n") + 1
+            rc, out, err = run("render", "-f", path, "-o", "patch")
+            self.assertEqual(rc, 0)
+            self.assertEqual(err, P + "render: warning: %s: line %d: repeated key \"name\" "
+                             "(metadata.name); the last value is kept, as kubectl's YAML "
+                             "reader keeps it\n" % (path, line))
+            self.assertEqual(json.loads(out)[-1]["job"], "mpi-job-2")
+            # a --pod file too
+            job = harness.load_job("pytorch-job")
+            pod = harness.build_pod(job, "worker", 1)
+            pod["spec"]["restartPolicy"] = "OnFailure"
+            text = yaml.safe_dump(pod, sort_keys=False)
+            self.assertEqual(text.count("  restartPolicy: OnFailure\n"), 1)
+            ppath = os.path.join(tmp, "pod.yaml")
+            with open(ppath, "w") as f:
+                f.write(text.replace("  restartPolicy: OnFailure\n",
+                                     "  restartPolicy: Never\n  restartPolicy: OnFailure\n"))
+            line = text.split("  restartPolicy: OnFailure\n")[0].count("\n") + 2
+            rc, out, err = run("render", "-f", write_json(tmp, "job.json", job), "--pod", ppath)
+            self.assertEqual(rc, 0)
+            self.assertEqual(err, P + "render: warning: %s: line %d: repeated key "
+                             "\"restartPolicy\" (spec.restartPolicy); the last value is kept, "
+                             "as kubectl's YAML reader keeps it\n" % (ppath, line))
+            self.assertEqual(json.loads(out)["spec"]["restartPolicy"], "OnFailure")
 
     def test_render_warns_what_it_cannot_check(self):
         """--review with a Job file without a uid cannot compare the ownerReference's;
@@ -184,20 +306,119 @@ class UsageErrors(unittest.TestCase):
                              "volcano.sh/task-spec annotation) is not a task of job pytorch-job, "
                              "so the plugins set nothing task-specific\n" % ppath)
 
-    def test_render_refuses_more_than_10000_pods(self):
-        """It holds every pod until it prints: a Job of 2^31-1 replicas is refused at once."""
-        for replicas in ([2147483647], [5000, 5001]):
+    def test_render_refuses_negative_replicas(self):
+        """Volcano's job admission refuses a task with replicas < 0; render says which."""
+        job = harness.load_job("pytorch-job")
+        job["spec"]["tasks"][1]["replicas"] = -1
+        with tempfile.TemporaryDirectory() as tmp:
+            path = write_json(tmp, "job.json", job)
+            line = (P + "render: %s: task \"worker\" (spec.tasks[1]) has replicas -1, which "
+                    "Volcano's job admission refuses (want 0 or more)\n" % path)
+            self.assertEqual(run("render", "-f", path), (1, "", line))
+            self.assertEqual(run("render", "-f", path, "--pod", "p.json"), (1, "", line))
+            # the first such task of the file is named, on one line (control characters replaced)
+            job["spec"]["tasks"][1]["name"] = "w\n1"
+            job["spec"]["tasks"][0]["replicas"] = -2147483648
+            multi = os.path.join(tmp, "multi.yaml")
+            with open(multi, "w") as f:
+                f.write(yaml.safe_dump(harness.load_job("mpi-job")) + "---\n"
+                        + yaml.safe_dump(job))
+            self.assertEqual(run("render", "-f", multi, "-o", "patch"),
+                             (1, "", P + "render: %s: document 2: task \"master\" "
+                              "(spec.tasks[0]) has replicas -2147483648, which Volcano's job "
+                              "admission refuses (want 0 or more)\n" % multi))
+            job["spec"]["tasks"][0]["replicas"] = 1
+            self.assertEqual(run("render", "-f", write_json(tmp, "j2.json", job)),
+                             (1, "", P + "render: %s: task \"w?1\" (spec.tasks[1]) has "
+                              "replicas -1, which Volcano's job admission refuses (want 0 or "
+                              "more)\n" % os.path.join(tmp, "j2.json")))
+
+    def test_render_refuses_more_than_20000_pods(self):
+        """It holds every pod until it prints: a Job of 2^31-1 replicas is refused at once,
+        pointing at --task/--index, which renders any one pod."""
+        for replicas in ([2147483647], [10000, 10001]):
             with self.subTest(replicas=replicas), tempfile.TemporaryDirectory() as tmp:
                 job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
                        "metadata": {"name": "big"},
-                       "spec": {"tasks": [{"name": "t%d" % i, "replicas": r}
+                       "spec": {"tasks": [{"name": "t%d" % i, "replicas": r,
+                                           "template": {"spec": {"containers": [
+                                               {"name": "c", "image": "busybox"}]}}}
                                           for i, r in enumerate(replicas)]}}
-                path = os.path.join(tmp, "big.json")
-                with open(path, "w") as f:
-                    json.dump(job, f)
+                path = write_json(tmp, "big.json", job)
                 self.assertEqual(run("render", "-f", path, "-o", "patch"),
-                                 (1, "", P + "render: the Jobs have more than 10000 pods; "
-                                  "render prints at most that many (--pod renders one)\n"))
+                                 (1, "", P + "render: the Jobs have more than 20000 pods; "
+                                  "render prints at most that many (--task NAME --index N "
+                                  "renders one)\n"))
+                last = replicas[-1] - 1
+                rc, out, err = run("render", "-f", path, "--task", "t%d" % (len(replicas) - 1),
+                                   "--index", str(last))
+                self.assertEqual((rc, err), (0, ""))
+                self.assertEqual(json.loads(out)["metadata"]["name"],
+                                 "big-t%d-%d" % (len(replicas) - 1, last))
+
+    def test_render_one_master_and_10000_workers(self):
+        """The whole Job renders: 10,001 pods, the last worker with RANK 10000."""
+        job = harness.load_job("pytorch-job")
+        job["spec"]["tasks"][1]["replicas"] = 10000
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out, err = run("render", "-f", write_json(tmp, "job.json", job), "-o", "patch",
+                               timeout=600)
+        self.assertEqual((rc, err), (0, ""))
+        items = json.loads(out)
+        self.assertEqual(len(items), 10001)
+        self.assertEqual([i["pod"] for i in (items[0], items[1], items[-1])],
+                         ["pytorch-job-master-0", "pytorch-job-worker-0",
+                          "pytorch-job-worker-9999"])
+        env = {e["name"]: e.get("value") for op in items[-1]["patch"]
+               if op["path"] == "/spec/containers/0/env" for e in op["value"]}
+        self.assertEqual((env["WORLD_SIZE"], env["RANK"]), ("10001", "10000"))
+
+    def test_render_task_index(self):
+        """--task NAME --index N: that pod of the List alone, as --pod prints one."""
+        ex = os.path.join(harness.ROOT, "examples", "pytorch-job.yaml")
+        rc, pods, _ = run("render", "-f", ex)
+        self.assertEqual(rc, 0)
+        rc, patches, _ = run("render", "-f", ex, "-o", "patch")
+        self.assertEqual(rc, 0)
+        for task, index, k in (("master", None, 0), ("worker", "0", 1), ("worker", "1", 2)):
+            with self.subTest(task=task, index=index):
+                args = ["render", "-f", ex, "--task", task] + (
+                    ["--index", index] if index is not None else [])
+                rc, out, err = run(*args)
+                self.assertEqual((rc, err), (0, ""))
+                self.assertEqual(json.loads(out), json.loads(pods)["items"][k])
+                rc, out, err = run(*args, "-o", "patch")
+                self.assertEqual((rc, err), (0, ""))
+                self.assertEqual(json.loads(out), json.loads(patches)[k]["patch"])
+                rc, out, err = run(*args, "-o", "yaml")
+                self.assertEqual((rc, err), (0, ""))
+                self.assertEqual(yaml.safe_load(out), json.loads(pods)["items"][k])
+        rc, out, _ = run("render", "-f", ex, "--task", "worker", "--namespace", "team-b")
+        self.assertEqual((rc, json.loads(out)["metadata"]["namespace"]), (0, "team-b"))
+        self.assertEqual(run("render", "-f", ex, "--task", "worker", "--index", "2"),
+                         (1, "", P + "render: %s: task \"worker\" has 2 replicas, so no pod "
+                          "of --index 2\n" % ex))
+        self.assertEqual(run("render", "-f", ex, "--task", "chief"),
+                         (1, "", P + "render: %s: job pytorch-job has no task \"chief\"\n"
+                          % ex))
+        mpi = os.path.join(harness.ROOT, "examples", "mpi-job.yaml")
+        self.assertEqual(run("render", "-f", ex, "-f", mpi, "--task", "worker"),
+                         (1, "", P + "render: the -f files hold 2 Jobs; --task takes one\n"))
+        usage = [
+            (["--index", "1"], "--index needs --task NAME"),
+            (["--task", "worker", "--index", "-1"],
+             "invalid --index \"-1\": want a pod index, 0 to 2147483646"),
+            (["--task", "worker", "--index", "2147483647"],
+             "invalid --index \"2147483647\": want a pod index, 0 to 2147483646"),
+            (["--task", "worker", "--index", "1x"],
+             "invalid --index \"1x\": want a pod index, 0 to 2147483646"),
+            (["--task", "worker", "--pod", "p.json"], "--task cannot be used with --pod"),
+            (["--task", "worker", "--review", "r.json"], "--task cannot be used with --review"),
+        ]
+        for args, line in usage:
+            with self.subTest(args=args):
+                self.assertEqual(run("render", "-f", ex, *args), (2, "", P + "render: " + line
+                                                                  + "\n"))
 
     def test_render_file_problem_exits_1(self):
         rc, out, err = run("render", "-f", "/nonexistent/job.yaml")
@@ -210,6 +431,8 @@ class UsageErrors(unittest.TestCase):
                 rc, out, err = run(cmd, "--help")
                 self.assertEqual((rc, err), (0, ""))
                 self.assertTrue(out.startswith("usage: volcano-plugin-webhook " + cmd), out)
+                # `help CMD` prints the same, as `CMD --help` does
+                self.assertEqual(run("help", cmd), (0, out, ""))
         rc, out, err = run("version")
         self.assertEqual((rc, err), (0, ""))
         self.assertRegex(out, VERSION_OUTPUT)
@@ -224,11 +447,15 @@ class UsageErrors(unittest.TestCase):
 
     def test_unknown_or_no_command(self):
         self.assert_usage_error(["nope"], P + "unknown command \"nope\" (see --help)")
+        self.assert_usage_error(["help", "nope"], P + "help: unknown command \"nope\" (see --help)")
+        self.assert_usage_error(["help", "render", "x"],
+                                P + "help: unexpected argument \"x\" (see --help)")
         # no command at all: the command list, as --help prints it, on stderr
         rc, help_out, _ = run("--help")
         self.assertEqual(rc, 0)
         self.assertTrue(help_out.startswith("usage: volcano-plugin-webhook COMMAND [flags]"))
         self.assertEqual(run(), (2, "", help_out))
+        self.assertEqual(run("help"), (0, help_out, ""))
 
 def git(*args):
     """The stripped output of git in the source tree, or None outside a git tree."""

@@ -1,5 +1,5 @@
 /*
- * gen.c - the `gen-certs` subcommand: write a CA and a serving certificate for
+ * gen_certs.c - the `gen-certs` subcommand: write a CA and a serving certificate for
  * the webhook Service (ca.crt, ca.key, tls.crt, tls.key) into a directory, and
  * optionally the kubernetes.io/tls Secret manifest (--secret-manifest) and the
  * webhook's caBundle value (--ca-bundle). With --ca-cert/--ca-key the serving
@@ -569,7 +569,90 @@ static int check_stale_ca_key(const char *dir, const struct certs_pair *ca)
     return 1;
 }
 
-int gen_certs_main(int argc, char **argv)
+/* What the command line asks for. The strings point into argv. */
+struct gen_args {
+    const char *service;
+    const char *ns;
+    const char *dir;
+    const char *extra[GEN_MAX_DNS]; /* --dns and --ip, in order */
+    size_t nextra;
+    int days;
+    enum certs_key_type key_type;
+    const char *secret_file;  /* --secret-manifest, or NULL */
+    const char *bundle_file;  /* --ca-bundle, or NULL */
+    const char *ca_cert_file; /* --ca-cert: sign with this CA, or NULL */
+    const char *ca_key_file;
+    bool force;
+    bool help; /* -h: print the help and exit 0 */
+};
+
+/* One flag's value into a. @return 0, or 2 after the usage line. */
+static int gen_parse_flag(struct gen_args *a, int opt, char *arg)
+{
+    switch (opt) {
+    case 's': a->service = arg; break;
+    case 'n': a->ns = arg; break;
+    case 'o': a->dir = arg; break;
+    case 'd':
+        if (parse_days(arg, &a->days) < 0) {
+            fprintf(stderr,
+                    WH_PROG ": gen-certs: invalid --days \"%s\": want an integer 1..36500\n", arg);
+            return 2;
+        }
+        break;
+    case 'D':
+        if (!dns_name_ok(arg)) {
+            fprintf(stderr,
+                    WH_PROG ": gen-certs: invalid --dns \"%s\": want a DNS name or "
+                            "IP address of 1..253 printable characters, no spaces or commas\n",
+                    arg);
+            return 2;
+        }
+        return add_extra_san(a->extra, &a->nextra, arg) < 0 ? 2 : 0;
+    case 'I':
+        if (!ip_ok(arg)) {
+            fprintf(stderr,
+                    WH_PROG ": gen-certs: invalid --ip \"%s\": want an IPv4 or "
+                            "IPv6 address\n",
+                    arg);
+            return 2;
+        }
+        return add_extra_san(a->extra, &a->nextra, arg) < 0 ? 2 : 0;
+    case 'k':
+        if (parse_key_type(arg, &a->key_type) < 0) {
+            fprintf(stderr, WH_PROG ": gen-certs: invalid --key-type \"%s\": want ecdsa or rsa\n",
+                    arg);
+            return 2;
+        }
+        break;
+    case 'S':
+    case 'B':
+    case 'C':
+    case 'K':
+        if (arg[0] == '\0') {
+            fprintf(stderr, WH_PROG ": gen-certs: %s needs a file name\n",
+                    opt == 'S'       ? "--secret-manifest"
+                        : opt == 'B' ? "--ca-bundle"
+                        : opt == 'C' ? "--ca-cert"
+                                     : "--ca-key");
+            return 2;
+        }
+        if (opt == 'S')
+            a->secret_file = arg;
+        else if (opt == 'B')
+            a->bundle_file = arg;
+        else if (opt == 'C')
+            a->ca_cert_file = arg;
+        else
+            a->ca_key_file = arg;
+        break;
+    case 'f': a->force = true; break;
+    }
+    return 0;
+}
+
+/* Read the flags into a. @return 0 (a->help: print the help), or 2 after the usage line. */
+static int gen_parse_args(struct gen_args *a, int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"service", required_argument, NULL, 's'},
@@ -587,167 +670,106 @@ int gen_certs_main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *service = NULL;
-    const char *ns = NULL;
-    const char *dir = NULL;
-    const char *extra[GEN_MAX_DNS];
-    size_t nextra = 0;
-    int days = GEN_DEFAULT_DAYS;
-    enum certs_key_type key_type = CERTS_KEY_ECDSA_P256;
-    const char *secret_file = NULL;
-    const char *bundle_file = NULL;
-    const char *ca_cert_file = NULL; /* --ca-cert: sign with this CA */
-    const char *ca_key_file = NULL;
-    char names[4][512];
-    const char *sans[4 + GEN_MAX_DNS];
-    size_t nsans = 0;
-    struct certs_pair ca = {NULL, NULL};
-    struct certs_pair leaf = {NULL, NULL};
-    struct wh_error err = {0, ""};
-    struct stat st;
-    struct gen_output *outs = NULL; /* up to 6 files, PATH_MAX each: on the heap */
-    size_t nouts = 0;
-    size_t created = 0;  /* mkdir_parents: what to remove on failure */
-    char *secret = NULL; /* --secret-manifest text */
-    char *bundle = NULL; /* --ca-bundle text */
-    bool capped = false;
-    long long ca_not_after = 0;
-    char when[64];
-    bool force = false;
     int opt;
-    int rc = 1;
 
+    memset(a, 0, sizeof(*a));
+    a->days = GEN_DEFAULT_DAYS;
+    a->key_type = CERTS_KEY_ECDSA_P256;
     optind = 0; /* full getopt reset: the subcommand may run more than once (tests) */
     opterr = 0; /* our own messages, naming the flag */
     while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (opt) {
-        case 's': service = optarg; break;
-        case 'n': ns = optarg; break;
-        case 'o': dir = optarg; break;
-        case 'd':
-            if (parse_days(optarg, &days) < 0) {
-                fprintf(stderr,
-                        WH_PROG ": gen-certs: invalid --days \"%s\": want an integer 1..36500\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 'D':
-            if (!dns_name_ok(optarg)) {
-                fprintf(stderr,
-                        WH_PROG ": gen-certs: invalid --dns \"%s\": want a DNS name or "
-                                "IP address of 1..253 printable characters, no spaces or commas\n",
-                        optarg);
-                return 2;
-            }
-            if (add_extra_san(extra, &nextra, optarg) < 0)
-                return 2;
-            break;
-        case 'I':
-            if (!ip_ok(optarg)) {
-                fprintf(stderr,
-                        WH_PROG ": gen-certs: invalid --ip \"%s\": want an IPv4 or "
-                                "IPv6 address\n",
-                        optarg);
-                return 2;
-            }
-            if (add_extra_san(extra, &nextra, optarg) < 0)
-                return 2;
-            break;
-        case 'k':
-            if (parse_key_type(optarg, &key_type) < 0) {
-                fprintf(stderr,
-                        WH_PROG ": gen-certs: invalid --key-type \"%s\": want ecdsa or rsa\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 'S':
-        case 'B':
-        case 'C':
-        case 'K':
-            if (optarg[0] == '\0') {
-                fprintf(stderr, WH_PROG ": gen-certs: %s needs a file name\n",
-                        opt == 'S'       ? "--secret-manifest"
-                            : opt == 'B' ? "--ca-bundle"
-                            : opt == 'C' ? "--ca-cert"
-                                         : "--ca-key");
-                return 2;
-            }
-            if (opt == 'S')
-                secret_file = optarg;
-            else if (opt == 'B')
-                bundle_file = optarg;
-            else if (opt == 'C')
-                ca_cert_file = optarg;
-            else
-                ca_key_file = optarg;
-            break;
-        case 'f': force = true; break;
-        case 'h': gen_usage(stdout); return 0;
+        case 'h': a->help = true; return 0;
         case ':':
             fprintf(stderr, WH_PROG ": gen-certs: flag %s needs a value\n", argv[optind - 1]);
             return 2;
-        default:
+        case '?':
             fprintf(stderr, WH_PROG ": gen-certs: unknown flag %s (see --help)\n",
                     argv[optind - 1]);
             return 2;
+        default:
+            if (gen_parse_flag(a, opt, optarg) != 0)
+                return 2;
         }
     }
     if (optind < argc) {
         fprintf(stderr, WH_PROG ": gen-certs: unexpected argument \"%s\"\n", argv[optind]);
         return 2;
     }
-    if (service == NULL || ns == NULL || dir == NULL) {
+    return 0;
+}
+
+/* Required flags, flags that go in pairs, names the API server would refuse.
+ * @return 0, or 2 after the usage line. */
+static int gen_check_args(const struct gen_args *a)
+{
+    if (a->service == NULL || a->ns == NULL || a->dir == NULL) {
         fprintf(stderr, WH_PROG ": gen-certs: missing required flag %s (see --help)\n",
-                service == NULL  ? "--service"
-                    : ns == NULL ? "--namespace"
-                                 : "--out");
+                a->service == NULL  ? "--service"
+                    : a->ns == NULL ? "--namespace"
+                                    : "--out");
         return 2;
     }
-    if ((ca_cert_file == NULL) != (ca_key_file == NULL)) {
+    if ((a->ca_cert_file == NULL) != (a->ca_key_file == NULL)) {
         fprintf(stderr, WH_PROG ": gen-certs: %s needs %s: give both or neither\n",
-                ca_cert_file != NULL ? "--ca-cert" : "--ca-key",
-                ca_cert_file != NULL ? "--ca-key" : "--ca-cert");
+                a->ca_cert_file != NULL ? "--ca-cert" : "--ca-key",
+                a->ca_cert_file != NULL ? "--ca-key" : "--ca-cert");
         return 2;
     }
-    if (!dns_label(service)) {
+    if (!dns_label(a->service)) {
         fprintf(stderr, WH_PROG ": gen-certs: invalid --service \"%s\": want a DNS-1123 label\n",
-                service);
+                a->service);
         return 2;
     }
-    if (!dns_label(ns)) {
+    if (!dns_label(a->ns)) {
         fprintf(stderr, WH_PROG ": gen-certs: invalid --namespace \"%s\": want a DNS-1123 label\n",
-                ns);
+                a->ns);
         return 2;
     }
+    return 0;
+}
 
-    snprintf(names[0], sizeof(names[0]), "%s", service);
-    snprintf(names[1], sizeof(names[1]), "%s.%s", service, ns);
-    snprintf(names[2], sizeof(names[2]), "%s.%s.svc", service, ns);
-    snprintf(names[3], sizeof(names[3]), "%s.%s.svc.cluster.local", service, ns);
+/* The subjectAltNames: the Service's four names, then --dns/--ip in order. */
+struct gen_sans {
+    char names[4][512];
+    const char *list[4 + GEN_MAX_DNS]; /* into names and the argv strings */
+    size_t n;
+};
+
+static void gen_sans_init(struct gen_sans *s, const struct gen_args *a)
+{
+    snprintf(s->names[0], sizeof(s->names[0]), "%s", a->service);
+    snprintf(s->names[1], sizeof(s->names[1]), "%s.%s", a->service, a->ns);
+    snprintf(s->names[2], sizeof(s->names[2]), "%s.%s.svc", a->service, a->ns);
+    snprintf(s->names[3], sizeof(s->names[3]), "%s.%s.svc.cluster.local", a->service, a->ns);
+    s->n = 0;
     for (size_t i = 0; i < 4; i++)
-        sans[nsans++] = names[i];
-    for (size_t i = 0; i < nextra; i++)
-        sans[nsans++] = extra[i];
+        s->list[s->n++] = s->names[i];
+    for (size_t i = 0; i < a->nextra; i++)
+        s->list[s->n++] = a->extra[i];
+}
 
-    /* A new CA invalidates every caBundle already deployed: never replace one silently.
-     * With --ca-cert the CA stays, but a pair in service is still not replaced unasked;
-     * ca.key is not written then, and one in --out must be the CA's own (check_stale_ca_key,
-     * even with --force). */
-    for (size_t i = 0; !force && i < 6; i++) {
+/*
+ * A new CA invalidates every caBundle already deployed: never replace one silently.
+ * With --ca-cert the CA stays, but a pair in service is still not replaced unasked;
+ * ca.key is not written then, and one in --out must be the CA's own (check_stale_ca_key,
+ * even with --force). @return 0, or 1 after one line on stderr.
+ */
+static int gen_refuse_existing(const struct gen_args *a)
+{
+    for (size_t i = 0; !a->force && i < 6; i++) {
         static const char *const files[] = {"ca.crt", "ca.key", "tls.crt", "tls.key"};
         char buf[PATH_MAX];
-        const char *path = i == 4 ? secret_file : i == 5 ? bundle_file : buf;
+        const char *path = i == 4 ? a->secret_file : i == 5 ? a->bundle_file : buf;
 
         if (i < 4) {
-            if (ca_cert_file != NULL && i == 1)
+            if (a->ca_cert_file != NULL && i == 1)
                 continue;
-            snprintf(buf, sizeof(buf), "%s/%s", dir, files[i]);
+            snprintf(buf, sizeof(buf), "%s/%s", a->dir, files[i]);
         }
         if (path == NULL || access(path, F_OK) != 0)
             continue;
-        if (ca_cert_file != NULL)
+        if (a->ca_cert_file != NULL)
             fprintf(stderr, WH_PROG ": gen-certs: %s exists (use --force to replace it)\n", path);
         else
             fprintf(stderr,
@@ -756,80 +778,168 @@ int gen_certs_main(int argc, char **argv)
                     path);
         return 1;
     }
+    return 0;
+}
+
+/* What a run makes in memory before anything touches --out. */
+struct gen_made {
+    struct certs_pair ca;
+    struct certs_pair leaf;
+    bool capped;  /* with --ca-cert: the leaf's notAfter was cut to the CA's */
+    char *secret; /* --secret-manifest text (holds the key: cleansed on dispose) */
+    char *bundle; /* --ca-bundle text */
+};
+
+static void gen_made_dispose(struct gen_made *m)
+{
+    if (m->secret != NULL) {
+        OPENSSL_cleanse(m->secret, strlen(m->secret)); /* it holds the key in base64 */
+        free(m->secret);
+    }
+    free(m->bundle);
+    certs_pair_dispose(&m->ca);
+    certs_pair_dispose(&m->leaf);
+    m->secret = m->bundle = NULL;
+}
+
+/* The CA and serving pair (new, or signed by --ca-cert), the Secret manifest and the
+ * caBundle, into m. @return 0, or 1 after one line on stderr. */
+static int gen_make(struct gen_made *m, const struct gen_args *a, const struct gen_sans *s)
+{
+    struct wh_error err = {0, ""};
+
+    if (a->ca_cert_file != NULL) {
+        if (sign_with_ca(&m->ca, &m->leaf, &m->capped, a->ca_cert_file, a->ca_key_file, a->key_type,
+                         s->list, s->n, a->days)
+                != 0
+            || check_stale_ca_key(a->dir, &m->ca) != 0)
+            return 1;
+    } else if (certs_generate(&m->ca, &m->leaf, a->key_type, s->list, s->n, a->days, &err) < 0) {
+        fprintf(stderr, WH_PROG ": gen-certs: %s\n", err.msg);
+        return 1;
+    }
+    if (a->secret_file != NULL && (m->secret = secret_manifest(a->ns, &m->ca, &m->leaf)) == NULL) {
+        fprintf(stderr, WH_PROG ": gen-certs: cannot make the Secret manifest: out of memory\n");
+        return 1;
+    }
+    if (a->bundle_file != NULL && (m->bundle = bundle_text(&m->ca)) == NULL) {
+        fprintf(stderr, WH_PROG ": gen-certs: out of memory\n");
+        return 1;
+    }
+    return 0;
+}
+
+/* The files of the run, in outs (GEN_MAX_OUTPUTS slots). @return 0, or -1 after a message. */
+static int gen_outputs_init(struct gen_output *outs, size_t *nouts, const struct gen_args *a,
+                            const struct gen_made *m)
+{
+    /* text NULL: not written. ca.key only for a CA made here: an existing CA's key
+     * stays where it is. */
+    const struct {
+        const char *dir;
+        const char *name;
+        const char *text;
+        mode_t mode;
+    } files[GEN_MAX_OUTPUTS] = {
+        {a->dir, "ca.key", a->ca_cert_file == NULL ? m->ca.key_pem : NULL, 0600},
+        {a->dir, "ca.crt", m->ca.cert_pem, 0644},
+        {a->dir, "tls.key", m->leaf.key_pem, 0600},
+        {a->dir, "tls.crt", m->leaf.cert_pem, 0644},
+        {NULL, a->secret_file, m->secret, 0600},
+        {NULL, a->bundle_file, m->bundle, 0644},
+    };
+
+    *nouts = 0;
+    for (size_t i = 0; i < GEN_MAX_OUTPUTS; i++) {
+        if (files[i].text == NULL)
+            continue;
+        if (output_init(&outs[(*nouts)++], files[i].dir, files[i].name, files[i].text,
+                        files[i].mode)
+            < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* What was written, on stdout; a leaf cut to the CA's notAfter noted on stderr. */
+static void gen_report(const struct gen_args *a, const struct gen_made *m, const struct gen_sans *s)
+{
+    struct wh_error err = {0, ""};
+    const char *kind = a->key_type == CERTS_KEY_RSA_2048 ? "RSA-2048" : "ECDSA P-256";
+    long long ca_not_after = 0;
+    char when[64];
+
+    if (m->capped && certs_not_after(m->ca.cert_pem, &ca_not_after, &err) == 0)
+        fprintf(stderr,
+                WH_PROG ": gen-certs: note: tls.crt expires with the CA at %s, sooner than "
+                        "--days %d\n",
+                certs_format_utc(ca_not_after, when, sizeof(when)), a->days);
+    if (a->ca_cert_file != NULL)
+        printf("wrote %s/ca.crt (a copy of %s) %s/tls.crt %s/tls.key (%s, signed by that CA; "
+               "its key stays in %s, no ca.key written)\n",
+               a->dir, a->ca_cert_file, a->dir, a->dir, kind, a->ca_key_file);
+    else
+        printf("wrote %s/ca.crt %s/ca.key %s/tls.crt %s/tls.key (%s, valid %d days)\n", a->dir,
+               a->dir, a->dir, a->dir, kind, a->days);
+    if (a->secret_file != NULL)
+        printf("wrote Secret %s/%s manifest to %s\n", a->ns, GEN_SECRET_NAME, a->secret_file);
+    if (a->bundle_file != NULL)
+        printf("wrote caBundle (base64 of ca.crt) to %s\n", a->bundle_file);
+    printf("subjectAltNames:");
+    for (size_t i = 0; i < s->n; i++)
+        printf(" %s", s->list[i]);
+    printf("\n");
+}
+
+int gen_certs_main(int argc, char **argv)
+{
+    struct gen_args a;
+    struct gen_sans sans;
+    struct gen_made made = {{NULL, NULL}, {NULL, NULL}, false, NULL, NULL};
+    struct stat st;
+    struct gen_output *outs = NULL; /* up to 6 files, PATH_MAX each: on the heap */
+    size_t nouts = 0;
+    size_t created = 0; /* mkdir_parents: what to remove on failure */
+    int rc;
+
+    rc = gen_parse_args(&a, argc, argv);
+    if (rc == 0 && a.help) {
+        gen_usage(stdout);
+        return 0;
+    }
+    if (rc == 0)
+        rc = gen_check_args(&a);
+    if (rc != 0)
+        return rc;
+    gen_sans_init(&sans, &a);
+    if (gen_refuse_existing(&a) != 0)
+        return 1;
+    rc = 1;
     outs = calloc(GEN_MAX_OUTPUTS, sizeof(*outs));
     if (outs == NULL) {
         fprintf(stderr, WH_PROG ": gen-certs: out of memory\n");
         return 1;
     }
     /* Everything is made in memory before --out is: a refusal leaves nothing behind. */
-    if (ca_cert_file != NULL) {
-        if (sign_with_ca(&ca, &leaf, &capped, ca_cert_file, ca_key_file, key_type, sans, nsans,
-                         days)
-                != 0
-            || check_stale_ca_key(dir, &ca) != 0)
-            goto out;
-    } else if (certs_generate(&ca, &leaf, key_type, sans, nsans, days, &err) < 0) {
-        fprintf(stderr, WH_PROG ": gen-certs: %s\n", err.msg);
+    if (gen_make(&made, &a, &sans) != 0 || gen_outputs_init(outs, &nouts, &a, &made) < 0)
+        goto out;
+    if (mkdir_parents(a.dir, &created) != 0) {
+        fprintf(stderr, WH_PROG ": gen-certs: cannot create --out %s: %s\n", a.dir,
+                strerror(errno));
         goto out;
     }
-    if (secret_file != NULL && (secret = secret_manifest(ns, &ca, &leaf)) == NULL) {
-        fprintf(stderr, WH_PROG ": gen-certs: cannot make the Secret manifest: out of memory\n");
-        goto out;
-    }
-    if (bundle_file != NULL && (bundle = bundle_text(&ca)) == NULL) {
-        fprintf(stderr, WH_PROG ": gen-certs: out of memory\n");
-        goto out;
-    }
-    /* ca.key only for a CA made here; an existing CA's key stays where it is. */
-    if ((ca_cert_file == NULL && output_init(&outs[nouts++], dir, "ca.key", ca.key_pem, 0600) < 0)
-        || output_init(&outs[nouts++], dir, "ca.crt", ca.cert_pem, 0644) < 0
-        || output_init(&outs[nouts++], dir, "tls.key", leaf.key_pem, 0600) < 0
-        || output_init(&outs[nouts++], dir, "tls.crt", leaf.cert_pem, 0644) < 0
-        || (secret != NULL && output_init(&outs[nouts++], NULL, secret_file, secret, 0600) < 0)
-        || (bundle != NULL && output_init(&outs[nouts++], NULL, bundle_file, bundle, 0644) < 0))
-        goto out;
-    if (mkdir_parents(dir, &created) != 0) {
-        fprintf(stderr, WH_PROG ": gen-certs: cannot create --out %s: %s\n", dir, strerror(errno));
-        goto out;
-    }
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, WH_PROG ": gen-certs: --out %s is not a directory\n", dir);
+    if (stat(a.dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, WH_PROG ": gen-certs: --out %s is not a directory\n", a.dir);
         goto out;
     }
     if (outputs_commit(outs, nouts) < 0)
         goto out;
     created = 0; /* --out stays */
-    if (capped && certs_not_after(ca.cert_pem, &ca_not_after, &err) == 0)
-        fprintf(stderr,
-                WH_PROG ": gen-certs: note: tls.crt expires with the CA at %s, sooner than "
-                        "--days %d\n",
-                certs_format_utc(ca_not_after, when, sizeof(when)), days);
-    if (ca_cert_file != NULL)
-        printf("wrote %s/ca.crt (a copy of %s) %s/tls.crt %s/tls.key (%s, signed by that CA; "
-               "its key stays in %s, no ca.key written)\n",
-               dir, ca_cert_file, dir, dir,
-               key_type == CERTS_KEY_RSA_2048 ? "RSA-2048" : "ECDSA P-256", ca_key_file);
-    else
-        printf("wrote %s/ca.crt %s/ca.key %s/tls.crt %s/tls.key (%s, valid %d days)\n", dir, dir,
-               dir, dir, key_type == CERTS_KEY_RSA_2048 ? "RSA-2048" : "ECDSA P-256", days);
-    if (secret_file != NULL)
-        printf("wrote Secret %s/%s manifest to %s\n", ns, GEN_SECRET_NAME, secret_file);
-    if (bundle_file != NULL)
-        printf("wrote caBundle (base64 of ca.crt) to %s\n", bundle_file);
-    printf("subjectAltNames:");
-    for (size_t i = 0; i < nsans; i++)
-        printf(" %s", sans[i]);
-    printf("\n");
+    gen_report(&a, &made, &sans);
     rc = 0;
 out:
-    rmdir_created(dir, created); /* a failed run leaves no --out it made */
-    if (secret != NULL) {
-        OPENSSL_cleanse(secret, strlen(secret)); /* it holds the key in base64 */
-        free(secret);
-    }
-    free(bundle);
+    rmdir_created(a.dir, created); /* a failed run leaves no --out it made */
+    gen_made_dispose(&made);
     free(outs);
-    certs_pair_dispose(&ca);
-    certs_pair_dispose(&leaf);
     return rc;
 }

@@ -22,7 +22,7 @@ static void usage(FILE *to)
             "  gen-certs   write a CA and a serving certificate for the webhook Service\n"
             "  version     print the version, the git commit and the build date\n"
             "\n"
-            "'" WH_PROG " COMMAND --help' lists the flags of a command.\n");
+            "'" WH_PROG " COMMAND --help' (or 'help COMMAND') lists the flags of a command.\n");
 }
 
 /* `version` takes no flags but --help. @return the exit status. */
@@ -48,6 +48,38 @@ static int version_main(int argc, char **argv)
     return 2;
 }
 
+/* `help [COMMAND]`: the command list, or what `COMMAND --help` prints. @return the exit status. */
+static int help_main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        int (*run)(int argc, char **argv);
+    } commands[] = {
+        {"serve", serve_main},
+        {"render", render_main},
+        {"gen-certs", gen_certs_main},
+        {"version", version_main},
+    };
+    char help_flag[] = "--help";
+
+    if (argc == 1) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc > 2) {
+        fprintf(stderr, WH_PROG ": help: unexpected argument \"%s\" (see --help)\n", argv[2]);
+        return 2;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            char *sub[] = {argv[1], help_flag, NULL};
+
+            return commands[i].run(2, sub);
+        }
+    fprintf(stderr, WH_PROG ": help: unknown command \"%s\" (see --help)\n", argv[1]);
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     int rc;
@@ -70,8 +102,9 @@ int main(int argc, char **argv)
         rc = gen_certs_main(argc - 1, argv + 1);
     else if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)
         rc = version_main(argc - 1, argv + 1);
-    else if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0
-             || strcmp(argv[1], "-h") == 0) {
+    else if (strcmp(argv[1], "help") == 0)
+        rc = help_main(argc - 1, argv + 1);
+    else if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(stdout);
         rc = 0;
     } else {

@@ -1,13 +1,14 @@
 /*
  * render.c - `render`: the admission code path without a server or cluster.
  *
- *   render -f JOB [--namespace NS] [-o pod|patch]     every pod of the Job, mutated
- *   render -f JOB --pod POD [--namespace NS] [-o pod|patch]
+ *   render -f JOB [--namespace NS] [-o pod|yaml|patch]   every pod of the Job, mutated
+ *   render -f JOB --pod POD [--namespace NS] [-o pod|yaml|patch]
+ *   render -f JOB --task NAME [--index N] [--namespace NS] [-o pod|yaml|patch]
  *   render -f JOB --review REVIEW                     the AdmissionReview answer
  *
  * JOB may hold several Jobs ("---"-separated, or a List, as kubectl takes them),
- * and -f may be repeated: without --pod or --review every Job's pods are rendered,
- * in file order. "-" is stdin.
+ * and -f may be repeated: without --pod, --task or --review every Job's pods are
+ * rendered, in file order, at most RENDER_MAX_PODS of them. "-" is stdin.
  *
  * Single-threaded. Output on stdout only on success; problems are one line on
  * stderr ("volcano-plugin-webhook: render: FILE: problem") and exit status 1; bad
@@ -15,12 +16,15 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "k8s/yaml.h"
 #include "plugins/jobpods.h"
@@ -31,7 +35,17 @@
 
 #define REVIEW_MAX_BYTES (3u << 20) /* the server's body cap */
 
-enum output { OUTPUT_POD, OUTPUT_PATCH };
+/* The most pods render builds at once. It holds them all until it prints the List
+ * (about 16 KiB each for the examples: some 320 MiB at the cap), so a Job of 2^31
+ * replicas is refused rather than grown without end; 1 master + 10,000 workers fits,
+ * and --task/--index renders any one pod of a larger Job. */
+#define RENDER_MAX_PODS 20000
+
+enum output {
+    OUTPUT_POD,   /* the mutated pods, JSON */
+    OUTPUT_YAML,  /* the same, YAML */
+    OUTPUT_PATCH, /* the JSON Patch ops, JSON */
+};
 
 /* One problem line on stderr: "volcano-plugin-webhook: render: " fmt "\n". */
 __attribute__((format(printf, 1, 2))) static void render_err(const char *fmt, ...)
@@ -48,40 +62,42 @@ __attribute__((format(printf, 1, 2))) static void render_err(const char *fmt, ..
 static void render_usage(FILE *to)
 {
     fprintf(to,
-            "usage: " WH_PROG " render -f JOB [--namespace NS] [-o pod|patch]\n"
-            "       " WH_PROG " render -f JOB --pod POD [--namespace NS] [-o pod|patch]\n"
+            "usage: " WH_PROG " render -f JOB [--namespace NS] [-o pod|yaml|patch]\n"
+            "       " WH_PROG " render -f JOB --pod POD [--namespace NS] [-o pod|yaml|patch]\n"
+            "       " WH_PROG " render -f JOB --task NAME [--index N] [--namespace NS]\n"
+            "                                   [-o pod|yaml|patch]\n"
             "       " WH_PROG " render -f JOB --review REVIEW\n"
             "\n"
-            "Shows what the Volcano job plugins do, with the same code path as `serve`.\n"
-            "  -f, --filename JOB   Volcano Job, YAML or JSON (required, repeatable); every\n"
-            "                       Job of a multi-document file or of a List (kubectl get\n"
-            "                       -o yaml); - reads standard input\n"
+            "Shows what the Volcano job plugins do, with the same code path as `serve`:\n"
+            "every pod of the Jobs (at most %d in all), one pod of the Job (--task), a\n"
+            "pod of yours (--pod), or the answer to an AdmissionReview (--review).\n"
+            "  -f, --filename JOB   Volcano Job, YAML or JSON (required; repeatable, each file\n"
+            "                       once); every Job of a multi-document file or of a List\n"
+            "                       (kubectl get -o yaml); - reads standard input\n"
             "      --pod POD        mutate this pod (YAML or JSON) instead of the Job's own pods\n"
+            "      --task NAME      only the pod --index of this task, built as Volcano's\n"
+            "                       controller builds it (any pod of a Job too large to render\n"
+            "                       whole)\n"
+            "      --index N        with --task: the pod's index, 0 to replicas-1 (default 0)\n"
             "      --review REVIEW  print the AdmissionReview response serve would send\n"
-            "      --namespace NS   namespace when the Job or pod has none (default \"default\")\n"
-            "  -o, --output FORMAT  pod (default): mutated pods; patch: the JSON Patch ops\n"
+            "      --namespace NS   namespace when the Job or pod has none, a DNS-1123 label\n"
+            "                       (default \"default\")\n"
+            "  -o, --output FORMAT  pod (default): mutated pods, JSON; yaml: the same as YAML;\n"
+            "                       patch: the JSON Patch ops of each pod, with its name,\n"
+            "                       namespace and Job (with --pod or --task: the ops alone)\n"
             "                       (not with --review)\n"
-            "  -h, --help           this help\n");
+            "  -h, --help           this help\n",
+            RENDER_MAX_PODS);
 }
 
-static int load_object(const char *path, const char *what, json_t **out)
+/* s as one printable line for a message, cut to fit buf: it is the user's text. */
+static const char *shown(char *buf, size_t cap, const char *s)
 {
-    struct wh_error err;
-    int rc;
-
-    wh_error_clear(&err);
-    rc = yaml_load_file(path, out, &err);
-    if (rc < 0) {
-        render_err("%s: %s", path, err.msg[0] ? err.msg : wh_error_str(rc));
-        return 1;
-    }
-    if (!json_is_object(*out)) {
-        render_err("%s: not a %s object", path, what);
-        json_decref(*out);
-        *out = NULL;
-        return 1;
-    }
-    return 0;
+    snprintf(buf, cap, "%s", s);
+    for (char *c = buf; *c != '\0'; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    return buf;
 }
 
 /* What the API server would reject or Volcano would silently ignore: say so. */
@@ -110,6 +126,8 @@ static int check_job(const char *where, const json_t *job)
 {
     const char *kind = json_string_value(json_object_get(job, "kind"));
     const char *api = json_string_value(json_object_get(job, "apiVersion"));
+    const json_t *task;
+    size_t i;
 
     if (!json_is_object(job)) {
         render_err("%s: not a Job object", where);
@@ -128,6 +146,18 @@ static int check_job(const char *where, const json_t *job)
     if (json_object_get(json_object_get(job, "spec"), "tasks") != NULL && job_tasks(job) == NULL) {
         render_err("%s: spec.tasks is not a list", where);
         return 1;
+    }
+    json_array_foreach(job_tasks(job), i, task) {
+        char name[64];
+
+        /* Volcano's job admission: "'replicas' < 0 in task: NAME" */
+        if (job_task_replicas(task) < 0) {
+            render_err("%s: task \"%s\" (spec.tasks[%zu]) has replicas %" PRId64
+                       ", which Volcano's job admission refuses (want 0 or more)",
+                       where, shown(name, sizeof(name), job_task_name(task)), i,
+                       job_task_replicas(task));
+            return 1;
+        }
     }
     warn_job_shape(where, job);
     return 0;
@@ -157,6 +187,54 @@ static bool is_list(const json_t *doc)
             || (strcmp(kind, "JobList") == 0 && strcmp(api, "batch.volcano.sh/v1alpha1") == 0));
 }
 
+/* A key written twice in one mapping: the reader keeps the last value silently (as
+ * sigs.k8s.io/yaml, kubectl's), but the author may have meant the first. */
+static void warn_duplicates(const char *path, const json_t *dups)
+{
+    const json_t *d;
+    size_t i;
+
+    json_array_foreach(dups, i, d) {
+        char key[64];
+        char field[256];
+
+        render_err("warning: %s: line %" JSON_INTEGER_FORMAT ": repeated key \"%s\" (%s); the "
+                   "last value is kept, as kubectl's YAML reader keeps it",
+                   path, json_integer_value(json_object_get(d, "line")),
+                   shown(key, sizeof(key), json_string_value(json_object_get(d, "key"))),
+                   shown(field, sizeof(field), json_string_value(json_object_get(d, "path"))));
+    }
+}
+
+/* The first document of path, which must be an object (what names it in the message),
+ * into *out (new reference); every document is read, for syntax errors and repeated
+ * keys, as for -f. @return 0, or 1 after the message. */
+static int load_object(const char *path, const char *what, json_t **out)
+{
+    struct wh_error err;
+    json_t *docs = NULL;
+    json_t *dups = NULL;
+    int rc;
+
+    *out = NULL;
+    wh_error_clear(&err);
+    rc = yaml_load_file_documents(path, &docs, &dups, &err);
+    if (rc < 0) {
+        render_err("%s: %s", path, err.msg[0] ? err.msg : wh_error_str(rc));
+        return 1;
+    }
+    warn_duplicates(path, dups);
+    json_decref(dups);
+    if (!json_is_object(json_array_get(docs, 0))) {
+        render_err("%s: not a %s object", path, what);
+        json_decref(docs);
+        return 1;
+    }
+    *out = json_incref(json_array_get(docs, 0));
+    json_decref(docs);
+    return 0;
+}
+
 /*
  * Append the Jobs of one -f (path "-": standard input) to jobs: every document of
  * a multi-document file, as kubectl reads one, and every item of a List; empty
@@ -167,17 +245,20 @@ static int load_jobs(const char *path, json_t *jobs)
 {
     struct wh_error err;
     json_t *docs = NULL;
+    json_t *dups = NULL;
     json_t *doc;
     size_t before = json_array_size(jobs);
     size_t i;
     int rc;
 
     wh_error_clear(&err);
-    rc = yaml_load_file_documents(path, &docs, &err);
+    rc = yaml_load_file_documents(path, &docs, &dups, &err);
     if (rc < 0) {
         render_err("%s: %s", path, err.msg[0] ? err.msg : wh_error_str(rc));
         return 1;
     }
+    warn_duplicates(path, dups);
+    json_decref(dups);
     rc = 0;
     json_array_foreach(docs, i, doc) {
         char where[PATH_MAX + 64];
@@ -258,20 +339,16 @@ static void warn_pod_task(const char *path, const json_t *job, const json_t *pod
     const char *task = json_string_value(json_object_get(
         json_object_get(json_object_get(pod, "metadata"), "annotations"), "volcano.sh/task-spec"));
     bool given = task != NULL && task[0] != '\0';
-    char shown[64];
+    char text[64];
 
     if (!given)
         task = "default";
     if (job_find_task(job, task) != NULL)
         return;
     /* The annotation is the user's text: one line, printable, short. */
-    snprintf(shown, sizeof(shown), "%s", task);
-    for (char *c = shown; *c != '\0'; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
     render_err("warning: %s: task \"%s\" (%s) is not a task of job %s, so the plugins set "
                "nothing task-specific",
-               path, shown,
+               path, shown(text, sizeof(text), task),
                given ? "the volcano.sh/task-spec annotation" : "no volcano.sh/task-spec annotation",
                job_name(job));
 }
@@ -290,7 +367,29 @@ static int print_json(json_t *v)
     return rc;
 }
 
-/* Mutate one pod; on success *item_out is the pod or {"pod":name,"patch":[...]}. */
+/* v on stdout as out asks: YAML for -o yaml, else JSON. @return 0, or 1 after the message. */
+static int print_output(const json_t *v, enum output out)
+{
+    struct wh_error err;
+    char *text = NULL;
+    size_t len = 0;
+    int rc;
+
+    if (out != OUTPUT_YAML)
+        return print_json((json_t *)v);
+    wh_error_clear(&err);
+    rc = yaml_dump_buffer(v, &text, &len, &err);
+    if (rc < 0) {
+        render_err("%s", err.msg);
+        return 1;
+    }
+    rc = fwrite(text, 1, len, stdout) == len ? 0 : 1;
+    free(text);
+    return rc;
+}
+
+/* Mutate one pod; on success *item_out is the pod, or for -o patch
+ * {"pod": name, "namespace": ns, "job": the Job's name, "patch": [ops]}. */
 static int render_pod(const json_t *job, const json_t *pod, const char *ns, enum output out,
                       json_t **item_out)
 {
@@ -306,12 +405,14 @@ static int render_pod(const json_t *job, const json_t *pod, const char *ns, enum
     if (!r.allowed) {
         render_err("pod %s denied (code %d): %s", name, r.status_code, r.message);
         rc = 1;
-    } else if (out == OUTPUT_POD) {
+    } else if (out != OUTPUT_PATCH) {
         *item_out = json_incref(r.pod);
     } else {
         json_t *ops = r.patch != NULL ? json_incref(r.patch) : json_array();
 
-        *item_out = json_pack("{s:s, s:o}", "pod", name, "patch", ops);
+        /* which pod of which Job, as `kubectl get` names it: a List may mix namespaces */
+        *item_out = json_pack("{s:s, s:s, s:s, s:o}", "pod", name, "namespace", ns, "job",
+                              job_name(job), "patch", ops);
     }
     mutate_result_dispose(&r);
     if (rc == 0 && *item_out == NULL) {
@@ -321,34 +422,47 @@ static int render_pod(const json_t *job, const json_t *pod, const char *ns, enum
     return rc;
 }
 
-/* The most pods render builds (it holds them all until it prints the List): a Job of
- * 2^31 replicas must be refused, not grow without end. */
-#define RENDER_MAX_PODS 10000
-
-/* Every pod of every Job in jobs, as one List (pod) or one array (patch). */
-static int render_job_pods(json_t *jobs, enum output out)
+/* Whether the Jobs have more than RENDER_MAX_PODS pods, counted without overflow. */
+static bool too_many_pods(const json_t *jobs)
 {
-    json_t *items = json_array();
-    json_t *list = NULL;
-    json_t *job;
+    const json_t *job;
     size_t j;
     int64_t pods = 0;
-    int rc = items != NULL ? 0 : 1;
 
     json_array_foreach(jobs, j, job) {
         const json_t *task;
         size_t t;
 
-        json_array_foreach(job_tasks(job), t, task)
-            if (job_task_replicas(task) > 0)
-                pods += job_task_replicas(task) < RENDER_MAX_PODS ? job_task_replicas(task)
-                                                                  : RENDER_MAX_PODS + 1;
+        json_array_foreach(job_tasks(job), t, task) {
+            if (job_task_replicas(task) <= 0)
+                continue;
+            pods += job_task_replicas(task) < RENDER_MAX_PODS ? job_task_replicas(task)
+                                                              : RENDER_MAX_PODS + 1;
+            if (pods > RENDER_MAX_PODS)
+                return true;
+        }
     }
-    if (pods > RENDER_MAX_PODS) {
-        render_err("the Jobs have more than %d pods; render prints at most that many (--pod "
-                   "renders one)",
+    return false;
+}
+
+/* Every pod of every Job in jobs, as one List (pod, yaml) or one array (patch). */
+static int render_job_pods(json_t *jobs, enum output out)
+{
+    json_t *items = NULL;
+    json_t *list = NULL;
+    json_t *job;
+    size_t j;
+    int rc = 0;
+
+    if (too_many_pods(jobs)) {
+        render_err("the Jobs have more than %d pods; render prints at most that many (--task "
+                   "NAME --index N renders one)",
                    RENDER_MAX_PODS);
-        json_decref(items);
+        return 1;
+    }
+    items = json_array();
+    if (items == NULL) {
+        render_err("out of memory");
         return 1;
     }
 
@@ -368,20 +482,22 @@ static int render_job_pods(json_t *jobs, enum output out)
                 }
                 rc = render_pod(job, pod, job_namespace(job), out, &item);
                 json_decref(pod);
-                if (rc == 0)
-                    json_array_append_new(items, item);
+                if (rc == 0 && json_array_append_new(items, item) < 0) {
+                    render_err("out of memory");
+                    rc = 1;
+                }
             }
         }
         if (rc != 0)
             break;
     }
     if (rc == 0) {
-        if (out == OUTPUT_POD)
+        if (out != OUTPUT_PATCH)
             list = json_pack("{s:s, s:s, s:{}, s:O}", "apiVersion", "v1", "kind", "List",
                              "metadata", "items", items);
         else
             list = json_incref(items);
-        rc = print_json(list);
+        rc = print_output(list, out);
     }
     json_decref(list);
     json_decref(items);
@@ -452,7 +568,38 @@ static int render_review(const json_t *job, const char *path)
     return 0;
 }
 
-int render_main(int argc, char **argv)
+/* What the command line asks for. The strings point into argv. */
+struct render_args {
+    const char **job_paths; /* every -f, in order (owned array, borrowed strings) */
+    size_t njob_paths;
+    const char *pod_path;    /* --pod, or NULL */
+    const char *review_path; /* --review, or NULL */
+    const char *ns_flag;     /* --namespace, or NULL */
+    const char *task;        /* --task: render pod --index of this task only, or NULL */
+    int64_t index;           /* --index, 0 when not given */
+    bool index_given;
+    enum output out;
+    bool out_given; /* -o was on the command line */
+    bool help;      /* -h: print the help and exit 0 */
+};
+
+/* --index: a pod index as the webhook reads one from a pod name (job_parse_index),
+ * below 2^31 - 1 (replicas is an int32). @return 0 or -1. */
+static int parse_index(const char *s, int64_t *out)
+{
+    int64_t v;
+
+    if (job_parse_index(s, &v) < 0 || v < 0 || v >= INT32_MAX)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/*
+ * Read the flags into a (a->job_paths is the caller's to free, even on failure).
+ * @return 0; 1 out of memory; 2 bad usage, after its one line.
+ */
+static int parse_args(struct render_args *a, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"filename", required_argument, NULL, 'f'},
@@ -460,134 +607,267 @@ int render_main(int argc, char **argv)
         {"review", required_argument, NULL, 'r'},
         {"namespace", required_argument, NULL, 'n'},
         {"output", required_argument, NULL, 'o'},
+        {"task", required_argument, NULL, 't'},
+        {"index", required_argument, NULL, 'i'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char **job_paths = NULL; /* every -f, in order */
-    size_t njob_paths = 0;
-    const char *pod_path = NULL, *review_path = NULL, *ns_flag = NULL;
-    enum output out = OUTPUT_POD;
-    bool out_given = false;
-    json_t *jobs = NULL;
-    json_t *job;
-    json_t *pod = NULL;
-    int c, rc = 1;
+    int c;
 
+    memset(a, 0, sizeof(*a));
+    a->out = OUTPUT_POD;
     opterr = 0;
     optind = 1;
     /* at most one -f per argument */
-    job_paths = calloc((size_t)argc, sizeof(*job_paths));
-    if (job_paths == NULL) {
+    a->job_paths = calloc((size_t)argc, sizeof(*a->job_paths));
+    if (a->job_paths == NULL) {
         render_err("out of memory");
         return 1;
     }
     while ((c = getopt_long(argc, argv, ":f:o:n:h", opts, NULL)) != -1) {
         switch (c) {
-        case 'f': job_paths[njob_paths++] = optarg; break;
-        case 'p': pod_path = optarg; break;
-        case 'r': review_path = optarg; break;
-        case 'n': ns_flag = optarg; break;
-        case 'o':
-            out_given = true;
-            if (strcmp(optarg, "pod") == 0)
-                out = OUTPUT_POD;
-            else if (strcmp(optarg, "patch") == 0)
-                out = OUTPUT_PATCH;
-            else {
-                render_err("--output must be pod or patch, not \"%s\"", optarg);
-                rc = 2;
-                goto out;
+        case 'f': a->job_paths[a->njob_paths++] = optarg; break;
+        case 'p': a->pod_path = optarg; break;
+        case 'r': a->review_path = optarg; break;
+        case 'n': a->ns_flag = optarg; break;
+        case 't': a->task = optarg; break;
+        case 'i':
+            a->index_given = true;
+            if (parse_index(optarg, &a->index) < 0) {
+                render_err("invalid --index \"%s\": want a pod index, 0 to %d", optarg,
+                           INT32_MAX - 1);
+                return 2;
             }
             break;
-        case 'h':
-            render_usage(stdout);
-            rc = 0;
-            goto out;
-        case ':':
-            render_err("flag %s needs a value", argv[optind - 1]);
-            rc = 2;
-            goto out;
-        default:
-            render_err("unknown flag %s (see --help)", argv[optind - 1]);
-            rc = 2;
-            goto out;
+        case 'o':
+            a->out_given = true;
+            if (strcmp(optarg, "pod") == 0)
+                a->out = OUTPUT_POD;
+            else if (strcmp(optarg, "yaml") == 0)
+                a->out = OUTPUT_YAML;
+            else if (strcmp(optarg, "patch") == 0)
+                a->out = OUTPUT_PATCH;
+            else {
+                render_err("--output must be pod, yaml or patch, not \"%s\"", optarg);
+                return 2;
+            }
+            break;
+        case 'h': a->help = true; return 0;
+        case ':': render_err("flag %s needs a value", argv[optind - 1]); return 2;
+        default: render_err("unknown flag %s (see --help)", argv[optind - 1]); return 2;
         }
     }
     if (optind < argc) {
         render_err("unexpected argument \"%s\"", argv[optind]);
-        rc = 2;
-        goto out;
+        return 2;
     }
-    for (size_t k = 0, stdin_seen = 0; k < njob_paths; k++)
-        if (strcmp(job_paths[k], "-") == 0 && stdin_seen++ > 0) {
+    return 0;
+}
+
+/* A DNS-1123 label, as the API server validates a namespace name: 1-63 of [a-z0-9-],
+ * a letter or digit at both ends. */
+static bool dns_label(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return false;
+    return true;
+}
+
+/* Whether two -f name the same file: the same text, or the same inode (a link, "./",
+ * or standard input redirected from it). */
+static bool same_file(const char *p, const char *q)
+{
+    struct stat sp, sq;
+
+    if (strcmp(p, q) == 0)
+        return true;
+    if ((strcmp(p, "-") == 0 ? fstat(STDIN_FILENO, &sp) : stat(p, &sp)) != 0
+        || (strcmp(q, "-") == 0 ? fstat(STDIN_FILENO, &sq) : stat(q, &sq)) != 0)
+        return false; /* load_jobs names the file it cannot read */
+    /* a pipe or terminal on stdin is no file given twice */
+    return S_ISREG(sp.st_mode) && sp.st_dev == sq.st_dev && sp.st_ino == sq.st_ino;
+}
+
+/* Flags that do not go together, and values the API server would refuse.
+ * @return 0, or 2 after the usage line. */
+static int check_args(const struct render_args *a)
+{
+    for (size_t k = 0, stdin_seen = 0; k < a->njob_paths; k++)
+        if (strcmp(a->job_paths[k], "-") == 0 && stdin_seen++ > 0) {
             render_err("-f - (standard input) can be given once");
-            rc = 2;
-            goto out;
+            return 2;
         }
-    if (njob_paths == 0) {
+    /* each of its Jobs would render twice, pods of the same names */
+    for (size_t k = 1; k < a->njob_paths; k++)
+        for (size_t i = 0; i < k; i++)
+            if (strcmp(a->job_paths[k], "-") != 0 || strcmp(a->job_paths[i], "-") != 0)
+                if (same_file(a->job_paths[i], a->job_paths[k])) {
+                    if (strcmp(a->job_paths[i], a->job_paths[k]) == 0)
+                        render_err("-f %s is given twice", a->job_paths[k]);
+                    else
+                        render_err("-f %s and -f %s are the same file", a->job_paths[i],
+                                   a->job_paths[k]);
+                    return 2;
+                }
+    if (a->njob_paths == 0) {
         render_err("missing required flag -f JOB (see --help)");
-        rc = 2;
-        goto out;
+        return 2;
     }
-    if (pod_path != NULL && review_path != NULL) {
+    if (a->pod_path != NULL && a->review_path != NULL) {
         render_err("--pod and --review cannot be used together");
-        rc = 2;
-        goto out;
+        return 2;
     }
-    if (review_path != NULL && out_given) {
+    if (a->review_path != NULL && a->out_given) {
         render_err("--output does not apply to --review (it prints the AdmissionReview)");
-        rc = 2;
-        goto out;
+        return 2;
     }
+    if (a->task != NULL && (a->pod_path != NULL || a->review_path != NULL)) {
+        render_err("--task cannot be used with %s", a->pod_path != NULL ? "--pod" : "--review");
+        return 2;
+    }
+    if (a->index_given && a->task == NULL) {
+        render_err("--index needs --task NAME");
+        return 2;
+    }
+    if (a->ns_flag != NULL && !dns_label(a->ns_flag)) {
+        render_err("invalid --namespace \"%s\": want a DNS-1123 label (1 to 63 of a-z, 0-9 "
+                   "and '-', a letter or digit at both ends)",
+                   a->ns_flag);
+        return 2;
+    }
+    return 0;
+}
+
+/* The Jobs of every -f, in order, into jobs; --pod, --task and --review take one.
+ * @return 0, or 1 after the message. */
+static int load_all_jobs(const struct render_args *a, json_t *jobs)
+{
+    for (size_t k = 0; k < a->njob_paths; k++)
+        if (load_jobs(a->job_paths[k], jobs) != 0)
+            return 1;
+    if ((a->pod_path != NULL || a->review_path != NULL || a->task != NULL)
+        && json_array_size(jobs) > 1) {
+        const char *flag = a->pod_path != NULL ? "--pod"
+            : a->review_path != NULL           ? "--review"
+                                               : "--task";
+
+        if (a->njob_paths == 1)
+            render_err("%s: holds %zu Jobs; %s takes a file with one", a->job_paths[0],
+                       json_array_size(jobs), flag);
+        else
+            render_err("the -f files hold %zu Jobs; %s takes one", json_array_size(jobs), flag);
+        return 1;
+    }
+    return 0;
+}
+
+/* --pod: that pod, mutated with job (a writable copy). @return the exit status. */
+static int render_given_pod(json_t *job, const char *pod_path, const char *ns_flag, enum output out)
+{
+    const char *ns = ns_flag;
+    json_t *pod = NULL;
+    json_t *item = NULL;
+    int rc;
+
+    if (load_pod(pod_path, job, &pod) != 0)
+        return 1;
+    warn_pod_task(pod_path, job, pod);
+    if (ns == NULL)
+        ns = json_string_value(json_object_get(json_object_get(pod, "metadata"), "namespace"));
+    if (ns == NULL || ns[0] == '\0')
+        ns = job_namespace(job)[0] ? job_namespace(job) : "default";
+    rc = jobpods_complete_job(job, ns) < 0 ? 1 : 0;
+    if (rc == 0)
+        rc = render_pod(job, pod, ns, out, &item);
+    if (rc == 0)
+        rc = print_output(out != OUTPUT_PATCH ? item : json_object_get(item, "patch"), out);
+    json_decref(item);
+    json_decref(pod);
+    return rc;
+}
+
+/* --task NAME --index N: that one pod of job (a writable copy), built as Volcano's
+ * controller builds it, mutated; printed as --pod prints one. @return the exit status. */
+static int render_task_pod(json_t *job, const char *where, const char *task_name, int64_t index,
+                           const char *ns_flag, enum output out)
+{
+    const json_t *task = job_find_task(job, task_name);
+    json_t *pod = NULL;
+    json_t *item = NULL;
+    char text[64];
+    int rc;
+
+    if (task == NULL) {
+        render_err("%s: job %s has no task \"%s\"", where, job_name(job),
+                   shown(text, sizeof(text), task_name));
+        return 1;
+    }
+    if (index >= job_task_replicas(task)) {
+        render_err("%s: task \"%s\" has %" PRId64 " replicas, so no pod of --index %" PRId64, where,
+                   shown(text, sizeof(text), task_name), job_task_replicas(task), index);
+        return 1;
+    }
+    if (jobpods_complete_job(job, ns_flag ? ns_flag : "default") < 0) {
+        render_err("out of memory");
+        return 1;
+    }
+    pod = jobpods_build(job, task, index);
+    if (pod == NULL) {
+        render_err("out of memory");
+        return 1;
+    }
+    rc = render_pod(job, pod, job_namespace(job), out, &item);
+    if (rc == 0)
+        rc = print_output(out != OUTPUT_PATCH ? item : json_object_get(item, "patch"), out);
+    json_decref(item);
+    json_decref(pod);
+    return rc;
+}
+
+int render_main(int argc, char **argv)
+{
+    struct render_args a;
+    json_t *jobs = NULL;
+    json_t *job;
+    size_t j;
+    int rc;
+
+    rc = parse_args(&a, argc, argv);
+    if (rc == 0 && a.help)
+        render_usage(stdout);
+    if (rc != 0 || a.help)
+        goto out;
+    rc = check_args(&a);
+    if (rc != 0)
+        goto out;
+    rc = 1;
     jobs = json_array();
     if (jobs == NULL) {
         render_err("out of memory");
         goto out;
     }
-    for (size_t k = 0; k < njob_paths; k++)
-        if (load_jobs(job_paths[k], jobs) != 0)
-            goto out;
-    job = json_array_get(jobs, 0);
-    if ((pod_path != NULL || review_path != NULL) && json_array_size(jobs) > 1) {
-        if (njob_paths == 1)
-            render_err("%s: holds %zu Jobs; %s takes a file with one", job_paths[0],
-                       json_array_size(jobs), pod_path != NULL ? "--pod" : "--review");
-        else
-            render_err("the -f files hold %zu Jobs; %s takes one", json_array_size(jobs),
-                       pod_path != NULL ? "--pod" : "--review");
+    if (load_all_jobs(&a, jobs) != 0)
         goto out;
-    }
-    if (review_path != NULL) {
-        rc = render_review(job, review_path);
-    } else if (pod_path != NULL) {
-        const char *ns;
-        json_t *item = NULL;
-
-        if (load_pod(pod_path, job, &pod) != 0)
-            goto out;
-        warn_pod_task(pod_path, job, pod);
-        ns = ns_flag;
-        if (ns == NULL)
-            ns = json_string_value(json_object_get(json_object_get(pod, "metadata"), "namespace"));
-        if (ns == NULL || ns[0] == '\0')
-            ns = job_namespace(job)[0] ? job_namespace(job) : "default";
-        if (jobpods_complete_job(job, ns) < 0)
-            goto out;
-        rc = render_pod(job, pod, ns, out, &item);
-        if (rc == 0)
-            rc = print_json(out == OUTPUT_POD ? item : json_object_get(item, "patch"));
-        json_decref(item);
+    job = json_array_get(jobs, 0);
+    if (a.review_path != NULL) {
+        rc = render_review(job, a.review_path);
+    } else if (a.pod_path != NULL) {
+        rc = render_given_pod(job, a.pod_path, a.ns_flag, a.out);
+    } else if (a.task != NULL) {
+        rc = render_task_pod(job, a.job_paths[0], a.task, a.index, a.ns_flag, a.out);
     } else {
-        size_t j;
-
         json_array_foreach(jobs, j, job)
-            if (jobpods_complete_job(job, ns_flag ? ns_flag : "default") < 0)
+            if (jobpods_complete_job(job, a.ns_flag ? a.ns_flag : "default") < 0)
                 goto out;
-        rc = render_job_pods(jobs, out);
+        rc = render_job_pods(jobs, a.out);
     }
 out:
-    json_decref(pod);
     json_decref(jobs);
-    free(job_paths);
+    free(a.job_paths);
     return rc;
 }

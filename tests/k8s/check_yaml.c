@@ -1,6 +1,7 @@
 /*
  * check_yaml.c - k8s/yaml.c: scalar typing, keys, aliases, block scalars, the
- * published examples, errors with line/column, size and expansion caps.
+ * published examples, errors with line/column, size and expansion caps; the
+ * writer (yaml_dump_buffer): its text, and values read back as written.
  *
  * Runs from the repository root (examples/ and tests/fixtures/ are relative;
  * TEST_FIXTURES and TEST_EXAMPLES override them).
@@ -19,6 +20,13 @@ static const char *examples_dir(void)
     const char *d = getenv("TEST_EXAMPLES");
 
     return d ? d : "examples";
+}
+
+static const char *fixtures_dir(void)
+{
+    const char *d = getenv("TEST_FIXTURES");
+
+    return d ? d : "tests/fixtures";
 }
 
 /* Load text that must parse; new reference. */
@@ -464,6 +472,222 @@ START_TEST(test_documents)
 }
 END_TEST
 
+/* yaml_dump_buffer(v), which must succeed; the caller frees the text. */
+static char *dump_ok(const json_t *v)
+{
+    struct wh_error err = {0};
+    char *text = NULL;
+    size_t len = 0;
+
+    ck_assert_msg(yaml_dump_buffer(v, &text, &len, &err) == 0, "yaml_dump_buffer: %s", err.msg);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_uint_eq(len, strlen(text));
+    return text;
+}
+
+/* v written and read back must be v. */
+static void assert_round_trip(const json_t *v)
+{
+    char *text = dump_ok(v);
+    json_t *back = load_ok(text);
+    char *want = json_dumps(v, JSON_ENCODE_ANY);
+
+    ck_assert_msg(json_equal(back, v), "%s written as\n%s", want, text);
+    free(want);
+    json_decref(back);
+    free(text);
+}
+
+START_TEST(test_dump_text)
+{
+    json_t *v = tu_json("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p-0\","
+                        "\"labels\":{\"volcano.sh/task-index\":\"0\",\"on\":\"yes\"}},"
+                        "\"spec\":{\"containers\":[{\"name\":\"c\",\"command\":[\"sh\",\"-c\","
+                        "\"echo a\\necho b\\n\"],\"ports\":[{\"containerPort\":23456}]}],"
+                        "\"x\":[],\"y\":{},\"n\":null,\"t\":true,\"r\":2.0,\"e\":\"\"}}");
+    char *text = dump_ok(v);
+
+    /* kubectl's layout: block style, sequences at the key's indent, quotes only
+     * where a plain scalar would read as another type, a literal block for lines */
+    ck_assert_str_eq(text,
+                     "apiVersion: v1\n"
+                     "kind: Pod\n"
+                     "metadata:\n"
+                     "  name: p-0\n"
+                     "  labels:\n"
+                     "    volcano.sh/task-index: \"0\"\n"
+                     "    \"on\": \"yes\"\n"
+                     "spec:\n"
+                     "  containers:\n"
+                     "  - name: c\n"
+                     "    command:\n"
+                     "    - sh\n"
+                     "    - -c\n"
+                     "    - |\n"
+                     "      echo a\n"
+                     "      echo b\n"
+                     "    ports:\n"
+                     "    - containerPort: 23456\n"
+                     "  x: []\n"
+                     "  \"y\": {}\n" /* y and n are YAML 1.1 booleans */
+                     "  \"n\": null\n"
+                     "  t: true\n"
+                     "  r: 2.0\n"
+                     "  e: \"\"\n");
+    free(text);
+    json_decref(v);
+}
+END_TEST
+
+START_TEST(test_dump_round_trip)
+{
+    /* every string a plain scalar of typing_cases spells, and every value it gives */
+    for (size_t i = 0; i < sizeof(typing_cases) / sizeof(typing_cases[0]); i++) {
+        const char *spelled = typing_cases[i].yaml + strlen("v:");
+        json_t *as_string = json_pack("{s:s}", "v", spelled[0] == ' ' ? spelled + 1 : spelled);
+        json_t *typed = load_ok(typing_cases[i].yaml);
+
+        assert_round_trip(as_string);
+        assert_round_trip(typed);
+        json_decref(as_string);
+        json_decref(typed);
+    }
+    /* strings another YAML 1.1 reader (PyYAML) would type, and awkward ones */
+    static const char *const strings[] = {
+        "2001-12-14", "1:20",     "-1:20:30",  "=",      "<<",  ".5_0",
+        "0o17",       "a: b",     "- x",       "#c",     "'q'", "\"q\"",
+        "trailing ",  " leading", "tab\there", "line\n", "\n",  "é ü 中文",
+        "*alias",     "&anchor",  "!tag",      "%x",     "@x",  "`x",
+        "{a}",        "[a]",      "key:",      "?",      "|",   ">",
+    };
+    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+        json_t *v = json_pack("{s:s, s:[s]}", strings[i], strings[i], "list", strings[i]);
+
+        assert_round_trip(v);
+        json_decref(v);
+    }
+    json_t *nums = tu_json("[0, -1, 9223372036854775807, -9223372036854775808, 1.5, 1e300, "
+                           "-2.0, 0.1, 1e-7, 123456789012345678.0]");
+    assert_round_trip(nums);
+    json_decref(nums);
+}
+END_TEST
+
+START_TEST(test_dump_examples)
+{
+    static const char *const files[] = {"mpi-job.yaml", "pytorch-job.yaml",
+                                        "tensorflow-dist-mnist-with-comments.yaml"};
+
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        char path[512];
+        json_t *v = NULL;
+        struct wh_error err = {0};
+
+        snprintf(path, sizeof(path), "%s/%s", examples_dir(), files[i]);
+        ck_assert_msg(yaml_load_file(path, &v, &err) == 0, "%s: %s", files[i], err.msg);
+        assert_round_trip(v);
+        json_decref(v);
+    }
+}
+END_TEST
+
+START_TEST(test_dump_too_deep)
+{
+    json_t *v = json_array();
+    json_t *inner = v;
+    struct wh_error err = {0};
+    char *text = (char *)"unset";
+
+    for (int i = 0; i < 1001; i++) {
+        json_t *next = json_array();
+
+        ck_assert_int_eq(json_array_append_new(inner, next), 0);
+        inner = next;
+    }
+    ck_assert_int_eq(yaml_dump_buffer(v, &text, NULL, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "value nested deeper than 1000 levels");
+    ck_assert_ptr_null(text);
+    json_decref(v);
+}
+END_TEST
+
+/* yaml_load_file_documents(path) with its repeated keys; both must be there. */
+static void load_file_dups(const char *path, json_t **docs, json_t **dups)
+{
+    struct wh_error err = {0};
+
+    ck_assert_msg(yaml_load_file_documents(path, docs, dups, &err) == 0, "%s: %s", path, err.msg);
+    ck_assert_ptr_nonnull(*docs);
+    ck_assert_ptr_nonnull(*dups);
+}
+
+START_TEST(test_duplicate_keys_fixture)
+{
+    char path[512];
+    json_t *docs = NULL;
+    json_t *dups = NULL;
+    json_t *alone = NULL;
+    struct wh_error err = {0};
+
+    snprintf(path, sizeof(path), "%s/yaml/duplicate-keys.yaml", fixtures_dir());
+    load_file_dups(path, &docs, &dups);
+    /* the last value is kept, in the first key's position */
+    tu_assert_json_eq(docs,
+                      "[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+                      "\"metadata\":{\"name\":\"dup-2\"},\"spec\":{\"queue\":\"last\","
+                      "\"tasks\":[{\"name\":\"b\",\"replicas\":1},"
+                      "{\"name\":\"c\",\"template\":{\"spec\":{}}}]}},"
+                      "{\"kind\":\"Job\"}]");
+    /* each repeat, where it is: a nested one, one whose value is a mapping, an anchored
+     * key and an alias as a key, a quoted key in a later document */
+    tu_assert_json_eq(
+        dups,
+        "[{\"document\":1,\"line\":6,\"column\":3,\"key\":\"name\",\"path\":\"metadata.name\"},"
+        "{\"document\":1,\"line\":12,\"column\":7,\"key\":\"name\","
+        "\"path\":\"spec.tasks[0].name\"},"
+        "{\"document\":1,\"line\":15,\"column\":7,\"key\":\"template\","
+        "\"path\":\"spec.tasks[1].template\"},"
+        "{\"document\":1,\"line\":17,\"column\":3,\"key\":\"queue\",\"path\":\"spec.queue\"},"
+        "{\"document\":1,\"line\":18,\"column\":3,\"key\":\"queue\",\"path\":\"spec.queue\"},"
+        "{\"document\":2,\"line\":21,\"column\":1,\"key\":\"kind\",\"path\":\"kind\"}]");
+    /* listing them changes nothing read */
+    ck_assert_int_eq(yaml_load_file(path, &alone, &err), 0);
+    ck_assert(json_equal(alone, json_array_get(docs, 0)));
+    json_decref(alone);
+    json_decref(docs);
+    json_decref(dups);
+    /* dups_out NULL: not listed, same documents */
+    ck_assert_int_eq(yaml_load_file_documents(path, &docs, NULL, &err), 0);
+    ck_assert_uint_eq(json_array_size(docs), 2);
+    json_decref(docs);
+}
+END_TEST
+
+START_TEST(test_duplicate_keys_examples)
+{
+    char path[512];
+    json_t *docs = NULL;
+    json_t *dups = NULL;
+
+    /* as published, the Ray example repeats `queue` (line 6 and line 15) */
+    snprintf(path, sizeof(path), "%s/ray-cluster-job.yaml", examples_dir());
+    load_file_dups(path, &docs, &dups);
+    tu_assert_json_eq(dups,
+                      "[{\"document\":1,\"line\":15,\"column\":3,\"key\":\"queue\","
+                      "\"path\":\"spec.queue\"}]");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_array_get(docs, 0), "spec"), "queue")),
+                     "default");
+    json_decref(docs);
+    json_decref(dups);
+    snprintf(path, sizeof(path), "%s/pytorch-job.yaml", examples_dir());
+    load_file_dups(path, &docs, &dups);
+    ck_assert_uint_eq(json_array_size(dups), 0);
+    json_decref(docs);
+    json_decref(dups);
+}
+END_TEST
+
 static Suite *yaml_suite(void)
 {
     Suite *s = suite_create("yaml");
@@ -482,6 +706,12 @@ static Suite *yaml_suite(void)
     tcase_add_test(tc, test_empty);
     tcase_add_test(tc, test_documents);
     tcase_add_test(tc, test_file_errors);
+    tcase_add_test(tc, test_dump_text);
+    tcase_add_test(tc, test_dump_round_trip);
+    tcase_add_test(tc, test_dump_examples);
+    tcase_add_test(tc, test_dump_too_deep);
+    tcase_add_test(tc, test_duplicate_keys_fixture);
+    tcase_add_test(tc, test_duplicate_keys_examples);
     suite_add_tcase(s, tc);
     return s;
 }
