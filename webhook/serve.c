@@ -64,7 +64,7 @@ static void on_signal(int sig)
 /* ---- --self-signed: readiness flag ---- */
 
 /* The caBundle patcher of --self-signed, NULL without it. Set on the main thread
- * before server_start and cleared after server_stop, so MHD workers only read it. */
+ * before server_run and cleared after server_stop, so MHD workers only read it. */
 static const struct cabundle_patcher *ready_patcher;
 
 /* NULL when our caBundle is in place (or --self-signed is off), else the reason. */
@@ -266,7 +266,7 @@ static int selfsigned_side_generate(struct serve_selfsigned *ss, const char *ns,
     return 0;
 }
 
-/* Start patching the caBundle; /readyz waits for it. Main thread, before server_start. */
+/* Start patching the caBundle; /readyz waits for it. Main thread, before server_run. */
 static int selfsigned_side_start(struct serve_selfsigned *ss, struct k8s_client *kc)
 {
     struct cabundle_config pcfg;
@@ -386,10 +386,20 @@ static void serve_collect(void *userdata, struct metric_writer *w)
     pthread_mutex_unlock(&ops->lock);
 }
 
-/* Fill the server's limits and /metrics source; the modules are read until ops_stop. */
-static void ops_server_config(struct serve_ops *ops, struct server_config *scfg,
-                              struct job_cache *cache, struct informer *informer,
-                              struct reconciler *rec, struct leader *leader, bool leader_elect)
+/* Fill the server's limits and /metrics source (it reads nothing before ops_attach). */
+static void ops_server_config(struct serve_ops *ops, struct server_config *scfg)
+{
+    scfg->connection_limit = (unsigned)ops->opt->max_connections;
+    scfg->per_ip_limit = (unsigned)ops->opt->max_per_ip;
+    scfg->connection_timeout = (unsigned)(ops->opt->idle_timeout_ms / 1000);
+    scfg->request_timeout_ms = (unsigned)ops->opt->request_timeout_ms;
+    scfg->metrics_collect = serve_collect;
+    scfg->metrics_userdata = ops;
+}
+
+/* The modules /metrics reads, from now until ops_stop (each may be NULL). */
+static void ops_attach(struct serve_ops *ops, struct job_cache *cache, struct informer *informer,
+                       struct reconciler *rec, struct leader *leader, bool leader_elect)
 {
     pthread_mutex_lock(&ops->lock);
     ops->cache = cache;
@@ -399,12 +409,6 @@ static void ops_server_config(struct serve_ops *ops, struct server_config *scfg,
     ops->leader_elect = leader_elect;
     ops->attached = true;
     pthread_mutex_unlock(&ops->lock);
-    scfg->connection_limit = (unsigned)ops->opt->max_connections;
-    scfg->per_ip_limit = (unsigned)ops->opt->max_per_ip;
-    scfg->connection_timeout = (unsigned)(ops->opt->idle_timeout_ms / 1000);
-    scfg->request_timeout_ms = (unsigned)ops->opt->request_timeout_ms;
-    scfg->metrics_collect = serve_collect;
-    scfg->metrics_userdata = ops;
 }
 
 /* certwatch_apply_fn (watcher thread): check and serve the new pair; userdata is the serve_ops. */
@@ -509,9 +513,13 @@ static void ops_stop(struct serve_ops *ops)
  *
  * serve_start owns everything below from the moment it makes it, and starts it
  * in this order: TLS pair (files, or --self-signed in memory) → Kubernetes
- * client → stop signals blocked (before any thread) → Jobs cache → reconciler
- * (idle) → informer → leader election (or reconcile at once) → caBundle patch
- * (--self-signed) → server → TLS files watcher → port file. It stops at the
+ * client (no request yet) → Jobs cache → server created (port bound, pair
+ * parsed, nothing served yet) → stop signals blocked (before any thread) →
+ * reconciler (idle) → informer → leader election (or reconcile at once) →
+ * caBundle patch (--self-signed) → server runs → TLS files watcher → port file.
+ * Whatever can fail on its own (the pair, the client config, the port) fails
+ * before the first request to the API server: a replica that cannot serve
+ * never takes the Lease, lists no Job and patches no caBundle. It stops at the
  * first failure, leaving what it made for serve_stop.
  *
  * serve_wait owns nothing: it sleeps until a stop signal, then drains the server.
@@ -531,7 +539,7 @@ struct serve_state {
     struct serve_reconcile rs;       /* reconciler and leader election */
     struct serve_ops ops;            /* TLS reload, metrics, limits, shutdown */
     struct serve_selfsigned ss;      /* --self-signed */
-    struct server_config scfg;       /* what server_start copies */
+    struct server_config scfg;       /* what server_create copies */
     struct certs_pair pair;          /* the TLS pair until the server has its copy */
     struct k8s_config kcfg;
     struct server *srv; /* owned */
@@ -626,8 +634,9 @@ static void serve_signals_block(struct serve_state *st)
 }
 
 /*
- * The cluster side: Jobs cache, reconciler (idle, before the informer's first
- * event), informer, then leader election and the caBundle patch. @return 0 or -1.
+ * The cluster side, the first requests to the API server: reconciler (idle,
+ * before the informer's first event), informer, then leader election and the
+ * caBundle patch. @return 0 or -1.
  */
 static int serve_cluster_start(struct serve_state *st)
 {
@@ -636,11 +645,6 @@ static int serve_cluster_start(struct serve_state *st)
     struct informer_config inf_cfg;
     struct wh_error err = {0, ""};
 
-    st->cache = cache_create();
-    if (st->cache == NULL) {
-        LOG_ERROR("cannot create the jobs cache: out of memory");
-        return -1;
-    }
     if (reconcile_side_start(&st->rs, st->lookup.client, st->cache) < 0)
         return -1;
     inf_handlers.userdata = st->rs.rec;
@@ -651,20 +655,28 @@ static int serve_cluster_start(struct serve_state *st)
         LOG_ERROR("cannot start the jobs informer: %s", err.msg);
         return -1;
     }
-    st->lookup.cache = st->cache;
     if (reconcile_side_lead(&st->rs, st->lookup.client) < 0)
         return -1;
     /* --self-signed: patch the caBundle in the background (after the signal mask) */
     return selfsigned_side_start(&st->ss, st->lookup.client);
 }
 
-/* The server and what serves with it: expiry gauge, TLS files watcher, port file. @return 0 or -1. */
-static int serve_server_start(struct serve_state *st)
+/*
+ * Jobs cache, lookups and the server created: the port bound and the pair
+ * parsed, nothing served yet. No request to the API server. @return 0 or -1.
+ */
+static int serve_server_create(struct serve_state *st)
 {
     const struct serve_options *o = st->opt;
     struct server_config *scfg = &st->scfg;
     struct wh_error err = {0, ""};
 
+    st->cache = cache_create();
+    if (st->cache == NULL) {
+        LOG_ERROR("cannot create the jobs cache: out of memory");
+        return -1;
+    }
+    st->lookup.cache = st->cache;
     scfg->bind_address = o->bind_address;
     scfg->port = (unsigned)o->port;
     scfg->tls_cert_pem = st->pair.cert_pem;
@@ -679,10 +691,22 @@ static int serve_server_start(struct serve_state *st)
     scfg->src = lookup_job_source(&st->lookup); /* cache first, else one shared GET */
     scfg->ready = serve_ready;
     scfg->ready_userdata = st->cache;
-    /* operations: connection limits and /metrics */
-    ops_server_config(&st->ops, scfg, st->cache, st->informer, st->rs.rec, st->rs.leader,
-                      o->leader_elect);
-    if (server_start(&st->srv, scfg, &err) < 0) {
+    ops_server_config(&st->ops, scfg); /* operations: connection limits and /metrics */
+    if (server_create(&st->srv, scfg, &err) < 0) {
+        LOG_ERROR("%s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Serve, and what serves with it: expiry gauge, TLS files watcher, port file. @return 0 or -1. */
+static int serve_server_run(struct serve_state *st)
+{
+    const struct serve_options *o = st->opt;
+    struct wh_error err = {0, ""};
+
+    ops_attach(&st->ops, st->cache, st->informer, st->rs.rec, st->rs.leader, o->leader_elect);
+    if (server_run(st->srv, &err) < 0) {
         LOG_ERROR("%s", err.msg);
         return -1;
     }
@@ -699,7 +723,7 @@ static int serve_server_start(struct serve_state *st)
     LOG_INFO("serving version=%s address=%s port=%u tls=%s job_lookup_failure=%s "
              "job_lookup_timeout_ms=%ld",
              WH_VERSION, o->bind_address, server_port(st->srv), o->insecure_http ? "off" : "on",
-             scfg->mutate.lookup_failure == LOOKUP_FAILURE_ALLOW ? "allow" : "deny",
+             st->scfg.mutate.lookup_failure == LOOKUP_FAILURE_ALLOW ? "allow" : "deny",
              st->lookup.timeout_ms);
     if (o->port_file != NULL && write_port_file(o->port_file, server_port(st->srv)) < 0) {
         LOG_ERROR("cannot write --port-file %s: %s", o->port_file, strerror(errno));
@@ -713,10 +737,11 @@ static int serve_start(struct serve_state *st, const struct serve_options *o)
 {
     serve_state_init(st, o);
     log_set_level((int)o->verbosity);
-    if (serve_tls_pair(st) < 0 || serve_client(st) < 0)
+    /* nothing here sends a request: whatever fails fails before the cluster sees us */
+    if (serve_tls_pair(st) < 0 || serve_client(st) < 0 || serve_server_create(st) < 0)
         return -1;
     serve_signals_block(st);
-    if (serve_cluster_start(st) < 0 || serve_server_start(st) < 0)
+    if (serve_cluster_start(st) < 0 || serve_server_run(st) < 0)
         return -1;
     return 0;
 }

@@ -38,7 +38,7 @@
  * sets "http/1.1" alone on the session, which exists from accept on, before
  * the first handshake byte is read.
  *
- * Threads: server_start/server_stop on the main thread. access_handler,
+ * Threads: server_create/server_run/server_stop on the main thread. access_handler,
  * uri_log, request_completed, conn_notify, tls_retrieve and mhd_log run on MHD
  * worker threads (a pool with one epoll/poll loop per thread); each
  * connection stays on one worker. reaper_main is the server's own thread.
@@ -122,6 +122,7 @@ struct conn_ctx {
 
 struct server {
     struct MHD_Daemon *daemon;
+    int listen_fd; /* bound and listening until server_run hands it to MHD, then -1 */
     struct job_source src;
     struct mutate_options mutate;
     admission_fn admission;               /* admission_handle unless the config says otherwise */
@@ -129,8 +130,12 @@ struct server {
     void *ready_userdata;
     metric_collect_fn metrics_collect;
     void *metrics_userdata;
-    size_t max_body; /* bytes */
-    unsigned port;
+    size_t max_body;                    /* bytes */
+    unsigned port;                      /* bound (the OS's choice for port 0) */
+    char address[INET6_ADDRSTRLEN + 2]; /* as configured, for messages */
+    unsigned threads;                   /* MHD worker pool */
+    unsigned connection_limit;
+    unsigned per_ip_limit; /* 0: none */
     bool tls;
     long long request_timeout_ms;
     long long idle_timeout_ms;
@@ -1025,18 +1030,54 @@ static void reaper_stop(struct server *s)
     s->reaper_running = false;
 }
 
-int server_start(struct server **out, const struct server_config *cfg, struct wh_error *err)
+/*
+ * Bind and listen on ss (SO_REUSEADDR as MHD's own sockets, IPv6 addresses
+ * IPv6 only). @return the socket, or -1 with err set (WH_ERROR: the kernel's
+ * reason, e.g. "Address already in use").
+ */
+static int listen_on(const struct sockaddr_storage *ss, const char *addr, unsigned port,
+                     struct wh_error *err)
+{
+    socklen_t len =
+        ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    int one = 1;
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0
+        || (ss->ss_family == AF_INET6
+            && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0)
+        || bind(fd, (const struct sockaddr *)ss, len) != 0 || listen(fd, SOMAXCONN) != 0) {
+        int e = errno;
+
+        if (fd >= 0)
+            close(fd);
+        wh_error_set(err, WH_ERROR, "cannot listen on %s port %u: %s", addr, port, strerror(e));
+        return -1;
+    }
+    return fd;
+}
+
+/* The port fd is bound to (the OS's choice for port 0), 0 when unknown. */
+static unsigned bound_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return 0;
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+int server_create(struct server **out, const struct server_config *cfg, struct wh_error *err)
 {
     struct server *s = NULL;
     struct sockaddr_storage ss;
-    struct MHD_OptionItem opts[10];
-    const union MHD_DaemonInfo *info;
     const char *addr = cfg->bind_address != NULL ? cfg->bind_address : "0.0.0.0";
     bool tls = cfg->tls_cert_pem != NULL || cfg->tls_key_pem != NULL;
     unsigned timeout_s =
         cfg->connection_timeout > 0 ? cfg->connection_timeout : SERVER_DEFAULT_TIMEOUT;
-    unsigned int flags;
-    size_t n = 0;
     int rc;
 
     *out = NULL;
@@ -1062,6 +1103,7 @@ int server_start(struct server **out, const struct server_config *cfg, struct wh
     pthread_cond_init(&s->reaper_cond, NULL);
     atomic_init(&s->draining, false);
     atomic_init(&s->in_flight, 0);
+    s->listen_fd = -1;
     s->quiesced_fd = -1;
     s->src = cfg->src;
     s->mutate = cfg->mutate;
@@ -1075,6 +1117,10 @@ int server_start(struct server **out, const struct server_config *cfg, struct wh
     s->request_timeout_ms =
         cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : SERVER_DEFAULT_REQUEST_TIMEOUT_MS;
     s->idle_timeout_ms = (long long)timeout_s * 1000;
+    s->threads = cfg->threads > 0 ? cfg->threads : server_default_threads("/sys/fs/cgroup");
+    s->connection_limit =
+        cfg->connection_limit > 0 ? cfg->connection_limit : SERVER_DEFAULT_CONNECTIONS;
+    s->per_ip_limit = cfg->per_ip_limit;
     if (tls) {
         /* Parsed by GnuTLS before the daemon starts: a bad pair never serves. */
         rc = creds_parse(cfg->tls_cert_pem, cfg->tls_key_pem, &s->creds, err);
@@ -1084,30 +1130,49 @@ int server_start(struct server **out, const struct server_config *cfg, struct wh
             goto out;
         }
     }
+    s->listen_fd = listen_on(&ss, addr, cfg->port, err);
+    if (s->listen_fd < 0) {
+        rc = WH_ERROR;
+        goto out;
+    }
+    s->port = bound_port(s->listen_fd);
+    snprintf(s->address, sizeof(s->address), "%s", addr);
+    *out = s;
+    s = NULL; /* now owned by the caller */
+    rc = 0;
+out:
+    if (s != NULL)
+        server_free(s);
+    return rc;
+}
 
+int server_run(struct server *s, struct wh_error *err)
+{
+    struct MHD_OptionItem opts[10];
+    unsigned int flags;
+    size_t n = 0;
+
+    if (s == NULL || s->daemon != NULL || s->listen_fd < 0)
+        return wh_error_set(err, WH_EINVAL, "the server is not created or runs already");
     /* MHD_USE_ITC: server_quiesce (MHD_quiesce_daemon) needs it with worker threads. */
     flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     /* epoll where this MHD has it, else poll; never select (FD_SETSIZE). */
     flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : MHD_USE_POLL;
-    if (ss.ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    if (tls)
+    if (s->tls)
         flags |= MHD_USE_TLS;
 
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &ss};
-    opts[n++] = (struct MHD_OptionItem){
-        MHD_OPTION_THREAD_POOL_SIZE,
-        (intptr_t)(cfg->threads > 0 ? cfg->threads : server_default_threads("/sys/fs/cgroup")),
-        NULL};
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)timeout_s, NULL};
-    opts[n++] = (struct MHD_OptionItem){
-        MHD_OPTION_CONNECTION_LIMIT,
-        (intptr_t)(cfg->connection_limit > 0 ? cfg->connection_limit : SERVER_DEFAULT_CONNECTIONS),
-        NULL};
-    if (cfg->per_ip_limit > 0)
+    /* MHD closes the socket from here on, in MHD_stop_daemon or when it fails to start. */
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, s->listen_fd, NULL};
+    s->listen_fd = -1;
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)s->threads, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
+                                        (intptr_t)(s->idle_timeout_ms / 1000), NULL};
+    opts[n++] =
+        (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)s->connection_limit, NULL};
+    if (s->per_ip_limit > 0)
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                                            (intptr_t)cfg->per_ip_limit, NULL};
-    if (tls) {
+                                            (intptr_t)s->per_ip_limit, NULL};
+    if (s->tls) {
         opts[n++] =
             (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)SERVER_TLS_PRIORITIES};
         /* MHD would offer "http/1.1" and "http/1.0"; conn_notify sets ours instead. */
@@ -1121,34 +1186,36 @@ int server_start(struct server **out, const struct server_config *cfg, struct wh
      * option code that is MHD_OPTION_END (ending the list) without TLS.
      */
     s->daemon = MHD_start_daemon(
-        flags, (uint16_t)cfg->port, NULL, NULL, access_handler, s, MHD_OPTION_EXTERNAL_LOGGER,
+        flags, (uint16_t)s->port, NULL, NULL, access_handler, s, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_log, NULL, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s, MHD_OPTION_URI_LOG_CALLBACK, uri_log, s,
-        MHD_OPTION_ARRAY, opts, tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, tls_retrieve,
-        MHD_OPTION_END);
-    if (s->daemon == NULL) {
-        rc = wh_error_set(err, WH_ERROR,
-                          "cannot start the %s server on %s port %u (see the log line before)",
-                          tls ? "HTTPS" : "HTTP", addr, cfg->port);
-        goto out;
-    }
-    if (pthread_create(&s->reaper, NULL, reaper_main, s) != 0) {
-        rc = wh_error_set(err, WH_ERROR, "cannot start the connection reaper thread");
-        goto out;
-    }
+        MHD_OPTION_ARRAY, opts, s->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END,
+        tls_retrieve, MHD_OPTION_END);
+    if (s->daemon == NULL)
+        return wh_error_set(err, WH_ERROR,
+                            "cannot start the %s server on %s port %u (see the log line before)",
+                            s->tls ? "HTTPS" : "HTTP", s->address, s->port);
+    if (pthread_create(&s->reaper, NULL, reaper_main, s) != 0)
+        return wh_error_set(err, WH_ERROR, "cannot start the connection reaper thread");
     s->reaper_running = true;
-    info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info != NULL && info->port != 0 ? info->port : cfg->port;
-    *out = s;
-    s = NULL; /* now owned by the caller */
-    rc = 0;
-out:
-    if (s != NULL) {
-        if (s->daemon != NULL)
-            MHD_stop_daemon(s->daemon);
-        server_free(s);
+    return 0;
+}
+
+int server_start(struct server **out, const struct server_config *cfg, struct wh_error *err)
+{
+    struct server *s = NULL;
+    int rc;
+
+    rc = server_create(&s, cfg, err);
+    if (rc < 0)
+        return rc;
+    rc = server_run(s, err);
+    if (rc < 0) {
+        server_stop(s);
+        return rc;
     }
-    return rc;
+    *out = s;
+    return 0;
 }
 
 void server_set_draining(struct server *s)
@@ -1186,5 +1253,7 @@ void server_stop(struct server *s)
         MHD_stop_daemon(s->daemon);
     if (s->quiesced_fd >= 0)
         close(s->quiesced_fd); /* connects still queued on it are refused now */
+    if (s->listen_fd >= 0)
+        close(s->listen_fd); /* created, never run: its queued connects are refused */
     server_free(s);
 }
