@@ -722,7 +722,8 @@ static int serve_server_run(struct serve_state *st)
     certs_pair_dispose(&st->pair); /* the server keeps its own copy */
     LOG_INFO("serving version=%s address=%s port=%u tls=%s job_lookup_failure=%s "
              "job_lookup_timeout_ms=%ld",
-             WH_VERSION, o->bind_address, server_port(st->srv), o->insecure_http ? "off" : "on",
+             WH_VERSION, server_address(st->srv), server_port(st->srv),
+             o->insecure_http ? "off" : "on",
              st->scfg.mutate.lookup_failure == LOOKUP_FAILURE_ALLOW ? "allow" : "deny",
              st->lookup.timeout_ms);
     if (o->port_file != NULL && write_port_file(o->port_file, server_port(st->srv)) < 0) {

@@ -132,7 +132,8 @@ struct server {
     void *metrics_userdata;
     size_t max_body;                    /* bytes */
     unsigned port;                      /* bound (the OS's choice for port 0) */
-    char address[INET6_ADDRSTRLEN + 2]; /* as configured, for messages */
+    char address[INET6_ADDRSTRLEN + 2]; /* listened on: as configured, or 0.0.0.0 for "::"
+                                           without IPv6 */
     unsigned threads;                   /* MHD worker pool */
     unsigned connection_limit;
     unsigned per_ip_limit; /* 0: none */
@@ -1031,30 +1032,63 @@ static void reaper_stop(struct server *s)
 }
 
 /*
- * Bind and listen on ss (SO_REUSEADDR as MHD's own sockets, IPv6 addresses
- * IPv6 only). @return the socket, or -1 with err set (WH_ERROR: the kernel's
- * reason, e.g. "Address already in use").
+ * Bind and listen on ss, SO_REUSEADDR as MHD's own sockets. An IPv6 socket has
+ * IPV6_V6ONLY off, so "::" takes IPv4 too (as v4-mapped addresses), whatever
+ * net.ipv6.bindv6only says. @return the socket, or -1 with errno set.
  */
-static int listen_on(const struct sockaddr_storage *ss, const char *addr, unsigned port,
-                     struct wh_error *err)
+static int listen_on(const struct sockaddr_storage *ss)
 {
     socklen_t len =
         ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
     int one = 1;
+    int off = 0;
     int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0
+    if (fd < 0)
+        return -1;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0
         || (ss->ss_family == AF_INET6
-            && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0)
+            && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) != 0)
         || bind(fd, (const struct sockaddr *)ss, len) != 0 || listen(fd, SOMAXCONN) != 0) {
         int e = errno;
 
-        if (fd >= 0)
-            close(fd);
-        wh_error_set(err, WH_ERROR, "cannot listen on %s port %u: %s", addr, port, strerror(e));
+        close(fd);
+        errno = e;
         return -1;
     }
     return fd;
+}
+
+/*
+ * listen_on for the server's address (addr as configured, for messages). The
+ * IPv6 wildcard "::" on a kernel without IPv6 (socket(2) EAFNOSUPPORT, e.g.
+ * booted with ipv6.disable=1) is every address IPv4 has: 0.0.0.0, said at info
+ * level, and s->address says which. @return 0 or WH_ERROR with err set.
+ */
+static int server_listen(struct server *s, struct sockaddr_storage *ss, const char *addr,
+                         unsigned port, struct wh_error *err)
+{
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+
+    snprintf(s->address, sizeof(s->address), "%s", addr);
+    s->listen_fd = listen_on(ss);
+    if (s->listen_fd < 0 && errno == EAFNOSUPPORT && ss->ss_family == AF_INET6
+        && IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr)) {
+        struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+
+        LOG_INFO("http: no IPv6 in this kernel, listening on IPv4 only address=0.0.0.0 port=%u",
+                 port);
+        memset(ss, 0, sizeof(*ss));
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons((uint16_t)port);
+        in4->sin_addr.s_addr = htonl(INADDR_ANY);
+        snprintf(s->address, sizeof(s->address), "0.0.0.0");
+        s->listen_fd = listen_on(ss);
+    }
+    if (s->listen_fd < 0)
+        return wh_error_set(err, WH_ERROR, "cannot listen on %s port %u: %s", s->address, port,
+                            strerror(errno));
+    return 0;
 }
 
 /* The port fd is bound to (the OS's choice for port 0), 0 when unknown. */
@@ -1074,7 +1108,7 @@ int server_create(struct server **out, const struct server_config *cfg, struct w
 {
     struct server *s = NULL;
     struct sockaddr_storage ss;
-    const char *addr = cfg->bind_address != NULL ? cfg->bind_address : "0.0.0.0";
+    const char *addr = cfg->bind_address != NULL ? cfg->bind_address : "::";
     bool tls = cfg->tls_cert_pem != NULL || cfg->tls_key_pem != NULL;
     unsigned timeout_s =
         cfg->connection_timeout > 0 ? cfg->connection_timeout : SERVER_DEFAULT_TIMEOUT;
@@ -1130,13 +1164,10 @@ int server_create(struct server **out, const struct server_config *cfg, struct w
             goto out;
         }
     }
-    s->listen_fd = listen_on(&ss, addr, cfg->port, err);
-    if (s->listen_fd < 0) {
-        rc = WH_ERROR;
+    rc = server_listen(s, &ss, addr, cfg->port, err);
+    if (rc < 0)
         goto out;
-    }
     s->port = bound_port(s->listen_fd);
-    snprintf(s->address, sizeof(s->address), "%s", addr);
     *out = s;
     s = NULL; /* now owned by the caller */
     rc = 0;
@@ -1241,6 +1272,11 @@ unsigned server_in_flight(const struct server *s)
 unsigned server_port(const struct server *s)
 {
     return s != NULL ? s->port : 0;
+}
+
+const char *server_address(const struct server *s)
+{
+    return s != NULL ? s->address : "";
 }
 
 void server_stop(struct server *s)

@@ -9,6 +9,10 @@
  * 405 (with Allow) wrong method, 413 body over the cap, 415 Content-Type not
  * application/json. Query strings (?timeout=10s) are ignored.
  *
+ * Listening: the server makes its own socket (server_create), so an IPv6
+ * address is bound with IPV6_V6ONLY off: "::", the default, takes IPv4
+ * clients too, and falls back to 0.0.0.0 on a kernel without IPv6.
+ *
  * TLS: TLS 1.2 and 1.3 only, the Mozilla "intermediate" cipher
  * suites (SERVER_TLS_PRIORITIES), ALPN "http/1.1" only. The pair is served
  * through a certificate callback, so server_set_tls_pair swaps it while the
@@ -55,7 +59,10 @@
     "-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1:+GROUP-FFDHE2048"
 
 struct server_config {
-    const char *bind_address;     /* numeric IPv4 or IPv6 address; NULL → "0.0.0.0" */
+    const char *bind_address;     /* numeric IPv4 or IPv6 address; IPv6 is bound with
+                                     IPV6_V6ONLY off, so "::" takes IPv4 too, and "::"
+                                     is 0.0.0.0 where the kernel has no IPv6 (logged at
+                                     info); NULL → "::" */
     unsigned port;                /* TCP port; 0 → the OS picks (see server_port) */
     const char *tls_cert_pem;     /* PEM certificate chain; NULL (with tls_key_pem NULL) →
                                      plain HTTP, for tests and the demo only */
@@ -185,6 +192,13 @@ void server_quiesce(struct server *s);
 
 /** The TCP port actually bound (the one the OS chose when cfg->port was 0). */
 unsigned server_port(const struct server *s);
+
+/**
+ * The address listened on, as server_config.bind_address gave it ("::" when
+ * NULL), or "0.0.0.0" when "::" fell back for want of IPv6. Borrowed: lives as
+ * long as s. "" for NULL. Any thread.
+ */
+const char *server_address(const struct server *s);
 
 /**
  * Stop accepting, close every connection, join the workers and free s.

@@ -2,7 +2,7 @@
  * check_server.c - the HTTP(S) server over loopback with libcurl: routes,
  * status codes and Status bodies (404, 405 + Allow, 413, 415, 400), a valid
  * review, keep-alive reuse, the 3 MiB cap from both sides, TLS verified
- * against the generated CA by the Service name, IPv6, and garbage on a raw
+ * against the generated CA by the Service name, IPv6 and dual stack, and garbage on a raw
  * socket. Every server binds 127.0.0.1 (or ::1) port 0; server_start returns
  * only once the socket listens, so no test waits or sleeps. server_create
  * binds without serving, server_run serves what queued meanwhile.
@@ -830,8 +830,38 @@ START_TEST(test_ipv6)
     ck_assert_str_eq(r.body, "ok");
     reply_free(&r);
     memcpy(base, saved, sizeof(saved));
+    ck_assert_str_eq(server_address(s6b), "[::1]");
     server_stop(s6);
     server_stop(s6b);
+}
+END_TEST
+
+/* "::", the default (NULL), listens on both families: IPV6_V6ONLY off. */
+START_TEST(test_dual_stack)
+{
+    static const char *const addrs[] = {"::", NULL};
+    char saved[64];
+    struct reply r;
+
+    memcpy(saved, base, sizeof(saved));
+    for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++) {
+        struct server *s = start(addrs[i], NULL, NULL);
+
+        ck_assert_str_eq(server_address(s), "::");
+        snprintf(base, sizeof(base), "http://127.0.0.1:%u", server_port(s));
+        request("GET", "/healthz", NULL, NULL, 0, &r);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert_str_eq(r.body, "ok");
+        reply_free(&r);
+        snprintf(base, sizeof(base), "http://[::1]:%u", server_port(s));
+        request("GET", "/healthz", NULL, NULL, 0, &r);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert_str_eq(r.body, "ok");
+        reply_free(&r);
+        server_stop(s);
+    }
+    memcpy(base, saved, sizeof(saved));
+    ck_assert_str_eq(server_address(NULL), "");
 }
 END_TEST
 
@@ -1271,6 +1301,7 @@ static Suite *server_suite(void)
     tcase_add_test(plain, test_start_errors);
     tcase_add_test(plain, test_create_then_run);
     tcase_add_test(plain, test_ipv6);
+    tcase_add_test(plain, test_dual_stack);
     tcase_add_test(plain, test_metrics);
     tcase_add_test(plain, test_draining);
     tcase_add_test(plain, test_quiesce);
