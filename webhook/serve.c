@@ -3,18 +3,11 @@
  * shutdown. Its flags (struct serve_options, defaults, --help, parsing and
  * validation) live in webhook/serve_flags.c.
  *
- * Start order: serve_flags_parse (exit 2 on a bad flag, 0 after --help) → log level
- * → TLS pair (exit 1 naming the file) → Kubernetes client (exit 1) → block
- * SIGTERM/SIGINT → Jobs cache → reconciler (idle) → informer thread (its
- * handlers queue Jobs for the reconciler) → leader election (or, with
- * --leader-elect=false, reconcile at once) → server_start (every thread
- * inherits the blocked mask, so the signals reach this thread only) → TLS
- * files watcher (certwatch) → port file → wait in sigsuspend until a signal
- * sets the flag → drain (/readyz 503 at once; serve until nothing is in flight
- * and min(grace, 2 s) passed, at most --shutdown-grace) → certwatch stop →
- * leader_stop (stops reconciling, releases the Lease) → server_stop → informer_stop (no more
- * queueing) → reconcile_stop (joins the workers) → client destroy → cache
- * destroy → exit 0.
+ * serve_main: serve_flags_parse (exit 2 on a bad flag, 0 after --help), then
+ * serve_start (exit 1 when anything fails to start), serve_wait (until SIGTERM
+ * or SIGINT, then drain: /readyz 503 at once; serve until nothing is in flight
+ * and min(grace, 2 s) passed, at most --shutdown-grace) and serve_stop (exit 0).
+ * What each step owns and the order of start and stop: struct serve_state.
  *
  * Threads: serve_main runs on the main thread. Its struct serve_options is
  * filled before any thread exists and only read after. The admission lookup
@@ -71,7 +64,7 @@ static void on_signal(int sig)
 /* ---- --self-signed: readiness flag ---- */
 
 /* The caBundle patcher of --self-signed, NULL without it. Set on the main thread
- * before server_start and cleared after server_stop, so MHD workers only read it. */
+ * before server_run and cleared after server_stop, so MHD workers only read it. */
 static const struct cabundle_patcher *ready_patcher;
 
 /* NULL when our caBundle is in place (or --self-signed is off), else the reason. */
@@ -273,7 +266,7 @@ static int selfsigned_side_generate(struct serve_selfsigned *ss, const char *ns,
     return 0;
 }
 
-/* Start patching the caBundle; /readyz waits for it. Main thread, before server_start. */
+/* Start patching the caBundle; /readyz waits for it. Main thread, before server_run. */
 static int selfsigned_side_start(struct serve_selfsigned *ss, struct k8s_client *kc)
 {
     struct cabundle_config pcfg;
@@ -393,10 +386,20 @@ static void serve_collect(void *userdata, struct metric_writer *w)
     pthread_mutex_unlock(&ops->lock);
 }
 
-/* Fill the server's limits and /metrics source; the modules are read until ops_stop. */
-static void ops_server_config(struct serve_ops *ops, struct server_config *scfg,
-                              struct job_cache *cache, struct informer *informer,
-                              struct reconciler *rec, struct leader *leader, bool leader_elect)
+/* Fill the server's limits and /metrics source (it reads nothing before ops_attach). */
+static void ops_server_config(struct serve_ops *ops, struct server_config *scfg)
+{
+    scfg->connection_limit = (unsigned)ops->opt->max_connections;
+    scfg->per_ip_limit = (unsigned)ops->opt->max_per_ip;
+    scfg->connection_timeout = (unsigned)(ops->opt->idle_timeout_ms / 1000);
+    scfg->request_timeout_ms = (unsigned)ops->opt->request_timeout_ms;
+    scfg->metrics_collect = serve_collect;
+    scfg->metrics_userdata = ops;
+}
+
+/* The modules /metrics reads, from now until ops_stop (each may be NULL). */
+static void ops_attach(struct serve_ops *ops, struct job_cache *cache, struct informer *informer,
+                       struct reconciler *rec, struct leader *leader, bool leader_elect)
 {
     pthread_mutex_lock(&ops->lock);
     ops->cache = cache;
@@ -406,12 +409,6 @@ static void ops_server_config(struct serve_ops *ops, struct server_config *scfg,
     ops->leader_elect = leader_elect;
     ops->attached = true;
     pthread_mutex_unlock(&ops->lock);
-    scfg->connection_limit = (unsigned)ops->opt->max_connections;
-    scfg->per_ip_limit = (unsigned)ops->opt->max_per_ip;
-    scfg->connection_timeout = (unsigned)(ops->opt->idle_timeout_ms / 1000);
-    scfg->request_timeout_ms = (unsigned)ops->opt->request_timeout_ms;
-    scfg->metrics_collect = serve_collect;
-    scfg->metrics_userdata = ops;
 }
 
 /* certwatch_apply_fn (watcher thread): check and serve the new pair; userdata is the serve_ops. */
@@ -511,53 +508,76 @@ static void ops_stop(struct serve_ops *ops)
 
 /* ---- end of operations ---- */
 
-int serve_main(int argc, char **argv)
-{
-    struct serve_options o; /* the flags (webhook/serve_flags.h) */
-    struct job_lookup lookup = {NULL, NULL, 0, 0, NULL};
-    struct job_cache *cache = NULL;   /* Jobs cache */
-    struct informer *informer = NULL; /* its list/watch thread */
-    struct serve_reconcile rs;        /* reconciler and leader election */
-    struct serve_ops ops;             /* TLS reload, metrics, limits, shutdown */
-    struct serve_selfsigned ss;       /* --self-signed */
-    struct server_config scfg;
-    struct certs_pair pair = {NULL, NULL};
+/*
+ * One run of `serve`, in three steps over this struct (serve_main):
+ *
+ * serve_start owns everything below from the moment it makes it, and starts it
+ * in this order: TLS pair (files, or --self-signed in memory) → Kubernetes
+ * client (no request yet) → Jobs cache → server created (port bound, pair
+ * parsed, nothing served yet) → stop signals blocked (before any thread) →
+ * reconciler (idle) → informer → leader election (or reconcile at once) →
+ * caBundle patch (--self-signed) → server runs → TLS files watcher → port file.
+ * Whatever can fail on its own (the pair, the client config, the port) fails
+ * before the first request to the API server: a replica that cannot serve
+ * never takes the Lease, lists no Job and patches no caBundle. It stops at the
+ * first failure, leaving what it made for serve_stop.
+ *
+ * serve_wait owns nothing: it sleeps until a stop signal, then drains the server.
+ *
+ * serve_stop undoes whatever serve_start got to, in this order: TLS files
+ * watcher and /metrics reads → Lease (stops reconciling, released for the
+ * successor) → server → lookups → caBundle patch → informer → reconciler →
+ * client → cache → TLS pair → signal handlers and mask.
+ *
+ * Main thread only; the modules it points to have their own thread rules (top of file).
+ */
+struct serve_state {
+    const struct serve_options *opt; /* the parsed flags, borrowed */
+    struct job_lookup lookup;        /* admission's Job lookups; its client is owned here */
+    struct job_cache *cache;         /* Jobs cache, owned */
+    struct informer *informer;       /* its list/watch thread, owned */
+    struct serve_reconcile rs;       /* reconciler and leader election */
+    struct serve_ops ops;            /* TLS reload, metrics, limits, shutdown */
+    struct serve_selfsigned ss;      /* --self-signed */
+    struct server_config scfg;       /* what server_create copies */
+    struct certs_pair pair;          /* the TLS pair until the server has its copy */
     struct k8s_config kcfg;
-    struct server *srv = NULL;
-    struct wh_error err = {0, ""};
-    struct sigaction sa;
+    struct server *srv; /* owned */
     struct sigaction old_term;
     struct sigaction old_int;
-    sigset_t block;
-    sigset_t old_mask;
-    bool signals_set = false;
+    sigset_t block;    /* SIGTERM and SIGINT */
+    sigset_t old_mask; /* the mask before serve_start */
+    bool signals_set;  /* old_term, old_int and old_mask are to be restored */
+};
+
+/* Zeroed, with the flags (borrowed); every pointer NULL, so serve_stop may run at once. */
+static void serve_state_init(struct serve_state *st, const struct serve_options *o)
+{
+    memset(st, 0, sizeof(*st));
+    st->opt = o;
+    st->rs.opt = o;
+    st->ss.opt = o;
+    ops_init(&st->ops, o);
+    st->scfg.mutate.lookup_failure = o->lookup_failure;
+    st->lookup.timeout_ms = o->lookup_timeout_ms;
+}
+
+/* The serving pair: none (plain HTTP), made in memory, or read from the files. @return 0 or -1. */
+static int serve_tls_pair(struct serve_state *st)
+{
+    const struct serve_options *o = st->opt;
+    struct wh_error err = {0, ""};
     int key_rc;
-    int rc;
 
-    rc = serve_flags_parse(&o, argc, argv, stdout, stderr);
-    if (rc != 0)
-        return rc == SERVE_FLAGS_HELP ? 0 : 2; /* --help: 0; a bad flag: usage, 2 */
-    rc = 1;
-    memset(&scfg, 0, sizeof(scfg));
-    memset(&kcfg, 0, sizeof(kcfg));
-    memset(&rs, 0, sizeof(rs));
-    rs.opt = &o;
-    memset(&ss, 0, sizeof(ss));
-    ss.opt = &o;
-    ops_init(&ops, &o);
-    scfg.mutate.lookup_failure = o.lookup_failure;
-    lookup.timeout_ms = o.lookup_timeout_ms;
-    log_set_level((int)o.verbosity);
-
-    if (o.insecure_http) {
+    if (o->insecure_http) {
         LOG_WARN("serving plain HTTP (--insecure-http): for tests and demos only, "
                  "kube-apiserver calls webhooks over HTTPS");
-    } else if (o.self_signed) {
-        /* --self-signed: SANs from the Service and the Lease (the pod's) namespace */
-        if (selfsigned_side_generate(&ss, lease_namespace(&rs), &pair) < 0)
-            goto out;
-    } else if (!o.allow_insecure_key
-               && (key_rc = certs_check_key_permissions(o.tls_key_file, &err)) < 0) {
+        return 0;
+    }
+    if (o->self_signed) /* SANs from the Service and the Lease (the pod's) namespace */
+        return selfsigned_side_generate(&st->ss, lease_namespace(&st->rs), &st->pair);
+    if (!o->allow_insecure_key
+        && (key_rc = certs_check_key_permissions(o->tls_key_file, &err)) < 0) {
         /* a key others can read is as good as published;
          * the override only helps with permissions, not with a missing file */
         if (key_rc == WH_EINVAL)
@@ -566,140 +586,215 @@ int serve_main(int argc, char **argv)
                       err.msg);
         else
             LOG_ERROR("cannot load the TLS pair: %s", err.msg);
-        goto out;
-    } else if (certs_load_pair(&pair, o.tls_cert_file, o.tls_key_file, &err) < 0) {
+        return -1;
+    }
+    if (certs_load_pair(&st->pair, o->tls_cert_file, o->tls_key_file, &err) < 0) {
         LOG_ERROR("cannot load the TLS pair: %s", err.msg);
-        goto out;
+        return -1;
     }
-    if (k8s_config_load(&kcfg, o.kubeconfig, &err) < 0) {
+    return 0;
+}
+
+/* The shared Kubernetes client (no request yet). @return 0 or -1 after logging. */
+static int serve_client(struct serve_state *st)
+{
+    /* before any thread uses the client; shared by every thread */
+    struct k8s_client_options kopt = {st->opt->kube_api_qps, (int)st->opt->kube_api_burst, 2};
+    struct wh_error err = {0, ""};
+
+    if (k8s_config_load(&st->kcfg, st->opt->kubeconfig, &err) < 0) {
         LOG_ERROR("cannot load the Kubernetes client config: %s", err.msg);
-        goto out;
+        return -1;
     }
-    lookup.client = k8s_client_create(&kcfg, &err);
-    if (lookup.client == NULL) {
+    st->lookup.client = k8s_client_create(&st->kcfg, &err);
+    if (st->lookup.client == NULL) {
         LOG_ERROR("cannot create the Kubernetes client: %s", err.msg);
-        goto out;
+        return -1;
     }
-    {
-        /* before any thread uses the client; shared by every thread */
-        struct k8s_client_options kopt = {o.kube_api_qps, (int)o.kube_api_burst, 2};
+    k8s_client_set_options(st->lookup.client, &kopt);
+    return 0;
+}
 
-        k8s_client_set_options(lookup.client, &kopt);
-    }
+/* Block the stop signals before any worker exists; serve_wait unblocks them in sigsuspend. */
+static void serve_signals_block(struct serve_state *st)
+{
+    struct sigaction sa;
 
-    /* Block the stop signals before any worker exists; sigsuspend unblocks them here. */
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     stop_signal = 0;
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &block, &old_mask);
-    sigaction(SIGTERM, &sa, &old_term);
-    sigaction(SIGINT, &sa, &old_int);
-    signals_set = true;
+    sigemptyset(&st->block);
+    sigaddset(&st->block, SIGTERM);
+    sigaddset(&st->block, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &st->block, &st->old_mask);
+    sigaction(SIGTERM, &sa, &st->old_term);
+    sigaction(SIGINT, &sa, &st->old_int);
+    st->signals_set = true;
+}
 
-    /* ---- Jobs cache and informer: after the client, before the workers ---- */
-    cache = cache_create();
-    if (cache == NULL) {
-        LOG_ERROR("cannot create the jobs cache: out of memory");
-        goto out;
+/*
+ * The cluster side, the first requests to the API server: reconciler (idle,
+ * before the informer's first event), informer, then leader election and the
+ * caBundle patch. @return 0 or -1.
+ */
+static int serve_cluster_start(struct serve_state *st)
+{
+    struct informer_handlers inf_handlers = {serve_on_job_add, serve_on_job_update,
+                                             serve_on_job_delete, NULL};
+    struct informer_config inf_cfg;
+    struct wh_error err = {0, ""};
+
+    if (reconcile_side_start(&st->rs, st->lookup.client, st->cache) < 0)
+        return -1;
+    inf_handlers.userdata = st->rs.rec;
+    memset(&inf_cfg, 0, sizeof(inf_cfg)); /* 0 = the informer's defaults */
+    inf_cfg.idle_timeout_ms = st->opt->watch_idle_ms;
+    if (informer_start(&st->informer, st->lookup.client, st->cache, &inf_cfg, &inf_handlers, &err)
+        < 0) {
+        LOG_ERROR("cannot start the jobs informer: %s", err.msg);
+        return -1;
     }
-    /* reconcile side: the reconciler exists (idle) before the informer's first event */
-    if (reconcile_side_start(&rs, lookup.client, cache) < 0)
-        goto out;
-    {
-        struct informer_handlers inf_handlers = {serve_on_job_add, serve_on_job_update,
-                                                 serve_on_job_delete, rs.rec};
-        struct informer_config inf_cfg;
-
-        memset(&inf_cfg, 0, sizeof(inf_cfg)); /* 0 = the informer's defaults */
-        inf_cfg.idle_timeout_ms = o.watch_idle_ms;
-        if (informer_start(&informer, lookup.client, cache, &inf_cfg, &inf_handlers, &err) < 0) {
-            LOG_ERROR("cannot start the jobs informer: %s", err.msg);
-            goto out;
-        }
-    }
-    lookup.cache = cache;
-    /* ---- end of Jobs cache and informer ---- */
-
-    /* reconcile side: leader election (or reconcile at once) */
-    if (reconcile_side_lead(&rs, lookup.client) < 0)
-        goto out;
+    if (reconcile_side_lead(&st->rs, st->lookup.client) < 0)
+        return -1;
     /* --self-signed: patch the caBundle in the background (after the signal mask) */
-    if (selfsigned_side_start(&ss, lookup.client) < 0)
-        goto out;
+    return selfsigned_side_start(&st->ss, st->lookup.client);
+}
 
-    scfg.bind_address = o.bind_address;
-    scfg.port = (unsigned)o.port;
-    scfg.tls_cert_pem = pair.cert_pem;
-    scfg.tls_key_pem = pair.key_pem;
-    /* At most half the MHD workers wait on Job GETs: the others serve cached Jobs. */
-    scfg.threads = server_default_threads("/sys/fs/cgroup");
-    lookup.max_waiting = scfg.threads > 1 ? scfg.threads / 2 : 1;
-    if (lookup_init(&lookup) < 0) {
-        LOG_ERROR("out of memory");
-        goto out;
+/*
+ * Jobs cache, lookups and the server created: the port bound and the pair
+ * parsed, nothing served yet. No request to the API server. @return 0 or -1.
+ */
+static int serve_server_create(struct serve_state *st)
+{
+    const struct serve_options *o = st->opt;
+    struct server_config *scfg = &st->scfg;
+    struct wh_error err = {0, ""};
+
+    st->cache = cache_create();
+    if (st->cache == NULL) {
+        LOG_ERROR("cannot create the jobs cache: out of memory");
+        return -1;
     }
-    scfg.src = lookup_job_source(&lookup); /* cache first, else one shared GET */
-    scfg.ready = serve_ready;
-    scfg.ready_userdata = cache;
-    /* operations: connection limits and /metrics */
-    ops_server_config(&ops, &scfg, cache, informer, rs.rec, rs.leader, o.leader_elect);
-    if (server_start(&srv, &scfg, &err) < 0) {
+    st->lookup.cache = st->cache;
+    scfg->bind_address = o->bind_address;
+    scfg->port = (unsigned)o->port;
+    scfg->tls_cert_pem = st->pair.cert_pem;
+    scfg->tls_key_pem = st->pair.key_pem;
+    /* At most half the MHD workers wait on Job GETs: the others serve cached Jobs. */
+    scfg->threads = server_default_threads("/sys/fs/cgroup");
+    st->lookup.max_waiting = scfg->threads > 1 ? scfg->threads / 2 : 1;
+    if (lookup_init(&st->lookup) < 0) {
+        LOG_ERROR("out of memory");
+        return -1;
+    }
+    scfg->src = lookup_job_source(&st->lookup); /* cache first, else one shared GET */
+    scfg->ready = serve_ready;
+    scfg->ready_userdata = st->cache;
+    ops_server_config(&st->ops, scfg); /* operations: connection limits and /metrics */
+    if (server_create(&st->srv, scfg, &err) < 0) {
         LOG_ERROR("%s", err.msg);
-        goto out;
+        return -1;
+    }
+    return 0;
+}
+
+/* Serve, and what serves with it: expiry gauge, TLS files watcher, port file. @return 0 or -1. */
+static int serve_server_run(struct serve_state *st)
+{
+    const struct serve_options *o = st->opt;
+    struct wh_error err = {0, ""};
+
+    ops_attach(&st->ops, st->cache, st->informer, st->rs.rec, st->rs.leader, o->leader_elect);
+    if (server_run(st->srv, &err) < 0) {
+        LOG_ERROR("%s", err.msg);
+        return -1;
     }
     /* operations: the served certificate's notAfter gauge, and a warning when it is
      * near (files or --self-signed; plain HTTP has none); certwatch re-checks daily */
-    if (pair.cert_pem != NULL
-        && certwatch_check_expiry(pair.cert_pem, (long long)time(NULL), &err) < 0)
+    if (st->pair.cert_pem != NULL
+        && certwatch_check_expiry(st->pair.cert_pem, (long long)time(NULL), &err) < 0)
         LOG_WARN("tls: cannot read the serving certificate's notAfter err=\"%s\"", err.msg);
     /* operations: TLS files hot reload (not for --self-signed or plain HTTP) */
-    if (o.tls_cert_file != NULL && o.tls_key_file != NULL
-        && ops_watch_start(&ops, srv, o.tls_cert_file, o.tls_key_file, &pair) < 0)
-        goto out;
-    certs_pair_dispose(&pair); /* the server keeps its own copy */
+    if (o->tls_cert_file != NULL && o->tls_key_file != NULL
+        && ops_watch_start(&st->ops, st->srv, o->tls_cert_file, o->tls_key_file, &st->pair) < 0)
+        return -1;
+    certs_pair_dispose(&st->pair); /* the server keeps its own copy */
     LOG_INFO("serving version=%s address=%s port=%u tls=%s job_lookup_failure=%s "
              "job_lookup_timeout_ms=%ld",
-             WH_VERSION, o.bind_address, server_port(srv), o.insecure_http ? "off" : "on",
-             scfg.mutate.lookup_failure == LOOKUP_FAILURE_ALLOW ? "allow" : "deny",
-             lookup.timeout_ms);
-    if (o.port_file != NULL && write_port_file(o.port_file, server_port(srv)) < 0) {
-        LOG_ERROR("cannot write --port-file %s: %s", o.port_file, strerror(errno));
-        goto out;
+             WH_VERSION, server_address(st->srv), server_port(st->srv),
+             o->insecure_http ? "off" : "on",
+             st->scfg.mutate.lookup_failure == LOOKUP_FAILURE_ALLOW ? "allow" : "deny",
+             st->lookup.timeout_ms);
+    if (o->port_file != NULL && write_port_file(o->port_file, server_port(st->srv)) < 0) {
+        LOG_ERROR("cannot write --port-file %s: %s", o->port_file, strerror(errno));
+        return -1;
     }
+    return 0;
+}
 
-    {
-        sigset_t wait_mask = old_mask;
+/* Start everything (order: struct serve_state). @return 0, or -1 after logging. */
+static int serve_start(struct serve_state *st, const struct serve_options *o)
+{
+    serve_state_init(st, o);
+    log_set_level((int)o->verbosity);
+    /* nothing here sends a request: whatever fails fails before the cluster sees us */
+    if (serve_tls_pair(st) < 0 || serve_client(st) < 0 || serve_server_create(st) < 0)
+        return -1;
+    serve_signals_block(st);
+    if (serve_cluster_start(st) < 0 || serve_server_run(st) < 0)
+        return -1;
+    return 0;
+}
 
-        sigdelset(&wait_mask, SIGTERM);
-        sigdelset(&wait_mask, SIGINT);
-        while (stop_signal == 0)
-            sigsuspend(&wait_mask);
-    }
+/* Sleep until SIGTERM or SIGINT, then drain the server (ops_drain). */
+static void serve_wait(struct serve_state *st)
+{
+    sigset_t wait_mask = st->old_mask;
+
+    sigdelset(&wait_mask, SIGTERM);
+    sigdelset(&wait_mask, SIGINT);
+    while (stop_signal == 0)
+        sigsuspend(&wait_mask);
     LOG_INFO("shutting down signal=%d", (int)stop_signal);
-    ops_drain(&ops, srv, &block); /* operations: readiness false, serve what comes */
-    rc = 0;
-out:
-    ops_stop(&ops); /* operations: before the server and the modules /metrics reads */
+    ops_drain(&st->ops, st->srv, &st->block); /* operations: readiness false, serve what comes */
+}
+
+/* Stop and free whatever serve_start made (order: struct serve_state); safe after any failure. */
+static void serve_stop(struct serve_state *st)
+{
+    ops_stop(&st->ops); /* operations: before the server and the modules /metrics reads */
     /* reconcile side first: stop reconciling and release the Lease for the successor */
-    leader_stop(rs.leader);
-    server_stop(srv);
-    lookup_dispose(&lookup);   /* after the server: its workers were the lookups */
-    selfsigned_side_stop(&ss); /* after the server: its readiness reads the patcher */
-    informer_stop(informer);   /* joins the thread: nothing uses the client or the cache after */
-    reconcile_stop(rs.rec);    /* after the informer (its handlers queue); joins the workers */
-    if (lookup.client != NULL)
-        k8s_client_destroy(lookup.client);
-    cache_destroy(cache);
-    k8s_config_dispose(&kcfg);
-    certs_pair_dispose(&pair);
-    if (signals_set) {
-        sigaction(SIGTERM, &old_term, NULL);
-        sigaction(SIGINT, &old_int, NULL);
-        pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    leader_stop(st->rs.leader);
+    server_stop(st->srv);
+    lookup_dispose(&st->lookup);   /* after the server: its workers were the lookups */
+    selfsigned_side_stop(&st->ss); /* after the server: its readiness reads the patcher */
+    informer_stop(st->informer); /* joins the thread: nothing uses the client or the cache after */
+    reconcile_stop(st->rs.rec);  /* after the informer (its handlers queue); joins the workers */
+    if (st->lookup.client != NULL)
+        k8s_client_destroy(st->lookup.client);
+    cache_destroy(st->cache);
+    k8s_config_dispose(&st->kcfg);
+    certs_pair_dispose(&st->pair);
+    if (st->signals_set) {
+        sigaction(SIGTERM, &st->old_term, NULL);
+        sigaction(SIGINT, &st->old_int, NULL);
+        pthread_sigmask(SIG_SETMASK, &st->old_mask, NULL);
     }
+}
+
+int serve_main(int argc, char **argv)
+{
+    struct serve_options o; /* the flags (webhook/serve_flags.h) */
+    struct serve_state st;
+    int rc;
+
+    rc = serve_flags_parse(&o, argc, argv, stdout, stderr);
+    if (rc != 0)
+        return rc == SERVE_FLAGS_HELP ? 0 : 2; /* --help: 0; a bad flag: usage, 2 */
+    rc = serve_start(&st, &o) < 0 ? 1 : 0;
+    if (rc == 0)
+        serve_wait(&st);
+    serve_stop(&st);
     return rc;
 }

@@ -5,9 +5,10 @@
  * the command exits 2. webhook/serve.c starts nothing before this returns 0.
  *
  * Design: serve_flags_parse fills the defaults, then one getopt_long loop hands
- * each flag to its side (the serving flags inline; reconcile_flag,
- * selfsigned_flag, ops_flag for the three groups), then checks the flags
- * against each other. Every duration flag goes through parse_duration_ms and
+ * each flag to one_flag, which gives it to its side (serving_flag,
+ * reconcile_flag, selfsigned_flag, ops_flag), then checks what is left
+ * (stray_argument) and the flags against each other (tls_flags_check,
+ * reconcile_flags_check). Every duration flag goes through parse_duration_ms and
  * every integer through parse_long, so one spelling is valid for all of them.
  *
  * Threads: main thread only; getopt_long's globals make this not reentrant.
@@ -25,7 +26,7 @@
 #include "webhook/serve_flags.h"
 #include "webhook/server.h"
 
-#define DEFAULT_BIND              "0.0.0.0"
+#define DEFAULT_BIND              "::" /* IPv6 and IPv4; 0.0.0.0 without IPv6 (server.h) */
 #define DEFAULT_PORT              8443
 #define DEFAULT_LOOKUP_TIMEOUT_MS 2000L
 #define MAX_LOOKUP_TIMEOUT_MS     30000L /* kube-apiserver waits at most 30 s for a webhook */
@@ -41,60 +42,64 @@ static void serve_usage(FILE *to)
             "(POST /pods/mutate, GET /healthz, GET /readyz, GET /metrics).\n"
             "\n"
             "flags:\n"
-            "  --bind-address ADDR            IPv4 or IPv6 address to listen on (default %s)\n"
-            "  --port N                       TCP port, 0 = any free port (default %d)\n"
-            "  --tls-cert-file FILE           PEM serving certificate (chain) (required\n"
-            "                                 unless --self-signed or --insecure-http)\n"
-            "  --tls-private-key-file FILE    PEM private key of the certificate (required\n"
-            "                                 unless --self-signed or --insecure-http)\n"
-            "  --self-signed                  instead of the two flags above: make a CA and\n"
-            "                                 serving certificate in memory at start-up and\n"
-            "                                 patch the caBundle of --webhook-config-name;\n"
-            "                                 single-replica or test setups only (each replica\n"
-            "                                 makes its own CA, the last to patch wins)\n"
-            "  --service-name NAME            with --self-signed: Service name in the\n"
-            "                                 certificate (default volcano-plugin-webhook)\n"
-            "  --tls-san NAME                 with --self-signed: one more subjectAltName,\n"
-            "                                 DNS name or IP; repeatable (default: none)\n"
-            "  --webhook-config-name NAME     with --self-signed: the\n"
-            "                                 MutatingWebhookConfiguration whose webhooks get\n"
-            "                                 the caBundle (default volcano-plugin-webhook)\n"
-            "  --allow-insecure-key-permissions  load --tls-private-key-file even when it\n"
-            "                                 is readable by others or group-writable\n"
-            "                                 (default: refuse; want 0600/0400/0440)\n"
-            "  --insecure-http                serve plain HTTP without TLS; tests and demos\n"
-            "                                 only, kube-apiserver needs HTTPS (default off)\n"
-            "  --kubeconfig FILE              kubeconfig for the Jobs list/watch and lookups\n"
-            "                                 (default $KUBECONFIG, else the in-cluster\n"
-            "                                 service account)\n"
-            "  --job-lookup-failure deny|allow  when a Job cannot be read (timeout, 5xx): deny\n"
-            "                                 the pod, or allow it unmutated with a warning\n"
-            "                                 (default deny)\n"
-            "  --job-lookup-timeout DURATION  time limit of one Job lookup, e.g. 500ms, 2s;\n"
-            "                                 at most 30s (default 2s)\n"
-            "  --leader-elect[=BOOL]          reconcile only while holding the Lease\n"
-            "                                 volcano-plugin-webhook; false: this replica\n"
-            "                                 always reconciles (default true)\n"
-            "  --leader-elect-lease-duration DURATION  how long a Lease is valid without\n"
-            "                                 renewal, whole seconds (default 15s)\n"
-            "  --leader-elect-renew-deadline DURATION  a leader that cannot renew for this\n"
-            "                                 long stops reconciling (default 10s)\n"
-            "  --leader-elect-retry-period DURATION  time between tries to acquire or\n"
-            "                                 renew the Lease (default 2s)\n"
-            "  --leader-elect-resource-namespace NS  namespace of the Lease (default: the\n"
-            "                                 pod's own namespace, else \"default\")\n"
-            "  --resync-period DURATION       reconcile every cached Job this often, e.g.\n"
-            "                                 30s, 10m, 1h (default 10m)\n"
-            "  --reconcile-workers N          Jobs reconciled in parallel, 1..64 (default 4)\n"
-            "  --kube-api-qps QPS             sustained API requests per second, shared by\n"
-            "                                 every thread; 0 = no limit (default 50)\n"
-            "  --kube-api-burst N             API requests allowed in a burst (default 100)\n"
-            "  -v, --v N                      log verbosity: 0 error, 1 warn, 2 info,\n"
-            "                                 3+ debug (default 2)\n"
-            "  --port-file FILE               write the bound port to FILE once listening\n"
-            "                                 (default none)\n",
+            "  --bind-address ADDR            IPv4 or IPv6 address to listen on; :: is every\n"
+            "                                 address of both families (IPv4 alone where the\n"
+            "                                 kernel has no IPv6) (default %s)\n"
+            "  --port N                       TCP port, 0 = any free port (default %d)\n",
             DEFAULT_BIND, DEFAULT_PORT);
-    /* operations flags: a second string, ISO C caps one literal at 4095 bytes */
+    /* ISO C caps one literal at 4095 bytes: the help is printed in three */
+    fputs("  --tls-cert-file FILE           PEM serving certificate (chain) (required\n"
+          "                                 unless --self-signed or --insecure-http)\n"
+          "  --tls-private-key-file FILE    PEM private key of the certificate (required\n"
+          "                                 unless --self-signed or --insecure-http)\n"
+          "  --self-signed                  instead of the two flags above: make a CA and\n"
+          "                                 serving certificate in memory at start-up and\n"
+          "                                 patch the caBundle of --webhook-config-name;\n"
+          "                                 single-replica or test setups only (each replica\n"
+          "                                 makes its own CA, the last to patch wins)\n"
+          "  --service-name NAME            with --self-signed: Service name in the\n"
+          "                                 certificate (default volcano-plugin-webhook)\n"
+          "  --tls-san NAME                 with --self-signed: one more subjectAltName,\n"
+          "                                 DNS name or IP; repeatable (default: none)\n"
+          "  --webhook-config-name NAME     with --self-signed: the\n"
+          "                                 MutatingWebhookConfiguration whose webhooks get\n"
+          "                                 the caBundle (default volcano-plugin-webhook)\n"
+          "  --allow-insecure-key-permissions  load --tls-private-key-file even when it\n"
+          "                                 is readable by others or group-writable\n"
+          "                                 (default: refuse; want 0600/0400/0440)\n"
+          "  --insecure-http                serve plain HTTP without TLS; tests and demos\n"
+          "                                 only, kube-apiserver needs HTTPS (default off)\n"
+          "  --kubeconfig FILE              kubeconfig for the Jobs list/watch and lookups\n"
+          "                                 (default $KUBECONFIG, else the in-cluster\n"
+          "                                 service account)\n"
+          "  --job-lookup-failure deny|allow  when a Job cannot be read (timeout, 5xx): deny\n"
+          "                                 the pod, or allow it unmutated with a warning\n"
+          "                                 (default deny)\n"
+          "  --job-lookup-timeout DURATION  time limit of one Job lookup, e.g. 500ms, 2s;\n"
+          "                                 at most 30s (default 2s)\n"
+          "  --leader-elect[=BOOL]          reconcile only while holding the Lease\n"
+          "                                 volcano-plugin-webhook; false: this replica\n"
+          "                                 always reconciles (default true)\n"
+          "  --leader-elect-lease-duration DURATION  how long a Lease is valid without\n"
+          "                                 renewal, whole seconds (default 15s)\n"
+          "  --leader-elect-renew-deadline DURATION  a leader that cannot renew for this\n"
+          "                                 long stops reconciling (default 10s)\n"
+          "  --leader-elect-retry-period DURATION  time between tries to acquire or\n"
+          "                                 renew the Lease (default 2s)\n"
+          "  --leader-elect-resource-namespace NS  namespace of the Lease (default: the\n"
+          "                                 pod's own namespace, else \"default\")\n"
+          "  --resync-period DURATION       reconcile every cached Job this often, e.g.\n"
+          "                                 30s, 10m, 1h (default 10m)\n"
+          "  --reconcile-workers N          Jobs reconciled in parallel, 1..64 (default 4)\n"
+          "  --kube-api-qps QPS             sustained API requests per second, shared by\n"
+          "                                 every thread; 0 = no limit (default 50)\n"
+          "  --kube-api-burst N             API requests allowed in a burst (default 100)\n"
+          "  -v, --v N                      log verbosity: 0 error, 1 warn, 2 info,\n"
+          "                                 3+ debug (default 2)\n"
+          "  --port-file FILE               write the bound port to FILE once listening\n"
+          "                                 (default none)\n",
+          to);
+    /* operations flags */
     fputs("  --shutdown-grace DURATION      on SIGTERM/SIGINT: /readyz fails at once; new\n"
           "                                 connections are served until none is in flight\n"
           "                                 (after at least 2s) or until a third of this is\n"
@@ -462,42 +467,185 @@ static int ops_flag(struct serve_options *o, int opt, const char *arg, FILE *err
 
 /* ---- the parse ---- */
 
+/* ---- the parse ---- */
+
+static const struct option longopts[] = {
+    {"bind-address", required_argument, NULL, OPT_BIND},
+    {"port", required_argument, NULL, OPT_PORT},
+    {"tls-cert-file", required_argument, NULL, OPT_CERT},
+    {"tls-private-key-file", required_argument, NULL, OPT_KEY},
+    {"insecure-http", no_argument, NULL, OPT_INSECURE},
+    {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
+    {"job-lookup-failure", required_argument, NULL, OPT_LOOKUP_FAILURE},
+    {"job-lookup-timeout", required_argument, NULL, OPT_LOOKUP_TIMEOUT},
+    {"v", required_argument, NULL, 'v'},
+    {"port-file", required_argument, NULL, OPT_PORT_FILE},
+    {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
+    {"leader-elect-lease-duration", required_argument, NULL, OPT_LEASE_DURATION},
+    {"leader-elect-renew-deadline", required_argument, NULL, OPT_RENEW_DEADLINE},
+    {"leader-elect-retry-period", required_argument, NULL, OPT_RETRY_PERIOD},
+    {"leader-elect-resource-namespace", required_argument, NULL, OPT_LEASE_NAMESPACE},
+    {"resync-period", required_argument, NULL, OPT_RESYNC_PERIOD},
+    {"reconcile-workers", required_argument, NULL, OPT_RECONCILE_WORKERS},
+    {"kube-api-qps", required_argument, NULL, OPT_KUBE_API_QPS},
+    {"kube-api-burst", required_argument, NULL, OPT_KUBE_API_BURST},
+    {"self-signed", no_argument, NULL, OPT_SELF_SIGNED},
+    {"service-name", required_argument, NULL, OPT_SERVICE_NAME},
+    {"tls-san", required_argument, NULL, OPT_TLS_SAN},
+    {"webhook-config-name", required_argument, NULL, OPT_WEBHOOK_CONFIG},
+    {"watch-idle-timeout", required_argument, NULL, OPT_WATCH_IDLE_TIMEOUT},
+    {"allow-insecure-key-permissions", no_argument, NULL, OPT_ALLOW_INSECURE_KEY},
+    {"shutdown-grace", required_argument, NULL, OPT_SHUTDOWN_GRACE},
+    {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+    {"max-connections-per-ip", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_IP},
+    {"connection-idle-timeout", required_argument, NULL, OPT_CONNECTION_IDLE_TIMEOUT},
+    {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* One serving flag (address, TLS files, client, lookups, log). @return 0, or WH_EINVAL
+ * after the message. */
+static int serving_flag(struct serve_options *o, int opt, const char *arg, FILE *err_to)
+{
+    const char *val;
+
+    switch (opt) {
+    case OPT_BIND:
+        if (!server_address_valid(arg))
+            return bad_value(err_to, "--bind-address", arg,
+                             "want an IPv4 or IPv6 address, like 0.0.0.0 or ::");
+        o->bind_address = arg;
+        return 0;
+    case OPT_PORT:
+        return parse_long(arg, 0, 65535, &o->port) < 0
+            ? bad_value(err_to, "--port", arg, "want an integer 0..65535")
+            : 0;
+    case OPT_CERT: o->tls_cert_file = arg; return 0;
+    case OPT_KEY: o->tls_key_file = arg; return 0;
+    case OPT_INSECURE: o->insecure_http = true; return 0;
+    case OPT_ALLOW_INSECURE_KEY: o->allow_insecure_key = true; return 0;
+    case OPT_KUBECONFIG: o->kubeconfig = arg; return 0;
+    case OPT_PORT_FILE: o->port_file = arg; return 0;
+    case OPT_LOOKUP_FAILURE:
+        if (strcmp(arg, "deny") == 0)
+            o->lookup_failure = LOOKUP_FAILURE_DENY;
+        else if (strcmp(arg, "allow") == 0)
+            o->lookup_failure = LOOKUP_FAILURE_ALLOW;
+        else
+            return bad_value(err_to, "--job-lookup-failure", arg, "want deny or allow");
+        return 0;
+    case OPT_LOOKUP_TIMEOUT:
+        if (parse_duration_ms(arg, &o->lookup_timeout_ms) < 0 || o->lookup_timeout_ms < 1
+            || o->lookup_timeout_ms > MAX_LOOKUP_TIMEOUT_MS)
+            return bad_value(err_to, "--job-lookup-timeout", arg,
+                             "want a duration from 1ms to 30s, like 500ms or 2s");
+        return 0;
+    case OPT_WATCH_IDLE_TIMEOUT:
+        /* not in --help: a watch with no byte (event or bookmark) for this long is
+         * dead; the default (90s) suits kube-apiserver's one-minute bookmarks */
+        if (parse_duration_ms(arg, &o->watch_idle_ms) < 0 || o->watch_idle_ms < 100
+            || o->watch_idle_ms > 3600000L)
+            return bad_value(err_to, "--watch-idle-timeout", arg,
+                             "want a duration from 100ms to 1h, like 90s");
+        return 0;
+    case 'v':
+        /* -v N, -vN, -v=N, --v=N, --v N */
+        val = arg[0] == '=' ? arg + 1 : arg;
+        return parse_long(val, 0, 10, &o->verbosity) < 0
+            ? bad_value(err_to, "-v", val, "want an integer 0..10")
+            : 0;
+    default: return WH_EINVAL;
+    }
+}
+
+/*
+ * One flag from getopt_long, handed to its side; *named as selfsigned_flag
+ * says. @return 0, or WH_EINVAL after the message (an unknown flag or a
+ * missing value too; optind points past the flag).
+ */
+static int one_flag(struct serve_options *o, bool *named, int opt, char **argv, FILE *err_to)
+{
+    switch (opt) {
+    case OPT_SELF_SIGNED:
+    case OPT_SERVICE_NAME:
+    case OPT_TLS_SAN:
+    case OPT_WEBHOOK_CONFIG: return selfsigned_flag(o, named, opt, optarg, err_to);
+    case OPT_LEADER_ELECT:
+    case OPT_LEASE_DURATION:
+    case OPT_RENEW_DEADLINE:
+    case OPT_RETRY_PERIOD:
+    case OPT_LEASE_NAMESPACE:
+    case OPT_RESYNC_PERIOD:
+    case OPT_RECONCILE_WORKERS:
+    case OPT_KUBE_API_QPS:
+    case OPT_KUBE_API_BURST: return reconcile_flag(o, opt, optarg, err_to);
+    case OPT_SHUTDOWN_GRACE:
+    case OPT_MAX_CONNECTIONS:
+    case OPT_MAX_CONNECTIONS_PER_IP:
+    case OPT_CONNECTION_IDLE_TIMEOUT:
+    case OPT_REQUEST_TIMEOUT: return ops_flag(o, opt, optarg, err_to);
+    case OPT_BIND:
+    case OPT_PORT:
+    case OPT_CERT:
+    case OPT_KEY:
+    case OPT_INSECURE:
+    case OPT_ALLOW_INSECURE_KEY:
+    case OPT_KUBECONFIG:
+    case OPT_PORT_FILE:
+    case OPT_LOOKUP_FAILURE:
+    case OPT_LOOKUP_TIMEOUT:
+    case OPT_WATCH_IDLE_TIMEOUT:
+    case 'v': return serving_flag(o, opt, optarg, err_to);
+    case ':':
+        fprintf(err_to, WH_PROG ": serve: flag %s needs a value\n", argv[optind - 1]);
+        return WH_EINVAL;
+    default:
+        fprintf(err_to, WH_PROG ": serve: unknown flag %s (see --help)\n", argv[optind - 1]);
+        return WH_EINVAL;
+    }
+}
+
+/* An argument left after the flags (argv[optind]). @return WH_EINVAL after the message. */
+static int stray_argument(char **argv, FILE *err_to)
+{
+    const char *prev = optind > 1 ? argv[optind - 1] : "";
+
+    /* "--leader-elect false": an optional value must be joined with "=" */
+    for (size_t k = 0; prev[0] == '-' && prev[1] == '-' && longopts[k].name != NULL; k++)
+        if (longopts[k].has_arg == optional_argument && strcmp(prev + 2, longopts[k].name) == 0) {
+            fprintf(err_to, WH_PROG ": serve: unexpected argument \"%s\" (write %s=%s)\n",
+                    argv[optind], prev, argv[optind]);
+            return WH_EINVAL;
+        }
+    fprintf(err_to, WH_PROG ": serve: unexpected argument \"%s\"\n", argv[optind]);
+    return WH_EINVAL;
+}
+
+/* Where the serving pair comes from: exactly one of --self-signed, --insecure-http and the
+ * two TLS files. @return 0 or WH_EINVAL after the message. */
+static int tls_flags_check(const struct serve_options *o, bool named, FILE *err_to)
+{
+    if (selfsigned_flags_check(o, named, err_to) < 0)
+        return WH_EINVAL;
+    if (o->insecure_http && (o->tls_cert_file != NULL || o->tls_key_file != NULL)) {
+        fprintf(err_to, WH_PROG ": serve: --insecure-http cannot be combined with %s\n",
+                o->tls_cert_file != NULL ? "--tls-cert-file" : "--tls-private-key-file");
+        return WH_EINVAL;
+    }
+    if (!o->insecure_http && !o->self_signed
+        && (o->tls_cert_file == NULL || o->tls_key_file == NULL)) {
+        fprintf(err_to,
+                WH_PROG ": serve: missing required flag %s (or --self-signed, or "
+                        "--insecure-http; see --help)\n",
+                o->tls_cert_file == NULL ? "--tls-cert-file" : "--tls-private-key-file");
+        return WH_EINVAL;
+    }
+    return 0;
+}
+
 int serve_flags_parse(struct serve_options *out, int argc, char **argv, FILE *help_to, FILE *err_to)
 {
-    static const struct option longopts[] = {
-        {"bind-address", required_argument, NULL, OPT_BIND},
-        {"port", required_argument, NULL, OPT_PORT},
-        {"tls-cert-file", required_argument, NULL, OPT_CERT},
-        {"tls-private-key-file", required_argument, NULL, OPT_KEY},
-        {"insecure-http", no_argument, NULL, OPT_INSECURE},
-        {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
-        {"job-lookup-failure", required_argument, NULL, OPT_LOOKUP_FAILURE},
-        {"job-lookup-timeout", required_argument, NULL, OPT_LOOKUP_TIMEOUT},
-        {"v", required_argument, NULL, 'v'},
-        {"port-file", required_argument, NULL, OPT_PORT_FILE},
-        {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
-        {"leader-elect-lease-duration", required_argument, NULL, OPT_LEASE_DURATION},
-        {"leader-elect-renew-deadline", required_argument, NULL, OPT_RENEW_DEADLINE},
-        {"leader-elect-retry-period", required_argument, NULL, OPT_RETRY_PERIOD},
-        {"leader-elect-resource-namespace", required_argument, NULL, OPT_LEASE_NAMESPACE},
-        {"resync-period", required_argument, NULL, OPT_RESYNC_PERIOD},
-        {"reconcile-workers", required_argument, NULL, OPT_RECONCILE_WORKERS},
-        {"kube-api-qps", required_argument, NULL, OPT_KUBE_API_QPS},
-        {"kube-api-burst", required_argument, NULL, OPT_KUBE_API_BURST},
-        {"self-signed", no_argument, NULL, OPT_SELF_SIGNED},
-        {"service-name", required_argument, NULL, OPT_SERVICE_NAME},
-        {"tls-san", required_argument, NULL, OPT_TLS_SAN},
-        {"webhook-config-name", required_argument, NULL, OPT_WEBHOOK_CONFIG},
-        {"watch-idle-timeout", required_argument, NULL, OPT_WATCH_IDLE_TIMEOUT},
-        {"allow-insecure-key-permissions", no_argument, NULL, OPT_ALLOW_INSECURE_KEY},
-        {"shutdown-grace", required_argument, NULL, OPT_SHUTDOWN_GRACE},
-        {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
-        {"max-connections-per-ip", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_IP},
-        {"connection-idle-timeout", required_argument, NULL, OPT_CONNECTION_IDLE_TIMEOUT},
-        {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     bool named = false; /* --service-name, --tls-san or --webhook-config-name given */
     int opt;
 
@@ -505,117 +653,16 @@ int serve_flags_parse(struct serve_options *out, int argc, char **argv, FILE *he
     optind = 0; /* full getopt reset: serve_main may run more than once (tests) */
     opterr = 0; /* our own messages, naming the flag */
     while ((opt = getopt_long(argc, argv, ":v:h", longopts, NULL)) != -1) {
-        switch (opt) {
-        case OPT_BIND:
-            if (!server_address_valid(optarg))
-                return bad_value(err_to, "--bind-address", optarg,
-                                 "want an IPv4 or IPv6 address, like 0.0.0.0 or ::");
-            out->bind_address = optarg;
-            break;
-        case OPT_PORT:
-            if (parse_long(optarg, 0, 65535, &out->port) < 0)
-                return bad_value(err_to, "--port", optarg, "want an integer 0..65535");
-            break;
-        case OPT_CERT: out->tls_cert_file = optarg; break;
-        case OPT_KEY: out->tls_key_file = optarg; break;
-        case OPT_INSECURE: out->insecure_http = true; break;
-        case OPT_KUBECONFIG: out->kubeconfig = optarg; break;
-        case OPT_LOOKUP_FAILURE:
-            if (strcmp(optarg, "deny") == 0)
-                out->lookup_failure = LOOKUP_FAILURE_DENY;
-            else if (strcmp(optarg, "allow") == 0)
-                out->lookup_failure = LOOKUP_FAILURE_ALLOW;
-            else
-                return bad_value(err_to, "--job-lookup-failure", optarg, "want deny or allow");
-            break;
-        case OPT_LOOKUP_TIMEOUT:
-            if (parse_duration_ms(optarg, &out->lookup_timeout_ms) < 0 || out->lookup_timeout_ms < 1
-                || out->lookup_timeout_ms > MAX_LOOKUP_TIMEOUT_MS)
-                return bad_value(err_to, "--job-lookup-timeout", optarg,
-                                 "want a duration from 1ms to 30s, like 500ms or 2s");
-            break;
-        case 'v': {
-            /* -v N, -vN, -v=N, --v=N, --v N */
-            const char *val = optarg[0] == '=' ? optarg + 1 : optarg;
-
-            if (parse_long(val, 0, 10, &out->verbosity) < 0)
-                return bad_value(err_to, "-v", val, "want an integer 0..10");
-            break;
+        if (opt == 'h') {
+            serve_usage(help_to);
+            return SERVE_FLAGS_HELP;
         }
-        case OPT_SELF_SIGNED:
-        case OPT_SERVICE_NAME:
-        case OPT_TLS_SAN:
-        case OPT_WEBHOOK_CONFIG:
-            if (selfsigned_flag(out, &named, opt, optarg, err_to) < 0)
-                return WH_EINVAL;
-            break;
-        case OPT_PORT_FILE: out->port_file = optarg; break;
-        case OPT_ALLOW_INSECURE_KEY: out->allow_insecure_key = true; break;
-        case OPT_WATCH_IDLE_TIMEOUT:
-            /* not in --help: a watch with no byte (event or bookmark) for this long is
-             * dead; the default (90s) suits kube-apiserver's one-minute bookmarks */
-            if (parse_duration_ms(optarg, &out->watch_idle_ms) < 0 || out->watch_idle_ms < 100
-                || out->watch_idle_ms > 3600000L)
-                return bad_value(err_to, "--watch-idle-timeout", optarg,
-                                 "want a duration from 100ms to 1h, like 90s");
-            break;
-        case OPT_LEADER_ELECT:
-        case OPT_LEASE_DURATION:
-        case OPT_RENEW_DEADLINE:
-        case OPT_RETRY_PERIOD:
-        case OPT_LEASE_NAMESPACE:
-        case OPT_RESYNC_PERIOD:
-        case OPT_RECONCILE_WORKERS:
-        case OPT_KUBE_API_QPS:
-        case OPT_KUBE_API_BURST:
-            if (reconcile_flag(out, opt, optarg, err_to) < 0)
-                return WH_EINVAL;
-            break;
-        case OPT_SHUTDOWN_GRACE:
-        case OPT_MAX_CONNECTIONS:
-        case OPT_MAX_CONNECTIONS_PER_IP:
-        case OPT_CONNECTION_IDLE_TIMEOUT:
-        case OPT_REQUEST_TIMEOUT:
-            if (ops_flag(out, opt, optarg, err_to) < 0)
-                return WH_EINVAL;
-            break;
-        case 'h': serve_usage(help_to); return SERVE_FLAGS_HELP;
-        case ':':
-            fprintf(err_to, WH_PROG ": serve: flag %s needs a value\n", argv[optind - 1]);
+        if (one_flag(out, &named, opt, argv, err_to) < 0)
             return WH_EINVAL;
-        default:
-            fprintf(err_to, WH_PROG ": serve: unknown flag %s (see --help)\n", argv[optind - 1]);
-            return WH_EINVAL;
-        }
     }
-    if (optind < argc) {
-        const char *prev = optind > 1 ? argv[optind - 1] : "";
-
-        /* "--leader-elect false": an optional value must be joined with "=" */
-        for (size_t k = 0; prev[0] == '-' && prev[1] == '-' && longopts[k].name != NULL; k++)
-            if (longopts[k].has_arg == optional_argument
-                && strcmp(prev + 2, longopts[k].name) == 0) {
-                fprintf(err_to, WH_PROG ": serve: unexpected argument \"%s\" (write %s=%s)\n",
-                        argv[optind], prev, argv[optind]);
-                return WH_EINVAL;
-            }
-        fprintf(err_to, WH_PROG ": serve: unexpected argument \"%s\"\n", argv[optind]);
+    if (optind < argc)
+        return stray_argument(argv, err_to);
+    if (tls_flags_check(out, named, err_to) < 0)
         return WH_EINVAL;
-    }
-    if (selfsigned_flags_check(out, named, err_to) < 0)
-        return WH_EINVAL;
-    if (out->insecure_http && (out->tls_cert_file != NULL || out->tls_key_file != NULL)) {
-        fprintf(err_to, WH_PROG ": serve: --insecure-http cannot be combined with %s\n",
-                out->tls_cert_file != NULL ? "--tls-cert-file" : "--tls-private-key-file");
-        return WH_EINVAL;
-    }
-    if (!out->insecure_http && !out->self_signed
-        && (out->tls_cert_file == NULL || out->tls_key_file == NULL)) {
-        fprintf(err_to,
-                WH_PROG ": serve: missing required flag %s (or --self-signed, or "
-                        "--insecure-http; see --help)\n",
-                out->tls_cert_file == NULL ? "--tls-cert-file" : "--tls-private-key-file");
-        return WH_EINVAL;
-    }
     return reconcile_flags_check(out, err_to);
 }

@@ -28,7 +28,7 @@
  */
 struct serve_options {
     /* serving */
-    const char *bind_address;  /* --bind-address, default "0.0.0.0" */
+    const char *bind_address;  /* --bind-address, default "::" (both families) */
     long port;                 /* --port 0..65535, 0 = any free port, default 8443 */
     const char *tls_cert_file; /* --tls-cert-file, NULL when not given */
     const char *tls_key_file;  /* --tls-private-key-file, NULL when not given */

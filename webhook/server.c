@@ -1,59 +1,29 @@
 /*
- * server.c - libmicrohttpd front: routes, body gathering with a hard cap,
- * Kubernetes Status bodies for every error, TLS through MHD (GnuTLS) with a
- * hot-swappable pair, time limits against slow clients, /metrics.
+ * server.c - libmicrohttpd front, routing (webhook/server.h): the routes and
+ * their checks, Kubernetes Status bodies for every error, /metrics, and the
+ * server's life: the listening socket, the daemon, draining, quiesce, stop.
+ * TLS lives in server_tls.c, connections and body gathering in server_conn.c
+ * (the three share webhook/server_internal.h).
  *
  * Design: MHD calls access_handler several times per request. The first call
  * only routes and checks headers (method, Content-Type, Content-Length), so a
  * refusal is answered before any body byte is read; the calls that follow
- * append the body to a per-request buffer (struct req_ctx) that grows as data
- * arrives and never past the cap (a Content-Length is never trusted for an
- * allocation); the last call (no more data) runs admission_handle. A chunked
- * body (no Content-Length) that passes the cap is dropped from there on and
- * answered 413 at its end, since MHD 0.9 cannot answer mid-body; one that goes
- * on for another cap's worth has the connection closed. The buffer is freed in
- * request_completed (MHD_OPTION_NOTIFY_COMPLETED), which MHD calls on every
- * path once uri_log (MHD_OPTION_URI_LOG_CALLBACK, the request line) ran,
- * including aborted connections.
+ * append the body to the request's buffer (server_body_append, capped); the
+ * last call (no more data) runs admission_handle. A chunked body (no
+ * Content-Length) that passes the cap is dropped from there on and answered
+ * 413 at its end, since MHD 0.9 cannot answer mid-body; one that goes on for
+ * another cap's worth has the connection closed.
  *
- * Connections: conn_notify (MHD_OPTION_NOTIFY_CONNECTION) gives each
- * connection a struct conn_ctx, kept in the server's list under conn_lock:
- * its socket, the state of its current request and since when, and the TLS
- * pair its handshake used. MHD calls the CLOSED notification before it closes
- * the socket, so a socket found in the list under conn_lock is still open.
- * The reaper thread scans the list a few times a second and shuts down (2)
- * the socket of a request over its time (MHD's idle timeout cannot catch a
- * client that sends a byte now and then): MHD then sees end-of-file and
- * cleans up as for a vanished client.
- *
- * TLS hot reload: the pair is a refcounted struct tls_creds (GnuTLS pcert
- * chain + private key) under tls_lock. MHD_OPTION_HTTPS_CERT_CALLBACK makes
- * GnuTLS ask tls_retrieve for the pair at each handshake; it takes a
- * reference on the current pair for the connection, dropped when the
- * connection closes. server_set_tls_pair parses the new pair outside the lock,
- * swaps the pointer under it and drops the server's reference to the old one,
- * which is freed by whoever drops the last reference. ALPN: MHD 0.9.75 would
- * offer "http/1.1" and "http/1.0" (and gnutls_alpn_set_protocols appends to a
- * session's list), so MHD_OPTION_TLS_NO_ALPN turns that off and conn_notify
- * sets "http/1.1" alone on the session, which exists from accept on, before
- * the first handshake byte is read.
- *
- * Threads: server_start/server_stop on the main thread. access_handler,
- * uri_log, request_completed, conn_notify, tls_retrieve and mhd_log run on MHD
- * worker threads (a pool with one epoll/poll loop per thread); each
- * connection stays on one worker. reaper_main is the server's own thread.
- * Shared between them: the connection list and each conn_ctx's state
- * (conn_lock), the current pair and the refcounts (tls_lock), draining and
- * in_flight (atomics, in_flight written under conn_lock). The rest of struct
- * server is read-only while the
- * daemon runs.
+ * Threads: server_create/server_run/server_stop on the main thread.
+ * access_handler and mhd_log run on MHD worker threads (a pool with one
+ * epoll/poll loop per thread); each connection stays on one worker. draining
+ * and in_flight are atomics; the rest of struct server is read-only while
+ * the daemon runs.
  */
 #include "webhook/server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <gnutls/abstract.h>
-#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -66,103 +36,23 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/clock.h"
 #include "base/log.h"
 #include "webhook/admission.h"
+#include "webhook/server_internal.h"
 
-#define PATH_MUTATE      "/pods/mutate"
-#define PATH_HEALTHZ     "/healthz"
-#define PATH_READYZ      "/readyz"
-#define PATH_METRICS     "/metrics"
-#define BODY_INITIAL     ((size_t)16 * 1024) /* first buffer; doubled as data arrives */
-#define ECHO_MAX         96                  /* bytes of client text echoed in a message */
-#define TLS_CHAIN_MAX    16                  /* certificates in a served chain */
-#define REAPER_PERIOD_MS 200L                /* how often the reaper scans */
-#define METRICS_TYPE     "text/plain; version=0.0.4; charset=utf-8"
+#define PATH_MUTATE  "/pods/mutate"
+#define PATH_HEALTHZ "/healthz"
+#define PATH_READYZ  "/readyz"
+#define PATH_METRICS "/metrics"
+#define ECHO_MAX     96 /* bytes of client text echoed in a message */
+#define METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 static const char status_enomem[] =
     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
     "\"message\":\"out of memory\",\"reason\":\"InternalError\",\"code\":500}";
-
-/* ALPN: HTTP/1.1 only (MHD serves nothing else; kube-apiserver offers h2 too). */
-static unsigned char alpn_http11[] = "http/1.1";
-
-/* A parsed TLS pair; refs guarded by server.tls_lock. */
-struct tls_creds {
-    unsigned refs; /* the server's (while current) + one per connection */
-    unsigned n;    /* certificates in chain */
-    gnutls_pcert_st chain[TLS_CHAIN_MAX];
-    gnutls_privkey_t key;
-};
-
-/* Where a connection's current request stands (for the request time limit). */
-enum conn_state {
-    CONN_NEW,      /* accepted, no request line yet: limit from accept */
-    CONN_REQUEST,  /* request line seen, headers/body arriving: limit from start */
-    CONN_HANDLING, /* whole request received: no limit (the idle timeout applies) */
-    CONN_IDLE,     /* keep-alive between requests: limit idle + request time */
-};
-
-struct server;
-
-/* Per connection (MHD's socket_context). Fields but creds under conn_lock. */
-struct conn_ctx {
-    struct server *srv;
-    int fd;
-    enum conn_state state;
-    long long since_ms; /* monotonic ms the state's limit counts from */
-    bool shut;          /* the reaper has shut the socket down */
-    struct conn_ctx *prev;
-    struct conn_ctx *next;
-    struct tls_creds *creds; /* pair of its handshake; the connection's thread only */
-};
-
-struct server {
-    struct MHD_Daemon *daemon;
-    struct job_source src;
-    struct mutate_options mutate;
-    admission_fn admission;               /* admission_handle unless the config says otherwise */
-    const char *(*ready)(void *userdata); /* NULL: always ready */
-    void *ready_userdata;
-    metric_collect_fn metrics_collect;
-    void *metrics_userdata;
-    size_t max_body; /* bytes */
-    unsigned port;
-    bool tls;
-    long long request_timeout_ms;
-    long long idle_timeout_ms;
-    atomic_bool draining;  /* server_set_draining was called */
-    atomic_uint in_flight; /* connections not CONN_IDLE; written under conn_lock */
-    int quiesced_fd;       /* listening socket after server_quiesce, else -1 */
-
-    pthread_mutex_t tls_lock;
-    struct tls_creds *creds; /* current pair; NULL without TLS */
-
-    pthread_mutex_t conn_lock;
-    pthread_cond_t reaper_cond;
-    struct conn_ctx *conns; /* every open connection */
-    bool reaper_stop;
-    bool reaper_running;
-    pthread_t reaper;
-};
-
-/* Per-request state (MHD's *req_cls), from uri_log to request_completed. */
-struct req_ctx {
-    struct conn_ctx *conn; /* its connection's context, NULL if it has none */
-    long long deadline_ms; /* headers and body complete by then; 0: none */
-    bool begun;            /* access_handler ran request_begin */
-    bool admission;        /* counted in metrics_inflight_add */
-    char *buf;             /* body gathered so far */
-    size_t len;            /* bytes in buf */
-    size_t cap;            /* bytes allocated */
-    bool answered;         /* a response is queued: discard the rest */
-    bool probe;            /* GET/HEAD of a probe path: answered once the request is whole */
-    bool too_big;          /* over the cap and the 413 could not be queued yet */
-    size_t discarded;      /* bytes dropped since too_big was set */
-};
 
 /* Route MHD's own error messages to our log (one line each). */
 __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -195,328 +85,6 @@ static const char *echo_safe(const char *s, char *buf, size_t len)
     }
     buf[i] = '\0';
     return buf;
-}
-
-/* The connection's context (MHD socket_context), NULL when conn_notify could not make one. */
-static struct conn_ctx *conn_of(struct MHD_Connection *c)
-{
-    const union MHD_ConnectionInfo *ci =
-        c != NULL ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT) : NULL;
-
-    return ci != NULL ? ci->socket_context : NULL;
-}
-
-/* ---- TLS pair: parse, refcount, serve ---- */
-
-static void creds_free(struct tls_creds *cr)
-{
-    if (cr == NULL)
-        return;
-    for (unsigned i = 0; i < cr->n; i++)
-        gnutls_pcert_deinit(&cr->chain[i]);
-    if (cr->key != NULL)
-        gnutls_privkey_deinit(cr->key);
-    free(cr);
-}
-
-/* SHA-256 key id of a public key into id (64 bytes). @return its length, 0 on error. */
-static size_t key_id(gnutls_pubkey_t pub, unsigned char *id)
-{
-    size_t n = 64;
-
-    return gnutls_pubkey_get_key_id(pub, GNUTLS_KEYID_USE_SHA256, id, &n) < 0 ? 0 : n;
-}
-
-/*
- * Parse a PEM chain and key with GnuTLS and check that the key belongs to the
- * first certificate. @return 0 and *out (refs 1), WH_EINVAL or WH_ENOMEM.
- */
-static int creds_parse(const char *cert_pem, const char *key_pem, struct tls_creds **out,
-                       struct wh_error *err)
-{
-    gnutls_datum_t cd = {(unsigned char *)cert_pem, (unsigned)strlen(cert_pem)};
-    gnutls_datum_t kd = {(unsigned char *)key_pem, (unsigned)strlen(key_pem)};
-    struct tls_creds *cr = calloc(1, sizeof(*cr));
-    gnutls_pubkey_t pub = NULL;
-    unsigned char a[64];
-    unsigned char b[64];
-    size_t na;
-    size_t nb;
-    unsigned n = TLS_CHAIN_MAX;
-    int grc;
-    int rc;
-
-    *out = NULL;
-    if (cr == NULL)
-        return wh_error_set(err, WH_ENOMEM, "out of memory");
-    grc = gnutls_pcert_list_import_x509_raw(cr->chain, &n, &cd, GNUTLS_X509_FMT_PEM, 0);
-    if (grc < 0 || n == 0) {
-        rc = wh_error_set(err, WH_EINVAL, "the TLS certificate does not parse: %s",
-                          grc < 0 ? gnutls_strerror(grc) : "no certificate");
-        goto out;
-    }
-    cr->n = n;
-    grc = gnutls_privkey_init(&cr->key);
-    if (grc < 0) {
-        cr->key = NULL;
-        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
-        goto out;
-    }
-    grc = gnutls_privkey_import_x509_raw(cr->key, &kd, GNUTLS_X509_FMT_PEM, NULL, 0);
-    if (grc < 0) {
-        rc = wh_error_set(err, WH_EINVAL, "the TLS private key does not parse: %s",
-                          gnutls_strerror(grc));
-        goto out;
-    }
-    if (gnutls_pubkey_init(&pub) < 0) {
-        pub = NULL;
-        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
-        goto out;
-    }
-    na = gnutls_pubkey_import_privkey(pub, cr->key, 0, 0) < 0 ? 0 : key_id(pub, a);
-    nb = key_id(cr->chain[0].pubkey, b);
-    if (na == 0 || na != nb || memcmp(a, b, na) != 0) {
-        rc = wh_error_set(err, WH_EINVAL,
-                          "the TLS private key does not match the first certificate");
-        goto out;
-    }
-    cr->refs = 1;
-    *out = cr;
-    cr = NULL;
-    rc = 0;
-out:
-    if (pub != NULL)
-        gnutls_pubkey_deinit(pub);
-    creds_free(cr);
-    return rc;
-}
-
-/* A new reference on the current pair (NULL without TLS). */
-static struct tls_creds *creds_acquire(struct server *s)
-{
-    struct tls_creds *cr;
-
-    pthread_mutex_lock(&s->tls_lock);
-    cr = s->creds;
-    if (cr != NULL)
-        cr->refs++;
-    pthread_mutex_unlock(&s->tls_lock);
-    return cr;
-}
-
-/* Drop a reference; the last one frees the pair (outside the lock). */
-static void creds_release(struct server *s, struct tls_creds *cr)
-{
-    bool last;
-
-    if (cr == NULL)
-        return;
-    pthread_mutex_lock(&s->tls_lock);
-    last = --cr->refs == 0;
-    pthread_mutex_unlock(&s->tls_lock);
-    if (last)
-        creds_free(cr);
-}
-
-/*
- * gnutls_certificate_retrieve_function2, called by GnuTLS during a handshake
- * on the connection's worker: hand out the current pair and keep a reference
- * on it for the connection (GnuTLS does not copy it).
- */
-static int tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, int nreqs,
-                        const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
-                        gnutls_pcert_st **pcert, unsigned int *pcert_length,
-                        gnutls_privkey_t *privkey)
-{
-    /* MHD sets the session's pointer to its connection. */
-    struct conn_ctx *cc = conn_of(gnutls_session_get_ptr(session));
-    struct tls_creds *cr;
-
-    (void)req_ca_rdn;
-    (void)nreqs;
-    (void)pk_algos;
-    (void)pk_algos_length;
-    if (cc == NULL)
-        return -1;
-    cr = creds_acquire(cc->srv);
-    if (cr == NULL)
-        return -1;
-    creds_release(cc->srv, cc->creds); /* a second handshake on the connection */
-    cc->creds = cr;
-    *pcert = cr->chain;
-    *pcert_length = cr->n;
-    *privkey = cr->key;
-    return 0;
-}
-
-int server_set_tls_pair(struct server *s, const char *cert_pem, const char *key_pem,
-                        struct wh_error *err)
-{
-    struct tls_creds *cr = NULL;
-    struct tls_creds *old;
-    int rc;
-
-    if (s == NULL || !s->tls)
-        return wh_error_set(err, WH_EINVAL, "the server does not serve TLS");
-    if (cert_pem == NULL || key_pem == NULL)
-        return wh_error_set(err, WH_EINVAL, "TLS needs both a certificate and a key");
-    rc = creds_parse(cert_pem, key_pem, &cr, err);
-    if (rc < 0)
-        return rc;
-    pthread_mutex_lock(&s->tls_lock);
-    old = s->creds;
-    s->creds = cr;
-    pthread_mutex_unlock(&s->tls_lock);
-    creds_release(s, old); /* freed now, or when its last connection closes */
-    return 0;
-}
-
-/* ---- connections: registry, request time limit, reaper ---- */
-
-/* MHD_OPTION_NOTIFY_CONNECTION: register a connection on start, drop it on close. */
-static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
-                        enum MHD_ConnectionNotificationCode toe)
-{
-    struct server *s = cls;
-    struct conn_ctx *cc = *socket_context;
-
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *fi =
-            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        const union MHD_ConnectionInfo *ti =
-            s->tls ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION) : NULL;
-
-        /* Before any handshake byte: offer only http/1.1 in ALPN. */
-        if (ti != NULL && ti->tls_session != NULL) {
-            gnutls_datum_t proto = {alpn_http11, sizeof(alpn_http11) - 1};
-
-            gnutls_alpn_set_protocols(ti->tls_session, &proto, 1, 0);
-        }
-        cc = calloc(1, sizeof(*cc));
-        if (cc == NULL)
-            return; /* no limit for this one; TLS handshakes fail without it */
-        cc->srv = s;
-        cc->fd = fi != NULL ? fi->connect_fd : -1;
-        cc->state = CONN_NEW;
-        cc->since_ms = clock_mono_ms();
-        pthread_mutex_lock(&s->conn_lock);
-        atomic_fetch_add(&s->in_flight, 1); /* a new connection brings a request */
-        cc->next = s->conns;
-        if (s->conns != NULL)
-            s->conns->prev = cc;
-        s->conns = cc;
-        pthread_mutex_unlock(&s->conn_lock);
-        *socket_context = cc;
-        return;
-    }
-    if (cc == NULL)
-        return;
-    /* CLOSED: MHD closes the socket only after this returns. */
-    pthread_mutex_lock(&s->conn_lock);
-    if (cc->state != CONN_IDLE)
-        atomic_fetch_sub(&s->in_flight, 1);
-    if (cc->prev != NULL)
-        cc->prev->next = cc->next;
-    else
-        s->conns = cc->next;
-    if (cc->next != NULL)
-        cc->next->prev = cc->prev;
-    pthread_mutex_unlock(&s->conn_lock);
-    creds_release(s, cc->creds);
-    free(cc);
-    *socket_context = NULL;
-}
-
-/* Move to state st (from now), keeping in_flight = connections not idle. conn_lock held. */
-static void conn_set_state_locked(struct conn_ctx *cc, enum conn_state st)
-{
-    if (cc->state == CONN_IDLE && st != CONN_IDLE)
-        atomic_fetch_add(&cc->srv->in_flight, 1);
-    else if (cc->state != CONN_IDLE && st == CONN_IDLE)
-        atomic_fetch_sub(&cc->srv->in_flight, 1);
-    cc->state = st;
-}
-
-/* Move a connection's request to state st (from now). */
-static void conn_set_state(struct conn_ctx *cc, enum conn_state st)
-{
-    if (cc == NULL)
-        return;
-    pthread_mutex_lock(&cc->srv->conn_lock);
-    conn_set_state_locked(cc, st);
-    cc->since_ms = clock_mono_ms();
-    pthread_mutex_unlock(&cc->srv->conn_lock);
-}
-
-/*
- * MHD_OPTION_URI_LOG_CALLBACK: the request line has arrived. Start the
- * request's clock (a connection's first request keeps the one started at
- * accept) and its req_ctx, which MHD hands to access_handler as *req_cls.
- */
-static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c)
-{
-    struct server *s = cls;
-    struct conn_ctx *cc = conn_of(c);
-    struct req_ctx *ctx = calloc(1, sizeof(*ctx));
-
-    (void)uri;
-    if (cc != NULL) {
-        pthread_mutex_lock(&s->conn_lock);
-        if (cc->state != CONN_NEW)
-            cc->since_ms = clock_mono_ms();
-        conn_set_state_locked(cc, CONN_REQUEST);
-        if (ctx != NULL)
-            ctx->deadline_ms = cc->since_ms + s->request_timeout_ms;
-        pthread_mutex_unlock(&s->conn_lock);
-    }
-    if (ctx != NULL)
-        ctx->conn = cc;
-    return ctx; /* NULL: access_handler allocates it */
-}
-
-/* Deadline of a connection in its state, 0 when none. conn_lock held. */
-static long long conn_deadline(const struct server *s, const struct conn_ctx *cc)
-{
-    switch (cc->state) {
-    case CONN_NEW:
-    case CONN_REQUEST: return cc->since_ms + s->request_timeout_ms;
-    case CONN_IDLE:
-        /* MHD closes a connection idle this long; this catches one that trickles. */
-        return cc->since_ms + s->idle_timeout_ms + s->request_timeout_ms;
-    case CONN_HANDLING:
-    default: return 0;
-    }
-}
-
-/* The reaper: shut down connections whose request is over its time. */
-static void *reaper_main(void *arg)
-{
-    struct server *s = arg;
-
-    pthread_mutex_lock(&s->conn_lock);
-    while (!s->reaper_stop) {
-        struct timespec ts;
-        unsigned closed = 0;
-        long long now = clock_mono_ms();
-
-        for (struct conn_ctx *cc = s->conns; cc != NULL; cc = cc->next) {
-            long long dl = conn_deadline(s, cc);
-
-            if (dl == 0 || now <= dl || cc->shut || cc->fd < 0)
-                continue;
-            /* The socket is open: its CLOSED notification has not run (conn_lock). */
-            shutdown(cc->fd, SHUT_RDWR);
-            cc->shut = true;
-            closed++;
-        }
-        if (closed > 0)
-            LOG_INFO("http: closed connections over their time count=%u request_timeout_ms=%lld",
-                     closed, s->request_timeout_ms);
-        ts = clock_after_ms(CLOCK_REALTIME, REAPER_PERIOD_MS);
-        pthread_cond_timedwait(&s->reaper_cond, &s->conn_lock, &ts);
-    }
-    pthread_mutex_unlock(&s->conn_lock);
-    return NULL;
 }
 
 /* ---- answers ---- */
@@ -719,7 +287,7 @@ static enum MHD_Result request_begin(struct server *s, struct MHD_Connection *c,
                  echo_safe(url, a, sizeof(a)));
         return refuse(s, c, MHD_HTTP_NOT_FOUND, "NotFound", NULL, msg);
     }
-    /* An admission request from here on: in flight until request_completed. */
+    /* An admission request from here on: in flight until server_request_completed. */
     ctx->admission = true;
     metrics_inflight_add(1);
     if (strcmp(method, MHD_HTTP_METHOD_POST) != 0) {
@@ -753,32 +321,6 @@ static enum MHD_Result request_begin(struct server *s, struct MHD_Connection *c,
     return MHD_YES;
 }
 
-/*
- * Append data to ctx->buf, growing it by doubling from BODY_INITIAL (so memory
- * follows what arrived, not what was announced). @return 0, WH_ETOOBIG past
- * the cap, WH_ENOMEM.
- */
-static int body_append(struct req_ctx *ctx, const char *data, size_t n, size_t max)
-{
-    if (n > max - ctx->len)
-        return WH_ETOOBIG;
-    if (ctx->len + n > ctx->cap) {
-        size_t cap = ctx->cap > 0 ? ctx->cap : BODY_INITIAL;
-        char *nb;
-
-        while (cap < ctx->len + n)
-            cap = cap > max / 2 ? max : cap * 2;
-        nb = realloc(ctx->buf, cap);
-        if (nb == NULL)
-            return WH_ENOMEM;
-        ctx->buf = nb;
-        ctx->cap = cap;
-    }
-    memcpy(ctx->buf + ctx->len, data, n);
-    ctx->len += n;
-    return 0;
-}
-
 static enum MHD_Result queue_too_big(struct server *s, struct MHD_Connection *c)
 {
     char msg[96];
@@ -801,12 +343,12 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
 
     (void)version;
     if (ctx == NULL) {
-        /* uri_log could not allocate it. */
+        /* server_uri_log could not allocate it. */
         ctx = calloc(1, sizeof(*ctx));
         if (ctx == NULL)
             return MHD_NO;
-        ctx->conn = conn_of(c);
-        *req_cls = ctx; /* now owned by MHD until request_completed */
+        ctx->conn = server_conn_of(c);
+        *req_cls = ctx; /* now owned by MHD until server_request_completed */
     }
     if (!ctx->begun) {
         ctx->begun = true;
@@ -831,7 +373,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
             ctx->discarded += n < s->max_body - ctx->discarded ? n : s->max_body - ctx->discarded;
             return ctx->discarded < s->max_body ? MHD_YES : MHD_NO;
         }
-        rc = body_append(ctx, upload_data, n, s->max_body);
+        rc = server_body_append(ctx, upload_data, n, s->max_body);
         if (rc == WH_ETOOBIG) {
             /* Stop buffering at once; free what we have. */
             free(ctx->buf);
@@ -857,7 +399,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
         return MHD_YES;
     }
     /* Whole request received: no request time limit from here on. */
-    conn_set_state(ctx->conn, CONN_HANDLING);
+    server_conn_set_state(ctx->conn, CONN_HANDLING);
     if (ctx->answered)
         return MHD_YES;
     ctx->answered = true;
@@ -875,23 +417,6 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
         return queue(s, c, (unsigned)status, "application/json", NULL, (char *)status_enomem,
                      sizeof(status_enomem) - 1, false);
     return queue(s, c, (unsigned)status, "application/json", NULL, out, out_len, true);
-}
-
-static void request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
-                              enum MHD_RequestTerminationCode toe)
-{
-    struct req_ctx *ctx = *req_cls;
-
-    (void)cls;
-    (void)toe;
-    conn_set_state(ctx != NULL ? ctx->conn : conn_of(c), CONN_IDLE);
-    if (ctx == NULL)
-        return;
-    if (ctx->admission)
-        metrics_inflight_add(-1);
-    free(ctx->buf);
-    free(ctx);
-    *req_cls = NULL;
 }
 
 /* Parse a numeric v4/v6 address into ss. @return 0 or WH_EINVAL. */
@@ -1005,38 +530,94 @@ unsigned server_default_threads(const char *cgroup_root)
 /* Free s and what it owns; the daemon and the reaper are stopped. */
 static void server_free(struct server *s)
 {
-    creds_free(s->creds); /* every connection has released its reference */
+    server_tls_creds_free(s->creds); /* every connection has released its reference */
     pthread_cond_destroy(&s->reaper_cond);
     pthread_mutex_destroy(&s->conn_lock);
     pthread_mutex_destroy(&s->tls_lock);
     free(s);
 }
 
-/* Stop and join the reaper (if it runs). */
-static void reaper_stop(struct server *s)
+/*
+ * Bind and listen on ss, SO_REUSEADDR as MHD's own sockets. An IPv6 socket has
+ * IPV6_V6ONLY off, so "::" takes IPv4 too (as v4-mapped addresses), whatever
+ * net.ipv6.bindv6only says. @return the socket, or -1 with errno set.
+ */
+static int listen_on(const struct sockaddr_storage *ss)
 {
-    if (!s->reaper_running)
-        return;
-    pthread_mutex_lock(&s->conn_lock);
-    s->reaper_stop = true;
-    pthread_cond_signal(&s->reaper_cond);
-    pthread_mutex_unlock(&s->conn_lock);
-    pthread_join(s->reaper, NULL);
-    s->reaper_running = false;
+    socklen_t len =
+        ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    int one = 1;
+    int off = 0;
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -1;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0
+        || (ss->ss_family == AF_INET6
+            && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) != 0)
+        || bind(fd, (const struct sockaddr *)ss, len) != 0 || listen(fd, SOMAXCONN) != 0) {
+        int e = errno;
+
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
 }
 
-int server_start(struct server **out, const struct server_config *cfg, struct wh_error *err)
+/*
+ * listen_on for the server's address (addr as configured, for messages). The
+ * IPv6 wildcard "::" on a kernel without IPv6 (socket(2) EAFNOSUPPORT, e.g.
+ * booted with ipv6.disable=1) is every address IPv4 has: 0.0.0.0, said at info
+ * level, and s->address says which. @return 0 or WH_ERROR with err set.
+ */
+static int server_listen(struct server *s, struct sockaddr_storage *ss, const char *addr,
+                         unsigned port, struct wh_error *err)
+{
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+
+    snprintf(s->address, sizeof(s->address), "%s", addr);
+    s->listen_fd = listen_on(ss);
+    if (s->listen_fd < 0 && errno == EAFNOSUPPORT && ss->ss_family == AF_INET6
+        && IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr)) {
+        struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+
+        LOG_INFO("http: no IPv6 in this kernel, listening on IPv4 only address=0.0.0.0 port=%u",
+                 port);
+        memset(ss, 0, sizeof(*ss));
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons((uint16_t)port);
+        in4->sin_addr.s_addr = htonl(INADDR_ANY);
+        snprintf(s->address, sizeof(s->address), "0.0.0.0");
+        s->listen_fd = listen_on(ss);
+    }
+    if (s->listen_fd < 0)
+        return wh_error_set(err, WH_ERROR, "cannot listen on %s port %u: %s", s->address, port,
+                            strerror(errno));
+    return 0;
+}
+
+/* The port fd is bound to (the OS's choice for port 0), 0 when unknown. */
+static unsigned bound_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return 0;
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+int server_create(struct server **out, const struct server_config *cfg, struct wh_error *err)
 {
     struct server *s = NULL;
     struct sockaddr_storage ss;
-    struct MHD_OptionItem opts[10];
-    const union MHD_DaemonInfo *info;
-    const char *addr = cfg->bind_address != NULL ? cfg->bind_address : "0.0.0.0";
+    const char *addr = cfg->bind_address != NULL ? cfg->bind_address : "::";
     bool tls = cfg->tls_cert_pem != NULL || cfg->tls_key_pem != NULL;
     unsigned timeout_s =
         cfg->connection_timeout > 0 ? cfg->connection_timeout : SERVER_DEFAULT_TIMEOUT;
-    unsigned int flags;
-    size_t n = 0;
     int rc;
 
     *out = NULL;
@@ -1062,6 +643,7 @@ int server_start(struct server **out, const struct server_config *cfg, struct wh
     pthread_cond_init(&s->reaper_cond, NULL);
     atomic_init(&s->draining, false);
     atomic_init(&s->in_flight, 0);
+    s->listen_fd = -1;
     s->quiesced_fd = -1;
     s->src = cfg->src;
     s->mutate = cfg->mutate;
@@ -1075,42 +657,62 @@ int server_start(struct server **out, const struct server_config *cfg, struct wh
     s->request_timeout_ms =
         cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : SERVER_DEFAULT_REQUEST_TIMEOUT_MS;
     s->idle_timeout_ms = (long long)timeout_s * 1000;
+    s->threads = cfg->threads > 0 ? cfg->threads : server_default_threads("/sys/fs/cgroup");
+    s->connection_limit =
+        cfg->connection_limit > 0 ? cfg->connection_limit : SERVER_DEFAULT_CONNECTIONS;
+    s->per_ip_limit = cfg->per_ip_limit;
     if (tls) {
         /* Parsed by GnuTLS before the daemon starts: a bad pair never serves. */
-        rc = creds_parse(cfg->tls_cert_pem, cfg->tls_key_pem, &s->creds, err);
+        rc = server_tls_creds_parse(cfg->tls_cert_pem, cfg->tls_key_pem, &s->creds, err);
         if (rc < 0) {
             if (rc != WH_ENOMEM)
                 rc = WH_ERROR;
             goto out;
         }
     }
+    rc = server_listen(s, &ss, addr, cfg->port, err);
+    if (rc < 0)
+        goto out;
+    s->port = bound_port(s->listen_fd);
+    *out = s;
+    s = NULL; /* now owned by the caller */
+    rc = 0;
+out:
+    if (s != NULL)
+        server_free(s);
+    return rc;
+}
 
+int server_run(struct server *s, struct wh_error *err)
+{
+    struct MHD_OptionItem opts[10];
+    unsigned int flags;
+    size_t n = 0;
+
+    if (s == NULL || s->daemon != NULL || s->listen_fd < 0)
+        return wh_error_set(err, WH_EINVAL, "the server is not created or runs already");
     /* MHD_USE_ITC: server_quiesce (MHD_quiesce_daemon) needs it with worker threads. */
     flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     /* epoll where this MHD has it, else poll; never select (FD_SETSIZE). */
     flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : MHD_USE_POLL;
-    if (ss.ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    if (tls)
+    if (s->tls)
         flags |= MHD_USE_TLS;
 
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &ss};
-    opts[n++] = (struct MHD_OptionItem){
-        MHD_OPTION_THREAD_POOL_SIZE,
-        (intptr_t)(cfg->threads > 0 ? cfg->threads : server_default_threads("/sys/fs/cgroup")),
-        NULL};
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)timeout_s, NULL};
-    opts[n++] = (struct MHD_OptionItem){
-        MHD_OPTION_CONNECTION_LIMIT,
-        (intptr_t)(cfg->connection_limit > 0 ? cfg->connection_limit : SERVER_DEFAULT_CONNECTIONS),
-        NULL};
-    if (cfg->per_ip_limit > 0)
+    /* MHD closes the socket from here on, in MHD_stop_daemon or when it fails to start. */
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, s->listen_fd, NULL};
+    s->listen_fd = -1;
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)s->threads, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
+                                        (intptr_t)(s->idle_timeout_ms / 1000), NULL};
+    opts[n++] =
+        (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)s->connection_limit, NULL};
+    if (s->per_ip_limit > 0)
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                                            (intptr_t)cfg->per_ip_limit, NULL};
-    if (tls) {
+                                            (intptr_t)s->per_ip_limit, NULL};
+    if (s->tls) {
         opts[n++] =
             (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)SERVER_TLS_PRIORITIES};
-        /* MHD would offer "http/1.1" and "http/1.0"; conn_notify sets ours instead. */
+        /* MHD would offer "http/1.1" and "http/1.0"; server_conn_notify sets ours instead. */
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_TLS_NO_ALPN, 1, NULL};
     }
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
@@ -1120,35 +722,35 @@ int server_start(struct server **out, const struct server_config *cfg, struct wh
      * cannot carry in ISO C: it goes last in the argument list, behind an
      * option code that is MHD_OPTION_END (ending the list) without TLS.
      */
-    s->daemon = MHD_start_daemon(
-        flags, (uint16_t)cfg->port, NULL, NULL, access_handler, s, MHD_OPTION_EXTERNAL_LOGGER,
-        mhd_log, NULL, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
-        MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s, MHD_OPTION_URI_LOG_CALLBACK, uri_log, s,
-        MHD_OPTION_ARRAY, opts, tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, tls_retrieve,
-        MHD_OPTION_END);
-    if (s->daemon == NULL) {
-        rc = wh_error_set(err, WH_ERROR,
-                          "cannot start the %s server on %s port %u (see the log line before)",
-                          tls ? "HTTPS" : "HTTP", addr, cfg->port);
-        goto out;
+    s->daemon = MHD_start_daemon(flags, (uint16_t)s->port, NULL, NULL, access_handler, s,
+                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                                 MHD_OPTION_NOTIFY_COMPLETED, server_request_completed, s,
+                                 MHD_OPTION_NOTIFY_CONNECTION, server_conn_notify, s,
+                                 MHD_OPTION_URI_LOG_CALLBACK, server_uri_log, s, MHD_OPTION_ARRAY,
+                                 opts, s->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END,
+                                 server_tls_retrieve, MHD_OPTION_END);
+    if (s->daemon == NULL)
+        return wh_error_set(err, WH_ERROR,
+                            "cannot start the %s server on %s port %u (see the log line before)",
+                            s->tls ? "HTTPS" : "HTTP", s->address, s->port);
+    return server_reaper_start(s, err);
+}
+
+int server_start(struct server **out, const struct server_config *cfg, struct wh_error *err)
+{
+    struct server *s = NULL;
+    int rc;
+
+    rc = server_create(&s, cfg, err);
+    if (rc < 0)
+        return rc;
+    rc = server_run(s, err);
+    if (rc < 0) {
+        server_stop(s);
+        return rc;
     }
-    if (pthread_create(&s->reaper, NULL, reaper_main, s) != 0) {
-        rc = wh_error_set(err, WH_ERROR, "cannot start the connection reaper thread");
-        goto out;
-    }
-    s->reaper_running = true;
-    info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info != NULL && info->port != 0 ? info->port : cfg->port;
     *out = s;
-    s = NULL; /* now owned by the caller */
-    rc = 0;
-out:
-    if (s != NULL) {
-        if (s->daemon != NULL)
-            MHD_stop_daemon(s->daemon);
-        server_free(s);
-    }
-    return rc;
+    return 0;
 }
 
 void server_set_draining(struct server *s)
@@ -1176,15 +778,22 @@ unsigned server_port(const struct server *s)
     return s != NULL ? s->port : 0;
 }
 
+const char *server_address(const struct server *s)
+{
+    return s != NULL ? s->address : "";
+}
+
 void server_stop(struct server *s)
 {
     if (s == NULL)
         return;
     /* The reaper first: no shutdown(2) may race with MHD closing sockets. */
-    reaper_stop(s);
+    server_reaper_stop(s);
     if (s->daemon != NULL)
         MHD_stop_daemon(s->daemon);
     if (s->quiesced_fd >= 0)
         close(s->quiesced_fd); /* connects still queued on it are refused now */
+    if (s->listen_fd >= 0)
+        close(s->listen_fd); /* created, never run: its queued connects are refused */
     server_free(s);
 }

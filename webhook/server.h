@@ -9,6 +9,10 @@
  * 405 (with Allow) wrong method, 413 body over the cap, 415 Content-Type not
  * application/json. Query strings (?timeout=10s) are ignored.
  *
+ * Listening: the server makes its own socket (server_create), so an IPv6
+ * address is bound with IPV6_V6ONLY off: "::", the default, takes IPv4
+ * clients too, and falls back to 0.0.0.0 on a kernel without IPv6.
+ *
  * TLS: TLS 1.2 and 1.3 only, the Mozilla "intermediate" cipher
  * suites (SERVER_TLS_PRIORITIES), ALPN "http/1.1" only. The pair is served
  * through a certificate callback, so server_set_tls_pair swaps it while the
@@ -21,9 +25,9 @@
  * starts at accept, so the TLS handshake counts too); the body buffer grows as
  * data arrives, never past max_body.
  *
- * Threads: server_start/server_stop on the main thread; requests are served
- * on MHD's own worker pool, each request entirely on one worker; one reaper
- * thread of the server closes requests over their time. server_set_tls_pair,
+ * Threads: server_create, server_run, server_start and server_stop on the main
+ * thread; requests are served on MHD's own worker pool, each request entirely
+ * on one worker; one reaper thread of the server closes requests over their time. server_set_tls_pair,
  * server_set_draining and server_in_flight may be called from any thread.
  */
 #ifndef WH_SERVER_H
@@ -55,7 +59,10 @@
     "-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1:+GROUP-FFDHE2048"
 
 struct server_config {
-    const char *bind_address;     /* numeric IPv4 or IPv6 address; NULL → "0.0.0.0" */
+    const char *bind_address;     /* numeric IPv4 or IPv6 address; IPv6 is bound with
+                                     IPV6_V6ONLY off, so "::" takes IPv4 too, and "::"
+                                     is 0.0.0.0 where the kernel has no IPv6 (logged at
+                                     info); NULL → "::" */
     unsigned port;                /* TCP port; 0 → the OS picks (see server_port) */
     const char *tls_cert_pem;     /* PEM certificate chain; NULL (with tls_key_pem NULL) →
                                      plain HTTP, for tests and the demo only */
@@ -114,13 +121,36 @@ unsigned server_default_threads(const char *cgroup_root);
 bool server_address_valid(const char *addr);
 
 /**
- * Bind, listen and start serving on MHD's worker threads. The config and the
- * PEM texts are copied; nothing in cfg is needed after the call except
- * cfg->src.userdata and cfg->ready_userdata.
- * @param[out] out the running server, stopped and freed by server_stop.
+ * Everything of server_start that can fail on its own, and nothing that runs:
+ * check the config, parse the TLS pair (GnuTLS) and bind and listen on
+ * bind_address:port. No thread starts and nothing is served; connects wait in
+ * the kernel's listen queue until server_run. serve_start creates the server
+ * before any request to the API server, so a replica that cannot serve (port
+ * taken, bad pair) never takes the Lease. The config and the PEM texts are
+ * copied; nothing in cfg is needed after the call except cfg->src.userdata
+ * and cfg->ready_userdata, which must be usable once server_run is called.
+ * @param[out] out the bound server (server_port works), freed by server_stop.
  * @return 0; WH_EINVAL (bad address, only one of cert/key, TLS unsupported by
- *         this libmicrohttpd); WH_ERROR when the daemon cannot start (port in
- *         use, bad PEM: MHD's reason is also logged); WH_ENOMEM.
+ *         this libmicrohttpd); WH_ERROR when the pair does not parse or the
+ *         socket cannot listen (err: "cannot listen on ADDR port N: " and the
+ *         kernel's reason, e.g. "Address already in use"); WH_ENOMEM.
+ */
+int server_create(struct server **out, const struct server_config *cfg,
+                  struct wh_error *err) WH_WARN_UNUSED;
+
+/**
+ * Start serving a server from server_create on MHD's worker threads (and its
+ * reaper thread), on the socket it bound. Main thread, once.
+ * @return 0; WH_EINVAL when s was not created or runs already; WH_ERROR when
+ *         the daemon cannot start (MHD's reason is also logged). On an error s
+ *         is still to be freed with server_stop.
+ */
+int server_run(struct server *s, struct wh_error *err) WH_WARN_UNUSED;
+
+/**
+ * server_create, then server_run: bind, listen and start serving.
+ * @param[out] out the running server, stopped and freed by server_stop.
+ * @return server_create's and server_run's errors (on one, nothing is left to free).
  */
 int server_start(struct server **out, const struct server_config *cfg,
                  struct wh_error *err) WH_WARN_UNUSED;
@@ -164,9 +194,17 @@ void server_quiesce(struct server *s);
 unsigned server_port(const struct server *s);
 
 /**
+ * The address listened on, as server_config.bind_address gave it ("::" when
+ * NULL), or "0.0.0.0" when "::" fell back for want of IPv6. Borrowed: lives as
+ * long as s. "" for NULL. Any thread.
+ */
+const char *server_address(const struct server *s);
+
+/**
  * Stop accepting, close every connection, join the workers and free s.
  * A handler already running finishes before this returns, but its answer may
- * not be sent (kube-apiserver then applies the failurePolicy).
+ * not be sent (kube-apiserver then applies the failurePolicy). A server that
+ * was created but never ran closes its socket (queued connects are refused).
  * s may be NULL. Main thread only.
  */
 void server_stop(struct server *s);

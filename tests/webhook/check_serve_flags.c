@@ -90,7 +90,7 @@ START_TEST(test_defaults)
 
     PARSE(&o, &r, "--insecure-http");
     assert_ok(&r);
-    ck_assert_str_eq(o.bind_address, "0.0.0.0");
+    ck_assert_str_eq(o.bind_address, "::");
     ck_assert_int_eq(o.port, 8443);
     ck_assert_ptr_null(o.tls_cert_file);
     ck_assert_ptr_null(o.tls_key_file);
@@ -749,7 +749,8 @@ START_TEST(test_help_states_the_defaults)
         if (d == NULL || flag[0] == '\0')
             continue;
         d += strlen("(default ");
-        n = strcspn(d, " :)");
+        /* "::" is an address, not the colon of "(default: none)" */
+        n = d[0] == ':' && d[1] == ':' ? strcspn(d, " )") : strcspn(d, " :)");
         if (n == 0 || n >= sizeof(value) || (d[n] != ')' && d[n] != ':') || d[0] == '$')
             continue;
         /* --FLAG=VALUE, the one form getopt_long takes for optional values too */

@@ -2,9 +2,10 @@
  * check_server.c - the HTTP(S) server over loopback with libcurl: routes,
  * status codes and Status bodies (404, 405 + Allow, 413, 415, 400), a valid
  * review, keep-alive reuse, the 3 MiB cap from both sides, TLS verified
- * against the generated CA by the Service name, IPv6, and garbage on a raw
+ * against the generated CA by the Service name, IPv6 and dual stack, and garbage on a raw
  * socket. Every server binds 127.0.0.1 (or ::1) port 0; server_start returns
- * only once the socket listens, so no test waits or sleeps.
+ * only once the socket listens, so no test waits or sleeps. server_create
+ * binds without serving, server_run serves what queued meanwhile.
  * Operations: TLS pair swap while serving (old connections keep
  * theirs, bad pairs refused), GET /metrics with the collect callback,
  * draining (/readyz 503, Connection: close), quiesce, and the request time
@@ -739,6 +740,82 @@ START_TEST(test_start_errors)
 }
 END_TEST
 
+/* A TCP connection to 127.0.0.1:port (connect only: the listen queue accepts it). */
+static int connect_loopback(unsigned port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    ck_assert_int_ge(fd, 0);
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/*
+ * server_create binds and parses and serves nothing (serve_start creates the
+ * server before any request to the API server); server_run serves what queued
+ * meanwhile. A taken port fails server_create with the kernel's reason.
+ */
+START_TEST(test_create_then_run)
+{
+    static const char get[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    struct server_config cfg = {
+        .bind_address = "127.0.0.1", .threads = 2, .src = {.get = fake_get}};
+    struct wh_error err = {0, ""};
+    struct server *s = NULL;
+    struct server *taken = NULL;
+    struct pollfd pfd;
+    char want[96];
+    char buf[512];
+    size_t got = 0;
+    ssize_t n;
+    unsigned port;
+    int fd;
+
+    ck_assert_int_eq(server_create(&s, &cfg, &err), 0);
+    port = server_port(s);
+    ck_assert_uint_ne(port, 0);
+    /* Bound and listening, not served: the connect waits in the listen queue. */
+    fd = connect_loopback(port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(send(fd, get, sizeof(get) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(get) - 1));
+    pfd = (struct pollfd){.fd = fd, .events = POLLIN};
+    ck_assert_int_eq(poll(&pfd, 1, 100), 0);
+    /* The port is taken from server_create on. */
+    cfg.port = port;
+    ck_assert_int_eq(server_create(&taken, &cfg, &err), WH_ERROR);
+    snprintf(want, sizeof(want), "cannot listen on 127.0.0.1 port %u: Address already in use",
+             port);
+    ck_assert_str_eq(err.msg, want);
+    ck_assert_ptr_null(taken);
+    ck_assert_int_eq(server_start(&taken, &cfg, &err), WH_ERROR);
+    ck_assert_str_eq(err.msg, want);
+    ck_assert_ptr_null(taken);
+    /* server_run answers the request that queued. */
+    ck_assert_int_eq(server_run(s, &err), 0);
+    while (got + 1 < sizeof(buf) && (n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0)
+        got += (size_t)n;
+    buf[got] = '\0';
+    close(fd);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got \"%s\"", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\r\n\r\nok"));
+    ck_assert_int_eq(server_run(s, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "the server is not created or runs already");
+    server_stop(s);
+    /* Created and never run: server_stop closes the socket, the port is free again. */
+    cfg.port = 0;
+    ck_assert_int_eq(server_create(&s, &cfg, &err), 0);
+    port = server_port(s);
+    server_stop(s);
+    ck_assert_int_eq(connect_loopback(port), -1);
+    ck_assert_int_eq(server_run(NULL, &err), WH_EINVAL);
+}
+END_TEST
+
 START_TEST(test_ipv6)
 {
     struct server *s6 = start("::1", NULL, NULL);
@@ -753,8 +830,38 @@ START_TEST(test_ipv6)
     ck_assert_str_eq(r.body, "ok");
     reply_free(&r);
     memcpy(base, saved, sizeof(saved));
+    ck_assert_str_eq(server_address(s6b), "[::1]");
     server_stop(s6);
     server_stop(s6b);
+}
+END_TEST
+
+/* "::", the default (NULL), listens on both families: IPV6_V6ONLY off. */
+START_TEST(test_dual_stack)
+{
+    static const char *const addrs[] = {"::", NULL};
+    char saved[64];
+    struct reply r;
+
+    memcpy(saved, base, sizeof(saved));
+    for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++) {
+        struct server *s = start(addrs[i], NULL, NULL);
+
+        ck_assert_str_eq(server_address(s), "::");
+        snprintf(base, sizeof(base), "http://127.0.0.1:%u", server_port(s));
+        request("GET", "/healthz", NULL, NULL, 0, &r);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert_str_eq(r.body, "ok");
+        reply_free(&r);
+        snprintf(base, sizeof(base), "http://[::1]:%u", server_port(s));
+        request("GET", "/healthz", NULL, NULL, 0, &r);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert_str_eq(r.body, "ok");
+        reply_free(&r);
+        server_stop(s);
+    }
+    memcpy(base, saved, sizeof(saved));
+    ck_assert_str_eq(server_address(NULL), "");
 }
 END_TEST
 
@@ -1192,7 +1299,9 @@ static Suite *server_suite(void)
     tcase_add_test(plain, test_keep_alive);
     tcase_add_test(plain, test_garbage_survives);
     tcase_add_test(plain, test_start_errors);
+    tcase_add_test(plain, test_create_then_run);
     tcase_add_test(plain, test_ipv6);
+    tcase_add_test(plain, test_dual_stack);
     tcase_add_test(plain, test_metrics);
     tcase_add_test(plain, test_draining);
     tcase_add_test(plain, test_quiesce);

@@ -1,0 +1,200 @@
+/*
+ * server_internal.h - what the three files of the server share, and nothing
+ * else includes: struct server and the per-connection and per-request contexts,
+ * and the functions one file gives the others.
+ *
+ *   server.c       routing: the routes, their answers (Kubernetes Status bodies),
+ *                  the listening socket and the server's life (create, run,
+ *                  drain, quiesce, stop)
+ *   server_tls.c   TLS: the refcounted pair (credentials), hot reload
+ *                  (server_set_tls_pair) and the GnuTLS callbacks
+ *   server_conn.c  connections: the per-connection context and its registry,
+ *                  the request time limit and its reaper thread, body gathering
+ *                  with the cap, the per-request context's end
+ *
+ * Locks: conn_lock guards the connection list, each conn_ctx's fields but creds,
+ * and the reaper's flag; tls_lock guards the current pair and every refcount.
+ * The rest of struct server is written by server_create and read-only after.
+ */
+#ifndef WH_SERVER_INTERNAL_H
+#define WH_SERVER_INTERNAL_H
+
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/error.h"
+#include "webhook/server.h"
+
+#define BODY_INITIAL     ((size_t)16 * 1024) /* first buffer; doubled as data arrives */
+#define TLS_CHAIN_MAX    16                  /* certificates in a served chain */
+#define REAPER_PERIOD_MS 200L                /* how often the reaper scans */
+
+/* A parsed TLS pair; refs guarded by server.tls_lock. */
+struct tls_creds {
+    unsigned refs; /* the server's (while current) + one per connection */
+    unsigned n;    /* certificates in chain */
+    gnutls_pcert_st chain[TLS_CHAIN_MAX];
+    gnutls_privkey_t key;
+};
+
+/* Where a connection's current request stands (for the request time limit). */
+enum conn_state {
+    CONN_NEW,      /* accepted, no request line yet: limit from accept */
+    CONN_REQUEST,  /* request line seen, headers/body arriving: limit from start */
+    CONN_HANDLING, /* whole request received: no limit (the idle timeout applies) */
+    CONN_IDLE,     /* keep-alive between requests: limit idle + request time */
+};
+
+struct server;
+
+/* Per connection (MHD's socket_context). Fields but creds under conn_lock. */
+struct conn_ctx {
+    struct server *srv;
+    int fd;
+    enum conn_state state;
+    long long since_ms; /* monotonic ms the state's limit counts from */
+    bool shut;          /* the reaper has shut the socket down */
+    struct conn_ctx *prev;
+    struct conn_ctx *next;
+    struct tls_creds *creds; /* pair of its handshake; the connection's thread only */
+};
+
+struct server {
+    struct MHD_Daemon *daemon;
+    int listen_fd; /* bound and listening until server_run hands it to MHD, then -1 */
+    struct job_source src;
+    struct mutate_options mutate;
+    admission_fn admission;               /* admission_handle unless the config says otherwise */
+    const char *(*ready)(void *userdata); /* NULL: always ready */
+    void *ready_userdata;
+    metric_collect_fn metrics_collect;
+    void *metrics_userdata;
+    size_t max_body;                    /* bytes */
+    unsigned port;                      /* bound (the OS's choice for port 0) */
+    char address[INET6_ADDRSTRLEN + 2]; /* listened on: as configured, or 0.0.0.0 for "::"
+                                           without IPv6 */
+    unsigned threads;                   /* MHD worker pool */
+    unsigned connection_limit;
+    unsigned per_ip_limit; /* 0: none */
+    bool tls;
+    long long request_timeout_ms;
+    long long idle_timeout_ms;
+    atomic_bool draining;  /* server_set_draining was called */
+    atomic_uint in_flight; /* connections not CONN_IDLE; written under conn_lock */
+    int quiesced_fd;       /* listening socket after server_quiesce, else -1 */
+
+    pthread_mutex_t tls_lock;
+    struct tls_creds *creds; /* current pair; NULL without TLS */
+
+    pthread_mutex_t conn_lock;
+    pthread_cond_t reaper_cond;
+    struct conn_ctx *conns; /* every open connection */
+    bool reaper_stop;
+    bool reaper_running;
+    pthread_t reaper;
+};
+
+/* Per-request state (MHD's *req_cls), from server_uri_log to server_request_completed. */
+struct req_ctx {
+    struct conn_ctx *conn; /* its connection's context, NULL if it has none */
+    long long deadline_ms; /* headers and body complete by then; 0: none */
+    bool begun;            /* access_handler ran request_begin */
+    bool admission;        /* counted in metrics_inflight_add */
+    char *buf;             /* body gathered so far */
+    size_t len;            /* bytes in buf */
+    size_t cap;            /* bytes allocated */
+    bool answered;         /* a response is queued: discard the rest */
+    bool probe;            /* GET/HEAD of a probe path: answered once the request is whole */
+    bool too_big;          /* over the cap and the 413 could not be queued yet */
+    size_t discarded;      /* bytes dropped since too_big was set */
+};
+
+/* ---- server_tls.c ---- */
+
+/**
+ * Parse a PEM chain (at most TLS_CHAIN_MAX certificates) and key with GnuTLS and
+ * check that the key belongs to the first certificate. The PEM texts are
+ * borrowed for the call.
+ * @param[out] out a new pair with one reference (the caller's), freed by
+ *             server_tls_creds_release or server_tls_creds_free
+ * @return 0; WH_EINVAL (err says which PEM does not parse, or that the key does
+ *         not match); WH_ENOMEM.
+ */
+int server_tls_creds_parse(const char *cert_pem, const char *key_pem, struct tls_creds **out,
+                           struct wh_error *err) WH_WARN_UNUSED;
+
+/** Free cr whatever its refcount (server_free: nothing else holds it); NULL is fine. */
+void server_tls_creds_free(struct tls_creds *cr);
+
+/** Drop a reference on cr (NULL is fine); the last one frees it. Any thread. */
+void server_tls_creds_release(struct server *s, struct tls_creds *cr);
+
+/**
+ * gnutls_certificate_retrieve_function2 (MHD_OPTION_HTTPS_CERT_CALLBACK), on
+ * the connection's worker during a handshake: the current pair, with a
+ * reference kept in the connection's conn_ctx (GnuTLS does not copy it).
+ * @return 0, or -1 (the handshake fails) without a conn_ctx or a pair.
+ */
+int server_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, int nreqs,
+                        const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
+                        gnutls_pcert_st **pcert, unsigned int *pcert_length,
+                        gnutls_privkey_t *privkey);
+
+/**
+ * A new connection (server_conn_notify, before any handshake byte): offer
+ * "http/1.1" alone in ALPN (MHD_OPTION_TLS_NO_ALPN keeps MHD's own list off).
+ * Nothing without TLS.
+ */
+void server_tls_conn_start(const struct server *s, struct MHD_Connection *c);
+
+/* ---- server_conn.c ---- */
+
+/** The connection's context (borrowed), NULL when server_conn_notify could not make one. */
+struct conn_ctx *server_conn_of(struct MHD_Connection *c);
+
+/**
+ * MHD_OPTION_NOTIFY_CONNECTION (cls: the server): on STARTED a new conn_ctx in
+ * the list, in flight; on CLOSED out of the list, its pair released, freed.
+ */
+void server_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                        enum MHD_ConnectionNotificationCode toe);
+
+/** Move a connection's request to state st from now (cc may be NULL). Takes conn_lock. */
+void server_conn_set_state(struct conn_ctx *cc, enum conn_state st);
+
+/**
+ * MHD_OPTION_URI_LOG_CALLBACK (cls: the server), once the request line is in:
+ * start the request's clock. @return a new req_ctx that MHD holds as *req_cls
+ * until server_request_completed frees it; NULL when out of memory (the
+ * access handler then makes one).
+ */
+void *server_uri_log(void *cls, const char *uri, struct MHD_Connection *c);
+
+/**
+ * MHD_OPTION_NOTIFY_COMPLETED: the request is over (answered or aborted): its
+ * connection is idle, its admission leaves the in-flight gauge, its req_ctx
+ * and body are freed.
+ */
+void server_request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+                              enum MHD_RequestTerminationCode toe);
+
+/**
+ * Append data to ctx->buf, growing it by doubling from BODY_INITIAL up to max
+ * (memory follows what arrived, never what was announced).
+ * @return 0; WH_ETOOBIG when the body would pass max (nothing appended); WH_ENOMEM.
+ */
+int server_body_append(struct req_ctx *ctx, const char *data, size_t n, size_t max) WH_WARN_UNUSED;
+
+/** Start the reaper thread (server_run). @return 0 or WH_ERROR. */
+int server_reaper_start(struct server *s, struct wh_error *err) WH_WARN_UNUSED;
+
+/** Stop and join the reaper, if it runs (server_stop, before MHD closes the sockets). */
+void server_reaper_stop(struct server *s);
+
+#endif
