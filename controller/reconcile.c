@@ -22,7 +22,7 @@
  *   - Job terminal (Completed, Failed, Terminated, Aborted) or deleted: OnJobDelete
  *     of the touched set, or of the effective set when nothing is recorded.
  *   Every hook of a run is called even if one fails; the first error is kept and
- *   the key retried with backoff (C-STYLE §3).
+ *   the key retried with backoff, as a hook that failed must run again.
  *
  * Followers keep no per-Job state. While this replica does not lead, enqueue and
  * deleted are ignored; losing the lead drops every queued key, pending retry and

@@ -1,6 +1,6 @@
 /*
  * reconcile_internal.h - semi-private entry points of controller/reconcile.c for
- * tests (C-STYLE §11): start the reconciler on a hook table of one's own, and
+ * tests (as a *_internal.h, not an included .c): start the reconciler on a hook table of one's own, and
  * the backoff formula. Not for production callers.
  */
 #ifndef WH_RECONCILE_INTERNAL_H

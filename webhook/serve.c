@@ -11,7 +11,7 @@
  *
  * Threads: serve_main runs on the main thread. Its struct serve_options is
  * filled before any thread exists and only read after. The admission lookup
- * (lookup_job_get, webhook/lookup.h) and serve_ready run on MHD workers; they
+ * (lookup_job_get, controller/lookup.h) and serve_ready run on MHD workers; they
  * read struct job_lookup, unchanged while the server runs (its shared GETs have
  * their own mutex), the cache (its own rwlock) and the shareable k8s client. The
  * informer thread writes the cache. The reconciler's handlers (serve_on_job_*)
