@@ -326,18 +326,26 @@ static int ssh_secret_update(json_t *obj, void *ud, struct wh_error *err)
 {
     const struct ssh_secret_job *sj = ud;
     json_t *data = json_object_get(obj, "data");
+    const json_t *pub = json_object_get(data, "id_rsa.pub");
     char *have = b64_decode(json_object_get(data, "config"));
     bool same = have != NULL && strcmp(have, sj->config) == 0;
+    /* D18: an older Volcano's Secret without authorized_keys gets it from its own public key
+     * (Volcano writes the two with the same bytes); the pair itself is never replaced (D11). */
+    bool add_authorized = json_is_string(pub) && json_string_length(pub) > 0
+        && !json_is_string(json_object_get(data, "authorized_keys"));
 
     free(have);
-    if (same)
+    if (same && !add_authorized)
         return 0;
     if (!json_is_object(data)) {
         data = json_object();
         if (json_object_set_new(obj, "data", data) < 0)
             return wh_error_set(err, WH_ENOMEM, "out of memory");
     }
-    if (json_object_set_new(data, "config", b64_string(sj->config)) < 0)
+    if (!same && json_object_set_new(data, "config", b64_string(sj->config)) < 0)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    if (add_authorized
+        && json_object_set_new(data, "authorized_keys", json_copy((json_t *)pub)) < 0)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
     return 1;
 }
