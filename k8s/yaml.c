@@ -44,6 +44,8 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "base/buf.h"
+
 #define YAML_MAX_NODES 1000000u            /* nodes after alias expansion */
 #define YAML_MAX_DEPTH 1000u               /* nesting levels after alias expansion */
 #define YAML_MAX_FILE  (16u * 1024 * 1024) /* bytes, yaml_load_file */
@@ -756,9 +758,7 @@ int yaml_load_documents(const char *buf, size_t len, json_t **docs_out, struct w
 static int read_whole(const char *path, char **buf_out, size_t *len_out, struct wh_error *err)
 {
     FILE *f = NULL;
-    char *buf = NULL;
-    size_t len = 0;
-    size_t cap = 0;
+    struct buf b;
     struct stat st;
     int rc;
 
@@ -767,49 +767,26 @@ static int read_whole(const char *path, char **buf_out, size_t *len_out, struct 
     f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (f == NULL)
         return wh_error_set(err, WH_ERROR, "%s", strerror(errno));
+    buf_init(&b, YAML_MAX_FILE);
     if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > (off_t)YAML_MAX_FILE) {
         rc = wh_error_set(err, WH_ETOOBIG, "file is larger than %u bytes", YAML_MAX_FILE);
         goto out;
     }
-    for (;;) {
-        size_t n;
-
-        if (len == cap) {
-            size_t ncap = cap ? cap * 2 : 64 * 1024;
-            char *nb;
-
-            if (cap > YAML_MAX_FILE) {
-                rc = wh_error_set(err, WH_ETOOBIG, "file is larger than %u bytes", YAML_MAX_FILE);
-                goto out;
-            }
-            nb = realloc(buf, ncap + 1);
-            if (nb == NULL) {
-                rc = wh_error_set(err, WH_ENOMEM, "out of memory");
-                goto out;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0) {
-            if (ferror(f)) {
-                rc = wh_error_set(err, WH_ERROR, "%s", strerror(errno ? errno : EIO));
-                goto out;
-            }
-            break;
-        }
-    }
-    if (len > YAML_MAX_FILE) {
+    rc = buf_append_stream(&b, f);
+    if (rc == WH_ETOOBIG)
         rc = wh_error_set(err, WH_ETOOBIG, "file is larger than %u bytes", YAML_MAX_FILE);
+    else if (rc == WH_ENOMEM)
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+    else if (rc < 0)
+        rc = wh_error_set(err, WH_ERROR, "%s", strerror(errno));
+    if (rc < 0)
         goto out;
+    if (b.len > 0) {
+        *len_out = b.len;
+        *buf_out = buf_take(&b, NULL); /* now the caller's */
     }
-    *buf_out = buf;
-    *len_out = len;
-    buf = NULL; /* now the caller's */
-    rc = 0;
 out:
-    free(buf);
+    buf_dispose(&b);
     if (f != NULL && f != stdin)
         fclose(f);
     return rc;

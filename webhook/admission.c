@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/buf.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "plugins/plugin.h"
@@ -237,15 +238,6 @@ static int parse_review(const json_t *review, const char **api_out, struct mutat
  * [,"warnings"][,"status"]}}: the pieces are dumped with JSON_EMBED (no
  * enclosing braces) in that key order.
  */
-struct outbuf {
-    char *s; /* malloc'd, NUL-terminated while not failed */
-    size_t len;
-    size_t cap;
-    size_t limit; /* most bytes it may hold; 0: no limit */
-    bool failed;  /* ENOMEM or over limit: s is meaningless */
-    bool too_big; /* failed because of limit */
-};
-
 /*
  * The most JSON Patch text an answer carries. The patched pod must still fit a request
  * (kube-apiserver's 3 MiB body limit) and etcd (1.5 MiB by default), so a bigger patch
@@ -254,75 +246,41 @@ struct outbuf {
  */
 #define ADMISSION_MAX_PATCH (3u << 20)
 
-/* Room for n more bytes plus the NUL. @return 0, or -1 on ENOMEM (failed set). */
-static int outbuf_reserve(struct outbuf *o, size_t n)
-{
-    size_t cap;
-    char *s;
-
-    if (o->failed)
-        return -1;
-    if (o->limit > 0 && n > o->limit - o->len) {
-        o->failed = o->too_big = true;
-        return -1;
-    }
-    if (n < o->cap - o->len)
-        return 0;
-    if (n > SIZE_MAX / 2 - o->len - 1) {
-        o->failed = true;
-        return -1;
-    }
-    cap = (o->len + n + 1) * 2;
-    s = realloc(o->s, cap);
-    if (s == NULL) {
-        o->failed = true;
-        return -1;
-    }
-    o->s = s;
-    o->cap = cap;
-    return 0;
-}
-
-/* json_dump_callback_t appending to a struct outbuf. */
+/* json_dump_callback_t appending to a struct buf; its failure stays in the buf's rc. */
 static int outbuf_add(const char *buf, size_t size, void *data)
 {
-    struct outbuf *o = data;
-
-    if (outbuf_reserve(o, size) < 0)
-        return -1;
-    memcpy(o->s + o->len, buf, size);
-    o->len += size;
-    o->s[o->len] = '\0';
-    return 0;
+    return buf_append(data, buf, size) < 0 ? -1 : 0;
 }
 
-static void outbuf_str(struct outbuf *o, const char *s)
+static void outbuf_str(struct buf *o, const char *s)
 {
-    outbuf_add(s, strlen(s), o);
+    int rc = buf_append_str(o, s);
+
+    (void)rc; /* kept in o->rc, seen once by answer_encode */
 }
 
 /* The members of object v, compact, without its braces; a NULL v counts as ENOMEM. */
-static void outbuf_members(struct outbuf *o, const json_t *v)
+static void outbuf_members(struct buf *o, const json_t *v)
 {
     if (v == NULL || json_dump_callback(v, outbuf_add, o, JSON_COMPACT | JSON_EMBED) < 0)
-        o->failed = true;
+        buf_fail(o, WH_ENOMEM); /* a no-op when o already failed */
 }
 
 /* base64 (RFC 4648, no line breaks) of the compact JSON of ops, appended to o; the
- * dump stops past ADMISSION_MAX_PATCH (o->too_big). */
-static void outbuf_patch_base64(struct outbuf *o, const json_t *ops)
+ * dump stops past ADMISSION_MAX_PATCH (WH_ETOOBIG in o->rc). */
+static void outbuf_patch_base64(struct buf *o, const json_t *ops)
 {
-    struct outbuf text = {NULL, 0, 0, ADMISSION_MAX_PATCH, false, false};
+    struct buf text;
 
-    if (json_dump_callback(ops, outbuf_add, &text, JSON_COMPACT) < 0 || text.failed) {
-        o->failed = true;
-        o->too_big = text.too_big;
-    } else if (outbuf_reserve(o, 4 * ((text.len + 2) / 3)) == 0) {
+    buf_init(&text, ADMISSION_MAX_PATCH);
+    if (json_dump_callback(ops, outbuf_add, &text, JSON_COMPACT) < 0 || text.rc < 0) {
+        buf_fail(o, text.rc < 0 ? text.rc : WH_ENOMEM);
+    } else if (buf_reserve(o, 4 * ((text.len + 2) / 3)) == 0) {
         /* EVP_EncodeBlock writes the NUL too: reserve leaves room for it. */
-        o->len += (size_t)EVP_EncodeBlock((unsigned char *)o->s + o->len,
-                                          (const unsigned char *)text.s, (int)text.len);
+        o->len += (size_t)EVP_EncodeBlock((unsigned char *)o->data + o->len,
+                                          (const unsigned char *)buf_cstr(&text), (int)text.len);
     }
-    free(text.s);
+    buf_dispose(&text);
 }
 
 /*
@@ -395,11 +353,15 @@ fail:
 static int answer_encode(const char *api, const char *uid, const struct mutate_result *res,
                          char **out, size_t *out_len)
 {
-    struct outbuf o = {NULL, 0, 0, 0, false, false};
+    struct buf o;
     json_t *head = json_pack("{s:s, s:s}", "apiVersion", api, "kind", "AdmissionReview");
     json_t *first = json_pack("{s:s, s:b}", "uid", uid, "allowed", res->allowed);
     json_t *tail = response_tail(res);
+    char *text;
+    size_t len;
+    int rc;
 
+    buf_init(&o, BUF_NO_MAX);
     outbuf_str(&o, "{");
     outbuf_members(&o, head);
     outbuf_str(&o, ",\"response\":{");
@@ -413,18 +375,18 @@ static int answer_encode(const char *api, const char *uid, const struct mutate_r
         outbuf_str(&o, ",");
         outbuf_members(&o, tail);
     } else if (tail == NULL) {
-        o.failed = true;
+        buf_fail(&o, WH_ENOMEM);
     }
     outbuf_str(&o, "}}");
     json_decref(head);
     json_decref(first);
     json_decref(tail);
-    if (o.failed) {
-        free(o.s);
-        return o.too_big ? WH_ETOOBIG : WH_ENOMEM;
-    }
-    *out = o.s;
-    *out_len = o.len;
+    rc = o.rc == WH_ETOOBIG ? WH_ETOOBIG : WH_ENOMEM; /* if buf_take gives NULL */
+    text = buf_take(&o, &len);
+    if (text == NULL)
+        return rc;
+    *out = text;
+    *out_len = len;
     return 0;
 }
 

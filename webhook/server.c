@@ -69,6 +69,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "webhook/admission.h"
@@ -77,10 +78,9 @@
 #define PATH_HEALTHZ     "/healthz"
 #define PATH_READYZ      "/readyz"
 #define PATH_METRICS     "/metrics"
-#define BODY_INITIAL     ((size_t)16 * 1024) /* first buffer; doubled as data arrives */
-#define ECHO_MAX         96                  /* bytes of client text echoed in a message */
-#define TLS_CHAIN_MAX    16                  /* certificates in a served chain */
-#define REAPER_PERIOD_MS 200L                /* how often the reaper scans */
+#define ECHO_MAX         96   /* bytes of client text echoed in a message */
+#define TLS_CHAIN_MAX    16   /* certificates in a served chain */
+#define REAPER_PERIOD_MS 200L /* how often the reaper scans */
 #define METRICS_TYPE     "text/plain; version=0.0.4; charset=utf-8"
 
 static const char status_enomem[] =
@@ -155,9 +155,7 @@ struct req_ctx {
     long long deadline_ms; /* headers and body complete by then; 0: none */
     bool begun;            /* access_handler ran request_begin */
     bool admission;        /* counted in metrics_inflight_add */
-    char *buf;             /* body gathered so far */
-    size_t len;            /* bytes in buf */
-    size_t cap;            /* bytes allocated */
+    struct buf body;       /* body gathered so far, capped at max_body (413 past it) */
     bool answered;         /* a response is queued: discard the rest */
     bool probe;            /* GET/HEAD of a probe path: answered once the request is whole */
     bool too_big;          /* over the cap and the 413 could not be queued yet */
@@ -448,6 +446,16 @@ static void conn_set_state(struct conn_ctx *cc, enum conn_state st)
     pthread_mutex_unlock(&cc->srv->conn_lock);
 }
 
+/* A zeroed request context whose body may grow to s->max_body; NULL on ENOMEM. */
+static struct req_ctx *req_ctx_create(const struct server *s)
+{
+    struct req_ctx *ctx = calloc(1, sizeof(*ctx));
+
+    if (ctx != NULL)
+        buf_init(&ctx->body, s->max_body);
+    return ctx;
+}
+
 /*
  * MHD_OPTION_URI_LOG_CALLBACK: the request line has arrived. Start the
  * request's clock (a connection's first request keeps the one started at
@@ -457,7 +465,7 @@ static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 {
     struct server *s = cls;
     struct conn_ctx *cc = conn_of(c);
-    struct req_ctx *ctx = calloc(1, sizeof(*ctx));
+    struct req_ctx *ctx = req_ctx_create(s);
 
     (void)uri;
     if (cc != NULL) {
@@ -753,32 +761,6 @@ static enum MHD_Result request_begin(struct server *s, struct MHD_Connection *c,
     return MHD_YES;
 }
 
-/*
- * Append data to ctx->buf, growing it by doubling from BODY_INITIAL (so memory
- * follows what arrived, not what was announced). @return 0, WH_ETOOBIG past
- * the cap, WH_ENOMEM.
- */
-static int body_append(struct req_ctx *ctx, const char *data, size_t n, size_t max)
-{
-    if (n > max - ctx->len)
-        return WH_ETOOBIG;
-    if (ctx->len + n > ctx->cap) {
-        size_t cap = ctx->cap > 0 ? ctx->cap : BODY_INITIAL;
-        char *nb;
-
-        while (cap < ctx->len + n)
-            cap = cap > max / 2 ? max : cap * 2;
-        nb = realloc(ctx->buf, cap);
-        if (nb == NULL)
-            return WH_ENOMEM;
-        ctx->buf = nb;
-        ctx->cap = cap;
-    }
-    memcpy(ctx->buf + ctx->len, data, n);
-    ctx->len += n;
-    return 0;
-}
-
 static enum MHD_Result queue_too_big(struct server *s, struct MHD_Connection *c)
 {
     char msg[96];
@@ -802,7 +784,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
     (void)version;
     if (ctx == NULL) {
         /* uri_log could not allocate it. */
-        ctx = calloc(1, sizeof(*ctx));
+        ctx = req_ctx_create(s);
         if (ctx == NULL)
             return MHD_NO;
         ctx->conn = conn_of(c);
@@ -831,12 +813,11 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
             ctx->discarded += n < s->max_body - ctx->discarded ? n : s->max_body - ctx->discarded;
             return ctx->discarded < s->max_body ? MHD_YES : MHD_NO;
         }
-        rc = body_append(ctx, upload_data, n, s->max_body);
+        /* Memory follows what arrived, not what was announced (buf.h doubles). */
+        rc = buf_append(&ctx->body, upload_data, n);
         if (rc == WH_ETOOBIG) {
             /* Stop buffering at once; free what we have. */
-            free(ctx->buf);
-            ctx->buf = NULL;
-            ctx->len = ctx->cap = 0;
+            buf_dispose(&ctx->body);
             if (queue_too_big(s, c) == MHD_YES) {
                 ctx->answered = true;
                 return MHD_YES;
@@ -866,11 +847,9 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
     if (ctx->too_big)
         return queue_too_big(s, c);
     /* admission_handle records the request in the metrics (outcome, latency). */
-    status = s->admission(ctx->buf, ctx->len, &s->src, &s->mutate, &out, &out_len);
+    status = s->admission(buf_cstr(&ctx->body), ctx->body.len, &s->src, &s->mutate, &out, &out_len);
     /* The body is no longer needed: release it before the answer is sent. */
-    free(ctx->buf);
-    ctx->buf = NULL;
-    ctx->len = ctx->cap = 0;
+    buf_dispose(&ctx->body);
     if (out == NULL)
         return queue(s, c, (unsigned)status, "application/json", NULL, (char *)status_enomem,
                      sizeof(status_enomem) - 1, false);
@@ -889,7 +868,7 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **req_cl
         return;
     if (ctx->admission)
         metrics_inflight_add(-1);
-    free(ctx->buf);
+    buf_dispose(&ctx->body);
     free(ctx);
     *req_cls = NULL;
 }
