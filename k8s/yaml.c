@@ -45,6 +45,7 @@
 #include <yaml.h>
 
 #include "base/buf.h"
+#include "base/strmap.h"
 
 #define YAML_MAX_NODES 1000000u            /* nodes after alias expansion */
 #define YAML_MAX_DEPTH 1000u               /* nesting levels after alias expansion */
@@ -62,7 +63,6 @@ struct frame {
 };
 
 struct anchor {
-    char *name;
     json_t *val;   /* owned reference */
     size_t nodes;  /* nodes in val, aliases expanded */
     size_t height; /* levels below val */
@@ -72,14 +72,11 @@ struct loader {
     const char *buf; /* input, for line/column of reader errors */
     size_t len;
     struct frame *stack;
-    size_t depth; /* frames in use */
-    size_t cap;   /* frames allocated */
-    struct anchor *anchors;
-    size_t nanchors;
-    size_t anchors_cap;
-    json_t *anchor_index; /* name -> position in anchors of its latest definition */
-    size_t nodes;         /* nodes so far, aliases expanded */
-    json_t *root;         /* the document's value once complete (owned) */
+    size_t depth;           /* frames in use */
+    size_t cap;             /* frames allocated */
+    struct strmap *anchors; /* name → its latest struct anchor; NULL until the first */
+    size_t nodes;           /* nodes so far, aliases expanded */
+    json_t *root;           /* the document's value once complete (owned) */
     struct wh_error *err;
 };
 
@@ -395,53 +392,43 @@ static void loader_dispose(struct loader *ld)
         free(ld->stack[i].key);
     }
     free(ld->stack);
-    for (i = 0; i < ld->nanchors; i++) {
-        free(ld->anchors[i].name);
-        json_decref(ld->anchors[i].val);
-    }
-    free(ld->anchors);
-    json_decref(ld->anchor_index);
+    strmap_destroy(ld->anchors);
     json_decref(ld->root);
 }
 
-/* Remember an anchor (a later one of the same name shadows it). */
+/* strmap_free_fn of the anchors. */
+static void anchor_free(void *v)
+{
+    struct anchor *a = v;
+
+    json_decref(a->val);
+    free(a);
+}
+
+/* Remember an anchor (a later one of the same name replaces it). */
 static int anchor_add(struct loader *ld, const char *name, json_t *val, size_t nodes, size_t height)
 {
     struct anchor *a;
 
-    if (ld->nanchors == ld->anchors_cap) {
-        size_t ncap = ld->anchors_cap ? ld->anchors_cap * 2 : 8;
-        struct anchor *n = realloc(ld->anchors, ncap * sizeof(*n));
-
-        if (n == NULL)
-            return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
-        ld->anchors = n;
-        ld->anchors_cap = ncap;
-    }
-    if (ld->anchor_index == NULL && (ld->anchor_index = json_object()) == NULL)
-        return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
-    a = &ld->anchors[ld->nanchors];
-    a->name = strdup(name);
-    if (a->name == NULL)
-        return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
     /* a hash lookup: N aliases of N anchors must not cost N*N string compares */
-    if (json_object_set_new_nocheck(ld->anchor_index, name, json_integer((json_int_t)ld->nanchors))
-        < 0) {
-        free(a->name);
+    if (ld->anchors == NULL && (ld->anchors = strmap_create(anchor_free)) == NULL)
         return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
-    }
+    a = malloc(sizeof(*a));
+    if (a == NULL)
+        return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
     a->val = json_incref(val);
     a->nodes = nodes;
     a->height = height;
-    ld->nanchors++;
-    return 0;
+    if (strmap_set(ld->anchors, name, a) < 0) {
+        anchor_free(a);
+        return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
+    }
+    return 0; /* a now owned by the map */
 }
 
 static const struct anchor *anchor_find(const struct loader *ld, const char *name)
 {
-    const json_t *pos = json_object_get(ld->anchor_index, name);
-
-    return pos != NULL ? &ld->anchors[json_integer_value(pos)] : NULL;
+    return ld->anchors != NULL ? strmap_get(ld->anchors, name) : NULL;
 }
 
 /* Text of a scalar JSON value used as a mapping key through an alias. */
@@ -662,12 +649,8 @@ static int loader_event(struct loader *ld, const yaml_event_t *ev)
 /* Forget the anchors of a finished document (YAML anchors do not cross "---"). */
 static void anchors_clear(struct loader *ld)
 {
-    for (size_t i = 0; i < ld->nanchors; i++) {
-        free(ld->anchors[i].name);
-        json_decref(ld->anchors[i].val);
-    }
-    ld->nanchors = 0;
-    json_object_clear(ld->anchor_index);
+    if (ld->anchors != NULL)
+        strmap_clear(ld->anchors);
 }
 
 /*
