@@ -28,6 +28,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/sanitize.h"
 #include "plugins/plugin.h"
 #include "webhook/metrics.h"
 
@@ -58,32 +59,13 @@ static int bad(struct bad_request *b, const char *fmt, ...)
 }
 
 /*
- * Copy at most QUOTE_MAX bytes of a (valid UTF-8) client string into buf,
- * never cutting a multi-byte character, so the message stays valid UTF-8 for
- * json_string. "..." marks a cut.
+ * At most QUOTE_MAX bytes of a (valid UTF-8) client string, copied into buf and
+ * never cut inside a character, so the message stays valid UTF-8 for json_string.
+ * "..." marks a cut.
  */
 static const char *quote_safe(const char *s, char *buf, size_t len)
 {
-    size_t n = strlen(s);
-
-    if (n <= QUOTE_MAX && n < len) {
-        memcpy(buf, s, n + 1);
-        return buf;
-    }
-    n = QUOTE_MAX < len - 4 ? QUOTE_MAX : len - 4;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--;
-    memcpy(buf, s, n);
-    memcpy(buf + n, "...", 4);
-    return buf;
-}
-
-/* jansson's error text may quote raw input bytes: keep printable ASCII only. */
-static void ascii_only(char *s)
-{
-    for (; *s != '\0'; s++)
-        if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7E)
-            *s = '?';
+    return sanitize_copy(buf, len, s, QUOTE_MAX, SANITIZE_ELLIPSIS);
 }
 
 /* Whether s is valid UTF-8 (jansson refuses anything else in a string). */
@@ -332,7 +314,7 @@ static json_t *response_tail(const struct mutate_result *res)
         memcpy(msg, res->message, sizeof(msg));
         msg[sizeof(msg) - 1] = '\0';
         if (!utf8_valid(msg))
-            ascii_only(msg);
+            sanitize_ascii(msg);
         if (json_object_set_new(
                 tail, "status",
                 json_pack("{s:i, s:s, s:s}", "code", code, "message", msg, "status", "Failure"))
@@ -456,7 +438,7 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
     }
     review = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
     if (review == NULL) {
-        ascii_only(jerr.text);
+        sanitize_ascii(jerr.text); /* jansson may quote raw input bytes */
         snprintf(b.msg, sizeof(b.msg), "invalid JSON at line %d column %d: %s", jerr.line,
                  jerr.column, jerr.text);
         LOG_DEBUG("admission bad request err=%s", log_quote(q, sizeof(q), b.msg));

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/sanitize.h"
 #include "k8s/yaml.h"
 #include "plugins/jobpods.h"
 #include "plugins/jobutil.h"
@@ -266,10 +267,7 @@ static void warn_pod_task(const char *path, const json_t *job, const json_t *pod
     if (job_find_task(job, task) != NULL)
         return;
     /* The annotation is the user's text: one line, printable, short. */
-    snprintf(shown, sizeof(shown), "%s", task);
-    for (char *c = shown; *c != '\0'; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
+    sanitize_copy(shown, sizeof(shown), task, sizeof(shown) - 1, SANITIZE_CONTROLS);
     render_err("warning: %s: task \"%s\" (%s) is not a task of job %s, so the plugins set "
                "nothing task-specific",
                path, shown,

@@ -72,6 +72,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/sanitize.h"
 #include "webhook/admission.h"
 
 #define PATH_MUTATE      "/pods/mutate"
@@ -183,16 +184,7 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
  */
 static const char *echo_safe(const char *s, char *buf, size_t len)
 {
-    size_t i;
-
-    for (i = 0; s != NULL && s[i] != '\0' && i < ECHO_MAX && i + 4 < len; i++)
-        buf[i] = ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7E) ? '?' : s[i];
-    if (s != NULL && s[i] != '\0') {
-        memcpy(buf + i, "...", 4);
-        return buf;
-    }
-    buf[i] = '\0';
-    return buf;
+    return sanitize_copy(buf, len, s, ECHO_MAX, SANITIZE_ASCII | SANITIZE_ELLIPSIS);
 }
 
 /* The connection's context (MHD socket_context), NULL when conn_notify could not make one. */
