@@ -40,7 +40,7 @@ long backoff_jitter_ms(unsigned *seed, long lo_ms, long hi_ms);
 /** A rand_r seed that differs between processes and between owners (salt: the owner's address). */
 unsigned backoff_seed(const void *salt);
 
-/* A background thread with a stop flag it sleeps on. Caller-owned; zero it before start. */
+/* A background thread with a stop flag it sleeps on. Caller-owned, zeroed until started. */
 struct backoff_thread {
     pthread_t thread;
     pthread_mutex_t mu;   /* guards nothing but the sleeps on cv */
@@ -72,7 +72,8 @@ bool backoff_thread_sleep_until(struct backoff_thread *t, long long at_ms);
 
 /**
  * Set the flag, wake the sleeper, join the thread, and free t's lock and condition
- * variable. Call once per successful start, from another thread than t's own.
+ * variable; from another thread than t's own. Again, or on a zeroed t that never
+ * started, it does nothing.
  */
 void backoff_thread_stop(struct backoff_thread *t);
 
