@@ -49,6 +49,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/backoff.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "controller/reconcile.h"
@@ -763,11 +764,8 @@ long reconcile_backoff_ms(const struct reconcile_config *cfg, unsigned failures)
 {
     long lo = cfg != NULL && cfg->backoff_min_ms > 0 ? cfg->backoff_min_ms : DEFAULT_BACKOFF_MIN_MS;
     long hi = cfg != NULL && cfg->backoff_max_ms > 0 ? cfg->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
-    long d = lo;
 
-    for (unsigned i = 1; i < failures && d < hi; i++)
-        d = d > hi / 2 ? hi : d * 2;
-    return d < hi ? d : hi;
+    return backoff_delay_ms(lo, hi, failures);
 }
 
 int reconcile_start_table(struct reconciler **out, struct k8s_client *kc, struct job_cache *cache,

@@ -16,6 +16,7 @@
 
 #include "base/log.h"
 #include "base/patch.h"
+#include "k8s/names.h"
 #include "plugins/plugin.h"
 
 #define JOB_API_VERSION  "batch.volcano.sh/v1alpha1"
@@ -80,23 +81,6 @@ int mutate_pod_owner(const json_t *pod, const char **name_out, const char **uid_
         return 0;
     }
     return WH_DECLINED;
-}
-
-/* RFC 1123 subdomain as Kubernetes validates object names: [a-z0-9]([-a-z0-9.]*[a-z0-9])?, <= 253. */
-static bool dns_subdomain(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > 253)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-
-        if (!alnum && ((c != '-' && c != '.') || i == 0 || i == n - 1))
-            return false;
-    }
-    return true;
 }
 
 static const char *meta_str(const json_t *pod, const char *map, const char *key)
@@ -382,7 +366,7 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
         return;
     }
     /* No Job can have such a name ("." or ".." would even name another URL path). */
-    if (!dns_subdomain(job_name_ref) || !dns_subdomain(ns)) {
+    if (!k8s_name_is_subdomain(job_name_ref) || !k8s_name_is_subdomain(ns)) {
         warnings_add(&out->warnings, "ownerReference names no valid volcano job, pod not mutated");
         return;
     }

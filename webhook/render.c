@@ -26,6 +26,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/buf.h"
+#include "base/sanitize.h"
 #include "k8s/yaml.h"
 #include "plugins/jobpods.h"
 #include "plugins/jobutil.h"
@@ -93,11 +95,7 @@ static void render_usage(FILE *to)
 /* s as one printable line for a message, cut to fit buf: it is the user's text. */
 static const char *shown(char *buf, size_t cap, const char *s)
 {
-    snprintf(buf, cap, "%s", s);
-    for (char *c = buf; *c != '\0'; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
-    return buf;
+    return sanitize_copy(buf, cap, s, cap - 1, SANITIZE_CONTROLS);
 }
 
 /* What the API server would reject or Volcano would silently ignore: say so. */
@@ -535,28 +533,32 @@ static int render_review(const json_t *job, const char *path)
     struct job_source src = {.get = file_job_get, .userdata = &fj};
     struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
     FILE *f = fopen(path, "rb");
-    char *body = NULL;
+    struct buf body;
     char *out = NULL;
-    size_t len, out_len = 0;
+    size_t out_len = 0;
     int status;
+    int rc;
 
     if (f == NULL) {
         render_err("%s: cannot open: %s", path, strerror(errno));
         return 1;
     }
-    body = malloc(REVIEW_MAX_BYTES + 1);
-    len = body ? fread(body, 1, REVIEW_MAX_BYTES + 1, f) : 0;
+    buf_init(&body, REVIEW_MAX_BYTES);
+    rc = buf_append_stream(&body, f);
     fclose(f);
-    if (body == NULL || len > REVIEW_MAX_BYTES) {
-        render_err("%s: %s", path, body ? "larger than 3 MiB" : "out of memory");
-        free(body);
+    if (rc < 0) {
+        render_err("%s: %s", path,
+                   rc == WH_ETOOBIG      ? "larger than 3 MiB"
+                       : rc == WH_ENOMEM ? "out of memory"
+                                         : strerror(errno));
+        buf_dispose(&body);
         return 1;
     }
     if (json_string_value(json_object_get(json_object_get(job, "metadata"), "uid")) == NULL)
         render_err("warning: the Job has no metadata.uid, so the review's ownerReference uid "
                    "is not checked (serve answers \"not found\" when they differ)");
-    status = admission_handle(body, len, &src, &opt, &out, &out_len);
-    free(body);
+    status = admission_handle(buf_cstr(&body), body.len, &src, &opt, &out, &out_len);
+    buf_dispose(&body);
     if (status != 200) {
         render_err("%s: HTTP %d: %.*s", path, status, (int)out_len, out ? out : "");
         free(out);

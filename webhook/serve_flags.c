@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "k8s/names.h"
 #include "webhook/commands.h"
 #include "webhook/serve_flags.h"
 #include "webhook/server.h"
@@ -349,20 +350,6 @@ static int reconcile_flags_check(const struct serve_options *o, FILE *err_to)
 
 /* ---- --self-signed ---- */
 
-/* DNS-1123 subdomain-ish: 1-253 of [a-z0-9.-], alphanumeric at both ends. */
-static bool dns1123_name(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > 253 || s[0] == '-' || s[0] == '.' || s[n - 1] == '-' || s[n - 1] == '.')
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'
-              || s[i] == '.'))
-            return false;
-    return true;
-}
-
 /*
  * One --self-signed flag; *named notes that a flag needing --self-signed was
  * given. @return 0, or WH_EINVAL after the message.
@@ -375,13 +362,13 @@ static int selfsigned_flag(struct serve_options *o, bool *named, int opt, const 
     switch (opt) {
     case OPT_SELF_SIGNED: o->self_signed = true; return 0;
     case OPT_SERVICE_NAME:
-        if (!dns1123_name(arg) || strchr(arg, '.') != NULL || strlen(arg) > 63)
+        if (!k8s_name_is_label(arg))
             return bad_value(err_to, "--service-name", arg, "want a Service name (DNS-1123 label)");
         o->service_name = arg;
         *named = true;
         return 0;
     case OPT_WEBHOOK_CONFIG:
-        if (!dns1123_name(arg))
+        if (!k8s_name_is_subdomain(arg))
             return bad_value(err_to, "--webhook-config-name", arg, "want an object name");
         o->webhook_config = arg;
         *named = true;
