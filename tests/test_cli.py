@@ -437,6 +437,11 @@ class UsageErrors(unittest.TestCase):
         self.assertEqual((rc, err), (0, ""))
         self.assertRegex(out, VERSION_OUTPUT)
         self.assertEqual(run("--version"), (0, out, ""))
+        # `help help` and `help` alone: the command list, as --help prints it
+        rc, top, err = run("--help")
+        self.assertEqual((rc, err), (0, ""))
+        self.assertEqual(run("help", "help"), (0, top, ""))
+        self.assertEqual(run("help"), (0, top, ""))
         rc, help_out, err = run("version", "--help")
         self.assertEqual((rc, err), (0, ""))
         release = out.split("\n", 1)[0].split(" ")[1]
