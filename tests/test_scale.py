@@ -274,7 +274,7 @@ class Scenario:
         lock = threading.Lock()
         state = {"next": 0, "done": 0}
         half = threading.Event()
-        go = threading.Barrier(self.conns + 1)
+        go = threading.Barrier(self.conns + 1, timeout=120)  # never a hang
         t0 = [0.0]
 
         def take():
@@ -406,7 +406,9 @@ class Scenario:
             kill["late"] = late
 
             def late_objects():  # whoever leads makes them; timed from the signal
-                self.c.wait_objects(late)
+                want = list(expected_objects(late))
+                wait_for(lambda: all(self.c.get(NS, k, n) for k, n in want),
+                         "objects of %s/%s" % (NS, LATE), timeout=WAIT_OBJECTS)
                 kill["late_objects_after"] = time.monotonic() - kill["t"]
             kill["late_watch"] = threading.Thread(target=late_objects, daemon=True)
             kill["late_watch"].start()
