@@ -90,7 +90,8 @@ def rows(results):
                                          else "") for r in made)
         out.append("| %s, %s | %s / %s | %s | %s | %s | **%s** | %s | %s | %s | **%s** | %s | "
                    "%s (protocol: ≤ %s) | %s (%s) |" % (
-                       name, signal.Signals(kw["sig"]).name, f.get("answered", "—"),
+                       name, signal.Signals(kw["sig"]).name,
+                       "{:,}".format(f["answered"]) if "answered" in f else "—",
                        "{:,}".format(N),
                        f.get("failed", "—"), f.get("wrong", "—"), f.get("retried", "—"),
                        ms(f.get("slowest_ms")), ms(f.get("p99_ms")), ms(f.get("p50_ms")),
