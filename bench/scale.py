@@ -97,7 +97,7 @@ def rows(results):
                        ms(f.get("slowest_ms")), ms(f.get("p99_ms")), ms(f.get("p50_ms")),
                        secs(f, "burst_s"), secs(f, "new_holder_after"),
                        secs(f, "new_leader_reconciling_after"), secs(f, "acquire_gap_s"),
-                       "%.0f s" % f["acquire_bound_s"] if "acquire_bound_s" in f else "—",
+                       "%.1f s" % f["acquire_bound_s"] if "acquire_bound_s" in f else "—",
                        secs(f, "late_objects_after"), by or "—"))
     out += ["", "| run | replica | admissions | admissions/s (its answers / time from the "
             "start to its last answer) |", "|---|---|---|---|"]
@@ -144,14 +144,15 @@ def section(results):
               "after the signal\" is polled every 50 ms, \"it reconciles\" is the time of "
               "its \"reconcile: leading, reconciling\" log line; \"acquired after\" "
               "compares the new holder's acquireTime with the killed holder's last renewTime "
-              "(SIGKILL; the protocol's bound is a lease duration plus two retry periods: a "
-              "follower sees a renewal at one of its tries, counts the lease duration from "
-              "then and takes the Lease at its next try after) or with the time the "
-              "terminated holder logged its release (SIGTERM: it first drains its "
-              "connections for at least 2 s and still leads meanwhile, so the late Job's "
-              "objects are its own; then one retry period). Admissions per second per "
-              "replica are its share of one client on 2 cores, not its capacity (see "
-              "Throughput above for that).",
+              "(SIGKILL) or with the time the terminated holder logged its release (SIGTERM: it "
+              "first drains its connections for at least 2 s and still leads meanwhile, so "
+              "the late Job's objects are its own). A follower tries every retry period "
+              "plus a jitter of up to 1.2 of it (client-go's JitterUntil), so the protocol's "
+              "bound after a kill is a lease duration plus two such gaps of up to 4.4 s (it "
+              "sees the last renewal at one try, counts the lease duration from then, takes "
+              "the Lease at the first try after), after a release one gap. Admissions per "
+              "second per replica are its share of one client on 2 cores, not its capacity "
+              "(see Throughput above for that).",
               ""]
     problems = [(name, p) for name, _, s in results for p in s.problems()]
     if problems:
