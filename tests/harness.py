@@ -13,6 +13,8 @@ What it gives a test:
   ApiServer                 tests/apiserver.py on a loopback port, with its /_test/ controls
   Webhook                   $BUILD/volcano-plugin-webhook serve, over HTTPS; post() a review
   Env                       all of it wired together: certs, API server, kubeconfig, webhook
+  RoundRobinProxy(ports)    a Service stand-in on loopback: each new connection to the next
+                            replica in turn (tests/test_scale.py)
 
 Processes: every process is started with start_new_session, remembered, and stopped by its
 own pid (SIGTERM, then SIGKILL) in stop()/close(), which tests call from addCleanup or a
