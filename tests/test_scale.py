@@ -609,6 +609,8 @@ class ScaleTest(unittest.TestCase):
     RATE = 150  # pods per second: a busy controller (kube-controller-manager: 20 qps)
 
     def scenario(self, **kw):
+        if os.environ.get("SANITIZER"):  # a slower binary: leases it renews under load
+            kw.update(lease="8s", renew="6s", retry="2s")
         s = Scenario(self.N, self.CONNS, **kw)
         self.addCleanup(s.close)
         return s.run()
