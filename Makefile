@@ -121,13 +121,13 @@ deps:
 demo:
 	@scripts/demo
 
-bench: all
-	@bench/run
-
 # three replicas behind one address through a 10,000-pod burst (bench/RESULTS.md section)
 .PHONY: bench-scale
 bench-scale: all
 	@/usr/bin/python3 bench/scale.py
+
+bench: all
+	@bench/run
 
 # Every C file of the project, formatted by .clang-format; `make check` fails on drift.
 FORMAT_SRCS = $(LIB_SRCS) webhook/main.c $(HDRS) $(TEST_SRCS) $(wildcard bench/*.c) \
