@@ -153,6 +153,11 @@ deps:
 demo:
 	@scripts/demo
 
+# three replicas behind one address through a 10,000-pod burst (bench/RESULTS.md section)
+.PHONY: bench-scale
+bench-scale: all
+	@/usr/bin/python3 bench/scale.py
+
 bench: all
 	@bench/run
 
