@@ -1451,8 +1451,34 @@ def write_results(b, started, elapsed):
     add("```")
     lines.extend(LOG)
     add("```")
+    # Sections other scripts write (bench/scale.py's) are kept after this run's.
+    lines.extend(kept_sections())
     with open(RESULTS, "w") as f:
         f.write("\n".join(lines) + "\n")
+
+
+# The headings of RESULTS.md sections that another bench script owns.
+OTHER_SECTIONS = ("## Three replicas through a 10,000-pod burst",)
+
+
+def kept_sections():
+    """The lines of OTHER_SECTIONS in the current RESULTS.md, each up to the next heading."""
+    try:
+        with open(RESULTS, encoding="utf-8") as f:
+            old = f.read().split("\n")
+    except FileNotFoundError:
+        return []
+    out = []
+    for title in OTHER_SECTIONS:
+        if title in old:
+            start = old.index(title)
+            end = next((i for i in range(start + 1, len(old)) if old[i].startswith("## ")),
+                       len(old))
+            section = old[start:end]
+            while section and section[-1] == "":
+                section.pop()
+            out += [""] + section
+    return out
 
 
 def main():
