@@ -1,0 +1,73 @@
+/*
+ * names.c - kube-apiserver's name rules (see names.h), written after
+ * k8s.io/apimachinery/pkg/util/validation/validation.go: IsDNS1123Label,
+ * IsValidPortName, IsEnvVarName. No state; thread-safe.
+ */
+#include "k8s/names.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+static bool lower_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+const char *names_dns_label_error(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0)
+        return "it is empty";
+    if (strchr(s, '.') != NULL)
+        return "a DNS-1123 label has no '.'";
+    if (n > NAMES_DNS_LABEL_MAX)
+        return "a DNS-1123 label has at most 63 characters";
+    for (size_t i = 0; i < n; i++)
+        if (!lower_alnum(s[i]) && s[i] != '-')
+            return "a DNS-1123 label has only lower case letters, digits and '-'";
+    if (s[0] == '-' || s[n - 1] == '-')
+        return "a DNS-1123 label starts and ends with a letter or digit";
+    return NULL;
+}
+
+const char *names_port_name_error(const char *s)
+{
+    size_t n = strlen(s);
+    bool letter = false;
+
+    if (n == 0)
+        return "it is empty";
+    if (n > NAMES_IANA_SVC_MAX)
+        return "a port name has at most 15 characters";
+    for (size_t i = 0; i < n; i++) {
+        if (!lower_alnum(s[i]) && s[i] != '-')
+            return "a port name has only lower case letters, digits and '-'";
+        letter = letter || (s[i] >= 'a' && s[i] <= 'z');
+    }
+    if (strstr(s, "--") != NULL)
+        return "a port name has no \"--\"";
+    if (s[0] == '-' || s[n - 1] == '-')
+        return "a port name starts and ends with a letter or digit";
+    if (!letter)
+        return "a port name has at least one letter";
+    return NULL;
+}
+
+static bool env_char(char c, bool first)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '.' || c == '_'
+        || (!first && c >= '0' && c <= '9');
+}
+
+const char *names_env_var_error(const char *s)
+{
+    if (s[0] == '\0')
+        return "an env var name is not empty";
+    if (!env_char(s[0], true))
+        return "an env var name starts with a letter, '-', '.' or '_'";
+    for (size_t i = 1; s[i] != '\0'; i++)
+        if (!env_char(s[i], false))
+            return "an env var name has only letters, digits, '-', '.' and '_'";
+    return NULL;
+}
