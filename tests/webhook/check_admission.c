@@ -758,6 +758,49 @@ START_TEST(test_job_bad_request)
 }
 END_TEST
 
+/* jansson's allocator failing from the Nth allocation on (C-STYLE §11). */
+static int alloc_left;
+
+static void *alloc_counted(size_t n)
+{
+    if (alloc_left <= 0)
+        return NULL;
+    alloc_left--;
+    return malloc(n);
+}
+
+/* Out of memory anywhere: a 500 Status or the full answer, never a crash or a half answer. */
+START_TEST(test_job_out_of_memory)
+{
+    struct mutate_options opt = {.job_validation = JOB_VALIDATION_DENY};
+    char *job = vc_job("a.b", "{\"pytorch\":[\"--master=boss\"],\"ray\":[]}",
+                       "[{\"name\":\"master\",\"replicas\":2}]");
+    char *body = job_review("admission.k8s.io/v1", "uid-m", "CREATE", job);
+    int n;
+
+    for (n = 0; n < 5000; n++) {
+        char *out = NULL;
+        size_t out_len = 0;
+        int status;
+
+        alloc_left = n;
+        json_set_alloc_funcs(alloc_counted, free);
+        status = admission_validate_job(body, strlen(body), NULL, &opt, &out, &out_len);
+        json_set_alloc_funcs(malloc, free);
+        ck_assert_msg(status == 200 || status == 500, "status %d", status);
+        if (status == 500 && out != NULL)
+            ck_assert_ptr_nonnull(strstr(out, "\"code\":500"));
+        free(out);
+        if (status == 200)
+            break;
+    }
+    ck_assert_int_lt(n, 5000);
+    ck_assert_int_gt(n, 0);
+    free(body);
+    free(job);
+}
+END_TEST
+
 static Suite *admission_suite(void)
 {
     Suite *s = suite_create("admission");
@@ -782,6 +825,7 @@ static Suite *admission_suite(void)
     tcase_add_test(tc, test_job_generate_name);
     tcase_add_test(tc, test_job_not_served);
     tcase_add_test(tc, test_job_bad_request);
+    tcase_add_test(tc, test_job_out_of_memory);
     suite_add_tcase(s, tc);
     return s;
 }
