@@ -1,11 +1,13 @@
 /*
  * names.c - kube-apiserver's name rules (see names.h), written after
  * k8s.io/apimachinery/pkg/util/validation/validation.go: IsDNS1123Label,
- * IsValidPortName, IsEnvVarName. No state; thread-safe.
+ * IsValidPortName, IsEnvVarName; and which names of a list repeat. No state;
+ * thread-safe.
  */
 #include "k8s/names.h"
 
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 static bool lower_alnum(char c)
@@ -70,4 +72,45 @@ const char *names_env_var_error(const char *s)
         if (!env_char(s[i], false))
             return "an env var name has only letters, digits, '-', '.' and '_'";
     return NULL;
+}
+
+/* One name for the duplicate search: its text and its position. */
+struct named {
+    const char *s;
+    size_t pos;
+};
+
+static int cmp_named(const void *a, const void *b)
+{
+    const struct named *x = a;
+    const struct named *y = b;
+    int c = strcmp(x->s, y->s);
+
+    if (c != 0)
+        return c;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+size_t *names_first_positions(const char *const *names, size_t n)
+{
+    struct named *sorted = n > 0 ? malloc(n * sizeof(*sorted)) : NULL;
+    size_t *first = n > 0 ? malloc(n * sizeof(*first)) : NULL;
+    size_t m = 0;
+
+    if (sorted == NULL || first == NULL) {
+        free(sorted);
+        free(first);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        first[i] = i;
+        if (names[i] != NULL)
+            sorted[m++] = (struct named){names[i], i};
+    }
+    qsort(sorted, m, sizeof(*sorted), cmp_named);
+    for (size_t i = 1; i < m; i++)
+        if (strcmp(sorted[i].s, sorted[i - 1].s) == 0)
+            first[sorted[i].pos] = first[sorted[i - 1].pos];
+    free(sorted);
+    return first;
 }

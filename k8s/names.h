@@ -11,6 +11,8 @@
 #ifndef WH_NAMES_H
 #define WH_NAMES_H
 
+#include <stddef.h>
+
 #define NAMES_DNS_LABEL_MAX 63 /* IsDNS1123Label: at most 63 characters */
 #define NAMES_IANA_SVC_MAX  15 /* IsValidPortName: at most 15 characters */
 
@@ -40,5 +42,15 @@ const char *names_port_name_error(const char *s);
  * @return NULL when s is one, else a phrase ("an env var name is not empty", ...).
  */
 const char *names_env_var_error(const char *s);
+
+/**
+ * Which names repeat (names unique in a pod, task names in a Job), by sorting:
+ * n log n, so a list of 100,000 costs no more than parsing it.
+ * @param names  borrowed array of n strings; a NULL entry equals nothing
+ * @return malloc'd array of n (the caller frees it): [i] = the index of the first
+ *         name equal to names[i], i itself when it is the first; NULL when n == 0
+ *         or on ENOMEM.
+ */
+size_t *names_first_positions(const char *const *names, size_t n);
 
 #endif

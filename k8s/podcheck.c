@@ -9,7 +9,9 @@
  */
 #include "k8s/podcheck.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "k8s/names.h"
@@ -49,20 +51,31 @@ static bool report(struct walk *w, enum podcheck_kind kind, const char *list, co
     return w->fn(&w->v, w->ud);
 }
 
-/* @return whether arr[0..end) has an element whose key equals arr[end]'s. */
-static bool seen_before(const json_t *arr, size_t end, const char *key)
+/* The key member of each element of arr (NULL for a missing or empty one when
+ * skip_empty). @return names_first_positions of them, NULL as it. */
+static size_t *list_firsts(const json_t *arr, const char *key, bool skip_empty)
 {
-    const char *want = str(json_array_get(arr, end), key);
+    size_t n = json_array_size(arr);
+    const char **names = n > 0 ? malloc(n * sizeof(*names)) : NULL;
+    size_t *first;
 
-    for (size_t i = 0; i < end; i++)
-        if (strcmp(str(json_array_get(arr, i), key), want) == 0)
-            return true;
-    return false;
+    if (names == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *v = str(json_array_get(arr, i), key);
+
+        names[i] = skip_empty && v[0] == '\0' ? NULL : v;
+    }
+    first = names_first_positions(names, n);
+    free(names);
+    return first;
 }
 
 static bool check_volumes(struct walk *w, const json_t *spec)
 {
     const json_t *volumes = json_object_get(spec, "volumes");
+    size_t *first = list_firsts(volumes, "name", false);
+    bool stop = false;
     size_t i;
     const json_t *v;
 
@@ -70,44 +83,52 @@ static bool check_volumes(struct walk *w, const json_t *spec)
         const char *name = str(v, "name");
         const char *why = names_dns_label_error(name);
 
-        if (why != NULL && report(w, PODCHECK_VOLUME_NAME, "", "", name, why, 0))
-            return true;
-        if (why == NULL && seen_before(volumes, i, "name")
-            && report(w, PODCHECK_VOLUME_DUPLICATE, "", "", name, NULL, 0))
-            return true;
+        if (why != NULL)
+            stop = report(w, PODCHECK_VOLUME_NAME, "", "", name, why, 0);
+        else if (first != NULL && first[i] != i)
+            stop = report(w, PODCHECK_VOLUME_DUPLICATE, "", "", name, NULL, 0);
+        if (stop)
+            break;
     }
-    return false;
+    free(first);
+    return stop;
 }
 
 /* Names unique over containers, initContainers, ephemeralContainers (in that order). */
 static bool check_container_names(struct walk *w, const json_t *spec)
 {
+    size_t counts[3];
+    size_t n = 0;
+    const char **names;
+    size_t *first;
+    bool stop = false;
+
     for (size_t l = 0; l < 3; l++) {
-        size_t i;
-        const json_t *ctr;
+        counts[l] = json_array_size(json_object_get(spec, lists[l]));
+        n += counts[l];
+    }
+    names = n > 0 ? malloc(n * sizeof(*names)) : NULL;
+    if (names == NULL)
+        return false;
+    for (size_t l = 0, k = 0; l < 3; l++)
+        for (size_t i = 0; i < counts[l]; i++)
+            names[k++] = str(json_array_get(json_object_get(spec, lists[l]), i), "name");
+    first = names_first_positions(names, n);
+    for (size_t l = 0, k = 0; first != NULL && l < 3 && !stop; l++) {
+        for (size_t i = 0; i < counts[l] && !stop; i++, k++) {
+            /* the list of the first container of that name */
+            size_t m = first[k] < counts[0] ? 0 : first[k] < counts[0] + counts[1] ? 1 : 2;
 
-        json_array_foreach(json_object_get(spec, lists[l]), i, ctr) {
-            const char *name = str(ctr, "name");
-
-            for (size_t m = 0; m <= l; m++) {
-                const json_t *earlier = json_object_get(spec, lists[m]);
-                size_t end = m == l ? i : json_array_size(earlier);
-                bool dup = false;
-
-                for (size_t j = 0; j < end && !dup; j++)
-                    dup = strcmp(str(json_array_get(earlier, j), "name"), name) == 0;
-                if (!dup)
-                    continue;
-                fill(w, PODCHECK_CONTAINER_DUPLICATE, lists[l], name, name, NULL, 0);
-                /* the list of the first container of that name */
-                snprintf(w->v.other_list, sizeof(w->v.other_list), "%s", lists[m]);
-                if (w->fn(&w->v, w->ud))
-                    return true;
-                break;
-            }
+            if (first[k] == k)
+                continue;
+            fill(w, PODCHECK_CONTAINER_DUPLICATE, lists[l], names[k], names[k], NULL, 0);
+            snprintf(w->v.other_list, sizeof(w->v.other_list), "%s", lists[m]);
+            stop = w->fn(&w->v, w->ud);
         }
     }
-    return false;
+    free(first);
+    free(names);
+    return stop;
 }
 
 static bool check_container(struct walk *w, const char *list, const json_t *ctr)
@@ -115,29 +136,38 @@ static bool check_container(struct walk *w, const char *list, const json_t *ctr)
     const char *cname = str(ctr, "name");
     const json_t *mounts = json_object_get(ctr, "volumeMounts");
     const json_t *ports = json_object_get(ctr, "ports");
+    size_t *first = list_firsts(mounts, "mountPath", false);
+    bool stop = false;
     size_t i;
     const json_t *e;
 
     json_array_foreach(mounts, i, e) {
-        if (seen_before(mounts, i, "mountPath")
-            && report(w, PODCHECK_MOUNT_DUPLICATE, list, cname, str(e, "mountPath"), NULL, 0))
+        if (first != NULL && first[i] != i
+            && report(w, PODCHECK_MOUNT_DUPLICATE, list, cname, str(e, "mountPath"), NULL, 0)) {
+            free(first);
             return true;
+        }
     }
+    free(first);
+    first = list_firsts(ports, "name", true);
     json_array_foreach(ports, i, e) {
         const char *name = str(e, "name");
         const json_t *num = json_object_get(e, "containerPort");
         json_int_t n = json_integer_value(num);
         const char *why = name[0] != '\0' ? names_port_name_error(name) : NULL;
 
-        if (json_is_integer(num) && (n < 1 || n > 65535)
-            && report(w, PODCHECK_PORT_NUMBER, list, cname, name, NULL, (long long)n))
-            return true;
-        if (why != NULL && report(w, PODCHECK_PORT_NAME, list, cname, name, why, 0))
-            return true;
-        if (why == NULL && name[0] != '\0' && seen_before(ports, i, "name")
-            && report(w, PODCHECK_PORT_DUPLICATE, list, cname, name, NULL, 0))
-            return true;
+        if (json_is_integer(num) && (n < 1 || n > 65535))
+            stop = report(w, PODCHECK_PORT_NUMBER, list, cname, name, NULL, (long long)n);
+        if (!stop && why != NULL)
+            stop = report(w, PODCHECK_PORT_NAME, list, cname, name, why, 0);
+        if (!stop && why == NULL && first != NULL && first[i] != i)
+            stop = report(w, PODCHECK_PORT_DUPLICATE, list, cname, name, NULL, 0);
+        if (stop)
+            break;
     }
+    free(first);
+    if (stop)
+        return true;
     json_array_foreach(json_object_get(ctr, "env"), i, e) {
         const char *name = str(e, "name");
         const json_t *value = json_object_get(e, "value");
@@ -204,24 +234,112 @@ bool podcheck_has(const json_t *pod, const struct podcheck_violation *v)
     return podcheck_each(pod, stop_if_same, (void *)v);
 }
 
+/* FNV-1a over the fields that make a violation the same one (see same()). */
+static uint64_t fnv(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static uint64_t violation_hash(const struct podcheck_violation *v)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    int kind = (int)v->kind;
+
+    h = fnv(h, &kind, sizeof(kind));
+    h = fnv(h, v->list, strlen(v->list) + 1);
+    h = fnv(h, v->container, strlen(v->container) + 1);
+    h = fnv(h, v->value, strlen(v->value) + 1);
+    return fnv(h, &v->number, sizeof(v->number));
+}
+
+/* The hashes of a pod's violations, growing; failed on ENOMEM. */
+struct hashes {
+    uint64_t *h;
+    size_t n;
+    size_t cap;
+    bool failed;
+};
+
+static bool add_hash(const struct podcheck_violation *v, void *ud)
+{
+    struct hashes *hs = ud;
+
+    if (hs->n == hs->cap) {
+        size_t cap = hs->cap > 0 ? hs->cap * 2 : 64;
+        uint64_t *grown = realloc(hs->h, cap * sizeof(*grown));
+
+        if (grown == NULL) {
+            hs->failed = true;
+            return true;
+        }
+        hs->h = grown;
+        hs->cap = cap;
+    }
+    hs->h[hs->n++] = violation_hash(v);
+    return false;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a;
+    uint64_t y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
 struct first_new {
     const json_t *before;
+    const struct hashes *seen; /* sorted hashes of before's violations, or NULL */
     struct podcheck_violation *out;
 };
 
 static bool stop_if_new(const struct podcheck_violation *v, void *ud)
 {
     struct first_new *f = ud;
+    uint64_t h;
 
-    if (podcheck_has(f->before, v))
+    if (f->seen != NULL) {
+        h = violation_hash(v);
+        if (bsearch(&h, f->seen->h, f->seen->n, sizeof(h), cmp_u64) != NULL)
+            return false;
+    } else if (podcheck_has(f->before, v)) {
         return false;
+    }
     *f->out = *v;
+    return true;
+}
+
+static bool stop_at_first(const struct podcheck_violation *v, void *ud)
+{
+    (void)v;
+    (void)ud;
     return true;
 }
 
 bool podcheck_first_new(const json_t *before, const json_t *after, struct podcheck_violation *out)
 {
-    struct first_new f = {before, out};
+    struct hashes seen = {NULL, 0, 0, false};
+    struct first_new f = {before, &seen, out};
+    bool found;
 
-    return podcheck_each(after, stop_if_new, &f);
+    /* The common case: a valid result, one walk. */
+    if (!podcheck_each(after, stop_at_first, NULL))
+        return false;
+    /* A pod may hold thousands of violations of its own: look each up in a sorted
+     * set of before's (a 64-bit hash each) rather than walking before per one.
+     * Without memory for the set, the walk per violation still answers. */
+    podcheck_each(before, add_hash, &seen);
+    if (seen.failed)
+        f.seen = NULL;
+    else
+        qsort(seen.h, seen.n, sizeof(seen.h[0]), cmp_u64);
+    found = podcheck_each(after, stop_if_new, &f);
+    free(seen.h);
+    return found;
 }

@@ -1,8 +1,9 @@
 /*
  * check_names.c - kube-apiserver's name rules for the fields the plugins write
- * (k8s/names.h): DNS-1123 labels, port names, env var names.
+ * (k8s/names.h): DNS-1123 labels, port names, env var names; which names repeat.
  */
 #include <check.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "k8s/names.h"
@@ -68,6 +69,20 @@ START_TEST(env_var_name)
 }
 END_TEST
 
+START_TEST(first_positions)
+{
+    static const char *const names[] = {"b", "a", NULL, "b", "c", "a", "b", NULL};
+    size_t *first = names_first_positions(names, 8);
+    static const size_t want[] = {0, 1, 2, 0, 4, 1, 0, 7};
+
+    ck_assert_ptr_nonnull(first);
+    for (size_t i = 0; i < 8; i++)
+        ck_assert_uint_eq(first[i], want[i]);
+    free(first);
+    ck_assert_ptr_null(names_first_positions(names, 0));
+}
+END_TEST
+
 static Suite *names_suite(void)
 {
     Suite *s = suite_create("names");
@@ -76,6 +91,7 @@ static Suite *names_suite(void)
     tcase_add_test(tc, dns_label);
     tcase_add_test(tc, port_name);
     tcase_add_test(tc, env_var_name);
+    tcase_add_test(tc, first_positions);
     suite_add_tcase(s, tc);
     return s;
 }

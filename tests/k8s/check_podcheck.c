@@ -135,6 +135,35 @@ START_TEST(first_new_ignores_what_was_there)
 }
 END_TEST
 
+/* Thousands of violations of the pod's own, and the one an edit adds is still found. */
+START_TEST(many_old_violations)
+{
+    json_t *before =
+        tu_json("{\"spec\":{\"volumes\":[],\"containers\":[{\"name\":\"c\",\"env\":[]}]}}");
+    json_t *spec = json_object_get(before, "spec");
+    json_t *env = json_object_get(json_array_get(json_object_get(spec, "containers"), 0), "env");
+    json_t *after;
+    struct podcheck_violation v;
+
+    for (int i = 0; i < 50000; i++) {
+        json_array_append_new(json_object_get(spec, "volumes"), json_pack("{s:s}", "name", "v"));
+        json_array_append_new(env, json_pack("{s:s+}", "name", "1", i % 2 ? "a" : "b"));
+    }
+    after = json_deep_copy(before);
+    ck_assert(!podcheck_first_new(before, after, &v));
+    json_array_append_new(
+        json_object_get(
+            json_array_get(json_object_get(json_object_get(after, "spec"), "containers"), 0),
+            "env"),
+        json_pack("{s:s}", "name", "2x"));
+    ck_assert(podcheck_first_new(before, after, &v));
+    ck_assert_int_eq(v.kind, PODCHECK_ENV_NAME);
+    ck_assert_str_eq(v.value, "2x");
+    json_decref(after);
+    json_decref(before);
+}
+END_TEST
+
 static Suite *podcheck_suite(void)
 {
     Suite *s = suite_create("podcheck");
@@ -143,6 +172,7 @@ static Suite *podcheck_suite(void)
     tcase_add_test(tc, every_kind_in_order);
     tcase_add_test(tc, env_value_limit);
     tcase_add_test(tc, first_new_ignores_what_was_there);
+    tcase_add_test(tc, many_old_violations);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -419,6 +419,28 @@ START_TEST(user_values_replaced)
 }
 END_TEST
 
+/* 60,000 tasks and one name twice: found by sorting, told once. */
+START_TEST(many_tasks_one_duplicate)
+{
+    json_t *job = pc_json(JOB("{}", TASK("a", 1)));
+    json_t *tasks = json_object_get(json_object_get(job, "spec"), "tasks");
+    struct diagnostics d;
+    char name[16];
+
+    for (int i = 0; i < 60000; i++) {
+        snprintf(name, sizeof(name), "t%d", i);
+        json_array_append_new(tasks, json_pack("{s:s, s:i}", "name", name, "replicas", 1));
+    }
+    json_array_append_new(tasks, json_pack("{s:s, s:i}", "name", "t123", "replicas", 1));
+    ck_assert_int_eq(diagnose_job(job, &d), 0);
+    ck_assert_uint_eq(d.n, 1);
+    ck_assert_str_eq(d.items[0].message,
+                     "spec.tasks[60001] has the name \"t123\" of spec.tasks[124]: the plugins see "
+                     "only the first and the pods of both get the same names; rename one");
+    json_decref(job);
+}
+END_TEST
+
 START_TEST(list_helpers)
 {
     struct diagnostics d;
@@ -471,6 +493,7 @@ static Suite *diagnose_suite(void)
     tcase_add_test(tc, sizes_match_the_plugins);
     tcase_add_test(tc, template_conflicts);
     tcase_add_test(tc, user_values_replaced);
+    tcase_add_test(tc, many_tasks_one_duplicate);
     tcase_add_test(tc, list_helpers);
     suite_add_tcase(s, tc);
     return s;
