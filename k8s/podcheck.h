@@ -7,7 +7,7 @@
  * kernel's limit on one environment string (MAX_ARG_STRLEN), past which the
  * container cannot start.
  *
- * It knows nothing of Volcano: the webhook (webhook/mutate.c, spec D15) asks
+ * It knows nothing of Volcano: the webhook (webhook/mutate.c, D15) asks
  * which violations its own edits introduced (podcheck_first_new) and says who
  * made them. Pure functions over borrowed, read-only pods; thread-safe.
  */

@@ -2,7 +2,7 @@
  * diagnose.c - the Job-level diagnostics (see diagnose.h): the framework's own
  * (spec.plugins, tasks), then each plugin's `diagnose` of the effective set in
  * registry order. A plugin's argument parse errors arrive the way its hooks
- * report them, as "<name> plugin: ..." warnings in its context (spec D4), and
+ * report them, as "<name> plugin: ..." warnings in its context (D4), and
  * become PluginArgumentInvalid here, so no plugin repeats that.
  *
  * Threads: no state; callable from any thread on a caller-owned struct diagnostics.
@@ -325,7 +325,7 @@ static void plugins_not_a_map(const json_t *plugins, struct diagnostics *out)
                  json_kind(plugins), example);
 }
 
-/* Unknown names, and values that are not lists of strings (spec §1.3, §3.1, D3). */
+/* Unknown names, and values that are not lists of strings (docs/plugins.md §1.3, §3.1, D3). */
 static void plugins_entries(const json_t *plugins, struct diagnostics *out)
 {
     const char *name;
@@ -364,7 +364,7 @@ static void plugins_entries(const json_t *plugins, struct diagnostics *out)
 }
 
 /*
- * Two tasks of one name: plugins find only the first (spec §3.6); pod names
+ * Two tasks of one name: plugins find only the first (docs/plugins.md §3.6); pod names
  * collide. By sorting (k8s/names.h): a Job body can hold 100,000 tasks.
  * @return 0 or WH_ENOMEM.
  */
@@ -397,7 +397,7 @@ static int tasks_duplicate(const json_t *job, struct diagnostics *out)
     return 0;
 }
 
-/* A plugin's argument parse warnings (spec D4) as PluginArgumentInvalid. */
+/* A plugin's argument parse warnings (D4) as PluginArgumentInvalid. */
 static void argument_errors(const struct plugin *p, const struct warnings *w,
                             struct diagnostics *out)
 {

@@ -1,12 +1,12 @@
 /*
  * diagnose.h - what is wrong with a Volcano Job, told to the person who wrote it
- * (spec D15-D17): one diagnostic per mistake, each with a stable reason, the
+ * (D15-D17): one diagnostic per mistake, each with a stable reason, the
  * plugin it concerns and a message naming the Job field to change.
  *
  * The Job webhook (`warnings`), the Events on the Job and `render` all print
  * these, so each plugin computes its own in one function, struct plugin's
  * `diagnose` (plugins/plugin.h); diagnose_job adds the framework's (spec.plugins,
- * tasks) and calls every plugin of the effective set (spec D1) in registry order.
+ * tasks) and calls every plugin of the effective set (D1) in registry order.
  *
  * Only what can be known from the Job alone: a pod can still bring its own
  * problems, which pod admission checks (webhook/mutate.c, D15).
@@ -83,12 +83,12 @@ size_t diagnose_fatal_count(const struct diagnostics *d);
 json_t *diagnose_messages(const struct diagnostics *d, bool fatal_only);
 
 /**
- * Every Job-level diagnostic of job (spec D15-D17), framework's first, then each
- * plugin of the effective set (spec D1) in registry order (D2):
+ * Every Job-level diagnostic of job (D15-D17), framework's first, then each
+ * plugin of the effective set (D1) in registry order (D2):
  *   spec.plugins that is not a map (nothing runs), a plugin's value that is not a
  *   list of strings, unknown plugin names, duplicate task names; then the plugin's
  *   own (`diagnose` in struct plugin), and a PluginArgumentInvalid for each of its
- *   argument parse errors (spec §3.4, D4).
+ *   argument parse errors (docs/plugins.md §3.4, D4).
  * @param job  borrowed Volcano Job; not modified
  * @param out  filled from empty (diagnose_init is called)
  * @return 0, or WH_ENOMEM (out holds what was found before).
@@ -104,11 +104,11 @@ const json_t *diagnose_task_containers(const json_t *task, const char *list);
 /** @return the number of characters of v in decimal, sign included. */
 size_t diagnose_digits(long long v);
 
-/** @return whether plugin name is in job's effective plugin set (spec D1). */
+/** @return whether plugin name is in job's effective plugin set (D1). */
 bool diagnose_plugin_enabled(const json_t *job, const char *name);
 
 /**
- * Bytes of a task's host list (spec §3.6) joined with a one-byte separator,
+ * Bytes of a task's host list (docs/plugins.md §3.6) joined with a one-byte separator,
  * computed without building it: replicas 0..replicas-1 of "host.domain", host the
  * template hostname or "J-T-i", domain the template subdomain or J; one entry only
  * when one_per_hostname and the template sets a hostname (svc, ssh, mpi; not
@@ -129,14 +129,14 @@ void diagnose_port_arg(struct diagnostics *out, const char *plugin, const char *
 
 /**
  * UserValueReplaced for each container in spec.tasks[k].template.spec.<list> that
- * sets env var env_name, which the plugin overwrites (spec D5): one diagnostic per
+ * sets env var env_name, which the plugin overwrites (D5): one diagnostic per
  * container, naming it, the task and the variable.
  */
 void diagnose_env_replaced(struct diagnostics *out, const char *plugin, const json_t *task,
                            size_t k, const char *list, const char *env_name);
 
 /**
- * Conflict checks of spec D5 against a task template: a volume named volume that
+ * Conflict checks of D5 against a task template: a volume named volume that
  * is not the plugin's (matches(volume) false), and a mount at mount_path of
  * another volume in any container or init container. Both fatal.
  * @param what  what the plugin keeps there, for the message ("its host files")

@@ -130,7 +130,7 @@ static int hccl_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh
 
 /*
  * Job level (plugins/diagnose.h). The plugin's own ranks are unique (masters by
- * index, workers after them), but it copies pytorch's RANK first (spec §4.8 step
+ * index, workers after them), but it copies pytorch's RANK first (docs/plugins.md §4.8 step
  * 2), and pytorch gives every master replica 0.
  */
 static int hccl_diagnose(const struct plugin_ctx *c, struct diagnostics *out)

@@ -75,7 +75,7 @@ struct plugin {
     int (*on_job_update)(const struct plugin_ctx *c, struct wh_error *err);
     int (*on_job_delete)(const struct plugin_ctx *c, struct wh_error *err);
     /**
-     * The Job-level diagnostics of this plugin (spec D15-D17, plugins/diagnose.h):
+     * The Job-level diagnostics of this plugin (D15-D17, plugins/diagnose.h):
      * what it cannot do, or does that the author may not expect, because of the
      * Job alone (c->job, c->args; c->pod, c->kc and c->env are NULL). Parses its
      * arguments as its hooks do; their parse warnings in c->warnings become

@@ -226,7 +226,7 @@ static int pt_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
                      "in spec.plugins.pytorch, or rename the task",
                      a.worker);
     if (master == NULL)
-        return 0; /* spec §4.4 step 1: the plugin does nothing else */
+        return 0; /* docs/plugins.md §4.4 step 1: the plugin does nothing else */
     if (job_task_replicas(master) > 1)
         diagnose_add(out, DIAGNOSE_RANK_NOT_UNIQUE, false, "pytorch",
                      "task %s has %lld replicas and every master replica gets RANK 0, so the ranks "

@@ -279,7 +279,7 @@ static void ray_container_names(const json_t *task, char *buf, size_t len)
     }
 }
 
-/* The container a role edits (spec §4.7 step 2): it exists; what it loses; its ports. */
+/* The container a role edits (docs/plugins.md §4.7 step 2): there, what it loses, its ports. */
 static void ray_diagnose_container(const json_t *task, size_t k, const char *role, const char *flag,
                                    const char *container, const struct ray_args *a,
                                    struct diagnostics *out)
@@ -358,7 +358,7 @@ static int ray_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
     diagnose_port_arg(out, "ray", "dashboardPort", (long long)a.dashboard_port, true);
     diagnose_port_arg(out, "ray", "clientPort", (long long)a.client_port, true);
     json_array_foreach(job_tasks(c->job), k, task) {
-        /* The first task of each name is the one the plugin uses (spec §3.6). */
+        /* The first task of each name is the one the plugin uses (docs/plugins.md §3.6). */
         if (task == head)
             ray_diagnose_container(task, k, "head", "--headContainer", a.head_container, &a, out);
         if (task == worker)

@@ -517,7 +517,7 @@ static int svc_job_delete(const struct plugin_ctx *c, struct wh_error *err)
 /* ---- Job-level diagnostics (plugins/diagnose.h) ---- */
 
 /*
- * The names svc writes into pods (spec §4.2 steps 1, 2, 4) as the API server
+ * The names svc writes into pods (docs/plugins.md §4.2 steps 1, 2, 4) as the API server
  * validates them (D15): subdomain J unless the template sets one, hostname
  * J-T-i for the largest i unless the template sets one, volume J-svc.
  */
@@ -600,7 +600,7 @@ static int svc_diagnose_sizes(const json_t *job, const struct svc_args *a, struc
         const char *T = job_task_name(task);
         unsigned long long count = 0;
         unsigned long long list = diagnose_hosts_bytes(job, task, true, 0, &count);
-        /* "T.host", "VC_T_HOSTS", "VC_T_NUM" and their values (spec §4.2). */
+        /* "T.host", "VC_T_HOSTS", "VC_T_NUM" and their values (docs/plugins.md §4.2). */
         unsigned long long env = strlen("VC__HOSTS=") + strlen(T) + list + 1;
         char *up = task_key(T, true);
 

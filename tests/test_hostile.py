@@ -832,7 +832,7 @@ class EscapingTest(HostileCase):
 
     def test_weird_task_name_denied(self):
         """A task name made into env var names that the API server refuses: the pod
-        is denied (spec D15), the message naming the plugin and the name as it is."""
+        is denied (D15), the message naming the plugin and the name as it is."""
         worker = "t" + self.WEIRD_TASK
         job = harness.load_job(JOB)
         job["spec"]["tasks"][1]["name"] = worker

@@ -9,7 +9,7 @@
  * Every call is recorded in the process metrics (metrics.h): HTTP status and
  * outcome, time spent, the plugins of a patched pod, warnings sent.
  *
- * The Job webhook (admission_validate_job, spec D17) shares the decoding and the
+ * The Job webhook (admission_validate_job, D17) shares the decoding and the
  * 400 answers, and answers with the Job's diagnostics (plugins/diagnose.h).
  *
  * Threads: called from MHD worker threads and tests; no state of its own, every
@@ -558,7 +558,7 @@ out:
     return status;
 }
 
-/* ---- the Job webhook (spec D17) ---- */
+/* ---- the Job webhook (D17) ---- */
 
 #define JOB_GROUP        "batch.volcano.sh"
 #define JOB_DENY_MSG_MAX 4096 /* bytes of a refusal's message */

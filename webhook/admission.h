@@ -32,7 +32,7 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
                      const struct mutate_options *opt, char **out, size_t *out_len);
 
 /**
- * The Job webhook (spec D17, POST /jobs/validate): decode an AdmissionReview of
+ * The Job webhook (D17, POST /jobs/validate): decode an AdmissionReview of
  * a batch.volcano.sh/v1alpha1 Job and answer, in the version asked, with every
  * Job-level diagnostic (plugins/diagnose.h diagnose_job) as `warnings`, which
  * kubectl prints to the Job's author. Served: CREATE and UPDATE of resource

@@ -273,7 +273,7 @@ static json_t *copy_edited(const json_t *v, const struct edited *sub)
     return c;
 }
 
-/* The effective set and arguments of one Job, for every chain run (spec D1). */
+/* The effective set and arguments of one Job, for every chain run (D1). */
 struct chain {
     const json_t *job;
     bool enabled[16];
@@ -385,7 +385,7 @@ static void shorten_hint(char *buf, size_t len, const char *name, const char *jo
 
 /*
  * The denial message for v (D15): the plugin, the value, and the Job field to
- * change. The hostname and subdomain are svc's (spec §4.2 steps 1-2): the pod's
+ * change. The hostname and subdomain are svc's (docs/plugins.md §4.2 steps 1-2): the pod's
  * name J-T-i and the Job's name, unless the template set them.
  */
 static void d15_message(char *buf, size_t len, const char *plugin,

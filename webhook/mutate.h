@@ -20,7 +20,7 @@
 
 enum lookup_failure_policy { LOOKUP_FAILURE_DENY = 0, LOOKUP_FAILURE_ALLOW = 1 };
 
-/* What the Job webhook does with a Job whose pods could never run (spec D17). */
+/* What the Job webhook does with a Job whose pods could never run (D17). */
 enum job_validation_mode { JOB_VALIDATION_WARN = 0, JOB_VALIDATION_DENY = 1 };
 
 struct mutate_options {

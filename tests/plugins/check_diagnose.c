@@ -1,5 +1,5 @@
 /*
- * check_diagnose.c - the Job-level diagnostics (plugins/diagnose.h, spec D15-D17):
+ * check_diagnose.c - the Job-level diagnostics (plugins/diagnose.h, D15-D17):
  * each case is a Job and the exact list of reason, fatal, plugin and message.
  */
 /* The Jobs are JSON in adjacent string literals, one task a line; clang-format would
@@ -114,7 +114,7 @@ START_TEST(framework_entries)
 }
 END_TEST
 
-/* A parse error (spec §3.4, D4) comes first among its plugin's diagnostics. */
+/* A parse error (docs/plugins.md §3.4, D4) comes first among its plugin's diagnostics. */
 START_TEST(argument_errors_first)
 {
     CHECK(JOB("{'ssh':['--ssh-port=0','--nope']}", TASK("a", 1)),
@@ -259,7 +259,7 @@ START_TEST(ray_containers)
            "ray plugin: container \"head\" of task head declares port 6379 as \"redis\", so the "
            "plugin does not add \"gcs\" and the Service's port gcs has no endpoints: name the "
            "port \"gcs\" in spec.tasks[0].template"});
-    /* No head task: every pod is denied (spec §3.8). */
+    /* No head task: every pod is denied (docs/plugins.md §3.8). */
     CHECK(JOB("{'ray':['--head=boss']}", TASK("head", 1) ","
               TASK_SPEC("worker", 1, "{'containers':[{'name':'worker'}]}")),
           {"TaskNotFound", true, "ray",

@@ -524,7 +524,7 @@ START_TEST(test_update_not_served)
 }
 END_TEST
 
-/* ---- the Job webhook: admission_validate_job (spec D17) ---- */
+/* ---- the Job webhook: admission_validate_job (D17) ---- */
 
 /* An AdmissionReview of a Volcano Job (group batch.volcano.sh, resource jobs). */
 static char *job_review(const char *api, const char *uid, const char *op, const char *job)
@@ -758,7 +758,7 @@ START_TEST(test_job_bad_request)
 }
 END_TEST
 
-/* jansson's allocator failing from the Nth allocation on (C-STYLE §11). */
+/* jansson's allocator failing from the Nth allocation on: every failure must end cleanly. */
 static int alloc_left;
 
 static void *alloc_counted(size_t n)

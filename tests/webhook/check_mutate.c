@@ -698,7 +698,7 @@ START_TEST(port_and_volume_names_denied_d15)
         job_named("pj", "{\"pytorch\":[\"--port=abc\"]}", "[{\"name\":\"master\",\"replicas\":1}]");
     json_t *pod = pod_of("pj", "master", 0, "[{\"name\":\"c\"}]");
 
-    /* Go's flag parsing leaves 0 in the port (spec §3.4 rule 10) */
+    /* Go's flag parsing leaves 0 in the port (docs/plugins.md §3.4 rule 10) */
     assert_d15(job, pod,
                "pytorch plugin: container \"c\" would get container port 0, outside 1-65535: fix "
                "the port in spec.plugins.pytorch");
