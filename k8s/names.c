@@ -1,21 +1,57 @@
 /*
- * names.c - kube-apiserver's name rules (see names.h), written after
- * k8s.io/apimachinery/pkg/util/validation/validation.go: IsDNS1123Label,
- * IsValidPortName, IsEnvVarName; and which names of a list repeat. No state;
- * thread-safe.
+ * names.c - the DNS-1123 checks of names.h, after k8s.io/apimachinery's
+ * pkg/util/validation (IsDNS1123Label, IsDNS1123Subdomain, IsValidPortName,
+ * IsEnvVarName), and which names of a list repeat.
+ *
+ * Threads: none; pure functions.
  */
 #include "k8s/names.h"
 
-#include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-static bool lower_alnum(char c)
+static bool alnum(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
-const char *names_dns_label_error(const char *s)
+/* Whether s[0..n) is one label's text: [a-z0-9]([-a-z0-9]*[a-z0-9])?, any length >= 1. */
+static bool label_chars(const char *s, size_t n)
+{
+    if (n == 0 || !alnum(s[0]) || !alnum(s[n - 1]))
+        return false;
+    for (size_t i = 1; i + 1 < n; i++)
+        if (!alnum(s[i]) && s[i] != '-')
+            return false;
+    return true;
+}
+
+bool k8s_name_is_label(const char *s)
+{
+    size_t n = strnlen(s, K8S_LABEL_MAX + 1);
+
+    return n <= K8S_LABEL_MAX && label_chars(s, n);
+}
+
+bool k8s_name_is_subdomain(const char *s)
+{
+    size_t n = strnlen(s, K8S_SUBDOMAIN_MAX + 1);
+    size_t start = 0;
+
+    if (n > K8S_SUBDOMAIN_MAX)
+        return false;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && s[i] != '.')
+            continue;
+        if (!label_chars(s + start, i - start))
+            return false;
+        start = i + 1;
+    }
+    return true;
+}
+
+const char *k8s_name_label_error(const char *s)
 {
     size_t n = strlen(s);
 
@@ -23,27 +59,27 @@ const char *names_dns_label_error(const char *s)
         return "it is empty";
     if (strchr(s, '.') != NULL)
         return "a DNS-1123 label has no '.'";
-    if (n > NAMES_DNS_LABEL_MAX)
+    if (n > K8S_LABEL_MAX)
         return "a DNS-1123 label has at most 63 characters";
     for (size_t i = 0; i < n; i++)
-        if (!lower_alnum(s[i]) && s[i] != '-')
+        if (!alnum(s[i]) && s[i] != '-')
             return "a DNS-1123 label has only lower case letters, digits and '-'";
     if (s[0] == '-' || s[n - 1] == '-')
         return "a DNS-1123 label starts and ends with a letter or digit";
     return NULL;
 }
 
-const char *names_port_name_error(const char *s)
+const char *k8s_name_port_error(const char *s)
 {
     size_t n = strlen(s);
     bool letter = false;
 
     if (n == 0)
         return "it is empty";
-    if (n > NAMES_IANA_SVC_MAX)
+    if (n > K8S_PORT_NAME_MAX)
         return "a port name has at most 15 characters";
     for (size_t i = 0; i < n; i++) {
-        if (!lower_alnum(s[i]) && s[i] != '-')
+        if (!alnum(s[i]) && s[i] != '-')
             return "a port name has only lower case letters, digits and '-'";
         letter = letter || (s[i] >= 'a' && s[i] <= 'z');
     }
@@ -62,7 +98,7 @@ static bool env_char(char c, bool first)
         || (!first && c >= '0' && c <= '9');
 }
 
-const char *names_env_var_error(const char *s)
+const char *k8s_name_env_error(const char *s)
 {
     if (s[0] == '\0')
         return "an env var name is not empty";
@@ -91,7 +127,7 @@ static int cmp_named(const void *a, const void *b)
     return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-size_t *names_first_positions(const char *const *names, size_t n)
+size_t *k8s_name_first_positions(const char *const *names, size_t n)
 {
     struct named *sorted = n > 0 ? malloc(n * sizeof(*sorted)) : NULL;
     size_t *first = n > 0 ? malloc(n * sizeof(*first)) : NULL;

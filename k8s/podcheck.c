@@ -52,7 +52,7 @@ static bool report(struct walk *w, enum podcheck_kind kind, const char *list, co
 }
 
 /* The key member of each element of arr (NULL for a missing or empty one when
- * skip_empty). @return names_first_positions of them, NULL as it. */
+ * skip_empty). @return k8s_name_first_positions of them, NULL as it. */
 static size_t *list_firsts(const json_t *arr, const char *key, bool skip_empty)
 {
     size_t n = json_array_size(arr);
@@ -66,7 +66,7 @@ static size_t *list_firsts(const json_t *arr, const char *key, bool skip_empty)
 
         names[i] = skip_empty && v[0] == '\0' ? NULL : v;
     }
-    first = names_first_positions(names, n);
+    first = k8s_name_first_positions(names, n);
     free(names);
     return first;
 }
@@ -81,7 +81,7 @@ static bool check_volumes(struct walk *w, const json_t *spec)
 
     json_array_foreach(volumes, i, v) {
         const char *name = str(v, "name");
-        const char *why = names_dns_label_error(name);
+        const char *why = k8s_name_label_error(name);
 
         if (why != NULL)
             stop = report(w, PODCHECK_VOLUME_NAME, "", "", name, why, 0);
@@ -113,7 +113,7 @@ static bool check_container_names(struct walk *w, const json_t *spec)
     for (size_t l = 0, k = 0; l < 3; l++)
         for (size_t i = 0; i < counts[l]; i++)
             names[k++] = str(json_array_get(json_object_get(spec, lists[l]), i), "name");
-    first = names_first_positions(names, n);
+    first = k8s_name_first_positions(names, n);
     for (size_t l = 0, k = 0; first != NULL && l < 3 && !stop; l++) {
         for (size_t i = 0; i < counts[l] && !stop; i++, k++) {
             /* the list of the first container of that name */
@@ -154,7 +154,7 @@ static bool check_container(struct walk *w, const char *list, const json_t *ctr)
         const char *name = str(e, "name");
         const json_t *num = json_object_get(e, "containerPort");
         json_int_t n = json_integer_value(num);
-        const char *why = name[0] != '\0' ? names_port_name_error(name) : NULL;
+        const char *why = name[0] != '\0' ? k8s_name_port_error(name) : NULL;
 
         if (json_is_integer(num) && (n < 1 || n > 65535))
             stop = report(w, PODCHECK_PORT_NUMBER, list, cname, name, NULL, (long long)n);
@@ -171,7 +171,7 @@ static bool check_container(struct walk *w, const char *list, const json_t *ctr)
     json_array_foreach(json_object_get(ctr, "env"), i, e) {
         const char *name = str(e, "name");
         const json_t *value = json_object_get(e, "value");
-        const char *why = names_env_var_error(name);
+        const char *why = k8s_name_env_error(name);
         /* "NAME=value" and its NUL: one string of the process's environment */
         size_t bytes = strlen(name) + 1 + json_string_length(value) + 1;
 
@@ -195,12 +195,12 @@ bool podcheck_each(const json_t *pod, bool (*fn)(const struct podcheck_violation
         return false;
     /* Empty means unset: the API server checks them only when set. */
     if (str(spec, "subdomain")[0] != '\0') {
-        why = names_dns_label_error(str(spec, "subdomain"));
+        why = k8s_name_label_error(str(spec, "subdomain"));
         if (why != NULL && report(&w, PODCHECK_SUBDOMAIN, "", "", str(spec, "subdomain"), why, 0))
             return true;
     }
     if (str(spec, "hostname")[0] != '\0') {
-        why = names_dns_label_error(str(spec, "hostname"));
+        why = k8s_name_label_error(str(spec, "hostname"));
         if (why != NULL && report(&w, PODCHECK_HOSTNAME, "", "", str(spec, "hostname"), why, 0))
             return true;
     }

@@ -381,7 +381,7 @@ static int tasks_duplicate(const json_t *job, struct diagnostics *out)
         return WH_ENOMEM;
     for (size_t i = 0; i < n; i++)
         names[i] = job_task_name(json_array_get(tasks, i));
-    first = names_first_positions(names, n);
+    first = k8s_name_first_positions(names, n);
     free(names);
     if (first == NULL)
         return WH_ENOMEM;

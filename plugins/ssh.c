@@ -501,8 +501,8 @@ static int ssh_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
                      "files, so the keys would not be mounted: choose another path in "
                      "spec.plugins.ssh");
     snprintf(vol, sizeof(vol), "%s-ssh", J);
-    why = names_dns_label_error(vol);
-    if (why != NULL && strlen(vol) > NAMES_DNS_LABEL_MAX && strchr(J, '.') == NULL)
+    why = k8s_name_label_error(vol);
+    if (why != NULL && strlen(vol) > K8S_LABEL_MAX && strchr(J, '.') == NULL)
         diagnose_add(out, DIAGNOSE_NAME_INVALID, true, "ssh",
                      "volume name \"%s\" has %zu characters, more than the 63 of a DNS-1123 "
                      "label: shorten the job name to at most 59 characters",

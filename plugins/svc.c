@@ -524,7 +524,7 @@ static int svc_job_delete(const struct plugin_ctx *c, struct wh_error *err)
 static void svc_diagnose_names(const json_t *job, struct diagnostics *out)
 {
     const char *J = job_name(job);
-    const char *why_job = names_dns_label_error(J);
+    const char *why_job = k8s_name_label_error(J);
     bool job_reported = false;
     size_t k;
     const json_t *task;
@@ -537,7 +537,7 @@ static void svc_diagnose_names(const json_t *job, struct diagnostics *out)
         const char *why;
 
         if (subdomain[0] != '\0') {
-            why = names_dns_label_error(subdomain);
+            why = k8s_name_label_error(subdomain);
             if (why != NULL)
                 diagnose_add(out, DIAGNOSE_NAME_INVALID, true, "svc",
                              "spec.tasks[%zu].template.spec.subdomain \"%s\" cannot be a pod "
@@ -550,7 +550,7 @@ static void svc_diagnose_names(const json_t *job, struct diagnostics *out)
             job_reported = true;
         }
         if (hostname[0] != '\0') {
-            why = names_dns_label_error(hostname);
+            why = k8s_name_label_error(hostname);
             if (why != NULL)
                 diagnose_add(out, DIAGNOSE_NAME_INVALID, true, "svc",
                              "spec.tasks[%zu].template.spec.hostname \"%s\" cannot be a pod "
@@ -561,13 +561,13 @@ static void svc_diagnose_names(const json_t *job, struct diagnostics *out)
             size_t len = strlen(J) + strlen(T) + 2 + diagnose_digits(last);
             size_t fixed = strlen(T) + 2 + diagnose_digits(last);
 
-            if (len > NAMES_DNS_LABEL_MAX && fixed < NAMES_DNS_LABEL_MAX)
+            if (len > K8S_LABEL_MAX && fixed < K8S_LABEL_MAX)
                 diagnose_add(out, DIAGNOSE_NAME_INVALID, true, "svc",
                              "pod hostname \"%s-%s-%lld\" has %zu characters, more than the 63 of "
                              "a DNS-1123 label: shorten the job name to at most %zu characters, "
                              "or the name of task %s",
-                             J, T, last, len, NAMES_DNS_LABEL_MAX - fixed, T);
-            else if (len > NAMES_DNS_LABEL_MAX)
+                             J, T, last, len, K8S_LABEL_MAX - fixed, T);
+            else if (len > K8S_LABEL_MAX)
                 diagnose_add(out, DIAGNOSE_NAME_INVALID, true, "svc",
                              "pod hostname \"%s-%s-%lld\" has %zu characters, more than the 63 of "
                              "a DNS-1123 label: shorten the name of task %s and the job name",
@@ -575,8 +575,7 @@ static void svc_diagnose_names(const json_t *job, struct diagnostics *out)
         }
     }
     /* Volume J-svc: a label, so the Job name has at most 59 characters. */
-    if (why_job == NULL && strlen(J) + 4 > NAMES_DNS_LABEL_MAX
-        && json_array_size(job_tasks(job)) > 0)
+    if (why_job == NULL && strlen(J) + 4 > K8S_LABEL_MAX && json_array_size(job_tasks(job)) > 0)
         diagnose_add(out, DIAGNOSE_NAME_INVALID, true, "svc",
                      "volume name \"%s-svc\" has %zu characters, more than the 63 of a DNS-1123 "
                      "label: shorten the job name to at most 59 characters",
