@@ -306,7 +306,7 @@ static bool stop_if_new(const struct podcheck_violation *v, void *ud)
 
     if (f->seen != NULL) {
         h = violation_hash(v);
-        if (bsearch(&h, f->seen->h, f->seen->n, sizeof(h), cmp_u64) != NULL)
+        if (f->seen->n > 0 && bsearch(&h, f->seen->h, f->seen->n, sizeof(h), cmp_u64) != NULL)
             return false;
     } else if (podcheck_has(f->before, v)) {
         return false;
@@ -337,7 +337,7 @@ bool podcheck_first_new(const json_t *before, const json_t *after, struct podche
     podcheck_each(before, add_hash, &seen);
     if (seen.failed)
         f.seen = NULL;
-    else
+    else if (seen.n > 0) /* qsort and bsearch want a non-NULL array, even empty */
         qsort(seen.h, seen.n, sizeof(seen.h[0]), cmp_u64);
     found = podcheck_each(after, stop_if_new, &f);
     free(seen.h);
