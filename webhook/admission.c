@@ -9,6 +9,9 @@
  * Every call is recorded in the process metrics (metrics.h): HTTP status and
  * outcome, time spent, the plugins of a patched pod, warnings sent.
  *
+ * The Job webhook (admission_validate_job, D17) shares the decoding and the
+ * 400 answers, and answers with the Job's diagnostics (plugins/diagnose.h).
+ *
  * Threads: called from MHD worker threads and tests; no state of its own, every
  * value is request-owned, so it is reentrant without locks (metrics are atomics).
  */
@@ -29,6 +32,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/sanitize.h"
+#include "plugins/diagnose.h"
 #include "plugins/plugin.h"
 #include "webhook/metrics.h"
 
@@ -495,5 +499,164 @@ out:
     record(status, &res, started);
     json_decref(review);
     mutate_result_dispose(&res);
+    return status;
+}
+
+/* ---- the Job webhook (D17) ---- */
+
+#define JOB_GROUP        "batch.volcano.sh"
+#define JOB_DENY_MSG_MAX 4096 /* bytes of a refusal's message */
+
+/*
+ * The Job to diagnose: the object, or for a generateName-only CREATE a shallow
+ * copy named generateName + "xxxxx", the length of the name the API server will
+ * give it (so the name checks of D15 still count right).
+ * @return new reference, NULL on ENOMEM.
+ */
+static json_t *job_as_named(const json_t *job)
+{
+    const json_t *meta = json_object_get(job, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *gen = json_string_value(json_object_get(meta, "generateName"));
+    json_t *copy;
+    json_t *meta_copy;
+
+    if ((name != NULL && name[0] != '\0') || gen == NULL || gen[0] == '\0')
+        return json_incref((json_t *)job);
+    copy = json_copy((json_t *)job);
+    meta_copy = json_copy((json_t *)meta);
+    if (copy == NULL || meta_copy == NULL
+        || json_object_set_new(meta_copy, "name", json_sprintf("%sxxxxx", gen)) < 0
+        || json_object_set_new(copy, "metadata", meta_copy) < 0) {
+        json_decref(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+/* "<lead>: m1; m2" of the fatal diagnostics, cut to fit buf. */
+static void deny_message(char *buf, size_t len, const struct diagnostics *d)
+{
+    size_t off = (size_t)snprintf(buf, len,
+                                  "the pods of this job could never be admitted or "
+                                  "started: ");
+
+    for (size_t i = 0, n = 0; i < d->n && off < len; i++) {
+        int w;
+
+        if (!d->items[i].fatal)
+            continue;
+        w = snprintf(buf + off, len - off, "%s%s", n++ > 0 ? "; " : "", d->items[i].message);
+        if (w < 0)
+            break;
+        off += (size_t)w;
+    }
+    wh_utf8_sanitize(buf); /* a cut may fall inside a character */
+}
+
+/*
+ * The AdmissionReview answer for one Job request (req borrowed from the review):
+ * allowed with no warnings when not served. @return new reference, NULL on ENOMEM.
+ */
+static json_t *job_answer(const char *api, const char *uid, const struct mutate_request *req,
+                          const struct mutate_options *opt)
+{
+    bool served = strcmp(req->group, JOB_GROUP) == 0 && strcmp(req->resource, "jobs") == 0
+        && req->sub_resource[0] == '\0'
+        && (strcmp(req->operation, "CREATE") == 0 || strcmp(req->operation, "UPDATE") == 0);
+    json_t *resp = json_pack("{s:s, s:b}", "uid", uid, "allowed", 1);
+    json_t *answer = json_pack("{s:s, s:s, s:o}", "apiVersion", api, "kind", "AdmissionReview",
+                               "response", resp);
+    struct diagnostics *d = NULL;
+    json_t *job = NULL;
+    char *msg = NULL;
+
+    if (answer == NULL || !served)
+        return answer;
+    if (req->pod == NULL) {
+        if (json_object_set_new(resp, "allowed", json_false()) < 0
+            || json_object_set_new(resp, "status",
+                                   json_pack("{s:i, s:s, s:s}", "code", 400, "message",
+                                             "request.object is not a job", "status", "Failure"))
+                < 0)
+            goto fail;
+        return answer;
+    }
+    d = malloc(sizeof(*d)); /* 12 KB: not on an MHD worker's stack */
+    job = job_as_named(req->pod);
+    if (d == NULL || job == NULL || diagnose_job(job, d) < 0)
+        goto fail;
+    if (d->n > 0 && json_object_set_new(resp, "warnings", diagnose_messages(d, false)) < 0)
+        goto fail;
+    if (opt != NULL && opt->job_validation == JOB_VALIDATION_DENY && diagnose_fatal_count(d) > 0) {
+        msg = malloc(JOB_DENY_MSG_MAX);
+        if (msg == NULL)
+            goto fail;
+        deny_message(msg, JOB_DENY_MSG_MAX, d);
+        if (json_object_set_new(resp, "allowed", json_false()) < 0
+            || json_object_set_new(
+                   resp, "status",
+                   json_pack("{s:i, s:s, s:s}", "code", 400, "message", msg, "status", "Failure"))
+                < 0)
+            goto fail;
+    }
+    free(msg);
+    free(d);
+    json_decref(job);
+    return answer;
+fail:
+    free(msg);
+    free(d);
+    json_decref(job);
+    json_decref(answer);
+    return NULL;
+}
+
+int admission_validate_job(const char *body, size_t len, const struct job_source *src,
+                           const struct mutate_options *opt, char **out, size_t *out_len)
+{
+    struct mutate_request req = {0};
+    struct bad_request b = {{0}};
+    char q[LOG_QUOTE_SIZE(sizeof(b.msg))]; /* b.msg quoted for the log */
+    json_error_t jerr;
+    json_t *review = NULL;
+    json_t *answer = NULL;
+    const char *api = NULL;
+    int status;
+
+    (void)src;
+    *out = NULL;
+    *out_len = 0;
+    if (body == NULL || len == 0)
+        return answer_status(400, "BadRequest", "request body is empty", out, out_len);
+    if (json_container_count(body, len) > ADMISSION_MAX_CONTAINERS) {
+        char msg[96];
+
+        snprintf(msg, sizeof(msg), "request has more than %d JSON objects and arrays",
+                 ADMISSION_MAX_CONTAINERS);
+        return answer_status(400, "BadRequest", msg, out, out_len);
+    }
+    review = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+    if (review == NULL) {
+        sanitize_ascii(jerr.text); /* jansson may quote raw input bytes */
+        snprintf(b.msg, sizeof(b.msg), "invalid JSON at line %d column %d: %s", jerr.line,
+                 jerr.column, jerr.text);
+        LOG_DEBUG("job admission bad request err=%s", log_quote(q, sizeof(q), b.msg));
+        return answer_status(400, "BadRequest", b.msg, out, out_len);
+    }
+    if (parse_review(review, &api, &req, &b) < 0) {
+        LOG_DEBUG("job admission bad request err=%s", log_quote(q, sizeof(q), b.msg));
+        status = answer_status(400, "BadRequest", b.msg, out, out_len);
+        goto out;
+    }
+    answer = job_answer(api, req.uid, &req, opt);
+    if (answer == NULL || dump_body(answer, out, out_len) < 0) {
+        status = answer_status(500, "InternalError", "out of memory", out, out_len);
+        goto out;
+    }
+    status = 200;
+out:
+    json_decref(answer);
+    json_decref(review);
     return status;
 }
