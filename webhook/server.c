@@ -44,12 +44,13 @@
 #include "webhook/admission.h"
 #include "webhook/server_internal.h"
 
-#define PATH_MUTATE  "/pods/mutate"
-#define PATH_HEALTHZ "/healthz"
-#define PATH_READYZ  "/readyz"
-#define PATH_METRICS "/metrics"
-#define ECHO_MAX     96 /* bytes of client text echoed in a message */
-#define METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
+#define PATH_MUTATE       "/pods/mutate"
+#define PATH_VALIDATE_JOB "/jobs/validate"
+#define PATH_HEALTHZ      "/healthz"
+#define PATH_READYZ       "/readyz"
+#define PATH_METRICS      "/metrics"
+#define ECHO_MAX          96 /* bytes of client text echoed in a message */
+#define METRICS_TYPE      "text/plain; version=0.0.4; charset=utf-8"
 
 static const char status_enomem[] =
     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
@@ -273,9 +274,15 @@ static enum MHD_Result request_begin(struct server *s, struct MHD_Connection *c,
         ctx->answered = true;
         return answer_probe(s, c, url, method);
     }
-    if (strcmp(url, PATH_MUTATE) != 0) {
+    if (strcmp(url, PATH_MUTATE) == 0) {
+        ctx->handler = s->admission;
+    } else if (strcmp(url, PATH_VALIDATE_JOB) == 0) {
+        ctx->handler = s->validate_job;
+    } else {
         ctx->answered = true;
-        snprintf(msg, sizeof(msg), "no such path \"%s\" (the webhook serves POST " PATH_MUTATE ")",
+        snprintf(msg, sizeof(msg),
+                 "no such path \"%s\" (the webhook serves POST " PATH_MUTATE
+                 " and POST " PATH_VALIDATE_JOB ")",
                  echo_safe(url, a, sizeof(a)));
         return refuse(s, c, MHD_HTTP_NOT_FOUND, "NotFound", NULL, msg);
     }
@@ -284,8 +291,8 @@ static enum MHD_Result request_begin(struct server *s, struct MHD_Connection *c,
     metrics_inflight_add(1);
     if (strcmp(method, MHD_HTTP_METHOD_POST) != 0) {
         ctx->answered = true;
-        snprintf(msg, sizeof(msg), "method %s is not allowed on " PATH_MUTATE ", use POST",
-                 echo_safe(method, a, sizeof(a)));
+        snprintf(msg, sizeof(msg), "method %s is not allowed on %s, use POST",
+                 echo_safe(method, a, sizeof(a)), url);
         return refuse(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, "MethodNotAllowed", "POST", msg);
     }
     if (lengths_conflict(c)) {
@@ -399,7 +406,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
     if (ctx->too_big)
         return queue_too_big(s, c);
     /* admission_handle records the request in the metrics (outcome, latency). */
-    status = s->admission(buf_cstr(&ctx->body), ctx->body.len, &s->src, &s->mutate, &out, &out_len);
+    status = ctx->handler(buf_cstr(&ctx->body), ctx->body.len, &s->src, &s->mutate, &out, &out_len);
     /* The body is no longer needed: release it before the answer is sent. */
     buf_dispose(&ctx->body);
     if (out == NULL)
@@ -637,6 +644,7 @@ int server_create(struct server **out, const struct server_config *cfg, struct w
     s->src = cfg->src;
     s->mutate = cfg->mutate;
     s->admission = cfg->admission != NULL ? cfg->admission : admission_handle;
+    s->validate_job = cfg->validate_job != NULL ? cfg->validate_job : admission_validate_job;
     s->ready = cfg->ready;
     s->ready_userdata = cfg->ready_userdata;
     s->metrics_collect = cfg->metrics_collect;

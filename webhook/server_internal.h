@@ -71,6 +71,7 @@ struct server {
     struct job_source src;
     struct mutate_options mutate;
     admission_fn admission;               /* admission_handle unless the config says otherwise */
+    admission_fn validate_job;            /* admission_validate_job unless the config says so */
     const char *(*ready)(void *userdata); /* NULL: always ready */
     void *ready_userdata;
     metric_collect_fn metrics_collect;
@@ -106,6 +107,7 @@ struct req_ctx {
     long long deadline_ms; /* headers and body complete by then; 0: none */
     bool begun;            /* access_handler ran request_begin */
     bool admission;        /* counted in metrics_inflight_add */
+    admission_fn handler;  /* the route's: pods (s->admission) or Jobs (s->validate_job) */
     struct buf body;       /* body gathered so far, capped at max_body (413 past it) */
     bool answered;         /* a response is queued: discard the rest */
     bool probe;            /* GET/HEAD of a probe path: answered once the request is whole */
