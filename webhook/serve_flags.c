@@ -78,6 +78,9 @@ static void serve_usage(FILE *to)
           "                                 (default deny)\n"
           "  --job-lookup-timeout DURATION  time limit of one Job lookup, e.g. 500ms, 2s;\n"
           "                                 at most 30s (default 2s)\n"
+          "  --job-validation warn|deny     the Job webhook (POST /jobs/validate): warn of\n"
+          "                                 what will not work, or also refuse Jobs whose\n"
+          "                                 pods could never be admitted (default warn)\n"
           "  --leader-elect[=BOOL]          reconcile only while holding the Lease\n"
           "                                 volcano-plugin-webhook; false: this replica\n"
           "                                 always reconciles (default true)\n"
@@ -209,6 +212,7 @@ enum {
     OPT_INSECURE,
     OPT_KUBECONFIG,
     OPT_LOOKUP_FAILURE,
+    OPT_JOB_VALIDATION,
     OPT_LOOKUP_TIMEOUT,
     OPT_PORT_FILE,
     /* reconcile side */
@@ -251,6 +255,7 @@ static void options_init(struct serve_options *o)
     o->port = DEFAULT_PORT;
     o->verbosity = LOG_LEVEL_INFO;
     o->lookup_failure = LOOKUP_FAILURE_DENY;
+    o->job_validation = JOB_VALIDATION_WARN;
     o->lookup_timeout_ms = DEFAULT_LOOKUP_TIMEOUT_MS;
     o->watch_idle_ms = 0;
     /* reconcile side */
@@ -464,6 +469,7 @@ static const struct option longopts[] = {
     {"insecure-http", no_argument, NULL, OPT_INSECURE},
     {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
     {"job-lookup-failure", required_argument, NULL, OPT_LOOKUP_FAILURE},
+    {"job-validation", required_argument, NULL, OPT_JOB_VALIDATION},
     {"job-lookup-timeout", required_argument, NULL, OPT_LOOKUP_TIMEOUT},
     {"v", required_argument, NULL, 'v'},
     {"port-file", required_argument, NULL, OPT_PORT_FILE},
@@ -521,6 +527,14 @@ static int serving_flag(struct serve_options *o, int opt, const char *arg, FILE 
             o->lookup_failure = LOOKUP_FAILURE_ALLOW;
         else
             return bad_value(err_to, "--job-lookup-failure", arg, "want deny or allow");
+        return 0;
+    case OPT_JOB_VALIDATION:
+        if (strcmp(arg, "warn") == 0)
+            o->job_validation = JOB_VALIDATION_WARN;
+        else if (strcmp(arg, "deny") == 0)
+            o->job_validation = JOB_VALIDATION_DENY;
+        else
+            return bad_value(err_to, "--job-validation", arg, "want warn or deny");
         return 0;
     case OPT_LOOKUP_TIMEOUT:
         if (parse_duration_ms(arg, &o->lookup_timeout_ms) < 0 || o->lookup_timeout_ms < 1
@@ -581,6 +595,7 @@ static int one_flag(struct serve_options *o, bool *named, int opt, char **argv, 
     case OPT_KUBECONFIG:
     case OPT_PORT_FILE:
     case OPT_LOOKUP_FAILURE:
+    case OPT_JOB_VALIDATION:
     case OPT_LOOKUP_TIMEOUT:
     case OPT_WATCH_IDLE_TIMEOUT:
     case 'v': return serving_flag(o, opt, optarg, err_to);

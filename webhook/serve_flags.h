@@ -38,6 +38,7 @@ struct serve_options {
     const char *port_file;     /* --port-file, NULL = none */
     long verbosity;            /* -v / --v 0..10, default 2 (LOG_LEVEL_INFO) */
     enum lookup_failure_policy lookup_failure; /* --job-lookup-failure, default deny */
+    enum job_validation_mode job_validation;   /* --job-validation, default warn */
     long lookup_timeout_ms;                    /* --job-lookup-timeout 1ms..30s, default 2000 */
     long watch_idle_ms;                        /* hidden --watch-idle-timeout 100ms..1h; 0 = the
                                      informer's default */
