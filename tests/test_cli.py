@@ -268,6 +268,27 @@ class UsageErrors(unittest.TestCase):
                              "as kubectl's YAML reader keeps it\n" % (ppath, line))
             self.assertEqual(json.loads(out)["spec"]["restartPolicy"], "OnFailure")
 
+    def test_render_prints_diagnostics_and_strict_fails(self):
+        """render says on stderr what the Job webhook would warn of (D17); --strict makes
+        any of it exit 1, so a Job can be linted in CI; a Job without any exits 0."""
+        job = harness.load_job("pytorch-job")
+        job["spec"]["plugins"]["pytorch"] = ["--master=boss", "--worker=worker"]
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = write_json(tmp, "bad.json", job)
+            good = write_json(tmp, "good.json", harness.load_job("pytorch-job"))
+            want = (P + "render: warning: job %s/pytorch-job: pytorch plugin: no task named "
+                    "\"boss\" (--master), so no pod gets MASTER_ADDR, MASTER_PORT, WORLD_SIZE "
+                    "or RANK: name the master task with --master in spec.plugins.pytorch, or "
+                    "rename the task\n" % job["metadata"]["namespace"])
+            rc, out, err = run("render", "-f", bad)
+            self.assertEqual((rc, err), (0, want))
+            self.assertTrue(json.loads(out)["items"])
+            rc, out2, err = run("render", "-f", bad, "--strict")
+            self.assertEqual((rc, err), (1, want + P + "render: 1 diagnostic (--strict)\n"))
+            self.assertEqual(out2, out)  # the pods are printed all the same
+            rc, _, err = run("render", "-f", good, "--strict")
+            self.assertEqual((rc, err), (0, ""))
+
     def test_render_warns_what_it_cannot_check(self):
         """--review with a Job file without a uid cannot compare the ownerReference's;
         --pod of a task the Job does not have gets nothing task-specific. Both say so."""
