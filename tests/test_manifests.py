@@ -207,6 +207,7 @@ class RenderedManifestsTest(unittest.TestCase):
             ("v1", "Service", NS, NAME),
             ("policy/v1", "PodDisruptionBudget", NS, NAME),
             ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "", NAME),
+            ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "", NAME),
         ]))
 
     def test_every_object_conforms_to_the_kubernetes_schema(self):
@@ -440,7 +441,7 @@ class RenderedManifestsTest(unittest.TestCase):
         self.one("ServiceAccount")
         for o in self.objects:
             if o["kind"] in ("Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding",
-                             "MutatingWebhookConfiguration"):
+                             "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
                 self.assertNotIn("namespace", o["metadata"], o["kind"])
             else:
                 self.assertEqual(o["metadata"].get("namespace"), NS, o["kind"])
@@ -529,6 +530,28 @@ class RenderedManifestsTest(unittest.TestCase):
     def test_webhook_match_policy_equivalent(self):
         self.assertEqual(self.webhook()["matchPolicy"], "Equivalent")
 
+    # ------------------------------------------------------------ ValidatingWebhookConfiguration
+
+    def test_job_webhook_exactly(self):
+        """The Job webhook (D17): Volcano Jobs' CREATE and UPDATE to /jobs/validate, advice
+        that never blocks (Ignore, 3 s), the same namespaces left out as for pods, and the
+        same caBundle as the pod webhook."""
+        webhooks = self.one("ValidatingWebhookConfiguration")["webhooks"]
+        self.assertEqual(len(webhooks), 1)
+        w = dict(webhooks[0])
+        self.assertEqual(w.pop("clientConfig"), {
+            "service": {"name": NAME, "namespace": NS, "path": "/jobs/validate", "port": 443},
+            "caBundle": self.webhook()["clientConfig"]["caBundle"]})
+        self.assertEqual(w.pop("namespaceSelector"), self.webhook()["namespaceSelector"])
+        self.assertEqual(w, {
+            "name": "jobs.volcano-plugin-webhook.volcano.sh",
+            "admissionReviewVersions": ["v1", "v1beta1"],
+            "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": ["batch.volcano.sh"],
+                       "apiVersions": ["v1alpha1"], "resources": ["jobs"],
+                       "scope": "Namespaced"}],
+            "matchPolicy": "Equivalent", "failurePolicy": "Ignore", "sideEffects": "None",
+            "timeoutSeconds": 3})
+
     # ------------------------------------------------------------ caBundle
 
     def test_readme_command_fills_the_ca_bundle(self):
@@ -542,11 +565,15 @@ class RenderedManifestsTest(unittest.TestCase):
                                text=True, timeout=30,
                                env=dict(os.environ, CERTS=os.path.join(tmp, "certs")))
             self.assertEqual(r.returncode, 0, r.stderr)
-            webhook = [o for o in render(os.path.join(tmp, "manifests"))
+            objects = render(os.path.join(tmp, "manifests"))
+            webhook = [o for o in objects
                        if o["kind"] == "MutatingWebhookConfiguration"][0]["webhooks"][0]
+            job_webhook = [o for o in objects
+                           if o["kind"] == "ValidatingWebhookConfiguration"][0]["webhooks"][0]
             with open(certs["ca.crt"], "rb") as f:
                 ca = f.read()
             self.assertEqual(base64.b64decode(webhook["clientConfig"]["caBundle"]), ca)
+            self.assertEqual(base64.b64decode(job_webhook["clientConfig"]["caBundle"]), ca)
             # The serving certificate verifies against it for the Service's DNS name.
             r = subprocess.run(["openssl", "verify", "-CAfile", certs["ca.crt"],
                                 "-verify_hostname", "%s.%s.svc" % (NAME, NS), certs["tls.crt"]],
