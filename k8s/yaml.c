@@ -29,8 +29,9 @@
  * first key's position), and yaml_load_file_documents can list each repeat, so
  * that `render` warns of what sigs.k8s.io/yaml drops without a word. Merge keys `<<` are refused with an error.
  * Aliases are expanded by deep copy; the expansion is bounded (YAML_MAX_NODES
- * nodes, YAML_MAX_DEPTH levels) so a "billion laughs" document fails fast
- * with WH_ETOOBIG before anything large is allocated.
+ * nodes, a scalar weighing one more per YAML_BYTES_PER_NODE bytes, and
+ * YAML_MAX_DEPTH levels) so a "billion laughs" document, of nodes or of long
+ * strings, fails fast with WH_ETOOBIG before anything large is allocated.
  *
  * The writer quotes a string wherever a plain scalar would be typed otherwise, by
  * the rules above or by a YAML 1.1 reader such as PyYAML (timestamps, "1:20"), so
@@ -54,9 +55,12 @@
 #include "base/buf.h"
 #include "base/strmap.h"
 
-#define YAML_MAX_NODES 1000000u            /* nodes after alias expansion */
-#define YAML_MAX_DEPTH 1000u               /* nesting levels after alias expansion */
-#define YAML_MAX_FILE  (16u * 1024 * 1024) /* bytes, yaml_load_file */
+#define YAML_MAX_NODES 1000000u /* nodes after alias expansion */
+/* A scalar weighs one node per this many bytes more, so that aliases of one long string
+ * cannot expand a small file into gigabytes: the nodes cap also bounds the bytes. */
+#define YAML_BYTES_PER_NODE 256u
+#define YAML_MAX_DEPTH      1000u               /* nesting levels after alias expansion */
+#define YAML_MAX_FILE       (16u * 1024 * 1024) /* bytes, yaml_load_file */
 
 #define TAG_PREFIX "tag:yaml.org,2002:"
 
@@ -567,8 +571,11 @@ static int on_scalar(struct loader *ld, const yaml_event_t *ev)
     json_t *v;
     int rc;
 
-    if (++ld->nodes > YAML_MAX_NODES)
+    size_t weight = 1 + ev->data.scalar.length / YAML_BYTES_PER_NODE;
+
+    if (weight > YAML_MAX_NODES - ld->nodes)
         return mark_error(ld, WH_ETOOBIG, &ev->start_mark, "document has too many nodes");
+    ld->nodes += weight;
     /* A "\0" escape would cut a name short wherever it is read as a C string. */
     if (memchr(ev->data.scalar.value, '\0', ev->data.scalar.length) != NULL)
         return mark_error(ld, WH_EINVAL, &ev->start_mark, "NUL character not supported");
@@ -590,7 +597,7 @@ static int on_scalar(struct loader *ld, const yaml_event_t *ev)
             v = scalar_value(ev);
             if (v == NULL)
                 return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
-            rc = anchor_add(ld, anchor, v, 1, 0);
+            rc = anchor_add(ld, anchor, v, weight, 0);
             json_decref(v);
             return rc;
         }
@@ -600,7 +607,7 @@ static int on_scalar(struct loader *ld, const yaml_event_t *ev)
     if (v == NULL)
         return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
     if (anchor != NULL) {
-        rc = anchor_add(ld, anchor, v, 1, 0);
+        rc = anchor_add(ld, anchor, v, weight, 0);
         if (rc < 0) {
             json_decref(v);
             return rc;

@@ -257,6 +257,40 @@ START_TEST(test_billion_laughs)
 }
 END_TEST
 
+/* Aliases of one long string: a 1 MiB file must not become gigabytes. Each alias weighs
+ * what its string does (one node per 256 bytes), so the nodes cap stops it at once. */
+START_TEST(test_string_bomb)
+{
+    size_t n = 1u << 20;
+    size_t aliases = 1500;
+    char *doc = malloc(n + aliases * 4 + 64);
+    size_t off = 0;
+    struct wh_error err = {0};
+    json_t *v = NULL;
+
+    ck_assert_ptr_nonnull(doc);
+    off += (size_t)sprintf(doc + off, "x: &s ");
+    memset(doc + off, 'a', n);
+    off += n;
+    off += (size_t)sprintf(doc + off, "\ny: [");
+    for (size_t i = 0; i < aliases; i++)
+        off += (size_t)sprintf(doc + off, i ? ",*s" : "*s");
+    off += (size_t)sprintf(doc + off, "]\n");
+    ck_assert_int_eq(yaml_load_buffer(doc, off, &v, &err), WH_ETOOBIG);
+    ck_assert_ptr_null(v);
+    ck_assert_msg(strstr(err.msg, "too many nodes after alias expansion") != NULL, "%s", err.msg);
+    /* the same string aliased a few times is fine: 4 x 1 MiB */
+    off = (size_t)sprintf(doc, "x: &s ");
+    memset(doc + off, 'a', n);
+    off += n;
+    off += (size_t)sprintf(doc + off, "\ny: [*s, *s, *s]\n");
+    ck_assert_int_eq(yaml_load_buffer(doc, off, &v, &err), 0);
+    ck_assert_uint_eq(json_string_length(json_array_get(json_object_get(v, "y"), 2)), n);
+    json_decref(v);
+    free(doc);
+}
+END_TEST
+
 START_TEST(test_too_deep)
 {
     size_t n = 5000;
@@ -698,6 +732,7 @@ static Suite *yaml_suite(void)
     tcase_add_test(tc, test_keys);
     tcase_add_test(tc, test_aliases);
     tcase_add_test(tc, test_billion_laughs);
+    tcase_add_test(tc, test_string_bomb);
     tcase_add_test(tc, test_too_deep);
     tcase_add_test(tc, test_block_scalars);
     tcase_add_test(tc, test_pytorch_example);
