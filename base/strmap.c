@@ -6,6 +6,11 @@
  * kept in the entry so no key is hashed twice; a failed growth leaves the map as
  * it was and only costs longer chains.
  *
+ * Keys may be chosen by a peer (YAML anchor names, namespace/name of a Job), so the
+ * hash is keyed: FNV-1a over 64 bits started from a per-map random seed, then
+ * murmur3's finaliser so that every bit of the state reaches the bucket bits. A
+ * set of keys built to share a bucket for one map does not for another.
+ *
  * Threads: none of its own; the caller serialises access.
  */
 #include "base/strmap.h"
@@ -13,6 +18,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #define STRMAP_MIN_BUCKETS 16u
 
@@ -28,17 +35,36 @@ struct strmap {
     size_t nbuckets; /* a power of two */
     size_t size;     /* entries */
     strmap_free_fn free_value;
+    uint64_t seed; /* random, per map */
 };
 
-static uint32_t hash_of(const char *key)
+static uint32_t hash_of(const struct strmap *m, const char *key)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
+    uint64_t h = 14695981039346656037ull ^ m->seed; /* FNV-1a, 64 bits */
 
     for (const unsigned char *p = (const unsigned char *)key; *p != '\0'; p++) {
         h ^= *p;
-        h *= 16777619u;
+        h *= 1099511628211ull;
     }
-    return h;
+    /* murmur3's fmix64 */
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return (uint32_t)h;
+}
+
+/* A seed from the kernel's random source; the clock and the map's address if it fails. */
+static uint64_t random_seed(const void *salt)
+{
+    uint64_t seed = 0;
+    struct timespec ts;
+
+    if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == (ssize_t)sizeof(seed))
+        return seed;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ((uint64_t)ts.tv_nsec << 32) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)salt;
 }
 
 struct strmap *strmap_create(strmap_free_fn free_value)
@@ -54,6 +80,7 @@ struct strmap *strmap_create(strmap_free_fn free_value)
     }
     m->nbuckets = STRMAP_MIN_BUCKETS;
     m->free_value = free_value;
+    m->seed = random_seed(m);
     return m;
 }
 
@@ -123,7 +150,7 @@ static void grow(struct strmap *m)
 
 int strmap_set(struct strmap *m, const char *key, void *value)
 {
-    uint32_t hash = hash_of(key);
+    uint32_t hash = hash_of(m, key);
     struct entry **pp = find_link(m, key, hash);
     size_t klen;
     struct entry *e;
@@ -153,14 +180,14 @@ int strmap_set(struct strmap *m, const char *key, void *value)
 
 void *strmap_get(const struct strmap *m, const char *key)
 {
-    struct entry *e = *find_link(m, key, hash_of(key));
+    struct entry *e = *find_link(m, key, hash_of(m, key));
 
     return e != NULL ? e->value : NULL;
 }
 
 void *strmap_take(struct strmap *m, const char *key)
 {
-    struct entry **pp = find_link(m, key, hash_of(key));
+    struct entry **pp = find_link(m, key, hash_of(m, key));
     struct entry *e = *pp;
     void *value;
 
@@ -175,7 +202,7 @@ void *strmap_take(struct strmap *m, const char *key)
 
 int strmap_remove(struct strmap *m, const char *key)
 {
-    struct entry **pp = find_link(m, key, hash_of(key));
+    struct entry **pp = find_link(m, key, hash_of(m, key));
     struct entry *e = *pp;
 
     if (e == NULL)
@@ -189,4 +216,19 @@ int strmap_remove(struct strmap *m, const char *key)
 size_t strmap_size(const struct strmap *m)
 {
     return m->size;
+}
+
+size_t strmap_max_chain(const struct strmap *m)
+{
+    size_t longest = 0;
+
+    for (size_t b = 0; b < m->nbuckets; b++) {
+        size_t n = 0;
+
+        for (const struct entry *e = m->buckets[b]; e != NULL; e = e->next)
+            n++;
+        if (n > longest)
+            longest = n;
+    }
+    return longest;
 }

@@ -55,4 +55,7 @@ void strmap_clear(struct strmap *m);
 /** The number of entries. */
 size_t strmap_size(const struct strmap *m);
 
+/** The longest bucket chain: how well the keys spread (tests, diagnostics). */
+size_t strmap_max_chain(const struct strmap *m);
+
 #endif

@@ -3,6 +3,8 @@
  * destructor (called exactly once per value), growth past many entries, clear.
  */
 #include <check.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +137,73 @@ START_TEST(test_destroy_null)
 }
 END_TEST
 
+
+/* FNV-1a, 32 bits, unseeded: the hash strmap had, for building keys that collide in it. */
+static uint32_t fnv1a32(uint32_t h, const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+/*
+ * 2^10 keys whose unseeded FNV-1a agrees in its low 20 bits (each of 10 stages appends
+ * one of two 3-byte blocks that lead to the same low bits), so they shared one bucket of
+ * any table up to 2^20 buckets. Keyed, they spread: no chain comes near their number.
+ */
+START_TEST(test_chosen_keys_spread)
+{
+    static const char alpha[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    enum { STAGES = 10, MASK = (1u << 20) - 1 };
+    unsigned char blocks[STAGES][2][3];
+    uint32_t s = fnv1a32(2166136261u, (const unsigned char *)"a", 1) & MASK;
+    static uint32_t slot[1u << 20]; /* low bits -> 1 + index of the block that gave them */
+    struct strmap *m = strmap_create(NULL);
+
+    ck_assert_ptr_nonnull(m);
+    for (int j = 0; j < STAGES; j++) {
+        bool found = false;
+
+        memset(slot, 0, sizeof(slot));
+        for (uint32_t i = 0; i < 62 * 62 * 62 && !found; i++) {
+            unsigned char blk[3] = {(unsigned char)alpha[i / (62 * 62)],
+                                    (unsigned char)alpha[(i / 62) % 62],
+                                    (unsigned char)alpha[i % 62]};
+            uint32_t t = fnv1a32(s, blk, 3) & MASK;
+
+            if (slot[t] != 0) {
+                uint32_t k = slot[t] - 1;
+
+                blocks[j][0][0] = (unsigned char)alpha[k / (62 * 62)];
+                blocks[j][0][1] = (unsigned char)alpha[(k / 62) % 62];
+                blocks[j][0][2] = (unsigned char)alpha[k % 62];
+                memcpy(blocks[j][1], blk, 3);
+                s = t;
+                found = true;
+            } else {
+                slot[t] = i + 1;
+            }
+        }
+        ck_assert(found);
+    }
+    for (unsigned bits = 0; bits < (1u << STAGES); bits++) {
+        char key[1 + 3 * STAGES + 1] = "a";
+
+        for (int j = 0; j < STAGES; j++)
+            memcpy(key + 1 + 3 * j, blocks[j][(bits >> j) & 1], 3);
+        key[1 + 3 * STAGES] = '\0';
+        /* they do collide in the unseeded hash */
+        ck_assert_uint_eq(fnv1a32(2166136261u, (const unsigned char *)key, strlen(key)) & MASK, s);
+        ck_assert_int_eq(strmap_set(m, key, NULL), 0);
+    }
+    ck_assert_uint_eq(strmap_size(m), 1u << STAGES);
+    ck_assert_msg(strmap_max_chain(m) <= 16, "longest chain %zu", strmap_max_chain(m));
+    strmap_destroy(m);
+}
+END_TEST
+
 static Suite *strmap_suite(void)
 {
     Suite *s = suite_create("strmap");
@@ -145,6 +214,7 @@ static Suite *strmap_suite(void)
     tcase_add_test(t, test_remove_and_take);
     tcase_add_test(t, test_many_entries);
     tcase_add_test(t, test_destroy_null);
+    tcase_add_test(t, test_chosen_keys_spread);
     suite_add_tcase(s, t);
     return s;
 }
