@@ -14,6 +14,8 @@
 
 #include <stddef.h>
 
+#include "base/error.h"
+
 enum log_level { LOG_LEVEL_ERROR = 0, LOG_LEVEL_WARN = 1, LOG_LEVEL_INFO = 2, LOG_LEVEL_DEBUG = 3 };
 enum log_format { LOG_FORMAT_JSON = 0, LOG_FORMAT_TEXT = 1 };
 
@@ -40,6 +42,14 @@ void log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2,
  * is ""). @return buf.
  */
 const char *log_quote(char *buf, size_t len, const char *s);
+
+/*
+ * log_quote of s (quotes included) into a buffer alive in the enclosing block (a
+ * compound literal), for a LOG_* argument written as a field, err=%s: text an API
+ * server or a peer wrote, such as an error message, stays in its field.
+ */
+#define LOG_QUOTED(s)                                                                              \
+    log_quote((char[LOG_QUOTE_SIZE(WH_ERROR_MSG_MAX)]){0}, LOG_QUOTE_SIZE(WH_ERROR_MSG_MAX), (s))
 
 #define LOG_AT(lvl, ...)                                                                           \
     do {                                                                                           \

@@ -162,7 +162,7 @@ static void expiry_check(struct certwatch *w)
     w->next_expiry_check = clock_mono_ms() + w->expiry_check_ms;
     if (w->current.cert_pem != NULL
         && certwatch_check_expiry(w->current.cert_pem, (long long)time(NULL), &err) < 0)
-        LOG_WARN("tls: cannot read the serving certificate's notAfter err=\"%s\"", err.msg);
+        LOG_WARN("tls: cannot read the serving certificate's notAfter err=%s", LOG_QUOTED(err.msg));
 }
 
 /*
@@ -195,8 +195,8 @@ static void try_reload(struct certwatch *w)
 
     if (certs_load_pair(&pair, w->cert_file, w->key_file, &err) < 0) {
         LOG_WARN("tls: new pair refused, serving the old one cert_file=%s key_file=%s "
-                 "err=\"%s\"",
-                 w->cert_file, w->key_file, err.msg);
+                 "err=%s",
+                 w->cert_file, w->key_file, LOG_QUOTED(err.msg));
         metric_counter_add(&certwatch_metrics.reloads_refused, 1);
         return;
     }
@@ -210,8 +210,8 @@ static void try_reload(struct certwatch *w)
     if (chain_expired(pair.cert_pem, (long long)time(NULL), &err)
         || w->apply(w->userdata, &pair, &err) < 0) {
         LOG_WARN("tls: new pair refused, serving the old one cert_file=%s key_file=%s "
-                 "err=\"%s\"",
-                 w->cert_file, w->key_file, err.msg);
+                 "err=%s",
+                 w->cert_file, w->key_file, LOG_QUOTED(err.msg));
         metric_counter_add(&certwatch_metrics.reloads_refused, 1);
         certs_pair_dispose(&pair);
         return;

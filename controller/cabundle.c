@@ -135,8 +135,8 @@ static void *patch_thread(void *arg)
             break;
         }
         LOG_WARN("caBundle patch failed mutatingwebhookconfiguration=%s attempt=%u code=\"%s\" "
-                 "err=\"%s\" retry_in_ms=%ld",
-                 p->name, attempt, wh_error_str(rc), err.msg, delay);
+                 "err=%s retry_in_ms=%ld",
+                 p->name, attempt, wh_error_str(rc), LOG_QUOTED(err.msg), delay);
         if (backoff_thread_sleep_ms(&p->th, delay))
             break;
     }

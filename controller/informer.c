@@ -382,12 +382,12 @@ static void *informer_main(void *arg)
                     /* A page of big Jobs is over the body cap: ask for fewer, at once. */
                     inf->page_size /= 2;
                     LOG_WARN("informer: list page over the body cap, listing again with "
-                             "smaller pages limit=%ld err=\"%s\"",
-                             inf->page_size, err.msg);
+                             "smaller pages limit=%ld err=%s",
+                             inf->page_size, LOG_QUOTED(err.msg));
                     continue;
                 }
-                LOG_WARN("informer: list failed path=%s err=\"%s\"", JOBS_PATH,
-                         err.msg[0] != '\0' ? err.msg : wh_error_str(rc));
+                LOG_WARN("informer: list failed path=%s err=%s", JOBS_PATH,
+                         LOG_QUOTED(err.msg[0] != '\0' ? err.msg : wh_error_str(rc)));
                 backoff(inf);
                 continue;
             }
@@ -441,8 +441,8 @@ static void *informer_main(void *arg)
                 continue;
             }
             atomic_fetch_add(&inf->errors, 1);
-            LOG_WARN("informer: watch failed resource_version=%s err=\"%s\"", str_or(inf->rv, ""),
-                     err.msg[0] != '\0' ? err.msg : wh_error_str(rc));
+            LOG_WARN("informer: watch failed resource_version=%s err=%s", str_or(inf->rv, ""),
+                     LOG_QUOTED(err.msg[0] != '\0' ? err.msg : wh_error_str(rc)));
             backoff(inf);
         }
     }

@@ -473,9 +473,9 @@ static int run_hook(struct reconciler *r, size_t k, enum rc_hook which, const ch
     ctx.env = &r->env;
     rc = fn(&ctx, &err);
     if (rc < 0) {
-        LOG_WARN("reconcile: hook failed job=%s uid=%s plugin=%s hook=%s rc=\"%s\" err=\"%s\"", key,
+        LOG_WARN("reconcile: hook failed job=%s uid=%s plugin=%s hook=%s rc=\"%s\" err=%s", key,
                  job_str(job, "metadata", "uid"), p->name, names[which], wh_error_str(rc),
-                 err.msg[0] != '\0' ? err.msg : wh_error_str(rc));
+                 LOG_QUOTED(err.msg[0] != '\0' ? err.msg : wh_error_str(rc)));
         pthread_mutex_lock(&r->mu);
         r->errors++;
         pthread_mutex_unlock(&r->mu);

@@ -337,8 +337,9 @@ static void release(struct leader *l)
     if (rc == 1)
         LOG_INFO("leader: released lease=%s/%s", l->ns, l->name);
     else
-        LOG_WARN("leader: cannot release lease=%s/%s rc=\"%s\" err=\"%s\"", l->ns, l->name,
-                 rc == 0 ? "conflict" : wh_error_str(rc), rc == 0 ? "conflict" : err.msg);
+        LOG_WARN("leader: cannot release lease=%s/%s rc=\"%s\" err=%s", l->ns, l->name,
+                 rc == 0 ? "conflict" : wh_error_str(rc),
+                 LOG_QUOTED(rc == 0 ? "conflict" : err.msg));
 }
 
 static void set_leading(struct leader *l, bool leading)
@@ -373,8 +374,8 @@ static void *leader_main(void *arg)
                 next = start + l->retry_ms;
             } else {
                 if (rc < 0)
-                    LOG_WARN("leader: cannot acquire lease=%s/%s rc=\"%s\" err=\"%s\"", l->ns,
-                             l->name, wh_error_str(rc), err.msg);
+                    LOG_WARN("leader: cannot acquire lease=%s/%s rc=\"%s\" err=%s", l->ns, l->name,
+                             wh_error_str(rc), LOG_QUOTED(err.msg));
                 next = clock_mono_ms()
                     + backoff_jitter_ms(&l->seed, l->retry_ms, l->retry_ms + l->retry_ms * 6 / 5);
             }
@@ -396,13 +397,13 @@ static void *leader_main(void *arg)
             next = clock_mono_ms() + l->retry_ms;
         } else if (clock_mono_ms() >= l->renewed_ms + l->renew_deadline_ms) {
             LOG_WARN("leader: cannot renew within the renew deadline lease=%s/%s rc=\"%s\" "
-                     "err=\"%s\"",
-                     l->ns, l->name, wh_error_str(rc), err.msg);
+                     "err=%s",
+                     l->ns, l->name, wh_error_str(rc), LOG_QUOTED(err.msg));
             set_leading(l, false);
             next = clock_mono_ms() + l->retry_ms;
         } else {
-            LOG_WARN("leader: renew failed, retrying rc=\"%s\" err=\"%s\"", wh_error_str(rc),
-                     err.msg);
+            LOG_WARN("leader: renew failed, retrying rc=\"%s\" err=%s", wh_error_str(rc),
+                     LOG_QUOTED(err.msg));
             next = clock_mono_ms() + l->retry_ms;
             if (next > l->renewed_ms + l->renew_deadline_ms)
                 next = l->renewed_ms + l->renew_deadline_ms;

@@ -199,7 +199,7 @@ static int reconcile_side_start(struct serve_reconcile *rs, struct k8s_client *k
     rcfg.workers = (int)rs->opt->reconcile_workers;
     rcfg.resync_period_s = rs->opt->resync_period_ms / 1000;
     if (reconcile_start(&rs->rec, kc, cache, &rcfg, &err) < 0) {
-        LOG_ERROR("cannot start the reconciler err=\"%s\"", err.msg);
+        LOG_ERROR("cannot start the reconciler err=%s", LOG_QUOTED(err.msg));
         return -1;
     }
     return 0;
@@ -227,7 +227,7 @@ static int reconcile_side_lead(struct serve_reconcile *rs, struct k8s_client *kc
     lcfg.renew_deadline_s = rs->opt->renew_deadline_ms / 1000;
     lcfg.retry_period_s = rs->opt->retry_period_ms / 1000;
     if (leader_start(&rs->leader, kc, &lcfg, serve_on_leading, rs->rec, &err) < 0) {
-        LOG_ERROR("cannot start leader election err=\"%s\"", err.msg);
+        LOG_ERROR("cannot start leader election err=%s", LOG_QUOTED(err.msg));
         return -1;
     }
     return 0;
@@ -716,7 +716,7 @@ static int serve_server_run(struct serve_state *st)
      * near (files or --self-signed; plain HTTP has none); certwatch re-checks daily */
     if (st->pair.cert_pem != NULL
         && certwatch_check_expiry(st->pair.cert_pem, (long long)time(NULL), &err) < 0)
-        LOG_WARN("tls: cannot read the serving certificate's notAfter err=\"%s\"", err.msg);
+        LOG_WARN("tls: cannot read the serving certificate's notAfter err=%s", LOG_QUOTED(err.msg));
     /* operations: TLS files hot reload (not for --self-signed or plain HTTP) */
     if (o->tls_cert_file != NULL && o->tls_key_file != NULL
         && ops_watch_start(&st->ops, st->srv, o->tls_cert_file, o->tls_key_file, &st->pair) < 0)

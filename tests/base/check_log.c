@@ -141,6 +141,29 @@ START_TEST(quoted_values_cannot_forge_fields)
 }
 END_TEST
 
+/* An API server's message in err=%s with LOG_QUOTED: its quotes cannot open new fields. */
+static void emit_api_message(void)
+{
+    LOG_WARN("informer: watch failed resource_version=%s err=%s", "7",
+             LOG_QUOTED("HTTP 500: x\" level=fatal msg=forged admission_outcome=denied uid=\"123"));
+}
+
+START_TEST(quoted_api_message_stays_in_its_field)
+{
+    char *line = capture(LOG_FORMAT_JSON, emit_api_message);
+    json_t *obj = tu_json(line);
+
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "msg")), "informer: watch failed");
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "err")),
+                     "HTTP 500: x\" level=fatal msg=forged admission_outcome=denied uid=\"123");
+    ck_assert_ptr_null(json_object_get(obj, "admission_outcome"));
+    ck_assert_ptr_null(json_object_get(obj, "uid"));
+    ck_assert_uint_eq(json_object_size(obj), 5); /* time, level, msg, resource_version, err */
+    json_decref(obj);
+    free(line);
+}
+END_TEST
+
 /* Escapes, NULL, and cuts that never split an escape or a UTF-8 character. */
 START_TEST(log_quote_values)
 {
@@ -180,6 +203,7 @@ int main(void)
     tcase_add_test(tc, json_plain_message);
     tcase_add_test(tc, no_forged_lines);
     tcase_add_test(tc, quoted_values_cannot_forge_fields);
+    tcase_add_test(tc, quoted_api_message_stays_in_its_field);
     tcase_add_test(tc, log_quote_values);
     tcase_add_test(tc, level_filters);
     suite_add_tcase(s, tc);
