@@ -583,8 +583,9 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
              job_name_ref);
         return;
     }
-    /* No Job can have such a name ("." or ".." would even name another URL path). */
-    if (!k8s_name_is_subdomain(job_name_ref) || !k8s_name_is_subdomain(ns)) {
+    /* No Job can have such a name ("." or ".." would even name another URL path), and a
+     * namespace is a DNS-1123 label: nothing to look up. */
+    if (!k8s_name_is_subdomain(job_name_ref) || !k8s_name_is_label(ns)) {
         warnings_add(&out->warnings, "ownerReference names no valid volcano job, pod not mutated");
         return;
     }

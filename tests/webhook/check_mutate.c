@@ -802,6 +802,32 @@ START_TEST(cut_utf8_in_warning_stays_valid)
 }
 END_TEST
 
+/* A namespace is a DNS-1123 label: "x.y" or 64 characters names no namespace, so no GET. */
+START_TEST(invalid_namespace_not_looked_up)
+{
+    struct fake_source fs = {.job = tu_json(JOB_SIMPLE)};
+    json_t *pod = tu_json(POD_SIMPLE);
+    static const char *const bad[] = {
+        "x.y", "a234567890123456789012345678901234567890123456789012345678901234", "NS"};
+    struct mutate_result r;
+
+    json_object_del(json_object_get(pod, "metadata"), "namespace");
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        fs.calls = 0;
+        review(&fs, "CREATE", "pods", bad[i], pod, LOOKUP_FAILURE_DENY, &r);
+        ck_assert(r.allowed);
+        ck_assert_ptr_null(r.patch);
+        ck_assert_uint_eq(r.warnings.n, 1);
+        ck_assert_str_eq(r.warnings.items[0],
+                         "ownerReference names no valid volcano job, pod not mutated");
+        ck_assert_int_eq(fs.calls, 0);
+        mutate_result_dispose(&r);
+    }
+    json_decref(pod);
+    json_decref(fs.job);
+}
+END_TEST
+
 START_TEST(invalid_owner_name_not_looked_up)
 {
     /* "." would make the GET path the namespace's Job list. */
@@ -856,6 +882,7 @@ static Suite *mutate_suite(void)
     tcase_add_test(tc, huge_replicas_denied_not_exhausted);
     tcase_add_test(tc, cut_utf8_in_warning_stays_valid);
     tcase_add_test(tc, invalid_owner_name_not_looked_up);
+    tcase_add_test(tc, invalid_namespace_not_looked_up);
     suite_add_tcase(s, tc);
     return s;
 }
