@@ -595,6 +595,21 @@ int certs_not_after(const char *cert_pem, long long *unix_seconds, struct wh_err
     return rc;
 }
 
+int certs_not_before(const char *cert_pem, long long *unix_seconds, struct wh_error *err)
+{
+    X509 *x;
+    int rc;
+
+    if (cert_pem == NULL)
+        return wh_error_set(err, WH_EINVAL, "no certificate");
+    x = pem_first_cert(cert_pem);
+    if (x == NULL)
+        return wh_error_set(err, WH_EINVAL, "no PEM certificate found");
+    rc = asn1_time_unix(X509_get0_notBefore(x), unix_seconds, err);
+    X509_free(x);
+    return rc;
+}
+
 int certs_chain_not_after(const char *cert_pem, long long *unix_seconds, size_t *index,
                           struct wh_error *err)
 {
@@ -980,6 +995,36 @@ char *certs_base64(const void *data, size_t len)
     /* One line, padded, NUL-terminated: EVP_EncodeBlock writes no newlines. */
     EVP_EncodeBlock((unsigned char *)out, data, (int)len);
     return out;
+}
+
+char *certs_base64_decode(const char *text, size_t *len_out)
+{
+    size_t n = text != NULL ? strlen(text) : 0;
+    size_t pad = 0;
+    unsigned char *out;
+    int got;
+
+    /* Whole groups of four only: EVP_DecodeBlock takes no line breaks and no partial group. */
+    if (text == NULL || n % 4 != 0 || n > (size_t)1 << 30)
+        return NULL;
+    out = malloc(n / 4 * 3 + 1);
+    if (out == NULL)
+        return NULL;
+    got = n == 0 ? 0 : EVP_DecodeBlock(out, (const unsigned char *)text, (int)n);
+    if (got < 0) {
+        free(out);
+        return NULL;
+    }
+    /* EVP_DecodeBlock counts the padding as zero bytes: take them off again. */
+    if (n >= 1 && text[n - 1] == '=')
+        pad++;
+    if (n >= 2 && text[n - 2] == '=')
+        pad++;
+    got -= (int)pad;
+    out[got] = '\0';
+    if (len_out != NULL)
+        *len_out = (size_t)got;
+    return (char *)out;
 }
 
 /* Separate from certs_load_pair so that tests and tools can load any file; serve calls

@@ -133,6 +133,15 @@ int certs_pair_check(const struct certs_pair *p, struct wh_error *err);
 int certs_not_after(const char *cert_pem, long long *unix_seconds, struct wh_error *err);
 
 /**
+ * notBefore of the first certificate in cert_pem as Unix seconds, read like
+ * certs_not_after (certs_generate* put it one hour before the issue time).
+ * @param[out] unix_seconds
+ * @return 0; WH_EINVAL when cert_pem is NULL, holds no PEM certificate or an
+ *         invalid time; WH_ENOMEM.
+ */
+int certs_not_before(const char *cert_pem, long long *unix_seconds, struct wh_error *err);
+
+/**
  * The earliest notAfter of every certificate in cert_pem (a served chain: an
  * intermediate that expires before the leaf ends the chain's validity, RFC 5280
  * 6.1.3 (a)(2)), as Unix seconds read like certs_not_after.
@@ -172,6 +181,17 @@ const char *certs_format_utc(long long t, char *buf, size_t len);
  *         len is over 1 GiB.
  */
 char *certs_base64(const void *data, size_t len);
+
+/**
+ * Decode base64 (RFC 4648, standard alphabet, padded, no line breaks: what the
+ * API server sends for a Secret's data and a caBundle) with OpenSSL's
+ * EVP_DecodeBlock.
+ * @param[out] len_out  decoded length (may be NULL)
+ * @return malloc'd bytes with a NUL after them (free()), or NULL when text is
+ *         NULL, not whole groups of four, holds a character outside the alphabet,
+ *         is over 1 GiB, or memory ran out.
+ */
+char *certs_base64_decode(const char *text, size_t *len_out);
 
 /**
  * Refuse a private key file that others could read or change (such a key is as

@@ -1282,6 +1282,39 @@ START_TEST(test_generate_ca_and_seconds)
 }
 END_TEST
 
+/* certs_base64_decode undoes certs_base64; refuses what is not whole padded groups of
+ * the standard alphabet. certs_not_before: the hour before the issue time. */
+START_TEST(test_base64_decode_and_not_before)
+{
+    struct certs_pair ca = {NULL, NULL};
+    const char *const inputs[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
+    long long nb = 0;
+    long long na = 0;
+    size_t len = 99;
+    char *d;
+
+    for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
+        char *e = certs_base64(inputs[i], strlen(inputs[i]));
+
+        d = certs_base64_decode(e, &len);
+        ck_assert_ptr_nonnull(d);
+        ck_assert_uint_eq(len, strlen(inputs[i]));
+        ck_assert_str_eq(d, inputs[i]);
+        free(d);
+        free(e);
+    }
+    ck_assert_ptr_null(certs_base64_decode("Zm9", NULL));      /* not a whole group */
+    ck_assert_ptr_null(certs_base64_decode("Zm9v!!==", NULL)); /* outside the alphabet */
+    ck_assert_ptr_null(certs_base64_decode(NULL, NULL));
+    ck_assert_int_eq(certs_generate_ca(&ca, CERTS_KEY_ECDSA_P256, 100, NULL), 0);
+    ck_assert_int_eq(certs_not_before(ca.cert_pem, &nb, NULL), 0);
+    ck_assert_int_eq(certs_not_after(ca.cert_pem, &na, NULL), 0);
+    ck_assert_int_eq(na - nb, 100 + 3600);
+    ck_assert_int_eq(certs_not_before("junk", &nb, NULL), WH_EINVAL);
+    certs_pair_dispose(&ca);
+}
+END_TEST
+
 /* gen-certs: a new CA lives --ca-days (default 3650), its leaf --days (default 365). */
 START_TEST(test_gen_certs_ca_days)
 {
@@ -1346,6 +1379,7 @@ static Suite *certs_suite(void)
     tcase_add_test(files, test_load_pair_not_regular);
     tcase_add_test(files, test_gen_certs_ca_days);
     tcase_add_test(gen, test_generate_ca_and_seconds);
+    tcase_add_test(gen, test_base64_decode_and_not_before);
     suite_add_tcase(s, gen);
     suite_add_tcase(s, files);
     return s;
