@@ -8,8 +8,9 @@
  * and the time of the next caBundle check. So two keepers, or one restarted,
  * agree as soon as they read the same objects.
  *
- * Threads: the round runs on the keeper's thread (or the caller's, before
- * certkeeper_start); mu guards served, ready and reason, which MHD workers read
+ * Threads: the round runs on the keeper's thread (a struct backoff_thread,
+ * base/backoff.h, which also holds its stop flag), or the caller's before
+ * certkeeper_start; mu guards served_cert, ready and reason, which MHD workers read
  * through certkeeper_ready; leading and the repair counter are atomic. No lock is
  * held across a request or on_pair. Private keys never reach a log line.
  */
@@ -24,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/backoff.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/metric.h"
@@ -77,14 +79,11 @@ struct certkeeper {
     long long next_repair_ms; /* monotonic; round thread only */
     bool seen[NCONFIGS];      /* the configuration existed at the last check */
 
-    pthread_mutex_t mu; /* guards served, ready, reason, stopping */
-    pthread_cond_t cond;
-    char *served_cert; /* PEM of the pair handed to on_pair last */
+    pthread_mutex_t mu; /* guards served_cert, ready, reason */
+    char *served_cert;  /* PEM of the pair handed to on_pair last */
     bool ready;
     char reason[256];
-    bool started;
-    bool stopping;
-    pthread_t thread;
+    struct backoff_thread th; /* the rounds' thread, from certkeeper_start */
 };
 
 /* ---- PEM bundles: a list of certificates ---- */
@@ -797,32 +796,21 @@ static void *keeper_thread(void *arg)
 {
     struct certkeeper *ck = arg;
 
-    for (;;) {
+    do {
         struct wh_error err = {0, ""};
-        struct timespec until;
-        bool stopping;
 
         (void)certkeeper_sync(ck, &err); /* logged there; the next round tries again */
-        until = clock_after_ms(CLOCK_REALTIME, ck->poll_ms);
-        pthread_mutex_lock(&ck->mu);
-        while (!ck->stopping)
-            if (pthread_cond_timedwait(&ck->cond, &ck->mu, &until) == ETIMEDOUT)
-                break;
-        stopping = ck->stopping;
-        pthread_mutex_unlock(&ck->mu);
-        if (stopping)
-            break;
-    }
+    } while (!backoff_thread_sleep_ms(&ck->th, ck->poll_ms));
     return NULL;
 }
 
 int certkeeper_start(struct certkeeper *ck, struct wh_error *err)
 {
-    if (ck->started)
+    if (ck->th.started)
         return wh_error_set(err, WH_EINVAL, "certkeeper already started");
-    if (pthread_create(&ck->thread, NULL, keeper_thread, ck) != 0)
-        return wh_error_set(err, WH_ERROR, "certkeeper: cannot start its thread");
-    ck->started = true;
+    if (backoff_thread_start(&ck->th, keeper_thread, ck) < 0)
+        return wh_error_set(err, WH_ERROR, "certkeeper: cannot start its thread: %s",
+                            strerror(errno));
     return 0;
 }
 
@@ -830,14 +818,7 @@ void certkeeper_destroy(struct certkeeper *ck)
 {
     if (ck == NULL)
         return;
-    if (ck->started) {
-        pthread_mutex_lock(&ck->mu);
-        ck->stopping = true;
-        pthread_cond_signal(&ck->cond);
-        pthread_mutex_unlock(&ck->mu);
-        pthread_join(ck->thread, NULL);
-    }
-    pthread_cond_destroy(&ck->cond);
+    backoff_thread_stop(&ck->th); /* nothing when never started */
     pthread_mutex_destroy(&ck->mu);
     free(ck->ns);
     free(ck->secret);
@@ -957,11 +938,6 @@ int certkeeper_create(struct certkeeper **out, const struct certkeeper_config *c
     if (pthread_mutex_init(&ck->mu, NULL) != 0) {
         free(ck);
         return wh_error_set(err, WH_ERROR, "certkeeper: cannot create a mutex");
-    }
-    if (pthread_cond_init(&ck->cond, NULL) != 0) {
-        pthread_mutex_destroy(&ck->mu);
-        free(ck);
-        return wh_error_set(err, WH_ERROR, "certkeeper: cannot create a condition variable");
     }
     ck->kc = cfg->kc;
     ck->key_type = cfg->key_type;
