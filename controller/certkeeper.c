@@ -705,8 +705,18 @@ static int replica_round(struct certkeeper *ck, struct wh_error *err)
                 rc = wh_error_set(err, WH_ENOMEM, "out of memory");
                 goto out;
             }
-            if (ck->on_pair != NULL)
-                ck->on_pair(ck->userdata, &p);
+            if (ck->on_pair != NULL) {
+                struct wh_error perr = {0, ""};
+                int prc = ck->on_pair(ck->userdata, &p, &perr);
+
+                if (prc < 0) {
+                    LOG_WARN("certkeeper: the new pair could not be served code=\"%s\" "
+                             "err=\"%s\"",
+                             wh_error_str(prc), perr.msg);
+                    free(copy);
+                    goto readiness;
+                }
+            }
             pthread_mutex_lock(&ck->mu);
             free(ck->served_cert);
             ck->served_cert = copy;
@@ -718,6 +728,7 @@ static int replica_round(struct certkeeper *ck, struct wh_error *err)
             LOG_DEBUG("certkeeper: the secret's pair is not trusted yet, keeping ours: %s", why);
         }
     }
+readiness:
     if (served == NULL)
         set_ready(ck, false, "no serving certificate yet");
     else if (trusted_by_api(ck, &c, served, reason, sizeof(reason)))

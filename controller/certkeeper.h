@@ -64,10 +64,13 @@
 
 /**
  * A new serving pair to serve from now on, for new handshakes (the caller
- * hot-loads it as certs/certwatch.c's reload does). pair is borrowed for the call:
- * copy what is kept.
+ * hot-loads it, e.g. with server_set_tls_pair, as certs/certwatch.c's reload
+ * does). pair is borrowed for the call: copy what is kept.
+ * @return 0 when it is served now; < 0 (err filled) when not: the keeper logs it,
+ *         keeps reporting the pair served before, and offers it again next round.
  */
-typedef void (*certkeeper_pair_fn)(void *userdata, const struct certs_pair *pair);
+typedef int (*certkeeper_pair_fn)(void *userdata, const struct certs_pair *pair,
+                                  struct wh_error *err);
 
 struct certkeeper_config {
     struct k8s_client *kc;         /* borrowed; outlives the keeper */

@@ -58,19 +58,27 @@ static const char *const vwc =
 struct served {
     pthread_mutex_t mu;
     int calls;
+    int refuse; /* answer this many calls with an error */
     char *cert; /* the last pair's certificate */
 };
 
-static void on_pair(void *userdata, const struct certs_pair *pair)
+static int on_pair(void *userdata, const struct certs_pair *pair, struct wh_error *err)
 {
     struct served *s = userdata;
+    int rc = 0;
 
     pthread_mutex_lock(&s->mu);
     s->calls++;
-    free(s->cert);
-    s->cert = strdup(pair->cert_pem);
+    if (s->refuse > 0) {
+        s->refuse--;
+        rc = wh_error_set(err, WH_EINVAL, "the server refused the pair");
+    } else {
+        free(s->cert);
+        s->cert = strdup(pair->cert_pem);
+    }
     ck_assert_ptr_nonnull(pair->key_pem);
     pthread_mutex_unlock(&s->mu);
+    return rc;
 }
 
 static void served_init(struct served *s)
@@ -361,6 +369,14 @@ START_TEST(test_follower_waits_for_leader)
 
     certkeeper_set_leading(leader, true);
     sync_ok(leader);
+    /* The caller cannot serve it (on_pair fails): not served, offered again next round. */
+    fs.refuse = 1;
+    sync_ok(follower);
+    ck_assert_int_eq(fs.calls, 1);
+    ck_assert_ptr_null(certkeeper_served_cert(follower));
+    ck_assert(!certkeeper_ready(follower, reason, sizeof(reason)));
+    ck_assert_str_eq(reason, "no serving certificate yet");
+    fs.calls = 0;
     sync_ok(follower);
     tls = secret_get("tls.crt");
     ck_assert_int_eq(fs.calls, 1);
