@@ -368,17 +368,19 @@ static int set_serial(X509 *cert, struct wh_error *err)
 
 /*
  * Make one certificate for key, named cn, signed by issuer/issuer_key (itself
- * when issuer is NULL). With capped and issuer non-NULL, notAfter is capped at
- * the issuer's and *capped says whether it was (certs_generate's own CA and leaf
- * keep their exact `days`). @param[out] out new certificate.
+ * when issuer is NULL), valid `seconds` from now. With capped and issuer non-NULL,
+ * notAfter is capped at the issuer's and *capped says whether it was
+ * (certs_generate's own CA and leaf keep their exact `days`). @param[out] out new
+ * certificate.
  */
 static int make_cert(X509 **out, bool *capped, EVP_PKEY *key, const char *cn, X509 *issuer,
                      EVP_PKEY *issuer_key, bool is_ca, const char *const *dns, size_t ndns,
-                     int days, struct wh_error *err)
+                     long long seconds, struct wh_error *err)
 {
     X509 *cert = X509_new();
     X509_NAME *name = NULL;
     X509V3_CTX ctx;
+    time_t now = time(NULL);
     int rc;
 
     *out = NULL;
@@ -391,9 +393,12 @@ static int make_cert(X509 **out, bool *capped, EVP_PKEY *key, const char *cn, X5
             != 1
         || X509_set_issuer_name(cert, issuer != NULL ? X509_get_subject_name(issuer) : name) != 1
         || X509_set_pubkey(cert, key) != 1
-        /* From one hour ago: tolerate clock skew between nodes. */
-        || X509_gmtime_adj(X509_getm_notBefore(cert), -3600) == NULL
-        || X509_time_adj_ex(X509_getm_notAfter(cert), days, 0, NULL) == NULL) {
+        /* From one hour ago: tolerate clock skew between nodes. One reading of the
+         * clock for both ends, so that the lifetime is exactly seconds + 1 h. */
+        || X509_time_adj_ex(X509_getm_notBefore(cert), 0, -3600, &now) == NULL
+        || X509_time_adj_ex(X509_getm_notAfter(cert), (int)(seconds / 86400),
+                            (long)(seconds % 86400), &now)
+            == NULL) {
         rc = ossl_fail(err, WH_ERROR, "cannot fill certificate");
         goto out;
     }
@@ -494,19 +499,34 @@ static EVP_PKEY *key_generate(enum certs_key_type type)
     return EVP_EC_gen("P-256");
 }
 
-/* Arguments shared by certs_generate and certs_generate_leaf. */
+#define CERTS_MAX_SECONDS (36500LL * 86400) /* 100 years, as --days 36500 */
+
+/* Arguments shared by certs_generate and certs_generate_leaf*; the validity in seconds. */
 static int check_leaf_args(enum certs_key_type key_type, const char *const *dns, size_t ndns,
-                           int days, struct wh_error *err)
+                           struct wh_error *err)
 {
     if (ndns == 0 || dns == NULL)
         return wh_error_set(err, WH_EINVAL, "no subjectAltName given");
-    if (days <= 0 || days > 36500)
-        return wh_error_set(err, WH_EINVAL, "days %d out of range 1..36500", days);
     if (key_type != CERTS_KEY_ECDSA_P256 && key_type != CERTS_KEY_RSA_2048)
         return wh_error_set(err, WH_EINVAL, "unknown key type %d", (int)key_type);
     for (size_t i = 0; i < ndns; i++)
         if (dns[i] == NULL || dns[i][0] == '\0')
             return wh_error_set(err, WH_EINVAL, "empty subjectAltName");
+    return 0;
+}
+
+static int check_days(int days, struct wh_error *err)
+{
+    if (days <= 0 || days > 36500)
+        return wh_error_set(err, WH_EINVAL, "days %d out of range 1..36500", days);
+    return 0;
+}
+
+static int check_seconds(long long seconds, struct wh_error *err)
+{
+    if (seconds <= 0 || seconds > CERTS_MAX_SECONDS)
+        return wh_error_set(err, WH_EINVAL, "validity %lld s out of range 1..%lld", seconds,
+                            CERTS_MAX_SECONDS);
     return 0;
 }
 
@@ -571,6 +591,21 @@ int certs_not_after(const char *cert_pem, long long *unix_seconds, struct wh_err
     if (x == NULL)
         return wh_error_set(err, WH_EINVAL, "no PEM certificate found");
     rc = asn1_time_unix(X509_get0_notAfter(x), unix_seconds, err);
+    X509_free(x);
+    return rc;
+}
+
+int certs_not_before(const char *cert_pem, long long *unix_seconds, struct wh_error *err)
+{
+    X509 *x;
+    int rc;
+
+    if (cert_pem == NULL)
+        return wh_error_set(err, WH_EINVAL, "no certificate");
+    x = pem_first_cert(cert_pem);
+    if (x == NULL)
+        return wh_error_set(err, WH_EINVAL, "no PEM certificate found");
+    rc = asn1_time_unix(X509_get0_notBefore(x), unix_seconds, err);
     X509_free(x);
     return rc;
 }
@@ -654,11 +689,12 @@ out:
  * Verify leaf as a TLS client would, with every certificate of ca_pem trusted
  * (X509_V_FLAG_PARTIAL_CHAIN: an intermediate CA is an anchor too) and name (a
  * DNS name or an IP address) as the server's name, matched against the SAN
- * only. Catches what a CA's own checks miss: a CA not yet valid, nameConstraints
+ * only; `what` starts the message. Catches what a CA's own checks miss: a CA not yet valid, nameConstraints
  * excluding the name, an extendedKeyUsage without serverAuth.
  * @return 0, or WH_EINVAL with X509_verify_cert_error_string's reason.
  */
-static int leaf_verifies(X509 *leaf, const char *ca_pem, const char *name, struct wh_error *err)
+static int leaf_verifies(X509 *leaf, const char *ca_pem, const char *name, const char *what,
+                         struct wh_error *err)
 {
     X509_STORE *store = X509_STORE_new();
     X509_STORE_CTX *ctx = X509_STORE_CTX_new();
@@ -698,8 +734,7 @@ static int leaf_verifies(X509 *leaf, const char *ca_pem, const char *name, struc
         goto out;
     }
     if (X509_verify_cert(ctx) != 1)
-        rc = wh_error_set(err, WH_EINVAL,
-                          "a serving certificate signed by it does not verify for %s: %s", name,
+        rc = wh_error_set(err, WH_EINVAL, "%s does not verify for %s: %s", what, name,
                           X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx)));
 out:
     X509_STORE_CTX_free(ctx);
@@ -732,9 +767,9 @@ static int ca_usable(X509 *ca, EVP_PKEY *ca_key, struct wh_error *err)
     return 0;
 }
 
-int certs_generate_leaf(struct certs_pair *leaf, bool *capped, const struct certs_pair *ca,
-                        enum certs_key_type key_type, const char *const *dns, size_t ndns, int days,
-                        struct wh_error *err)
+int certs_generate_leaf_seconds(struct certs_pair *leaf, bool *capped, const struct certs_pair *ca,
+                                enum certs_key_type key_type, const char *const *dns, size_t ndns,
+                                long long seconds, struct wh_error *err)
 {
     X509 *ca_cert = NULL;
     EVP_PKEY *ca_key = NULL;
@@ -746,7 +781,9 @@ int certs_generate_leaf(struct certs_pair *leaf, bool *capped, const struct cert
 
     if (ca == NULL || ca->cert_pem == NULL || ca->key_pem == NULL)
         return wh_error_set(err, WH_EINVAL, "no CA certificate and key given");
-    rc = check_leaf_args(key_type, dns, ndns, days, err);
+    rc = check_leaf_args(key_type, dns, ndns, err);
+    if (rc == 0)
+        rc = check_seconds(seconds, err);
     if (rc < 0)
         return rc;
     ca_cert = pem_first_cert(ca->cert_pem);
@@ -770,11 +807,11 @@ int certs_generate_leaf(struct certs_pair *leaf, bool *capped, const struct cert
         goto out;
     }
     rc = make_cert(&leaf_cert, &was_capped, leaf_key, leaf_cn(dns[0]), ca_cert, ca_key, false, dns,
-                   ndns, days, err);
+                   ndns, seconds, err);
     if (rc < 0)
         goto out;
     /* The CA's own checks above are not all a client makes (notBefore, nameConstraints). */
-    rc = leaf_verifies(leaf_cert, ca->cert_pem, dns[0], err);
+    rc = leaf_verifies(leaf_cert, ca->cert_pem, dns[0], "a serving certificate signed by it", err);
     if (rc < 0)
         goto out;
     rc = pair_encode(&l, leaf_cert, leaf_key, err);
@@ -794,6 +831,92 @@ out:
     return rc;
 }
 
+int certs_generate_leaf(struct certs_pair *leaf, bool *capped, const struct certs_pair *ca,
+                        enum certs_key_type key_type, const char *const *dns, size_t ndns, int days,
+                        struct wh_error *err)
+{
+    int rc = check_days(days, err);
+
+    if (rc < 0)
+        return rc;
+    return certs_generate_leaf_seconds(leaf, capped, ca, key_type, dns, ndns,
+                                       (long long)days * 86400, err);
+}
+
+int certs_generate_ca(struct certs_pair *ca, enum certs_key_type key_type, long long seconds,
+                      struct wh_error *err)
+{
+    EVP_PKEY *key = NULL;
+    X509 *cert = NULL;
+    struct certs_pair c = {NULL, NULL};
+    int rc;
+
+    if (key_type != CERTS_KEY_ECDSA_P256 && key_type != CERTS_KEY_RSA_2048)
+        return wh_error_set(err, WH_EINVAL, "unknown key type %d", (int)key_type);
+    rc = check_seconds(seconds, err);
+    if (rc < 0)
+        return rc;
+    key = key_generate(key_type);
+    if (key == NULL) {
+        rc = ossl_fail(err, WH_ERROR,
+                       key_type == CERTS_KEY_RSA_2048 ? "cannot generate RSA-2048 key"
+                                                      : "cannot generate P-256 key");
+        goto out;
+    }
+    rc = make_cert(&cert, NULL, key, CA_COMMON_NAME, NULL, key, true, NULL, 0, seconds, err);
+    if (rc < 0)
+        goto out;
+    rc = pair_encode(&c, cert, key, err);
+    if (rc < 0)
+        goto out;
+    *ca = c;
+    c = (struct certs_pair){NULL, NULL}; /* now owned by the caller */
+out:
+    certs_pair_dispose(&c);
+    X509_free(cert);
+    EVP_PKEY_free(key);
+    ERR_clear_error();
+    return rc;
+}
+
+int certs_verify_leaf(const char *cert_pem, const char *bundle_pem, const char *name,
+                      struct wh_error *err)
+{
+    X509 *leaf;
+    int rc;
+
+    if (cert_pem == NULL || bundle_pem == NULL || name == NULL)
+        return wh_error_set(err, WH_EINVAL, "no certificate, bundle or name");
+    leaf = pem_first_cert(cert_pem);
+    if (leaf == NULL)
+        return wh_error_set(err, WH_EINVAL, "no PEM certificate found");
+    rc = leaf_verifies(leaf, bundle_pem, name, "certificate", err);
+    X509_free(leaf);
+    return rc;
+}
+
+int certs_pair_check(const struct certs_pair *p, struct wh_error *err)
+{
+    X509 *cert = NULL;
+    EVP_PKEY *key = NULL;
+    int rc = 0;
+
+    if (p == NULL || p->cert_pem == NULL || p->key_pem == NULL)
+        return wh_error_set(err, WH_EINVAL, "no certificate or key");
+    cert = pem_first_cert(p->cert_pem);
+    key = pem_key(p->key_pem);
+    if (cert == NULL)
+        rc = wh_error_set(err, WH_EINVAL, "no PEM certificate found");
+    else if (key == NULL)
+        rc = wh_error_set(err, WH_EINVAL, "no unencrypted PEM private key found");
+    else if (X509_check_private_key(cert, key) != 1)
+        rc = wh_error_set(err, WH_EINVAL, "private key does not match the certificate");
+    X509_free(cert);
+    EVP_PKEY_free(key);
+    ERR_clear_error();
+    return rc;
+}
+
 int certs_generate(struct certs_pair *ca, struct certs_pair *leaf, enum certs_key_type key_type,
                    const char *const *dns, size_t ndns, int days, struct wh_error *err)
 {
@@ -805,7 +928,9 @@ int certs_generate(struct certs_pair *ca, struct certs_pair *leaf, enum certs_ke
     struct certs_pair l = {NULL, NULL};
     int rc;
 
-    rc = check_leaf_args(key_type, dns, ndns, days, err);
+    rc = check_leaf_args(key_type, dns, ndns, err);
+    if (rc == 0)
+        rc = check_days(days, err);
     if (rc < 0)
         return rc;
     ca_key = key_generate(key_type);
@@ -816,11 +941,12 @@ int certs_generate(struct certs_pair *ca, struct certs_pair *leaf, enum certs_ke
                                                       : "cannot generate P-256 key");
         goto out;
     }
-    rc = make_cert(&ca_cert, NULL, ca_key, CA_COMMON_NAME, NULL, ca_key, true, NULL, 0, days, err);
+    rc = make_cert(&ca_cert, NULL, ca_key, CA_COMMON_NAME, NULL, ca_key, true, NULL, 0,
+                   (long long)days * 86400, err);
     if (rc < 0)
         goto out;
     rc = make_cert(&leaf_cert, NULL, leaf_key, leaf_cn(dns[0]), ca_cert, ca_key, false, dns, ndns,
-                   days, err);
+                   (long long)days * 86400, err);
     if (rc < 0)
         goto out;
     rc = pair_encode(&c, ca_cert, ca_key, err);
@@ -869,6 +995,36 @@ char *certs_base64(const void *data, size_t len)
     /* One line, padded, NUL-terminated: EVP_EncodeBlock writes no newlines. */
     EVP_EncodeBlock((unsigned char *)out, data, (int)len);
     return out;
+}
+
+char *certs_base64_decode(const char *text, size_t *len_out)
+{
+    size_t n = text != NULL ? strlen(text) : 0;
+    size_t pad = 0;
+    unsigned char *out;
+    int got;
+
+    /* Whole groups of four only: EVP_DecodeBlock takes no line breaks and no partial group. */
+    if (text == NULL || n % 4 != 0 || n > (size_t)1 << 30)
+        return NULL;
+    out = malloc(n / 4 * 3 + 1);
+    if (out == NULL)
+        return NULL;
+    got = n == 0 ? 0 : EVP_DecodeBlock(out, (const unsigned char *)text, (int)n);
+    if (got < 0) {
+        free(out);
+        return NULL;
+    }
+    /* EVP_DecodeBlock counts the padding as zero bytes: take them off again. */
+    if (n >= 1 && text[n - 1] == '=')
+        pad++;
+    if (n >= 2 && text[n - 2] == '=')
+        pad++;
+    got -= (int)pad;
+    out[got] = '\0';
+    if (len_out != NULL)
+        *len_out = (size_t)got;
+    return (char *)out;
 }
 
 /* Separate from certs_load_pair so that tests and tools can load any file; serve calls

@@ -81,6 +81,49 @@ int certs_generate_leaf(struct certs_pair *leaf, bool *capped, const struct cert
                         struct wh_error *err);
 
 /**
+ * certs_generate_leaf with the validity in seconds (1 s .. 100 years) instead of
+ * days, so that managed rotations (controller/certkeeper.c) run in seconds in tests.
+ * Same checks, capping, verification, ownership and errors as certs_generate_leaf;
+ * WH_EINVAL "validity N s out of range 1..M" for seconds out of range.
+ */
+int certs_generate_leaf_seconds(struct certs_pair *leaf, bool *capped, const struct certs_pair *ca,
+                                enum certs_key_type key_type, const char *const *dns, size_t ndns,
+                                long long seconds, struct wh_error *err);
+
+/**
+ * Make a CA alone (self-signed, CN volcano-plugin-webhook-ca, basicConstraints
+ * critical CA:TRUE pathlen:0, keyUsage keyCertSign cRLSign digitalSignature, as
+ * certs_generate's), with a new key of key_type, valid `seconds` (1 s .. 100 years)
+ * from one hour ago. Its serving certificates come from certs_generate_leaf* : the
+ * CA gets its own lifetime (gen-certs --ca-days, certkeeper's CA validity).
+ * @param[out] ca  certificate and key (certs_pair_dispose)
+ * @return 0; WH_EINVAL for an unknown key_type or seconds out of range; WH_ERROR /
+ *         WH_ENOMEM with the OpenSSL reason.
+ */
+int certs_generate_ca(struct certs_pair *ca, enum certs_key_type key_type, long long seconds,
+                      struct wh_error *err);
+
+/**
+ * Whether the first certificate of cert_pem verifies now for name (a DNS name or
+ * an IP address, matched against the subjectAltName only) with every certificate
+ * of bundle_pem as a trust anchor (X509_V_FLAG_PARTIAL_CHAIN), purpose sslserver:
+ * what kube-apiserver checks of a webhook against its caBundle. Both borrowed.
+ * @return 0; WH_EINVAL when a text holds no certificate, or "certificate does not
+ *         verify for NAME: REASON" (X509_verify_cert_error_string: expired, not yet
+ *         valid, unable to get local issuer certificate, ...); WH_ENOMEM / WH_ERROR.
+ */
+int certs_verify_leaf(const char *cert_pem, const char *bundle_pem, const char *name,
+                      struct wh_error *err);
+
+/**
+ * Whether p holds a PEM certificate and an unencrypted PEM private key that
+ * matches its first certificate (X509_check_private_key). p borrowed.
+ * @return 0; WH_EINVAL "no PEM certificate found", "no unencrypted PEM private key
+ *         found" or "private key does not match the certificate".
+ */
+int certs_pair_check(const struct certs_pair *p, struct wh_error *err);
+
+/**
  * notAfter of the first certificate in cert_pem (a chain's leaf) as Unix
  * seconds (UTC; negative before 1970), read with OpenSSL's ASN1_TIME_diff.
  * @param[out] unix_seconds
@@ -88,6 +131,15 @@ int certs_generate_leaf(struct certs_pair *leaf, bool *capped, const struct cert
  *         invalid time; WH_ENOMEM.
  */
 int certs_not_after(const char *cert_pem, long long *unix_seconds, struct wh_error *err);
+
+/**
+ * notBefore of the first certificate in cert_pem as Unix seconds, read like
+ * certs_not_after (certs_generate* put it one hour before the issue time).
+ * @param[out] unix_seconds
+ * @return 0; WH_EINVAL when cert_pem is NULL, holds no PEM certificate or an
+ *         invalid time; WH_ENOMEM.
+ */
+int certs_not_before(const char *cert_pem, long long *unix_seconds, struct wh_error *err);
 
 /**
  * The earliest notAfter of every certificate in cert_pem (a served chain: an
@@ -129,6 +181,17 @@ const char *certs_format_utc(long long t, char *buf, size_t len);
  *         len is over 1 GiB.
  */
 char *certs_base64(const void *data, size_t len);
+
+/**
+ * Decode base64 (RFC 4648, standard alphabet, padded, no line breaks: what the
+ * API server sends for a Secret's data and a caBundle) with OpenSSL's
+ * EVP_DecodeBlock.
+ * @param[out] len_out  decoded length (may be NULL)
+ * @return malloc'd bytes with a NUL after them (free()), or NULL when text is
+ *         NULL, not whole groups of four, holds a character outside the alphabet,
+ *         is over 1 GiB, or memory ran out.
+ */
+char *certs_base64_decode(const char *text, size_t *len_out);
 
 /**
  * Refuse a private key file that others could read or change (such a key is as

@@ -244,6 +244,19 @@ def not_after(cert_file, der=False):
     return ssl.cert_time_to_seconds(out.strip().split("=", 1)[1])
 
 
+def not_before(cert_file):
+    """notBefore of a PEM certificate file as Unix seconds, read by the openssl CLI."""
+    out = subprocess.run(["openssl", "x509", "-startdate", "-noout", "-in", cert_file],
+                         capture_output=True, text=True, check=True, timeout=30).stdout
+    return ssl.cert_time_to_seconds(out.strip().split("=", 1)[1])
+
+
+def lifetime(cert_file):
+    """notAfter - notBefore in seconds: the validity asked for plus the hour of skew
+    allowance before now that gen-certs puts in notBefore."""
+    return not_after(cert_file) - not_before(cert_file)
+
+
 def rfc3339(t):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
@@ -330,8 +343,10 @@ class GenCertsWithCATest(unittest.TestCase):
                       os.path.join(other, "ca.key"))
         self.assertEqual(r.returncode, 0, r.stderr)
         ca_end = not_after(os.path.join(other, "ca.crt"))
-        self.assertEqual(r.stderr, "volcano-plugin-webhook: gen-certs: note: tls.crt expires "
-                                   "with the CA at %s, sooner than --days 365\n" % rfc3339(ca_end))
+        self.assertEqual(r.stderr, "volcano-plugin-webhook: gen-certs: note: the CA expires at "
+                                   "%s, sooner than --days 365: tls.crt expires with it; roll "
+                                   "the CA over before then (README, \"Rolling the CA over\")\n"
+                         % rfc3339(ca_end))
         self.assertEqual(not_after(os.path.join(out, "tls.crt")), ca_end)
         with open(os.path.join(other, "ca.crt"), "rb") as a, \
                 open(os.path.join(out, "ca.crt"), "rb") as b:
@@ -350,6 +365,8 @@ class GenCertsWithCATest(unittest.TestCase):
             (["--ca-key", self.ca_key], 2,
              "--ca-key needs --ca-cert: give both or neither"),
             (["--ca-cert", "", "--ca-key", self.ca_key], 2, "--ca-cert needs a file name"),
+            (["--ca-cert", self.ca_crt, "--ca-key", self.ca_key, "--ca-days", "3650"], 2,
+             "--ca-days is the validity of a new CA: not with --ca-cert, whose CA keeps its own"),
             (["--ca-cert", leaf_crt, "--ca-key", leaf_key], 1,
              "--ca-cert %s: not a CA certificate (no basicConstraints CA:TRUE)" % leaf_crt),
             (["--ca-cert", self.ca_crt, "--ca-key", leaf_key], 1,
@@ -903,3 +920,183 @@ class ApiServerClusterScopedTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def readme_block(heading):
+    """The first ```sh block after the paragraph starting with **heading** in README.md."""
+    with open(os.path.join(harness.ROOT, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    start = text.index("**%s**" % heading)
+    begin = text.index("```sh\n", start) + len("```sh\n")
+    return text[begin:text.index("```", begin)]
+
+
+# A kubectl that records its arguments (one line each) and standard input in $KUBECTL_LOG.
+FAKE_KUBECTL = """#!/bin/sh
+printf '%s\\n' "$*" >> "$KUBECTL_LOG"
+case "$*" in *"-f -"*) cat >> "$KUBECTL_LOG" ;; esac
+"""
+
+
+class CADaysTest(unittest.TestCase):
+    """gen-certs gives a new CA --ca-days (default 3650) and its serving pair --days (365),
+    and the README's renewal steps, run as written, give the full --days again."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(harness.binary(), os.X_OK):
+            raise unittest.SkipTest("%s not built" % harness.binary())
+        cls.dir = tempfile.mkdtemp(prefix="vpw-cadays-")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_defaults(self):
+        out = os.path.join(self.dir, "defaults")
+        r = gen_certs(out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")
+        self.assertEqual(lifetime(os.path.join(out, "ca.crt")), 3650 * 86400 + 3600)
+        self.assertEqual(lifetime(os.path.join(out, "tls.crt")), 365 * 86400 + 3600)
+        self.assertIn("CA valid 3650 days, serving certificate 365 days", r.stdout)
+
+    def test_ca_days(self):
+        out = os.path.join(self.dir, "ca-days")
+        r = gen_certs(out, "--ca-days", "20", "--days", "7")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(lifetime(os.path.join(out, "ca.crt")), 20 * 86400 + 3600)
+        self.assertEqual(lifetime(os.path.join(out, "tls.crt")), 7 * 86400 + 3600)
+        rc, text = openssl_verify(os.path.join(out, "ca.crt"), os.path.join(out, "tls.crt"),
+                                  name="vpw.team-a.svc")
+        self.assertEqual(rc, 0, text)
+
+    def test_ca_days_refusals(self):
+        cases = [
+            (["--ca-days", "0"], 'invalid --ca-days "0": want an integer 1..36500'),
+            (["--ca-days", "36501"], 'invalid --ca-days "36501": want an integer 1..36500'),
+            (["--ca-days", "x"], 'invalid --ca-days "x": want an integer 1..36500'),
+            (["--ca-days", "30", "--days", "31"],
+             "--days 31 is longer than the CA's --ca-days 30: the serving certificate would "
+             "outlive its CA"),
+            (["--days", "3651"],
+             "--days 3651 is longer than the CA's --ca-days 3650: the serving certificate "
+             "would outlive its CA"),
+        ]
+        for flags, line in cases:
+            with self.subTest(flags=flags):
+                out = os.path.join(self.dir, "refused")
+                r = gen_certs(out, *flags)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertEqual(r.stderr, "volcano-plugin-webhook: gen-certs: %s\n" % line)
+                self.assertFalse(os.path.exists(out))
+
+    def test_renewal_cut_by_a_short_ca(self):
+        """A CA expiring within --days: the renewal is cut to it, and stderr says when
+        the CA expires and that it must be rolled over."""
+        first = os.path.join(self.dir, "short-ca")
+        r = gen_certs(first, "--ca-days", "2", "--days", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = os.path.join(self.dir, "short-ca-renewed")
+        r = gen_certs(out, "--ca-cert", os.path.join(first, "ca.crt"), "--ca-key",
+                      os.path.join(first, "ca.key"), "--days", "3")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ca_end = not_after(os.path.join(first, "ca.crt"))
+        self.assertEqual(not_after(os.path.join(out, "tls.crt")), ca_end)
+        self.assertEqual(r.stderr, "volcano-plugin-webhook: gen-certs: note: the CA expires at "
+                                   "%s, sooner than --days 3: tls.crt expires with it; roll "
+                                   "the CA over before then (README, \"Rolling the CA over\")\n"
+                         % rfc3339(ca_end))
+        with open(os.path.join(harness.ROOT, "README.md"), encoding="utf-8") as f:
+            self.assertIn("**Rolling the CA over.**", f.read())
+
+    def test_readme_renewal_as_written(self):
+        """Install step 1 then "Renewing the serving certificate" from README.md, run by sh
+        from the repository root with a recording kubectl: the renewed certificate lasts
+        its full --days from its own notBefore, and so outlasts the old one."""
+        script = readme_block("Renewing the serving certificate.")
+        self.assertIn("--ca-cert \"$CERTS/ca.crt\" --ca-key \"$CERTS/ca.key\"", script)
+        tmp = tempfile.mkdtemp(prefix="readme-", dir=self.dir)
+        certs = os.path.join(tmp, "certs")
+        bindir = os.path.join(tmp, "bin")
+        os.mkdir(bindir)
+        with open(os.path.join(bindir, "kubectl"), "w") as f:
+            f.write(FAKE_KUBECTL)
+        os.chmod(os.path.join(bindir, "kubectl"), 0o755)
+        log = os.path.join(tmp, "kubectl.log")
+        env = dict(os.environ, CERTS=certs, KUBECTL_LOG=log,
+                   PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+        r = subprocess.run([harness.binary(), "gen-certs", "--service", "volcano-plugin-webhook",
+                            "--namespace", "volcano-plugin-webhook", "--out", certs],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        old = not_after(os.path.join(certs, "tls.crt"))
+        wait_past(old - 365 * 86400)   # the renewal's notAfter then lies a second later or more
+        r = subprocess.run(["sh", "-ec", script], cwd=harness.ROOT, env=env,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")   # nothing cut: the CA lives 3650 days
+        renewed = os.path.join(certs, "renewed", "tls.crt")
+        self.assertEqual(lifetime(renewed), 365 * 86400 + 3600)
+        self.assertGreater(not_after(renewed), old)
+        self.assertLess(not_after(renewed), not_after(os.path.join(certs, "ca.crt")))
+        rc, text = openssl_verify(os.path.join(certs, "ca.crt"), renewed,
+                                  name="volcano-plugin-webhook.volcano-plugin-webhook.svc")
+        self.assertEqual(rc, 0, text)
+        # The two ends of the pipe run at once: their lines come in either order.
+        with open(log) as f:
+            lines = sorted(f.read().splitlines())
+        self.assertEqual(lines, sorted(["-n volcano-plugin-webhook create secret tls "
+                                        "volcano-plugin-webhook-tls --cert=%s --key=%s "
+                                        "--dry-run=client -o yaml"
+                                        % (renewed, os.path.join(certs, "renewed", "tls.key")),
+                                        "apply -f -"]))
+
+    def test_readme_ca_rollover_as_written(self):
+        """"Rolling the CA over" from README.md, run by sh in a copy of manifests/ with a
+        recording kubectl: the caBundle holds the old CA then the new one while the new
+        pair goes in the Secret, then the new CA alone; the new pair is the new CA's."""
+        script = readme_block("Rolling the CA over.")
+        tmp = tempfile.mkdtemp(prefix="rollover-", dir=self.dir)
+        shutil.copytree(os.path.join(harness.ROOT, "manifests"), os.path.join(tmp, "manifests"))
+        os.symlink(os.path.join(harness.ROOT, "build"), os.path.join(tmp, "build"))
+        certs = os.path.join(tmp, "certs")
+        bindir = os.path.join(tmp, "bin")
+        os.mkdir(bindir)
+        # This kubectl also records the caBundle line at each `apply -k`.
+        with open(os.path.join(bindir, "kubectl"), "w") as f:
+            f.write(FAKE_KUBECTL + 'case "$*" in "apply -k manifests/") '
+                    'grep "^  value:" manifests/base/ca-bundle.yaml >> "$KUBECTL_LOG" ;; esac\n')
+        os.chmod(os.path.join(bindir, "kubectl"), 0o755)
+        log = os.path.join(tmp, "kubectl.log")
+        env = dict(os.environ, CERTS=certs, KUBECTL_LOG=log,
+                   PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+        r = gen_certs(certs, service="volcano-plugin-webhook", namespace="volcano-plugin-webhook")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = subprocess.run(["sh", "-ec", script], cwd=tmp, env=env, capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(certs, "ca.crt"), "rb") as f:
+            old = f.read()
+        with open(os.path.join(certs, "next", "ca.crt"), "rb") as f:
+            new = f.read()
+        self.assertNotEqual(old, new)
+        rc, text = openssl_verify(os.path.join(certs, "next", "ca.crt"),
+                                  os.path.join(certs, "next", "tls.crt"),
+                                  name="volcano-plugin-webhook.volcano-plugin-webhook.svc")
+        self.assertEqual(rc, 0, text)
+        with open(log) as f:
+            lines = f.read().splitlines()
+        bundles = [base64.b64decode(ln.split("value: ", 1)[1]) for ln in lines
+                   if ln.startswith("  value: ")]
+        self.assertEqual(bundles, [old + new, new])
+        self.assertEqual([ln for ln in lines if ln.startswith("apply -k")],
+                         ["apply -k manifests/", "apply -k manifests/"])
+        self.assertIn("-n volcano-plugin-webhook create secret tls volcano-plugin-webhook-tls "
+                      "--cert=%s --key=%s --dry-run=client -o yaml"
+                      % (os.path.join(certs, "next", "tls.crt"),
+                         os.path.join(certs, "next", "tls.key")), lines)
+        # The new secret comes after both CAs are in the caBundle, before the old CA leaves.
+        order = [ln for ln in lines if ln.startswith(("  value: ", "-n volcano"))]
+        self.assertTrue(order[0].startswith("  value: ") and order[1].startswith("-n volcano")
+                        and order[2].startswith("  value: "), order)

@@ -5,6 +5,9 @@
  * webhook's caBundle value (--ca-bundle). With --ca-cert/--ca-key the serving
  * certificate is signed by that existing CA instead (renewal that keeps the
  * deployed caBundle): ca.crt is the given CA certificate, ca.key is not written.
+ * A new CA lives --ca-days (default 10 years) and its serving certificate --days
+ * (default 1 year), so a renewal under it gets its full --days until the CA's last
+ * year; a renewal the CA would outlive less is cut to the CA's notAfter with a note.
  *
  * SANs: NAME, NAME.NS, NAME.NS.svc, NAME.NS.svc.cluster.local and every
  * --dns / --ip. Keys (and the Secret manifest, which holds one) are written
@@ -34,10 +37,11 @@
 #include "k8s/names.h"
 #include "webhook/commands.h"
 
-#define GEN_MAX_DNS      32 /* --dns entries */
-#define GEN_DEFAULT_DAYS 365
-#define GEN_MAX_OUTPUTS  6 /* ca.key, ca.crt, tls.key, tls.crt, Secret, caBundle */
-#define GEN_SECRET_NAME  "volcano-plugin-webhook-tls" /* the Secret manifests/ mounts */
+#define GEN_MAX_DNS         32 /* --dns entries */
+#define GEN_DEFAULT_DAYS    365
+#define GEN_DEFAULT_CA_DAYS 3650 /* a new CA outlives ten renewals of its serving pair */
+#define GEN_MAX_OUTPUTS     6    /* ca.key, ca.crt, tls.key, tls.crt, Secret, caBundle */
+#define GEN_SECRET_NAME     "volcano-plugin-webhook-tls" /* the Secret manifests/ mounts */
 
 static void gen_usage(FILE *to)
 {
@@ -53,7 +57,10 @@ static void gen_usage(FILE *to)
             "  --namespace NS     Service namespace (required)\n"
             "  --out DIR          output directory, created with its parents if missing\n"
             "                     (required)\n"
-            "  --days N           validity in days, 1..36500 (default %d)\n"
+            "  --days N           the serving certificate's validity in days, 1..36500\n"
+            "                     (default %d)\n"
+            "  --ca-days N        a new CA's validity in days, 1..36500, no less than\n"
+            "                     --days; not with --ca-cert (default %d)\n"
             "  --dns NAME         extra subjectAltName (DNS name or IP address); repeatable\n"
             "                     (default: none)\n"
             "  --ip ADDR          extra IP subjectAltName (IPv4 or IPv6); repeatable; --dns\n"
@@ -68,9 +75,12 @@ static void gen_usage(FILE *to)
             "                     CA:TRUE, keyCertSign, not expired) instead of making a\n"
             "                     new CA: the deployed caBundle stays valid. ca.crt is\n"
             "                     then a copy of it and ca.key is NOT written: the CA's\n"
-            "                     key stays where it is. tls.crt expires no later than\n"
-            "                     the CA; a ca.key already in --out must be this CA's\n"
-            "                     key. Needs --ca-key (default: make a new CA)\n"
+            "                     key stays where it is. tls.crt gets its full --days\n"
+            "                     unless the CA expires sooner: then it is cut to the\n"
+            "                     CA's notAfter and the CA must be rolled over (README,\n"
+            "                     \"Rolling the CA over\"); a ca.key already in --out\n"
+            "                     must be this CA's key. Needs --ca-key (default: make\n"
+            "                     a new CA)\n"
             "  --ca-key FILE      the unencrypted PEM private key of --ca-cert; only read\n"
             "                     (default: none)\n"
             "  --force            replace existing files (a new CA invalidates the\n"
@@ -80,7 +90,7 @@ static void gen_usage(FILE *to)
             "subjectAltNames always include NAME, NAME.NS, NAME.NS.svc and\n"
             "NAME.NS.svc.cluster.local. The webhook's caBundle is base64 of ca.crt\n"
             "(--ca-bundle writes it).\n",
-            GEN_DEFAULT_DAYS, GEN_MAX_DNS);
+            GEN_DEFAULT_DAYS, GEN_DEFAULT_CA_DAYS, GEN_MAX_DNS);
 }
 
 /* A --dns value: 1-253 printable ASCII bytes without spaces or commas. */
@@ -469,7 +479,7 @@ static bool ip_ok(const char *s)
     return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
 }
 
-/* Parse --days strictly. @return 0 or -1. */
+/* Parse --days or --ca-days strictly. @return 0 or -1. */
 static int parse_days(const char *s, int *out)
 {
     char *end;
@@ -565,6 +575,8 @@ struct gen_args {
     const char *extra[GEN_MAX_DNS]; /* --dns and --ip, in order */
     size_t nextra;
     int days;
+    int ca_days;      /* a new CA's validity */
+    bool ca_days_set; /* --ca-days given: refused with --ca-cert */
     enum certs_key_type key_type;
     const char *secret_file;  /* --secret-manifest, or NULL */
     const char *bundle_file;  /* --ca-bundle, or NULL */
@@ -587,6 +599,15 @@ static int gen_parse_flag(struct gen_args *a, int opt, char *arg)
                     WH_PROG ": gen-certs: invalid --days \"%s\": want an integer 1..36500\n", arg);
             return 2;
         }
+        break;
+    case 'c':
+        if (parse_days(arg, &a->ca_days) < 0) {
+            fprintf(stderr,
+                    WH_PROG ": gen-certs: invalid --ca-days \"%s\": want an integer 1..36500\n",
+                    arg);
+            return 2;
+        }
+        a->ca_days_set = true;
         break;
     case 'D':
         if (!dns_name_ok(arg)) {
@@ -647,6 +668,7 @@ static int gen_parse_args(struct gen_args *a, int argc, char **argv)
         {"namespace", required_argument, NULL, 'n'},
         {"out", required_argument, NULL, 'o'},
         {"days", required_argument, NULL, 'd'},
+        {"ca-days", required_argument, NULL, 'c'},
         {"dns", required_argument, NULL, 'D'},
         {"ip", required_argument, NULL, 'I'},
         {"key-type", required_argument, NULL, 'k'},
@@ -662,6 +684,7 @@ static int gen_parse_args(struct gen_args *a, int argc, char **argv)
 
     memset(a, 0, sizeof(*a));
     a->days = GEN_DEFAULT_DAYS;
+    a->ca_days = GEN_DEFAULT_CA_DAYS;
     a->key_type = CERTS_KEY_ECDSA_P256;
     optind = 0; /* full getopt reset: the subcommand may run more than once (tests) */
     opterr = 0; /* our own messages, naming the flag */
@@ -702,6 +725,20 @@ static int gen_check_args(const struct gen_args *a)
         fprintf(stderr, WH_PROG ": gen-certs: %s needs %s: give both or neither\n",
                 a->ca_cert_file != NULL ? "--ca-cert" : "--ca-key",
                 a->ca_cert_file != NULL ? "--ca-key" : "--ca-cert");
+        return 2;
+    }
+    if (a->ca_cert_file != NULL && a->ca_days_set) {
+        fprintf(stderr,
+                WH_PROG ": gen-certs: --ca-days is the validity of a new CA: not with "
+                        "--ca-cert, whose CA keeps its own\n");
+        return 2;
+    }
+    /* A serving certificate outliving its CA would only fail at the CA's notAfter. */
+    if (a->ca_cert_file == NULL && a->days > a->ca_days) {
+        fprintf(stderr,
+                WH_PROG ": gen-certs: --days %d is longer than the CA's --ca-days %d: the "
+                        "serving certificate would outlive its CA\n",
+                a->days, a->ca_days);
         return 2;
     }
     if (!k8s_name_is_label(a->service)) {
@@ -802,7 +839,10 @@ static int gen_make(struct gen_made *m, const struct gen_args *a, const struct g
                 != 0
             || check_stale_ca_key(a->dir, &m->ca) != 0)
             return 1;
-    } else if (certs_generate(&m->ca, &m->leaf, a->key_type, s->list, s->n, a->days, &err) < 0) {
+    } else if (certs_generate_ca(&m->ca, a->key_type, (long long)a->ca_days * 86400, &err) < 0
+               || certs_generate_leaf(&m->leaf, NULL, &m->ca, a->key_type, s->list, s->n, a->days,
+                                      &err)
+                   < 0) {
         fprintf(stderr, WH_PROG ": gen-certs: %s\n", err.msg);
         return 1;
     }
@@ -859,16 +899,18 @@ static void gen_report(const struct gen_args *a, const struct gen_made *m, const
 
     if (m->capped && certs_not_after(m->ca.cert_pem, &ca_not_after, &err) == 0)
         fprintf(stderr,
-                WH_PROG ": gen-certs: note: tls.crt expires with the CA at %s, sooner than "
-                        "--days %d\n",
+                WH_PROG ": gen-certs: note: the CA expires at %s, sooner than --days %d: "
+                        "tls.crt expires with it; roll the CA over before then (README, "
+                        "\"Rolling the CA over\")\n",
                 certs_format_utc(ca_not_after, when, sizeof(when)), a->days);
     if (a->ca_cert_file != NULL)
         printf("wrote %s/ca.crt (a copy of %s) %s/tls.crt %s/tls.key (%s, signed by that CA; "
                "its key stays in %s, no ca.key written)\n",
                a->dir, a->ca_cert_file, a->dir, a->dir, kind, a->ca_key_file);
     else
-        printf("wrote %s/ca.crt %s/ca.key %s/tls.crt %s/tls.key (%s, valid %d days)\n", a->dir,
-               a->dir, a->dir, a->dir, kind, a->days);
+        printf("wrote %s/ca.crt %s/ca.key %s/tls.crt %s/tls.key (%s, CA valid %d days, "
+               "serving certificate %d days)\n",
+               a->dir, a->dir, a->dir, a->dir, kind, a->ca_days, a->days);
     if (a->secret_file != NULL)
         printf("wrote Secret %s/%s manifest to %s\n", a->ns, GEN_SECRET_NAME, a->secret_file);
     if (a->bundle_file != NULL)

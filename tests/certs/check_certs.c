@@ -1188,6 +1188,165 @@ START_TEST(test_gen_certs_with_ca)
 }
 END_TEST
 
+/* notAfter - notBefore of the first certificate of pem, in seconds. */
+static long long lifetime_of(const char *pem)
+{
+    X509 *x = ct_pem_cert(pem);
+    int day = 0;
+    int sec = 0;
+
+    ck_assert_int_eq(ASN1_TIME_diff(&day, &sec, X509_get0_notBefore(x), X509_get0_notAfter(x)), 1);
+    X509_free(x);
+    return (long long)day * 86400 + sec;
+}
+
+/* certs_generate_ca: its own lifetime (plus the hour before now), a CA; a leaf in
+ * seconds under it; certs_verify_leaf under one bundle and not another; pair checks. */
+START_TEST(test_generate_ca_and_seconds)
+{
+    struct certs_pair ca = {NULL, NULL};
+    struct certs_pair other = {NULL, NULL};
+    struct certs_pair leaf = {NULL, NULL};
+    struct certs_pair mixed = {NULL, NULL};
+    struct wh_error err = {0, ""};
+    bool capped = true;
+    char *bundle = NULL;
+    size_t n;
+    X509 *x;
+
+    ck_assert_int_eq(certs_generate_ca(&ca, CERTS_KEY_ECDSA_P256, 7200, &err), 0);
+    ck_assert_int_eq(certs_generate_ca(&other, CERTS_KEY_RSA_2048, 90, &err), 0);
+    ck_assert_int_eq(lifetime_of(ca.cert_pem), 7200 + 3600);
+    ck_assert_int_eq(lifetime_of(other.cert_pem), 90 + 3600);
+    x = ct_pem_cert(ca.cert_pem);
+    ck_assert_int_eq(X509_check_ca(x), 1);
+    X509_free(x);
+    ck_assert_int_eq(certs_pair_check(&ca, &err), 0);
+
+    ck_assert_int_eq(
+        certs_generate_leaf_seconds(&leaf, &capped, &ca, CERTS_KEY_ECDSA_P256, sans, 4, 60, &err),
+        0);
+    ck_assert(!capped);
+    ck_assert_int_eq(lifetime_of(leaf.cert_pem), 60 + 3600);
+    ck_assert_int_eq(certs_pair_check(&leaf, &err), 0);
+    ck_assert_int_eq(certs_verify_leaf(leaf.cert_pem, ca.cert_pem, "wh.ns.svc", &err), 0);
+    ck_assert_int_eq(certs_verify_leaf(leaf.cert_pem, other.cert_pem, "wh.ns.svc", &err),
+                     WH_EINVAL);
+    ck_assert_str_eq(err.msg,
+                     "certificate does not verify for wh.ns.svc: unable to get local issuer "
+                     "certificate");
+    ck_assert_int_eq(certs_verify_leaf(leaf.cert_pem, ca.cert_pem, "wh.other.svc", &err),
+                     WH_EINVAL);
+    ck_assert_str_eq(err.msg, "certificate does not verify for wh.other.svc: hostname mismatch");
+    /* A bundle of two CAs trusts a leaf of either. */
+    n = strlen(other.cert_pem) + strlen(ca.cert_pem) + 1;
+    bundle = malloc(n);
+    ck_assert_ptr_nonnull(bundle);
+    snprintf(bundle, n, "%s%s", other.cert_pem, ca.cert_pem);
+    ck_assert_int_eq(certs_verify_leaf(leaf.cert_pem, bundle, "wh.ns.svc", &err), 0);
+    ck_assert_int_eq(certs_verify_leaf("junk", bundle, "wh.ns.svc", &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "no PEM certificate found");
+    /* Capped at a CA that ends first. */
+    certs_pair_dispose(&leaf);
+    ck_assert_int_eq(certs_generate_leaf_seconds(&leaf, &capped, &other, CERTS_KEY_ECDSA_P256, sans,
+                                                 4, 3600, &err),
+                     0);
+    ck_assert(capped);
+    {
+        long long leaf_end = 0;
+        long long ca_end = 0;
+
+        ck_assert_int_eq(certs_not_after(leaf.cert_pem, &leaf_end, NULL), 0);
+        ck_assert_int_eq(certs_not_after(other.cert_pem, &ca_end, NULL), 0);
+        ck_assert_int_eq(leaf_end, ca_end);
+    }
+
+    /* A key of another pair; out-of-range lifetimes. */
+    mixed.cert_pem = leaf.cert_pem;
+    mixed.key_pem = ca.key_pem;
+    ck_assert_int_eq(certs_pair_check(&mixed, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "private key does not match the certificate");
+    mixed.key_pem = (char *)"garbage";
+    ck_assert_int_eq(certs_pair_check(&mixed, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "no unencrypted PEM private key found");
+    ck_assert_int_eq(certs_generate_ca(&mixed, CERTS_KEY_ECDSA_P256, 0, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "validity 0 s out of range 1..3153600000");
+    ck_assert_int_eq(certs_generate_leaf_seconds(&mixed, NULL, &ca, CERTS_KEY_ECDSA_P256, sans, 1,
+                                                 3153600001LL, &err),
+                     WH_EINVAL);
+    ck_assert_str_eq(err.msg, "validity 3153600001 s out of range 1..3153600000");
+    free(bundle);
+    certs_pair_dispose(&ca);
+    certs_pair_dispose(&other);
+    certs_pair_dispose(&leaf);
+}
+END_TEST
+
+/* certs_base64_decode undoes certs_base64; refuses what is not whole padded groups of
+ * the standard alphabet. certs_not_before: the hour before the issue time. */
+START_TEST(test_base64_decode_and_not_before)
+{
+    struct certs_pair ca = {NULL, NULL};
+    const char *const inputs[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
+    long long nb = 0;
+    long long na = 0;
+    size_t len = 99;
+    char *d;
+
+    for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
+        char *e = certs_base64(inputs[i], strlen(inputs[i]));
+
+        d = certs_base64_decode(e, &len);
+        ck_assert_ptr_nonnull(d);
+        ck_assert_uint_eq(len, strlen(inputs[i]));
+        ck_assert_str_eq(d, inputs[i]);
+        free(d);
+        free(e);
+    }
+    ck_assert_ptr_null(certs_base64_decode("Zm9", NULL));      /* not a whole group */
+    ck_assert_ptr_null(certs_base64_decode("Zm9v!!==", NULL)); /* outside the alphabet */
+    ck_assert_ptr_null(certs_base64_decode(NULL, NULL));
+    ck_assert_int_eq(certs_generate_ca(&ca, CERTS_KEY_ECDSA_P256, 100, NULL), 0);
+    ck_assert_int_eq(certs_not_before(ca.cert_pem, &nb, NULL), 0);
+    ck_assert_int_eq(certs_not_after(ca.cert_pem, &na, NULL), 0);
+    ck_assert_int_eq(na - nb, 100 + 3600);
+    ck_assert_int_eq(certs_not_before("junk", &nb, NULL), WH_EINVAL);
+    certs_pair_dispose(&ca);
+}
+END_TEST
+
+/* gen-certs: a new CA lives --ca-days (default 3650), its leaf --days (default 365). */
+START_TEST(test_gen_certs_ca_days)
+{
+    char out[128];
+    char a[160];
+    char *pem;
+    const char *defaults[] = {"gen-certs", "--service", "vpw", "--namespace",
+                              "ns",        "--out",     out,   NULL};
+    const char *custom[] = {"gen-certs", "--service", "vpw", "--namespace", "ns", "--out", out,
+                            "--force",   "--ca-days", "40",  "--days",      "12", NULL};
+    const char *too_long[] = {"gen-certs", "--service", "vpw", "--namespace", "ns", "--out", out,
+                              "--force",   "--ca-days", "5",   "--days",      "6",  NULL};
+
+    snprintf(out, sizeof(out), "%s/cadays", tmpdir);
+    ck_assert_int_eq(run_gen(7, defaults), 0);
+    pem = slurp(tmp_path("cadays/ca.crt", a, sizeof(a)));
+    ck_assert_int_eq(lifetime_of(pem), 3650LL * 86400 + 3600);
+    free(pem);
+    pem = slurp(tmp_path("cadays/tls.crt", a, sizeof(a)));
+    ck_assert_int_eq(lifetime_of(pem), 365LL * 86400 + 3600);
+    free(pem);
+    ck_assert_int_eq(run_gen(12, custom), 0);
+    pem = slurp(tmp_path("cadays/ca.crt", a, sizeof(a)));
+    ck_assert_int_eq(lifetime_of(pem), 40LL * 86400 + 3600);
+    free(pem);
+    pem = slurp(tmp_path("cadays/tls.crt", a, sizeof(a)));
+    ck_assert_int_eq(lifetime_of(pem), 12LL * 86400 + 3600);
+    free(pem);
+    ck_assert_int_eq(run_gen(12, too_long), 2); /* the leaf would outlive its CA */
+}
+END_TEST
+
 static Suite *certs_suite(void)
 {
     Suite *s = suite_create("certs");
@@ -1218,6 +1377,9 @@ static Suite *certs_suite(void)
     tcase_add_test(files, test_chain_not_after);
     tcase_add_test(files, test_check_key_file);
     tcase_add_test(files, test_load_pair_not_regular);
+    tcase_add_test(files, test_gen_certs_ca_days);
+    tcase_add_test(gen, test_generate_ca_and_seconds);
+    tcase_add_test(gen, test_base64_decode_and_not_before);
     suite_add_tcase(s, gen);
     suite_add_tcase(s, files);
     return s;

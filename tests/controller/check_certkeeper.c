@@ -1,0 +1,898 @@
+/*
+ * check_certkeeper.c - managed certificates against tests/apiserver.py: a fresh
+ * install (the Secret's keys, every caBundle of the Mutating and Validating
+ * configurations), a follower that waits for the leader, two leaders racing on
+ * an empty namespace (one CA), a serving-certificate renewal and a CA rollover in
+ * seconds (which CA signed the served certificate at each step, the bundle in
+ * order), a caBundle changed by hand (repaired at the interval, counted), the
+ * Secret deleted and overwritten with garbage (no replica ever serves a
+ * certificate the caBundle does not trust), an expired pair at start, and the
+ * readiness reasons.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "certs/certs.h"
+#include "controller/certkeeper.h"
+#include "tests/apitest.h"
+#include "tests/testutil.h"
+
+#define NS          "vpw-system"
+#define SECRET      "vpw-certs"
+#define SECRET_PATH "/api/v1/namespaces/" NS "/secrets/" SECRET
+#define MWC_PATH    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/vpw"
+#define VWC_PATH    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/vpw"
+#define SVC_NAME    "vpw.vpw-system.svc"
+
+static struct apitest api;
+
+static void api_setup(void)
+{
+    apitest_start(&api, NULL);
+}
+
+static void api_teardown(void)
+{
+    apitest_stop(&api);
+}
+
+static const char *const mwc =
+    "{\"apiVersion\": \"admissionregistration.k8s.io/v1\","
+    " \"kind\": \"MutatingWebhookConfiguration\", \"metadata\": {\"name\": \"vpw\"},"
+    " \"webhooks\": [{\"name\": \"a.example.org\", \"clientConfig\": {\"caBundle\": \"cGxhY2U=\","
+    " \"service\": {\"name\": \"vpw\", \"namespace\": \"vpw-system\"}}},"
+    " {\"name\": \"b.example.org\", \"clientConfig\": {"
+    " \"service\": {\"name\": \"vpw\", \"namespace\": \"vpw-system\"}}}]}";
+
+static const char *const vwc =
+    "{\"apiVersion\": \"admissionregistration.k8s.io/v1\","
+    " \"kind\": \"ValidatingWebhookConfiguration\", \"metadata\": {\"name\": \"vpw\"},"
+    " \"webhooks\": [{\"name\": \"v.example.org\", \"clientConfig\": {"
+    " \"service\": {\"name\": \"vpw\", \"namespace\": \"vpw-system\"}}}]}";
+
+/* What on_pair was handed. */
+struct served {
+    pthread_mutex_t mu;
+    int calls;
+    int refuse; /* answer this many calls with an error */
+    char *cert; /* the last pair's certificate */
+};
+
+static int on_pair(void *userdata, const struct certs_pair *pair, struct wh_error *err)
+{
+    struct served *s = userdata;
+    int rc = 0;
+
+    pthread_mutex_lock(&s->mu);
+    s->calls++;
+    if (s->refuse > 0) {
+        s->refuse--;
+        rc = wh_error_set(err, WH_EINVAL, "the server refused the pair");
+    } else {
+        free(s->cert);
+        s->cert = strdup(pair->cert_pem);
+    }
+    ck_assert_ptr_nonnull(pair->key_pem);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+static void served_init(struct served *s)
+{
+    memset(s, 0, sizeof(*s));
+    pthread_mutex_init(&s->mu, NULL);
+}
+
+static void served_dispose(struct served *s)
+{
+    free(s->cert);
+    pthread_mutex_destroy(&s->mu);
+}
+
+static const char *const extra_sans[] = {"vpw.example.org"};
+
+/* A keeper on the test server with short durations (seconds), handing pairs to s. */
+static struct certkeeper *keeper(struct k8s_client *kc, struct served *s, long long validity_s,
+                                 long long ca_validity_s, long long renew_before_s, long repair_ms)
+{
+    struct certkeeper_config cfg = {
+        .kc = kc,
+        .ns = NS,
+        .secret = SECRET,
+        .service = "vpw",
+        .extra_sans = extra_sans,
+        .nextra = 1,
+        .webhook_config = "vpw",
+        .validity_s = validity_s,
+        .ca_validity_s = ca_validity_s,
+        .renew_before_s = renew_before_s,
+        .drain_s = 1,
+        .poll_ms = 100,
+        .repair_ms = repair_ms,
+        .request_timeout_ms = 5000,
+        .on_pair = on_pair,
+        .userdata = s,
+    };
+    struct certkeeper *ck = NULL;
+    struct wh_error err = {0, ""};
+
+    ck_assert_msg(certkeeper_create(&ck, &cfg, &err) == 0, "%s", err.msg);
+    return ck;
+}
+
+static void sync_ok(struct certkeeper *ck)
+{
+    struct wh_error err = {0, ""};
+    int rc = certkeeper_sync(ck, &err);
+
+    ck_assert_msg(rc == 0, "certkeeper_sync: %s (%s)", wh_error_str(rc), err.msg);
+}
+
+/* The Secret's data[key], decoded (malloc'd), or NULL when absent. */
+static char *secret_get(const char *key)
+{
+    json_t *obj = NULL;
+    const char *b64;
+    char *text = NULL;
+
+    ck_assert_int_eq(apitest_call(&api, "GET", SECRET_PATH, NULL, true, &obj), 200);
+    b64 = json_string_value(json_object_get(json_object_get(obj, "data"), key));
+    if (b64 != NULL)
+        text = certs_base64_decode(b64, NULL);
+    json_decref(obj);
+    return text;
+}
+
+/* The Secret's data keys, comma-separated, in the order jansson sorts them. */
+static void assert_secret_keys(void)
+{
+    json_t *obj = NULL;
+
+    ck_assert_int_eq(apitest_call(&api, "GET", SECRET_PATH, NULL, true, &obj), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(obj, "type")), "kubernetes.io/tls");
+    ck_assert_uint_eq(json_object_size(json_object_get(obj, "data")), 5);
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(obj, "data"), "ca.crt"));
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(obj, "data"), "ca.key"));
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(obj, "data"), "ca-bundle.crt"));
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(obj, "data"), "tls.crt"));
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(obj, "data"), "tls.key"));
+    json_decref(obj);
+}
+
+/* Every webhook of the configuration at path holds base64 of pem (NULL: has none). */
+static void assert_ca_bundle(const char *path, size_t nwebhooks, const char *pem)
+{
+    json_t *cfg = NULL;
+    json_t *wh;
+    size_t i;
+    char *want = pem != NULL ? certs_base64(pem, strlen(pem)) : NULL;
+
+    ck_assert_int_eq(apitest_call(&api, "GET", path, NULL, true, &cfg), 200);
+    ck_assert_uint_eq(json_array_size(json_object_get(cfg, "webhooks")), nwebhooks);
+    json_array_foreach(json_object_get(cfg, "webhooks"), i, wh) {
+        const char *got =
+            json_string_value(json_object_get(json_object_get(wh, "clientConfig"), "caBundle"));
+
+        if (want == NULL)
+            ck_assert_ptr_null(got);
+        else
+            ck_assert_msg(got != NULL && strcmp(got, want) == 0, "%s webhooks[%zu] caBundle %s",
+                          path, i, got != NULL ? got : "(none)");
+    }
+    json_decref(cfg);
+    free(want);
+}
+
+/* a then b, as one text (malloc'd). */
+static char *concat(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 1;
+    char *out = malloc(n);
+
+    ck_assert_ptr_nonnull(out);
+    snprintf(out, n, "%s%s", a, b);
+    return out;
+}
+
+static bool signed_by(const char *cert, const char *ca)
+{
+    return certs_verify_leaf(cert, ca, SVC_NAME, NULL) == 0;
+}
+
+/* Set the caBundle of webhook i of the configuration at path by hand (a PUT). */
+static void hand_set_ca_bundle(const char *path, size_t i, const char *b64)
+{
+    json_t *cfg = NULL;
+    char *body;
+
+    ck_assert_int_eq(apitest_call(&api, "GET", path, NULL, true, &cfg), 200);
+    json_object_set_new(
+        json_object_get(json_array_get(json_object_get(cfg, "webhooks"), i), "clientConfig"),
+        "caBundle", json_string(b64));
+    json_object_del(json_object_get(cfg, "metadata"), "resourceVersion");
+    body = json_dumps(cfg, JSON_COMPACT);
+    ck_assert_int_eq(apitest_call(&api, "PUT", path, body, true, NULL), 200);
+    free(body);
+    json_decref(cfg);
+}
+
+/* Sleep until the certificate has less than left_s seconds left. */
+static void wait_until_left(const char *pem, long long left_s)
+{
+    long long na = 0;
+
+    ck_assert_int_eq(certs_not_after(pem, &na, NULL), 0);
+    while ((long long)time(NULL) <= na - left_s)
+        apitest_nap(50);
+}
+
+START_TEST(test_create_refusals)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct certkeeper_config cfg = {
+        .kc = kc, .ns = NS, .secret = SECRET, .service = "vpw", .webhook_config = "vpw"};
+    struct certkeeper *ck = NULL;
+    struct wh_error err = {0, ""};
+    char reason[256];
+
+    cfg.secret = "";
+    ck_assert_int_eq(certkeeper_create(&ck, &cfg, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "certkeeper: no Secret namespace or name");
+    ck_assert_ptr_null(ck);
+    cfg.secret = SECRET;
+    cfg.webhook_config = NULL;
+    ck_assert_int_eq(certkeeper_create(&ck, &cfg, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "certkeeper: no webhook configuration name");
+    cfg.webhook_config = "vpw";
+    cfg.validity_s = 10;
+    cfg.renew_before_s = 10;
+    ck_assert_int_eq(certkeeper_create(&ck, &cfg, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "certkeeper: renew-before 10s is not below the validity 10s");
+    cfg.renew_before_s = 5;
+    cfg.ca_validity_s = 9;
+    ck_assert_int_eq(certkeeper_create(&ck, &cfg, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "certkeeper: CA validity 9s is below the serving validity 10s");
+    cfg.renew_before_s = 6;
+    cfg.ca_validity_s = 12;
+    ck_assert_int_eq(certkeeper_create(&ck, &cfg, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "certkeeper: CA validity 12s is not above twice the renew-before 6s");
+    cfg.renew_before_s = 5;
+    cfg.ca_validity_s = -1;
+    ck_assert_int_eq(certkeeper_create(&ck, &cfg, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "certkeeper: negative duration");
+    cfg.ca_validity_s = 0;
+    cfg.validity_s = 0;
+    cfg.renew_before_s = 0;
+    ck_assert_int_eq(certkeeper_create(&ck, &cfg, &err), 0);
+    /* Not started, never synced: not ready. */
+    ck_assert(!certkeeper_ready(ck, reason, sizeof(reason)));
+    ck_assert_str_eq(reason, "no serving certificate yet");
+    ck_assert_ptr_null(certkeeper_served_cert(ck));
+    ck_assert_uint_eq(certkeeper_repairs(ck), 0);
+    certkeeper_destroy(ck);
+    certkeeper_destroy(NULL);
+    ck_assert_int_eq(apitest_total(&api), 0); /* nothing was sent */
+    k8s_client_destroy(kc);
+}
+END_TEST
+
+/* An empty namespace: one round makes the Secret, sets every caBundle, serves, is ready;
+ * a second round writes nothing. */
+START_TEST(test_fresh_install)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct served s;
+    struct certkeeper *ck;
+    char *ca;
+    char *bundle;
+    char *tls;
+    char *cert;
+
+    served_init(&s);
+    apitest_ctl(&api, "POST", "/_test/objects", mwc);
+    apitest_ctl(&api, "POST", "/_test/objects", vwc);
+    ck = keeper(kc, &s, 0, 0, 0, 0);
+    certkeeper_set_leading(ck, true);
+    sync_ok(ck);
+
+    assert_secret_keys();
+    ca = secret_get("ca.crt");
+    bundle = secret_get("ca-bundle.crt");
+    tls = secret_get("tls.crt");
+    ck_assert_str_eq(bundle, ca);
+    assert_ca_bundle(MWC_PATH, 2, ca);
+    assert_ca_bundle(VWC_PATH, 1, ca);
+    ck_assert_int_eq(s.calls, 1);
+    ck_assert_str_eq(s.cert, tls);
+    ck_assert(signed_by(tls, ca));
+    ck_assert_int_eq(certs_verify_leaf(tls, ca, "vpw.example.org", NULL), 0);
+    ck_assert_int_eq(certs_verify_leaf(tls, ca, "vpw.vpw-system.svc.cluster.local", NULL), 0);
+    ck_assert(certkeeper_ready(ck, NULL, 0));
+    cert = certkeeper_served_cert(ck);
+    ck_assert_str_eq(cert, tls);
+    free(cert);
+    /* 1 year and 10 years by default (plus the hour before now). */
+    {
+        long long nb = 0;
+        long long na = 0;
+
+        ck_assert_int_eq(certs_not_before(tls, &nb, NULL), 0);
+        ck_assert_int_eq(certs_not_after(tls, &na, NULL), 0);
+        ck_assert_int_eq(na - nb, 365LL * 86400 + 3600);
+        ck_assert_int_eq(certs_not_before(ca, &nb, NULL), 0);
+        ck_assert_int_eq(certs_not_after(ca, &na, NULL), 0);
+        ck_assert_int_eq(na - nb, 3650LL * 86400 + 3600);
+    }
+
+    apitest_clear_requests(&api);
+    sync_ok(ck);
+    ck_assert_int_eq(apitest_count(&api, "PUT", SECRET_PATH), 0);
+    ck_assert_int_eq(apitest_count(&api, "PATCH", MWC_PATH), 0);
+    ck_assert_int_eq(apitest_count(&api, "PATCH", VWC_PATH), 0);
+    ck_assert_int_eq(s.calls, 1);
+    ck_assert_uint_eq(certkeeper_repairs(ck), 0);
+    certkeeper_destroy(ck);
+    free(ca);
+    free(bundle);
+    free(tls);
+    served_dispose(&s);
+    k8s_client_destroy(kc);
+}
+END_TEST
+
+/* A replica that does not hold the Lease writes nothing and waits for the leader's pair. */
+START_TEST(test_follower_waits_for_leader)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct served fs;
+    struct served ls;
+    struct certkeeper *follower;
+    struct certkeeper *leader;
+    char reason[256];
+    char *tls;
+
+    served_init(&fs);
+    served_init(&ls);
+    apitest_ctl(&api, "POST", "/_test/objects", mwc);
+    follower = keeper(kc, &fs, 0, 0, 0, 0);
+    leader = keeper(kc, &ls, 0, 0, 0, 0);
+    sync_ok(follower);
+    ck_assert(!certkeeper_ready(follower, reason, sizeof(reason)));
+    ck_assert_str_eq(reason, "no serving certificate yet");
+    ck_assert_int_eq(apitest_count(&api, "POST", "/api/v1/namespaces/" NS "/secrets"), 0);
+    ck_assert_int_eq(apitest_count(&api, "PATCH", MWC_PATH), 0);
+    ck_assert_int_eq(fs.calls, 0);
+
+    certkeeper_set_leading(leader, true);
+    sync_ok(leader);
+    /* The caller cannot serve it (on_pair fails): not served, offered again next round. */
+    fs.refuse = 1;
+    sync_ok(follower);
+    ck_assert_int_eq(fs.calls, 1);
+    ck_assert_ptr_null(certkeeper_served_cert(follower));
+    ck_assert(!certkeeper_ready(follower, reason, sizeof(reason)));
+    ck_assert_str_eq(reason, "no serving certificate yet");
+    fs.calls = 0;
+    sync_ok(follower);
+    tls = secret_get("tls.crt");
+    ck_assert_int_eq(fs.calls, 1);
+    ck_assert_str_eq(fs.cert, tls);
+    ck_assert_str_eq(ls.cert, tls);
+    ck_assert(certkeeper_ready(follower, NULL, 0));
+    free(tls);
+    certkeeper_destroy(follower);
+    certkeeper_destroy(leader);
+    served_dispose(&fs);
+    served_dispose(&ls);
+    k8s_client_destroy(kc);
+}
+END_TEST
+
+struct racer {
+    struct certkeeper *ck;
+    int rc;
+};
+
+static void *race(void *arg)
+{
+    struct racer *r = arg;
+    struct wh_error err = {0, ""};
+
+    r->rc = certkeeper_sync(r->ck, &err);
+    return NULL;
+}
+
+/* Two replicas both believing they lead, on an empty namespace at once: one CA. */
+START_TEST(test_two_leaders_one_ca)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct served s[2];
+    struct racer r[2];
+    pthread_t t[2];
+    char *ca;
+    char *tls;
+
+    apitest_ctl(&api, "POST", "/_test/objects", mwc);
+    for (int i = 0; i < 2; i++) {
+        served_init(&s[i]);
+        r[i].ck = keeper(kc, &s[i], 0, 0, 0, 0);
+        certkeeper_set_leading(r[i].ck, true);
+    }
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, race, &r[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    /* The loser met 409 (AlreadyExists or Conflict) or read the winner's Secret. */
+    for (int i = 0; i < 2; i++)
+        ck_assert_msg(r[i].rc == 0 || r[i].rc == WH_EEXISTS || r[i].rc == WH_ECONFLICT, "rc %d",
+                      r[i].rc);
+    for (int i = 0; i < 2; i++)
+        sync_ok(r[i].ck);
+    ca = secret_get("ca.crt");
+    tls = secret_get("tls.crt");
+    {
+        char *bundle = secret_get("ca-bundle.crt");
+
+        ck_assert_str_eq(bundle, ca); /* one CA, not two */
+        free(bundle);
+    }
+    assert_ca_bundle(MWC_PATH, 2, ca);
+    for (int i = 0; i < 2; i++) {
+        char *cert = certkeeper_served_cert(r[i].ck);
+
+        ck_assert_str_eq(cert, tls);
+        ck_assert(certkeeper_ready(r[i].ck, NULL, 0));
+        free(cert);
+        certkeeper_destroy(r[i].ck);
+        served_dispose(&s[i]);
+    }
+    free(ca);
+    free(tls);
+    k8s_client_destroy(kc);
+}
+END_TEST
+
+/* The serving certificate renewed under the same CA once less than renew_before is left. */
+START_TEST(test_renewal)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct served s;
+    struct certkeeper *ck;
+    char *ca;
+    char *tls1;
+    char *tls2;
+
+    served_init(&s);
+    apitest_ctl(&api, "POST", "/_test/objects", mwc);
+    ck = keeper(kc, &s, 6, 3600, 3, 0);
+    certkeeper_set_leading(ck, true);
+    sync_ok(ck);
+    ca = secret_get("ca.crt");
+    tls1 = secret_get("tls.crt");
+    sync_ok(ck); /* more than 3 s left: nothing */
+    tls2 = secret_get("tls.crt");
+    ck_assert_str_eq(tls2, tls1);
+    free(tls2);
+
+    wait_until_left(tls1, 3);
+    sync_ok(ck);
+    tls2 = secret_get("tls.crt");
+    ck_assert_str_ne(tls2, tls1);
+    ck_assert(signed_by(tls2, ca));
+    ck_assert_int_eq(s.calls, 2);
+    ck_assert_str_eq(s.cert, tls2);
+    {
+        char *ca2 = secret_get("ca.crt");
+        char *bundle = secret_get("ca-bundle.crt");
+
+        ck_assert_str_eq(ca2, ca); /* same CA, same bundle, no caBundle change */
+        ck_assert_str_eq(bundle, ca);
+        free(ca2);
+        free(bundle);
+    }
+    assert_ca_bundle(MWC_PATH, 2, ca);
+    ck_assert(certkeeper_ready(ck, NULL, 0));
+    certkeeper_destroy(ck);
+    free(ca);
+    free(tls1);
+    free(tls2);
+    served_dispose(&s);
+    k8s_client_destroy(kc);
+}
+END_TEST
+
+/*
+ * The CA rolled over: the new CA joins the bundle after the old; while the API server
+ * does not hold both (a failed PATCH), the served certificate stays under the old CA;
+ * once it does, a certificate under the new CA is issued and served; drain_s later
+ * the old CA leaves. A follower follows at each step and is ready throughout.
+ */
+START_TEST(test_ca_rollover)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct served ls;
+    struct served fs;
+    struct certkeeper *leader;
+    struct certkeeper *follower;
+    char *ca1;
+    char *ca2;
+    char *both;
+    char *tls1;
+    char *tls2;
+    char *x;
+
+    served_init(&ls);
+    served_init(&fs);
+    apitest_ctl(&api, "POST", "/_test/objects", mwc);
+    apitest_ctl(&api, "POST", "/_test/objects", vwc);
+    leader = keeper(kc, &ls, 11, 12, 3, 0);
+    follower = keeper(kc, &fs, 11, 12, 3, 0);
+    certkeeper_set_leading(leader, true);
+    sync_ok(leader);
+    sync_ok(follower);
+    ca1 = secret_get("ca.crt");
+    tls1 = secret_get("tls.crt");
+    ck_assert(signed_by(fs.cert, ca1));
+
+    /* Step 1: CA1 has less than 2 * 3 s left; the PATCH of the caBundle fails once. */
+    wait_until_left(ca1, 6);
+    apitest_fault(&api,
+                  "{\"method\": \"PATCH\", \"path_regex\": \"mutatingwebhookconfigurations\","
+                  " \"count\": 1, \"status\": 500, \"reason\": \"InternalError\","
+                  " \"message\": \"etcd is away\"}");
+    ck_assert_int_eq(certkeeper_sync(leader, NULL), WH_EAPI);
+    sync_ok(follower);
+    ca2 = secret_get("ca.crt");
+    ck_assert_str_ne(ca2, ca1);
+    both = concat(ca1, ca2);
+    x = secret_get("ca-bundle.crt");
+    ck_assert_str_eq(x, both); /* old first */
+    free(x);
+    x = secret_get("tls.crt");
+    ck_assert_str_eq(x, tls1); /* nothing under CA2 before the API server trusts it */
+    free(x);
+    assert_ca_bundle(MWC_PATH, 2, ca1);
+    ck_assert(signed_by(ls.cert, ca1));
+    ck_assert(signed_by(fs.cert, ca1));
+    ck_assert(certkeeper_ready(follower, NULL, 0));
+
+    /* Step 2: the PATCH lands: both CAs in every caBundle, a pair under CA2, served. */
+    sync_ok(leader);
+    assert_ca_bundle(MWC_PATH, 2, both);
+    assert_ca_bundle(VWC_PATH, 1, both);
+    tls2 = secret_get("tls.crt");
+    ck_assert(signed_by(tls2, ca2));
+    ck_assert(!signed_by(tls2, ca1));
+    ck_assert_str_eq(ls.cert, tls2);
+    sync_ok(follower);
+    ck_assert_str_eq(fs.cert, tls2);
+    ck_assert(certkeeper_ready(follower, NULL, 0));
+    ck_assert(certkeeper_ready(leader, NULL, 0));
+
+    /* Step 3: drain_s (1 s) after the new pair, CA1 leaves the bundle. */
+    apitest_nap(1100);
+    sync_ok(leader);
+    x = secret_get("ca-bundle.crt");
+    ck_assert_str_eq(x, ca2);
+    free(x);
+    assert_ca_bundle(MWC_PATH, 2, ca2);
+    assert_ca_bundle(VWC_PATH, 1, ca2);
+    sync_ok(follower);
+    ck_assert_str_eq(fs.cert, tls2);
+    ck_assert(certkeeper_ready(follower, NULL, 0));
+    ck_assert_int_eq(fs.calls, 2);
+    ck_assert_uint_eq(certkeeper_repairs(leader), 0);
+
+    certkeeper_destroy(leader);
+    certkeeper_destroy(follower);
+    free(ca1);
+    free(ca2);
+    free(both);
+    free(tls1);
+    free(tls2);
+    served_dispose(&ls);
+    served_dispose(&fs);
+    k8s_client_destroy(kc);
+}
+END_TEST
+
+/* A caBundle changed by hand: a follower is not ready (why), the leader repairs it at the
+ * next check (not before) and counts it. */
+START_TEST(test_ca_bundle_repaired)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct served ls;
+    struct served fs;
+    struct certkeeper *leader;
+    struct certkeeper *follower;
+    struct certs_pair other = {NULL, NULL};
+    char reason[512];
+    char *ca;
+    char *b64;
+
+    served_init(&ls);
+    served_init(&fs);
+    apitest_ctl(&api, "POST", "/_test/objects", mwc);
+    leader = keeper(kc, &ls, 0, 0, 0, 5000);
+    follower = keeper(kc, &fs, 0, 0, 0, 5000);
+    certkeeper_set_leading(leader, true);
+    sync_ok(leader);
+    sync_ok(follower);
+    ca = secret_get("ca.crt");
+
+    ck_assert_int_eq(certs_generate_ca(&other, CERTS_KEY_ECDSA_P256, 3600, NULL), 0);
+    b64 = certs_base64(other.cert_pem, strlen(other.cert_pem));
+    hand_set_ca_bundle(MWC_PATH, 1, b64);
+    sync_ok(follower);
+    ck_assert(!certkeeper_ready(follower, reason, sizeof(reason)));
+    ck_assert_str_eq(reason,
+                     "serving certificate not trusted by the caBundle of "
+                     "mutatingwebhookconfiguration vpw webhook b.example.org: certificate does "
+                     "not verify for vpw.vpw-system.svc: unable to get local issuer certificate");
+    sync_ok(leader); /* the check is not due yet */
+    ck_assert_uint_eq(certkeeper_repairs(leader), 0);
+    ck_assert(!certkeeper_ready(leader, NULL, 0));
+    apitest_nap(5100);
+    sync_ok(leader);
+    ck_assert_uint_eq(certkeeper_repairs(leader), 1);
+    assert_ca_bundle(MWC_PATH, 2, ca);
+    sync_ok(follower);
+    ck_assert(certkeeper_ready(follower, NULL, 0));
+    ck_assert(certkeeper_ready(leader, NULL, 0));
+    ck_assert_int_eq(fs.calls, 1); /* the pair never changed */
+
+    certkeeper_destroy(leader);
+    certkeeper_destroy(follower);
+    certs_pair_dispose(&other);
+    free(b64);
+    free(ca);
+    served_dispose(&ls);
+    served_dispose(&fs);
+    k8s_client_destroy(kc);
+}
+END_TEST
+
+/* One recovery: the follower keeps its pair until the new one is trusted, and the leader
+ * keeps the CA the caBundle held beside the new one until drain_s after the new pair. */
+static void check_recovery(struct certkeeper *leader, struct served *ls,
+                           struct certkeeper *follower, struct served *fs, const char *old_ca,
+                           const char *old_tls)
+{
+    char *ca;
+    char *both;
+    char *x;
+    char *tls;
+
+    sync_ok(follower); /* the Secret is gone or garbage: keeps serving */
+    ck_assert_str_eq(fs->cert, old_tls);
+    ck_assert(certkeeper_ready(follower, NULL, 0));
+    sync_ok(leader);
+    ca = secret_get("ca.crt");
+    ck_assert_str_ne(ca, old_ca);
+    both = concat(old_ca, ca);
+    x = secret_get("ca-bundle.crt");
+    ck_assert_str_eq(x, both);
+    free(x);
+    assert_ca_bundle(MWC_PATH, 2, both);
+    tls = secret_get("tls.crt");
+    ck_assert(signed_by(tls, ca));
+    ck_assert_str_eq(ls->cert, tls);
+    sync_ok(follower);
+    ck_assert_str_eq(fs->cert, tls);
+    ck_assert(certkeeper_ready(follower, NULL, 0));
+    apitest_nap(1100);
+    sync_ok(leader);
+    assert_ca_bundle(MWC_PATH, 2, ca);
+    sync_ok(follower);
+    ck_assert(certkeeper_ready(follower, NULL, 0));
+    assert_secret_keys();
+    free(ca);
+    free(both);
+    free(tls);
+}
+
+START_TEST(test_secret_deleted_and_garbage)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct served ls;
+    struct served fs;
+    struct certkeeper *leader;
+    struct certkeeper *follower;
+    char *ca;
+    char *tls;
+
+    served_init(&ls);
+    served_init(&fs);
+    apitest_ctl(&api, "POST", "/_test/objects", mwc);
+    leader = keeper(kc, &ls, 0, 0, 0, 0);
+    follower = keeper(kc, &fs, 0, 0, 0, 0);
+    certkeeper_set_leading(leader, true);
+    sync_ok(leader);
+    sync_ok(follower);
+
+    /* Deleted. */
+    ca = secret_get("ca.crt");
+    tls = secret_get("tls.crt");
+    ck_assert_int_eq(apitest_call(&api, "DELETE", SECRET_PATH, NULL, true, NULL), 200);
+    check_recovery(leader, &ls, follower, &fs, ca, tls);
+    free(ca);
+    free(tls);
+
+    /* Overwritten with garbage: not base64, base64 of junk, a missing key. */
+    ca = secret_get("ca.crt");
+    tls = secret_get("tls.crt");
+    ck_assert_int_eq(apitest_call(&api, "PUT", SECRET_PATH,
+                                  "{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\":"
+                                  " {\"name\": \"" SECRET "\", \"namespace\": \"" NS "\"},"
+                                  " \"type\": \"kubernetes.io/tls\", \"data\": {"
+                                  "\"ca.crt\": \"!!\", \"ca.key\": \"anVuaw==\","
+                                  " \"tls.crt\": \"anVuaw==\", \"tls.key\": \"\"}}",
+                                  true, NULL),
+                     200);
+    check_recovery(leader, &ls, follower, &fs, ca, tls);
+    free(ca);
+    free(tls);
+
+    certkeeper_destroy(leader);
+    certkeeper_destroy(follower);
+    served_dispose(&ls);
+    served_dispose(&fs);
+    k8s_client_destroy(kc);
+}
+END_TEST
+
+/* A Secret holding an expired serving pair at start: not served, renewed before ready. */
+START_TEST(test_expired_pair_at_start)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct served ls;
+    struct served fs;
+    struct certkeeper *leader;
+    struct certkeeper *follower;
+    struct certs_pair ca = {NULL, NULL};
+    struct certs_pair leaf = {NULL, NULL};
+    static const char *const names[] = {"vpw", "vpw.vpw-system", SVC_NAME};
+    char reason[256];
+    char *body;
+    char *b[4];
+    char *tls;
+    size_t n;
+
+    served_init(&ls);
+    served_init(&fs);
+    apitest_ctl(&api, "POST", "/_test/objects", mwc);
+    ck_assert_int_eq(certs_generate_ca(&ca, CERTS_KEY_ECDSA_P256, 3650LL * 86400, NULL), 0);
+    ck_assert_int_eq(
+        certs_generate_leaf_seconds(&leaf, NULL, &ca, CERTS_KEY_ECDSA_P256, names, 3, 1, NULL), 0);
+    b[0] = certs_base64(ca.cert_pem, strlen(ca.cert_pem));
+    b[1] = certs_base64(ca.key_pem, strlen(ca.key_pem));
+    b[2] = certs_base64(leaf.cert_pem, strlen(leaf.cert_pem));
+    b[3] = certs_base64(leaf.key_pem, strlen(leaf.key_pem));
+    n = strlen(b[0]) * 2 + strlen(b[1]) + strlen(b[2]) + strlen(b[3]) + 512;
+    body = malloc(n);
+    snprintf(body, n,
+             "{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\": {\"name\": \"" SECRET
+             "\", \"namespace\": \"" NS "\"}, \"type\": \"kubernetes.io/tls\", \"data\": {"
+             "\"ca.crt\": \"%s\", \"ca.key\": \"%s\", \"ca-bundle.crt\": \"%s\","
+             " \"tls.crt\": \"%s\", \"tls.key\": \"%s\"}}",
+             b[0], b[1], b[0], b[2], b[3]);
+    apitest_ctl(&api, "POST", "/_test/objects", body);
+    hand_set_ca_bundle(MWC_PATH, 0, b[0]);
+    hand_set_ca_bundle(MWC_PATH, 1, b[0]);
+    wait_until_left(leaf.cert_pem, 0);
+    apitest_nap(1100); /* expired */
+
+    follower = keeper(kc, &fs, 0, 0, 0, 0);
+    sync_ok(follower);
+    ck_assert_int_eq(fs.calls, 0);
+    ck_assert(!certkeeper_ready(follower, reason, sizeof(reason)));
+    ck_assert_str_eq(reason, "no serving certificate yet");
+
+    leader = keeper(kc, &ls, 0, 0, 0, 0);
+    certkeeper_set_leading(leader, true);
+    sync_ok(leader);
+    tls = secret_get("tls.crt");
+    ck_assert_str_ne(tls, leaf.cert_pem);
+    ck_assert(signed_by(tls, ca.cert_pem)); /* the CA in the Secret is kept */
+    assert_ca_bundle(MWC_PATH, 2, ca.cert_pem);
+    sync_ok(follower);
+    ck_assert_str_eq(fs.cert, tls);
+    ck_assert(certkeeper_ready(follower, NULL, 0));
+
+    for (int i = 0; i < 4; i++)
+        free(b[i]);
+    free(body);
+    free(tls);
+    certs_pair_dispose(&ca);
+    certs_pair_dispose(&leaf);
+    certkeeper_destroy(leader);
+    certkeeper_destroy(follower);
+    served_dispose(&ls);
+    served_dispose(&fs);
+    k8s_client_destroy(kc);
+}
+END_TEST
+
+/* No MutatingWebhookConfiguration yet: a pair is made and served, but not ready (why);
+ * the configuration appears: its caBundle is set and the replica becomes ready. */
+START_TEST(test_no_configuration_yet)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct served s;
+    struct certkeeper *ck;
+    char reason[256];
+    char *ca;
+
+    served_init(&s);
+    ck = keeper(kc, &s, 0, 0, 0, 0);
+    certkeeper_set_leading(ck, true);
+    sync_ok(ck);
+    ck_assert_int_eq(s.calls, 1);
+    ck_assert(!certkeeper_ready(ck, reason, sizeof(reason)));
+    ck_assert_str_eq(reason, "mutatingwebhookconfiguration vpw not found");
+    apitest_ctl(&api, "POST", "/_test/objects", mwc);
+    sync_ok(ck);
+    ca = secret_get("ca.crt");
+    assert_ca_bundle(MWC_PATH, 2, ca);
+    ck_assert(certkeeper_ready(ck, NULL, 0));
+    ck_assert_uint_eq(certkeeper_repairs(ck), 0);
+    free(ca);
+    certkeeper_destroy(ck);
+    served_dispose(&s);
+    k8s_client_destroy(kc);
+}
+END_TEST
+
+/* certkeeper_start: the thread's first round comes at once; destroy stops it. */
+START_TEST(test_thread)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct served s;
+    struct certkeeper *ck;
+    struct wh_error err = {0, ""};
+
+    served_init(&s);
+    apitest_ctl(&api, "POST", "/_test/objects", mwc);
+    ck = keeper(kc, &s, 0, 0, 0, 0);
+    certkeeper_set_leading(ck, true);
+    ck_assert_int_eq(certkeeper_start(ck, &err), 0);
+    ck_assert_int_eq(certkeeper_start(ck, &err), WH_EINVAL);
+    while (!certkeeper_ready(ck, NULL, 0))
+        apitest_nap(20);
+    certkeeper_destroy(ck);
+    ck_assert_int_eq(s.calls, 1);
+    served_dispose(&s);
+    k8s_client_destroy(kc);
+}
+END_TEST
+
+static Suite *certkeeper_suite(void)
+{
+    Suite *s = suite_create("certkeeper");
+    TCase *tc = tcase_create("api");
+
+    tcase_add_checked_fixture(tc, api_setup, api_teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_create_refusals);
+    tcase_add_test(tc, test_fresh_install);
+    tcase_add_test(tc, test_follower_waits_for_leader);
+    tcase_add_test(tc, test_two_leaders_one_ca);
+    tcase_add_test(tc, test_renewal);
+    tcase_add_test(tc, test_ca_rollover);
+    tcase_add_test(tc, test_ca_bundle_repaired);
+    tcase_add_test(tc, test_secret_deleted_and_garbage);
+    tcase_add_test(tc, test_expired_pair_at_start);
+    tcase_add_test(tc, test_no_configuration_yet);
+    tcase_add_test(tc, test_thread);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(certkeeper_suite());
+}
