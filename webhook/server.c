@@ -523,6 +523,18 @@ unsigned server_default_threads(const char *cgroup_root)
     return n > THREADS_MAX / THREADS_PER_CORE ? THREADS_MAX : (unsigned)n * THREADS_PER_CORE;
 }
 
+/*
+ * How many open connections the server keeps before a new one makes the oldest
+ * reusable give way (server_conn.c): the limit less a reserve of 1/32 of it, at
+ * least one per worker (each worker stops accepting at its share of the limit).
+ */
+static unsigned evict_above(unsigned limit, unsigned threads)
+{
+    unsigned reserve = limit / 32 > threads ? limit / 32 : threads;
+
+    return reserve < limit ? limit - reserve : 1;
+}
+
 /* Free s and what it owns; the daemon and the reaper are stopped. */
 static void server_free(struct server *s)
 {
@@ -658,6 +670,8 @@ int server_create(struct server **out, const struct server_config *cfg, struct w
     s->connection_limit =
         cfg->connection_limit > 0 ? cfg->connection_limit : SERVER_DEFAULT_CONNECTIONS;
     s->per_ip_limit = cfg->per_ip_limit;
+    s->evict_above = evict_above(s->connection_limit, s->threads);
+    s->evict_log_ms = clock_mono_ms() - LOG_PERIOD_MS;
     if (tls) {
         /* Parsed by GnuTLS before the daemon starts: a bad pair never serves. */
         rc = server_tls_creds_parse(cfg->tls_cert_pem, cfg->tls_key_pem, &s->creds, err);

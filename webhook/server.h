@@ -20,7 +20,13 @@
  * server runs: new handshakes use the new pair, open connections keep theirs.
  *
  * Hostile clients: at most connection_limit connections (and
- * per_ip_limit per client address); a connection idle for connection_timeout
+ * per_ip_limit per client address). Near the limit (server_conn.c says how
+ * near) each new connection makes the oldest reusable one give way, as nginx
+ * does with its reusable connections: one that has not sent a whole request
+ * yet (TLS handshake included) or idles between keep-alive requests, oldest
+ * by when it entered that state; a request being handled is never closed.
+ * So a flood of idle or slow connections cannot keep a prompt client in the
+ * kernel's accept queue. A connection idle for connection_timeout
  * is closed; a request whose headers and body have not all arrived within
  * request_timeout_ms of its start is closed (a new connection's first request
  * starts at accept, so the TLS handshake counts too); the body buffer grows as
@@ -107,6 +113,15 @@ struct server_config {
 };
 
 struct server;
+
+/*
+ * What the server counts (read by webhook/metrics.c at scrape time). Process-wide,
+ * as Prometheus counters are: every server of the process adds to them.
+ */
+struct server_metrics {
+    struct metric_counter evicted; /* connections closed to make room near connection_limit */
+};
+extern struct server_metrics server_metrics;
 
 /**
  * The worker threads used when server_config.threads is 0: four per CPU this

@@ -32,8 +32,9 @@
 #include "base/error.h"
 #include "webhook/server.h"
 
-#define TLS_CHAIN_MAX    16   /* certificates in a served chain */
-#define REAPER_PERIOD_MS 200L /* how often the reaper scans */
+#define TLS_CHAIN_MAX    16     /* certificates in a served chain */
+#define REAPER_PERIOD_MS 200L   /* how often the reaper scans */
+#define LOG_PERIOD_MS    5000LL /* at most one line per kind per period */
 
 /* A parsed TLS pair; refs guarded by server.tls_lock. */
 struct tls_creds {
@@ -59,7 +60,7 @@ struct conn_ctx {
     int fd;
     enum conn_state state;
     long long since_ms; /* monotonic ms the state's limit counts from */
-    bool shut;          /* the reaper has shut the socket down */
+    bool shut;          /* the reaper or an eviction has shut the socket down */
     struct conn_ctx *prev;
     struct conn_ctx *next;
     struct tls_creds *creds; /* pair of its handshake; the connection's thread only */
@@ -88,6 +89,7 @@ struct server {
     long long idle_timeout_ms;
     atomic_bool draining;  /* server_set_draining was called */
     atomic_uint in_flight; /* connections not CONN_IDLE; written under conn_lock */
+    unsigned evict_above;  /* more open connections than this: the oldest reusable one goes */
     int quiesced_fd;       /* listening socket after server_quiesce, else -1 */
 
     pthread_mutex_t tls_lock;
@@ -96,6 +98,9 @@ struct server {
     pthread_mutex_t conn_lock;
     pthread_cond_t reaper_cond;
     struct conn_ctx *conns; /* every open connection */
+    unsigned open;          /* connections in conns not shut down yet */
+    unsigned evicted;       /* evictions not logged yet */
+    long long evict_log_ms; /* when evictions were last logged, monotonic ms */
     bool reaper_stop;
     bool reaper_running;
     pthread_t reaper;
