@@ -47,9 +47,14 @@
 #include "webhook/metrics.h"
 #include "webhook/mutate.h"
 
-#define SERVER_MAX_BODY                   ((size_t)3 * 1024 * 1024) /* bytes; kube-apiserver's own request cap */
-#define SERVER_DEFAULT_TIMEOUT            30     /* seconds a connection may idle */
-#define SERVER_DEFAULT_CONNECTIONS        1000   /* concurrent connections */
+#define SERVER_MAX_BODY        ((size_t)3 * 1024 * 1024) /* bytes; kube-apiserver's own request cap */
+#define SERVER_DEFAULT_TIMEOUT 30                        /* seconds a connection may idle */
+/*
+ * Concurrent connections: an idle TLS connection costs about 16 KiB of RSS
+ * (bench/RESULTS.md, "Connections"), and connections may take a quarter of the
+ * Deployment's 64Mi memory request: 64 MiB / 4 / 16 KiB = 1024, rounded down.
+ */
+#define SERVER_DEFAULT_CONNECTIONS        1000
 #define SERVER_DEFAULT_REQUEST_TIMEOUT_MS 10000u /* headers + body of one request */
 
 /*
