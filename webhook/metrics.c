@@ -112,6 +112,8 @@ void metrics_reset(void)
             for (size_t r = 0; r < 2; r++)
                 atomic_store(&objects_ops[k][o][r].n, 0);
     atomic_store(&server_metrics.evicted.n, 0);
+    for (size_t r = 0; r < SERVER_REFUSED_N; r++)
+        atomic_store(&server_metrics.handshakes_refused[r].n, 0);
 }
 
 /* ---- process metrics (metrics_internal.h) ---- */
@@ -284,6 +286,12 @@ static void render_own(void *userdata, struct metric_writer *w)
                  "Connections closed to make room for new ones near --max-connections (idle "
                  "or not yet sent a whole request).",
                  NULL, (double)metric_counter_get(&server_metrics.evicted));
+    for (size_t r = 0; r < SERVER_REFUSED_N; r++) {
+        snprintf(labels, sizeof(labels), "reason=\"%s\"", server_refusal_name(r));
+        metric_write(w, "webhook_tls_handshakes_refused_total", "counter",
+                     "TLS handshakes that failed, by reason.", labels,
+                     (double)metric_counter_get(&server_metrics.handshakes_refused[r]));
+    }
     metric_write(w, "webhook_tls_reloads_total", "counter", "TLS pair reloads by result.",
                  "result=\"ok\"", (double)metric_counter_get(&certwatch_metrics.reloads_ok));
     metric_write(w, "webhook_tls_reloads_total", NULL, NULL, "result=\"refused\"",

@@ -8,7 +8,11 @@
  * was called); GET (or HEAD) /metrics → metrics_render in the Prometheus text
  * format 0.0.4. Anything else gets a Kubernetes Status body: 404 unknown path,
  * 405 (with Allow) wrong method, 413 body over the cap, 415 Content-Type not
- * application/json. Query strings (?timeout=10s) are ignored.
+ * application/json. Query strings (?timeout=10s) are ignored. Every 4xx
+ * answer (and every refused TLS handshake) is logged at info with the
+ * client's address and the reason, one line per 5 s for each of the two
+ * kinds with the count of those left out; refused handshakes are counted by
+ * reason in server_metrics.
  *
  * Listening: the server makes its own socket (server_create), so an IPv6
  * address is bound with IPV6_V6ONLY off: "::", the default, takes IPv4
@@ -123,8 +127,23 @@ struct server;
  * What the server counts (read by webhook/metrics.c at scrape time). Process-wide,
  * as Prometheus counters are: every server of the process adds to them.
  */
+/* Why a TLS handshake failed (the reason label of webhook_tls_handshakes_refused_total). */
+enum server_refusal {
+    SERVER_REFUSED_NO_DATA = 0,  /* closed without sending a byte (a bare TCP connect) */
+    SERVER_REFUSED_NOT_TLS,      /* bytes that are not a TLS ClientHello (plain HTTP, ...) */
+    SERVER_REFUSED_TLS_VERSION,  /* a ClientHello of TLS 1.1 or older */
+    SERVER_REFUSED_NO_COMMON,    /* no cipher suite, group or signature shared with the profile */
+    SERVER_REFUSED_CLIENT_ALERT, /* the client ended it with an alert (e.g. unknown CA) */
+    SERVER_REFUSED_CLOSED,       /* the client closed it midway, without an alert */
+    SERVER_REFUSED_N
+};
+
+/** The label value of reason r ("no_data", "not_tls", ...); "" out of range. */
+const char *server_refusal_name(enum server_refusal r);
+
 struct server_metrics {
     struct metric_counter evicted; /* connections closed to make room near connection_limit */
+    struct metric_counter handshakes_refused[SERVER_REFUSED_N]; /* by reason */
 };
 extern struct server_metrics server_metrics;
 

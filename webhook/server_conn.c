@@ -36,10 +36,13 @@
  * connection stays on one); reaper_main is the server's own thread, started
  * by server_run and joined by server_stop.
  */
+#include <arpa/inet.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -143,9 +146,56 @@ void server_conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
     if (cc->next != NULL)
         cc->next->prev = cc->prev;
     pthread_mutex_unlock(&s->conn_lock);
+    /* Out of the list: nothing else touches cc now, and the socket is still open. */
+    server_tls_conn_end(s, c, cc);
     server_tls_creds_release(s, cc->creds);
     free(cc);
     *socket_context = NULL;
+}
+
+bool server_log_take(struct server_log_limit *l, unsigned long *suppressed)
+{
+    long long now = clock_mono_ms();
+    bool take;
+
+    pthread_mutex_lock(&l->lock);
+    take = l->last_ms == 0 || now - l->last_ms >= LOG_PERIOD_MS;
+    if (take) {
+        *suppressed = l->suppressed;
+        l->suppressed = 0;
+        l->last_ms = now > 0 ? now : 1;
+    } else {
+        l->suppressed++;
+    }
+    pthread_mutex_unlock(&l->lock);
+    return take;
+}
+
+const char *server_client_address(struct MHD_Connection *c, char *buf, size_t len)
+{
+    const union MHD_ConnectionInfo *ci =
+        c != NULL ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS) : NULL;
+    const struct sockaddr *sa = ci != NULL ? ci->client_addr : NULL;
+    char a[INET6_ADDRSTRLEN];
+
+    snprintf(buf, len, "unknown");
+    if (sa != NULL && sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in4 = (const struct sockaddr_in *)sa;
+
+        if (inet_ntop(AF_INET, &in4->sin_addr, a, sizeof(a)) != NULL)
+            snprintf(buf, len, "%s:%u", a, ntohs(in4->sin_port));
+    } else if (sa != NULL && sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+        /* "::" listens dual-stack: an IPv4 client arrives as ::ffff:a.b.c.d */
+        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+            if (inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], a, sizeof(a)) != NULL)
+                snprintf(buf, len, "%s:%u", a, ntohs(in6->sin6_port));
+        } else if (inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a)) != NULL) {
+            snprintf(buf, len, "[%s]:%u", a, ntohs(in6->sin6_port));
+        }
+    }
+    return buf;
 }
 
 /* Move to state st (from now), keeping in_flight = connections not idle. conn_lock held. */
