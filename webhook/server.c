@@ -56,13 +56,46 @@ static const char status_enomem[] =
     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
     "\"message\":\"out of memory\",\"reason\":\"InternalError\",\"code\":500}";
 
-/* Route MHD's own error messages to our log (one line each). */
+static void log_refusal(struct server *s, struct MHD_Connection *c, unsigned code,
+                        const char *reason, const char *message);
+
+/*
+ * MHD's line for an error answer of its own (a request it cannot parse):
+ * "Error processing request (HTTP response code is 400 ('<html>...</html>')).
+ * Closing connection." @return true when msg is one, logged as log_refusal does
+ * (the page's text without its tags as the message; no client address there).
+ */
+static bool mhd_refusal(struct server *s, const char *msg)
+{
+    static const char prefix[] = "Error processing request (HTTP response code is ";
+    const char *p = strstr(msg, "<body>");
+    const char *end = p != NULL ? strstr(p, "</body>") : NULL;
+    char text[256];
+    size_t n = 0;
+    unsigned code;
+
+    if (strncmp(msg, prefix, sizeof(prefix) - 1) != 0
+        || sscanf(msg + sizeof(prefix) - 1, "%3u", &code) != 1)
+        return false;
+    for (p = p != NULL ? p + 6 : NULL; p != NULL && p < end && n + 1 < sizeof(text); p++) {
+        if (*p == '<') {
+            while (p < end && *p != '>')
+                p++;
+            continue;
+        }
+        text[n++] = *p;
+    }
+    text[n] = '\0';
+    log_refusal(s, NULL, code, "BadRequest", n > 0 ? text : "malformed request");
+    return true;
+}
+
+/* Route MHD's own error messages to our log (one line each; cls: the server). */
 __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char msg[512];
     size_t n;
 
-    (void)cls;
     vsnprintf(msg, sizeof(msg), fmt, ap);
     n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
@@ -73,6 +106,8 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
         LOG_DEBUG("http: %s", msg);
         return;
     }
+    if (cls != NULL && mhd_refusal(cls, msg))
+        return;
     LOG_WARN("http: %s", msg);
 }
 
@@ -786,7 +821,7 @@ int server_run(struct server *s, struct wh_error *err)
      * option code that is MHD_OPTION_END (ending the list) without TLS.
      */
     s->daemon = MHD_start_daemon(flags, (uint16_t)s->port, NULL, NULL, access_handler, s,
-                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
                                  MHD_OPTION_NOTIFY_COMPLETED, server_request_completed, s,
                                  MHD_OPTION_NOTIFY_CONNECTION, server_conn_notify, s,
                                  MHD_OPTION_URI_LOG_CALLBACK, server_uri_log, s, MHD_OPTION_ARRAY,
