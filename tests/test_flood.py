@@ -9,7 +9,7 @@ makes the oldest reusable one give way (webhook/server_conn.c), so:
     kernel's accept queue for 3.7-4.1 s);
   - they were answered while the hostile connections were still open: the ones the
     server closed are exactly the oldest (a prefix of the opening order), as many as
-    webhook_http_connections_evicted_total counts, and more than 900 stay open.
+    webhook_http_connections_evicted_total counts, and more than 800 stay open.
 --request-timeout and --connection-idle-timeout are set past the test's length, so that
 nothing but the eviction closes a hostile connection while the test looks.
 """
@@ -121,7 +121,9 @@ class FloodTest(unittest.TestCase):
         self.assertEqual(closed, list(range(len(closed))),
                          "closed connections that are not the oldest ones")
         self.assertGreater(len(closed), 0)
-        self.assertLess(len(closed), SLOWLORIS + IDLE_TLS - 900)
+        # The reserve below the limit is 1/32 of it or one per worker thread, whichever
+        # is more (at most 64 threads): most of the flood is still open.
+        self.assertGreater(SLOWLORIS + IDLE_TLS - len(closed), 800)
         self.assertEqual(len(closed), evicted)
         self.assertTrue(wh.process.alive())
 
