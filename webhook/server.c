@@ -178,7 +178,9 @@ static void log_refusal(struct server *s, struct MHD_Connection *c, unsigned cod
     char q[LOG_QUOTE_SIZE(384)];
     unsigned long suppressed = 0;
 
-    if (log_level_current < LOG_LEVEL_INFO || !server_log_take(&s->http_log, &suppressed))
+    /* a 5xx (out of memory) is no refusal of the client's request */
+    if (code >= 500 || log_level_current < LOG_LEVEL_INFO
+        || !server_log_take(&s->http_log, &suppressed))
         return;
     LOG_INFO("http: refused request client=%s code=%u reason=%s message=%s suppressed=%lu",
              server_client_address(c, addr, sizeof(addr)), code, reason,
