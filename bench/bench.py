@@ -22,6 +22,11 @@ Stages, each on 127.0.0.1 only, in one run on this machine:
               bench_admission --keys (key generation on one core). When the binary has a
               reconcile side.
   callgrind   instructions per admission (bench/bench_admission under valgrind).
+  connections what a connection costs: RSS with 1,000 and 10,000 idle TLS connections
+              (handshake done, then silent), and the slowest of 30 reviews on new
+              connections with 500 idle ones open (below --max-connections) and behind
+              200 slowloris + 800 idle TLS connections at the default limit (the mix of
+              tests/test_flood.py).
 Then bench/RESULTS.md is written.
 
 Env: BUILD (build), BENCH_DURATION (10 s per wrk run), BENCH_ADMISSIONS (1,000,000;
@@ -41,6 +46,7 @@ import platform
 import random
 import re
 import signal
+import ssl
 import socket
 import subprocess
 import sys
@@ -397,6 +403,107 @@ class Bench:
             except Exception:  # noqa: BLE001 - best effort at exit
                 pass
         self.procs = []
+
+    # -- connections
+    def open_idle_tls(self, wh, n, into):
+        """n verified TLS connections to wh, handshake done, appended to into."""
+        ctx = harness.https_context(self.certs["ca.crt"])
+        ctx.set_alpn_protocols(["http/1.1"])
+        for _ in range(n):
+            into.append(harness.tls_handshake(wh.port, ctx, harness.service_dns(), 30))
+
+    def reviews_ms(self, wh, rev, n=30):
+        """(median, slowest) of n reviews, each on a new connection (TLS handshake
+        included), in ms; raises on a bad answer. The request goes in one write, as
+        kube-apiserver's (Go sets TCP_NODELAY): http.client's two writes would wait for
+        the server's delayed ACK (40 ms) and measure that instead."""
+        ctx = harness.https_context(self.certs["ca.crt"])
+        body = json.dumps(rev).encode()
+        req = (b"POST %s?timeout=10s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json"
+               b"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % (
+                   harness.WEBHOOK_PATH.encode(), harness.service_dns().encode(), len(body)))
+        times = []
+        for _ in range(n):
+            t0 = time.monotonic()
+            s = harness.tls_handshake(wh.port, ctx, harness.service_dns(), 30)
+            try:
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                s.sendall(req + body)
+                resp = http.client.HTTPResponse(s)
+                resp.begin()
+                answer = json.loads(resp.read())
+            finally:
+                s.close()
+            times.append((time.monotonic() - t0) * 1000)
+            if resp.status != 200 or answer.get("response", {}).get("allowed") is not True:
+                raise AssertionError("review answered HTTP %d %r" % (resp.status,
+                                                                     str(answer)[:200]))
+        times.sort()
+        return times[n // 2], times[-1]
+
+    def connections(self):
+        job = self.full_jobs[0]
+        rev = harness.review(harness.build_pod(job, job["spec"]["tasks"][0]["name"], 0),
+                             job["metadata"]["namespace"])
+        c = self.r["conn"] = {}
+        # Nothing but these connections: no eviction, no time limit within the run.
+        wh = self.webhook(["--max-connections", "20000", "--connection-idle-timeout", "1h",
+                           "--request-timeout", "10m"])
+        socks = []
+        try:
+            for _ in range(200):                 # warm: allocator arenas, TLS caches
+                wh.post(rev)
+            time.sleep(1)
+            c["rss0"] = rss_kib(wh.process.proc.pid)[0]
+            for n in (1000, 10000):
+                self.open_idle_tls(wh, n - len(socks), socks)
+                time.sleep(1)
+                c["rss%d" % n] = rss_kib(wh.process.proc.pid)[0]
+                say("connections: RSS with %d idle TLS connections %.1f MiB (%.1f KiB each)" % (
+                    n, c["rss%d" % n] / 1024, (c["rss%d" % n] - c["rss0"]) / n))
+        finally:
+            for s in socks:
+                s.close()
+            wh.stop()
+            self.procs.remove(wh.process)
+        socks = []
+        wh = self.webhook(["--connection-idle-timeout", "1h", "--request-timeout", "10m"])
+        try:
+            self.open_idle_tls(wh, 500, socks)
+            c["below_ms"] = self.reviews_ms(wh, rev)
+            say("connections: 30 reviews with 500 idle TLS connections open: median %.1f ms, "
+                "slowest %.1f ms" % c["below_ms"])
+            self.open_idle_tls(wh, 500, socks)     # 200 slowloris + 800 idle at 1000
+            request = b"POST /pods/mutate HTTP/1.1\r\nContent-Length: 100000\r\n\r\n"
+            for s in socks[:200]:
+                s.setblocking(False)
+                s.send(request[:1])
+            stop = threading.Event()
+
+            def trickle():
+                k = 1
+                while not stop.wait(1.0) and k < len(request):
+                    for s in socks[:200]:
+                        try:
+                            s.send(request[k:k + 1])
+                        except (ssl.SSLError, OSError):
+                            pass
+                    k += 1
+            t = threading.Thread(target=trickle, daemon=True)
+            t.start()
+            try:
+                c["flood_ms"] = self.reviews_ms(wh, rev)
+            finally:
+                stop.set()
+                t.join(5)
+            say("connections: 30 reviews behind 200 slowloris + 800 idle TLS connections "
+                "(default --max-connections 1000): median %.1f ms, slowest %.1f ms" %
+                c["flood_ms"])
+        finally:
+            for s in socks:
+                s.close()
+            wh.stop()
+            self.procs.remove(wh.process)
 
     # -- setup
     def setup(self):
@@ -1289,6 +1396,47 @@ def write_results(b, started, elapsed):
         add("not measured (see the output below)")
     add("")
 
+    add("## Connections")
+    add("")
+    cn = r.get("conn", {})
+    if "rss10000" in cn:
+        each_1k = (cn["rss1000"] - cn["rss0"]) / 1000
+        each_10k = (cn["rss10000"] - cn["rss0"]) / 10000
+        add("| | RSS | per connection |")
+        add("|---|---|---|")
+        add("| no connection (after 200 reviews) | %.1f MiB | |" % (cn["rss0"] / 1024))
+        add("| 1,000 idle TLS connections | %.1f MiB | %.1f KiB |" % (cn["rss1000"] / 1024,
+                                                                    each_1k))
+        add("| 10,000 idle TLS connections | %.1f MiB | **%.1f KiB** |" % (
+            cn["rss10000"] / 1024, each_10k))
+        add("")
+        add("Idle: handshake done (TLS 1.3, ECDSA P-256), then silent (`--max-connections "
+            "20000`, no time limit within the run). The default `--max-connections 1000` "
+            "follows from this: connections may take a quarter of the Deployment's 64Mi "
+            "memory request, 64 MiB / 4 / %.0f KiB = %d, rounded down (webhook/server.h "
+            "SERVER_DEFAULT_CONNECTIONS); at the limit they cost %.0f MiB. 10,000 would cost "
+            "%.0f MiB: raise the memory request with the flag." % (
+                each_10k, int(64 * 1024 / 4 / each_10k), each_10k * 1000 / 1024,
+                each_10k * 10000 / 1024))
+        add("")
+    if "flood_ms" in cn:
+        add("| a prompt client, 30 reviews, each on a new connection | median | slowest |")
+        add("|---|---|---|")
+        add("| with 500 idle TLS connections open (below the limit; target 100 ms) | "
+            "%.1f ms | **%.1f ms** |" % cn["below_ms"])
+        add("| behind 200 slowloris + 800 idle TLS connections at the default limit "
+            "(target 1 s) | %.1f ms | **%.1f ms** |" % cn["flood_ms"])
+        add("")
+        add("Behind the flood, each new connection makes the oldest idle or incomplete one "
+            "give way (webhook/server_conn.c); before that change these reviews waited "
+            "3.7-4.1 s in the kernel's accept queue. Times are the client's (TLS handshake "
+            "included) on these 2 shared cores (load average %s before the run)." %
+            r.get("loadavg", "?"))
+        add("")
+    if not cn:
+        add("not measured (see the output below)")
+        add("")
+
     add("## Memory")
     add("")
     if m:
@@ -1498,7 +1646,7 @@ def main():
         b.setup()
         for name, stage in (("throughput", b.throughput), ("burst", b.burst),
                             ("memory", b.memory), ("reconcile", b.reconcile),
-                            ("callgrind", b.callgrind)):
+                            ("callgrind", b.callgrind), ("connections", b.connections)):
             if STAGES and name not in STAGES:
                 continue
             s0 = time.monotonic()

@@ -3,8 +3,9 @@
 Hostile clients (slowloris and the TLS profile are in test_operations.py):
   - 1,000 idle connections (TLS after the handshake, and plain TCP that never sends a
     byte): a well-behaved client is answered while --max-connections is not exceeded;
-    past it the server holds at most --max-connections at once (the rest wait in the
-    kernel's queue); every idle one is closed after --connection-idle-timeout, not before.
+    past it each new connection makes the oldest idle one give way (only the oldest
+    are closed before --connection-idle-timeout, the flood of test_flood.py); every
+    other one is closed after --connection-idle-timeout, not before.
   - Clients that drop mid-request (request line only, headers only, half a body, reset,
     whole request but never reading the answer): the server keeps serving and
     webhook_admission_in_flight returns to 0.
@@ -21,6 +22,12 @@ Hostile clients (slowloris and the TLS profile are in test_operations.py):
   - `/`, `~`, quotes, backslashes and control characters in task, container and pod
     names, annotation keys and values echoed into the patch: the patch applies strictly
     (jsonpatch) and a second review of the patched pod gives no patch.
+  - Refused traffic (a bare TCP connect, plain HTTP, TLS 1.1, no common cipher, an
+    untrusted certificate; 400/404/405/413/415): one info line per 5 s for each kind,
+    matched exactly (client address, reason, the count left out), and the handshakes
+    counted by reason in webhook_tls_handshakes_refused_total (a request libmicrohttpd
+    refuses itself is logged so too, without the client's address, which it does not
+    give).
 Throughout, a background well-behaved client sends admissions (keep-alive and, where
 the connection limit allows, new connections): every one is answered, allowed, with
 its uid. No latency is asserted; waits have generous upper bounds only.
@@ -37,6 +44,7 @@ import struct
 import threading
 import time
 import unittest
+import warnings
 
 import harness
 
@@ -360,9 +368,10 @@ class IdleConnectionsTest(HostileCase):
         collect(0)
         self.assertEqual([c for c in conns if c["closed"] is not None], [],
                          "idle connections closed before the admissions were answered")
-        # Past the limit: 700 more; only the keep-alive good client from now on (a new
-        # connection would wait in the kernel's queue behind the idle ones).
-        good.keep_alive_only()
+        # Past the limit: 700 more. The good client stops first: its keep-alive
+        # connection, idle between requests, is older than the flood's and would give
+        # way to it too.
+        self.assert_good(good, 5)
         for _ in range(self.N - self.N_BELOW):
             open_tcp()
             c = conns[-1]
@@ -376,17 +385,18 @@ class IdleConnectionsTest(HostileCase):
         for _ in range(5):
             status, body = wh.post(rev)
             self.assertIsNone(check_answer(rev, status, body))
-        self.assert_good(good, 5)
         self.assertEqual(still_open, 0, "idle connections not closed within 60 s")
         self.assertEqual(unexpected, [])
         self.assertEqual(len(conns), self.N)
-        # Closed by the idle timeout, never before it.
-        earliest = min(c["closed"] - c["opened"] for c in conns)
-        self.assertGreaterEqual(earliest, self.IDLE * 0.9)
-        # Each connection the server holds stays at least IDLE, so no window shorter
-        # than IDLE sees more closes than the server holds connections: at most LIMIT
-        # at once (without the limit, all 700 would close together).
-        closes = sorted(c["closed"] for c in conns)
+        # Closed before the idle timeout: the oldest ones, which gave way to the flood
+        # (at least the N - LIMIT the server could not hold); the others by the idle
+        # timeout, never before it.
+        early = [i for i, c in enumerate(conns) if c["closed"] - c["opened"] < self.IDLE * 0.9]
+        self.assertEqual(early, list(range(len(early))))
+        self.assertGreaterEqual(len(early), self.N - self.LIMIT)
+        # The server holds at most LIMIT connections: no window shorter than IDLE sees
+        # more idle-timeout closes than that.
+        closes = sorted(c["closed"] for c in conns[len(early):])
         self.assertLessEqual(max_in_window(closes, self.IDLE * 0.5), self.LIMIT)
         self.assertTrue(wh.process.alive())
 
@@ -900,3 +910,162 @@ class EscapingTest(HostileCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# ---------------------------------------------------------------- refused traffic in the log
+
+def log_lines(wh, msg):
+    """The JSON log lines whose msg is msg, without their time."""
+    out = []
+    for line in wh.process.log().splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and obj.get("msg") == msg:
+            obj.pop("time", None)
+            out.append(obj)
+    return out
+
+
+def refused_metrics(wh):
+    """{reason: count} of webhook_tls_handshakes_refused_total."""
+    conn = wh.connection()
+    try:
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    return {m.group(1): float(m.group(2)) for m in re.finditer(
+        r'^webhook_tls_handshakes_refused_total\{reason="([a-z_]+)"\} (\S+)$', text, re.M)}
+
+
+class RefusedTrafficLogTest(HostileCase):
+    """Refused handshakes and 4xx answers: one info line per 5 s for each kind, with the
+    client's address and the reason, and a count of those left out since; every refused
+    handshake counted by reason in webhook_tls_handshakes_refused_total. libmicrohttpd's
+    own line for them ("received handshake message out of context.") is gone."""
+
+    PERIOD = 5.0                 # LOG_PERIOD_MS
+
+    def tls11(self, port):
+        """A TLS 1.1 ClientHello (no certificate check: it never gets that far)."""
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            ctx.minimum_version = ssl.TLSVersion.TLSv1_1
+            ctx.maximum_version = ssl.TLSVersion.TLSv1_1
+        return self.refused_handshake(port, ctx)
+
+    def refused_handshake(self, port, ctx, server_hostname=None):
+        """Try a handshake that must fail; returns the client's address "IP:PORT"."""
+        s = socket.create_connection(("127.0.0.1", port), 10)
+        addr = "127.0.0.1:%d" % s.getsockname()[1]
+        try:
+            with self.assertRaises((ssl.SSLError, OSError)):
+                ctx.wrap_socket(s, server_hostname=server_hostname).close()
+        finally:
+            s.close()
+        return addr
+
+    def wait_lines(self, wh, msg, n):
+        deadline = time.monotonic() + 15
+        while len(log_lines(wh, msg)) < n and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return log_lines(wh, msg)
+
+    def request(self, wh, method, path, body=b"", ctype="application/json"):
+        """One request on its own connection; returns (status, the client's address)."""
+        conn = wh.connection()
+        try:
+            conn.connect()
+            addr = "127.0.0.1:%d" % conn.sock.getsockname()[1]
+            conn.request(method, path, body=body, headers={"Content-Type": ctype})
+            resp = conn.getresponse()
+            resp.read()
+            return resp.status, addr
+        finally:
+            conn.close()
+
+    def test_refusals_logged_with_client_and_counted(self):
+        env = self.make_env()
+        self.addCleanup(env.close)
+        wh = env.webhook
+        port = wh.port
+        tls_msg, http_msg = "http: refused TLS handshake", "http: refused request"
+
+        # A bare TCP connect: the first refused handshake, logged at once.
+        s = socket.create_connection(("127.0.0.1", port), 10)
+        bare = "127.0.0.1:%d" % s.getsockname()[1]
+        s.close()
+        lines = self.wait_lines(wh, tls_msg, 1)
+        t0 = time.monotonic()
+        self.assertEqual(lines, [{"level": "info", "msg": tls_msg, "client": bare,
+                                  "reason": "no_data",
+                                  "detail": "closed without sending a byte",
+                                  "suppressed": "0"}])
+        # The first 4xx, logged at once.
+        status, addr415 = self.request(wh, "POST", "/pods/mutate", b"x", "text/plain")
+        self.assertEqual(status, 415)
+        # Within the period: counted, not logged.
+        s = socket.create_connection(("127.0.0.1", port), 10)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertEqual(drain(s)[0], b"")
+        s.close()
+        self.tls11(port)
+        cbc = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        cbc.check_hostname = False
+        cbc.verify_mode = ssl.CERT_NONE
+        cbc.maximum_version = ssl.TLSVersion.TLSv1_2
+        cbc.set_ciphers("AES128-SHA")            # TLS 1.2, CBC only: not in the profile
+        self.refused_handshake(port, cbc)
+        # Clients that do not trust the certificate (the system CAs only): over TLS 1.3
+        # OpenSSL just closes; over TLS 1.2 it sends the alert unknown_ca.
+        self.refused_handshake(port, ssl.create_default_context(), SERVER_NAME)
+        tls12 = ssl.create_default_context()
+        tls12.maximum_version = ssl.TLSVersion.TLSv1_2
+        self.refused_handshake(port, tls12, SERVER_NAME)
+        for method, path, body, ctype, code in (
+                ("GET", "/nope", b"", "application/json", 404),
+                ("PUT", "/pods/mutate", b"{}", "application/json", 405),
+                ("POST", "/pods/mutate", b"{}", "application/json", 400),
+                ("POST", "/healthz", b"{}", "application/json", 405)):
+            self.assertEqual(self.request(wh, method, path, body, ctype)[0], code)
+        # Over the cap by its Content-Length: answered before the body is sent.
+        t = tls_socket(port, tls_context(env.certs))
+        t.sendall(b"POST /pods/mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+                  b"\r\nContent-Length: %d\r\n\r\n" % (CAP + 1))
+        self.assertEqual(read_response(t.makefile("rb"))[0], 413)
+        t.close()
+        self.assertLess(time.monotonic() - t0, self.PERIOD,
+                        "too slow to test the period on this machine")
+        self.assertEqual(refused_metrics(wh), {
+            "no_data": 1, "not_tls": 1, "tls_version": 1, "no_common_algorithm": 1,
+            "client_alert": 1, "client_closed": 1})
+        # One period after the first lines: the next ones, with the count left out.
+        time.sleep(max(0.0, t0 + self.PERIOD + 0.3 - time.monotonic()))
+        tls11 = self.tls11(port)
+        # A request libmicrohttpd refuses itself (no client address in its message).
+        t = tls_socket(port, tls_context(env.certs))
+        t.sendall(b"POST /pods/mutate HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n")
+        self.assertEqual(read_response(t.makefile("rb"))[0], 400)
+        t.close()
+        self.assertEqual(self.wait_lines(wh, tls_msg, 2)[1:], [
+            {"level": "info", "msg": tls_msg, "client": tls11, "reason": "tls_version",
+             "detail": "the client offers TLS 1.1 at most, TLS 1.2 or 1.3 needed",
+             "suppressed": "5"}])
+        self.assertEqual(self.wait_lines(wh, http_msg, 2), [
+            {"level": "info", "msg": http_msg, "client": addr415, "code": "415",
+             "reason": "UnsupportedMediaType",
+             "message": 'Content-Type must be application/json, got "text/plain"',
+             "suppressed": "0"},
+            {"level": "info", "msg": http_msg, "client": "unknown", "code": "400",
+             "reason": "BadRequest",
+             "message": "Your HTTP request has wrong value for Content-Length header.",
+             "suppressed": "5"}])
+        self.assertEqual(refused_metrics(wh)["tls_version"], 2)
+        self.assertNotIn("out of context", wh.process.log())
+        self.assertTrue(wh.process.alive())

@@ -25,6 +25,7 @@
 #include "plugins/plugin.h"
 #include "webhook/commands.h"
 #include "webhook/metrics_internal.h"
+#include "webhook/server.h"
 #include "webhook/version.h"
 
 /* Admission latency buckets: 0.1 ms to 10 s, the webhook configuration's timeoutSeconds. */
@@ -110,6 +111,9 @@ void metrics_reset(void)
         for (size_t o = 0; o < 2; o++)
             for (size_t r = 0; r < 2; r++)
                 atomic_store(&objects_ops[k][o][r].n, 0);
+    atomic_store(&server_metrics.evicted.n, 0);
+    for (size_t r = 0; r < SERVER_REFUSED_N; r++)
+        atomic_store(&server_metrics.handshakes_refused[r].n, 0);
 }
 
 /* ---- process metrics (metrics_internal.h) ---- */
@@ -278,6 +282,16 @@ static void render_own(void *userdata, struct metric_writer *w)
     metric_write(w, "webhook_admission_warnings_total", "counter",
                  "Warnings sent in AdmissionResponses.", NULL,
                  (double)atomic_load_explicit(&warnings_total, memory_order_relaxed));
+    metric_write(w, "webhook_http_connections_evicted_total", "counter",
+                 "Connections closed to make room for new ones near --max-connections (idle "
+                 "or not yet sent a whole request).",
+                 NULL, (double)metric_counter_get(&server_metrics.evicted));
+    for (size_t r = 0; r < SERVER_REFUSED_N; r++) {
+        snprintf(labels, sizeof(labels), "reason=\"%s\"", server_refusal_name(r));
+        metric_write(w, "webhook_tls_handshakes_refused_total", "counter",
+                     "TLS handshakes that failed, by reason.", labels,
+                     (double)metric_counter_get(&server_metrics.handshakes_refused[r]));
+    }
     metric_write(w, "webhook_tls_reloads_total", "counter", "TLS pair reloads by result.",
                  "result=\"ok\"", (double)metric_counter_get(&certwatch_metrics.reloads_ok));
     metric_write(w, "webhook_tls_reloads_total", NULL, NULL, "result=\"refused\"",

@@ -56,17 +56,58 @@ static const char status_enomem[] =
     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
     "\"message\":\"out of memory\",\"reason\":\"InternalError\",\"code\":500}";
 
-/* Route MHD's own error messages to our log (one line each). */
+static void log_refusal(struct server *s, struct MHD_Connection *c, unsigned code,
+                        const char *reason, const char *message);
+
+/*
+ * MHD's line for an error answer of its own (a request it cannot parse):
+ * "Error processing request (HTTP response code is 400 ('<html>...</html>')).
+ * Closing connection." @return true when msg is one, logged as log_refusal does
+ * (the page's text without its tags as the message; no client address there).
+ */
+static bool mhd_refusal(struct server *s, const char *msg)
+{
+    static const char prefix[] = "Error processing request (HTTP response code is ";
+    const char *p = strstr(msg, "<body>");
+    const char *end = p != NULL ? strstr(p, "</body>") : NULL;
+    char text[256];
+    size_t n = 0;
+    unsigned code;
+
+    if (strncmp(msg, prefix, sizeof(prefix) - 1) != 0
+        || sscanf(msg + sizeof(prefix) - 1, "%3u", &code) != 1)
+        return false;
+    for (p = p != NULL ? p + 6 : NULL; p != NULL && p < end && n + 1 < sizeof(text); p++) {
+        if (*p == '<') {
+            while (p < end && *p != '>')
+                p++;
+            continue;
+        }
+        text[n++] = *p;
+    }
+    text[n] = '\0';
+    log_refusal(s, NULL, code, "BadRequest", n > 0 ? text : "malformed request");
+    return true;
+}
+
+/* Route MHD's own error messages to our log (one line each; cls: the server). */
 __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char msg[512];
     size_t n;
 
-    (void)cls;
     vsnprintf(msg, sizeof(msg), fmt, ap);
     n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = '\0';
+    /* MHD's one line for every failed handshake, with no address: server_tls_conn_end
+     * logs each (rate-limited) with the client and the reason instead. */
+    if (strstr(msg, "received handshake message out of context") != NULL) {
+        LOG_DEBUG("http: %s", msg);
+        return;
+    }
+    if (cls != NULL && mhd_refusal(cls, msg))
+        return;
     LOG_WARN("http: %s", msg);
 }
 
@@ -126,12 +167,53 @@ static enum MHD_Result queue_status(struct server *s, struct MHD_Connection *c, 
     return queue(s, c, code, "application/json", allow, text, strlen(text), true);
 }
 
-/* A refusal of an admission request by the server itself: counted, then answered. */
+/*
+ * Log a 4xx answer at info with the client's address and why, at most one line
+ * per LOG_PERIOD_MS (http_log) with the count of those not logged since.
+ */
+static void log_refusal(struct server *s, struct MHD_Connection *c, unsigned code,
+                        const char *reason, const char *message)
+{
+    char addr[INET6_ADDRSTRLEN + 8];
+    char q[LOG_QUOTE_SIZE(384)];
+    unsigned long suppressed = 0;
+
+    /* a 5xx (out of memory) is no refusal of the client's request */
+    if (code >= 500 || log_level_current < LOG_LEVEL_INFO
+        || !server_log_take(&s->http_log, &suppressed))
+        return;
+    LOG_INFO("http: refused request client=%s code=%u reason=%s message=%s suppressed=%lu",
+             server_client_address(c, addr, sizeof(addr)), code, reason,
+             log_quote(q, sizeof(q), message), suppressed);
+}
+
+/* A refusal of an admission request by the server itself: counted, logged, answered. */
 static enum MHD_Result refuse(struct server *s, struct MHD_Connection *c, unsigned code,
                               const char *reason, const char *allow, const char *message)
 {
     metrics_admission((int)code, METRICS_ERROR, 0);
+    log_refusal(s, c, code, reason, message);
     return queue_status(s, c, code, reason, allow, message);
+}
+
+/* admission_handle answered 4xx (a Status, e.g. 400 for a body that is not an
+ * AdmissionReview): log it as the server's own refusals are. */
+static void log_admission_refusal(struct server *s, struct MHD_Connection *c, int status,
+                                  const char *out, size_t out_len)
+{
+    json_t *st;
+    const char *reason = "BadRequest";
+    const char *message = "";
+
+    if (status < 400 || status > 499 || log_level_current < LOG_LEVEL_INFO)
+        return;
+    st = out != NULL ? json_loadb(out, out_len, 0, NULL) : NULL;
+    if (json_is_string(json_object_get(st, "reason")))
+        reason = json_string_value(json_object_get(st, "reason"));
+    if (json_is_string(json_object_get(st, "message")))
+        message = json_string_value(json_object_get(st, "message"));
+    log_refusal(s, c, (unsigned)status, reason, message);
+    json_decref(st);
 }
 
 /* "application/json", any case, optionally followed by parameters (RFC 9110 8.3.1). */
@@ -161,6 +243,7 @@ static enum MHD_Result answer_probe(struct server *s, struct MHD_Connection *c, 
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
         snprintf(msg, sizeof(msg), "method %s is not allowed on %s, use GET",
                  echo_safe(method, a, sizeof(a)), url);
+        log_refusal(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, "MethodNotAllowed", msg);
         return queue_status(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, "MethodNotAllowed", "GET, HEAD",
                             msg);
     }
@@ -407,6 +490,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
         return queue_too_big(s, c);
     /* admission_handle records the request in the metrics (outcome, latency). */
     status = ctx->handler(buf_cstr(&ctx->body), ctx->body.len, &s->src, &s->mutate, &out, &out_len);
+    log_admission_refusal(s, c, status, out, out_len);
     /* The body is no longer needed: release it before the answer is sent. */
     buf_dispose(&ctx->body);
     if (out == NULL)
@@ -523,10 +607,24 @@ unsigned server_default_threads(const char *cgroup_root)
     return n > THREADS_MAX / THREADS_PER_CORE ? THREADS_MAX : (unsigned)n * THREADS_PER_CORE;
 }
 
+/*
+ * How many open connections the server keeps before a new one makes the oldest
+ * reusable give way (server_conn.c): the limit less a reserve of 1/32 of it, at
+ * least one per worker (each worker stops accepting at its share of the limit).
+ */
+static unsigned evict_above(unsigned limit, unsigned threads)
+{
+    unsigned reserve = limit / 32 > threads ? limit / 32 : threads;
+
+    return reserve < limit ? limit - reserve : 1;
+}
+
 /* Free s and what it owns; the daemon and the reaper are stopped. */
 static void server_free(struct server *s)
 {
     server_tls_creds_free(s->creds); /* every connection has released its reference */
+    pthread_mutex_destroy(&s->http_log.lock);
+    pthread_mutex_destroy(&s->tls_log.lock);
     pthread_cond_destroy(&s->reaper_cond);
     pthread_mutex_destroy(&s->conn_lock);
     pthread_mutex_destroy(&s->tls_lock);
@@ -637,7 +735,10 @@ int server_create(struct server **out, const struct server_config *cfg, struct w
     pthread_mutex_init(&s->tls_lock, NULL);
     pthread_mutex_init(&s->conn_lock, NULL);
     pthread_cond_init(&s->reaper_cond, NULL);
+    pthread_mutex_init(&s->tls_log.lock, NULL);
+    pthread_mutex_init(&s->http_log.lock, NULL);
     atomic_init(&s->draining, false);
+    atomic_init(&s->stopping, false);
     atomic_init(&s->in_flight, 0);
     s->listen_fd = -1;
     s->quiesced_fd = -1;
@@ -658,6 +759,8 @@ int server_create(struct server **out, const struct server_config *cfg, struct w
     s->connection_limit =
         cfg->connection_limit > 0 ? cfg->connection_limit : SERVER_DEFAULT_CONNECTIONS;
     s->per_ip_limit = cfg->per_ip_limit;
+    s->evict_above = evict_above(s->connection_limit, s->threads);
+    s->evict_log_ms = clock_mono_ms() - LOG_PERIOD_MS;
     if (tls) {
         /* Parsed by GnuTLS before the daemon starts: a bad pair never serves. */
         rc = server_tls_creds_parse(cfg->tls_cert_pem, cfg->tls_key_pem, &s->creds, err);
@@ -720,7 +823,7 @@ int server_run(struct server *s, struct wh_error *err)
      * option code that is MHD_OPTION_END (ending the list) without TLS.
      */
     s->daemon = MHD_start_daemon(flags, (uint16_t)s->port, NULL, NULL, access_handler, s,
-                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
                                  MHD_OPTION_NOTIFY_COMPLETED, server_request_completed, s,
                                  MHD_OPTION_NOTIFY_CONNECTION, server_conn_notify, s,
                                  MHD_OPTION_URI_LOG_CALLBACK, server_uri_log, s, MHD_OPTION_ARRAY,
@@ -786,6 +889,7 @@ void server_stop(struct server *s)
         return;
     /* The reaper first: no shutdown(2) may race with MHD closing sockets. */
     server_reaper_stop(s);
+    atomic_store(&s->stopping, true); /* the handshakes cut now are not refusals */
     if (s->daemon != NULL)
         MHD_stop_daemon(s->daemon);
     if (s->quiesced_fd >= 0)

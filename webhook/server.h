@@ -8,7 +8,11 @@
  * was called); GET (or HEAD) /metrics → metrics_render in the Prometheus text
  * format 0.0.4. Anything else gets a Kubernetes Status body: 404 unknown path,
  * 405 (with Allow) wrong method, 413 body over the cap, 415 Content-Type not
- * application/json. Query strings (?timeout=10s) are ignored.
+ * application/json. Query strings (?timeout=10s) are ignored. Every 4xx
+ * answer (and every refused TLS handshake) is logged at info with the
+ * client's address and the reason, one line per 5 s for each of the two
+ * kinds with the count of those left out; refused handshakes are counted by
+ * reason in server_metrics.
  *
  * Listening: the server makes its own socket (server_create), so an IPv6
  * address is bound with IPV6_V6ONLY off: "::", the default, takes IPv4
@@ -20,7 +24,13 @@
  * server runs: new handshakes use the new pair, open connections keep theirs.
  *
  * Hostile clients: at most connection_limit connections (and
- * per_ip_limit per client address); a connection idle for connection_timeout
+ * per_ip_limit per client address). Near the limit (server_conn.c says how
+ * near) each new connection makes the oldest reusable one give way, as nginx
+ * does with its reusable connections: one that has not sent a whole request
+ * yet (TLS handshake included) or idles between keep-alive requests, oldest
+ * by when it entered that state; a request being handled is never closed.
+ * So a flood of idle or slow connections cannot keep a prompt client in the
+ * kernel's accept queue. A connection idle for connection_timeout
  * is closed; a request whose headers and body have not all arrived within
  * request_timeout_ms of its start is closed (a new connection's first request
  * starts at accept, so the TLS handshake counts too); the body buffer grows as
@@ -41,9 +51,14 @@
 #include "webhook/metrics.h"
 #include "webhook/mutate.h"
 
-#define SERVER_MAX_BODY                   ((size_t)3 * 1024 * 1024) /* bytes; kube-apiserver's own request cap */
-#define SERVER_DEFAULT_TIMEOUT            30     /* seconds a connection may idle */
-#define SERVER_DEFAULT_CONNECTIONS        1000   /* concurrent connections */
+#define SERVER_MAX_BODY        ((size_t)3 * 1024 * 1024) /* bytes; kube-apiserver's own request cap */
+#define SERVER_DEFAULT_TIMEOUT 30                        /* seconds a connection may idle */
+/*
+ * Concurrent connections: an idle TLS connection costs about 16 KiB of RSS
+ * (bench/RESULTS.md, "Connections"), and connections may take a quarter of the
+ * Deployment's 64Mi memory request: 64 MiB / 4 / 16 KiB = 1024, rounded down.
+ */
+#define SERVER_DEFAULT_CONNECTIONS        1000
 #define SERVER_DEFAULT_REQUEST_TIMEOUT_MS 10000u /* headers + body of one request */
 
 /*
@@ -107,6 +122,30 @@ struct server_config {
 };
 
 struct server;
+
+/*
+ * What the server counts (read by webhook/metrics.c at scrape time). Process-wide,
+ * as Prometheus counters are: every server of the process adds to them.
+ */
+/* Why a TLS handshake failed (the reason label of webhook_tls_handshakes_refused_total). */
+enum server_refusal {
+    SERVER_REFUSED_NO_DATA = 0,  /* closed without sending a byte (a bare TCP connect) */
+    SERVER_REFUSED_NOT_TLS,      /* bytes that are not a TLS ClientHello (plain HTTP, ...) */
+    SERVER_REFUSED_TLS_VERSION,  /* a ClientHello of TLS 1.1 or older */
+    SERVER_REFUSED_NO_COMMON,    /* no cipher suite, group or signature shared with the profile */
+    SERVER_REFUSED_CLIENT_ALERT, /* the client ended it with an alert (e.g. unknown CA) */
+    SERVER_REFUSED_CLOSED,       /* the client closed it midway, without an alert */
+    SERVER_REFUSED_N
+};
+
+/** The label value of reason r ("no_data", "not_tls", ...); "" out of range. */
+const char *server_refusal_name(enum server_refusal r);
+
+struct server_metrics {
+    struct metric_counter evicted; /* connections closed to make room near connection_limit */
+    struct metric_counter handshakes_refused[SERVER_REFUSED_N]; /* by reason */
+};
+extern struct server_metrics server_metrics;
 
 /**
  * The worker threads used when server_config.threads is 0: four per CPU this

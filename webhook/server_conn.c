@@ -13,6 +13,18 @@
  * cleans up as for a vanished client. in_flight counts the connections not
  * idle between keep-alive requests (written under conn_lock).
  *
+ * The connection limit: MHD stops accepting when it holds connection_limit
+ * connections (each worker its share), and a new client then waits in the
+ * kernel's queue until one closes. So server_conn_notify keeps the open ones
+ * (not shut down yet) at evict_above, a little below the limit: a new
+ * connection past it shuts down the oldest reusable one (any state but
+ * CONN_HANDLING, oldest since_ms first, found by a scan of the list), as
+ * nginx's ngx_drain_connections() closes its oldest reusable connections. The
+ * reserve (at least one per worker) keeps every worker below its share in the
+ * time a shut-down socket takes to reach its worker's loop. A client that
+ * sends its request promptly is the newest in the list, so a flood reaches
+ * it last. The reaper logs the evictions, at most once per LOG_PERIOD_MS.
+ *
  * Requests: server_uri_log makes the struct req_ctx (MHD's *req_cls) when
  * the request line arrives; the body is appended to its buffer, which grows as
  * data arrives and never past the cap (a Content-Length is never trusted for
@@ -24,10 +36,13 @@
  * connection stays on one); reaper_main is the server's own thread, started
  * by server_run and joined by server_stop.
  */
+#include <arpa/inet.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -39,6 +54,8 @@
 #include "webhook/server.h"
 #include "webhook/server_internal.h"
 
+struct server_metrics server_metrics;
+
 /* The connection's context (MHD socket_context), NULL when server_conn_notify could not make one. */
 struct conn_ctx *server_conn_of(struct MHD_Connection *c)
 {
@@ -46,6 +63,34 @@ struct conn_ctx *server_conn_of(struct MHD_Connection *c)
         c != NULL ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT) : NULL;
 
     return ci != NULL ? ci->socket_context : NULL;
+}
+
+/* Shut cc's socket down (MHD then closes it as a vanished client's). conn_lock held. */
+static void conn_shut_locked(struct server *s, struct conn_ctx *cc)
+{
+    /* The socket is open: its CLOSED notification has not run (conn_lock). */
+    shutdown(cc->fd, SHUT_RDWR);
+    cc->shut = true;
+    s->open--;
+}
+
+/*
+ * The connection that has been reusable the longest, other than keep: any state
+ * but CONN_HANDLING, with a socket not shut down yet. NULL when there is none.
+ * conn_lock held.
+ */
+static struct conn_ctx *conn_oldest_reusable_locked(struct server *s, const struct conn_ctx *keep)
+{
+    struct conn_ctx *best = NULL;
+
+    for (struct conn_ctx *cc = s->conns; cc != NULL; cc = cc->next) {
+        if (cc == keep || cc->shut || cc->fd < 0 || cc->state == CONN_HANDLING)
+            continue;
+        /* <=: the list is newest first, so of equal times the later one is older */
+        if (best == NULL || cc->since_ms <= best->since_ms)
+            best = cc;
+    }
+    return best;
 }
 
 /* MHD_OPTION_NOTIFY_CONNECTION: register a connection on start, drop it on close. */
@@ -72,6 +117,16 @@ void server_conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
         if (s->conns != NULL)
             s->conns->prev = cc;
         s->conns = cc;
+        s->open++;
+        if (s->open > s->evict_above) {
+            struct conn_ctx *old = conn_oldest_reusable_locked(s, cc);
+
+            if (old != NULL) {
+                conn_shut_locked(s, old);
+                s->evicted++;
+                metric_counter_add(&server_metrics.evicted, 1);
+            }
+        }
         pthread_mutex_unlock(&s->conn_lock);
         *socket_context = cc;
         return;
@@ -82,6 +137,8 @@ void server_conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
     pthread_mutex_lock(&s->conn_lock);
     if (cc->state != CONN_IDLE)
         atomic_fetch_sub(&s->in_flight, 1);
+    if (!cc->shut)
+        s->open--;
     if (cc->prev != NULL)
         cc->prev->next = cc->next;
     else
@@ -89,9 +146,56 @@ void server_conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
     if (cc->next != NULL)
         cc->next->prev = cc->prev;
     pthread_mutex_unlock(&s->conn_lock);
+    /* Out of the list: nothing else touches cc now, and the socket is still open. */
+    server_tls_conn_end(s, c, cc);
     server_tls_creds_release(s, cc->creds);
     free(cc);
     *socket_context = NULL;
+}
+
+bool server_log_take(struct server_log_limit *l, unsigned long *suppressed)
+{
+    long long now = clock_mono_ms();
+    bool take;
+
+    pthread_mutex_lock(&l->lock);
+    take = l->last_ms == 0 || now - l->last_ms >= LOG_PERIOD_MS;
+    if (take) {
+        *suppressed = l->suppressed;
+        l->suppressed = 0;
+        l->last_ms = now > 0 ? now : 1;
+    } else {
+        l->suppressed++;
+    }
+    pthread_mutex_unlock(&l->lock);
+    return take;
+}
+
+const char *server_client_address(struct MHD_Connection *c, char *buf, size_t len)
+{
+    const union MHD_ConnectionInfo *ci =
+        c != NULL ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS) : NULL;
+    const struct sockaddr *sa = ci != NULL ? ci->client_addr : NULL;
+    char a[INET6_ADDRSTRLEN];
+
+    snprintf(buf, len, "unknown");
+    if (sa != NULL && sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in4 = (const struct sockaddr_in *)sa;
+
+        if (inet_ntop(AF_INET, &in4->sin_addr, a, sizeof(a)) != NULL)
+            snprintf(buf, len, "%s:%u", a, ntohs(in4->sin_port));
+    } else if (sa != NULL && sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+        /* "::" listens dual-stack: an IPv4 client arrives as ::ffff:a.b.c.d */
+        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+            if (inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], a, sizeof(a)) != NULL)
+                snprintf(buf, len, "%s:%u", a, ntohs(in6->sin6_port));
+        } else if (inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a)) != NULL) {
+            snprintf(buf, len, "[%s]:%u", a, ntohs(in6->sin6_port));
+        }
+    }
+    return buf;
 }
 
 /* Move to state st (from now), keeping in_flight = connections not idle. conn_lock held. */
@@ -171,14 +275,19 @@ static void *reaper_main(void *arg)
 
             if (dl == 0 || now <= dl || cc->shut || cc->fd < 0)
                 continue;
-            /* The socket is open: its CLOSED notification has not run (conn_lock). */
-            shutdown(cc->fd, SHUT_RDWR);
-            cc->shut = true;
+            conn_shut_locked(s, cc);
             closed++;
         }
         if (closed > 0)
             LOG_INFO("http: closed connections over their time count=%u request_timeout_ms=%lld",
                      closed, s->request_timeout_ms);
+        if (s->evicted > 0 && now - s->evict_log_ms >= LOG_PERIOD_MS) {
+            LOG_INFO("http: connection limit near, closed the oldest idle or incomplete "
+                     "connections count=%u open=%u limit=%u",
+                     s->evicted, s->open, s->connection_limit);
+            s->evicted = 0;
+            s->evict_log_ms = now;
+        }
         ts = clock_after_ms(CLOCK_REALTIME, REAPER_PERIOD_MS);
         pthread_cond_timedwait(&s->reaper_cond, &s->conn_lock, &ts);
     }

@@ -12,8 +12,10 @@
  *                  the request time limit and its reaper thread, body gathering
  *                  with the cap, the per-request context's end
  *
- * Locks: conn_lock guards the connection list, each conn_ctx's fields but creds,
- * and the reaper's flag; tls_lock guards the current pair and every refcount.
+ * Locks: conn_lock guards the connection list, each conn_ctx's fields but creds
+ * and the tls_* ones, the counts beside the list and the reaper's flag;
+ * tls_lock guards the current pair and every refcount; each server_log_limit
+ * has its own lock.
  * The rest of struct server is written by server_create and read-only after.
  */
 #ifndef WH_SERVER_INTERNAL_H
@@ -32,8 +34,9 @@
 #include "base/error.h"
 #include "webhook/server.h"
 
-#define TLS_CHAIN_MAX    16   /* certificates in a served chain */
-#define REAPER_PERIOD_MS 200L /* how often the reaper scans */
+#define TLS_CHAIN_MAX    16     /* certificates in a served chain */
+#define REAPER_PERIOD_MS 200L   /* how often the reaper scans */
+#define LOG_PERIOD_MS    5000LL /* at most one line per kind per period */
 
 /* A parsed TLS pair; refs guarded by server.tls_lock. */
 struct tls_creds {
@@ -59,10 +62,25 @@ struct conn_ctx {
     int fd;
     enum conn_state state;
     long long since_ms; /* monotonic ms the state's limit counts from */
-    bool shut;          /* the reaper has shut the socket down */
+    bool shut;          /* the reaper or an eviction has shut the socket down */
     struct conn_ctx *prev;
     struct conn_ctx *next;
     struct tls_creds *creds; /* pair of its handshake; the connection's thread only */
+    /* The TLS handshake, as server_tls.c's hook saw it; the connection's thread only. */
+    bool tls_hello;             /* a ClientHello arrived */
+    unsigned tls_hello_version; /* its legacy_version (0x0303 for TLS 1.2 and 1.3) */
+    bool tls_server_hello;      /* our ServerHello went out */
+    bool tls_done;              /* the client's Finished arrived: the handshake is complete */
+};
+
+/*
+ * One log line per LOG_PERIOD_MS for a kind of event, with a count of those not
+ * logged since the line before (server_log_take). Any thread.
+ */
+struct server_log_limit {
+    pthread_mutex_t lock;
+    long long last_ms;        /* monotonic ms of the last line; 0: none yet */
+    unsigned long suppressed; /* events since then that were not logged */
 };
 
 struct server {
@@ -86,9 +104,13 @@ struct server {
     bool tls;
     long long request_timeout_ms;
     long long idle_timeout_ms;
-    atomic_bool draining;  /* server_set_draining was called */
-    atomic_uint in_flight; /* connections not CONN_IDLE; written under conn_lock */
-    int quiesced_fd;       /* listening socket after server_quiesce, else -1 */
+    atomic_bool draining;             /* server_set_draining was called */
+    atomic_bool stopping;             /* server_stop is closing every connection */
+    struct server_log_limit tls_log;  /* refused TLS handshakes */
+    struct server_log_limit http_log; /* requests answered 4xx by the server */
+    atomic_uint in_flight;            /* connections not CONN_IDLE; written under conn_lock */
+    unsigned evict_above; /* more open connections than this: the oldest reusable one goes */
+    int quiesced_fd;      /* listening socket after server_quiesce, else -1 */
 
     pthread_mutex_t tls_lock;
     struct tls_creds *creds; /* current pair; NULL without TLS */
@@ -96,6 +118,9 @@ struct server {
     pthread_mutex_t conn_lock;
     pthread_cond_t reaper_cond;
     struct conn_ctx *conns; /* every open connection */
+    unsigned open;          /* connections in conns not shut down yet */
+    unsigned evicted;       /* evictions not logged yet */
+    long long evict_log_ms; /* when evictions were last logged, monotonic ms */
     bool reaper_stop;
     bool reaper_running;
     pthread_t reaper;
@@ -153,7 +178,32 @@ int server_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_r
  */
 void server_tls_conn_start(const struct server *s, struct MHD_Connection *c);
 
+/**
+ * A connection is closing (server_conn_notify, CLOSED, with the socket still
+ * open): when its TLS handshake never completed and neither the server nor
+ * its shutdown closed it, count it in server_metrics.handshakes_refused by
+ * reason and log "http: refused TLS handshake" at info (rate-limited: tls_log)
+ * with the client's address. Nothing without TLS.
+ */
+void server_tls_conn_end(struct server *s, struct MHD_Connection *c, const struct conn_ctx *cc);
+
 /* ---- server_conn.c ---- */
+
+/**
+ * Whether an event of the kind l limits may be logged now: the first one, and
+ * then the first one LOG_PERIOD_MS or more after the last line logged.
+ * @param[out] suppressed events of the kind not logged since that last line
+ *             (set when this returns true)
+ * @return true: log it now; false: counted in the next line's suppressed.
+ */
+bool server_log_take(struct server_log_limit *l, unsigned long *suppressed);
+
+/**
+ * The client's address of c as "ADDR:PORT" ("[ADDR]:PORT" for IPv6; an IPv4
+ * client of a dual-stack socket as plain IPv4) into buf (len bytes, at least
+ * INET6_ADDRSTRLEN + 8). "unknown" when MHD has none. @return buf.
+ */
+const char *server_client_address(struct MHD_Connection *c, char *buf, size_t len);
 
 /** The connection's context (borrowed), NULL when server_conn_notify could not make one. */
 struct conn_ctx *server_conn_of(struct MHD_Connection *c);

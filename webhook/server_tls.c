@@ -14,20 +14,46 @@
  * server_tls_conn_start sets "http/1.1" alone on the session, which exists from
  * accept on, before the first handshake byte is read.
  *
+ * Refused handshakes: libmicrohttpd logs every failed handshake with one fixed
+ * line ("received handshake message out of context.") and no address, so
+ * server.c demotes that line to debug and this file says what happened: a
+ * GnuTLS handshake hook notes on the connection's conn_ctx whether a
+ * ClientHello came (and its legacy_version), whether our ServerHello went out
+ * and whether the client's Finished did. When a connection closes with neither
+ * the Finished nor a shutdown of ours, server_tls_conn_end tells why from
+ * those, the bytes TCP received (TCP_INFO) and the last alert received, counts
+ * it by reason and logs it with the client's address, one line per
+ * LOG_PERIOD_MS.
+ *
  * Threads: server_tls_retrieve and server_tls_conn_start run on MHD workers,
  * server_set_tls_pair on any thread (the certwatch thread in serve); the pair
  * pointer and every refcount under tls_lock.
  */
 #include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
+#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_received (glibc's lacks it) */
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
+#include "base/log.h"
 #include "webhook/server.h"
 #include "webhook/server_internal.h"
+
+static const char *const refusal_names[SERVER_REFUSED_N] = {
+    "no_data", "not_tls", "tls_version", "no_common_algorithm", "client_alert", "client_closed",
+};
+
+const char *server_refusal_name(enum server_refusal r)
+{
+    return (unsigned)r < SERVER_REFUSED_N ? refusal_names[r] : "";
+}
 
 /* ALPN: HTTP/1.1 only (MHD serves nothing else; kube-apiserver offers h2 too). */
 static unsigned char alpn_http11[] = "http/1.1";
@@ -195,6 +221,35 @@ int server_set_tls_pair(struct server *s, const char *cert_pem, const char *key_
     return 0;
 }
 
+/*
+ * gnutls_handshake_hook_func, on the connection's worker: note the client's
+ * ClientHello (before GnuTLS reads it, so a refused one is noted too), our
+ * ServerHello (GnuTLS found a version, suite and group to use) and the
+ * client's Finished (after: the handshake is complete).
+ */
+static int handshake_hook(gnutls_session_t session, unsigned int htype, unsigned when,
+                          unsigned int incoming, const gnutls_datum_t *msg)
+{
+    struct conn_ctx *cc = server_conn_of(gnutls_session_get_ptr(session));
+
+    if (cc == NULL)
+        return 0;
+    if (!incoming) {
+        if (htype == GNUTLS_HANDSHAKE_SERVER_HELLO)
+            cc->tls_server_hello = true;
+        return 0;
+    }
+    if (htype == GNUTLS_HANDSHAKE_CLIENT_HELLO && when == GNUTLS_HOOK_PRE && !cc->tls_hello) {
+        cc->tls_hello = true;
+        /* RFC 8446 4.1.2: legacy_version first; TLS 1.3 clients say 0x0303 there too */
+        if (msg != NULL && msg->size >= 2)
+            cc->tls_hello_version = (unsigned)msg->data[0] << 8 | msg->data[1];
+    } else if (htype == GNUTLS_HANDSHAKE_FINISHED && when == GNUTLS_HOOK_POST) {
+        cc->tls_done = true;
+    }
+    return 0;
+}
+
 void server_tls_conn_start(const struct server *s, struct MHD_Connection *c)
 {
     const union MHD_ConnectionInfo *ti =
@@ -204,5 +259,84 @@ void server_tls_conn_start(const struct server *s, struct MHD_Connection *c)
         gnutls_datum_t proto = {alpn_http11, sizeof(alpn_http11) - 1};
 
         gnutls_alpn_set_protocols(ti->tls_session, &proto, 1, 0);
+        gnutls_handshake_set_hook_function(ti->tls_session, GNUTLS_HANDSHAKE_ANY, GNUTLS_HOOK_BOTH,
+                                           handshake_hook);
     }
+}
+
+/* Bytes TCP has received on fd (TCP_INFO, Linux 4.1+); -1 when unknown. */
+static long long tcp_bytes_received(int fd)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+
+    memset(&ti, 0, sizeof(ti));
+    if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0
+        || len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(ti.tcpi_bytes_received))
+        return -1;
+    return (long long)ti.tcpi_bytes_received;
+}
+
+/* "TLS 1.1" for a legacy_version, into buf. */
+static const char *version_text(unsigned v, char *buf, size_t len)
+{
+    if (v == 0x0300)
+        snprintf(buf, len, "SSL 3.0");
+    else if (v >> 8 == 3 && (v & 0xff) >= 1)
+        snprintf(buf, len, "TLS 1.%u", (v & 0xff) - 1);
+    else
+        snprintf(buf, len, "0x%04x", v);
+    return buf;
+}
+
+void server_tls_conn_end(struct server *s, struct MHD_Connection *c, const struct conn_ctx *cc)
+{
+    const union MHD_ConnectionInfo *ti;
+    gnutls_session_t session;
+    enum server_refusal why;
+    unsigned long suppressed = 0;
+    char detail[128];
+    char q[LOG_QUOTE_SIZE(sizeof(detail))];
+    char addr[INET6_ADDRSTRLEN + 8];
+    char v[16];
+
+    if (!s->tls || cc->tls_done || cc->shut || atomic_load(&s->stopping))
+        return;
+    ti = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    session = ti != NULL ? ti->tls_session : NULL;
+    if (!cc->tls_hello) {
+        /* The client's FIN takes one byte of TCP's sequence space. */
+        long long got = tcp_bytes_received(cc->fd);
+
+        why = got >= 0 && got <= 1 ? SERVER_REFUSED_NO_DATA : SERVER_REFUSED_NOT_TLS;
+        snprintf(detail, sizeof(detail), "%s",
+                 why == SERVER_REFUSED_NO_DATA
+                     ? "closed without sending a byte"
+                     : "not a TLS ClientHello (plain HTTP to the HTTPS port?)");
+    } else if (cc->tls_hello_version < 0x0303) {
+        why = SERVER_REFUSED_TLS_VERSION;
+        snprintf(detail, sizeof(detail), "the client offers %s at most, TLS 1.2 or 1.3 needed",
+                 version_text(cc->tls_hello_version, v, sizeof(v)));
+    } else if (!cc->tls_server_hello) {
+        /* A whole ClientHello of TLS 1.2 or 1.3 and no ServerHello: GnuTLS found
+         * nothing it may choose (the client closing that instant looks the same). */
+        why = SERVER_REFUSED_NO_COMMON;
+        snprintf(detail, sizeof(detail),
+                 "no cipher suite, group or signature algorithm in common with the profile");
+    } else if (session != NULL && gnutls_alert_get(session) != GNUTLS_A_CLOSE_NOTIFY) {
+        why = SERVER_REFUSED_CLIENT_ALERT;
+        snprintf(detail, sizeof(detail), "the client sent the alert \"%s\"",
+                 gnutls_alert_get_name(gnutls_alert_get(session)));
+    } else {
+        why = SERVER_REFUSED_CLOSED;
+        snprintf(detail, sizeof(detail),
+                 "the client closed the connection after the server's hello (does it trust "
+                 "the certificate?)");
+    }
+    metric_counter_add(&server_metrics.handshakes_refused[why], 1);
+    if (log_level_current < LOG_LEVEL_INFO || !server_log_take(&s->tls_log, &suppressed))
+        return;
+    LOG_INFO("http: refused TLS handshake client=%s reason=%s detail=%s suppressed=%lu",
+             server_client_address(c, addr, sizeof(addr)), server_refusal_name(why),
+             log_quote(q, sizeof(q), detail), suppressed);
 }

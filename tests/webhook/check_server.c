@@ -30,6 +30,7 @@
 #include "tests/testutil.h"
 #include "webhook/metrics.h"
 #include "webhook/server.h"
+#include "webhook/server_internal.h"
 
 #define MiB ((size_t)1024 * 1024)
 
@@ -1312,6 +1313,82 @@ START_TEST(test_request_timeout)
 }
 END_TEST
 
+/* Whether the peer of fd has closed within ms (poll, then a read of 0 bytes). */
+static bool closed_within(int fd, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    char c;
+
+    return poll(&p, 1, ms) == 1 && recv(fd, &c, 1, MSG_DONTWAIT) == 0;
+}
+
+/*
+ * Near connection_limit a new connection makes the oldest reusable one give way:
+ * with a limit of 8 on one worker the server keeps 7 (a reserve of one per
+ * worker), so the 8th connection closes the 1st, and a request on a 9th is
+ * served and closes the 2nd; the others stay open.
+ */
+START_TEST(test_evict_oldest)
+{
+    struct server_config cfg = {
+        .bind_address = "127.0.0.1",
+        .threads = 1,
+        .connection_limit = 8,
+        .src = {.get = fake_get},
+    };
+    struct wh_error err = {0, ""};
+    struct server *s2 = NULL;
+    unsigned long long evicted = metric_counter_get(&server_metrics.evicted);
+    int fds[8];
+    char url[128];
+    struct reply r;
+    CURL *h = curl_easy_init();
+
+    ck_assert_msg(server_start(&s2, &cfg, &err) == 0, "server_start: %s", err.msg);
+    for (int i = 0; i < 8; i++) {
+        fds[i] = connect_loopback(server_port(s2));
+        ck_assert_int_ge(fds[i], 0);
+        usleep(20 * 1000); /* accepted one after another: each older than the next */
+    }
+    ck_assert(closed_within(fds[0], 5000));
+    for (int i = 1; i < 8; i++)
+        ck_assert_msg(!closed_within(fds[i], 50), "connection %d closed", i);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/healthz", server_port(s2));
+    ck_assert_int_eq(exchange(h, "GET", url, NULL, NULL, 0, false, &r), CURLE_OK);
+    ck_assert_int_eq(r.status, 200);
+    reply_free(&r);
+    ck_assert(closed_within(fds[1], 5000));
+    for (int i = 2; i < 8; i++)
+        ck_assert_msg(!closed_within(fds[i], 50), "connection %d closed", i);
+    ck_assert_uint_eq(metric_counter_get(&server_metrics.evicted) - evicted, 2);
+    for (int i = 0; i < 8; i++)
+        close(fds[i]);
+    curl_easy_cleanup(h);
+    server_stop(s2);
+}
+END_TEST
+
+/* One line per LOG_PERIOD_MS, and the next one says how many were left out. */
+START_TEST(test_log_take)
+{
+    struct server_log_limit l = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    unsigned long n = 99;
+
+    ck_assert(server_log_take(&l, &n));
+    ck_assert_uint_eq(n, 0);
+    ck_assert(!server_log_take(&l, &n));
+    ck_assert(!server_log_take(&l, &n));
+    ck_assert(!server_log_take(&l, &n));
+    l.last_ms -= LOG_PERIOD_MS; /* one period later */
+    ck_assert(server_log_take(&l, &n));
+    ck_assert_uint_eq(n, 3);
+    ck_assert(!server_log_take(&l, &n));
+    l.last_ms -= LOG_PERIOD_MS - 1; /* not quite a period */
+    ck_assert(!server_log_take(&l, &n));
+    pthread_mutex_destroy(&l.lock);
+}
+END_TEST
+
 static Suite *server_suite(void)
 {
     Suite *s = suite_create("server");
@@ -1342,6 +1419,8 @@ static Suite *server_suite(void)
     tcase_add_test(plain, test_draining);
     tcase_add_test(plain, test_quiesce);
     tcase_add_test(plain, test_request_timeout);
+    tcase_add_test(plain, test_evict_oldest);
+    tcase_add_test(plain, test_log_take);
     tcase_add_checked_fixture(tls, tls_setup, tls_teardown);
     tcase_set_timeout(tls, 60);
     tcase_add_test(tls, test_tls);
