@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/sanitize.h"
 #include "k8s/names.h"
 #include "webhook/commands.h"
 #include "webhook/serve_flags.h"
@@ -243,7 +244,12 @@ enum {
 /* Report a bad flag value on err_to. @return WH_EINVAL (the command exits 2). */
 static int bad_value(FILE *err_to, const char *flag, const char *value, const char *want)
 {
-    fprintf(err_to, WH_PROG ": serve: invalid %s \"%s\": %s\n", flag, value, want);
+    char shown[128]; /* the user's text, one line */
+
+    fprintf(err_to, WH_PROG ": serve: invalid %s \"%s\": %s\n", flag,
+            sanitize_copy(shown, sizeof(shown), value, sizeof(shown) - 4,
+                          SANITIZE_CONTROLS | SANITIZE_ELLIPSIS),
+            want);
     return WH_EINVAL;
 }
 
