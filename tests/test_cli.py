@@ -508,6 +508,7 @@ class UsageErrors(unittest.TestCase):
         rc, top, err = run("--help")
         self.assertEqual((rc, err), (0, ""))
         self.assertEqual(run("help", "help"), (0, top, ""))
+        self.assertEqual(run("help", "--help"), (0, top, ""))
         self.assertEqual(run("help"), (0, top, ""))
         rc, help_out, err = run("version", "--help")
         self.assertEqual((rc, err), (0, ""))

@@ -82,7 +82,8 @@ static int help_main(int argc, char **argv)
                 shown(argv[2]));
         return 2;
     }
-    if (strcmp(argv[1], "help") == 0) {
+    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0
+        || strcmp(argv[1], "-h") == 0) {
         usage(stdout);
         return 0;
     }
