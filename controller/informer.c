@@ -32,6 +32,12 @@
  * size is kept for the informer's life: growing back would fail again at the
  * next relist, and smaller pages only cost more requests.
  *
+ * Namespaced (informer_config.ns, serve --namespaces: one informer per
+ * namespace, all on one cache): LIST and WATCH .../namespaces/NS/jobs, and a
+ * LIST replaces that namespace's Jobs only (cache_replace_namespace), marking it
+ * synced (cache_set_namespace_synced). A Job of another namespace in the answer
+ * is skipped like an object of another kind.
+ *
  * Objects of another kind than batch.volcano.sh/v1alpha1 Job (a misbehaving
  * proxy) are skipped, logged and counted in errors. LIST items may omit kind
  * and apiVersion (they are filled in), watch events may not.
@@ -67,6 +73,8 @@
 #include "k8s/watch.h"
 
 #define JOBS_PATH       "/apis/batch.volcano.sh/v1alpha1/jobs"
+#define NS_JOBS_PATH    "/apis/batch.volcano.sh/v1alpha1/namespaces/%s/jobs"
+#define NS_MAX_LEN      63 /* a namespace name is a DNS-1123 label */
 #define JOB_API_VERSION "batch.volcano.sh/v1alpha1"
 
 #define DEFAULT_PAGE_SIZE          500L
@@ -82,6 +90,8 @@ struct informer {
     struct job_cache *cache;    /* borrowed */
     struct informer_config cfg; /* defaults filled in */
     struct informer_handlers h;
+    char ns[NS_MAX_LEN + 1]; /* cfg.ns copied; "" = every namespace */
+    char path[128];          /* the Jobs collection listed and watched */
     pthread_t thread;
     bool thread_started;
 
@@ -191,6 +201,22 @@ static void warn_wrong_kind(const json_t *obj, const char *where)
              str_or(meta_str(obj, "namespace"), ""), str_or(meta_str(obj, "name"), ""));
 }
 
+/* Whether obj belongs to another namespace than the one inf watches (never for every
+ * namespace). */
+static bool other_namespace(const struct informer *inf, const json_t *obj)
+{
+    const char *ns = meta_str(obj, "namespace");
+
+    return inf->ns[0] != '\0' && (ns == NULL || strcmp(ns, inf->ns) != 0);
+}
+
+/* Log an object of another namespace than ours; where: "list" or "watch". */
+static void warn_other_namespace(const struct informer *inf, const json_t *obj, const char *where)
+{
+    LOG_WARN("informer: skipped a job of another namespace in the jobs %s ns=%s job=%s/%s", where,
+             inf->ns, str_or(meta_str(obj, "namespace"), ""), str_or(meta_str(obj, "name"), ""));
+}
+
 /* Items of a Job LIST may lack apiVersion/kind (kube omits them in lists): add them. */
 static void fill_type_meta(json_t *job)
 {
@@ -218,6 +244,12 @@ static int add_page(void *userdata, json_t *items, struct wh_error *err)
             /* One line per LIST, not per item: a proxy may answer with thousands. */
             if (r->inf->skipped++ == 0)
                 warn_wrong_kind(job, "list");
+            atomic_fetch_add(&r->inf->errors, 1);
+            continue;
+        }
+        if (json_is_object(job) && other_namespace(r->inf, job)) {
+            if (r->inf->skipped++ == 0)
+                warn_other_namespace(r->inf, job, "list");
             atomic_fetch_add(&r->inf->errors, 1);
             continue;
         }
@@ -263,26 +295,33 @@ static int informer_list(struct informer *inf, struct wh_error *err)
     if (batch == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
     inf->skipped = 0;
-    rc = k8s_list_pages(inf->client, JOBS_PATH, inf->page_size, inf->cfg.request_timeout_ms,
+    rc = k8s_list_pages(inf->client, inf->path, inf->page_size, inf->cfg.request_timeout_ms,
                         add_page, &report, &rv, err);
     if (inf->skipped > 1)
-        LOG_WARN("informer: skipped objects of another kind in the jobs list count=%zu",
+        LOG_WARN("informer: skipped objects of another kind or namespace in the jobs list "
+                 "count=%zu",
                  inf->skipped);
     if (rc < 0)
         goto out;
-    rc = cache_replace_all(inf->cache, batch, on_list_change, &report);
+    if (inf->ns[0] != '\0')
+        rc = cache_replace_namespace(inf->cache, inf->ns, batch, on_list_change, &report);
+    else
+        rc = cache_replace_all(inf->cache, batch, on_list_change, &report);
     if (rc < 0) {
         wh_error_set(err, rc, "cannot replace the jobs cache: %s", wh_error_str(rc));
         goto out;
     }
-    cache_set_synced(inf->cache, true);
+    if (inf->ns[0] != '\0')
+        cache_set_namespace_synced(inf->cache, inf->ns);
+    else
+        cache_set_synced(inf->cache, true);
     free(inf->rv);
     inf->rv = rv;
     rv = NULL; /* now owned by inf */
     inf->progressed = false;
     atomic_fetch_add(&inf->lists, 1);
-    LOG_INFO("informer: listed jobs=%zu removed=%zu resource_version=%s", cache_size(inf->cache),
-             report.removed, str_or(inf->rv, ""));
+    LOG_INFO("informer: listed path=%s jobs=%zu removed=%zu resource_version=%s", inf->path,
+             cache_size(inf->cache), report.removed, str_or(inf->rv, ""));
 out:
     free(rv);
     cache_batch_destroy(batch);
@@ -306,6 +345,12 @@ static int on_watch_event(void *userdata, enum watch_event_type type, json_t *ob
     if (type != WATCH_BOOKMARK && type != WATCH_ERROR && !is_job(obj, false)) {
         /* Never cached, never reported, not progress; its rv still moves us on. */
         warn_wrong_kind(obj, "watch");
+        atomic_fetch_add(&inf->errors, 1);
+        set_rv(inf, meta_str(obj, "resourceVersion"));
+        return 0;
+    }
+    if (type != WATCH_BOOKMARK && type != WATCH_ERROR && other_namespace(inf, obj)) {
+        warn_other_namespace(inf, obj, "watch");
         atomic_fetch_add(&inf->errors, 1);
         set_rv(inf, meta_str(obj, "resourceVersion"));
         return 0;
@@ -367,7 +412,7 @@ static int informer_watch(struct informer *inf, struct wh_error *err)
     if (t >= 10)
         t = t - t / 10 + (long)(rand_r(&inf->seed) % (unsigned)(2 * (t / 10) + 1));
     memset(&p, 0, sizeof(p));
-    p.path = JOBS_PATH;
+    p.path = inf->path;
     p.resource_version = inf->rv;
     p.timeout_seconds = t;
     p.idle_timeout_ms = inf->cfg.idle_timeout_ms;
@@ -407,7 +452,7 @@ static void *informer_main(void *arg)
                              inf->page_size, err.msg);
                     continue;
                 }
-                LOG_WARN("informer: list failed path=%s err=\"%s\"", JOBS_PATH,
+                LOG_WARN("informer: list failed path=%s err=\"%s\"", inf->path,
                          err.msg[0] != '\0' ? err.msg : wh_error_str(rc));
                 backoff(inf);
                 continue;
@@ -470,6 +515,19 @@ static void *informer_main(void *arg)
     return NULL;
 }
 
+/* A DNS-1123 label (a namespace name), so that it is a path segment as it is. */
+static bool namespace_name(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > NS_MAX_LEN || s[0] == '-' || s[n - 1] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return false;
+    return true;
+}
+
 int informer_start(struct informer **out, struct k8s_client *client, struct job_cache *cache,
                    const struct informer_config *cfg, const struct informer_handlers *h,
                    struct wh_error *err)
@@ -481,11 +539,19 @@ int informer_start(struct informer **out, struct k8s_client *client, struct job_
     *out = NULL;
     if (client == NULL || cache == NULL)
         return wh_error_set(err, WH_EINVAL, "informer: no client or cache");
+    if (cfg != NULL && cfg->ns != NULL && cfg->ns[0] != '\0' && !namespace_name(cfg->ns))
+        return wh_error_set(err, WH_EINVAL, "informer: invalid namespace \"%.64s\"", cfg->ns);
     inf = calloc(1, sizeof(*inf));
     if (inf == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
     inf->client = client;
     inf->cache = cache;
+    if (cfg != NULL && cfg->ns != NULL)
+        snprintf(inf->ns, sizeof(inf->ns), "%s", cfg->ns);
+    if (inf->ns[0] != '\0')
+        snprintf(inf->path, sizeof(inf->path), NS_JOBS_PATH, inf->ns);
+    else
+        snprintf(inf->path, sizeof(inf->path), "%s", JOBS_PATH);
     if (cfg != NULL)
         inf->cfg = *cfg;
     if (h != NULL)
