@@ -338,46 +338,52 @@ static void ops_init(struct serve_ops *ops, const struct serve_options *opt)
     ops->opt = opt;
 }
 
+/* The labels of informer k's series: none for the informer of every namespace, else
+ * namespace="NS" (names are DNS-1123 labels: nothing to escape). */
+static const char *informer_labels(const struct serve_options *o, size_t k, char *buf, size_t len)
+{
+    if (o->nnamespaces == 0)
+        return NULL;
+    snprintf(buf, len, "namespace=\"%s\"", o->namespaces[k]);
+    return buf;
+}
+
 /*
  * The informers' counters: unlabelled for the one informer of every namespace, else
  * one series per informer labelled namespace="NS" (--namespaces). A family's series
- * must follow each other (base/metric.c writes HELP and TYPE once), so the loop over
- * the informers is inside the loop over the families. ops->lock held.
+ * must follow each other (base/metric.c writes HELP and TYPE once), hence a loop over
+ * the informers per family. ops->lock held.
  */
 static void ops_write_informers(const struct serve_ops *ops, struct metric_writer *w)
 {
-    static const struct {
-        const char *name;
-        const char *help;
-    } families[] = {
-        {"webhook_informer_lists_total", "Completed LISTs of Volcano Jobs (start-up and relists)."},
-        {"webhook_informer_watches_total", "WATCH requests of Volcano Jobs started."},
-        {"webhook_informer_relists_total", "LISTs caused by 410 Gone (watch history expired)."},
-        {"webhook_informer_errors_total", "Failed LIST or WATCH attempts (retried with backoff)."},
-        {"webhook_watch_restarts_total", "WATCHes of Volcano Jobs started after the first one."},
-    };
     const struct serve_options *o = ops->opt;
     struct informer_stats st[SERVE_MAX_NAMESPACES];
     size_t n = ops->ninformers < SERVE_MAX_NAMESPACES ? ops->ninformers : SERVE_MAX_NAMESPACES;
-    char labels[SERVE_NAMESPACE_MAX_LEN + 16];
+    char lb[SERVE_NAMESPACE_MAX_LEN + 16];
 
     for (size_t k = 0; k < n; k++)
         informer_get_stats(ops->informers[k], &st[k]);
-    for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
-        for (size_t k = 0; k < n; k++) {
-            unsigned long v = f == 0 ? st[k].lists
-                : f == 1             ? st[k].watches
-                : f == 2             ? st[k].relists_gone
-                : f == 3             ? st[k].errors
-                                     : (st[k].watches > 0 ? st[k].watches - 1 : 0);
-
-            /* namespace names are DNS-1123 labels: nothing to escape */
-            if (o->nnamespaces > 0)
-                snprintf(labels, sizeof(labels), "namespace=\"%s\"", o->namespaces[k]);
-            metric_write(w, families[f].name, "counter", families[f].help,
-                         o->nnamespaces > 0 ? labels : NULL, (double)v);
-        }
-    }
+    for (size_t k = 0; k < n; k++)
+        metric_write(w, "webhook_informer_lists_total", "counter",
+                     "Completed LISTs of Volcano Jobs (start-up and relists).",
+                     informer_labels(o, k, lb, sizeof(lb)), (double)st[k].lists);
+    for (size_t k = 0; k < n; k++)
+        metric_write(w, "webhook_informer_watches_total", "counter",
+                     "WATCH requests of Volcano Jobs started.",
+                     informer_labels(o, k, lb, sizeof(lb)), (double)st[k].watches);
+    for (size_t k = 0; k < n; k++)
+        metric_write(w, "webhook_informer_relists_total", "counter",
+                     "LISTs caused by 410 Gone (watch history expired).",
+                     informer_labels(o, k, lb, sizeof(lb)), (double)st[k].relists_gone);
+    for (size_t k = 0; k < n; k++)
+        metric_write(w, "webhook_informer_errors_total", "counter",
+                     "Failed LIST or WATCH attempts (retried with backoff).",
+                     informer_labels(o, k, lb, sizeof(lb)), (double)st[k].errors);
+    for (size_t k = 0; k < n; k++)
+        metric_write(w, "webhook_watch_restarts_total", "counter",
+                     "WATCHes of Volcano Jobs started after the first one.",
+                     informer_labels(o, k, lb, sizeof(lb)),
+                     (double)(st[k].watches > 0 ? st[k].watches - 1 : 0));
 }
 
 /* server_config.metrics_collect (MHD workers): values other modules own. */
