@@ -575,6 +575,13 @@ int cache_replace_namespace(struct job_cache *c, const char *ns, struct cache_ba
     json_t *v;
     int rc = WH_ENOMEM;
 
+    if (ns == NULL || ns[0] == '\0' || !cache_serves(c, ns)) {
+        json_decref(fresh);
+        json_decref(was);
+        json_decref(mine);
+        json_decref(empty);
+        return WH_EINVAL;
+    }
     pthread_mutex_lock(&c->write_mu);
     if (fresh == NULL || was == NULL || mine == NULL || empty == NULL)
         goto unlock;

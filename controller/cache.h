@@ -122,8 +122,9 @@ int cache_replace_all(struct job_cache *c, struct cache_batch *b, cache_change_f
  * outside every lock. Only ns's writer (its informer thread) may call it. The new
  * map is built from a copy of the old one's entry references (a few dozen bytes a
  * Job, for the call) while the other writers wait; readers wait only for the swap.
- * @return 0; WH_ENOMEM before the swap (nothing changed, the batch kept), or during
- *         the report (the cache is replaced; the rest is not reported).
+ * @return 0; WH_EINVAL (ns NULL, "" or not served: nothing changed); WH_ENOMEM before
+ *         the swap (nothing changed, the batch kept), or during the report (the cache
+ *         is replaced; the rest is not reported).
  */
 int cache_replace_namespace(struct job_cache *c, const char *ns, struct cache_batch *b,
                             cache_change_fn on_change, void *userdata);

@@ -541,6 +541,10 @@ int informer_start(struct informer **out, struct k8s_client *client, struct job_
         return wh_error_set(err, WH_EINVAL, "informer: no client or cache");
     if (cfg != NULL && cfg->ns != NULL && cfg->ns[0] != '\0' && !namespace_name(cfg->ns))
         return wh_error_set(err, WH_EINVAL, "informer: invalid namespace \"%.64s\"", cfg->ns);
+    /* Its LISTs would fail for good (cache_replace_namespace): say so now. */
+    if (cfg != NULL && cfg->ns != NULL && cfg->ns[0] != '\0' && !cache_serves(cache, cfg->ns))
+        return wh_error_set(err, WH_EINVAL, "informer: the cache does not serve namespace %s",
+                            cfg->ns);
     inf = calloc(1, sizeof(*inf));
     if (inf == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");

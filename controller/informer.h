@@ -52,7 +52,8 @@ struct informer;
 /**
  * Start the informer thread. client and cache are borrowed and must outlive it.
  * @return 0 and *out, or < 0 with err filled: WH_EINVAL (no client or cache,
- *         cfg->ns not a namespace name), WH_ENOMEM, WH_ERROR (no thread).
+ *         cfg->ns not a namespace name or not one the cache serves), WH_ENOMEM,
+ *         WH_ERROR (no thread).
  */
 int informer_start(struct informer **out, struct k8s_client *client, struct job_cache *cache,
                    const struct informer_config *cfg, const struct informer_handlers *h,

@@ -627,6 +627,11 @@ START_TEST(test_replace_namespace)
         replace_ns(c, "a", changes, json_pack("[o, o]", job("a", "j1", "2"), job("a", "j2", "3"))),
         0);
     tu_assert_json_eq(changes, "[]");
+    /* A namespace the cache does not serve (or none): refused, nothing changed. */
+    ck_assert_int_eq(replace_ns(c, "c", changes, json_pack("[o]", job("c", "j9", "1"))), WH_EINVAL);
+    ck_assert_int_eq(replace_ns(c, "", changes, json_array()), WH_EINVAL);
+    tu_assert_json_eq(changes, "[]");
+    ck_assert_uint_eq(cache_size(c), 3);
     /* b empties: only b's Job goes */
     ck_assert_int_eq(replace_ns(c, "b", changes, json_array()), 0);
     tu_assert_json_eq(changes, "[\"b/j1 1>-\"]");

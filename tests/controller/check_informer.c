@@ -895,6 +895,17 @@ START_TEST(test_start_errors)
     ck_assert_int_eq(informer_start(&i2, kc, cache, &cfg, NULL, &err), WH_EINVAL);
     ck_assert_ptr_null(i2);
     ck_assert_str_eq(err.msg, "informer: invalid namespace \"Ns/1\"");
+    /* a namespace must be one the cache serves (a cache of every namespace serves all) */
+    {
+        static const char *const served[] = {"ns1"};
+        struct job_cache *nc = cache_create_namespaced(served, 1);
+
+        cfg.ns = "ns2";
+        ck_assert_int_eq(informer_start(&i2, kc, nc, &cfg, NULL, &err), WH_EINVAL);
+        ck_assert_ptr_null(i2);
+        ck_assert_str_eq(err.msg, "informer: the cache does not serve namespace ns2");
+        cache_destroy(nc);
+    }
 }
 END_TEST
 
