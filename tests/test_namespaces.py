@@ -10,18 +10,24 @@ against tests/apiserver.py, with a Volcano Job in each of team-a, team-b and tea
 - reconcile: the objects of team-a's and team-b's Jobs are made, none of team-c's;
 - metrics: the informer counters are labelled by namespace;
 - the Lease: still one, in the Lease namespace;
+- every request the binary makes is one that manifests/overlays/namespaced/'s Roles allow
+  in the namespace it names (or the Lease's Role): nothing cluster-scoped;
 - /readyz is 503 until every namespace's first LIST has completed;
 - bad --namespaces values exit 2 with one clear line.
 """
 
 import json
+import os
 import re
 import subprocess
 import time
 import unittest
 
+import yaml
+
 import harness
 import test_operations
+import test_security
 
 SERVED = ("team-a", "team-b")
 IGNORED = "team-c"
@@ -54,6 +60,24 @@ def readyz(env):
         conn.close()
 
 
+def by_webhook(request):
+    """Whether the binary made this request (not the test's own calls)."""
+    return request["headers"].get("User-Agent", "").startswith("volcano-plugin-webhook/")
+
+
+def overlay_roles():
+    """{namespace: {(group, resource, verb)}} of manifests/overlays/namespaced/rbac.yaml."""
+    path = os.path.join(harness.ROOT, "manifests", "overlays", "namespaced", "rbac.yaml")
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for doc in yaml.safe_load_all(f):
+            if doc and doc["kind"] == "Role":
+                out[doc["metadata"]["namespace"]] = {
+                    (g, r, v) for rule in doc["rules"] for g in rule["apiGroups"]
+                    for r in rule["resources"] for v in rule["verbs"]}
+    return out
+
+
 def jobs(namespaces):
     return [harness.load_job("mpi-job", namespace=ns) for ns in namespaces]
 
@@ -83,13 +107,37 @@ class NamespacesTest(unittest.TestCase):
 
     def job_gets(self):
         return [r["path"] for r in self.env.api.requests()
-                if r["method"] == "GET" and JOB_GET.match(r["path"])]
+                if r["method"] == "GET" and JOB_GET.match(r["path"]) and by_webhook(r)]
+
+    def test_every_request_is_one_the_overlay_roles_allow(self):
+        # Once both namespaces' objects are made (creates included in the log).
+        self.test_reconciles_the_jobs_of_served_namespaces_only()
+        roles = overlay_roles()
+        self.assertEqual(sorted(roles), sorted(SERVED))
+        lease_prefix = "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % LEASE_NS
+        used = set()
+        for r in self.env.api.requests():
+            if not by_webhook(r):
+                continue  # the test's own calls
+            t = test_security.request_triple(r["method"], r["path"], r["query"] or "")
+            if r["path"].startswith(lease_prefix):
+                continue  # the base's Lease Role, checked by test_manifests
+            m = re.match(r"^/apis?/(?:[^/]+/)?[^/]+/namespaces/([^/]+)/", r["path"])
+            self.assertTrue(m, "not namespaced: %s %s" % (r["method"], r["path"]))
+            self.assertIn(m.group(1), SERVED, r["path"])
+            self.assertIn(t, roles[m.group(1)], r["path"])
+            used.add(t)
+        # the Job list/watch and the reconcile side's creates were among them
+        for t in (("batch.volcano.sh", "jobs", "list"), ("batch.volcano.sh", "jobs", "watch"),
+                  ("", "configmaps", "create"), ("", "secrets", "create")):
+            self.assertIn(t, used)
 
     def test_one_list_and_watch_per_namespace_served(self):
         # The reconciler's GETs of single Jobs aside, the Jobs collections asked are the
         # two namespaces' own, each listed and watched; the cluster-wide one never.
         paths = {r["path"] for r in self.env.api.requests()
-                 if "/batch.volcano.sh/" in r["path"] and not JOB_GET.match(r["path"])}
+                 if "/batch.volcano.sh/" in r["path"] and not JOB_GET.match(r["path"])
+                 and by_webhook(r)}
         self.assertEqual(paths, {JOBS_NS % ns for ns in SERVED})
         for ns in SERVED:
             queries = [r["query"] or "" for r in self.env.api.requests()
@@ -101,7 +149,8 @@ class NamespacesTest(unittest.TestCase):
         for _ in range(3):
             self.admit(IGNORED)
         self.assertEqual([r["path"] for r in self.env.api.requests()
-                          if "/namespaces/%s/" % IGNORED in r["path"]], [])
+                          if "/namespaces/%s/" % IGNORED in r["path"]
+                          and by_webhook(r)], [])
 
     def test_pods_of_served_namespaces_are_patched_from_the_cache(self):
         self.env.api.clear_requests()
