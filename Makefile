@@ -133,11 +133,11 @@ fuzz-regress:
 soak: all
 	@BUILD=$(BUILD) tests/soak.sh
 
-# The threaded modules under ThreadSanitizer (cache, informer, lookup, reconcile queue,
-# leader election, metrics, server).
-TSAN_SUITES := controller/check_cache controller/check_informer controller/check_lookup \
-               controller/check_reconcile k8s/check_leader webhook/check_metrics \
-               webhook/check_server plugins/check_sshkeys
+# The threaded modules under ThreadSanitizer (stoppable thread, cache, informer, lookup,
+# reconcile queue, leader election, metrics, server).
+TSAN_SUITES := base/check_backoff controller/check_cache controller/check_informer \
+               controller/check_lookup controller/check_reconcile k8s/check_leader \
+               webhook/check_metrics webhook/check_server plugins/check_sshkeys
 tsan-test:
 	@$(MAKE) --no-print-directory SANITIZER=thread \
 	    $(addprefix build/san-thread/tests/,$(TSAN_SUITES))
@@ -152,6 +152,11 @@ deps:
 
 demo:
 	@scripts/demo
+
+# three replicas behind one address through a 10,000-pod burst (bench/RESULTS.md section)
+.PHONY: bench-scale
+bench-scale: all
+	@/usr/bin/python3 bench/scale.py
 
 bench: all
 	@bench/run

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/sanitize.h"
+
 int log_level_current = LOG_LEVEL_INFO;
 static enum log_format log_format_current = LOG_FORMAT_JSON;
 
@@ -188,8 +190,6 @@ void log_write(int level, const char *fmt, ...)
         /* No memory for JSON: fall through to the plain line rather than lose it. */
     }
     /* Values come from requests: a CR/LF must not forge a second log line. */
-    for (char *p = msg; *p != '\0'; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = '?';
+    sanitize_controls(msg);
     fprintf(stderr, "%s level=%s %s\n", ts, lname, msg);
 }

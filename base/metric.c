@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+
 void metric_counter_add(struct metric_counter *c, unsigned long long n)
 {
     atomic_fetch_add_explicit(&c->n, n, memory_order_relaxed);
@@ -50,10 +52,7 @@ double metric_seconds_sum(struct metric_seconds *s)
 /* ---- rendering ---- */
 
 struct metric_writer {
-    char *buf;
-    size_t len;
-    size_t cap;
-    bool oom;
+    struct buf out;      /* the exposition text; a failed append stays in out.rc */
     char last_name[128]; /* the family whose HELP/TYPE was written last */
 };
 
@@ -63,34 +62,12 @@ static void appendf(struct metric_writer *w, const char *fmt, ...)
 static void appendf(struct metric_writer *w, const char *fmt, ...)
 {
     va_list ap;
-    int n;
+    int rc;
 
-    if (w->oom)
-        return;
-    for (;;) {
-        va_start(ap, fmt);
-        n = vsnprintf(w->buf + w->len, w->cap - w->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            w->oom = true;
-            return;
-        }
-        if ((size_t)n < w->cap - w->len) {
-            w->len += (size_t)n;
-            return;
-        }
-        {
-            size_t cap = (w->cap + (size_t)n + 1) * 2;
-            char *grown = realloc(w->buf, cap);
-
-            if (grown == NULL) {
-                w->oom = true;
-                return;
-            }
-            w->buf = grown;
-            w->cap = cap;
-        }
-    }
+    va_start(ap, fmt);
+    rc = buf_vappendf(&w->out, fmt, ap);
+    va_end(ap);
+    (void)rc; /* kept in w->out.rc: metric_render gives NULL */
 }
 
 static void family(struct metric_writer *w, const char *name, const char *type, const char *help)
@@ -133,19 +110,11 @@ void metric_write_histogram(struct metric_writer *w, const char *name, const cha
 char *metric_render(const metric_collect_fn *collect, void *const *userdata, size_t n,
                     size_t *len_out)
 {
-    struct metric_writer w = {.buf = NULL, .len = 0, .cap = 8192, .oom = false, .last_name = ""};
+    struct metric_writer w = {.last_name = ""};
 
-    w.buf = malloc(w.cap);
-    if (w.buf == NULL)
-        return NULL;
-    w.buf[0] = '\0';
+    buf_init(&w.out, BUF_NO_MAX);
     for (size_t i = 0; i < n; i++)
         if (collect[i] != NULL)
             collect[i](userdata[i], &w);
-    if (w.oom) {
-        free(w.buf);
-        return NULL;
-    }
-    *len_out = w.len;
-    return w.buf;
+    return buf_take(&w.out, len_out); /* NULL, and *len_out untouched, on ENOMEM */
 }

@@ -3,7 +3,7 @@
  * (docs/plugins.md §7.3) and a strict applier used by tests and the fixed-point check.
  *
  * Design: patch_diff walks both documents once, keeping the current JSON
- * Pointer in one growable buffer (push a segment, recurse, cut back). Every op
+ * Pointer in one struct buf (push a segment, recurse, cut back; "" for the root). Every op
  * carries a deep copy of its value, so the patch never shares nodes with `after`.
  * patch_apply works on a deep copy and throws it away at the first failing op,
  * so a patch applies whole or not at all.
@@ -18,13 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the diff ------------------------------------------------------------ */
+#include "base/buf.h"
 
-struct path {
-    char *s;    /* NUL-terminated JSON Pointer, "" for the root */
-    size_t len; /* strlen(s) */
-    size_t cap; /* bytes allocated */
-};
+/* ---- the diff ------------------------------------------------------------ */
 
 size_t patch_escape_segment(char *dst, size_t dstlen, const char *segment)
 {
@@ -49,42 +45,36 @@ size_t patch_escape_segment(char *dst, size_t dstlen, const char *segment)
 }
 
 /* Append "/" and the escaped segment; the old length goes to *mark for path_cut. */
-static int path_push(struct path *p, const char *segment, size_t *mark)
+static int path_push(struct buf *p, const char *segment, size_t *mark)
 {
     /* Most keys need no escaping: measure the plain run once, escape only the rest. */
     size_t plain = strcspn(segment, "~/");
     size_t seglen = plain + strlen(segment + plain);
-    size_t need = 1 + seglen + 1;
+    size_t need = 1 + seglen; /* bytes added, the NUL not counted */
+    int rc;
 
     if (segment[plain] != '\0')
-        need = 1 + plain + patch_escape_segment(NULL, 0, segment + plain) + 1;
-    if (p->len + need > p->cap) {
-        size_t cap = (p->len + need) * 2;
-        char *s = realloc(p->s, cap);
-
-        if (s == NULL)
-            return WH_ENOMEM;
-        p->s = s;
-        p->cap = cap;
-    }
+        need = 1 + plain + patch_escape_segment(NULL, 0, segment + plain);
+    rc = buf_reserve(p, need);
+    if (rc < 0)
+        return rc;
     *mark = p->len;
-    p->s[p->len] = '/';
-    memcpy(p->s + p->len + 1, segment, plain);
+    p->data[p->len] = '/';
+    memcpy(p->data + p->len + 1, segment, plain);
     p->len += 1 + plain;
-    p->s[p->len] = '\0';
+    p->data[p->len] = '\0';
     if (segment[plain] != '\0')
-        p->len += patch_escape_segment(p->s, p->cap, segment + plain);
+        p->len += patch_escape_segment(p->data, p->alloc, segment + plain);
     return 0;
 }
 
-static void path_cut(struct path *p, size_t mark)
+static void path_cut(struct buf *p, size_t mark)
 {
-    p->len = mark;
-    p->s[mark] = '\0';
+    buf_truncate(p, mark);
 }
 
 /* Append {"op", "path"[, "value"]} in that key order; value is referenced, not copied. */
-static int emit(json_t *ops, const char *op, const struct path *p, const json_t *value)
+static int emit(json_t *ops, const char *op, const struct buf *p, const json_t *value)
 {
     /* Built member by member: json_pack's format parsing cost more than the op itself. */
     json_t *o = json_object();
@@ -92,7 +82,7 @@ static int emit(json_t *ops, const char *op, const struct path *p, const json_t 
     if (o == NULL)
         return WH_ENOMEM;
     if (json_object_set_new_nocheck(o, "op", json_string_nocheck(op)) < 0
-        || json_object_set_new_nocheck(o, "path", json_stringn(p->s, p->len)) < 0
+        || json_object_set_new_nocheck(o, "path", json_stringn(buf_cstr(p), p->len)) < 0
         || (value != NULL && json_object_set_nocheck(o, "value", (json_t *)value) < 0)) {
         json_decref(o);
         return WH_ENOMEM;
@@ -113,10 +103,10 @@ static const char *index_text(char *buf, size_t i)
     return c;
 }
 
-static int diff_value(json_t *ops, struct path *p, const json_t *a, const json_t *b);
+static int diff_value(json_t *ops, struct buf *p, const json_t *a, const json_t *b);
 
 /* Members in after's order (add or recurse), then members only before has (remove). */
-static int diff_object(json_t *ops, struct path *p, const json_t *a, const json_t *b)
+static int diff_object(json_t *ops, struct buf *p, const json_t *a, const json_t *b)
 {
     /* json_object_foreach wants a non-const object; it only reads it here. */
     json_t *ma = (json_t *)a;
@@ -152,7 +142,7 @@ static int diff_object(json_t *ops, struct path *p, const json_t *a, const json_
 }
 
 /* A kept prefix recurses and extra items append with "/-"; a shorter array is replaced. */
-static int diff_array(json_t *ops, struct path *p, const json_t *a, const json_t *b)
+static int diff_array(json_t *ops, struct buf *p, const json_t *a, const json_t *b)
 {
     size_t na = json_array_size(a);
     size_t nb = json_array_size(b);
@@ -178,7 +168,7 @@ static int diff_array(json_t *ops, struct path *p, const json_t *a, const json_t
     return 0;
 }
 
-static int diff_value(json_t *ops, struct path *p, const json_t *a, const json_t *b)
+static int diff_value(json_t *ops, struct buf *p, const json_t *a, const json_t *b)
 {
     /* The same node (a leaf shared by a copy, or a subtree kept whole) is equal to itself. */
     if (a == b)
@@ -195,25 +185,23 @@ static int diff_value(json_t *ops, struct path *p, const json_t *a, const json_t
 
 json_t *patch_diff(const json_t *before, const json_t *after)
 {
-    struct path p = {NULL, 0, 0};
+    struct buf p;
     json_t *ops = NULL;
     int rc;
 
     if (before == NULL || after == NULL)
         return NULL;
-    p.s = malloc(64);
+    buf_init(&p, BUF_NO_MAX);
     ops = json_array();
-    if (p.s == NULL || ops == NULL)
+    if (ops == NULL)
         goto fail;
-    p.s[0] = '\0';
-    p.cap = 64;
     rc = diff_value(ops, &p, before, after);
     if (rc < 0)
         goto fail;
-    free(p.s);
+    buf_dispose(&p);
     return ops;
 fail:
-    free(p.s);
+    buf_dispose(&p);
     json_decref(ops);
     return NULL;
 }

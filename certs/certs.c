@@ -890,9 +890,9 @@ int certs_check_key_permissions(const char *key_file, struct wh_error *err)
                             key_file, (unsigned long)st.st_uid, (unsigned long)geteuid());
     if ((st.st_mode & (S_IWGRP | S_IRWXO)) != 0)
         return wh_error_set(err, WH_EINVAL,
-                            "%s: private key has mode %04o, readable or writable by others "
-                            "(want 0600, 0400 or 0440; a Secret volume needs defaultMode "
-                            "0440 or 0400)",
+                            "%s: private key has mode %04o, writable by its group or open "
+                            "to others (want 0600, 0640, 0400 or 0440; a Secret volume "
+                            "needs defaultMode 0440 or 0400)",
                             key_file, (unsigned)(st.st_mode & 07777));
     return 0;
 }

@@ -11,21 +11,19 @@
  * default) until it succeeds or the patcher stops.
  *
  * Threads: the patch thread only reads the patcher's immutable fields and the
- * shareable k8s client; `stopping` is guarded by mu (the thread sleeps on
- * cond), `done` is atomic (read by MHD workers through cabundle_done).
+ * shareable k8s client; its struct backoff_thread (base/backoff.h) holds the
+ * stop flag it sleeps on, `done` is atomic (read by MHD workers through
+ * cabundle_done).
  * The CA certificate is public; no key material reaches a log line.
  */
 #include "controller/cabundle.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "base/clock.h"
+#include "base/backoff.h"
 #include "base/log.h"
 #include "certs/certs.h"
 
@@ -93,10 +91,7 @@ struct cabundle_patcher {
     long initial_backoff_ms;
     long max_backoff_ms;
     long timeout_ms;
-    pthread_t thread;
-    pthread_mutex_t mu;  /* guards stopping */
-    pthread_cond_t cond; /* signalled by cabundle_stop */
-    bool stopping;
+    struct backoff_thread th; /* the patch thread, stopped by cabundle_stop */
     atomic_bool done;
 };
 
@@ -119,37 +114,18 @@ static int patch_once(struct cabundle_patcher *p, size_t *n, struct wh_error *er
     return rc;
 }
 
-/* Sleep ms unless stopped first. @return true when stopping. */
-static bool wait_or_stop(struct cabundle_patcher *p, long ms)
-{
-    struct timespec until = clock_after_ms(CLOCK_REALTIME, ms);
-    bool stopping;
-
-    pthread_mutex_lock(&p->mu);
-    while (!p->stopping) {
-        if (pthread_cond_timedwait(&p->cond, &p->mu, &until) == ETIMEDOUT)
-            break;
-    }
-    stopping = p->stopping;
-    pthread_mutex_unlock(&p->mu);
-    return stopping;
-}
-
 static void *patch_thread(void *arg)
 {
     struct cabundle_patcher *p = arg;
-    long delay = p->initial_backoff_ms;
 
     for (unsigned attempt = 1;; attempt++) {
         struct wh_error err = {0, ""};
+        /* No jitter: one patcher per replica, and they race for nothing. */
+        long delay = backoff_delay_ms(p->initial_backoff_ms, p->max_backoff_ms, attempt);
         size_t n = 0;
-        bool stopping;
         int rc;
 
-        pthread_mutex_lock(&p->mu);
-        stopping = p->stopping;
-        pthread_mutex_unlock(&p->mu);
-        if (stopping)
+        if (backoff_thread_stopping(&p->th))
             break;
         rc = patch_once(p, &n, &err);
         if (rc == 0) {
@@ -161,9 +137,8 @@ static void *patch_thread(void *arg)
         LOG_WARN("caBundle patch failed mutatingwebhookconfiguration=%s attempt=%u code=\"%s\" "
                  "err=\"%s\" retry_in_ms=%ld",
                  p->name, attempt, wh_error_str(rc), err.msg, delay);
-        if (wait_or_stop(p, delay))
+        if (backoff_thread_sleep_ms(&p->th, delay))
             break;
-        delay = delay > p->max_backoff_ms / 2 ? p->max_backoff_ms : delay * 2;
     }
     return NULL;
 }
@@ -205,18 +180,7 @@ int cabundle_start(struct cabundle_patcher **out, struct k8s_client *kc,
         patcher_free(p);
         return wh_error_set(err, WH_ENOMEM, "out of memory");
     }
-    if (pthread_mutex_init(&p->mu, NULL) != 0) {
-        patcher_free(p);
-        return wh_error_set(err, WH_ERROR, "self-signed: cannot create a mutex");
-    }
-    if (pthread_cond_init(&p->cond, NULL) != 0) {
-        pthread_mutex_destroy(&p->mu);
-        patcher_free(p);
-        return wh_error_set(err, WH_ERROR, "self-signed: cannot create a condition variable");
-    }
-    if (pthread_create(&p->thread, NULL, patch_thread, p) != 0) {
-        pthread_cond_destroy(&p->cond);
-        pthread_mutex_destroy(&p->mu);
+    if (backoff_thread_start(&p->th, patch_thread, p) < 0) {
         patcher_free(p);
         return wh_error_set(err, WH_ERROR, "self-signed: cannot start the caBundle thread");
     }
@@ -234,12 +198,6 @@ void cabundle_stop(struct cabundle_patcher *p)
 {
     if (p == NULL)
         return;
-    pthread_mutex_lock(&p->mu);
-    p->stopping = true;
-    pthread_cond_signal(&p->cond);
-    pthread_mutex_unlock(&p->mu);
-    pthread_join(p->thread, NULL);
-    pthread_cond_destroy(&p->cond);
-    pthread_mutex_destroy(&p->mu);
+    backoff_thread_stop(&p->th);
     patcher_free(p);
 }

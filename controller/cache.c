@@ -1,7 +1,7 @@
 /*
  * cache.c - the Jobs cache: a jansson object "namespace/name" → entry (one
  * struct cached_job per Job: the compact JSON text of the fields its readers
- * use), guarded by a pthread_rwlock (C-STYLE §6.5).
+ * use), guarded by a pthread_rwlock (many readers, one writer).
  *
  * Threads: readers (cache_get, cache_list, cache_size) run on MHD workers and
  * reconcile workers and take the read lock; the writer (cache_put, cache_remove,

@@ -6,7 +6,8 @@
  * one informer each; a mutex serialises them). A pthread_rwlock guards the map. The cache keeps, for each
  * Job, the compact JSON text of the fields its readers use (cache.c says which
  * and why text); every read parses a private tree from it, outside the lock
- * (C-STYLE §6.5), so no jansson object is ever shared between threads.
+ * (a jansson tree is not safe to share between threads), so no jansson object
+ * is ever shared between threads.
  */
 #ifndef WH_CACHE_H
 #define WH_CACHE_H

@@ -44,10 +44,10 @@
  *
  * Threads: informer_start/informer_stop on the main thread; everything else on
  * the informer thread, which is the cache's only writer and calls the handlers.
- * Shared with the main thread: the stop flag (atomic_bool), the stats
- * (atomic_ulong, read by informer_get_stats from any thread) and the mutex +
- * condition variable (CLOCK_MONOTONIC) that backoff sleeps wait on, so that
- * informer_stop wakes a sleeping thread at once. A WATCH notices the stop flag
+ * Shared with the main thread: the stats (atomic_ulong, read by
+ * informer_get_stats from any thread) and the struct backoff_thread (base/backoff.h:
+ * the stop flag and the condition variable backoff sleeps wait on, so that
+ * informer_stop wakes a sleeping thread at once). A WATCH notices the stop flag
  * within about a second (k8s/watch.h); a LIST page in flight is not cut short
  * (k8s_list has no stop flag), so a stop may wait for it, at most
  * request_timeout_ms.
@@ -59,7 +59,6 @@
 #include "controller/informer.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -67,14 +66,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/backoff.h"
 #include "base/clock.h"
 #include "base/heap.h"
 #include "base/log.h"
+#include "k8s/names.h"
 #include "k8s/watch.h"
 
 #define JOBS_PATH       "/apis/batch.volcano.sh/v1alpha1/jobs"
 #define NS_JOBS_PATH    "/apis/batch.volcano.sh/v1alpha1/namespaces/%s/jobs"
-#define NS_MAX_LEN      63 /* a namespace name is a DNS-1123 label */
+#define NS_MAX_LEN      K8S_LABEL_MAX /* a namespace name is a DNS-1123 label */
 #define JOB_API_VERSION "batch.volcano.sh/v1alpha1"
 
 #define DEFAULT_PAGE_SIZE          500L
@@ -90,14 +91,9 @@ struct informer {
     struct job_cache *cache;    /* borrowed */
     struct informer_config cfg; /* defaults filled in */
     struct informer_handlers h;
-    char ns[NS_MAX_LEN + 1]; /* cfg.ns copied; "" = every namespace */
-    char path[128];          /* the Jobs collection listed and watched */
-    pthread_t thread;
-    bool thread_started;
-
-    atomic_bool stop;   /* set by informer_stop */
-    pthread_mutex_t mu; /* guards nothing but the sleeps on cv */
-    pthread_cond_t cv;  /* signalled by informer_stop; CLOCK_MONOTONIC */
+    char ns[NS_MAX_LEN + 1];  /* cfg.ns copied; "" = every namespace */
+    char path[128];           /* the Jobs collection listed and watched */
+    struct backoff_thread th; /* the informer thread, stopped by informer_stop */
 
     atomic_ulong lists;
     atomic_ulong watches;
@@ -117,7 +113,7 @@ struct informer {
 
 static bool stopping(struct informer *inf)
 {
-    return atomic_load(&inf->stop);
+    return backoff_thread_stopping(&inf->th);
 }
 
 static const char *meta_str(const json_t *obj, const char *key)
@@ -144,34 +140,18 @@ static void set_rv(struct informer *inf, const char *rv)
     inf->rv = copy;
 }
 
-/* Sleep ms, or less when informer_stop is called. */
-static void sleep_ms(struct informer *inf, long ms)
-{
-    struct timespec until = clock_after_ms(CLOCK_MONOTONIC, ms);
-
-    pthread_mutex_lock(&inf->mu);
-    while (!stopping(inf)) {
-        if (pthread_cond_timedwait(&inf->cv, &inf->mu, &until) == ETIMEDOUT)
-            break;
-    }
-    pthread_mutex_unlock(&inf->mu);
-}
-
 /* One more failure: sleep the capped exponential backoff with equal jitter. */
 static void backoff(struct informer *inf)
 {
-    long d = inf->cfg.backoff_min_ms;
+    long d;
     long wait;
 
     if (inf->failures < 32)
         inf->failures++;
-    for (unsigned i = 1; i < inf->failures && d < inf->cfg.backoff_max_ms; i++)
-        d *= 2;
-    if (d > inf->cfg.backoff_max_ms)
-        d = inf->cfg.backoff_max_ms;
-    wait = d / 2 + (long)(rand_r(&inf->seed) % (unsigned)(d / 2 + 1));
+    d = backoff_delay_ms(inf->cfg.backoff_min_ms, inf->cfg.backoff_max_ms, inf->failures);
+    wait = backoff_jitter_ms(&inf->seed, d / 2, d);
     LOG_DEBUG("informer: backoff ms=%ld failures=%u", wait, inf->failures);
-    sleep_ms(inf, wait);
+    backoff_thread_sleep_ms(&inf->th, wait);
 }
 
 /*
@@ -410,13 +390,13 @@ static int informer_watch(struct informer *inf, struct wh_error *err)
 
     /* timeoutSeconds randomised ±10% so that replicas do not reconnect in step. */
     if (t >= 10)
-        t = t - t / 10 + (long)(rand_r(&inf->seed) % (unsigned)(2 * (t / 10) + 1));
+        t = backoff_jitter_ms(&inf->seed, t - t / 10, t + t / 10);
     memset(&p, 0, sizeof(p));
     p.path = inf->path;
     p.resource_version = inf->rv;
     p.timeout_seconds = t;
     p.idle_timeout_ms = inf->cfg.idle_timeout_ms;
-    p.stop = &inf->stop;
+    p.stop = backoff_thread_flag(&inf->th);
     atomic_fetch_add(&inf->watches, 1);
     LOG_DEBUG("informer: watch resource_version=%s timeout_seconds=%ld", str_or(inf->rv, ""), t);
     rc = k8s_watch(inf->client, &p, on_watch_event, inf, &last_rv, err);
@@ -515,31 +495,17 @@ static void *informer_main(void *arg)
     return NULL;
 }
 
-/* A DNS-1123 label (a namespace name), so that it is a path segment as it is. */
-static bool namespace_name(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > NS_MAX_LEN || s[0] == '-' || s[n - 1] == '-')
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-            return false;
-    return true;
-}
-
 int informer_start(struct informer **out, struct k8s_client *client, struct job_cache *cache,
                    const struct informer_config *cfg, const struct informer_handlers *h,
                    struct wh_error *err)
 {
     struct informer *inf;
-    pthread_condattr_t ca;
     int rc;
 
     *out = NULL;
     if (client == NULL || cache == NULL)
         return wh_error_set(err, WH_EINVAL, "informer: no client or cache");
-    if (cfg != NULL && cfg->ns != NULL && cfg->ns[0] != '\0' && !namespace_name(cfg->ns))
+    if (cfg != NULL && cfg->ns != NULL && cfg->ns[0] != '\0' && !k8s_name_is_label(cfg->ns))
         return wh_error_set(err, WH_EINVAL, "informer: invalid namespace \"%.64s\"", cfg->ns);
     /* Its LISTs would fail for good (cache_replace_namespace): say so now. */
     if (cfg != NULL && cfg->ns != NULL && cfg->ns[0] != '\0' && !cache_serves(cache, cfg->ns))
@@ -558,6 +524,7 @@ int informer_start(struct informer **out, struct k8s_client *client, struct job_
         snprintf(inf->path, sizeof(inf->path), "%s", JOBS_PATH);
     if (cfg != NULL)
         inf->cfg = *cfg;
+    inf->cfg.ns = inf->ns; /* our copy, not the caller's */
     if (h != NULL)
         inf->h = *h;
     if (inf->cfg.page_size <= 0)
@@ -575,37 +542,17 @@ int informer_start(struct informer **out, struct k8s_client *client, struct job_
         inf->cfg.backoff_max_ms = DEFAULT_BACKOFF_MAX_MS;
     if (inf->cfg.backoff_max_ms < inf->cfg.backoff_min_ms)
         inf->cfg.backoff_max_ms = inf->cfg.backoff_min_ms;
-    inf->seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)inf;
-    atomic_init(&inf->stop, false);
+    inf->seed = backoff_seed(inf);
     atomic_init(&inf->lists, 0);
     atomic_init(&inf->watches, 0);
     atomic_init(&inf->relists_gone, 0);
     atomic_init(&inf->errors, 0);
 
-    if (pthread_condattr_init(&ca) != 0) {
-        free(inf);
-        return wh_error_set(err, WH_ENOMEM, "out of memory");
-    }
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    rc = pthread_cond_init(&inf->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    if (rc != 0) {
-        free(inf);
-        return wh_error_set(err, WH_ENOMEM, "out of memory");
-    }
-    if (pthread_mutex_init(&inf->mu, NULL) != 0) {
-        pthread_cond_destroy(&inf->cv);
-        free(inf);
-        return wh_error_set(err, WH_ENOMEM, "out of memory");
-    }
-    rc = pthread_create(&inf->thread, NULL, informer_main, inf);
-    if (rc != 0) {
-        pthread_mutex_destroy(&inf->mu);
-        pthread_cond_destroy(&inf->cv);
+    if (backoff_thread_start(&inf->th, informer_main, inf) < 0) {
+        rc = errno;
         free(inf);
         return wh_error_set(err, WH_ERROR, "cannot start the informer thread: %s", strerror(rc));
     }
-    inf->thread_started = true;
     *out = inf;
     return 0;
 }
@@ -614,14 +561,7 @@ void informer_stop(struct informer *inf)
 {
     if (inf == NULL)
         return;
-    atomic_store(&inf->stop, true);
-    pthread_mutex_lock(&inf->mu);
-    pthread_cond_broadcast(&inf->cv);
-    pthread_mutex_unlock(&inf->mu);
-    if (inf->thread_started)
-        pthread_join(inf->thread, NULL);
-    pthread_mutex_destroy(&inf->mu);
-    pthread_cond_destroy(&inf->cv);
+    backoff_thread_stop(&inf->th);
     free(inf->rv);
     free(inf);
 }

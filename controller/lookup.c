@@ -6,7 +6,7 @@
  * Threads: lookup_job_get runs on MHD workers, concurrently. It reads the
  * struct job_lookup (not changed while serving), reads the Job from the cache
  * (cache.h: a private tree per read) and, on a miss, calls the shareable k8s
- * client (one CURL handle per thread). The flights list is guarded by
+ * client (one CURL handle per thread). The flights map is guarded by
  * flights->mu; a flight's result is written once by its leader, under mu, and
  * read by its followers under mu.
  *
@@ -26,13 +26,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/log.h"
+#include "base/strmap.h"
 
 /* One GET in progress (or just done) for ns/name, shared by `callers` lookups. */
 struct flight {
-    struct flight *next;
-    char *ns;
-    char *name;
+    char *key;        /* "ns/name", its key in the flights map */
     unsigned callers; /* the leader and its followers still to read the result */
     bool landed;      /* the GET is done: rc, job and err are set */
     int rc;
@@ -45,13 +45,23 @@ struct flight {
 
 struct lookup_flights {
     pthread_mutex_t mu;
-    pthread_cond_t landed; /* broadcast whenever a flight lands */
-    struct flight *head;
+    pthread_cond_t landed;   /* broadcast whenever a flight lands */
+    struct strmap *flights;  /* "ns/name" → its struct flight (one per Job at most) */
     unsigned waiting;        /* callers blocked on a GET, leaders and followers */
     atomic_ulong not_served; /* pods of namespaces not served (lookup_not_served) */
     char logged[LOOKUP_LOGGED_NS_MAX][LOOKUP_NS_MAX_LEN + 1]; /* under mu */
     unsigned nlogged; /* entries of logged; LOOKUP_LOGGED_NS_MAX + 1 once that is said */
 };
+
+/* strmap_free_fn of the flights. */
+static void flight_free(void *v)
+{
+    struct flight *f = v;
+
+    json_decref(f->job);
+    free(f->key);
+    free(f);
+}
 
 int lookup_init(struct job_lookup *l)
 {
@@ -59,6 +69,11 @@ int lookup_init(struct job_lookup *l)
 
     if (f == NULL)
         return WH_ENOMEM;
+    f->flights = strmap_create(flight_free);
+    if (f->flights == NULL) {
+        free(f);
+        return WH_ENOMEM;
+    }
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->landed, NULL);
     atomic_init(&f->not_served, 0);
@@ -110,6 +125,7 @@ void lookup_dispose(struct job_lookup *l)
         return;
     pthread_cond_destroy(&f->landed);
     pthread_mutex_destroy(&f->mu);
+    strmap_destroy(f->flights);
     free(f);
     l->flights = NULL;
 }
@@ -124,17 +140,22 @@ static const char *job_uid(const json_t *job)
 /* Drop one caller of f (mu held); the last one unlinks and frees it. */
 static void flight_release(struct lookup_flights *fl, struct flight *f)
 {
-    struct flight **pp;
-
     if (--f->callers > 0)
         return;
-    for (pp = &fl->head; *pp != f; pp = &(*pp)->next)
-        ;
-    *pp = f->next;
-    json_decref(f->job);
-    free(f->ns);
-    free(f->name);
-    free(f);
+    (void)strmap_remove(fl->flights, f->key); /* frees f */
+}
+
+/* "ns/name", malloc'd (the names are DNS-1123, so the "/" is unambiguous); NULL on ENOMEM. */
+static char *flight_key(const char *ns, const char *name)
+{
+    struct buf key;
+
+    buf_init(&key, BUF_NO_MAX);
+    if (buf_appendf(&key, "%s/%s", ns, name) < 0) {
+        buf_dispose(&key);
+        return NULL;
+    }
+    return buf_take(&key, NULL);
 }
 
 /*
@@ -147,10 +168,13 @@ static int get_shared(const struct job_lookup *l, const char *ns, const char *na
                       json_t **job_out, struct wh_error *err)
 {
     struct lookup_flights *fl = l->flights;
+    char *key = flight_key(ns, name);
     struct flight *f;
     json_t *job = NULL;
     int rc;
 
+    if (key == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
     pthread_mutex_lock(&fl->mu);
     /* Every caller blocks its MHD worker, and with it the connections that worker
      * holds: leaders and followers alike count against the limit. */
@@ -158,15 +182,14 @@ static int get_shared(const struct job_lookup *l, const char *ns, const char *na
         unsigned waiting = fl->waiting;
 
         pthread_mutex_unlock(&fl->mu);
+        free(key);
         return wh_error_set(err, WH_EBUSY,
                             "too many reviews waiting on volcano job reads from "
                             "the API server (%u); try again",
                             waiting);
     }
     fl->waiting++;
-    for (f = fl->head; f != NULL; f = f->next)
-        if (strcmp(f->ns, ns) == 0 && strcmp(f->name, name) == 0)
-            break;
+    f = strmap_get(fl->flights, key);
     if (f != NULL) {
         f->callers++;
         while (!f->landed)
@@ -179,22 +202,19 @@ static int get_shared(const struct job_lookup *l, const char *ns, const char *na
             *err = f->err;
         flight_release(fl, f);
         pthread_mutex_unlock(&fl->mu);
+        free(key);
         return rc;
     }
     f = calloc(1, sizeof(*f));
-    if (f != NULL && ((f->ns = strdup(ns)) == NULL || (f->name = strdup(name)) == NULL)) {
-        free(f->ns);
-        free(f);
-        f = NULL;
-    }
-    if (f == NULL) {
+    if (f == NULL || strmap_set(fl->flights, key, f) < 0) {
         fl->waiting--;
         pthread_mutex_unlock(&fl->mu);
+        free(f);
+        free(key);
         return wh_error_set(err, WH_ENOMEM, "out of memory");
     }
+    f->key = key; /* now owned by the flight, and f by the map */
     f->callers = 1;
-    f->next = fl->head;
-    fl->head = f;
     pthread_mutex_unlock(&fl->mu);
 
     rc = k8s_get_job(l->client, ns, name, l->timeout_ms, &job, &f->err);

@@ -22,7 +22,7 @@
  *   - Job terminal (Completed, Failed, Terminated, Aborted) or deleted: OnJobDelete
  *     of the touched set, or of the effective set when nothing is recorded.
  *   Every hook of a run is called even if one fails; the first error is kept and
- *   the key retried with backoff (C-STYLE §3).
+ *   the key retried with backoff, as a hook that failed must run again.
  *
  * Followers keep no per-Job state. While this replica does not lead, enqueue and
  * deleted are ignored; losing the lead drops every queued key, pending retry and
@@ -49,6 +49,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/backoff.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "controller/reconcile.h"
@@ -763,11 +764,8 @@ long reconcile_backoff_ms(const struct reconcile_config *cfg, unsigned failures)
 {
     long lo = cfg != NULL && cfg->backoff_min_ms > 0 ? cfg->backoff_min_ms : DEFAULT_BACKOFF_MIN_MS;
     long hi = cfg != NULL && cfg->backoff_max_ms > 0 ? cfg->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
-    long d = lo;
 
-    for (unsigned i = 1; i < failures && d < hi; i++)
-        d = d > hi / 2 ? hi : d * 2;
-    return d < hi ? d : hi;
+    return backoff_delay_ms(lo, hi, failures);
 }
 
 int reconcile_start_table(struct reconciler **out, struct k8s_client *kc, struct job_cache *cache,

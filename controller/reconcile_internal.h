@@ -1,7 +1,8 @@
 /*
  * reconcile_internal.h - semi-private entry points of controller/reconcile.c for
- * tests (C-STYLE §11): start the reconciler on a hook table of one's own, and
- * the backoff formula. Not for production callers.
+ * tests (a header of its own, so that no test includes a .c file): start the
+ * reconciler on a hook table of one's own, and the backoff formula. Not for
+ * production callers.
  */
 #ifndef WH_RECONCILE_INTERNAL_H
 #define WH_RECONCILE_INTERNAL_H

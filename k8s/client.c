@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/buf.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "k8s/client_internal.h"
@@ -63,14 +64,6 @@ struct k8s_client {
     pthread_mutex_t lim_mu;        /* guards tokens and lim_last_ms */
     double tokens;                 /* bucket level; negative = reserved by sleepers */
     long long lim_last_ms;         /* monotonic ms of the last refill */
-};
-
-struct body {
-    char *data;
-    size_t len;
-    size_t cap;
-    size_t max; /* bytes accepted */
-    bool toobig;
 };
 
 static void sleep_ms(long long ms)
@@ -241,31 +234,14 @@ int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, struct wh_error 
     return 0;
 }
 
+/* CURLOPT_WRITEFUNCTION into a struct buf; 0 aborts the transfer (CURLE_WRITE_ERROR), with
+ * b->rc saying why: WH_ETOOBIG past the client's max_body, WH_ENOMEM. */
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
-    struct body *b = userdata;
+    struct buf *b = userdata;
     size_t n = size * nmemb;
 
-    if (n > b->max - b->len) {
-        b->toobig = true;
-        return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t ncap = b->cap ? b->cap : 16 * 1024;
-        char *nd;
-
-        while (ncap < b->len + n + 1)
-            ncap *= 2;
-        nd = realloc(b->data, ncap);
-        if (nd == NULL)
-            return 0;
-        b->data = nd;
-        b->cap = ncap;
-    }
-    memcpy(b->data + b->len, ptr, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-    return n;
+    return buf_append(b, ptr, n) < 0 ? 0 : n;
 }
 
 static int blob_opt(CURL *h, CURLoption opt, const char *pem)
@@ -551,7 +527,7 @@ bool k8s_client_retry_after(CURL *h, curl_off_t *secs)
 int k8s_request(struct k8s_client *c, const char *method, const char *path, const json_t *body,
                 const char *content_type, long timeout_ms, json_t **out, struct wh_error *err)
 {
-    struct body b = {0};
+    struct buf b;
     struct curl_slist *hdrs = NULL;
     char *data = NULL;
     char *url = NULL;
@@ -564,6 +540,7 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
     long code = 0;
     int rc;
 
+    buf_init(&b, c->max_body);
     if (out != NULL)
         *out = NULL;
     if (method == NULL || path == NULL || path[0] != '/'
@@ -606,9 +583,7 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
         rc = k8s_client_headers(c, "application/json", content_type, &hdrs, err);
         if (rc < 0)
             goto out;
-        free(b.data);
-        memset(&b, 0, sizeof(b));
-        b.max = c->max_body;
+        buf_dispose(&b);
         errbuf[0] = '\0';
         curl_easy_setopt(h, CURLOPT_URL, url);
         set_method(h, method, data, data ? strlen(data) : 0);
@@ -627,7 +602,7 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
                               timeout_ms);
             goto out;
         }
-        if (cc == CURLE_WRITE_ERROR && b.toobig) {
+        if (cc == CURLE_WRITE_ERROR && b.rc == WH_ETOOBIG) {
             rc = wh_error_set(err, WH_ETOOBIG, "%s %s: response body larger than %zu bytes", method,
                               path, b.max);
             goto out;
@@ -674,7 +649,7 @@ out:
     k8s_client_headers_free(hdrs);
     free(url);
     free(data);
-    free(b.data);
+    buf_dispose(&b);
     return rc;
 }
 
@@ -838,29 +813,22 @@ int k8s_list(struct k8s_client *c, const char *collection_path, long limit, long
     return 0;
 }
 
-/* Append s URL-escaped after "/"; 0 or -1 on ENOMEM. */
-static int path_seg(char **buf, size_t *len, const char *s, bool escape)
+/* Append "/" and s, URL-escaped when escape; a failure stays in b->rc. */
+static void path_seg(struct buf *b, const char *s, bool escape)
 {
     char *e = escape ? curl_easy_escape(NULL, s, 0) : (char *)s;
-    size_t n;
-    char *nb;
+    int rc;
 
-    if (e == NULL)
-        return -1;
-    n = strlen(e);
-    nb = realloc(*buf, *len + n + 2);
-    if (nb == NULL) {
-        if (escape)
-            curl_free(e);
-        return -1;
+    if (e == NULL) {
+        buf_fail(b, WH_ENOMEM);
+        return;
     }
-    nb[*len] = '/';
-    memcpy(nb + *len + 1, e, n + 1);
-    *len += n + 1;
-    *buf = nb;
+    rc = buf_append_str(b, "/");
+    if (rc == 0)
+        rc = buf_append_str(b, e);
+    (void)rc; /* a failure stays in b->rc, for buf_take */
     if (escape)
         curl_free(e);
-    return 0;
 }
 
 /*
@@ -870,22 +838,22 @@ static int path_seg(char **buf, size_t *len, const char *s, bool escape)
 char *k8s_path(const char *group, const char *version, const char *ns, const char *resource,
                const char *name)
 {
-    char *buf = NULL;
-    size_t len = 0;
+    struct buf b;
     bool core = group == NULL || group[0] == '\0';
 
     if (version == NULL || resource == NULL)
         return NULL;
-    if (path_seg(&buf, &len, core ? "api" : "apis", false) < 0
-        || (!core && path_seg(&buf, &len, group, true) < 0)
-        || path_seg(&buf, &len, version, true) < 0
-        || (ns != NULL && ns[0] != '\0'
-            && (path_seg(&buf, &len, "namespaces", false) < 0
-                || path_seg(&buf, &len, ns, true) < 0))
-        || path_seg(&buf, &len, resource, true) < 0
-        || (name != NULL && path_seg(&buf, &len, name, true) < 0)) {
-        free(buf);
-        return NULL;
+    buf_init(&b, BUF_NO_MAX);
+    path_seg(&b, core ? "api" : "apis", false);
+    if (!core)
+        path_seg(&b, group, true);
+    path_seg(&b, version, true);
+    if (ns != NULL && ns[0] != '\0') {
+        path_seg(&b, "namespaces", false);
+        path_seg(&b, ns, true);
     }
-    return buf;
+    path_seg(&b, resource, true);
+    if (name != NULL)
+        path_seg(&b, name, true);
+    return buf_take(&b, NULL); /* NULL when a segment failed */
 }

@@ -378,8 +378,9 @@ int k8s_config_load(struct k8s_config *out, const char *path, struct wh_error *e
         host = getenv("KUBERNETES_SERVICE_HOST");
         if (host == NULL || host[0] == '\0')
             rc = wh_error_set(err, WH_ENOTFOUND,
-                              "no kubeconfig given, KUBECONFIG unset and not in a cluster "
-                              "(KUBERNETES_SERVICE_HOST unset)");
+                              "no kubeconfig: give --kubeconfig FILE or set KUBECONFIG "
+                              "(~/.kube/config is not read unless named), or run in a "
+                              "cluster (KUBERNETES_SERVICE_HOST is unset)");
         else
             rc = load_in_cluster(out, host, getenv("KUBERNETES_SERVICE_PORT"), err);
     }

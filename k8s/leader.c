@@ -21,10 +21,10 @@
  *
  * Threads: one election thread (the callback runs on it). leader_start and
  * leader_stop run on the caller's thread; leader_is_leading from any thread
- * (atomic). l->mu guards only `stopping` and the wake-up condition; everything
- * else belongs to the election thread (read by leader_stop after the join).
+ * (atomic). l->th (base/backoff.h) holds the stop flag and the wake-up condition;
+ * everything else belongs to the election thread (read by leader_stop after the join).
  */
-#include <pthread.h>
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/backoff.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "k8s/leader.h"
@@ -52,7 +53,7 @@ struct leader {
     long retry_ms;
     void (*on_change)(void *userdata, bool leading);
     void *userdata;
-    pthread_t thread;
+    struct backoff_thread th; /* the election thread, stopped by leader_stop */
     atomic_bool leading;
     unsigned seed; /* rand_r state for the retry jitter (election thread) */
 
@@ -61,10 +62,6 @@ struct leader {
     json_t *observed;      /* spec of the record seen last (owned) */
     long long observed_ms; /* monotonic time it was first seen */
     long long renewed_ms;  /* start of the last successful attempt while leading */
-
-    pthread_mutex_t mu;
-    pthread_cond_t cv; /* CLOCK_MONOTONIC */
-    bool stopping;
 };
 
 /* ---- time ---- */
@@ -357,27 +354,12 @@ static void set_leading(struct leader *l, bool leading)
         l->on_change(l->userdata, leading);
 }
 
-/* Sleep until at_ms (monotonic) or stop. @return true when stopping. */
-static bool wait_until(struct leader *l, long long at_ms)
-{
-    struct timespec ts;
-    bool stop;
-
-    ts = clock_at_ms(at_ms);
-    pthread_mutex_lock(&l->mu);
-    while (!l->stopping && clock_mono_ms() < at_ms)
-        pthread_cond_timedwait(&l->cv, &l->mu, &ts);
-    stop = l->stopping;
-    pthread_mutex_unlock(&l->mu);
-    return stop;
-}
-
 static void *leader_main(void *arg)
 {
     struct leader *l = arg;
     long long next = clock_mono_ms();
 
-    while (!wait_until(l, next)) {
+    while (!backoff_thread_sleep_until(&l->th, next)) {
         struct wh_error err = {0, ""};
         long long start = clock_mono_ms();
         int rc;
@@ -393,8 +375,8 @@ static void *leader_main(void *arg)
                 if (rc < 0)
                     LOG_WARN("leader: cannot acquire lease=%s/%s rc=\"%s\" err=\"%s\"", l->ns,
                              l->name, wh_error_str(rc), err.msg);
-                next = clock_mono_ms() + l->retry_ms
-                    + (long long)(rand_r(&l->seed) % (l->retry_ms * 6 / 5 + 1));
+                next = clock_mono_ms()
+                    + backoff_jitter_ms(&l->seed, l->retry_ms, l->retry_ms + l->retry_ms * 6 / 5);
             }
             continue;
         }
@@ -450,7 +432,6 @@ int leader_start(struct leader **out, struct k8s_client *kc, const struct leader
                  struct wh_error *err)
 {
     struct leader *l;
-    pthread_condattr_t ca;
     int rc;
 
     *out = NULL;
@@ -485,17 +466,10 @@ int leader_start(struct leader **out, struct k8s_client *kc, const struct leader
     l->retry_ms = cfg->retry_period_s * 1000;
     l->on_change = on_change;
     l->userdata = userdata;
-    l->seed = (unsigned)clock_mono_ms() ^ (unsigned)(uintptr_t)l;
+    l->seed = backoff_seed(l);
     atomic_init(&l->leading, false);
-    pthread_mutex_init(&l->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    rc = pthread_create(&l->thread, NULL, leader_main, l);
-    if (rc != 0) {
-        pthread_cond_destroy(&l->cv);
-        pthread_mutex_destroy(&l->mu);
+    if (backoff_thread_start(&l->th, leader_main, l) < 0) {
+        rc = errno;
         leader_free(l);
         return wh_error_set(err, WH_ERROR, "leader election: cannot start thread: %s",
                             strerror(rc));
@@ -512,13 +486,7 @@ void leader_stop(struct leader *l)
 {
     if (l == NULL)
         return;
-    pthread_mutex_lock(&l->mu);
-    l->stopping = true;
-    pthread_cond_broadcast(&l->cv);
-    pthread_mutex_unlock(&l->mu);
-    pthread_join(l->thread, NULL); /* the thread releases a held lease on its way out */
-    pthread_cond_destroy(&l->cv);
-    pthread_mutex_destroy(&l->mu);
+    backoff_thread_stop(&l->th); /* the thread releases a held lease on its way out */
     leader_free(l);
 }
 

@@ -40,6 +40,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/buf.h"
 #include "base/clock.h"
 #include "base/heap.h"
 #include "base/log.h"
@@ -107,9 +108,7 @@ struct watch_state {
     const struct watch_params *p;
     watch_fn fn;
     void *userdata;
-    char *buf; /* the unfinished line (or the error body) */
-    size_t len;
-    size_t cap;
+    struct buf line;        /* the unfinished line (or the error body), WATCH_MAX_LINE at most */
     long http_code;         /* 0 until the first body byte */
     long long last_byte_ms; /* monotonic ms of the last byte (or the start) */
     char *rv;               /* resourceVersion of the last event handled (malloc'd) */
@@ -117,29 +116,6 @@ struct watch_state {
     bool stopped;           /* the stop flag ended it */
     struct wh_error *err;
 };
-
-/* Append n bytes to the buffer, refusing to grow past cap_max. 0, WH_ETOOBIG or WH_ENOMEM. */
-static int buf_add(struct watch_state *s, const char *p, size_t n, size_t cap_max)
-{
-    if (n > cap_max - s->len)
-        return WH_ETOOBIG;
-    if (s->len + n + 1 > s->cap) {
-        size_t ncap = s->cap ? s->cap : 4096;
-        char *nb;
-
-        while (ncap < s->len + n + 1)
-            ncap *= 2;
-        nb = realloc(s->buf, ncap);
-        if (nb == NULL)
-            return WH_ENOMEM;
-        s->buf = nb;
-        s->cap = ncap;
-    }
-    memcpy(s->buf + s->len, p, n);
-    s->len += n;
-    s->buf[s->len] = '\0';
-    return 0;
-}
 
 /* Remember obj.metadata.resourceVersion as the last one seen. 0 or WH_ENOMEM. */
 static int note_rv(struct watch_state *s, const json_t *obj)
@@ -191,7 +167,7 @@ out:
     return rc;
 }
 
-/* err for a buf_add failure (WH_ETOOBIG: the line cap; WH_ENOMEM). */
+/* err for a buf_append failure (WH_ETOOBIG: the line cap; WH_ENOMEM). */
 static int line_error(struct watch_state *s, int rc)
 {
     if (rc == WH_ETOOBIG)
@@ -213,27 +189,25 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
         curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &s->http_code);
     if (s->http_code != 200) {
         /* an error answer: keep the (Status) body for later, capped */
-        if (buf_add(s, ptr, n > WATCH_MAX_ERRBODY - s->len ? WATCH_MAX_ERRBODY - s->len : n,
-                    WATCH_MAX_ERRBODY)
-            < 0)
+        size_t keep = WATCH_MAX_ERRBODY - s->line.len;
+
+        if (buf_append(&s->line, ptr, n < keep ? n : keep) < 0)
             return 0;
         return n;
     }
     for (i = 0; i < n; i++) {
         if (ptr[i] != '\n')
             continue;
-        if (s->len > 0) {
+        if (s->line.len > 0) {
             /* the line began in an earlier chunk */
-            rc = buf_add(s, ptr + start, i - start, WATCH_MAX_LINE);
-            rc = rc < 0 ? line_error(s, rc) : handle_line(s, s->buf, s->len);
-            s->len = 0;
-            if (s->cap > WATCH_BUF_KEEP) {
+            rc = buf_append(&s->line, ptr + start, i - start);
+            rc = rc < 0 ? line_error(s, rc) : handle_line(s, s->line.data, s->line.len);
+            buf_reset(&s->line);
+            if (s->line.alloc > WATCH_BUF_KEEP) {
                 /* A big event is done: give its memory back, the next line regrows.
                  * mimalloc keeps freed pages while this thread waits on the stream, so
                  * ask for them to go back to the kernel (rare: big events only). */
-                free(s->buf);
-                s->buf = NULL;
-                s->cap = 0;
+                buf_dispose(&s->line);
                 heap_release_free();
             }
         } else if (i - start > WATCH_MAX_LINE) {
@@ -248,7 +222,7 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
         start = i + 1;
     }
     if (start < n) {
-        rc = buf_add(s, ptr + start, n - start, WATCH_MAX_LINE);
+        rc = buf_append(&s->line, ptr + start, n - start);
         if (rc < 0) {
             s->rc = line_error(s, rc);
             return 0;
@@ -341,6 +315,7 @@ int k8s_watch(struct k8s_client *c, const struct watch_params *p, watch_fn fn, v
         return wh_error_set(err, WH_EINVAL, "watch: bad parameters");
     if (p->stop != NULL && atomic_load(p->stop))
         return 0;
+    buf_init(&s.line, WATCH_MAX_LINE);
     s.p = p;
     s.fn = fn;
     s.userdata = userdata;
@@ -391,7 +366,7 @@ int k8s_watch(struct k8s_client *c, const struct watch_params *p, watch_fn fn, v
     if (cc == CURLE_OK && s.http_code != 200) {
         struct wh_error st = {0};
 
-        rc = k8s_client_status_error(s.http_code, s.buf, s.len, &st);
+        rc = k8s_client_status_error(s.http_code, s.line.data, s.line.len, &st);
         rc =
             wh_error_set(err, rc == WH_EGONE ? WH_EGONE : WH_EAPI, "watch %s: %s", p->path, st.msg);
         wait_retry_after(&s);
@@ -403,7 +378,7 @@ int k8s_watch(struct k8s_client *c, const struct watch_params *p, watch_fn fn, v
         goto out;
     }
     /* a clean end; a last line without its newline still counts */
-    rc = s.len > 0 ? handle_line(&s, s.buf, s.len) : 0;
+    rc = s.line.len > 0 ? handle_line(&s, s.line.data, s.line.len) : 0;
     if (rc > 0)
         rc = 0;
 out:
@@ -415,7 +390,7 @@ out:
     k8s_client_headers_free(hdrs);
     curl_easy_cleanup(s.h);
     free(s.rv);
-    free(s.buf);
+    buf_dispose(&s.line);
     free(url);
     free(path);
     return rc;

@@ -51,6 +51,9 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "base/buf.h"
+#include "base/strmap.h"
+
 #define YAML_MAX_NODES 1000000u            /* nodes after alias expansion */
 #define YAML_MAX_DEPTH 1000u               /* nesting levels after alias expansion */
 #define YAML_MAX_FILE  (16u * 1024 * 1024) /* bytes, yaml_load_file */
@@ -68,7 +71,6 @@ struct frame {
 };
 
 struct anchor {
-    char *name;
     json_t *val;   /* owned reference */
     size_t nodes;  /* nodes in val, aliases expanded */
     size_t height; /* levels below val */
@@ -78,16 +80,13 @@ struct loader {
     const char *buf; /* input, for line/column of reader errors */
     size_t len;
     struct frame *stack;
-    size_t depth; /* frames in use */
-    size_t cap;   /* frames allocated */
-    struct anchor *anchors;
-    size_t nanchors;
-    size_t anchors_cap;
-    json_t *anchor_index; /* name -> position in anchors of its latest definition */
-    size_t nodes;         /* nodes so far, aliases expanded */
-    json_t *root;         /* the document's value once complete (owned) */
-    json_t *dups;         /* borrowed array for repeated keys, or NULL: not listed */
-    size_t document;      /* 1-based number of the document being read */
+    size_t depth;           /* frames in use */
+    size_t cap;             /* frames allocated */
+    struct strmap *anchors; /* name → its latest struct anchor; NULL until the first */
+    size_t nodes;           /* nodes so far, aliases expanded */
+    json_t *root;           /* the document's value once complete (owned) */
+    json_t *dups;           /* borrowed array for repeated keys, or NULL: not listed */
+    size_t document;        /* 1-based number of the document being read */
     struct wh_error *err;
 };
 
@@ -403,53 +402,43 @@ static void loader_dispose(struct loader *ld)
         free(ld->stack[i].key);
     }
     free(ld->stack);
-    for (i = 0; i < ld->nanchors; i++) {
-        free(ld->anchors[i].name);
-        json_decref(ld->anchors[i].val);
-    }
-    free(ld->anchors);
-    json_decref(ld->anchor_index);
+    strmap_destroy(ld->anchors);
     json_decref(ld->root);
 }
 
-/* Remember an anchor (a later one of the same name shadows it). */
+/* strmap_free_fn of the anchors. */
+static void anchor_free(void *v)
+{
+    struct anchor *a = v;
+
+    json_decref(a->val);
+    free(a);
+}
+
+/* Remember an anchor (a later one of the same name replaces it). */
 static int anchor_add(struct loader *ld, const char *name, json_t *val, size_t nodes, size_t height)
 {
     struct anchor *a;
 
-    if (ld->nanchors == ld->anchors_cap) {
-        size_t ncap = ld->anchors_cap ? ld->anchors_cap * 2 : 8;
-        struct anchor *n = realloc(ld->anchors, ncap * sizeof(*n));
-
-        if (n == NULL)
-            return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
-        ld->anchors = n;
-        ld->anchors_cap = ncap;
-    }
-    if (ld->anchor_index == NULL && (ld->anchor_index = json_object()) == NULL)
-        return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
-    a = &ld->anchors[ld->nanchors];
-    a->name = strdup(name);
-    if (a->name == NULL)
-        return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
     /* a hash lookup: N aliases of N anchors must not cost N*N string compares */
-    if (json_object_set_new_nocheck(ld->anchor_index, name, json_integer((json_int_t)ld->nanchors))
-        < 0) {
-        free(a->name);
+    if (ld->anchors == NULL && (ld->anchors = strmap_create(anchor_free)) == NULL)
         return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
-    }
+    a = malloc(sizeof(*a));
+    if (a == NULL)
+        return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
     a->val = json_incref(val);
     a->nodes = nodes;
     a->height = height;
-    ld->nanchors++;
-    return 0;
+    if (strmap_set(ld->anchors, name, a) < 0) {
+        anchor_free(a);
+        return wh_error_set(ld->err, WH_ENOMEM, "out of memory");
+    }
+    return 0; /* a now owned by the map */
 }
 
 static const struct anchor *anchor_find(const struct loader *ld, const char *name)
 {
-    const json_t *pos = json_object_get(ld->anchor_index, name);
-
-    return pos != NULL ? &ld->anchors[json_integer_value(pos)] : NULL;
+    return ld->anchors != NULL ? strmap_get(ld->anchors, name) : NULL;
 }
 
 /* Text of a scalar JSON value used as a mapping key through an alias. */
@@ -720,12 +709,8 @@ static int loader_event(struct loader *ld, const yaml_event_t *ev)
 /* Forget the anchors of a finished document (YAML anchors do not cross "---"). */
 static void anchors_clear(struct loader *ld)
 {
-    for (size_t i = 0; i < ld->nanchors; i++) {
-        free(ld->anchors[i].name);
-        json_decref(ld->anchors[i].val);
-    }
-    ld->nanchors = 0;
-    json_object_clear(ld->anchor_index);
+    if (ld->anchors != NULL)
+        strmap_clear(ld->anchors);
 }
 
 /*
@@ -835,9 +820,7 @@ int yaml_load_documents(const char *buf, size_t len, json_t **docs_out, struct w
 static int read_whole(const char *path, char **buf_out, size_t *len_out, struct wh_error *err)
 {
     FILE *f = NULL;
-    char *buf = NULL;
-    size_t len = 0;
-    size_t cap = 0;
+    struct buf b;
     struct stat st;
     int rc;
 
@@ -846,49 +829,26 @@ static int read_whole(const char *path, char **buf_out, size_t *len_out, struct 
     f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (f == NULL)
         return wh_error_set(err, WH_ERROR, "%s", strerror(errno));
+    buf_init(&b, YAML_MAX_FILE);
     if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > (off_t)YAML_MAX_FILE) {
         rc = wh_error_set(err, WH_ETOOBIG, "file is larger than %u bytes", YAML_MAX_FILE);
         goto out;
     }
-    for (;;) {
-        size_t n;
-
-        if (len == cap) {
-            size_t ncap = cap ? cap * 2 : 64 * 1024;
-            char *nb;
-
-            if (cap > YAML_MAX_FILE) {
-                rc = wh_error_set(err, WH_ETOOBIG, "file is larger than %u bytes", YAML_MAX_FILE);
-                goto out;
-            }
-            nb = realloc(buf, ncap + 1);
-            if (nb == NULL) {
-                rc = wh_error_set(err, WH_ENOMEM, "out of memory");
-                goto out;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0) {
-            if (ferror(f)) {
-                rc = wh_error_set(err, WH_ERROR, "%s", strerror(errno ? errno : EIO));
-                goto out;
-            }
-            break;
-        }
-    }
-    if (len > YAML_MAX_FILE) {
+    rc = buf_append_stream(&b, f);
+    if (rc == WH_ETOOBIG)
         rc = wh_error_set(err, WH_ETOOBIG, "file is larger than %u bytes", YAML_MAX_FILE);
+    else if (rc == WH_ENOMEM)
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+    else if (rc < 0)
+        rc = wh_error_set(err, WH_ERROR, "%s", strerror(errno));
+    if (rc < 0)
         goto out;
+    if (b.len > 0) {
+        *len_out = b.len;
+        *buf_out = buf_take(&b, NULL); /* now the caller's */
     }
-    *buf_out = buf;
-    *len_out = len;
-    buf = NULL; /* now the caller's */
-    rc = 0;
 out:
-    free(buf);
+    buf_dispose(&b);
     if (f != NULL && f != stdin)
         fclose(f);
     return rc;

@@ -12,6 +12,8 @@
  */
 #include <stddef.h>
 
+#include "plugins/diagnose.h"
+#include "plugins/jobutil.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
 
@@ -48,6 +50,21 @@ static int env_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
     return env_upsert_list(podutil_init_containers(pod), "initContainers", index, err);
 }
 
+/* Job level (plugins/diagnose.h): a template's own index variables are replaced (D5). */
+static int env_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
+{
+    size_t k;
+    const json_t *task;
+
+    json_array_foreach(job_tasks(c->job), k, task) {
+        for (size_t n = 0; n < sizeof(env_names) / sizeof(env_names[0]); n++) {
+            diagnose_env_replaced(out, "env", task, k, "containers", env_names[n]);
+            diagnose_env_replaced(out, "env", task, k, "initContainers", env_names[n]);
+        }
+    }
+    return 0;
+}
+
 const struct plugin plugin_env = {
     .name = "env",
     .on_pod_create = env_on_pod_create,
@@ -55,4 +72,5 @@ const struct plugin plugin_env = {
     .on_job_add = NULL,
     .on_job_update = NULL,
     .on_job_delete = NULL,
+    .diagnose = env_diagnose,
 };

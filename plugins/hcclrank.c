@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "plugins/args.h"
+#include "plugins/diagnose.h"
 #include "plugins/jobutil.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
@@ -127,6 +128,34 @@ static int hccl_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh
     return hccl_set_annotation(pod, buf, err);
 }
 
+/*
+ * Job level (plugins/diagnose.h). The plugin's own ranks are unique (masters by
+ * index, workers after them), but it copies pytorch's RANK first (docs/plugins.md §4.8 step
+ * 2), and pytorch gives every master replica 0.
+ */
+static int hccl_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
+{
+    struct hccl_args a;
+    const json_t *master;
+
+    hccl_args_parse(c, &a);
+    master = job_find_task(c->job, a.master);
+    if (master == NULL && job_find_task(c->job, a.worker) == NULL)
+        diagnose_add(out, DIAGNOSE_TASK_NOT_FOUND, false, "hcclrank",
+                     "no task named \"%s\" (--master) or \"%s\" (--worker), so no pod gets "
+                     "hccl/rankIndex unless it has a RANK: name the tasks with --master and "
+                     "--worker in spec.plugins.hcclrank",
+                     a.master, a.worker);
+    if (master != NULL && job_task_replicas(master) > 1
+        && diagnose_plugin_enabled(c->job, "pytorch"))
+        diagnose_add(out, DIAGNOSE_RANK_NOT_UNIQUE, false, "hcclrank",
+                     "task %s has %lld replicas, and the plugin copies pytorch's RANK, which is 0 "
+                     "on every master replica, so their hccl/rankIndex collide: give the master "
+                     "task 1 replica",
+                     a.master, (long long)job_task_replicas(master));
+    return 0;
+}
+
 const struct plugin plugin_hcclrank = {
     .name = "hcclrank",
     .on_pod_create = hccl_on_pod_create,
@@ -134,4 +163,5 @@ const struct plugin plugin_hcclrank = {
     .on_job_add = NULL,
     .on_job_update = NULL,
     .on_job_delete = NULL,
+    .diagnose = hccl_diagnose,
 };

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/error.h"
 
 static const char *str_at(const json_t *obj, const char *key)
@@ -120,58 +121,39 @@ int job_task_hosts(char **out, const json_t *job, const json_t *task, const char
 {
     int64_t replicas = job_task_replicas(task);
     int64_t n = 0;
-    size_t len = 0;
-    size_t cap = 1;
-    size_t seplen = strlen(sep);
-    char *buf = strdup("");
-    int rc = WH_ENOMEM;
+    struct buf b;
+    int rc = 0;
 
     *out = NULL;
-    if (buf == NULL)
-        return WH_ENOMEM;
+    buf_init(&b, JOB_HOSTS_MAX_BYTES);
     for (int64_t i = 0; i < replicas; i++) {
         char *dom = job_task_domain(job, task, i);
-        size_t dlen;
-        char *grown;
 
-        if (dom == NULL)
-            goto fail;
-        dlen = strlen(dom);
-        if (len + seplen + dlen > JOB_HOSTS_MAX_BYTES) {
-            free(dom);
-            rc = WH_ETOOBIG;
-            goto fail;
+        if (dom == NULL) {
+            rc = WH_ENOMEM;
+            goto out;
         }
-        if (len + seplen + dlen + 1 > cap) {
-            /* Geometric growth: a realloc per entry is quadratic where realloc copies. */
-            size_t want = (len + seplen + dlen + 1) * 2;
-
-            grown = realloc(buf, want);
-            if (grown == NULL) {
-                free(dom);
-                goto fail;
-            }
-            buf = grown;
-            cap = want;
-        }
-        if (n > 0) {
-            memcpy(buf + len, sep, seplen);
-            len += seplen;
-        }
-        memcpy(buf + len, dom, dlen + 1);
-        len += dlen;
+        if (n > 0)
+            rc = buf_append_str(&b, sep);
+        if (rc == 0)
+            rc = buf_append_str(&b, dom);
         free(dom);
+        if (rc < 0)
+            goto out; /* WH_ETOOBIG past JOB_HOSTS_MAX_BYTES, or WH_ENOMEM */
         n++;
         /* A template hostname names every replica alike: one entry (docs/plugins.md §3.6). */
         if (job_task_hostname(task)[0] != '\0')
             break;
     }
+    *out = buf_take(&b, NULL);
+    if (*out == NULL) {
+        rc = WH_ENOMEM;
+        goto out;
+    }
     if (count != NULL)
         *count = n;
-    *out = buf;
-    return 0;
-fail:
-    free(buf);
+out:
+    buf_dispose(&b);
     return rc;
 }
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "plugins/args.h"
+#include "plugins/diagnose.h"
 #include "plugins/jobutil.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
@@ -110,6 +111,50 @@ static int mpi_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
     return rc;
 }
 
+/* Job level (plugins/diagnose.h): missing tasks, MPI_HOST's size, the port. */
+static int mpi_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
+{
+    struct mpi_args a;
+    const json_t *master;
+    const json_t *worker;
+    size_t k;
+    const json_t *task;
+
+    mpi_args_parse(c, &a);
+    master = job_find_task(c->job, a.master);
+    worker = job_find_task(c->job, a.worker);
+    if (master == NULL)
+        diagnose_add(out, DIAGNOSE_TASK_NOT_FOUND, false, "mpi",
+                     "no task named \"%s\" (--master), so no pod gets MPI_HOST: name the launcher "
+                     "task with --master in spec.plugins.mpi, or rename the task",
+                     a.master);
+    if (worker == NULL)
+        diagnose_add(out, DIAGNOSE_TASK_NOT_FOUND, false, "mpi",
+                     "no task named \"%s\" (--worker), so the master pods get neither MPI_HOST nor "
+                     "the port %s: name the worker task with --worker in spec.plugins.mpi, or "
+                     "rename the task",
+                     a.worker, MPI_PORT_NAME);
+    diagnose_port_arg(out, "mpi", "port", (long long)a.port, true);
+    if (master != NULL && worker != NULL) {
+        unsigned long long env =
+            strlen("MPI_HOST=") + diagnose_hosts_bytes(c->job, worker, true, 0, NULL) + 1;
+
+        if (env > DIAGNOSE_ENV_MAX)
+            diagnose_add(out, DIAGNOSE_VALUE_TOO_LARGE, true, "mpi",
+                         "MPI_HOST would be %llu bytes, more than the 131072 (128 KiB) one "
+                         "environment string can hold (the kernel's MAX_ARG_STRLEN), so the master "
+                         "cannot start: run fewer %s replicas and read /etc/volcano/%s.host",
+                         env, a.worker, a.worker);
+        json_array_foreach(job_tasks(c->job), k, task) {
+            if (strcmp(job_task_name(task), a.master) != 0)
+                continue;
+            diagnose_env_replaced(out, "mpi", task, k, "containers", "MPI_HOST");
+            diagnose_env_replaced(out, "mpi", task, k, "initContainers", "MPI_HOST");
+        }
+    }
+    return 0;
+}
+
 const struct plugin plugin_mpi = {
     .name = "mpi",
     .on_pod_create = mpi_on_pod_create,
@@ -117,4 +162,5 @@ const struct plugin plugin_mpi = {
     .on_job_add = NULL,
     .on_job_update = NULL,
     .on_job_delete = NULL,
+    .diagnose = mpi_diagnose,
 };

@@ -18,6 +18,9 @@
  *                  delete the objects (404 = done). Never writes the Job (D9).
  *   All three are idempotent, leave objects owned by someone else alone (D12),
  *   and run on reconcile worker threads with ctx->kc and ctx->env set.
+ *   diagnose       not a hook of Volcano's: what the plugin cannot do, or does
+ *                  unexpectedly, because of the Job alone (D15-D17), for the Job
+ *                  webhook, Events and `render` (plugins/diagnose.h).
  * A NULL hook is a no-op.
  */
 #ifndef WH_PLUGIN_H
@@ -58,6 +61,8 @@ struct plugin_ctx {
     const struct plugin_job_env *env;  /* job hooks only; NULL on the admission path */
 };
 
+struct diagnostics; /* plugins/diagnose.h */
+
 struct plugin {
     const char *name; /* key in job.spec.plugins */
     /**
@@ -69,6 +74,15 @@ struct plugin {
     int (*on_job_add)(const struct plugin_ctx *c, struct wh_error *err);
     int (*on_job_update)(const struct plugin_ctx *c, struct wh_error *err);
     int (*on_job_delete)(const struct plugin_ctx *c, struct wh_error *err);
+    /**
+     * The Job-level diagnostics of this plugin (D15-D17, plugins/diagnose.h):
+     * what it cannot do, or does that the author may not expect, because of the
+     * Job alone (c->job, c->args; c->pod, c->kc and c->env are NULL). Parses its
+     * arguments as its hooks do; their parse warnings in c->warnings become
+     * PluginArgumentInvalid in diagnose_job. Adds to out (diagnose_add).
+     * @return 0, or WH_ENOMEM (what was added stays).
+     */
+    int (*diagnose)(const struct plugin_ctx *c, struct diagnostics *out);
 };
 
 extern const struct plugin plugin_ssh;

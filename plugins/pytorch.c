@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "plugins/args.h"
+#include "plugins/diagnose.h"
 #include "plugins/jobutil.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
@@ -199,6 +200,62 @@ out:
     return rc;
 }
 
+/* Job level (plugins/diagnose.h): missing tasks, ranks that collide, the port, names. */
+static int pt_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
+{
+    static const char *const env_names[] = {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK"};
+    struct pt_args a;
+    const json_t *master;
+    const json_t *worker;
+    size_t k;
+    const json_t *task;
+
+    pt_args_parse(c, &a);
+    master = job_find_task(c->job, a.master);
+    worker = job_find_task(c->job, a.worker);
+    if (master == NULL)
+        diagnose_add(out, DIAGNOSE_TASK_NOT_FOUND, false, "pytorch",
+                     "no task named \"%s\" (--master), so no pod gets MASTER_ADDR, MASTER_PORT, "
+                     "WORLD_SIZE or RANK: name the master task with --master in "
+                     "spec.plugins.pytorch, or rename the task",
+                     a.master);
+    if (worker == NULL)
+        diagnose_add(out, DIAGNOSE_TASK_NOT_FOUND, false, "pytorch",
+                     "no task named \"%s\" (--worker), so WORLD_SIZE counts only the master "
+                     "replicas and no pod gets a RANK above 0: name the worker task with --worker "
+                     "in spec.plugins.pytorch, or rename the task",
+                     a.worker);
+    if (master == NULL)
+        return 0; /* docs/plugins.md §4.4 step 1: the plugin does nothing else */
+    if (job_task_replicas(master) > 1)
+        diagnose_add(out, DIAGNOSE_RANK_NOT_UNIQUE, false, "pytorch",
+                     "task %s has %lld replicas and every master replica gets RANK 0, so the ranks "
+                     "collide and the training waits forever: give the master task 1 replica and "
+                     "put the others in the worker task",
+                     a.master, (long long)job_task_replicas(master));
+    diagnose_port_arg(out, "pytorch", "port", (long long)a.port, true);
+    json_array_foreach(job_tasks(c->job), k, task) {
+        const json_t *ctr;
+        size_t i;
+
+        for (size_t n = 0; n < sizeof(env_names) / sizeof(env_names[0]); n++)
+            diagnose_env_replaced(out, "pytorch", task, k, "containers", env_names[n]);
+        if (!a.wait_enabled || strcmp(job_task_name(task), a.worker) != 0)
+            continue;
+        /* The added init container would share its name with a container (D5, D15). */
+        json_array_foreach(diagnose_task_containers(task, "containers"), i, ctr) {
+            if (strcmp(podutil_str(ctr, "name"), PT_WAIT_NAME) == 0)
+                diagnose_add(out, DIAGNOSE_CONFLICT, true, "pytorch",
+                             "container \"%s\" of task %s has the name of the init container "
+                             "--wait-master-enabled adds, and the API server refuses two "
+                             "containers of one name: rename the container in "
+                             "spec.tasks[%zu].template",
+                             PT_WAIT_NAME, job_task_name(task), k);
+        }
+    }
+    return 0;
+}
+
 const struct plugin plugin_pytorch = {
     .name = "pytorch",
     .on_pod_create = pt_on_pod_create,
@@ -206,4 +263,5 @@ const struct plugin plugin_pytorch = {
     .on_job_add = NULL,
     .on_job_update = NULL,
     .on_job_delete = NULL,
+    .diagnose = pt_diagnose,
 };

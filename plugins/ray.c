@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "plugins/args.h"
+#include "plugins/diagnose.h"
 #include "plugins/jobutil.h"
 #include "plugins/objects.h"
 #include "plugins/plugin.h"
@@ -258,10 +259,120 @@ static int ray_job_delete(const struct plugin_ctx *c, struct wh_error *err)
     return rc > 0 ? 0 : rc;
 }
 
+/* ---- Job-level diagnostics (plugins/diagnose.h) ---- */
+
+/* "a, b" of the container names of a template (for a message), cut to fit. */
+static void ray_container_names(const json_t *task, char *buf, size_t len)
+{
+    size_t off = 0;
+    size_t i;
+    const json_t *ctr;
+
+    buf[0] = '\0';
+    json_array_foreach(diagnose_task_containers(task, "containers"), i, ctr) {
+        int n =
+            snprintf(buf + off, len - off, "%s%s", off > 0 ? ", " : "", podutil_str(ctr, "name"));
+
+        if (n < 0 || (size_t)n >= len - off)
+            break;
+        off += (size_t)n;
+    }
+}
+
+/* The container a role edits (docs/plugins.md §4.7 step 2): there, what it loses, its ports. */
+static void ray_diagnose_container(const json_t *task, size_t k, const char *role, const char *flag,
+                                   const char *container, const struct ray_args *a,
+                                   struct diagnostics *out)
+{
+    static const char *const port_names[] = {"gcs", "dashboard", "client-server"};
+    const int64_t ports[] = {a->port, a->dashboard_port, a->client_port};
+    const json_t *found = NULL;
+    char names[160];
+    size_t i;
+    const json_t *ctr;
+
+    json_array_foreach(diagnose_task_containers(task, "containers"), i, ctr)
+        if (found == NULL && strcmp(podutil_str(ctr, "name"), container) == 0)
+            found = ctr;
+    if (found == NULL) {
+        ray_container_names(task, names, sizeof(names));
+        diagnose_add(out, DIAGNOSE_CONTAINER_NOT_FOUND, false, "ray",
+                     "task %s has no container named \"%s\" (%s), so none gets \"ray "
+                     "start\"%s: rename one, or pass %s=NAME in spec.plugins.ray (containers: "
+                     "%s)",
+                     job_task_name(task), container, flag,
+                     strcmp(role, "head") == 0 ? " or the ports gcs, dashboard, client-server" : "",
+                     flag, names[0] != '\0' ? names : "none");
+        return;
+    }
+    if (json_object_get(found, "command") != NULL || json_object_get(found, "args") != NULL)
+        diagnose_add(out, DIAGNOSE_USER_VALUE_REPLACED, false, "ray",
+                     "container \"%s\" of task %s has its own command or args, and the plugin "
+                     "replaces the command with \"sh -c 'ray start ...'\" (sh then ignores the "
+                     "args): drop them from spec.tasks[%zu].template",
+                     container, job_task_name(task), k);
+    if (strcmp(role, "head") != 0)
+        return;
+    /* A number declared under another name: the port is not added, and J-head-svc
+     * targets it by name (D16). */
+    json_array_foreach(json_object_get(found, "ports"), i, ctr) {
+        json_int_t number = json_integer_value(json_object_get(ctr, "containerPort"));
+
+        for (size_t p = 0; p < 3; p++) {
+            if (number != (json_int_t)(int32_t)ports[p]
+                || strcmp(podutil_str(ctr, "name"), port_names[p]) == 0)
+                continue;
+            diagnose_add(out, DIAGNOSE_CONFLICT, false, "ray",
+                         "container \"%s\" of task %s declares port %lld as \"%s\", so the plugin "
+                         "does not add \"%s\" and the Service's port %s has no endpoints: name "
+                         "the port \"%s\" in spec.tasks[%zu].template",
+                         container, job_task_name(task), (long long)number,
+                         podutil_str(ctr, "name"), port_names[p], port_names[p], port_names[p], k);
+        }
+    }
+}
+
+static int ray_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
+{
+    struct ray_args a;
+    const json_t *head;
+    const json_t *worker;
+    size_t k;
+    const json_t *task;
+
+    ray_args_parse(c, &a);
+    head = job_find_task(c->job, a.head);
+    worker = job_find_task(c->job, a.worker);
+    if (head == NULL)
+        diagnose_add(out, DIAGNOSE_TASK_NOT_FOUND, true, "ray",
+                     "no task named \"%s\" (--head), so every pod of the job is denied: name the "
+                     "head task with --head in spec.plugins.ray, or rename the task",
+                     a.head);
+    if (worker == NULL)
+        diagnose_add(out, DIAGNOSE_TASK_NOT_FOUND, false, "ray",
+                     "no task named \"%s\" (--worker), so no pod joins the head with \"ray start "
+                     "--address\": name the worker task with --worker in spec.plugins.ray, or "
+                     "rename the task",
+                     a.worker);
+    diagnose_port_arg(out, "ray", "port", (long long)a.port, true);
+    diagnose_port_arg(out, "ray", "dashboardPort", (long long)a.dashboard_port, true);
+    diagnose_port_arg(out, "ray", "clientPort", (long long)a.client_port, true);
+    json_array_foreach(job_tasks(c->job), k, task) {
+        /* The first task of each name is the one the plugin uses (docs/plugins.md §3.6). */
+        if (task == head)
+            ray_diagnose_container(task, k, "head", "--headContainer", a.head_container, &a, out);
+        if (task == worker)
+            ray_diagnose_container(task, k, "worker", "--workerContainer", a.worker_container, &a,
+                                   out);
+    }
+    return 0;
+}
+
 const struct plugin plugin_ray = {
     .name = "ray",
     .on_pod_create = ray_on_pod_create,
     .on_job_add = ray_job_sync,
     .on_job_update = ray_job_sync, /* re-creates the Service when it went missing */
     .on_job_delete = ray_job_delete,
+    .diagnose = ray_diagnose,
 };

@@ -29,7 +29,9 @@
 #include <string.h>
 
 #include "certs/sshkey.h"
+#include "k8s/names.h"
 #include "plugins/args.h"
+#include "plugins/diagnose.h"
 #include "plugins/jobutil.h"
 #include "plugins/objects.h"
 #include "plugins/plugin.h"
@@ -326,18 +328,26 @@ static int ssh_secret_update(json_t *obj, void *ud, struct wh_error *err)
 {
     const struct ssh_secret_job *sj = ud;
     json_t *data = json_object_get(obj, "data");
+    const json_t *pub = json_object_get(data, "id_rsa.pub");
     char *have = b64_decode(json_object_get(data, "config"));
     bool same = have != NULL && strcmp(have, sj->config) == 0;
+    /* D18: an older Volcano's Secret without authorized_keys gets it from its own public key
+     * (Volcano writes the two with the same bytes); the pair itself is never replaced (D11). */
+    bool add_authorized = json_is_string(pub) && json_string_length(pub) > 0
+        && !json_is_string(json_object_get(data, "authorized_keys"));
 
     free(have);
-    if (same)
+    if (same && !add_authorized)
         return 0;
     if (!json_is_object(data)) {
         data = json_object();
         if (json_object_set_new(obj, "data", data) < 0)
             return wh_error_set(err, WH_ENOMEM, "out of memory");
     }
-    if (json_object_set_new(data, "config", b64_string(sj->config)) < 0)
+    if (!same && json_object_set_new(data, "config", b64_string(sj->config)) < 0)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    if (add_authorized
+        && json_object_set_new(data, "authorized_keys", json_copy((json_t *)pub)) < 0)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
     return 1;
 }
@@ -438,10 +448,103 @@ static int ssh_job_delete(const struct plugin_ctx *c, struct wh_error *err)
     return 0;
 }
 
+/* ---- Job-level diagnostics (plugins/diagnose.h) ---- */
+
+/* Generated keys: a 2048-bit PKCS#1 PEM (about 1.7 KB) and twice the public key. */
+#define SSH_KEYS_BYTES 2600u
+
+/*
+ * Bytes of Secret J-ssh's data (a Secret holds at most 1 MiB): the keys and the
+ * config of ssh_config_text, one 3-line Host block per entry of every task,
+ * computed without building it.
+ */
+static unsigned long long ssh_secret_bytes(const json_t *job, const struct ssh_args *a)
+{
+    size_t plen = diagnose_digits((long long)ssh_port(a));
+    unsigned long long bytes = strlen("StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\n");
+    size_t k;
+    const json_t *task;
+
+    if (a->private_key[0] != '\0')
+        bytes += strlen(a->private_key) + 2 * strlen(a->public_key);
+    else
+        bytes += SSH_KEYS_BYTES;
+    json_array_foreach(job_tasks(job), k, task) {
+        const char *subdomain = job_task_subdomain(task);
+        size_t d = strlen(subdomain[0] != '\0' ? subdomain : job_name(job));
+        unsigned long long n = 0;
+        /* sum of "host.domain" plus separators = H + n(1 + d) + n - 1 */
+        unsigned long long list = diagnose_hosts_bytes(job, task, true, 0, &n);
+        unsigned long long hosts = n > 0 ? list - n * (1 + d) - (n - 1) : 0;
+
+        /* "Host h\n  HostName h.d\n  Port p\n" = 27 + 2h + d + p */
+        bytes += n * (27 + d + plen) + 2 * hosts;
+    }
+    return bytes;
+}
+
+static int ssh_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
+{
+    struct ssh_args a;
+    const char *J = job_name(c->job);
+    char vol[320];
+    const char *why;
+    unsigned long long bytes;
+    size_t k;
+    const json_t *task;
+
+    ssh_args_parse(c, &a);
+    if (a.port <= 0 || a.port > 65535)
+        diagnose_add(out, DIAGNOSE_PLUGIN_ARGUMENT_INVALID, false, "ssh",
+                     "--ssh-port=%lld is not a port (1-65535), so the ssh config says Port 22: "
+                     "fix spec.plugins.ssh",
+                     (long long)a.port);
+    if (a.key_path[0] == '\0')
+        diagnose_add(out, DIAGNOSE_PLUGIN_ARGUMENT_INVALID, true, "ssh",
+                     "--ssh-key-file-path is empty, and the API server refuses a volume mount "
+                     "without a path: fix spec.plugins.ssh");
+    else if (strcmp(a.key_path, "/etc/volcano") == 0 && diagnose_plugin_enabled(c->job, "svc"))
+        diagnose_add(out, DIAGNOSE_CONFLICT, true, "ssh",
+                     "--ssh-key-file-path=/etc/volcano is where the svc plugin mounts its host "
+                     "files, so the keys would not be mounted: choose another path in "
+                     "spec.plugins.ssh");
+    snprintf(vol, sizeof(vol), "%s-ssh", J);
+    why = k8s_name_label_error(vol);
+    if (why != NULL && strlen(vol) > K8S_LABEL_MAX && strchr(J, '.') == NULL)
+        diagnose_add(out, DIAGNOSE_NAME_INVALID, true, "ssh",
+                     "volume name \"%s\" has %zu characters, more than the 63 of a DNS-1123 "
+                     "label: shorten the job name to at most 59 characters",
+                     vol, strlen(vol));
+    else if (why != NULL)
+        diagnose_add(out, DIAGNOSE_NAME_INVALID, true, "ssh",
+                     "volume name \"%s\" cannot be a volume name (%s): rename the job", vol, why);
+
+    bytes = ssh_secret_bytes(c->job, &a);
+    if (bytes > DIAGNOSE_OBJECT_MAX)
+        diagnose_add(out, DIAGNOSE_VALUE_TOO_LARGE, true, "ssh",
+                     "Secret %s would hold about %llu bytes (its ssh config has a Host block per "
+                     "pod), more than the 1048576 (1 MiB) a Secret can hold, so it cannot be "
+                     "created and no pod starts: run fewer replicas (spec.tasks[].replicas)",
+                     vol, bytes);
+    else if (bytes * 100 >= (unsigned long long)DIAGNOSE_OBJECT_MAX * DIAGNOSE_NEAR_PERCENT)
+        diagnose_add(out, DIAGNOSE_VALUE_NEAR_LIMIT, false, "ssh",
+                     "Secret %s holds about %llu bytes (its ssh config has a Host block per pod), "
+                     "%llu%% of the 1048576 (1 MiB) a Secret can hold: with more replicas it "
+                     "cannot be created",
+                     vol, bytes, bytes * 100 / DIAGNOSE_OBJECT_MAX);
+    if (a.key_path[0] == '\0')
+        return 0;
+    json_array_foreach(job_tasks(c->job), k, task)
+        diagnose_template_conflicts(out, "ssh", task, k, vol, "secret", "secretName", a.key_path,
+                                    "its ssh keys");
+    return 0;
+}
+
 const struct plugin plugin_ssh = {
     .name = "ssh",
     .on_pod_create = ssh_on_pod_create,
     .on_job_add = ssh_job_sync,
     .on_job_update = ssh_job_sync, /* same as add: repair, never regenerate (D11) */
     .on_job_delete = ssh_job_delete,
+    .diagnose = ssh_diagnose,
 };

@@ -2,7 +2,7 @@
  * sshkeys.c - the per-uid store of the `ssh` plugin's key pairs (sshkeys.h;
  * docs/plugins.md §4.3, D11); the pairs themselves are made by certs/sshkey.c.
  *
- * A chained hash map uid → entry under one mutex and one condition variable. An
+ * A map uid → entry (base/strmap.h) under one mutex and one condition variable. An
  * entry is either ready (keys set) or a placeholder (generating) that the
  * generating thread fills; waiters sleep on the condition variable. The private
  * key text is wiped (sshkey_free_secret) before it is freed.
@@ -13,81 +13,60 @@
 
 #include <pthread.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/strmap.h"
 #include "certs/sshkey.h"
 
-#define STORE_BUCKETS 1024u
-
 struct key_entry {
-    char *uid;
     char *priv; /* NULL while generating */
     char *pub;
-    bool generating;        /* a thread is making this pair without the lock */
-    struct key_entry *next; /* bucket chain */
+    bool generating; /* a thread is making this pair without the lock */
 };
 
 struct ssh_key_store {
-    pthread_mutex_t mu;  /* guards buckets and every entry */
-    pthread_cond_t cond; /* signalled when a generation ends */
-    struct key_entry *buckets[STORE_BUCKETS];
+    pthread_mutex_t mu;     /* guards the map and every entry */
+    pthread_cond_t cond;    /* signalled when a generation ends */
+    struct strmap *entries; /* uid → struct key_entry, freed by entry_free */
 };
 
 /* ---- the store ---- */
 
-static size_t bucket_of(const char *uid)
+/* strmap_free_fn of the entries: the private key is wiped before it goes. */
+static void entry_free(void *v)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
+    struct key_entry *e = v;
 
-    for (const unsigned char *p = (const unsigned char *)uid; *p != '\0'; p++) {
-        h ^= *p;
-        h *= 16777619u;
-    }
-    return h % STORE_BUCKETS;
-}
-
-/* The entry of uid, or NULL. Lock held. */
-static struct key_entry *find_locked(struct ssh_key_store *s, const char *uid)
-{
-    for (struct key_entry *e = s->buckets[bucket_of(uid)]; e != NULL; e = e->next)
-        if (strcmp(e->uid, uid) == 0)
-            return e;
-    return NULL;
-}
-
-/* Unlink and free e. Lock held. */
-static void remove_locked(struct ssh_key_store *s, struct key_entry *e)
-{
-    struct key_entry **pp = &s->buckets[bucket_of(e->uid)];
-
-    while (*pp != NULL && *pp != e)
-        pp = &(*pp)->next;
-    if (*pp == e)
-        *pp = e->next;
-    free(e->uid);
     sshkey_free_secret(e->priv);
     free(e->pub);
     free(e);
 }
 
-/* A new entry for uid at the head of its bucket. Lock held. NULL on ENOMEM. */
+/* The entry of uid, or NULL. Lock held. */
+static struct key_entry *find_locked(struct ssh_key_store *s, const char *uid)
+{
+    return strmap_get(s->entries, uid);
+}
+
+/* Remove and free uid's entry. Lock held. */
+static void remove_locked(struct ssh_key_store *s, const char *uid)
+{
+    (void)strmap_remove(s->entries, uid);
+}
+
+/* A new entry for uid. Lock held. NULL on ENOMEM. */
 static struct key_entry *insert_locked(struct ssh_key_store *s, const char *uid)
 {
     struct key_entry *e = calloc(1, sizeof(*e));
-    size_t b = bucket_of(uid);
 
     if (e == NULL)
         return NULL;
-    e->uid = strdup(uid);
-    if (e->uid == NULL) {
+    if (strmap_set(s->entries, uid, e) < 0) {
         free(e);
         return NULL;
     }
-    e->next = s->buckets[b];
-    s->buckets[b] = e;
-    return e;
+    return e; /* now owned by the map */
 }
 
 /* Copies of a ready entry's keys. Lock held. @return 0 or WH_ENOMEM. */
@@ -111,12 +90,19 @@ struct ssh_key_store *sshkeys_create(void)
 
     if (s == NULL)
         return NULL;
+    s->entries = strmap_create(entry_free);
+    if (s->entries == NULL) {
+        free(s);
+        return NULL;
+    }
     if (pthread_mutex_init(&s->mu, NULL) != 0) {
+        strmap_destroy(s->entries);
         free(s);
         return NULL;
     }
     if (pthread_cond_init(&s->cond, NULL) != 0) {
         pthread_mutex_destroy(&s->mu);
+        strmap_destroy(s->entries);
         free(s);
         return NULL;
     }
@@ -127,9 +113,7 @@ void sshkeys_destroy(struct ssh_key_store *s)
 {
     if (s == NULL)
         return;
-    for (size_t b = 0; b < STORE_BUCKETS; b++)
-        while (s->buckets[b] != NULL)
-            remove_locked(s, s->buckets[b]);
+    strmap_destroy(s->entries);
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -173,7 +157,7 @@ int sshkeys_get_or_generate(struct ssh_key_store *s, const char *uid, char **pri
     e = find_locked(s, uid);
     if (rc < 0) {
         if (e != NULL && e->generating)
-            remove_locked(s, e); /* not stored: the next caller tries again */
+            remove_locked(s, uid); /* not stored: the next caller tries again */
     } else if (e != NULL && e->generating) {
         e->priv = priv;
         e->pub = pub;
@@ -247,12 +231,8 @@ nomem:
 
 void sshkeys_drop(struct ssh_key_store *s, const char *uid)
 {
-    struct key_entry *e;
-
     pthread_mutex_lock(&s->mu);
-    e = find_locked(s, uid);
-    if (e != NULL)
-        remove_locked(s, e);
+    remove_locked(s, uid);
     pthread_cond_broadcast(&s->cond); /* waiters on a dropped placeholder re-check */
     pthread_mutex_unlock(&s->mu);
 }

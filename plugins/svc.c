@@ -35,7 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s/names.h"
 #include "plugins/args.h"
+#include "plugins/diagnose.h"
 #include "plugins/jobutil.h"
 #include "plugins/objects.h"
 #include "plugins/plugin.h"
@@ -512,10 +514,152 @@ static int svc_job_delete(const struct plugin_ctx *c, struct wh_error *err)
     return first;
 }
 
+/* ---- Job-level diagnostics (plugins/diagnose.h) ---- */
+
+/*
+ * The names svc writes into pods (docs/plugins.md §4.2 steps 1, 2, 4) as the API server
+ * validates them (D15): subdomain J unless the template sets one, hostname
+ * J-T-i for the largest i unless the template sets one, volume J-svc.
+ */
+static void svc_diagnose_names(const json_t *job, struct diagnostics *out)
+{
+    const char *J = job_name(job);
+    const char *why_job = k8s_name_label_error(J);
+    bool job_reported = false;
+    size_t k;
+    const json_t *task;
+
+    json_array_foreach(job_tasks(job), k, task) {
+        const char *T = job_task_name(task);
+        const char *hostname = job_task_hostname(task);
+        const char *subdomain = job_task_subdomain(task);
+        long long last = (long long)job_task_replicas(task) - 1;
+        const char *why;
+
+        if (subdomain[0] != '\0') {
+            why = k8s_name_label_error(subdomain);
+            if (why != NULL)
+                diagnose_add(out, DIAGNOSE_NAME_INVALID, true, "svc",
+                             "spec.tasks[%zu].template.spec.subdomain \"%s\" cannot be a pod "
+                             "subdomain (%s): change it",
+                             k, subdomain, why);
+        } else if (why_job != NULL && !job_reported) {
+            diagnose_add(out, DIAGNOSE_NAME_INVALID, true, "svc",
+                         "job name \"%s\" cannot be a pod subdomain (%s): rename the job", J,
+                         why_job);
+            job_reported = true;
+        }
+        if (hostname[0] != '\0') {
+            why = k8s_name_label_error(hostname);
+            if (why != NULL)
+                diagnose_add(out, DIAGNOSE_NAME_INVALID, true, "svc",
+                             "spec.tasks[%zu].template.spec.hostname \"%s\" cannot be a pod "
+                             "hostname (%s): change it",
+                             k, hostname, why);
+        } else if (last >= 0 && strchr(J, '.') == NULL) {
+            /* The pod name J-T-i of the last replica: the longest of the task. */
+            size_t len = strlen(J) + strlen(T) + 2 + diagnose_digits(last);
+            size_t fixed = strlen(T) + 2 + diagnose_digits(last);
+
+            if (len > K8S_LABEL_MAX && fixed < K8S_LABEL_MAX)
+                diagnose_add(out, DIAGNOSE_NAME_INVALID, true, "svc",
+                             "pod hostname \"%s-%s-%lld\" has %zu characters, more than the 63 of "
+                             "a DNS-1123 label: shorten the job name to at most %zu characters, "
+                             "or the name of task %s",
+                             J, T, last, len, K8S_LABEL_MAX - fixed, T);
+            else if (len > K8S_LABEL_MAX)
+                diagnose_add(out, DIAGNOSE_NAME_INVALID, true, "svc",
+                             "pod hostname \"%s-%s-%lld\" has %zu characters, more than the 63 of "
+                             "a DNS-1123 label: shorten the name of task %s and the job name",
+                             J, T, last, len, T);
+        }
+    }
+    /* Volume J-svc: a label, so the Job name has at most 59 characters. */
+    if (why_job == NULL && strlen(J) + 4 > K8S_LABEL_MAX && json_array_size(job_tasks(job)) > 0)
+        diagnose_add(out, DIAGNOSE_NAME_INVALID, true, "svc",
+                     "volume name \"%s-svc\" has %zu characters, more than the 63 of a DNS-1123 "
+                     "label: shorten the job name to at most 59 characters",
+                     J, strlen(J) + 4);
+}
+
+/*
+ * ConfigMap J-svc (its data at most 1 MiB, keys included) and, with
+ * --inject-hosts-env, each VC_UP(T)_HOSTS value (one environment string of at
+ * most 128 KiB once the kubelet resolves it), computed without building them.
+ * @return 0 or WH_ENOMEM.
+ */
+static int svc_diagnose_sizes(const json_t *job, const struct svc_args *a, struct diagnostics *out)
+{
+    const char *J = job_name(job);
+    unsigned long long total = 0;
+    size_t k;
+    const json_t *task;
+
+    json_array_foreach(job_tasks(job), k, task) {
+        const char *T = job_task_name(task);
+        unsigned long long count = 0;
+        unsigned long long list = diagnose_hosts_bytes(job, task, true, 0, &count);
+        /* "T.host", "VC_T_HOSTS", "VC_T_NUM" and their values (docs/plugins.md §4.2). */
+        unsigned long long env = strlen("VC__HOSTS=") + strlen(T) + list + 1;
+        char *up = task_key(T, true);
+
+        total += strlen(T) + 5 + list + strlen(T) + 9 + list + strlen(T) + 7
+            + diagnose_digits((long long)count);
+        if (up == NULL)
+            return WH_ENOMEM;
+        if (a->inject_hosts_env && env > DIAGNOSE_ENV_MAX)
+            diagnose_add(out, DIAGNOSE_VALUE_TOO_LARGE, true, "svc",
+                         "env VC_%s_HOSTS would be %llu bytes, more than the 131072 (128 KiB) one "
+                         "environment string can hold (the kernel's MAX_ARG_STRLEN), so no "
+                         "container starts: pass --inject-hosts-env=false in spec.plugins.svc and "
+                         "read the host files in /etc/volcano, or run fewer %s replicas",
+                         up, env, T);
+        else if (a->inject_hosts_env
+                 && env * 100 >= (unsigned long long)DIAGNOSE_ENV_MAX * DIAGNOSE_NEAR_PERCENT)
+            diagnose_add(out, DIAGNOSE_VALUE_NEAR_LIMIT, false, "svc",
+                         "env VC_%s_HOSTS is %llu bytes, %llu%% of the 131072 (128 KiB) one "
+                         "environment string can hold: with more %s replicas no container starts; "
+                         "consider --inject-hosts-env=false in spec.plugins.svc",
+                         up, env, env * 100 / DIAGNOSE_ENV_MAX, T);
+        free(up);
+    }
+    if (total > DIAGNOSE_OBJECT_MAX)
+        diagnose_add(out, DIAGNOSE_VALUE_TOO_LARGE, true, "svc",
+                     "ConfigMap %s-svc would hold %llu bytes of host lists, more than the 1048576 "
+                     "(1 MiB) a ConfigMap can hold, so it cannot be created and no pod starts: run "
+                     "fewer replicas (spec.tasks[].replicas)",
+                     J, total);
+    else if (total * 100 >= (unsigned long long)DIAGNOSE_OBJECT_MAX * DIAGNOSE_NEAR_PERCENT)
+        diagnose_add(out, DIAGNOSE_VALUE_NEAR_LIMIT, false, "svc",
+                     "ConfigMap %s-svc holds %llu bytes of host lists, %llu%% of the 1048576 "
+                     "(1 MiB) a ConfigMap can hold: with more replicas it cannot be updated",
+                     J, total, total * 100 / DIAGNOSE_OBJECT_MAX);
+    return 0;
+}
+
+static int svc_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
+{
+    struct svc_args a;
+    char cm[320];
+    size_t k;
+    const json_t *task;
+
+    svc_args_parse(c, &a);
+    svc_diagnose_names(c->job, out);
+    if (svc_diagnose_sizes(c->job, &a, out) < 0)
+        return WH_ENOMEM;
+    snprintf(cm, sizeof(cm), "%s-svc", job_name(c->job));
+    json_array_foreach(job_tasks(c->job), k, task)
+        diagnose_template_conflicts(out, "svc", task, k, cm, "configMap", "name", SVC_MOUNT_PATH,
+                                    "its host files");
+    return 0;
+}
+
 const struct plugin plugin_svc = {
     .name = "svc",
     .on_pod_create = svc_on_pod_create,
     .on_job_add = svc_job_sync,
     .on_job_update = svc_job_sync, /* recompute the ConfigMap, re-create what is missing */
     .on_job_delete = svc_job_delete,
+    .diagnose = svc_diagnose,
 };

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "plugins/args.h"
+#include "plugins/diagnose.h"
 #include "plugins/jobutil.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
@@ -276,6 +277,90 @@ out:
     return rc;
 }
 
+/*
+ * Bytes of the largest TF_CONFIG of the Job's pods (tf_config's text), computed
+ * without building it: {"cluster":{<roles>},"task":{"type":"<type>","index":<i>}}.
+ * Names are DNS-1123 labels, so nothing is escaped.
+ */
+static unsigned long long tf_config_bytes(const json_t *job, const struct tf_args *a)
+{
+    const json_t *lists[TF_ROLES] = {NULL, NULL, NULL, NULL};
+    size_t extra = diagnose_digits((long long)a->port) + 3; /* quotes and ':' */
+    unsigned long long cluster = 0;
+    unsigned long long task_max = 0;
+    size_t roles = 0;
+    size_t i;
+    const json_t *task;
+
+    /* As tf_cluster: a task goes to the first role of its name; a later one replaces. */
+    json_array_foreach(job_tasks(job), i, task) {
+        for (size_t k = 0; k < TF_ROLES; k++) {
+            if (strcmp(job_task_name(task), a->role[k]) == 0) {
+                lists[k] = task;
+                break;
+            }
+        }
+        if (job_task_replicas(task) > 0) {
+            unsigned long long t = strlen(tf_task_type(a, job_task_name(task)))
+                + diagnose_digits((long long)job_task_replicas(task) - 1);
+
+            task_max = t > task_max ? t : task_max;
+        }
+    }
+    for (size_t k = 0; k < TF_ROLES; k++) {
+        unsigned long long n = 0;
+        unsigned long long list;
+
+        if (lists[k] == NULL)
+            continue;
+        list = diagnose_hosts_bytes(job, lists[k], false, extra, &n);
+        if (n == 0)
+            continue;
+        cluster += strlen(tf_role_names[k]) + 4 + list + 1; /* "role":[ ... ] */
+        roles++;
+    }
+    if (roles > 1)
+        cluster += roles - 1;
+    return 12 + cluster + 18 + 10 + 2 + task_max;
+}
+
+/* Job level (plugins/diagnose.h): role tasks named but missing, TF_CONFIG's size. */
+static int tf_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
+{
+    static const char *const flags[TF_ROLES] = {"--ps", "--worker", "--chief", "--evaluator"};
+    struct tf_args a;
+    unsigned long long env;
+    size_t k;
+    const json_t *task;
+
+    tf_args_parse(c, &a);
+    if (tf_standalone(c->job))
+        return 0;
+    /* Optional roles: only a name the Job gave (not the default pointer) must exist. */
+    for (size_t r = 0; r < TF_ROLES; r++)
+        if (a.role[r] != tf_role_names[r] && job_find_task(c->job, a.role[r]) == NULL)
+            diagnose_add(out, DIAGNOSE_TASK_NOT_FOUND, false, "tensorflow",
+                         "no task named \"%s\" (%s), so TF_CONFIG has no %s: name the task with "
+                         "%s in spec.plugins.tensorflow, or rename the task",
+                         a.role[r], flags[r], tf_role_names[r], flags[r]);
+    env = strlen("TF_CONFIG=") + tf_config_bytes(c->job, &a) + 1;
+    if (env > DIAGNOSE_ENV_MAX)
+        diagnose_add(out, DIAGNOSE_VALUE_TOO_LARGE, true, "tensorflow",
+                     "TF_CONFIG would be %llu bytes, more than the 131072 (128 KiB) one "
+                     "environment string can hold (the kernel's MAX_ARG_STRLEN: \"argument list "
+                     "too long\"), so no container can start: run fewer replicas "
+                     "(spec.tasks[].replicas)",
+                     env);
+    else if (env * 100 >= (unsigned long long)DIAGNOSE_ENV_MAX * DIAGNOSE_NEAR_PERCENT)
+        diagnose_add(out, DIAGNOSE_VALUE_NEAR_LIMIT, false, "tensorflow",
+                     "TF_CONFIG is %llu bytes, %llu%% of the 131072 (128 KiB) one environment "
+                     "string can hold: with more replicas no container can start",
+                     env, env * 100 / DIAGNOSE_ENV_MAX);
+    json_array_foreach(job_tasks(c->job), k, task)
+        diagnose_env_replaced(out, "tensorflow", task, k, "containers", "TF_CONFIG");
+    return 0;
+}
+
 const struct plugin plugin_tensorflow = {
     .name = "tensorflow",
     .on_pod_create = tf_on_pod_create,
@@ -283,4 +368,5 @@ const struct plugin plugin_tensorflow = {
     .on_job_add = NULL,
     .on_job_update = NULL,
     .on_job_delete = NULL,
+    .diagnose = tf_diagnose,
 };

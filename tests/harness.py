@@ -13,6 +13,8 @@ What it gives a test:
   ApiServer                 tests/apiserver.py on a loopback port, with its /_test/ controls
   Webhook                   $BUILD/volcano-plugin-webhook serve, over HTTPS; post() a review
   Env                       all of it wired together: certs, API server, kubeconfig, webhook
+  RoundRobinProxy(ports)    a Service stand-in on loopback: each new connection to the next
+                            replica in turn (tests/test_scale.py)
 
 Processes: every process is started with start_new_session, remembered, and stopped by its
 own pid (SIGTERM, then SIGKILL) in stop()/close(), which tests call from addCleanup or a
@@ -987,3 +989,122 @@ class Env:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+# ---------------------------------------------------------------- Service stand-in
+
+class RoundRobinProxy:
+    """A TCP proxy on 127.0.0.1 in front of several webhook replicas, as a Service spreads
+    connections over its endpoints: each new client connection goes to the next backend
+    port in turn and stays there (TLS passes through untouched, so a kept-alive
+    connection keeps its replica, as it does behind kube-proxy).
+
+    A backend that refuses the connection (a killed replica whose endpoint is gone) is
+    skipped for the next one; when every backend refuses, the client connection is closed.
+    When a backend closes or resets its side, the client's side is closed too, so the
+    client sees what it would see through a Service: the connection dropped.
+
+    backends: list of ports on 127.0.0.1. start() returns self, with .port set; stop()
+    closes the listener and every open connection. Counters (read any time):
+    connections[i] (accepted for backend i), refused (backend connects that failed).
+    backend_of(client_port) is the backend index a client connection from that local port
+    was given (None if unknown), so a client can tell which replica answered it.
+    asyncio in one daemon thread; Python standard library only.
+    """
+
+    def __init__(self, backends):
+        self.backends = list(backends)
+        self.port = None
+        self.connections = [0] * len(self.backends)
+        self.refused = 0
+        self._next = 0
+        self._by_client = {}
+        self._loop = None
+        self._server = None
+        self._thread = None
+        self._writers = set()
+
+    def start(self):
+        import asyncio
+        import threading
+        ready = threading.Event()
+        failure = []
+
+        def run():
+            self._loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(self._loop)
+            try:
+                self._server = self._loop.run_until_complete(asyncio.start_server(
+                    self._client, "127.0.0.1", 0, backlog=4096))
+                self.port = self._server.sockets[0].getsockname()[1]
+            except BaseException as e:  # reported to start()
+                failure.append(e)
+                ready.set()
+                return
+            ready.set()
+            self._loop.run_forever()
+            self._loop.close()
+
+        self._thread = threading.Thread(target=run, name="rr-proxy", daemon=True)
+        self._thread.start()
+        ready.wait(startup_timeout())
+        if failure or self.port is None:
+            raise AssertionError("proxy did not start: %r" % (failure,))
+        return self
+
+    def backend_of(self, client_port):
+        return self._by_client.get(client_port)
+
+    async def _client(self, reader, writer):
+        import asyncio
+        peer = writer.get_extra_info("peername")
+        backend = None
+        for _ in range(len(self.backends)):
+            i = self._next % len(self.backends)
+            self._next += 1
+            try:
+                breader, bwriter = await asyncio.open_connection("127.0.0.1", self.backends[i])
+            except OSError:
+                self.refused += 1
+                continue
+            backend = i
+            break
+        if backend is None:
+            writer.close()
+            return
+        self.connections[backend] += 1
+        self._by_client[peer[1]] = backend
+        self._writers.update((writer, bwriter))
+
+        async def pipe(src, dst):
+            try:
+                while True:
+                    data = await src.read(65536)
+                    if not data:
+                        break
+                    dst.write(data)
+                    await dst.drain()
+            except (OSError, asyncio.CancelledError):
+                pass
+            finally:
+                # one side ended: drop both, as a Service's connection dies with its pod
+                writer.close()
+                bwriter.close()
+
+        await asyncio.gather(pipe(reader, bwriter), pipe(breader, writer))
+        self._writers.difference_update((writer, bwriter))
+
+    def stop(self):
+        if self._loop is None or self._thread is None:
+            return
+
+        def shutdown():
+            if self._server is not None:
+                self._server.close()
+            for w in list(self._writers):
+                w.close()
+            self._loop.call_later(0.05, self._loop.stop)
+
+        self._loop.call_soon_threadsafe(shutdown)
+        self._thread.join(10)
+        self._thread = None

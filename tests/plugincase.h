@@ -210,7 +210,7 @@ static inline void pc_assert_entry(const struct plugin *p, const char *name, boo
 }
 
 /*
- * Allocation failures (C-STYLE §11): pc_alloc_fail_nth(n) makes jansson's
+ * Allocation failures (every one a path to test): pc_alloc_fail_nth(n) makes jansson's
  * allocation number n from now (0 = the next one) fail, and only that one;
  * pc_alloc_restore() puts malloc back. Always restore before asserting.
  */

@@ -268,6 +268,27 @@ class UsageErrors(unittest.TestCase):
                              "as kubectl's YAML reader keeps it\n" % (ppath, line))
             self.assertEqual(json.loads(out)["spec"]["restartPolicy"], "OnFailure")
 
+    def test_render_prints_diagnostics_and_strict_fails(self):
+        """render says on stderr what the Job webhook would warn of (D17); --strict makes
+        any of it exit 1, so a Job can be linted in CI; a Job without any exits 0."""
+        job = harness.load_job("pytorch-job")
+        job["spec"]["plugins"]["pytorch"] = ["--master=boss", "--worker=worker"]
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = write_json(tmp, "bad.json", job)
+            good = write_json(tmp, "good.json", harness.load_job("pytorch-job"))
+            want = (P + "render: warning: job %s/pytorch-job: pytorch plugin: no task named "
+                    "\"boss\" (--master), so no pod gets MASTER_ADDR, MASTER_PORT, WORLD_SIZE "
+                    "or RANK: name the master task with --master in spec.plugins.pytorch, or "
+                    "rename the task\n" % job["metadata"]["namespace"])
+            rc, out, err = run("render", "-f", bad)
+            self.assertEqual((rc, err), (0, want))
+            self.assertTrue(json.loads(out)["items"])
+            rc, out2, err = run("render", "-f", bad, "--strict")
+            self.assertEqual((rc, err), (1, want + P + "render: 1 diagnostic (--strict)\n"))
+            self.assertEqual(out2, out)  # the pods are printed all the same
+            rc, _, err = run("render", "-f", good, "--strict")
+            self.assertEqual((rc, err), (0, ""))
+
     def test_render_warns_what_it_cannot_check(self):
         """--review with a Job file without a uid cannot compare the ownerReference's;
         --pod of a task the Job does not have gets nothing task-specific. Both say so."""
@@ -363,7 +384,13 @@ class UsageErrors(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             rc, out, err = run("render", "-f", write_json(tmp, "job.json", job), "-o", "patch",
                                timeout=600)
-        self.assertEqual((rc, err), (0, ""))
+        # It renders; and says that so long a host list cannot reach a process by env.
+        self.assertEqual((rc, err), (0, P + "render: warning: job default/pytorch-job: svc "
+                                     "plugin: env VC_WORKER_HOSTS would be 358906 bytes, more "
+                                     "than the 131072 (128 KiB) one environment string can hold "
+                                     "(the kernel's MAX_ARG_STRLEN), so no container starts: pass "
+                                     "--inject-hosts-env=false in spec.plugins.svc and read the "
+                                     "host files in /etc/volcano, or run fewer worker replicas\n"))
         items = json.loads(out)
         self.assertEqual(len(items), 10001)
         self.assertEqual([i["pod"] for i in (items[0], items[1], items[-1])],
@@ -437,6 +464,11 @@ class UsageErrors(unittest.TestCase):
         self.assertEqual((rc, err), (0, ""))
         self.assertRegex(out, VERSION_OUTPUT)
         self.assertEqual(run("--version"), (0, out, ""))
+        # `help help` and `help` alone: the command list, as --help prints it
+        rc, top, err = run("--help")
+        self.assertEqual((rc, err), (0, ""))
+        self.assertEqual(run("help", "help"), (0, top, ""))
+        self.assertEqual(run("help"), (0, top, ""))
         rc, help_out, err = run("version", "--help")
         self.assertEqual((rc, err), (0, ""))
         release = out.split("\n", 1)[0].split(" ")[1]

@@ -830,8 +830,31 @@ class EscapingTest(HostileCase):
     # upper-casing and an ASCII one agree.
     WEIRD_TASK = 'w/~0~1"\\\x01\x1f\n\t'
 
-    def test_patch_applies_and_is_idempotent(self):
+    def test_weird_task_name_denied(self):
+        """A task name made into env var names that the API server refuses: the pod
+        is denied (D15), the message naming the plugin and the name as it is."""
         worker = "t" + self.WEIRD_TASK
+        job = harness.load_job(JOB)
+        job["spec"]["tasks"][1]["name"] = worker
+        job["spec"]["plugins"] = {"svc": []}
+        env = self.make_env(jobs=[job])
+        self.addCleanup(env.close)
+        job = env.jobs[0]
+        pod = harness.build_pod(job, "mpimaster", 0)
+        resp = env.webhook.admit(harness.review(pod, job["metadata"]["namespace"]))
+        self.assertFalse(resp["allowed"])
+        self.assertNotIn("patch", resp)
+        self.assertEqual(resp["status"]["code"], 400)
+        self.assertEqual(
+            resp["status"]["message"],
+            'svc plugin: env var name "VC_%s_HOSTS" in container "%s" is not valid (an env var '
+            "name has only letters, digits, '-', '.' and '_'): rename the task it is made from"
+            % (worker.upper(), pod["spec"]["containers"][0]["name"]))
+
+    def test_patch_applies_and_is_idempotent(self):
+        # A task name the API server accepts in env var names (D15); the hostile
+        # characters stay in the keys and values they may appear in.
+        worker = "tw"
         job = harness.load_job(JOB)
         job["spec"]["tasks"][1]["name"] = worker
         job["spec"]["plugins"] = {"ssh": [], "svc": [], "env": [],

@@ -150,8 +150,8 @@ class KeyPermissionsTest(unittest.TestCase):
         os.chmod(self.key, 0o644)
         rc, out = self.run_briefly()
         self.assertEqual(rc, 1, out)
-        self.assertIn("refusing the TLS private key: %s: private key has mode 0644, readable "
-                      "or writable by others" % self.key, out)
+        self.assertIn("refusing the TLS private key: %s: private key has mode 0644, writable "
+                      "by its group or open to others" % self.key, out)
         self.assertIn("--allow-insecure-key-permissions", out)
         self.assertNotIn("PRIVATE KEY", out)
 
@@ -202,7 +202,7 @@ class KeyPermissionsTest(unittest.TestCase):
                 time.sleep(0.1)
 
         swap_in(harness.make_certs(os.path.join(self.env.dir, "certs-b")), 0o644)
-        wait_log("private key has mode 0644, readable or writable by others")
+        wait_log("private key has mode 0644, writable by its group or open to others")
         self.assertNotIn("tls: pair reloaded", w.process.log())
         swap_in(harness.make_certs(os.path.join(self.env.dir, "certs-c")), 0o600)
         wait_log("tls: pair reloaded")

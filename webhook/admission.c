@@ -9,6 +9,9 @@
  * Every call is recorded in the process metrics (metrics.h): HTTP status and
  * outcome, time spent, the plugins of a patched pod, warnings sent.
  *
+ * The Job webhook (admission_validate_job, D17) shares the decoding and the
+ * 400 answers, and answers with the Job's diagnostics (plugins/diagnose.h).
+ *
  * Threads: called from MHD worker threads and tests; no state of its own, every
  * value is request-owned, so it is reentrant without locks (metrics are atomics).
  */
@@ -25,8 +28,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/buf.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/sanitize.h"
+#include "plugins/diagnose.h"
 #include "plugins/plugin.h"
 #include "webhook/metrics.h"
 
@@ -57,32 +63,13 @@ static int bad(struct bad_request *b, const char *fmt, ...)
 }
 
 /*
- * Copy at most QUOTE_MAX bytes of a (valid UTF-8) client string into buf,
- * never cutting a multi-byte character, so the message stays valid UTF-8 for
- * json_string. "..." marks a cut.
+ * At most QUOTE_MAX bytes of a (valid UTF-8) client string, copied into buf and
+ * never cut inside a character, so the message stays valid UTF-8 for json_string.
+ * "..." marks a cut.
  */
 static const char *quote_safe(const char *s, char *buf, size_t len)
 {
-    size_t n = strlen(s);
-
-    if (n <= QUOTE_MAX && n < len) {
-        memcpy(buf, s, n + 1);
-        return buf;
-    }
-    n = QUOTE_MAX < len - 4 ? QUOTE_MAX : len - 4;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--;
-    memcpy(buf, s, n);
-    memcpy(buf + n, "...", 4);
-    return buf;
-}
-
-/* jansson's error text may quote raw input bytes: keep printable ASCII only. */
-static void ascii_only(char *s)
-{
-    for (; *s != '\0'; s++)
-        if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7E)
-            *s = '?';
+    return sanitize_copy(buf, len, s, QUOTE_MAX, SANITIZE_ELLIPSIS);
 }
 
 /* Whether s is valid UTF-8 (jansson refuses anything else in a string). */
@@ -237,15 +224,6 @@ static int parse_review(const json_t *review, const char **api_out, struct mutat
  * [,"warnings"][,"status"]}}: the pieces are dumped with JSON_EMBED (no
  * enclosing braces) in that key order.
  */
-struct outbuf {
-    char *s; /* malloc'd, NUL-terminated while not failed */
-    size_t len;
-    size_t cap;
-    size_t limit; /* most bytes it may hold; 0: no limit */
-    bool failed;  /* ENOMEM or over limit: s is meaningless */
-    bool too_big; /* failed because of limit */
-};
-
 /*
  * The most JSON Patch text an answer carries. The patched pod must still fit a request
  * (kube-apiserver's 3 MiB body limit) and etcd (1.5 MiB by default), so a bigger patch
@@ -254,75 +232,41 @@ struct outbuf {
  */
 #define ADMISSION_MAX_PATCH (3u << 20)
 
-/* Room for n more bytes plus the NUL. @return 0, or -1 on ENOMEM (failed set). */
-static int outbuf_reserve(struct outbuf *o, size_t n)
-{
-    size_t cap;
-    char *s;
-
-    if (o->failed)
-        return -1;
-    if (o->limit > 0 && n > o->limit - o->len) {
-        o->failed = o->too_big = true;
-        return -1;
-    }
-    if (n < o->cap - o->len)
-        return 0;
-    if (n > SIZE_MAX / 2 - o->len - 1) {
-        o->failed = true;
-        return -1;
-    }
-    cap = (o->len + n + 1) * 2;
-    s = realloc(o->s, cap);
-    if (s == NULL) {
-        o->failed = true;
-        return -1;
-    }
-    o->s = s;
-    o->cap = cap;
-    return 0;
-}
-
-/* json_dump_callback_t appending to a struct outbuf. */
+/* json_dump_callback_t appending to a struct buf; its failure stays in the buf's rc. */
 static int outbuf_add(const char *buf, size_t size, void *data)
 {
-    struct outbuf *o = data;
-
-    if (outbuf_reserve(o, size) < 0)
-        return -1;
-    memcpy(o->s + o->len, buf, size);
-    o->len += size;
-    o->s[o->len] = '\0';
-    return 0;
+    return buf_append(data, buf, size) < 0 ? -1 : 0;
 }
 
-static void outbuf_str(struct outbuf *o, const char *s)
+static void outbuf_str(struct buf *o, const char *s)
 {
-    outbuf_add(s, strlen(s), o);
+    int rc = buf_append_str(o, s);
+
+    (void)rc; /* kept in o->rc, seen once by answer_encode */
 }
 
 /* The members of object v, compact, without its braces; a NULL v counts as ENOMEM. */
-static void outbuf_members(struct outbuf *o, const json_t *v)
+static void outbuf_members(struct buf *o, const json_t *v)
 {
     if (v == NULL || json_dump_callback(v, outbuf_add, o, JSON_COMPACT | JSON_EMBED) < 0)
-        o->failed = true;
+        buf_fail(o, WH_ENOMEM); /* a no-op when o already failed */
 }
 
 /* base64 (RFC 4648, no line breaks) of the compact JSON of ops, appended to o; the
- * dump stops past ADMISSION_MAX_PATCH (o->too_big). */
-static void outbuf_patch_base64(struct outbuf *o, const json_t *ops)
+ * dump stops past ADMISSION_MAX_PATCH (WH_ETOOBIG in o->rc). */
+static void outbuf_patch_base64(struct buf *o, const json_t *ops)
 {
-    struct outbuf text = {NULL, 0, 0, ADMISSION_MAX_PATCH, false, false};
+    struct buf text;
 
-    if (json_dump_callback(ops, outbuf_add, &text, JSON_COMPACT) < 0 || text.failed) {
-        o->failed = true;
-        o->too_big = text.too_big;
-    } else if (outbuf_reserve(o, 4 * ((text.len + 2) / 3)) == 0) {
+    buf_init(&text, ADMISSION_MAX_PATCH);
+    if (json_dump_callback(ops, outbuf_add, &text, JSON_COMPACT) < 0 || text.rc < 0) {
+        buf_fail(o, text.rc < 0 ? text.rc : WH_ENOMEM);
+    } else if (buf_reserve(o, 4 * ((text.len + 2) / 3)) == 0) {
         /* EVP_EncodeBlock writes the NUL too: reserve leaves room for it. */
-        o->len += (size_t)EVP_EncodeBlock((unsigned char *)o->s + o->len,
-                                          (const unsigned char *)text.s, (int)text.len);
+        o->len += (size_t)EVP_EncodeBlock((unsigned char *)o->data + o->len,
+                                          (const unsigned char *)buf_cstr(&text), (int)text.len);
     }
-    free(text.s);
+    buf_dispose(&text);
 }
 
 /*
@@ -374,7 +318,7 @@ static json_t *response_tail(const struct mutate_result *res)
         memcpy(msg, res->message, sizeof(msg));
         msg[sizeof(msg) - 1] = '\0';
         if (!utf8_valid(msg))
-            ascii_only(msg);
+            sanitize_ascii(msg);
         if (json_object_set_new(
                 tail, "status",
                 json_pack("{s:i, s:s, s:s}", "code", code, "message", msg, "status", "Failure"))
@@ -395,11 +339,15 @@ fail:
 static int answer_encode(const char *api, const char *uid, const struct mutate_result *res,
                          char **out, size_t *out_len)
 {
-    struct outbuf o = {NULL, 0, 0, 0, false, false};
+    struct buf o;
     json_t *head = json_pack("{s:s, s:s}", "apiVersion", api, "kind", "AdmissionReview");
     json_t *first = json_pack("{s:s, s:b}", "uid", uid, "allowed", res->allowed);
     json_t *tail = response_tail(res);
+    char *text;
+    size_t len;
+    int rc;
 
+    buf_init(&o, BUF_NO_MAX);
     outbuf_str(&o, "{");
     outbuf_members(&o, head);
     outbuf_str(&o, ",\"response\":{");
@@ -413,18 +361,18 @@ static int answer_encode(const char *api, const char *uid, const struct mutate_r
         outbuf_str(&o, ",");
         outbuf_members(&o, tail);
     } else if (tail == NULL) {
-        o.failed = true;
+        buf_fail(&o, WH_ENOMEM);
     }
     outbuf_str(&o, "}}");
     json_decref(head);
     json_decref(first);
     json_decref(tail);
-    if (o.failed) {
-        free(o.s);
-        return o.too_big ? WH_ETOOBIG : WH_ENOMEM;
-    }
-    *out = o.s;
-    *out_len = o.len;
+    rc = o.rc == WH_ETOOBIG ? WH_ETOOBIG : WH_ENOMEM; /* if buf_take gives NULL */
+    text = buf_take(&o, &len);
+    if (text == NULL)
+        return rc;
+    *out = text;
+    *out_len = len;
     return 0;
 }
 
@@ -494,7 +442,7 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
     }
     review = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
     if (review == NULL) {
-        ascii_only(jerr.text);
+        sanitize_ascii(jerr.text); /* jansson may quote raw input bytes */
         snprintf(b.msg, sizeof(b.msg), "invalid JSON at line %d column %d: %s", jerr.line,
                  jerr.column, jerr.text);
         LOG_DEBUG("admission bad request err=%s", log_quote(q, sizeof(q), b.msg));
@@ -551,5 +499,164 @@ out:
     record(status, &res, started);
     json_decref(review);
     mutate_result_dispose(&res);
+    return status;
+}
+
+/* ---- the Job webhook (D17) ---- */
+
+#define JOB_GROUP        "batch.volcano.sh"
+#define JOB_DENY_MSG_MAX 4096 /* bytes of a refusal's message */
+
+/*
+ * The Job to diagnose: the object, or for a generateName-only CREATE a shallow
+ * copy named generateName + "xxxxx", the length of the name the API server will
+ * give it (so the name checks of D15 still count right).
+ * @return new reference, NULL on ENOMEM.
+ */
+static json_t *job_as_named(const json_t *job)
+{
+    const json_t *meta = json_object_get(job, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *gen = json_string_value(json_object_get(meta, "generateName"));
+    json_t *copy;
+    json_t *meta_copy;
+
+    if ((name != NULL && name[0] != '\0') || gen == NULL || gen[0] == '\0')
+        return json_incref((json_t *)job);
+    copy = json_copy((json_t *)job);
+    meta_copy = json_copy((json_t *)meta);
+    if (copy == NULL || meta_copy == NULL
+        || json_object_set_new(meta_copy, "name", json_sprintf("%sxxxxx", gen)) < 0
+        || json_object_set_new(copy, "metadata", meta_copy) < 0) {
+        json_decref(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+/* "<lead>: m1; m2" of the fatal diagnostics, cut to fit buf. */
+static void deny_message(char *buf, size_t len, const struct diagnostics *d)
+{
+    size_t off = (size_t)snprintf(buf, len,
+                                  "the pods of this job could never be admitted or "
+                                  "started: ");
+
+    for (size_t i = 0, n = 0; i < d->n && off < len; i++) {
+        int w;
+
+        if (!d->items[i].fatal)
+            continue;
+        w = snprintf(buf + off, len - off, "%s%s", n++ > 0 ? "; " : "", d->items[i].message);
+        if (w < 0)
+            break;
+        off += (size_t)w;
+    }
+    wh_utf8_sanitize(buf); /* a cut may fall inside a character */
+}
+
+/*
+ * The AdmissionReview answer for one Job request (req borrowed from the review):
+ * allowed with no warnings when not served. @return new reference, NULL on ENOMEM.
+ */
+static json_t *job_answer(const char *api, const char *uid, const struct mutate_request *req,
+                          const struct mutate_options *opt)
+{
+    bool served = strcmp(req->group, JOB_GROUP) == 0 && strcmp(req->resource, "jobs") == 0
+        && req->sub_resource[0] == '\0'
+        && (strcmp(req->operation, "CREATE") == 0 || strcmp(req->operation, "UPDATE") == 0);
+    json_t *resp = json_pack("{s:s, s:b}", "uid", uid, "allowed", 1);
+    json_t *answer = json_pack("{s:s, s:s, s:o}", "apiVersion", api, "kind", "AdmissionReview",
+                               "response", resp);
+    struct diagnostics *d = NULL;
+    json_t *job = NULL;
+    char *msg = NULL;
+
+    if (answer == NULL || !served)
+        return answer;
+    if (req->pod == NULL) {
+        if (json_object_set_new(resp, "allowed", json_false()) < 0
+            || json_object_set_new(resp, "status",
+                                   json_pack("{s:i, s:s, s:s}", "code", 400, "message",
+                                             "request.object is not a job", "status", "Failure"))
+                < 0)
+            goto fail;
+        return answer;
+    }
+    d = malloc(sizeof(*d)); /* 12 KB: not on an MHD worker's stack */
+    job = job_as_named(req->pod);
+    if (d == NULL || job == NULL || diagnose_job(job, d) < 0)
+        goto fail;
+    if (d->n > 0 && json_object_set_new(resp, "warnings", diagnose_messages(d, false)) < 0)
+        goto fail;
+    if (opt != NULL && opt->job_validation == JOB_VALIDATION_DENY && diagnose_fatal_count(d) > 0) {
+        msg = malloc(JOB_DENY_MSG_MAX);
+        if (msg == NULL)
+            goto fail;
+        deny_message(msg, JOB_DENY_MSG_MAX, d);
+        if (json_object_set_new(resp, "allowed", json_false()) < 0
+            || json_object_set_new(
+                   resp, "status",
+                   json_pack("{s:i, s:s, s:s}", "code", 400, "message", msg, "status", "Failure"))
+                < 0)
+            goto fail;
+    }
+    free(msg);
+    free(d);
+    json_decref(job);
+    return answer;
+fail:
+    free(msg);
+    free(d);
+    json_decref(job);
+    json_decref(answer);
+    return NULL;
+}
+
+int admission_validate_job(const char *body, size_t len, const struct job_source *src,
+                           const struct mutate_options *opt, char **out, size_t *out_len)
+{
+    struct mutate_request req = {0};
+    struct bad_request b = {{0}};
+    char q[LOG_QUOTE_SIZE(sizeof(b.msg))]; /* b.msg quoted for the log */
+    json_error_t jerr;
+    json_t *review = NULL;
+    json_t *answer = NULL;
+    const char *api = NULL;
+    int status;
+
+    (void)src;
+    *out = NULL;
+    *out_len = 0;
+    if (body == NULL || len == 0)
+        return answer_status(400, "BadRequest", "request body is empty", out, out_len);
+    if (json_container_count(body, len) > ADMISSION_MAX_CONTAINERS) {
+        char msg[96];
+
+        snprintf(msg, sizeof(msg), "request has more than %d JSON objects and arrays",
+                 ADMISSION_MAX_CONTAINERS);
+        return answer_status(400, "BadRequest", msg, out, out_len);
+    }
+    review = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+    if (review == NULL) {
+        sanitize_ascii(jerr.text); /* jansson may quote raw input bytes */
+        snprintf(b.msg, sizeof(b.msg), "invalid JSON at line %d column %d: %s", jerr.line,
+                 jerr.column, jerr.text);
+        LOG_DEBUG("job admission bad request err=%s", log_quote(q, sizeof(q), b.msg));
+        return answer_status(400, "BadRequest", b.msg, out, out_len);
+    }
+    if (parse_review(review, &api, &req, &b) < 0) {
+        LOG_DEBUG("job admission bad request err=%s", log_quote(q, sizeof(q), b.msg));
+        status = answer_status(400, "BadRequest", b.msg, out, out_len);
+        goto out;
+    }
+    answer = job_answer(api, req.uid, &req, opt);
+    if (answer == NULL || dump_body(answer, out, out_len) < 0) {
+        status = answer_status(500, "InternalError", "out of memory", out, out_len);
+        goto out;
+    }
+    status = 200;
+out:
+    json_decref(answer);
+    json_decref(review);
     return status;
 }

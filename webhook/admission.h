@@ -32,6 +32,30 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
                      const struct mutate_options *opt, char **out, size_t *out_len);
 
 /**
+ * The Job webhook (D17, POST /jobs/validate): decode an AdmissionReview of
+ * a batch.volcano.sh/v1alpha1 Job and answer, in the version asked, with every
+ * Job-level diagnostic (plugins/diagnose.h diagnose_job) as `warnings`, which
+ * kubectl prints to the Job's author. Served: CREATE and UPDATE of resource
+ * `jobs` in group batch.volcano.sh; anything else is allowed with no warnings.
+ * Allowed by default; with opt->job_validation == JOB_VALIDATION_DENY a Job with
+ * a fatal diagnostic (its pods could never be admitted or started, D15) is
+ * refused: allowed false, status code 400, the message listing the fatal ones.
+ * A Job created with generateName only is checked under the name the API server
+ * will give it (generateName and 5 characters).
+ *
+ * @param src      unused (the Job is in the review); may be NULL. There for the
+ *                 shape of admission_fn, so the server routes either function.
+ * @param opt      job_validation is read; NULL = warn
+ * @param[out] out       malloc'd response body (JSON), owned by the caller
+ * @param[out] out_len   its length
+ * @return the HTTP status: 200 with an AdmissionReview; 400 with a Status body
+ *         (reason BadRequest) for a body that is not an AdmissionReview, exactly as
+ *         admission_handle; 500 with a Status body on ENOMEM. No metrics recorded.
+ */
+int admission_validate_job(const char *body, size_t len, const struct job_source *src,
+                           const struct mutate_options *opt, char **out, size_t *out_len);
+
+/**
  * The shape of admission_handle, for server_config.admission: the same
  * arguments, ownership and return values. Called on MHD worker threads.
  */

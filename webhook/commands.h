@@ -15,7 +15,7 @@ int serve_main(int argc, char **argv);
 /** `render`: offline mutation of a Job's pods, a pod or a review (webhook/render.c). */
 int render_main(int argc, char **argv);
 
-/** `gen-certs`: write a CA and a serving certificate (certs/gen.c). */
+/** `gen-certs`: write a CA and a serving certificate (webhook/gen_certs.c). */
 int gen_certs_main(int argc, char **argv);
 
 #endif

@@ -31,6 +31,7 @@
 #include <yaml.h>
 
 #include "certs/certs.h"
+#include "k8s/names.h"
 #include "webhook/commands.h"
 
 #define GEN_MAX_DNS      32 /* --dns entries */
@@ -80,19 +81,6 @@ static void gen_usage(FILE *to)
             "NAME.NS.svc.cluster.local. The webhook's caBundle is base64 of ca.crt\n"
             "(--ca-bundle writes it).\n",
             GEN_DEFAULT_DAYS, GEN_MAX_DNS);
-}
-
-/* A DNS-1123 label: 1-63 of [a-z0-9-], alphanumeric at both ends. */
-static bool dns_label(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-            return false;
-    return true;
 }
 
 /* A --dns value: 1-253 printable ASCII bytes without spaces or commas. */
@@ -716,12 +704,12 @@ static int gen_check_args(const struct gen_args *a)
                 a->ca_cert_file != NULL ? "--ca-key" : "--ca-cert");
         return 2;
     }
-    if (!dns_label(a->service)) {
+    if (!k8s_name_is_label(a->service)) {
         fprintf(stderr, WH_PROG ": gen-certs: invalid --service \"%s\": want a DNS-1123 label\n",
                 a->service);
         return 2;
     }
-    if (!dns_label(a->ns)) {
+    if (!k8s_name_is_label(a->ns)) {
         fprintf(stderr, WH_PROG ": gen-certs: invalid --namespace \"%s\": want a DNS-1123 label\n",
                 a->ns);
         return 2;

@@ -70,6 +70,10 @@ static int help_main(int argc, char **argv)
         fprintf(stderr, WH_PROG ": help: unexpected argument \"%s\" (see --help)\n", argv[2]);
         return 2;
     }
+    if (strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(argv[1], commands[i].name) == 0) {
             char *sub[] = {argv[1], help_flag, NULL};

@@ -1,8 +1,9 @@
 /*
  * mutate.c - one admission decision (docs/decisions.md): which pods are served (D8),
  * which Job owns the pod (D6), the error policy (D7), the plugin chain in its
- * fixed order (D1, D2) run as upserts until it adds no container (D5, D13), and
- * the RFC 6902 diff of the result.
+ * fixed order (D1, D2) run as upserts until it adds no container (D5, D13), the
+ * check that the result is a pod the API server accepts (D15, k8s/podcheck.h),
+ * and the RFC 6902 diff of the result.
  *
  * Threads: called concurrently from MHD workers and from `render`. Everything
  * here is request-owned; the Job is only read; the plugin table is immutable.
@@ -16,6 +17,9 @@
 
 #include "base/log.h"
 #include "base/patch.h"
+#include "k8s/names.h"
+#include "k8s/podcheck.h"
+#include "plugins/jobutil.h"
 #include "plugins/plugin.h"
 
 #define JOB_API_VERSION  "batch.volcano.sh/v1alpha1"
@@ -80,23 +84,6 @@ int mutate_pod_owner(const json_t *pod, const char **name_out, const char **uid_
         return 0;
     }
     return WH_DECLINED;
-}
-
-/* RFC 1123 subdomain as Kubernetes validates object names: [a-z0-9]([-a-z0-9.]*[a-z0-9])?, <= 253. */
-static bool dns_subdomain(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > 253)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-
-        if (!alnum && ((c != '-' && c != '.') || i == 0 || i == n - 1))
-            return false;
-    }
-    return true;
 }
 
 static const char *meta_str(const json_t *pod, const char *map, const char *key)
@@ -270,15 +257,248 @@ static json_t *copy_edited(const json_t *v, const struct edited *sub)
     return c;
 }
 
+/* The effective set and arguments of one Job, for every chain run (D1). */
+struct chain {
+    const json_t *job;
+    bool enabled[16];
+    const json_t *args[16];
+    const struct plugin_pod_info *info;
+};
+
+/*
+ * Called after each hook that succeeded, with the pod as it now is; returning
+ * true stops the chain there. For D15's attribution replay (d15_culprit).
+ */
+typedef bool (*chain_stop_fn)(const json_t *pod, void *ud);
+
+/*
+ * Run the plugin chain on copy: registry order (D2), each hook sees the edits of
+ * the ones before, passes repeated while one adds a container (D13).
+ * @param[out] last  the plugin that failed, or after which stop returned true
+ * @return 0 when the chain ran to its end, 1 when stop stopped it, < 0 with err
+ *         filled when a hook failed (D7).
+ */
+static int chain_run(const struct chain *ch, json_t *copy, struct warnings *w,
+                     const struct plugin **last, chain_stop_fn stop, void *ud, struct wh_error *err)
+{
+    for (int pass = 0; pass < CHAIN_PASSES_MAX; pass++) {
+        size_t before = container_count(copy);
+
+        for (size_t k = 0; k < plugin_registry_len; k++) {
+            const struct plugin *p = plugin_registry[k];
+            struct plugin_ctx ctx = {
+                .name = p->name,
+                .job = ch->job,
+                .args = ch->args[k],
+                .pod = ch->info,
+                .warnings = w,
+                .kc = NULL,
+            };
+            int rc;
+
+            if (!ch->enabled[k] || p->on_pod_create == NULL)
+                continue;
+            *last = p;
+            wh_error_clear(err);
+            rc = p->on_pod_create(&ctx, copy, err);
+            if (rc < 0)
+                return rc;
+            if (stop != NULL && stop(copy, ud))
+                return 1;
+        }
+        /* D13: a container added by a plugin must get every plugin's additions. */
+        if (container_count(copy) == before)
+            break;
+    }
+    return 0;
+}
+
+/* ---- D15: no pod the API server will refuse ---- */
+
+static bool has_violation(const json_t *pod, void *ud)
+{
+    return podcheck_has(pod, ud);
+}
+
+/*
+ * The plugin whose edit brought violation v: the chain run again on a fresh
+ * copy of pod, stopped after the first hook whose result has it. Only on a
+ * denial, so the common path pays one check. @return NULL when none (ENOMEM).
+ */
+static const struct plugin *d15_culprit(const struct chain *ch, const json_t *pod,
+                                        const struct podcheck_violation *v)
+{
+    struct warnings scratch; /* the real run already gave its warnings */
+    const struct plugin *last = NULL;
+    struct wh_error err;
+    json_t *copy = copy_edited(pod, edited_pod);
+    int rc;
+
+    if (copy == NULL)
+        return NULL;
+    warnings_init(&scratch);
+    rc = chain_run(ch, copy, &scratch, &last, has_violation, (void *)v, &err);
+    json_decref(copy);
+    return rc == 1 ? last : NULL;
+}
+
+/* Where a container is, for a message: "container \"c\"" or "init container \"w\"". */
+static const char *list_noun(const char *list)
+{
+    if (strcmp(list, "initContainers") == 0)
+        return "init container";
+    if (strcmp(list, "ephemeralContainers") == 0)
+        return "ephemeral container";
+    return "container";
+}
+
+/* "shorten the job name to at most N characters" when name is J + a suffix that fits. */
+static void shorten_hint(char *buf, size_t len, const char *name, const char *job,
+                         const char *otherwise)
+{
+    size_t jl = strlen(job);
+    size_t rest = strlen(name) - jl;
+
+    if (strncmp(name, job, jl) == 0 && jl > 0 && strchr(job, '.') != NULL)
+        snprintf(buf, len, "rename the job");
+    else if (strncmp(name, job, jl) == 0 && jl > 0 && rest < 63)
+        snprintf(buf, len, "shorten the job name to at most %zu characters", 63 - rest);
+    else
+        snprintf(buf, len, "%s", otherwise);
+}
+
+/*
+ * The denial message for v (D15): the plugin, the value, and the Job field to
+ * change. The hostname and subdomain are svc's (docs/plugins.md §4.2 steps 1-2): the pod's
+ * name J-T-i and the Job's name, unless the template set them.
+ */
+static void d15_message(char *buf, size_t len, const char *plugin,
+                        const struct podcheck_violation *v, const struct chain *ch)
+{
+    const char *J = job_name(ch->job);
+    const char *T = ch->info->task;
+    char hint[160];
+    char other[160];
+
+    switch (v->kind) {
+    case PODCHECK_SUBDOMAIN:
+        if (strcmp(v->value, J) == 0)
+            snprintf(buf, len,
+                     "%s plugin: job name \"%s\" cannot be a pod subdomain (%s): rename the job",
+                     plugin, v->value, v->why);
+        else
+            snprintf(buf, len,
+                     "%s plugin: pod subdomain \"%s\" cannot be a subdomain (%s): change "
+                     "template.spec.subdomain of task %s",
+                     plugin, v->value, v->why, T);
+        return;
+    case PODCHECK_HOSTNAME:
+        shorten_hint(hint, sizeof(hint), v->value, J, "shorten the task name");
+        if (strcmp(v->value, ch->info->name) == 0)
+            snprintf(buf, len,
+                     "%s plugin: pod hostname \"%s\" (the pod's name) cannot be a hostname (%s): "
+                     "%s",
+                     plugin, v->value, v->why, hint);
+        else
+            snprintf(buf, len,
+                     "%s plugin: pod hostname \"%s\" cannot be a hostname (%s): change "
+                     "template.spec.hostname of task %s",
+                     plugin, v->value, v->why, T);
+        return;
+    case PODCHECK_VOLUME_NAME:
+        snprintf(other, sizeof(other), "rename the volume in the template of task %s", T);
+        shorten_hint(hint, sizeof(hint), v->value, J, other);
+        snprintf(buf, len, "%s plugin: volume name \"%s\" cannot be a volume name (%s): %s", plugin,
+                 v->value, v->why, hint);
+        return;
+    case PODCHECK_VOLUME_DUPLICATE:
+        snprintf(buf, len,
+                 "%s plugin: the pod would have two volumes named \"%s\", which the API server "
+                 "refuses: rename the volume in the template of task %s",
+                 plugin, v->value, T);
+        return;
+    case PODCHECK_CONTAINER_DUPLICATE:
+        snprintf(buf, len,
+                 "%s plugin: the pod would have a %s and an %s both named \"%s\", which the API "
+                 "server refuses: rename the %s in the template of task %s",
+                 plugin, list_noun(v->other_list), list_noun(v->list), v->value,
+                 list_noun(v->other_list), T);
+        return;
+    case PODCHECK_MOUNT_DUPLICATE:
+        snprintf(buf, len,
+                 "%s plugin: %s \"%s\" would mount two volumes at %s, which the API server "
+                 "refuses: mount the template's volume elsewhere in task %s",
+                 plugin, list_noun(v->list), v->container, v->value, T);
+        return;
+    case PODCHECK_PORT_NAME:
+        snprintf(buf, len,
+                 "%s plugin: %s \"%s\" would have a port named \"%s\", which cannot be a port "
+                 "name (%s): rename the port in the template of task %s",
+                 plugin, list_noun(v->list), v->container, v->value, v->why, T);
+        return;
+    case PODCHECK_PORT_DUPLICATE:
+        snprintf(buf, len,
+                 "%s plugin: %s \"%s\" would have two ports named \"%s\", which the API server "
+                 "refuses: rename the port in the template of task %s",
+                 plugin, list_noun(v->list), v->container, v->value, T);
+        return;
+    case PODCHECK_PORT_NUMBER:
+        snprintf(buf, len,
+                 "%s plugin: %s \"%s\" would get container port %lld, outside 1-65535: fix the "
+                 "port in spec.plugins.%s",
+                 plugin, list_noun(v->list), v->container, v->number, plugin);
+        return;
+    case PODCHECK_ENV_NAME:
+        snprintf(buf, len,
+                 "%s plugin: env var name \"%s\" in %s \"%s\" is not valid (%s): rename the task "
+                 "it is made from",
+                 plugin, v->value, list_noun(v->list), v->container, v->why);
+        return;
+    case PODCHECK_ENV_TOO_LARGE:
+        snprintf(buf, len,
+                 "%s plugin: env %s of %s \"%s\" would be %lld bytes, more than the 131072 (128 "
+                 "KiB) one environment string can hold (the kernel's MAX_ARG_STRLEN), so the "
+                 "container cannot start: run fewer replicas (spec.tasks[].replicas)",
+                 plugin, v->value, list_noun(v->list), v->container, v->number);
+        return;
+    }
+    snprintf(buf, len, "%s plugin: the pod would not be valid", plugin);
+}
+
+/*
+ * D15 after the chain: the first violation of copy that pod did not have
+ * already, told with the plugin that made it. @return true when the pod is
+ * denied (out filled, code 400).
+ */
+static bool d15_deny(const struct chain *ch, const json_t *pod, const json_t *copy,
+                     struct mutate_result *out)
+{
+    struct podcheck_violation v;
+    const struct plugin *p;
+    char msg[sizeof(out->message)];
+    char qp[LOG_QUOTE_SIZE(128)]; /* the pod's name, quoted */
+
+    if (!podcheck_first_new(pod, copy, &v))
+        return false;
+    p = d15_culprit(ch, pod, &v);
+    d15_message(msg, sizeof(msg), p != NULL ? p->name : "a", &v, ch);
+    LOG_INFO("admission pod=%s job=%s outcome=invalid-pod plugin=%s",
+             log_quote(qp, sizeof(qp), ch->info->name), job_name(ch->job),
+             p != NULL ? p->name : "unknown");
+    deny(out, 400, "%s", msg);
+    return true;
+}
+
 void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
                          struct mutate_result *out)
 {
-    bool enabled[16];
-    const json_t *args[16];
+    struct chain ch = {.job = job};
     struct plugin_pod_info info;
+    const struct plugin *p = NULL;
     json_t *copy = NULL;
     json_t *patch = NULL;
     struct wh_error err;
+    int rc;
 
     out->allowed = true;
     if (!json_is_object(json_object_get(pod, "spec"))) {
@@ -289,44 +509,26 @@ void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
     if (copy == NULL)
         goto nomem;
     pod_info_init(&info, copy, ns);
-    plugin_effective_set(job, enabled, args, &out->warnings);
+    ch.info = &info;
+    plugin_effective_set(job, ch.enabled, ch.args, &out->warnings);
     /* enabled[] has 16 entries, out->enabled 32 bits */
-    for (size_t k = 0; k < plugin_registry_len && k < sizeof(enabled) / sizeof(enabled[0]); k++)
-        if (enabled[k])
+    for (size_t k = 0; k < plugin_registry_len && k < sizeof(ch.enabled) / sizeof(ch.enabled[0]);
+         k++)
+        if (ch.enabled[k])
             out->enabled |= 1u << k;
 
-    for (int pass = 0; pass < CHAIN_PASSES_MAX; pass++) {
-        size_t before = container_count(copy);
-
-        for (size_t k = 0; k < plugin_registry_len; k++) {
-            const struct plugin *p = plugin_registry[k];
-            struct plugin_ctx ctx = {
-                .name = p->name,
-                .job = job,
-                .args = args[k],
-                .pod = &info,
-                .warnings = &out->warnings,
-                .kc = NULL,
-            };
-            int rc;
-
-            if (!enabled[k] || p->on_pod_create == NULL)
-                continue;
-            wh_error_clear(&err);
-            rc = p->on_pod_create(&ctx, copy, &err);
-            if (rc == WH_ENOMEM)
-                goto nomem;
-            if (rc < 0) {
-                /* D7: a plugin error denies the pod with 400. */
-                deny(out, 400, "%s plugin: %s", p->name,
-                     err.msg[0] != '\0' ? err.msg : wh_error_str(rc));
-                json_decref(copy);
-                return;
-            }
-        }
-        /* D13: a container added by a plugin must get every plugin's additions. */
-        if (container_count(copy) == before)
-            break;
+    rc = chain_run(&ch, copy, &out->warnings, &p, NULL, NULL, &err);
+    if (rc == WH_ENOMEM)
+        goto nomem;
+    if (rc < 0) {
+        /* D7: a plugin error denies the pod with 400. */
+        deny(out, 400, "%s plugin: %s", p->name, err.msg[0] != '\0' ? err.msg : wh_error_str(rc));
+        json_decref(copy);
+        return;
+    }
+    if (d15_deny(&ch, pod, copy, out)) {
+        json_decref(copy);
+        return;
     }
 
     patch = patch_diff(pod, copy);
@@ -382,7 +584,7 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
         return;
     }
     /* No Job can have such a name ("." or ".." would even name another URL path). */
-    if (!dns_subdomain(job_name_ref) || !dns_subdomain(ns)) {
+    if (!k8s_name_is_subdomain(job_name_ref) || !k8s_name_is_subdomain(ns)) {
         warnings_add(&out->warnings, "ownerReference names no valid volcano job, pod not mutated");
         return;
     }

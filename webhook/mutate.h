@@ -3,7 +3,8 @@
  *
  * Implements docs/decisions.md: D1-D3 (effective set, order, unknown names),
  * D5/D13 (upsert, chain re-run while it adds containers), D6 (pod identity),
- * D7 (error policy), D8 (pods not served), D14 (pods without a name).
+ * D7 (error policy), D8 (pods not served), D14 (pods without a name), D15 (no
+ * pod the API server will refuse).
  * Called from MHD worker threads and from `render`; reentrant. The Job lookup is
  * behind struct job_source (plugins/jobsource.h): the informer cache, or a file.
  */
@@ -19,8 +20,12 @@
 
 enum lookup_failure_policy { LOOKUP_FAILURE_DENY = 0, LOOKUP_FAILURE_ALLOW = 1 };
 
+/* What the Job webhook does with a Job whose pods could never run (D17). */
+enum job_validation_mode { JOB_VALIDATION_WARN = 0, JOB_VALIDATION_DENY = 1 };
+
 struct mutate_options {
     enum lookup_failure_policy lookup_failure; /* --job-lookup-failure, default deny */
+    enum job_validation_mode job_validation;   /* --job-validation, default warn */
 };
 
 /* The parts of an AdmissionRequest that decide what is done (borrowed). */
@@ -62,7 +67,12 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
 /**
  * Run the effective plugin chain of job on a copy of pod (D1, D2, D5, D13,
  * D14) and diff. ns is the namespace to use when the pod has none. On a plugin
- * error the pod is denied with code 400 (D7). The caller disposes *out.
+ * error the pod is denied with code 400 (D7). So is a result that the API server
+ * would refuse because of the plugins' edits (D15: a hostname, subdomain, volume,
+ * container, mount path, port or env var name, or an env value over 128 KiB, that
+ * the pod did not have before), with a message naming the plugin, the value and
+ * the Job field to change; a pod invalid already stays the API server's to refuse.
+ * The caller disposes *out.
  */
 void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
                          struct mutate_result *out);

@@ -26,7 +26,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/buf.h"
+#include "base/sanitize.h"
 #include "k8s/yaml.h"
+#include "plugins/diagnose.h"
 #include "plugins/jobpods.h"
 #include "plugins/jobutil.h"
 #include "webhook/admission.h"
@@ -86,6 +89,8 @@ static void render_usage(FILE *to)
             "                       patch: the JSON Patch ops of each pod, with its name,\n"
             "                       namespace and Job (with --pod or --task: the ops alone)\n"
             "                       (not with --review)\n"
+            "      --strict         exit 1 when a Job has any diagnostic (what the Job webhook\n"
+            "                       warns of: printed on stderr either way), to lint in CI\n"
             "  -h, --help           this help\n",
             RENDER_MAX_PODS);
 }
@@ -93,11 +98,7 @@ static void render_usage(FILE *to)
 /* s as one printable line for a message, cut to fit buf: it is the user's text. */
 static const char *shown(char *buf, size_t cap, const char *s)
 {
-    snprintf(buf, cap, "%s", s);
-    for (char *c = buf; *c != '\0'; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
-    return buf;
+    return sanitize_copy(buf, cap, s, cap - 1, SANITIZE_CONTROLS);
 }
 
 /* What the API server would reject or Volcano would silently ignore: say so. */
@@ -535,28 +536,32 @@ static int render_review(const json_t *job, const char *path)
     struct job_source src = {.get = file_job_get, .userdata = &fj};
     struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
     FILE *f = fopen(path, "rb");
-    char *body = NULL;
+    struct buf body;
     char *out = NULL;
-    size_t len, out_len = 0;
+    size_t out_len = 0;
     int status;
+    int rc;
 
     if (f == NULL) {
         render_err("%s: cannot open: %s", path, strerror(errno));
         return 1;
     }
-    body = malloc(REVIEW_MAX_BYTES + 1);
-    len = body ? fread(body, 1, REVIEW_MAX_BYTES + 1, f) : 0;
+    buf_init(&body, REVIEW_MAX_BYTES);
+    rc = buf_append_stream(&body, f);
     fclose(f);
-    if (body == NULL || len > REVIEW_MAX_BYTES) {
-        render_err("%s: %s", path, body ? "larger than 3 MiB" : "out of memory");
-        free(body);
+    if (rc < 0) {
+        render_err("%s: %s", path,
+                   rc == WH_ETOOBIG      ? "larger than 3 MiB"
+                       : rc == WH_ENOMEM ? "out of memory"
+                                         : strerror(errno));
+        buf_dispose(&body);
         return 1;
     }
     if (json_string_value(json_object_get(json_object_get(job, "metadata"), "uid")) == NULL)
         render_err("warning: the Job has no metadata.uid, so the review's ownerReference uid "
                    "is not checked (serve answers \"not found\" when they differ)");
-    status = admission_handle(body, len, &src, &opt, &out, &out_len);
-    free(body);
+    status = admission_handle(buf_cstr(&body), body.len, &src, &opt, &out, &out_len);
+    buf_dispose(&body);
     if (status != 200) {
         render_err("%s: HTTP %d: %.*s", path, status, (int)out_len, out ? out : "");
         free(out);
@@ -581,6 +586,7 @@ struct render_args {
     enum output out;
     bool out_given; /* -o was on the command line */
     bool help;      /* -h: print the help and exit 0 */
+    bool strict;    /* --strict: any diagnostic makes the exit status 1 */
 };
 
 /* --index: a pod index as the webhook reads one from a pod name (job_parse_index),
@@ -602,15 +608,11 @@ static int parse_index(const char *s, int64_t *out)
 static int parse_args(struct render_args *a, int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"filename", required_argument, NULL, 'f'},
-        {"pod", required_argument, NULL, 'p'},
-        {"review", required_argument, NULL, 'r'},
-        {"namespace", required_argument, NULL, 'n'},
-        {"output", required_argument, NULL, 'o'},
-        {"task", required_argument, NULL, 't'},
-        {"index", required_argument, NULL, 'i'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"filename", required_argument, NULL, 'f'}, {"pod", required_argument, NULL, 'p'},
+        {"review", required_argument, NULL, 'r'},   {"namespace", required_argument, NULL, 'n'},
+        {"output", required_argument, NULL, 'o'},   {"task", required_argument, NULL, 't'},
+        {"index", required_argument, NULL, 'i'},    {"strict", no_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     int c;
 
@@ -631,6 +633,7 @@ static int parse_args(struct render_args *a, int argc, char **argv)
         case 'r': a->review_path = optarg; break;
         case 'n': a->ns_flag = optarg; break;
         case 't': a->task = optarg; break;
+        case 's': a->strict = true; break;
         case 'i':
             a->index_given = true;
             if (parse_index(optarg, &a->index) < 0) {
@@ -829,12 +832,50 @@ static int render_task_pod(json_t *job, const char *where, const char *task_name
     return rc;
 }
 
+/*
+ * What the Job webhook would warn of (plugins/diagnose.h, D17), for every Job, on
+ * stderr: "warning: job NS/NAME: MESSAGE". @return how many were printed.
+ */
+static size_t print_diagnostics(const json_t *jobs, const char *ns_flag)
+{
+    struct diagnostics *d = malloc(sizeof(*d)); /* ~40 KiB: not on the stack */
+    const json_t *job;
+    size_t j;
+    size_t n = 0;
+
+    if (d == NULL) {
+        render_err("out of memory");
+        return 1;
+    }
+    json_array_foreach(jobs, j, job) {
+        const char *ns = job_namespace(job);
+        char name[256];
+
+        if (ns[0] == '\0')
+            ns = ns_flag != NULL ? ns_flag : "default";
+        shown(name, sizeof(name), job_name(job));
+        if (diagnose_job(job, d) < 0) {
+            render_err("warning: job %s/%s: out of memory checking it", ns, name);
+            n++;
+            continue;
+        }
+        for (size_t i = 0; i < d->n; i++)
+            render_err("warning: job %s/%s: %s", ns, name, d->items[i].message);
+        if (d->dropped > 0)
+            render_err("warning: job %s/%s: %zu more diagnostics not shown", ns, name, d->dropped);
+        n += d->n + d->dropped;
+    }
+    free(d);
+    return n;
+}
+
 int render_main(int argc, char **argv)
 {
     struct render_args a;
     json_t *jobs = NULL;
     json_t *job;
     size_t j;
+    size_t ndiag = 0;
     int rc;
 
     rc = parse_args(&a, argc, argv);
@@ -853,6 +894,7 @@ int render_main(int argc, char **argv)
     }
     if (load_all_jobs(&a, jobs) != 0)
         goto out;
+    ndiag = print_diagnostics(jobs, a.ns_flag);
     job = json_array_get(jobs, 0);
     if (a.review_path != NULL) {
         rc = render_review(job, a.review_path);
@@ -865,6 +907,10 @@ int render_main(int argc, char **argv)
             if (jobpods_complete_job(job, a.ns_flag ? a.ns_flag : "default") < 0)
                 goto out;
         rc = render_job_pods(jobs, a.out);
+    }
+    if (rc == 0 && a.strict && ndiag > 0) {
+        render_err("%zu diagnostic%s (--strict)", ndiag, ndiag == 1 ? "" : "s");
+        rc = 1;
     }
 out:
     json_decref(jobs);

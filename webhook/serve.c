@@ -11,7 +11,7 @@
  *
  * Threads: serve_main runs on the main thread. Its struct serve_options is
  * filled before any thread exists and only read after. The admission lookup
- * (lookup_job_get, webhook/lookup.h) and serve_ready run on MHD workers; they
+ * (lookup_job_get, controller/lookup.h) and serve_ready run on MHD workers; they
  * read struct job_lookup, unchanged while the server runs (its shared GETs have
  * their own mutex), the cache (its own rwlock) and the shareable k8s client. The
  * informer threads write the cache: one for every namespace, or with --namespaces
@@ -54,6 +54,7 @@
 #include "webhook/metrics.h"
 #include "webhook/serve_flags.h"
 #include "webhook/server.h"
+#include "webhook/version.h"
 
 static volatile sig_atomic_t stop_signal; /* set by on_signal, read by serve_main */
 
@@ -607,6 +608,7 @@ static void serve_state_init(struct serve_state *st, const struct serve_options 
     st->ss.opt = o;
     ops_init(&st->ops, o);
     st->scfg.mutate.lookup_failure = o->lookup_failure;
+    st->scfg.mutate.job_validation = o->job_validation;
     st->lookup.timeout_ms = o->lookup_timeout_ms;
 }
 
@@ -794,12 +796,13 @@ static int serve_server_run(struct serve_state *st)
         && ops_watch_start(&st->ops, st->srv, o->tls_cert_file, o->tls_key_file, &st->pair) < 0)
         return -1;
     certs_pair_dispose(&st->pair); /* the server keeps its own copy */
-    LOG_INFO("serving version=%s address=%s port=%u tls=%s job_lookup_failure=%s "
-             "job_lookup_timeout_ms=%ld",
-             WH_VERSION, server_address(st->srv), server_port(st->srv),
+    LOG_INFO("serving version=%s commit=%s address=%s port=%u tls=%s job_lookup_failure=%s "
+             "job_lookup_timeout_ms=%ld job_validation=%s",
+             WH_VERSION, version_commit, server_address(st->srv), server_port(st->srv),
              o->insecure_http ? "off" : "on",
              st->scfg.mutate.lookup_failure == LOOKUP_FAILURE_ALLOW ? "allow" : "deny",
-             st->lookup.timeout_ms);
+             st->lookup.timeout_ms,
+             st->scfg.mutate.job_validation == JOB_VALIDATION_DENY ? "deny" : "warn");
     if (o->port_file != NULL && write_port_file(o->port_file, server_port(st->srv)) < 0) {
         LOG_ERROR("cannot write --port-file %s: %s", o->port_file, strerror(errno));
         return -1;

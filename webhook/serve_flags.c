@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "k8s/names.h"
 #include "webhook/commands.h"
 #include "webhook/serve_flags.h"
 #include "webhook/server.h"
@@ -82,6 +83,9 @@ static void serve_usage(FILE *to)
           "                                 (default deny)\n"
           "  --job-lookup-timeout DURATION  time limit of one Job lookup, e.g. 500ms, 2s;\n"
           "                                 at most 30s (default 2s)\n"
+          "  --job-validation warn|deny     the Job webhook (POST /jobs/validate): warn of\n"
+          "                                 what will not work, or also refuse Jobs whose\n"
+          "                                 pods could never be admitted (default warn)\n"
           "  --leader-elect[=BOOL]          reconcile only while holding the Lease\n"
           "                                 volcano-plugin-webhook; false: this replica\n"
           "                                 always reconciles (default true)\n"
@@ -213,6 +217,7 @@ enum {
     OPT_INSECURE,
     OPT_KUBECONFIG,
     OPT_LOOKUP_FAILURE,
+    OPT_JOB_VALIDATION,
     OPT_LOOKUP_TIMEOUT,
     OPT_PORT_FILE,
     /* reconcile side */
@@ -256,6 +261,7 @@ static void options_init(struct serve_options *o)
     o->port = DEFAULT_PORT;
     o->verbosity = LOG_LEVEL_INFO;
     o->lookup_failure = LOOKUP_FAILURE_DENY;
+    o->job_validation = JOB_VALIDATION_WARN;
     o->lookup_timeout_ms = DEFAULT_LOOKUP_TIMEOUT_MS;
     o->watch_idle_ms = 0;
     /* reconcile side */
@@ -355,18 +361,6 @@ static int reconcile_flags_check(const struct serve_options *o, FILE *err_to)
 
 /* ---- --namespaces ---- */
 
-/* A namespace name: a DNS-1123 label, 1-63 of [a-z0-9-], alphanumeric at both ends
- * (apimachinery's ValidateNamespaceName). */
-static bool dns1123_label(const char *s, size_t n)
-{
-    if (n == 0 || n > SERVE_NAMESPACE_MAX_LEN || s[0] == '-' || s[n - 1] == '-')
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-            return false;
-    return true;
-}
-
 /*
  * One --namespaces NS[,NS...]: each name appended to o->namespaces (a repeated flag
  * adds to the list, as pflag's string slices do). @return 0, or WH_EINVAL after the
@@ -379,14 +373,20 @@ static int namespaces_flag(struct serve_options *o, const char *arg, FILE *err_t
 
     for (;;) {
         size_t n = strcspn(p, ",");
+        char name[SERVE_NAMESPACE_MAX_LEN + 1];
 
-        if (!dns1123_label(p, n))
+        /* a namespace name is a DNS-1123 label (apimachinery's ValidateNamespaceName) */
+        if (n < sizeof(name)) {
+            memcpy(name, p, n);
+            name[n] = '\0';
+        }
+        if (n >= sizeof(name) || !k8s_name_is_label(name))
             return bad_value(err_to, "--namespaces", arg,
                              "want namespace names (DNS-1123 labels) separated by commas");
         for (size_t k = 0; k < o->nnamespaces; k++)
-            if (strlen(o->namespaces[k]) == n && memcmp(o->namespaces[k], p, n) == 0) {
-                fprintf(err_to, WH_PROG ": serve: --namespaces: namespace \"%.*s\" given twice\n",
-                        (int)n, p);
+            if (strcmp(o->namespaces[k], name) == 0) {
+                fprintf(err_to, WH_PROG ": serve: --namespaces: namespace \"%s\" given twice\n",
+                        name);
                 return WH_EINVAL;
             }
         if (o->nnamespaces == SERVE_MAX_NAMESPACES) {
@@ -396,9 +396,7 @@ static int namespaces_flag(struct serve_options *o, const char *arg, FILE *err_t
                     SERVE_MAX_NAMESPACES);
             return WH_EINVAL;
         }
-        memcpy(o->namespaces[o->nnamespaces], p, n);
-        o->namespaces[o->nnamespaces][n] = '\0';
-        o->nnamespaces++;
+        memcpy(o->namespaces[o->nnamespaces++], name, n + 1);
         if (p[n] == '\0')
             return 0;
         p += n + 1;
@@ -406,20 +404,6 @@ static int namespaces_flag(struct serve_options *o, const char *arg, FILE *err_t
 }
 
 /* ---- --self-signed ---- */
-
-/* DNS-1123 subdomain-ish: 1-253 of [a-z0-9.-], alphanumeric at both ends. */
-static bool dns1123_name(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > 253 || s[0] == '-' || s[0] == '.' || s[n - 1] == '-' || s[n - 1] == '.')
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'
-              || s[i] == '.'))
-            return false;
-    return true;
-}
 
 /*
  * One --self-signed flag; *named notes that a flag needing --self-signed was
@@ -433,13 +417,13 @@ static int selfsigned_flag(struct serve_options *o, bool *named, int opt, const 
     switch (opt) {
     case OPT_SELF_SIGNED: o->self_signed = true; return 0;
     case OPT_SERVICE_NAME:
-        if (!dns1123_name(arg) || strchr(arg, '.') != NULL || strlen(arg) > 63)
+        if (!k8s_name_is_label(arg))
             return bad_value(err_to, "--service-name", arg, "want a Service name (DNS-1123 label)");
         o->service_name = arg;
         *named = true;
         return 0;
     case OPT_WEBHOOK_CONFIG:
-        if (!dns1123_name(arg))
+        if (!k8s_name_is_subdomain(arg))
             return bad_value(err_to, "--webhook-config-name", arg, "want an object name");
         o->webhook_config = arg;
         *named = true;
@@ -535,6 +519,7 @@ static const struct option longopts[] = {
     {"insecure-http", no_argument, NULL, OPT_INSECURE},
     {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
     {"job-lookup-failure", required_argument, NULL, OPT_LOOKUP_FAILURE},
+    {"job-validation", required_argument, NULL, OPT_JOB_VALIDATION},
     {"job-lookup-timeout", required_argument, NULL, OPT_LOOKUP_TIMEOUT},
     {"v", required_argument, NULL, 'v'},
     {"port-file", required_argument, NULL, OPT_PORT_FILE},
@@ -593,6 +578,14 @@ static int serving_flag(struct serve_options *o, int opt, const char *arg, FILE 
             o->lookup_failure = LOOKUP_FAILURE_ALLOW;
         else
             return bad_value(err_to, "--job-lookup-failure", arg, "want deny or allow");
+        return 0;
+    case OPT_JOB_VALIDATION:
+        if (strcmp(arg, "warn") == 0)
+            o->job_validation = JOB_VALIDATION_WARN;
+        else if (strcmp(arg, "deny") == 0)
+            o->job_validation = JOB_VALIDATION_DENY;
+        else
+            return bad_value(err_to, "--job-validation", arg, "want warn or deny");
         return 0;
     case OPT_LOOKUP_TIMEOUT:
         if (parse_duration_ms(arg, &o->lookup_timeout_ms) < 0 || o->lookup_timeout_ms < 1
@@ -654,6 +647,7 @@ static int one_flag(struct serve_options *o, bool *named, int opt, char **argv, 
     case OPT_KUBECONFIG:
     case OPT_PORT_FILE:
     case OPT_LOOKUP_FAILURE:
+    case OPT_JOB_VALIDATION:
     case OPT_LOOKUP_TIMEOUT:
     case OPT_WATCH_IDLE_TIMEOUT:
     case 'v': return serving_flag(o, opt, optarg, err_to);

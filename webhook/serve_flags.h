@@ -17,6 +17,7 @@
 
 #include "base/error.h"
 #include "certs/selfsigned.h"
+#include "k8s/names.h"
 #include "webhook/mutate.h"
 
 #define SERVE_FLAGS_HELP 1 /* > 0, not an error: --help was printed; exit 0 */
@@ -27,7 +28,7 @@
  * namespaces than this is better off with one cluster-wide informer (no flag).
  */
 #define SERVE_MAX_NAMESPACES    32
-#define SERVE_NAMESPACE_MAX_LEN 63 /* a DNS-1123 label */
+#define SERVE_NAMESPACE_MAX_LEN K8S_LABEL_MAX /* a DNS-1123 label (k8s/names.h) */
 
 /*
  * Every `serve` flag after parsing, defaults filled in. Strings are borrowed
@@ -47,6 +48,7 @@ struct serve_options {
     const char *port_file;     /* --port-file, NULL = none */
     long verbosity;            /* -v / --v 0..10, default 2 (LOG_LEVEL_INFO) */
     enum lookup_failure_policy lookup_failure; /* --job-lookup-failure, default deny */
+    enum job_validation_mode job_validation;   /* --job-validation, default warn */
     long lookup_timeout_ms;                    /* --job-lookup-timeout 1ms..30s, default 2000 */
     long watch_idle_ms;                        /* hidden --watch-idle-timeout 100ms..1h; 0 = the
                                      informer's default */

@@ -8,7 +8,7 @@
  * Design: MHD calls access_handler several times per request. The first call
  * only routes and checks headers (method, Content-Type, Content-Length), so a
  * refusal is answered before any body byte is read; the calls that follow
- * append the body to the request's buffer (server_body_append, capped); the
+ * append the body to the request's buffer (a struct buf capped at max_body); the
  * last call (no more data) runs admission_handle. A chunked body (no
  * Content-Length) that passes the cap is dropped from there on and answered
  * 413 at its end, since MHD 0.9 cannot answer mid-body; one that goes on for
@@ -40,15 +40,17 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/sanitize.h"
 #include "webhook/admission.h"
 #include "webhook/server_internal.h"
 
-#define PATH_MUTATE  "/pods/mutate"
-#define PATH_HEALTHZ "/healthz"
-#define PATH_READYZ  "/readyz"
-#define PATH_METRICS "/metrics"
-#define ECHO_MAX     96 /* bytes of client text echoed in a message */
-#define METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
+#define PATH_MUTATE       "/pods/mutate"
+#define PATH_VALIDATE_JOB "/jobs/validate"
+#define PATH_HEALTHZ      "/healthz"
+#define PATH_READYZ       "/readyz"
+#define PATH_METRICS      "/metrics"
+#define ECHO_MAX          96 /* bytes of client text echoed in a message */
+#define METRICS_TYPE      "text/plain; version=0.0.4; charset=utf-8"
 
 static const char status_enomem[] =
     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
@@ -75,16 +77,7 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
  */
 static const char *echo_safe(const char *s, char *buf, size_t len)
 {
-    size_t i;
-
-    for (i = 0; s != NULL && s[i] != '\0' && i < ECHO_MAX && i + 4 < len; i++)
-        buf[i] = ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7E) ? '?' : s[i];
-    if (s != NULL && s[i] != '\0') {
-        memcpy(buf + i, "...", 4);
-        return buf;
-    }
-    buf[i] = '\0';
-    return buf;
+    return sanitize_copy(buf, len, s, ECHO_MAX, SANITIZE_ASCII | SANITIZE_ELLIPSIS);
 }
 
 /* ---- answers ---- */
@@ -281,9 +274,15 @@ static enum MHD_Result request_begin(struct server *s, struct MHD_Connection *c,
         ctx->answered = true;
         return answer_probe(s, c, url, method);
     }
-    if (strcmp(url, PATH_MUTATE) != 0) {
+    if (strcmp(url, PATH_MUTATE) == 0) {
+        ctx->handler = s->admission;
+    } else if (strcmp(url, PATH_VALIDATE_JOB) == 0) {
+        ctx->handler = s->validate_job;
+    } else {
         ctx->answered = true;
-        snprintf(msg, sizeof(msg), "no such path \"%s\" (the webhook serves POST " PATH_MUTATE ")",
+        snprintf(msg, sizeof(msg),
+                 "no such path \"%s\" (the webhook serves POST " PATH_MUTATE
+                 " and POST " PATH_VALIDATE_JOB ")",
                  echo_safe(url, a, sizeof(a)));
         return refuse(s, c, MHD_HTTP_NOT_FOUND, "NotFound", NULL, msg);
     }
@@ -292,8 +291,8 @@ static enum MHD_Result request_begin(struct server *s, struct MHD_Connection *c,
     metrics_inflight_add(1);
     if (strcmp(method, MHD_HTTP_METHOD_POST) != 0) {
         ctx->answered = true;
-        snprintf(msg, sizeof(msg), "method %s is not allowed on " PATH_MUTATE ", use POST",
-                 echo_safe(method, a, sizeof(a)));
+        snprintf(msg, sizeof(msg), "method %s is not allowed on %s, use POST",
+                 echo_safe(method, a, sizeof(a)), url);
         return refuse(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, "MethodNotAllowed", "POST", msg);
     }
     if (lengths_conflict(c)) {
@@ -344,7 +343,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
     (void)version;
     if (ctx == NULL) {
         /* server_uri_log could not allocate it. */
-        ctx = calloc(1, sizeof(*ctx));
+        ctx = server_req_ctx_create(s);
         if (ctx == NULL)
             return MHD_NO;
         ctx->conn = server_conn_of(c);
@@ -373,12 +372,11 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
             ctx->discarded += n < s->max_body - ctx->discarded ? n : s->max_body - ctx->discarded;
             return ctx->discarded < s->max_body ? MHD_YES : MHD_NO;
         }
-        rc = server_body_append(ctx, upload_data, n, s->max_body);
+        /* Memory follows what arrived, not what was announced (buf.h doubles). */
+        rc = buf_append(&ctx->body, upload_data, n);
         if (rc == WH_ETOOBIG) {
             /* Stop buffering at once; free what we have. */
-            free(ctx->buf);
-            ctx->buf = NULL;
-            ctx->len = ctx->cap = 0;
+            buf_dispose(&ctx->body);
             if (queue_too_big(s, c) == MHD_YES) {
                 ctx->answered = true;
                 return MHD_YES;
@@ -408,11 +406,9 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
     if (ctx->too_big)
         return queue_too_big(s, c);
     /* admission_handle records the request in the metrics (outcome, latency). */
-    status = s->admission(ctx->buf, ctx->len, &s->src, &s->mutate, &out, &out_len);
+    status = ctx->handler(buf_cstr(&ctx->body), ctx->body.len, &s->src, &s->mutate, &out, &out_len);
     /* The body is no longer needed: release it before the answer is sent. */
-    free(ctx->buf);
-    ctx->buf = NULL;
-    ctx->len = ctx->cap = 0;
+    buf_dispose(&ctx->body);
     if (out == NULL)
         return queue(s, c, (unsigned)status, "application/json", NULL, (char *)status_enomem,
                      sizeof(status_enomem) - 1, false);
@@ -648,6 +644,7 @@ int server_create(struct server **out, const struct server_config *cfg, struct w
     s->src = cfg->src;
     s->mutate = cfg->mutate;
     s->admission = cfg->admission != NULL ? cfg->admission : admission_handle;
+    s->validate_job = cfg->validate_job != NULL ? cfg->validate_job : admission_validate_job;
     s->ready = cfg->ready;
     s->ready_userdata = cfg->ready_userdata;
     s->metrics_collect = cfg->metrics_collect;

@@ -1,7 +1,8 @@
 /*
  * server.h - the HTTP(S) front of the webhook (libmicrohttpd, TLS by GnuTLS).
  *
- * Routes: POST /pods/mutate → admission_handle; GET (or HEAD) /healthz → 200
+ * Routes: POST /pods/mutate → admission_handle; POST /jobs/validate →
+ * admission_validate_job (the Job webhook); GET (or HEAD) /healthz → 200
  * "ok"; GET (or HEAD) /readyz → 200 "ok" when server_config.ready says so, else
  * 503 with a Status naming the reason ("shutting down" once server_set_draining
  * was called); GET (or HEAD) /metrics → metrics_render in the Prometheus text
@@ -85,6 +86,11 @@ struct server_config {
      * answers a fixed body); it must keep admission_handle's contract.
      */
     admission_fn admission;
+    /*
+     * POST /jobs/validate (the Job webhook, D17): NULL → admission_validate_job, called
+     * with src and mutate like admission.
+     */
+    admission_fn validate_job;
     /*
      * GET /readyz. NULL → ready whenever the server answers (a server with TLS
      * answers only once its pair is loaded: server_start fails otherwise). Else

@@ -124,7 +124,7 @@ void *server_uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 {
     struct server *s = cls;
     struct conn_ctx *cc = server_conn_of(c);
-    struct req_ctx *ctx = calloc(1, sizeof(*ctx));
+    struct req_ctx *ctx = server_req_ctx_create(s);
 
     (void)uri;
     if (cc != NULL) {
@@ -186,30 +186,13 @@ static void *reaper_main(void *arg)
     return NULL;
 }
 
-/*
- * Append data to ctx->buf, growing it by doubling from BODY_INITIAL (so memory
- * follows what arrived, not what was announced). @return 0, WH_ETOOBIG past
- * the cap, WH_ENOMEM.
- */
-int server_body_append(struct req_ctx *ctx, const char *data, size_t n, size_t max)
+struct req_ctx *server_req_ctx_create(const struct server *s)
 {
-    if (n > max - ctx->len)
-        return WH_ETOOBIG;
-    if (ctx->len + n > ctx->cap) {
-        size_t cap = ctx->cap > 0 ? ctx->cap : BODY_INITIAL;
-        char *nb;
+    struct req_ctx *ctx = calloc(1, sizeof(*ctx));
 
-        while (cap < ctx->len + n)
-            cap = cap > max / 2 ? max : cap * 2;
-        nb = realloc(ctx->buf, cap);
-        if (nb == NULL)
-            return WH_ENOMEM;
-        ctx->buf = nb;
-        ctx->cap = cap;
-    }
-    memcpy(ctx->buf + ctx->len, data, n);
-    ctx->len += n;
-    return 0;
+    if (ctx != NULL)
+        buf_init(&ctx->body, s->max_body);
+    return ctx;
 }
 
 void server_request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
@@ -224,7 +207,7 @@ void server_request_completed(void *cls, struct MHD_Connection *c, void **req_cl
         return;
     if (ctx->admission)
         metrics_inflight_add(-1);
-    free(ctx->buf);
+    buf_dispose(&ctx->body);
     free(ctx);
     *req_cls = NULL;
 }

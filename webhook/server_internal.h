@@ -28,12 +28,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/buf.h"
 #include "base/error.h"
 #include "webhook/server.h"
 
-#define BODY_INITIAL     ((size_t)16 * 1024) /* first buffer; doubled as data arrives */
-#define TLS_CHAIN_MAX    16                  /* certificates in a served chain */
-#define REAPER_PERIOD_MS 200L                /* how often the reaper scans */
+#define TLS_CHAIN_MAX    16   /* certificates in a served chain */
+#define REAPER_PERIOD_MS 200L /* how often the reaper scans */
 
 /* A parsed TLS pair; refs guarded by server.tls_lock. */
 struct tls_creds {
@@ -71,6 +71,7 @@ struct server {
     struct job_source src;
     struct mutate_options mutate;
     admission_fn admission;               /* admission_handle unless the config says otherwise */
+    admission_fn validate_job;            /* admission_validate_job unless the config says so */
     const char *(*ready)(void *userdata); /* NULL: always ready */
     void *ready_userdata;
     metric_collect_fn metrics_collect;
@@ -106,9 +107,8 @@ struct req_ctx {
     long long deadline_ms; /* headers and body complete by then; 0: none */
     bool begun;            /* access_handler ran request_begin */
     bool admission;        /* counted in metrics_inflight_add */
-    char *buf;             /* body gathered so far */
-    size_t len;            /* bytes in buf */
-    size_t cap;            /* bytes allocated */
+    admission_fn handler;  /* the route's: pods (s->admission) or Jobs (s->validate_job) */
+    struct buf body;       /* body gathered so far, capped at max_body (413 past it) */
     bool answered;         /* a response is queued: discard the rest */
     bool probe;            /* GET/HEAD of a probe path: answered once the request is whole */
     bool too_big;          /* over the cap and the 413 could not be queued yet */
@@ -184,12 +184,8 @@ void *server_uri_log(void *cls, const char *uri, struct MHD_Connection *c);
 void server_request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                               enum MHD_RequestTerminationCode toe);
 
-/**
- * Append data to ctx->buf, growing it by doubling from BODY_INITIAL up to max
- * (memory follows what arrived, never what was announced).
- * @return 0; WH_ETOOBIG when the body would pass max (nothing appended); WH_ENOMEM.
- */
-int server_body_append(struct req_ctx *ctx, const char *data, size_t n, size_t max) WH_WARN_UNUSED;
+/** A zeroed request context whose body may grow to s->max_body; NULL on ENOMEM. */
+struct req_ctx *server_req_ctx_create(const struct server *s);
 
 /** Start the reaper thread (server_run). @return 0 or WH_ERROR. */
 int server_reaper_start(struct server *s, struct wh_error *err) WH_WARN_UNUSED;

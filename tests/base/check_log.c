@@ -1,5 +1,5 @@
 /*
- * check_log.c - the log line formats of webhook/log.c: JSON fields split from
+ * check_log.c - the log line formats of base/log.c: JSON fields split from
  * "event key=value" text, and no forged lines in the text format.
  */
 #include <check.h>

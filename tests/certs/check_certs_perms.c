@@ -69,8 +69,9 @@ START_TEST(test_open_modes_refused)
         key_file("tls.key", bad[i], p, sizeof(p));
         ck_assert_int_eq(certs_check_key_permissions(p, &err), WH_EINVAL);
         snprintf(want, sizeof(want),
-                 "%s: private key has mode %04o, readable or writable by others (want 0600, "
-                 "0400 or 0440; a Secret volume needs defaultMode 0440 or 0400)",
+                 "%s: private key has mode %04o, writable by its group or open to others "
+                 "(want 0600, 0640, 0400 or 0440; a Secret volume needs defaultMode 0440 "
+                 "or 0400)",
                  p, (unsigned)bad[i]);
         ck_assert_str_eq(err.msg, want);
         ck_assert_int_eq(err.code, WH_EINVAL);

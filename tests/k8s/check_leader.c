@@ -46,11 +46,20 @@ static void on_change(void *userdata, bool leading)
     pthread_mutex_unlock(&cb_mu);
 }
 
+/* The callback runs after leader_is_leading turns: wait for it (up to 10 s), then compare. */
 static void cb_expect(const char *want)
 {
-    pthread_mutex_lock(&cb_mu);
-    ck_assert_str_eq(cb_log, want);
-    pthread_mutex_unlock(&cb_mu);
+    char got[sizeof(cb_log)];
+
+    for (int i = 0; i < 200; i++) {
+        pthread_mutex_lock(&cb_mu);
+        snprintf(got, sizeof(got), "%s", cb_log);
+        pthread_mutex_unlock(&cb_mu);
+        if (strcmp(got, want) == 0)
+            break;
+        apitest_nap(50);
+    }
+    ck_assert_str_eq(got, want);
 }
 
 /* ---- the test API server ---- */

@@ -827,6 +827,52 @@ START_TEST(test_ssh_adopt)
 }
 END_TEST
 
+/* D18: an adopted Secret an older Volcano wrote without authorized_keys (and config) gets
+ * them, authorized_keys from its own id_rsa.pub; the pair is kept as it is. */
+START_TEST(test_ssh_adopt_completes_old_secret)
+{
+    json_t *job = apitest_load(&api, MPI_JOB);
+    const char *uid = uid_of(job);
+    char *text;
+    json_t *sec;
+
+    text = subst_uid("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
+                     "\"mpi-job-ssh\",\"namespace\":\"" NS "\"," OWNER("mpi-job") "},"
+                     "\"type\":\"Opaque\",\"data\":{\"id_rsa\":\"UFJJVgo=\",\"id_rsa.pub\":"
+                     "\"UFVCCg==\"}}",
+                     uid);
+    json_decref(apitest_load(&api, text));
+    free(text);
+    hook_ok(&plugin_ssh, ADD, job, NULL);
+    sec = api_get(SEC_PATH("mpi-job-ssh"));
+    {
+        json_t *s = stripped(sec);
+        char *b = b64(MPI_SSH_CONFIG_2);
+        char tmpl[2048];
+        char *want;
+
+        snprintf(tmpl, sizeof(tmpl),
+                 "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
+                 "\"mpi-job-ssh\",\"namespace\":\"" NS "\"," OWNER("mpi-job") "},"
+                 "\"type\":\"Opaque\",\"data\":{\"id_rsa\":\"UFJJVgo=\",\"id_rsa.pub\":"
+                 "\"UFVCCg==\",\"authorized_keys\":\"UFVCCg==\",\"config\":\"%s\"}}",
+                 b);
+        want = subst_uid(tmpl, uid);
+        tu_assert_json_eq(s, want);
+        free(want);
+        free(b);
+        json_decref(s);
+    }
+    json_decref(sec);
+    /* a second pass finds nothing to change: no update is sent */
+    apitest_clear_requests(&api);
+    hook_ok(&plugin_ssh, UPDATE, job, NULL);
+    ck_assert_int_eq(apitest_count(&api, "PUT", SEC_PATH("mpi-job-ssh")), 0);
+    ck_assert_int_eq(apitest_count(&api, "GET", SEC_PATH("mpi-job-ssh")), 1);
+    json_decref(job);
+}
+END_TEST
+
 START_TEST(test_ssh_user_keys_verbatim)
 {
     json_t *job = apitest_load(&api, MPI_JOB);
@@ -1115,6 +1161,7 @@ static Suite *jobhooks_suite(void)
     tcase_add_test(ssh, test_ssh_add_exact_and_idempotent);
     tcase_add_test(ssh, test_ssh_scale_up_keeps_keys);
     tcase_add_test(ssh, test_ssh_adopt);
+    tcase_add_test(ssh, test_ssh_adopt_completes_old_secret);
     tcase_add_test(ssh, test_ssh_user_keys_verbatim);
     tcase_add_test(ssh, test_ssh_port_and_hosts);
     tcase_add_test(ssh, test_ssh_delete_and_foreign);

@@ -389,7 +389,7 @@ START_TEST(getters_and_builders)
 }
 END_TEST
 
-/* Allocation failures (C-STYLE §11): fail the Nth jansson allocation, N upward. */
+/* Allocation failures, each path tested: fail the Nth jansson allocation, N upward. */
 static long chaos_left;
 
 static void *chaos_malloc(size_t n)

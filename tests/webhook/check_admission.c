@@ -415,14 +415,14 @@ START_TEST(test_denial_shape)
 }
 END_TEST
 
-/* tensorflow with 120000 workers that share one hostname: TF_CONFIG ~1.3 MB, set on
- * every container. */
+/* tensorflow with 10000 workers that share one hostname: TF_CONFIG ~110 KB (under the
+ * 128 KiB of one environment string, D15), set on every container. */
 static const char job_tf_wide[] =
     "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
     " \"metadata\":{\"name\":\"j\",\"namespace\":\"team\",\"uid\":\"job-uid-1\"},"
     " \"spec\":{\"plugins\":{\"tensorflow\":[]},"
     "  \"tasks\":[{\"name\":\"ps\",\"replicas\":1},"
-    "   {\"name\":\"worker\",\"replicas\":120000,\"template\":{\"spec\":{\"hostname\":\"w\"}}}]}}";
+    "   {\"name\":\"worker\",\"replicas\":10000,\"template\":{\"spec\":{\"hostname\":\"w\"}}}]}}";
 
 /* A pod of team/j with n containers. @return malloc'd JSON. */
 static char *pod_with_containers(int n)
@@ -446,8 +446,8 @@ static char *pod_with_containers(int n)
 START_TEST(test_patch_over_cap_denied)
 {
     struct fake_src f = {.job_text = job_tf_wide};
-    char *pod2 = pod_with_containers(2);
-    char *pod3 = pod_with_containers(3);
+    char *pod2 = pod_with_containers(24);
+    char *pod3 = pod_with_containers(25);
     char *body2 = review("admission.k8s.io/v1", "uid-2", "CREATE", pod2);
     char *body3 = review("admission.k8s.io/v1", "uid-3", "CREATE", pod3);
     json_t *got = handle_str(body3, &f, 200);
@@ -467,7 +467,7 @@ START_TEST(test_patch_over_cap_denied)
     ck_assert(json_is_true(json_object_get(resp, "allowed")));
     ops = decode_patch(resp);
     /* svc (implied, D1) and tensorflow: env, mounts, hostname, subdomain, volume */
-    ck_assert_uint_eq(json_array_size(ops), 7);
+    ck_assert_uint_eq(json_array_size(ops), 2 * 24 + 3);
     {
         const json_t *env0 = json_object_get(json_array_get(ops, 0), "value");
         const json_t *env1 = json_object_get(json_array_get(ops, 2), "value");
@@ -476,8 +476,8 @@ START_TEST(test_patch_over_cap_denied)
         ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ops, 2), "path")),
                          "/spec/containers/1/env");
         ck_assert_str_eq(json_string_value(json_object_get(tf, "name")), "TF_CONFIG");
-        /* {"cluster":{"ps":["j-ps-0.j:2222"],"worker":["w.j:2222" x 120000]},"task":...} */
-        ck_assert_uint_eq(json_string_length(json_object_get(tf, "value")), 1320082);
+        /* {"cluster":{"ps":["j-ps-0.j:2222"],"worker":["w.j:2222" x 10000]},"task":...} */
+        ck_assert_uint_eq(json_string_length(json_object_get(tf, "value")), 110082);
         ck_assert(json_equal(env0, env1));
     }
     json_decref(ops);
@@ -524,6 +524,283 @@ START_TEST(test_update_not_served)
 }
 END_TEST
 
+/* ---- the Job webhook: admission_validate_job (D17) ---- */
+
+/* An AdmissionReview of a Volcano Job (group batch.volcano.sh, resource jobs). */
+static char *job_review(const char *api, const char *uid, const char *op, const char *job)
+{
+    json_t *r = json_pack(
+        "{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:s, s:s, s:s}}", "apiVersion",
+        api, "kind", "AdmissionReview", "request", "uid", uid, "kind", "group", "batch.volcano.sh",
+        "version", "v1alpha1", "kind", "Job", "resource", "group", "batch.volcano.sh", "version",
+        "v1alpha1", "resource", "jobs", "namespace", "team", "operation", op, "name", "j");
+    char *s;
+
+    ck_assert_ptr_nonnull(r);
+    if (job != NULL)
+        ck_assert_int_eq(json_object_set_new(json_object_get(r, "request"), "object", tu_json(job)),
+                         0);
+    s = json_dumps(r, JSON_COMPACT);
+    json_decref(r);
+    ck_assert_ptr_nonnull(s);
+    return s;
+}
+
+/* Run admission_validate_job in mode on text; check the status; the decoded answer. */
+static json_t *validate(const char *text, enum job_validation_mode mode, int want_status)
+{
+    struct mutate_options opt = {.job_validation = mode};
+    char *out = NULL;
+    size_t out_len = 0;
+    int status = admission_validate_job(text, strlen(text), NULL, &opt, &out, &out_len);
+    json_t *v;
+
+    ck_assert_int_eq(status, want_status);
+    ck_assert_ptr_nonnull(out);
+    ck_assert_uint_eq(out_len, strlen(out));
+    v = json_loadb(out, out_len, 0, NULL);
+    ck_assert_msg(v != NULL, "answer is not JSON: %s", out);
+    free(out);
+    return v;
+}
+
+/* A Job named name of team with plugins and tasks (JSON texts). @return malloc'd JSON. */
+static char *vc_job(const char *name, const char *plugins, const char *tasks)
+{
+    json_t *j =
+        json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:o, s:o}}", "apiVersion",
+                  "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata", "name", name, "namespace",
+                  "team", "spec", "plugins", tu_json(plugins), "tasks", tu_json(tasks));
+    char *s = json_dumps(j, JSON_COMPACT);
+
+    json_decref(j);
+    ck_assert_ptr_nonnull(s);
+    return s;
+}
+
+#define MSG_DOT                                                                                    \
+    "svc plugin: job name \"a.b\" cannot be a pod subdomain (a DNS-1123 label has no '.'): "       \
+    "rename the job"
+#define MSG_NO_MASTER                                                                              \
+    "pytorch plugin: no task named \"boss\" (--master), so no pod gets MASTER_ADDR, MASTER_PORT, " \
+    "WORLD_SIZE or RANK: name the master task with --master in spec.plugins.pytorch, or rename "   \
+    "the task"
+
+/* Every diagnostic as a warning, allowed, in the version asked: v1 CREATE, v1beta1 UPDATE. */
+START_TEST(test_job_warnings_both_versions)
+{
+    static const char *const apis[] = {"admission.k8s.io/v1", "admission.k8s.io/v1beta1"};
+    static const char *const ops[] = {"CREATE", "UPDATE"};
+    char *job =
+        vc_job("a.b", "{\"pytorch\":[\"--master=boss\"]}",
+               "[{\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":1}]");
+    char *body = job_review(apis[_i], "uid-j", ops[_i], job);
+    json_t *got = validate(body, JOB_VALIDATION_WARN, 200);
+    /* registry order (D2): svc's diagnostics before pytorch's */
+    json_t *want = json_pack("{s:s, s:s, s:{s:s, s:b, s:[s, s]}}", "apiVersion", apis[_i], "kind",
+                             "AdmissionReview", "response", "uid", "uid-j", "allowed", 1,
+                             "warnings", MSG_DOT, MSG_NO_MASTER);
+    char *g = json_dumps(got, JSON_COMPACT);
+
+    ck_assert_msg(json_equal(got, want), "got %s", g);
+    free(g);
+    json_decref(want);
+    json_decref(got);
+    free(body);
+    free(job);
+}
+END_TEST
+
+/* A good Job: allowed, no warnings member. */
+START_TEST(test_job_good_no_warnings)
+{
+    char *job =
+        vc_job("good", "{\"mpi\":[]}",
+               "[{\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":2}]");
+    char *body = job_review("admission.k8s.io/v1", "uid-g", "CREATE", job);
+    json_t *got = validate(body, JOB_VALIDATION_DENY, 200);
+
+    tu_assert_json_eq(got,
+                      "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                      "\"response\":{\"uid\":\"uid-g\",\"allowed\":true}}");
+    json_decref(got);
+    free(body);
+    free(job);
+}
+END_TEST
+
+/* --job-validation=deny: refused (400) only for what no pod could survive. */
+START_TEST(test_job_deny_mode)
+{
+    char *job = vc_job("a.b", "{\"pytorch\":[\"--master=boss\"]}",
+                       "[{\"name\":\"master\",\"replicas\":1}]");
+    char *body = job_review("admission.k8s.io/v1", "uid-d", "CREATE", job);
+    json_t *got = validate(body, JOB_VALIDATION_DENY, 200);
+    json_t *resp = json_object_get(got, "response");
+    json_t *st = json_object_get(resp, "status");
+
+    ck_assert(json_is_false(json_object_get(resp, "allowed")));
+    ck_assert_int_eq(json_integer_value(json_object_get(st, "code")), 400);
+    ck_assert_str_eq(json_string_value(json_object_get(st, "status")), "Failure");
+    ck_assert_str_eq(json_string_value(json_object_get(st, "message")),
+                     "the pods of this job could never be admitted or started: " MSG_DOT);
+    /* the warnings still say everything (pytorch's worker is missing too) */
+    ck_assert_uint_eq(json_array_size(json_object_get(resp, "warnings")), 3);
+    json_decref(got);
+    free(body);
+    free(job);
+    /* only warnings of the non-fatal kind: allowed */
+    job = vc_job("ab", "{\"pytorch\":[\"--master=boss\"]}",
+                 "[{\"name\":\"master\",\"replicas\":1},{\"name\":\"worker\",\"replicas\":1}]");
+    body = job_review("admission.k8s.io/v1", "uid-d", "CREATE", job);
+    got = validate(body, JOB_VALIDATION_DENY, 200);
+    resp = json_object_get(got, "response");
+    ck_assert(json_is_true(json_object_get(resp, "allowed")));
+    ck_assert_ptr_null(json_object_get(resp, "status"));
+    ck_assert_uint_eq(json_array_size(json_object_get(resp, "warnings")), 1);
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(resp, "warnings"), 0)),
+                     MSG_NO_MASTER);
+    json_decref(got);
+    free(body);
+    free(job);
+}
+END_TEST
+
+/* generateName: checked under the name it will get (generateName + 5 characters). */
+#define GEN55                                                                                      \
+    "abcdefghij"                                                                                   \
+    "abcdefghij"                                                                                   \
+    "abcdefghij"                                                                                   \
+    "abcdefghij"                                                                                   \
+    "abcdefghij"                                                                                   \
+    "abcd-"
+
+START_TEST(test_job_generate_name)
+{
+    json_t *j = tu_json("{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+                        " \"metadata\":{\"generateName\":\"" GEN55 "\",\"namespace\":\"team\"},"
+                        " \"spec\":{\"plugins\":{\"svc\":[]},"
+                        "  \"tasks\":[{\"name\":\"a\",\"replicas\":1}]}}");
+    char *job = json_dumps(j, JSON_COMPACT);
+    char *body = job_review("admission.k8s.io/v1", "uid-gn", "CREATE", job);
+    json_t *got = validate(body, JOB_VALIDATION_WARN, 200);
+    json_t *warnings = json_object_get(json_object_get(got, "response"), "warnings");
+
+    ck_assert_uint_eq(json_array_size(warnings), 2);
+    ck_assert_str_eq(json_string_value(json_array_get(warnings, 0)),
+                     "svc plugin: pod hostname \"" GEN55 "xxxxx-a-0\" has 64 characters, more than "
+                     "the 63 of a DNS-1123 label: shorten the job name to at most 59 characters, "
+                     "or the name of task a");
+    ck_assert_str_eq(json_string_value(json_array_get(warnings, 1)),
+                     "svc plugin: volume name \"" GEN55 "xxxxx-svc\" has 64 characters, more than "
+                     "the 63 of a DNS-1123 label: shorten the job name to at most 59 characters");
+    json_decref(got);
+    free(body);
+    free(job);
+    json_decref(j);
+}
+END_TEST
+
+/* Not a Job CREATE/UPDATE: allowed, nothing said; no object: 400 in the review. */
+START_TEST(test_job_not_served)
+{
+    char *job = vc_job("a.b", "{\"svc\":[]}", "[{\"name\":\"m\",\"replicas\":1}]");
+    char *body = job_review("admission.k8s.io/v1", "uid-n", "DELETE", job);
+    json_t *got = validate(body, JOB_VALIDATION_DENY, 200);
+
+    tu_assert_json_eq(got,
+                      "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                      "\"response\":{\"uid\":\"uid-n\",\"allowed\":true}}");
+    json_decref(got);
+    free(body);
+    /* a pod review sent to the Job route */
+    body = review("admission.k8s.io/v1", "uid-p", "CREATE", POD_OF_J);
+    got = validate(body, JOB_VALIDATION_DENY, 200);
+    tu_assert_json_eq(got,
+                      "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                      "\"response\":{\"uid\":\"uid-p\",\"allowed\":true}}");
+    json_decref(got);
+    free(body);
+    body = job_review("admission.k8s.io/v1beta1", "uid-o", "CREATE", NULL);
+    got = validate(body, JOB_VALIDATION_WARN, 200);
+    tu_assert_json_eq(got,
+                      "{\"apiVersion\":\"admission.k8s.io/v1beta1\",\"kind\":\"AdmissionReview\","
+                      "\"response\":{\"uid\":\"uid-o\",\"allowed\":false,\"status\":{\"code\":400,"
+                      "\"message\":\"request.object is not a job\",\"status\":\"Failure\"}}}");
+    json_decref(got);
+    free(body);
+    free(job);
+}
+END_TEST
+
+/* Malformed reviews: the same 400 Status answers as pod admission. */
+START_TEST(test_job_bad_request)
+{
+    struct mutate_options opt = {.job_validation = JOB_VALIDATION_DENY};
+    char *out = NULL;
+    size_t out_len = 0;
+    json_t *got;
+
+    for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+        json_t *want = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status",
+                                 "apiVersion", "v1", "metadata", "status", "Failure", "message",
+                                 bad_cases[i].msg, "reason", "BadRequest", "code", 400);
+
+        ck_assert_int_eq(admission_validate_job(bad_cases[i].body, strlen(bad_cases[i].body), NULL,
+                                                &opt, &out, &out_len),
+                         400);
+        got = json_loadb(out, out_len, 0, NULL);
+        ck_assert_msg(json_equal(got, want), "%s -> %s", bad_cases[i].body, out);
+        json_decref(got);
+        json_decref(want);
+        free(out);
+    }
+}
+END_TEST
+
+/* jansson's allocator failing from the Nth allocation on: every failure must end cleanly. */
+static int alloc_left;
+
+static void *alloc_counted(size_t n)
+{
+    if (alloc_left <= 0)
+        return NULL;
+    alloc_left--;
+    return malloc(n);
+}
+
+/* Out of memory anywhere: a 500 Status or the full answer, never a crash or a half answer. */
+START_TEST(test_job_out_of_memory)
+{
+    struct mutate_options opt = {.job_validation = JOB_VALIDATION_DENY};
+    char *job = vc_job("a.b", "{\"pytorch\":[\"--master=boss\"],\"ray\":[]}",
+                       "[{\"name\":\"master\",\"replicas\":2}]");
+    char *body = job_review("admission.k8s.io/v1", "uid-m", "CREATE", job);
+    int n;
+
+    for (n = 0; n < 5000; n++) {
+        char *out = NULL;
+        size_t out_len = 0;
+        int status;
+
+        alloc_left = n;
+        json_set_alloc_funcs(alloc_counted, free);
+        status = admission_validate_job(body, strlen(body), NULL, &opt, &out, &out_len);
+        json_set_alloc_funcs(malloc, free);
+        ck_assert_msg(status == 200 || status == 500, "status %d", status);
+        if (status == 500 && out != NULL)
+            ck_assert_ptr_nonnull(strstr(out, "\"code\":500"));
+        free(out);
+        if (status == 200)
+            break;
+    }
+    ck_assert_int_lt(n, 5000);
+    ck_assert_int_gt(n, 0);
+    free(body);
+    free(job);
+}
+END_TEST
+
 static Suite *admission_suite(void)
 {
     Suite *s = suite_create("admission");
@@ -542,6 +819,13 @@ static Suite *admission_suite(void)
     tcase_add_test(tc, test_patch_over_cap_denied);
     tcase_add_test(tc, test_lookup_failure_allow);
     tcase_add_test(tc, test_update_not_served);
+    tcase_add_loop_test(tc, test_job_warnings_both_versions, 0, 2);
+    tcase_add_test(tc, test_job_good_no_warnings);
+    tcase_add_test(tc, test_job_deny_mode);
+    tcase_add_test(tc, test_job_generate_name);
+    tcase_add_test(tc, test_job_not_served);
+    tcase_add_test(tc, test_job_bad_request);
+    tcase_add_test(tc, test_job_out_of_memory);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,5 +1,5 @@
 /*
- * check_mutate.c - the admission decision: D1-D3, D5-D8, D13, D14 of docs/decisions.md,
+ * check_mutate.c - the admission decision: D1-D3, D5-D8, D13-D15 of docs/decisions.md,
  * through mutate_review / mutate_pod_with_job with a fake Job source.
  */
 #include <check.h>
@@ -601,6 +601,167 @@ START_TEST(generate_name_index_from_annotation_warned_once_d6_d14)
 }
 END_TEST
 
+/* ---- D15: no pod the API server will refuse ---- */
+
+/* A Job called name with plugins and tasks (JSON texts), and the pod of task/index. */
+static json_t *job_named(const char *name, const char *plugins, const char *tasks)
+{
+    json_t *job = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:o, s:o}}", "apiVersion",
+                            "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata", "name", name,
+                            "namespace", "ns1", "uid", "u-1", "spec", "plugins", tu_json(plugins),
+                            "tasks", tu_json(tasks));
+
+    ck_assert_ptr_nonnull(job);
+    return job;
+}
+
+static json_t *pod_of(const char *job, const char *task, int index, const char *containers)
+{
+    char name[128];
+    json_t *pod;
+
+    snprintf(name, sizeof(name), "%s-%s-%d", job, task, index);
+    pod = json_pack("{s:{s:s, s:{s:s}}, s:{s:o}}", "metadata", "name", name, "annotations",
+                    "volcano.sh/task-spec", task, "spec", "containers", tu_json(containers));
+    ck_assert_ptr_nonnull(pod);
+    return pod;
+}
+
+/* Mutate and assert the D15 denial: code 400, no patch, the exact message. */
+static void assert_d15(const json_t *job, const json_t *pod, const char *message)
+{
+    struct mutate_result r;
+
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, pod, "ns1", &r);
+    ck_assert_msg(!r.allowed, "allowed");
+    ck_assert_int_eq(r.status_code, 400);
+    ck_assert_str_eq(r.message, message);
+    ck_assert_ptr_null(r.patch);
+    mutate_result_dispose(&r);
+}
+
+#define NAME59                                                                                     \
+    "abcdefghij"                                                                                   \
+    "abcdefghij"                                                                                   \
+    "abcdefghij"                                                                                   \
+    "abcdefghij"                                                                                   \
+    "abcdefghij"                                                                                   \
+    "abcdefghi"
+
+START_TEST(job_name_with_a_dot_denied_d15)
+{
+    json_t *job = job_named("a.b", "{\"svc\":[]}", "[{\"name\":\"master\",\"replicas\":1}]");
+    json_t *pod = pod_of("a.b", "master", 0, "[{\"name\":\"c\"}]");
+
+    assert_d15(job, pod,
+               "svc plugin: job name \"a.b\" cannot be a pod subdomain (a DNS-1123 label has no "
+               "'.'): rename the job");
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
+START_TEST(hostname_over_63_denied_d15)
+{
+    json_t *job = job_named(NAME59, "{\"svc\":[]}", "[{\"name\":\"a\",\"replicas\":11}]");
+    json_t *pod = pod_of(NAME59, "a", 10, "[{\"name\":\"c\"}]");
+    struct mutate_result r;
+
+    assert_d15(job, pod,
+               "svc plugin: pod hostname \"" NAME59 "-a-10\" (the pod's name) cannot be a hostname "
+               "(a DNS-1123 label has at most 63 characters): shorten the job name to at most 58 "
+               "characters");
+    json_decref(pod);
+    /* ...-a-9 has 63 characters: served */
+    pod = pod_of(NAME59, "a", 9, "[{\"name\":\"c\"}]");
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, pod, "ns1", &r);
+    ck_assert_msg(r.allowed, "%s", r.message);
+    ck_assert_ptr_nonnull(r.patch);
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
+START_TEST(wait_for_master_name_taken_denied_d15)
+{
+    json_t *job = job_named("pj", "{\"pytorch\":[\"--wait-master-enabled\"]}",
+                            "[{\"name\":\"master\",\"replicas\":1},"
+                            " {\"name\":\"worker\",\"replicas\":2}]");
+    json_t *pod = pod_of("pj", "worker", 0, "[{\"name\":\"wait-for-master\"},{\"name\":\"c\"}]");
+
+    assert_d15(job, pod,
+               "pytorch plugin: the pod would have a container and an init container both named "
+               "\"wait-for-master\", which the API server refuses: rename the container in the "
+               "template of task worker");
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
+/* 9,000 workers: TF_CONFIG of 313,987 bytes, which no process can be started with. */
+START_TEST(tf_config_over_128k_denied_d15)
+{
+    json_t *job = job_named("tf-dist", "{\"tensorflow\":[]}",
+                            "[{\"name\":\"ps\",\"replicas\":1},"
+                            " {\"name\":\"worker\",\"replicas\":9000}]");
+    json_t *pod = pod_of("tf-dist", "worker", 8999, "[{\"name\":\"c\"}]");
+
+    assert_d15(job, pod,
+               "tensorflow plugin: env TF_CONFIG of container \"c\" would be 313998 bytes, more "
+               "than the 131072 (128 KiB) one environment string can hold (the kernel's "
+               "MAX_ARG_STRLEN), so the container cannot start: run fewer replicas "
+               "(spec.tasks[].replicas)");
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
+START_TEST(port_and_volume_names_denied_d15)
+{
+    json_t *job =
+        job_named("pj", "{\"pytorch\":[\"--port=abc\"]}", "[{\"name\":\"master\",\"replicas\":1}]");
+    json_t *pod = pod_of("pj", "master", 0, "[{\"name\":\"c\"}]");
+
+    /* Go's flag parsing leaves 0 in the port (docs/plugins.md §3.4 rule 10) */
+    assert_d15(job, pod,
+               "pytorch plugin: container \"c\" would get container port 0, outside 1-65535: fix "
+               "the port in spec.plugins.pytorch");
+    json_decref(pod);
+    json_decref(job);
+    /* ssh alone on a 60-character Job: its volume name has 64 */
+    job = job_named(NAME59 "x", "{\"ssh\":[]}", "[{\"name\":\"m\",\"replicas\":1}]");
+    pod = pod_of(NAME59 "x", "m", 0, "[{\"name\":\"c\"}]");
+    assert_d15(job, pod,
+               "ssh plugin: volume name \"" NAME59 "x-ssh\" cannot be a volume name (a DNS-1123 "
+               "label has at most 63 characters): shorten the job name to at most 59 characters");
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
+/* A pod invalid before the plugins is not ours to refuse: served, the API server says why. */
+START_TEST(pod_invalid_already_is_served_d15)
+{
+    json_t *job = job_named("j", "{\"env\":[]}", "[{\"name\":\"w\",\"replicas\":1}]");
+    json_t *pod = pod_of("j", "w", 0,
+                         "[{\"name\":\"c\",\"ports\":[{\"name\":\"Bad\",\"containerPort\":0}]},"
+                         " {\"name\":\"c\"}]");
+    struct mutate_result r;
+
+    json_object_set_new(json_object_get(pod, "spec"), "hostname", json_string("a.b"));
+    mutate_result_init(&r);
+    mutate_pod_with_job(job, pod, "ns1", &r);
+    ck_assert_msg(r.allowed, "%s", r.message);
+    ck_assert_uint_eq(json_array_size(r.patch), 2); /* env of both containers */
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
 START_TEST(huge_replicas_denied_not_exhausted)
 {
     /* mpi's MPI_HOST for 2^31-1 workers would be ~80 GB: denied with a clear reason. */
@@ -714,6 +875,12 @@ static Suite *mutate_suite(void)
     tcase_add_test(tc, chain_leaves_the_admitted_pod_as_it_was);
     tcase_add_test(tc, generate_name_pod_d14);
     tcase_add_test(tc, generate_name_index_from_annotation_warned_once_d6_d14);
+    tcase_add_test(tc, job_name_with_a_dot_denied_d15);
+    tcase_add_test(tc, hostname_over_63_denied_d15);
+    tcase_add_test(tc, wait_for_master_name_taken_denied_d15);
+    tcase_add_test(tc, tf_config_over_128k_denied_d15);
+    tcase_add_test(tc, port_and_volume_names_denied_d15);
+    tcase_add_test(tc, pod_invalid_already_is_served_d15);
     tcase_add_test(tc, huge_replicas_denied_not_exhausted);
     tcase_add_test(tc, cut_utf8_in_warning_stays_valid);
     tcase_add_test(tc, invalid_owner_name_not_looked_up);

@@ -100,6 +100,7 @@ START_TEST(test_defaults)
     ck_assert_ptr_null(o.port_file);
     ck_assert_int_eq(o.verbosity, 2);
     ck_assert_int_eq(o.lookup_failure, LOOKUP_FAILURE_DENY);
+    ck_assert_int_eq(o.job_validation, JOB_VALIDATION_WARN);
     ck_assert_int_eq(o.lookup_timeout_ms, 2000);
     ck_assert_int_eq(o.watch_idle_ms, 0);
     ck_assert(o.leader_elect);
@@ -176,6 +177,8 @@ START_TEST(test_every_flag)
                     "2m",
                     "--request-timeout",
                     "250ms",
+                    "--job-validation",
+                    "deny",
                     NULL};
     struct serve_options o;
     struct result r;
@@ -193,6 +196,7 @@ START_TEST(test_every_flag)
     ck_assert_str_eq(o.port_file, "port.txt");
     ck_assert_int_eq(o.verbosity, 4);
     ck_assert_int_eq(o.lookup_failure, LOOKUP_FAILURE_ALLOW);
+    ck_assert_int_eq(o.job_validation, JOB_VALIDATION_DENY);
     ck_assert_int_eq(o.lookup_timeout_ms, 500);
     ck_assert_int_eq(o.watch_idle_ms, 90000);
     ck_assert(!o.leader_elect);
@@ -418,6 +422,7 @@ static const struct {
     /* enums and names */
     {"--job-lookup-failure", "DENY",
      P "invalid --job-lookup-failure \"DENY\": want deny or allow\n"},
+    {"--job-validation", "refuse", P "invalid --job-validation \"refuse\": want warn or deny\n"},
     {"--leader-elect-resource-namespace", "a/b",
      P "invalid --leader-elect-resource-namespace \"a/b\": want a namespace name\n"},
     {"--service-name", "a.b",
@@ -771,18 +776,19 @@ static void options_text(const struct serve_options *o, char *buf, size_t len)
 #define S(x) ((x) != NULL ? (x) : "(null)")
     snprintf(buf, len,
              "bind=%s port=%ld cert=%s key=%s http=%d insecure_key=%d kubeconfig=%s "
-             "port_file=%s v=%ld lookup=%d lookup_ms=%ld watch_idle=%ld leader=%d lease=%ld "
+             "port_file=%s v=%ld lookup=%d job_validation=%d lookup_ms=%ld watch_idle=%ld "
+             "leader=%d lease=%ld "
              "renew=%ld retry=%ld lease_ns=%s resync=%ld workers=%ld qps=%g burst=%ld "
              "self_signed=%d service=%s config=%s sans=%zu grace=%ld conns=%ld per_ip=%ld "
              "idle=%ld request=%ld",
              S(o->bind_address), o->port, S(o->tls_cert_file), S(o->tls_key_file), o->insecure_http,
              o->allow_insecure_key, S(o->kubeconfig), S(o->port_file), o->verbosity,
-             (int)o->lookup_failure, o->lookup_timeout_ms, o->watch_idle_ms, o->leader_elect,
-             o->lease_duration_ms, o->renew_deadline_ms, o->retry_period_ms, S(o->lease_ns),
-             o->resync_period_ms, o->reconcile_workers, o->kube_api_qps, o->kube_api_burst,
-             o->self_signed, S(o->service_name), S(o->webhook_config), o->ntls_sans,
-             o->shutdown_grace_ms, o->max_connections, o->max_per_ip, o->idle_timeout_ms,
-             o->request_timeout_ms);
+             (int)o->lookup_failure, (int)o->job_validation, o->lookup_timeout_ms, o->watch_idle_ms,
+             o->leader_elect, o->lease_duration_ms, o->renew_deadline_ms, o->retry_period_ms,
+             S(o->lease_ns), o->resync_period_ms, o->reconcile_workers, o->kube_api_qps,
+             o->kube_api_burst, o->self_signed, S(o->service_name), S(o->webhook_config),
+             o->ntls_sans, o->shutdown_grace_ms, o->max_connections, o->max_per_ip,
+             o->idle_timeout_ms, o->request_timeout_ms);
 #undef S
 }
 
@@ -853,7 +859,7 @@ START_TEST(test_help_states_the_defaults)
     /* bind, port, service and config names, lookup failure and timeout, leader-elect and
      * its three durations, resync, workers, qps, burst, -v, grace, connections, per-ip,
      * idle and request timeouts */
-    ck_assert_int_eq(checked, 20);
+    ck_assert_int_eq(checked, 21);
     result_free(&help);
 }
 END_TEST

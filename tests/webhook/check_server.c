@@ -392,13 +392,16 @@ START_TEST(test_not_found)
 
     request("GET", "/", NULL, NULL, 0, &r);
     ck_assert_int_eq(r.status, 404);
-    assert_status_body(&r, 404, "NotFound",
-                       "no such path \"/\" (the webhook serves POST /pods/mutate)");
+    assert_status_body(
+        &r, 404, "NotFound",
+        "no such path \"/\" (the webhook serves POST /pods/mutate and POST /jobs/validate)");
     reply_free(&r);
     request("POST", "/pods/mutate/x", "application/json", "{}", 2, &r);
     ck_assert_int_eq(r.status, 404);
-    assert_status_body(&r, 404, "NotFound",
-                       "no such path \"/pods/mutate/x\" (the webhook serves POST /pods/mutate)");
+    assert_status_body(
+        &r, 404, "NotFound",
+        "no such path \"/pods/mutate/x\" (the webhook serves POST /pods/mutate and POST "
+        "/jobs/validate)");
     reply_free(&r);
     /* A URL-decoded non-ASCII path is echoed as '?', keeping the body valid JSON. */
     request("GET", "/%ff%00a", NULL, NULL, 0, &r);
@@ -513,6 +516,38 @@ START_TEST(test_admission_handler)
     ck_assert_str_eq(handler_body, "{\"a\":1}");
     ck_assert(handler_saw_src);
     ck_assert_int_eq(handler_lookup_failure, LOOKUP_FAILURE_ALLOW);
+    reply_free(&r);
+}
+END_TEST
+
+/* POST /jobs/validate: the Job webhook, answered with the Job's diagnostics as warnings. */
+START_TEST(test_job_validate_route)
+{
+    static const char review[] =
+        "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+        "\"uid\":\"j-1\",\"kind\":{\"group\":\"batch.volcano.sh\",\"version\":\"v1alpha1\","
+        "\"kind\":\"Job\"},\"resource\":{\"group\":\"batch.volcano.sh\",\"version\":"
+        "\"v1alpha1\",\"resource\":\"jobs\"},\"operation\":\"CREATE\",\"namespace\":\"team\","
+        "\"object\":{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+        "\"metadata\":{\"name\":\"a.b\",\"namespace\":\"team\"},\"spec\":{\"plugins\":"
+        "{\"svc\":[]},\"tasks\":[{\"name\":\"t\",\"replicas\":1}]}}}}";
+    struct reply r;
+    json_t *got;
+
+    request("POST", "/jobs/validate", "application/json", review, strlen(review), &r);
+    ck_assert_int_eq(r.status, 200);
+    got = tu_json(r.body);
+    tu_assert_json_eq(got,
+                      "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                      "\"response\":{\"uid\":\"j-1\",\"allowed\":true,\"warnings\":["
+                      "\"svc plugin: job name \\\"a.b\\\" cannot be a pod subdomain (a DNS-1123 "
+                      "label has no '.'): rename the job\"]}}");
+    json_decref(got);
+    reply_free(&r);
+    request("GET", "/jobs/validate", NULL, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 405);
+    assert_status_body(&r, 405, "MethodNotAllowed",
+                       "method GET is not allowed on /jobs/validate, use POST");
     reply_free(&r);
 }
 END_TEST
@@ -1295,6 +1330,7 @@ static Suite *server_suite(void)
     tcase_add_test(plain, test_valid_review_and_query);
     tcase_add_test(plain, test_bad_json);
     tcase_add_test(plain, test_admission_handler);
+    tcase_add_test(plain, test_job_validate_route);
     tcase_add_test(plain, test_body_cap);
     tcase_add_test(plain, test_keep_alive);
     tcase_add_test(plain, test_garbage_survives);

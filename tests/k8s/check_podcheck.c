@@ -1,0 +1,183 @@
+/*
+ * check_podcheck.c - kube-apiserver's checks of the Pod fields a webhook writes
+ * (k8s/podcheck.h): each kind of violation with its place and value, the walk's
+ * order, and which violations an edit introduced.
+ */
+#include <check.h>
+#include <string.h>
+
+#include "k8s/podcheck.h"
+#include "tests/testutil.h"
+
+/* Up to 16 violations of a pod, as "KIND list/container value why number" lines. */
+struct seen {
+    int n;
+    char lines[16][320];
+};
+
+static const char *kind_name(enum podcheck_kind k)
+{
+    static const char *const names[] = {
+        "SUBDOMAIN",           "HOSTNAME",        "VOLUME_NAME",   "VOLUME_DUPLICATE",
+        "CONTAINER_DUPLICATE", "MOUNT_DUPLICATE", "PORT_NAME",     "PORT_DUPLICATE",
+        "PORT_NUMBER",         "ENV_NAME",        "ENV_TOO_LARGE",
+    };
+
+    return names[k];
+}
+
+static bool collect(const struct podcheck_violation *v, void *ud)
+{
+    struct seen *s = ud;
+
+    snprintf(s->lines[s->n], sizeof(s->lines[0]), "%s %s/%s %s%s%s %lld%s%s", kind_name(v->kind),
+             v->list, v->container, v->value, v->why != NULL ? " | " : "",
+             v->why != NULL ? v->why : "", v->number, v->other_list[0] != '\0' ? " first in " : "",
+             v->other_list);
+    s->n++;
+    return s->n == 16;
+}
+
+START_TEST(every_kind_in_order)
+{
+    json_t *pod = tu_json(
+        "{\"spec\":{\"hostname\":\"H\",\"subdomain\":\"a.b\","
+        " \"volumes\":[{\"name\":\"v\"},{\"name\":\"v\"},{\"name\":\"V_\"}],"
+        " \"containers\":[{\"name\":\"c\","
+        "   "
+        "\"volumeMounts\":[{\"name\":\"v\",\"mountPath\":\"/x\"},{\"name\":\"w\",\"mountPath\":\"/"
+        "x\"}],"
+        "   \"ports\":[{\"name\":\"p\",\"containerPort\":1},{\"name\":\"p\",\"containerPort\":2},"
+        "             {\"name\":\"too-long-port-name\",\"containerPort\":3},{\"containerPort\":0}],"
+        "   \"env\":[{\"name\":\"1X\",\"value\":\"\"},{\"name\":\"OK\",\"valueFrom\":{}}]}],"
+        " \"initContainers\":[{\"name\":\"c\"}],"
+        " \"ephemeralContainers\":[{\"name\":\"c\"}]}}");
+    struct seen s = {0};
+
+    ck_assert(!podcheck_each(pod, collect, &s));
+    ck_assert_int_eq(s.n, 11);
+    ck_assert_str_eq(s.lines[0], "SUBDOMAIN / a.b | a DNS-1123 label has no '.' 0");
+    ck_assert_str_eq(s.lines[1],
+                     "HOSTNAME / H | a DNS-1123 label has only lower case letters, "
+                     "digits and '-' 0");
+    ck_assert_str_eq(s.lines[2], "VOLUME_DUPLICATE / v 0");
+    ck_assert_str_eq(s.lines[3],
+                     "VOLUME_NAME / V_ | a DNS-1123 label has only lower case "
+                     "letters, digits and '-' 0");
+    ck_assert_str_eq(s.lines[4], "CONTAINER_DUPLICATE initContainers/c c 0 first in containers");
+    ck_assert_str_eq(s.lines[5],
+                     "CONTAINER_DUPLICATE ephemeralContainers/c c 0 first in containers");
+    ck_assert_str_eq(s.lines[6], "MOUNT_DUPLICATE containers/c /x 0");
+    ck_assert_str_eq(s.lines[7], "PORT_DUPLICATE containers/c p 0");
+    ck_assert_str_eq(s.lines[8],
+                     "PORT_NAME containers/c too-long-port-name | a port name has at "
+                     "most 15 characters 0");
+    ck_assert_str_eq(s.lines[9], "PORT_NUMBER containers/c  0");
+    ck_assert_str_eq(s.lines[10],
+                     "ENV_NAME containers/c 1X | an env var name starts with a "
+                     "letter, '-', '.' or '_' 0");
+    /* the walk stops when asked */
+    s.n = 15;
+    ck_assert(podcheck_each(pod, collect, &s));
+    ck_assert_int_eq(s.n, 16);
+    ck_assert_str_eq(s.lines[15], "SUBDOMAIN / a.b | a DNS-1123 label has no '.' 0");
+    json_decref(pod);
+}
+END_TEST
+
+START_TEST(env_value_limit)
+{
+    json_t *pod = tu_json("{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":[]}]}}");
+    json_t *env = json_object_get(
+        json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0), "env");
+    char *big = malloc(PODCHECK_ENV_MAX);
+    struct seen s = {0};
+
+    /* "AB=" + value + NUL = 131072 exactly: fine; one more byte is too large. */
+    memset(big, 'x', PODCHECK_ENV_MAX - 4);
+    big[PODCHECK_ENV_MAX - 4] = '\0';
+    json_array_append_new(env, json_pack("{s:s, s:s}", "name", "AB", "value", big));
+    ck_assert(!podcheck_each(pod, collect, &s));
+    ck_assert_int_eq(s.n, 0);
+    big[PODCHECK_ENV_MAX - 4] = 'x';
+    big[PODCHECK_ENV_MAX - 3] = '\0';
+    json_array_append_new(env, json_pack("{s:s, s:s}", "name", "AB", "value", big));
+    ck_assert(!podcheck_each(pod, collect, &s));
+    ck_assert_int_eq(s.n, 1);
+    ck_assert_str_eq(s.lines[0], "ENV_TOO_LARGE containers/c AB 131073");
+    free(big);
+    json_decref(pod);
+}
+END_TEST
+
+START_TEST(first_new_ignores_what_was_there)
+{
+    json_t *before = tu_json("{\"spec\":{\"hostname\":\"a.b\",\"containers\":[{\"name\":\"c\"},"
+                             " {\"name\":\"c\"}]}}");
+    json_t *after = tu_json("{\"spec\":{\"hostname\":\"a.b\",\"subdomain\":\"ok\","
+                            " \"containers\":[{\"name\":\"c\"},{\"name\":\"c\"}],"
+                            " \"initContainers\":[{\"name\":\"w\"}],"
+                            " \"ephemeralContainers\":[{\"name\":\"w\"}]}}");
+    struct podcheck_violation v;
+
+    ck_assert(!podcheck_first_new(before, before, &v));
+    ck_assert(podcheck_first_new(before, after, &v));
+    ck_assert_int_eq(v.kind, PODCHECK_CONTAINER_DUPLICATE);
+    ck_assert_str_eq(v.list, "ephemeralContainers");
+    ck_assert_str_eq(v.other_list, "initContainers");
+    ck_assert_str_eq(v.value, "w");
+    ck_assert(podcheck_has(after, &v));
+    ck_assert(!podcheck_has(before, &v));
+    ck_assert(!podcheck_first_new(after, after, &v));
+    ck_assert(!podcheck_each(NULL, collect, NULL));
+    json_decref(before);
+    json_decref(after);
+}
+END_TEST
+
+/* Thousands of violations of the pod's own, and the one an edit adds is still found. */
+START_TEST(many_old_violations)
+{
+    json_t *before =
+        tu_json("{\"spec\":{\"volumes\":[],\"containers\":[{\"name\":\"c\",\"env\":[]}]}}");
+    json_t *spec = json_object_get(before, "spec");
+    json_t *env = json_object_get(json_array_get(json_object_get(spec, "containers"), 0), "env");
+    json_t *after;
+    struct podcheck_violation v;
+
+    for (int i = 0; i < 50000; i++) {
+        json_array_append_new(json_object_get(spec, "volumes"), json_pack("{s:s}", "name", "v"));
+        json_array_append_new(env, json_pack("{s:s+}", "name", "1", i % 2 ? "a" : "b"));
+    }
+    after = json_deep_copy(before);
+    ck_assert(!podcheck_first_new(before, after, &v));
+    json_array_append_new(
+        json_object_get(
+            json_array_get(json_object_get(json_object_get(after, "spec"), "containers"), 0),
+            "env"),
+        json_pack("{s:s}", "name", "2x"));
+    ck_assert(podcheck_first_new(before, after, &v));
+    ck_assert_int_eq(v.kind, PODCHECK_ENV_NAME);
+    ck_assert_str_eq(v.value, "2x");
+    json_decref(after);
+    json_decref(before);
+}
+END_TEST
+
+static Suite *podcheck_suite(void)
+{
+    Suite *s = suite_create("podcheck");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_test(tc, every_kind_in_order);
+    tcase_add_test(tc, env_value_limit);
+    tcase_add_test(tc, first_new_ignores_what_was_there);
+    tcase_add_test(tc, many_old_violations);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(podcheck_suite());
+}
