@@ -311,19 +311,24 @@ static void selfsigned_side_stop(struct serve_selfsigned *ss)
                                           requests in flight once the listener is closed */
 #define SHUTDOWN_POLL_MS 100L
 
+/* The Jobs informers: one for every namespace, or one per --namespaces name. */
+struct serve_informers {
+    struct informer *v[SERVE_MAX_NAMESPACES]; /* owned; v[0..n) started */
+    size_t n;
+};
+
 /*
  * The operations side's objects. Flags and certwatch: main thread only. The
  * module pointers are read by serve_collect on MHD workers under lock, and
  * cleared under it (ops_stop) before those modules are stopped.
  */
 struct serve_ops {
-    const struct serve_options *opt;   /* the parsed flags, borrowed */
-    struct certwatch *watch;           /* TLS files watcher, owned */
-    struct server *srv;                /* borrowed; set before the watcher starts, then read-only */
-    pthread_mutex_t lock;              /* guards the pointers below and leader_elect */
-    struct job_cache *cache;           /* borrowed, for /metrics */
-    struct informer *const *informers; /* borrowed: serve_state's, ninformers of them */
-    size_t ninformers;
+    const struct serve_options *opt; /* the parsed flags, borrowed */
+    struct certwatch *watch;         /* TLS files watcher, owned */
+    struct server *srv;              /* borrowed; set before the watcher starts, then read-only */
+    pthread_mutex_t lock;            /* guards the pointers below and leader_elect */
+    struct job_cache *cache;         /* borrowed, for /metrics */
+    struct serve_informers *inf;     /* borrowed: serve_state's */
     const struct job_lookup *lookup; /* borrowed: pods of namespaces not served */
     struct reconciler *rec;
     struct leader *leader;
@@ -359,11 +364,11 @@ static void ops_write_informers(const struct serve_ops *ops, struct metric_write
 {
     const struct serve_options *o = ops->opt;
     struct informer_stats st[SERVE_MAX_NAMESPACES];
-    size_t n = ops->ninformers < SERVE_MAX_NAMESPACES ? ops->ninformers : SERVE_MAX_NAMESPACES;
+    size_t n = ops->inf != NULL ? ops->inf->n : 0;
     char lb[SERVE_NAMESPACE_MAX_LEN + 16];
 
     for (size_t k = 0; k < n; k++)
-        informer_get_stats(ops->informers[k], &st[k]);
+        informer_get_stats(ops->inf->v[k], &st[k]);
     for (size_t k = 0; k < n; k++)
         metric_write(w, "webhook_informer_lists_total", "counter",
                      "Completed LISTs of Volcano Jobs (start-up and relists).",
@@ -438,17 +443,14 @@ static void ops_server_config(struct serve_ops *ops, struct server_config *scfg)
     scfg->metrics_userdata = ops;
 }
 
-/* The modules /metrics reads, from now until ops_stop (each may be NULL; informers: the
- * ninformers started). */
-static void ops_attach(struct serve_ops *ops, struct job_cache *cache,
-                       struct informer *const *informers, size_t ninformers,
+/* The modules /metrics reads, from now until ops_stop (each may be NULL). */
+static void ops_attach(struct serve_ops *ops, struct job_cache *cache, struct serve_informers *inf,
                        const struct job_lookup *lookup, struct reconciler *rec,
                        struct leader *leader, bool leader_elect)
 {
     pthread_mutex_lock(&ops->lock);
     ops->cache = cache;
-    ops->informers = informers;
-    ops->ninformers = ninformers;
+    ops->inf = inf;
     ops->lookup = lookup;
     ops->rec = rec;
     ops->leader = leader;
@@ -582,14 +584,12 @@ struct serve_state {
     const struct serve_options *opt; /* the parsed flags, borrowed */
     struct job_lookup lookup;        /* admission's Job lookups; its client is owned here */
     struct job_cache *cache;         /* Jobs cache, owned */
-    struct informer *informers[SERVE_MAX_NAMESPACES]; /* list/watch threads, owned: one
-                                        for every namespace, or one per --namespaces name */
-    size_t ninformers;                                /* entries of informers started */
-    struct serve_reconcile rs;                        /* reconciler and leader election */
-    struct serve_ops ops;                             /* TLS reload, metrics, limits, shutdown */
-    struct serve_selfsigned ss;                       /* --self-signed */
-    struct server_config scfg;                        /* what server_create copies */
-    struct certs_pair pair; /* the TLS pair until the server has its copy */
+    struct serve_informers inf;      /* list/watch threads, owned */
+    struct serve_reconcile rs;       /* reconciler and leader election */
+    struct serve_ops ops;            /* TLS reload, metrics, limits, shutdown */
+    struct serve_selfsigned ss;      /* --self-signed */
+    struct server_config scfg;       /* what server_create copies */
+    struct certs_pair pair;          /* the TLS pair until the server has its copy */
     struct k8s_config kcfg;
     struct server *srv; /* owned */
     struct sigaction old_term;
@@ -706,14 +706,14 @@ static int serve_cluster_start(struct serve_state *st)
      * the handlers, the reconciler and the Lease are shared. */
     for (size_t k = 0; k < n; k++) {
         inf_cfg.ns = o->nnamespaces > 0 ? o->namespaces[k] : NULL;
-        if (informer_start(&st->informers[k], st->lookup.client, st->cache, &inf_cfg, &inf_handlers,
+        if (informer_start(&st->inf.v[k], st->lookup.client, st->cache, &inf_cfg, &inf_handlers,
                            &err)
             < 0) {
             LOG_ERROR("cannot start the jobs informer ns=%s: %s",
                       inf_cfg.ns != NULL ? inf_cfg.ns : "(all)", err.msg);
             return -1;
         }
-        st->ninformers++;
+        st->inf.n++;
     }
     if (o->nnamespaces > 0) {
         char names[SERVE_MAX_NAMESPACES * (SERVE_NAMESPACE_MAX_LEN + 1)] = "";
@@ -780,8 +780,8 @@ static int serve_server_run(struct serve_state *st)
     const struct serve_options *o = st->opt;
     struct wh_error err = {0, ""};
 
-    ops_attach(&st->ops, st->cache, st->informers, st->ninformers, &st->lookup, st->rs.rec,
-               st->rs.leader, o->leader_elect);
+    ops_attach(&st->ops, st->cache, &st->inf, &st->lookup, st->rs.rec, st->rs.leader,
+               o->leader_elect);
     if (server_run(st->srv, &err) < 0) {
         LOG_ERROR("%s", err.msg);
         return -1;
@@ -847,8 +847,8 @@ static void serve_stop(struct serve_state *st)
     lookup_dispose(&st->lookup);   /* after the server: its workers were the lookups */
     selfsigned_side_stop(&st->ss); /* after the server: its readiness reads the patcher */
     /* joins the threads: nothing uses the client or the cache after */
-    for (size_t k = 0; k < st->ninformers; k++)
-        informer_stop(st->informers[k]);
+    for (size_t k = 0; k < st->inf.n; k++)
+        informer_stop(st->inf.v[k]);
     reconcile_stop(st->rs.rec); /* after the informer (its handlers queue); joins the workers */
     if (st->lookup.client != NULL)
         k8s_client_destroy(st->lookup.client);
