@@ -328,6 +328,76 @@ static void render_own(void *userdata, struct metric_writer *w)
     render_process(w);
 }
 
+/* The labels of informer k's series: none for the one informer of every namespace, else
+ * namespace="NS" (names are DNS-1123 labels: nothing to escape). */
+static const char *informer_labels(const struct metrics_running *r, size_t k, char *buf, size_t len)
+{
+    if (r->informer_namespaces == NULL)
+        return NULL;
+    snprintf(buf, len, "namespace=\"%s\"", r->informer_namespaces[k]);
+    return buf;
+}
+
+/* A family's series follow each other (base/metric.c writes HELP and TYPE once): one loop
+ * over the informers per family. */
+static void write_informers(struct metric_writer *w, const struct metrics_running *r)
+{
+    const struct informer_stats *st = r->informers;
+    char lb[96];
+
+    for (size_t k = 0; k < r->ninformers; k++)
+        metric_write(w, "webhook_informer_lists_total", "counter",
+                     "Completed LISTs of Volcano Jobs (start-up and relists).",
+                     informer_labels(r, k, lb, sizeof(lb)), (double)st[k].lists);
+    for (size_t k = 0; k < r->ninformers; k++)
+        metric_write(w, "webhook_informer_watches_total", "counter",
+                     "WATCH requests of Volcano Jobs started.",
+                     informer_labels(r, k, lb, sizeof(lb)), (double)st[k].watches);
+    for (size_t k = 0; k < r->ninformers; k++)
+        metric_write(w, "webhook_informer_relists_total", "counter",
+                     "LISTs caused by 410 Gone (watch history expired).",
+                     informer_labels(r, k, lb, sizeof(lb)), (double)st[k].relists_gone);
+    for (size_t k = 0; k < r->ninformers; k++)
+        metric_write(w, "webhook_informer_errors_total", "counter",
+                     "Failed LIST or WATCH attempts (retried with backoff).",
+                     informer_labels(r, k, lb, sizeof(lb)), (double)st[k].errors);
+    for (size_t k = 0; k < r->ninformers; k++)
+        metric_write(w, "webhook_watch_restarts_total", "counter",
+                     "WATCHes of Volcano Jobs started after the first one.",
+                     informer_labels(r, k, lb, sizeof(lb)),
+                     (double)(st[k].watches > 0 ? st[k].watches - 1 : 0));
+}
+
+void metrics_write_running(struct metric_writer *w, const struct metrics_running *r)
+{
+    if (r->has_cache)
+        metric_write(w, "webhook_cache_jobs", "gauge", "Volcano Jobs in the informer cache.", NULL,
+                     (double)r->cache_jobs);
+    write_informers(w, r);
+    if (r->has_lookup)
+        metric_write(w, "webhook_admission_namespace_not_served_total", "counter",
+                     "Pods of namespaces not served (--namespaces), allowed unpatched without "
+                     "a lookup.",
+                     NULL, (double)r->namespace_not_served);
+    if (r->has_reconciler) {
+        const struct reconcile_stats *st = &r->reconcile;
+
+        metric_write(w, "webhook_reconcile_total", "counter",
+                     "Job keys reconciled (job hooks run).", NULL, (double)st->reconciles);
+        metric_write(w, "webhook_reconcile_errors_total", "counter",
+                     "Failed job hook runs (retried with backoff).", NULL, (double)st->errors);
+        metric_write(w, "webhook_reconcile_queue_length", "gauge",
+                     "Job keys waiting to be reconciled.", NULL, (double)st->queue_len);
+        metric_write(w, "webhook_reconcile_foreign_objects_total", "counter",
+                     "Objects with a plugin's name that belong to someone else, left alone.", NULL,
+                     (double)st->foreign);
+    }
+    metric_write(w, "webhook_leader", "gauge",
+                 "1 while this replica reconciles: it holds the Lease, or "
+                 "--leader-elect=false; else 0.",
+                 NULL, r->leading ? 1 : 0);
+}
+
 char *metrics_render(metric_collect_fn collect, void *userdata, size_t *len_out)
 {
     const metric_collect_fn fns[] = {render_own, collect};

@@ -15,6 +15,8 @@
 #include <stddef.h>
 
 #include "base/metric.h"
+#include "controller/informer.h"
+#include "controller/reconcile.h"
 
 /* What one admission came to (the outcome label of webhook_admission_requests_total). */
 enum metrics_outcome {
@@ -35,6 +37,28 @@ void metrics_plugin_patch(size_t k);
 
 /** n warnings were sent in one AdmissionResponse. */
 void metrics_warnings(unsigned n);
+
+/* The values of the running objects (cache, informers, lookup, reconciler, leader)
+ * that a scrape reads: serve's collect callback fills it and hands it to
+ * metrics_write_running, so that their names too are in this catalogue. */
+struct metrics_running {
+    bool has_cache;
+    size_t cache_jobs;                      /* webhook_cache_jobs */
+    size_t ninformers;                      /* entries of informers */
+    const struct informer_stats *informers; /* borrowed */
+    const char *const *informer_namespaces; /* label of each, NULL: one, unlabelled */
+    bool has_lookup;
+    unsigned long namespace_not_served; /* webhook_admission_namespace_not_served_total */
+    bool has_reconciler;
+    struct reconcile_stats reconcile; /* webhook_reconcile_* */
+    bool leading;                     /* webhook_leader */
+};
+
+/**
+ * Write the families of r (each only when its object exists, webhook_leader always).
+ * Called from a collect callback with its writer; r and what it points to are borrowed.
+ */
+void metrics_write_running(struct metric_writer *w, const struct metrics_running *r);
 
 /**
  * Render every family of the catalogue (this module's values and those other

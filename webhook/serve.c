@@ -344,91 +344,36 @@ static void ops_init(struct serve_ops *ops, const struct serve_options *opt)
     ops->opt = opt;
 }
 
-/* The labels of informer k's series: none for the informer of every namespace, else
- * namespace="NS" (names are DNS-1123 labels: nothing to escape). */
-static const char *informer_labels(const struct serve_options *o, size_t k, char *buf, size_t len)
-{
-    if (o->nnamespaces == 0)
-        return NULL;
-    snprintf(buf, len, "namespace=\"%s\"", o->namespaces[k]);
-    return buf;
-}
-
-/*
- * The informers' counters: unlabelled for the one informer of every namespace, else
- * one series per informer labelled namespace="NS" (--namespaces). A family's series
- * must follow each other (base/metric.c writes HELP and TYPE once), hence a loop over
- * the informers per family. ops->lock held.
- */
-static void ops_write_informers(const struct serve_ops *ops, struct metric_writer *w)
-{
-    const struct serve_options *o = ops->opt;
-    struct informer_stats st[SERVE_MAX_NAMESPACES];
-    size_t n = ops->inf != NULL ? ops->inf->n : 0;
-    char lb[SERVE_NAMESPACE_MAX_LEN + 16];
-
-    for (size_t k = 0; k < n; k++)
-        informer_get_stats(ops->inf->v[k], &st[k]);
-    for (size_t k = 0; k < n; k++)
-        metric_write(w, "webhook_informer_lists_total", "counter",
-                     "Completed LISTs of Volcano Jobs (start-up and relists).",
-                     informer_labels(o, k, lb, sizeof(lb)), (double)st[k].lists);
-    for (size_t k = 0; k < n; k++)
-        metric_write(w, "webhook_informer_watches_total", "counter",
-                     "WATCH requests of Volcano Jobs started.",
-                     informer_labels(o, k, lb, sizeof(lb)), (double)st[k].watches);
-    for (size_t k = 0; k < n; k++)
-        metric_write(w, "webhook_informer_relists_total", "counter",
-                     "LISTs caused by 410 Gone (watch history expired).",
-                     informer_labels(o, k, lb, sizeof(lb)), (double)st[k].relists_gone);
-    for (size_t k = 0; k < n; k++)
-        metric_write(w, "webhook_informer_errors_total", "counter",
-                     "Failed LIST or WATCH attempts (retried with backoff).",
-                     informer_labels(o, k, lb, sizeof(lb)), (double)st[k].errors);
-    for (size_t k = 0; k < n; k++)
-        metric_write(w, "webhook_watch_restarts_total", "counter",
-                     "WATCHes of Volcano Jobs started after the first one.",
-                     informer_labels(o, k, lb, sizeof(lb)),
-                     (double)(st[k].watches > 0 ? st[k].watches - 1 : 0));
-}
-
-/* server_config.metrics_collect (MHD workers): values other modules own. */
+/* server_config.metrics_collect (MHD workers): the running objects' values, named by the
+ * catalogue (webhook/metrics.c). */
 static void serve_collect(void *userdata, struct metric_writer *w)
 {
     struct serve_ops *ops = userdata;
+    struct informer_stats st[SERVE_MAX_NAMESPACES];
+    const char *ns[SERVE_MAX_NAMESPACES];
+    struct metrics_running r = {0};
 
     pthread_mutex_lock(&ops->lock);
     if (!ops->attached) {
         pthread_mutex_unlock(&ops->lock);
         return;
     }
-    if (ops->cache != NULL)
-        metric_write(w, "webhook_cache_jobs", "gauge", "Volcano Jobs in the informer cache.", NULL,
-                     (double)cache_size(ops->cache));
-    ops_write_informers(ops, w);
-    if (ops->lookup != NULL)
-        metric_write(w, "webhook_admission_namespace_not_served_total", "counter",
-                     "Pods of namespaces not served (--namespaces), allowed unpatched without "
-                     "a lookup.",
-                     NULL, (double)lookup_not_served(ops->lookup));
-    if (ops->rec != NULL) {
-        struct reconcile_stats st;
-
-        reconcile_get_stats(ops->rec, &st);
-        metric_write(w, "webhook_reconcile_total", "counter",
-                     "Job keys reconciled (job hooks run).", NULL, (double)st.reconciles);
-        metric_write(w, "webhook_reconcile_errors_total", "counter",
-                     "Failed job hook runs (retried with backoff).", NULL, (double)st.errors);
-        metric_write(w, "webhook_reconcile_queue_length", "gauge",
-                     "Job keys waiting to be reconciled.", NULL, (double)st.queue_len);
-        metric_write(w, "webhook_reconcile_foreign_objects_total", "counter",
-                     "Objects with a plugin's name that belong to someone else, left alone.", NULL,
-                     (double)st.foreign);
-    }
-    metric_write(w, "webhook_leader", "gauge",
-                 "1 while this replica reconciles: it holds the Lease, or "
-                 "--leader-elect=false; else 0.",
-                 NULL, !ops->leader_elect || leader_is_leading(ops->leader) ? 1 : 0);
+    r.has_cache = ops->cache != NULL;
+    r.cache_jobs = ops->cache != NULL ? cache_size(ops->cache) : 0;
+    r.ninformers = ops->inf != NULL ? ops->inf->n : 0;
+    for (size_t k = 0; k < r.ninformers; k++)
+        informer_get_stats(ops->inf->v[k], &st[k]);
+    r.informers = st;
+    for (size_t k = 0; k < ops->opt->nnamespaces && k < SERVE_MAX_NAMESPACES; k++)
+        ns[k] = ops->opt->namespaces[k];
+    r.informer_namespaces = ops->opt->nnamespaces > 0 ? ns : NULL;
+    r.has_lookup = ops->lookup != NULL;
+    r.namespace_not_served = ops->lookup != NULL ? lookup_not_served(ops->lookup) : 0;
+    r.has_reconciler = ops->rec != NULL;
+    if (ops->rec != NULL)
+        reconcile_get_stats(ops->rec, &r.reconcile);
+    r.leading = !ops->leader_elect || leader_is_leading(ops->leader);
+    metrics_write_running(w, &r);
     pthread_mutex_unlock(&ops->lock);
 }
 
