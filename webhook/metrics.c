@@ -328,6 +328,14 @@ static void render_own(void *userdata, struct metric_writer *w)
     render_process(w);
 }
 
+void metrics_write_cabundle_repairs(struct metric_writer *w, unsigned long long repairs)
+{
+    metric_write(w, "webhook_tls_cabundle_repairs_total", "counter",
+                 "caBundles of the webhook configurations found changed by hand and repaired "
+                 "(--cert-secret).",
+                 NULL, (double)repairs);
+}
+
 char *metrics_render(metric_collect_fn collect, void *userdata, size_t *len_out)
 {
     const metric_collect_fn fns[] = {render_own, collect};

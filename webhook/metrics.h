@@ -45,6 +45,15 @@ void metrics_warnings(unsigned n);
  */
 char *metrics_render(metric_collect_fn collect, void *userdata, size_t *len_out);
 
+/**
+ * Write webhook_tls_cabundle_repairs_total (counter): caBundles found changed by hand
+ * and repaired by the managed certificates (--cert-secret). The value is the keeper's
+ * (controller/certkeeper.h, certkeeper_repairs), so the collect callback of the
+ * process that runs one (webhook/serve.c) writes it; the name, type and help text
+ * live here with the rest of the catalogue. Any thread (w is the caller's).
+ */
+void metrics_write_cabundle_repairs(struct metric_writer *w, unsigned long long repairs);
+
 /** Zero every recorded value (tests only; not thread-safe against recorders). */
 void metrics_reset(void);
 
