@@ -21,6 +21,14 @@
  * before the free. The map holds each entry as a json_integer of its address
  * (jansson is the string-keyed hashtable here; the entry is released by hand when
  * its key goes). The synced flag is an atomic_bool, read without the lock.
+ *
+ * A namespaced cache (cache_create_namespaced: --namespaces) holds the Jobs of
+ * its namespaces only and has one writer per namespace (one informer each), so
+ * the writers are serialised by write_mu: cache_replace_namespace builds the new
+ * map from the current one outside the rwlock (readers are not held up while it
+ * copies), and no other writer may change the map meanwhile. Each namespace's
+ * first LIST is marked (ns_synced, under write_mu); the cache is synced when
+ * every namespace is.
  */
 #include "controller/cache.h"
 
@@ -36,7 +44,12 @@
 struct job_cache {
     pthread_rwlock_t lock;
     json_t *map;        /* owned; "ns/name" → entry address (one entry ref each); under lock */
-    atomic_bool synced; /* the first LIST has completed */
+    atomic_bool synced; /* the first LIST has completed (of every namespace) */
+    pthread_mutex_t write_mu; /* serialises the writers (one informer per namespace) */
+    char **namespaces;        /* owned; the namespaces served, NULL: every namespace */
+    size_t nnamespaces;       /* entries of namespaces (and of ns_synced) */
+    bool *ns_synced;          /* owned; namespace k's first LIST done; under write_mu */
+    size_t nsynced;           /* true entries of ns_synced; under write_mu */
 };
 
 struct cached_job {
@@ -233,13 +246,56 @@ static int job_key(char *buf, size_t len, const json_t *job)
 
 struct job_cache *cache_create(void)
 {
+    return cache_create_namespaced(NULL, 0);
+}
+
+/* The namespaces and their synced marks, copied (n > 0). @return 0 or WH_ENOMEM. */
+static int copy_namespaces(struct job_cache *c, const char *const *namespaces, size_t n)
+{
+    c->namespaces = calloc(n, sizeof(*c->namespaces));
+    c->ns_synced = calloc(n, sizeof(*c->ns_synced));
+    if (c->namespaces == NULL || c->ns_synced == NULL)
+        return WH_ENOMEM;
+    c->nnamespaces = n;
+    for (size_t k = 0; k < n; k++) {
+        c->namespaces[k] = strdup(namespaces[k]);
+        if (c->namespaces[k] == NULL)
+            return WH_ENOMEM;
+    }
+    return 0;
+}
+
+/* Free what copy_namespaces made (any part of it). */
+static void free_namespaces(struct job_cache *c)
+{
+    for (size_t k = 0; c->namespaces != NULL && k < c->nnamespaces; k++)
+        free(c->namespaces[k]);
+    free(c->namespaces);
+    free(c->ns_synced);
+}
+
+struct job_cache *cache_create_namespaced(const char *const *namespaces, size_t n)
+{
     struct job_cache *c = calloc(1, sizeof(*c));
 
     if (c == NULL)
         return NULL;
+    if (n > 0 && copy_namespaces(c, namespaces, n) < 0) {
+        free_namespaces(c);
+        free(c);
+        return NULL;
+    }
     c->map = json_object();
     if (c->map == NULL || pthread_rwlock_init(&c->lock, NULL) != 0) {
         json_decref(c->map);
+        free_namespaces(c);
+        free(c);
+        return NULL;
+    }
+    if (pthread_mutex_init(&c->write_mu, NULL) != 0) {
+        pthread_rwlock_destroy(&c->lock);
+        json_decref(c->map);
+        free_namespaces(c);
         free(c);
         return NULL;
     }
@@ -251,9 +307,33 @@ void cache_destroy(struct job_cache *c)
 {
     if (c == NULL)
         return;
+    pthread_mutex_destroy(&c->write_mu);
     pthread_rwlock_destroy(&c->lock);
     map_free(c->map);
+    free_namespaces(c);
     free(c);
+}
+
+/* The index of ns among c's namespaces, or -1 (also for a cache of every namespace). */
+static long namespace_index(const struct job_cache *c, const char *ns)
+{
+    for (size_t k = 0; ns != NULL && k < c->nnamespaces; k++)
+        if (strcmp(c->namespaces[k], ns) == 0)
+            return (long)k;
+    return -1;
+}
+
+bool cache_serves(const struct job_cache *c, const char *ns)
+{
+    return c->nnamespaces == 0 || namespace_index(c, ns) >= 0;
+}
+
+/* Whether the key "ns/name" is one of namespace ns. */
+static bool key_in_namespace(const char *key, const char *ns)
+{
+    size_t n = strlen(ns);
+
+    return strncmp(key, ns, n) == 0 && key[n] == '/';
 }
 
 int cache_get(struct job_cache *c, const char *ns, const char *name, json_t **job_out)
@@ -292,12 +372,17 @@ int cache_put(struct job_cache *c, json_t *job)
 
     if (!json_is_object(job) || job_key(key, sizeof(key), job) < 0)
         return WH_EINVAL;
+    if (!cache_serves(
+            c, json_string_value(json_object_get(json_object_get(job, "metadata"), "namespace"))))
+        return WH_EINVAL;
     e = entry_new(job); /* before the lock: readers wait only for the swap */
     if (e == NULL)
         return WH_ENOMEM;
+    pthread_mutex_lock(&c->write_mu);
     pthread_rwlock_wrlock(&c->lock);
     rc = map_set(c->map, key, e, &old);
     pthread_rwlock_unlock(&c->lock);
+    pthread_mutex_unlock(&c->write_mu);
     if (rc < 0) {
         entry_release(e);
         return WH_ENOMEM;
@@ -314,11 +399,13 @@ int cache_remove(struct job_cache *c, const char *ns, const char *name)
 
     if (make_key(key, sizeof(key), ns, name) < 0)
         return WH_ENOTFOUND;
+    pthread_mutex_lock(&c->write_mu);
     pthread_rwlock_wrlock(&c->lock);
     old = map_get(c->map, key);
     if (old != NULL)
         json_object_del(c->map, key);
     pthread_rwlock_unlock(&c->lock);
+    pthread_mutex_unlock(&c->write_mu);
     if (old == NULL)
         return WH_ENOTFOUND;
     entry_release(old);
@@ -406,45 +493,129 @@ static int report(cache_change_fn on_change, void *userdata, const struct cached
     return rc;
 }
 
+/*
+ * The differences from old to fresh (maps of entries) to on_change (NULL: none), as
+ * cache_replace_all describes. Both maps must be private to the caller or changed
+ * by no other thread. @return 0 or WH_ENOMEM (the rest is not reported).
+ */
+static int report_changes(const json_t *old, const json_t *fresh, cache_change_fn on_change,
+                          void *userdata)
+{
+    const char *key;
+    json_t *v;
+    int rc = 0;
+
+    if (on_change == NULL)
+        return 0;
+    json_object_foreach((json_t *)old, key, v) {
+        if (rc == 0 && json_object_get(fresh, key) == NULL)
+            rc = report(on_change, userdata, entry_of(v), NULL);
+    }
+    json_object_foreach((json_t *)fresh, key, v) {
+        const struct cached_job *was = map_get(old, key);
+        const struct cached_job *e = entry_of(v);
+
+        if (rc != 0
+            || (was != NULL && was->len == e->len && memcmp(was->text, e->text, e->len) == 0))
+            continue;
+        rc = report(on_change, userdata, was, e);
+    }
+    return rc;
+}
+
 int cache_replace_all(struct job_cache *c, struct cache_batch *b, cache_change_fn on_change,
                       void *userdata)
 {
     json_t *empty = json_object();
     json_t *old;
     json_t *fresh;
-    const char *key;
-    json_t *v;
-    int rc = 0;
+    int rc;
 
     if (empty == NULL)
         return WH_ENOMEM;
     fresh = b->map;
     b->map = empty;
+    pthread_mutex_lock(&c->write_mu);
     pthread_rwlock_wrlock(&c->lock);
     old = c->map;
     c->map = fresh;
     pthread_rwlock_unlock(&c->lock);
+    pthread_mutex_unlock(&c->write_mu);
 
     /*
      * The old map is private now, and fresh changes only by this thread (the one
      * writer): both are read without the lock, so the handlers run outside it.
      */
-    if (on_change != NULL) {
-        json_object_foreach(old, key, v) {
-            if (rc == 0 && json_object_get(fresh, key) == NULL)
-                rc = report(on_change, userdata, entry_of(v), NULL);
-        }
-        json_object_foreach(fresh, key, v) {
-            const struct cached_job *was = map_get(old, key);
-            const struct cached_job *e = entry_of(v);
-
-            if (rc != 0
-                || (was != NULL && was->len == e->len && memcmp(was->text, e->text, e->len) == 0))
-                continue;
-            rc = report(on_change, userdata, was, e);
-        }
-    }
+    rc = report_changes(old, fresh, on_change, userdata);
     map_free(old);
+    return rc;
+}
+
+/* Store e under key with a reference of its own. @return 0 or WH_ENOMEM (nothing kept). */
+static int map_add_ref(json_t *map, const char *key, struct cached_job *e)
+{
+    /* The caller holds a reference (a map's, under write_mu): a relaxed increment will do. */
+    atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
+    if (json_object_set_new(map, key, json_integer((json_int_t)(uintptr_t)e)) < 0) {
+        entry_release(e);
+        return WH_ENOMEM;
+    }
+    return 0;
+}
+
+int cache_replace_namespace(struct job_cache *c, const char *ns, struct cache_batch *b,
+                            cache_change_fn on_change, void *userdata)
+{
+    json_t *fresh = json_object(); /* the whole new map */
+    json_t *was = json_object();   /* ns's entries before (private) */
+    json_t *mine = json_object();  /* ns's entries now (private) */
+    json_t *empty = json_object();
+    json_t *old = NULL;
+    const char *key;
+    json_t *v;
+    int rc = WH_ENOMEM;
+
+    if (ns == NULL || ns[0] == '\0' || !cache_serves(c, ns)) {
+        json_decref(fresh);
+        json_decref(was);
+        json_decref(mine);
+        json_decref(empty);
+        return WH_EINVAL;
+    }
+    pthread_mutex_lock(&c->write_mu);
+    if (fresh == NULL || was == NULL || mine == NULL || empty == NULL)
+        goto unlock;
+    /* Writers wait on write_mu, so c->map is read here without the rwlock. */
+    json_object_foreach(c->map, key, v) {
+        if (map_add_ref(key_in_namespace(key, ns) ? was : fresh, key, entry_of(v)) < 0)
+            goto unlock;
+    }
+    json_object_foreach(b->map, key, v) {
+        /* Another namespace's Job in ns's LIST (a misbehaving server): not kept. */
+        if (!key_in_namespace(key, ns))
+            continue;
+        if (map_add_ref(fresh, key, entry_of(v)) < 0 || map_add_ref(mine, key, entry_of(v)) < 0)
+            goto unlock;
+    }
+    pthread_rwlock_wrlock(&c->lock);
+    old = c->map;
+    c->map = fresh;
+    fresh = NULL; /* now owned by the cache */
+    pthread_rwlock_unlock(&c->lock);
+    rc = 0;
+unlock:
+    pthread_mutex_unlock(&c->write_mu);
+    map_free(fresh);
+    map_free(old);
+    if (rc == 0) {
+        map_free(b->map);
+        b->map = empty;
+        empty = NULL;
+        rc = report_changes(was, mine, on_change, userdata);
+    }
+    json_decref(empty);
+    map_free(was);
+    map_free(mine);
     return rc;
 }
 
@@ -486,4 +657,19 @@ bool cache_synced(struct job_cache *c)
 void cache_set_synced(struct job_cache *c, bool synced)
 {
     atomic_store(&c->synced, synced);
+}
+
+void cache_set_namespace_synced(struct job_cache *c, const char *ns)
+{
+    long k = namespace_index(c, ns);
+
+    if (k < 0)
+        return;
+    pthread_mutex_lock(&c->write_mu);
+    if (!c->ns_synced[k]) {
+        c->ns_synced[k] = true;
+        if (++c->nsynced == c->nnamespaces)
+            atomic_store(&c->synced, true);
+    }
+    pthread_mutex_unlock(&c->write_mu);
 }

@@ -2,7 +2,8 @@
  * cache.h - the Jobs cache (informer store): namespace/name → Job.
  *
  * Threads: many readers (MHD workers, reconcile workers), one writer (the
- * informer thread). A pthread_rwlock guards the map. The cache keeps, for each
+ * informer thread), or one per namespace for a namespaced cache (--namespaces:
+ * one informer each; a mutex serialises them). A pthread_rwlock guards the map. The cache keeps, for each
  * Job, the compact JSON text of the fields its readers use (cache.c says which
  * and why text); every read parses a private tree from it, outside the lock
  * (a jansson tree is not safe to share between threads), so no jansson object
@@ -21,6 +22,22 @@ struct job_cache;
 
 /** @return a new empty cache, NULL on ENOMEM. */
 struct job_cache *cache_create(void);
+/**
+ * A cache of the Jobs of these namespaces only (serve --namespaces), each filled
+ * by its own informer (cache_replace_namespace, cache_put) and synced when every
+ * one of them has marked its first LIST (cache_set_namespace_synced). The names
+ * are copied; n == 0 is cache_create (every namespace).
+ * @return a new empty cache, NULL on ENOMEM.
+ */
+struct job_cache *cache_create_namespaced(const char *const *namespaces, size_t n);
+
+/**
+ * Whether the cache holds the Jobs of namespace ns: true for every ns in a cache
+ * of every namespace. Any thread (the namespaces never change). A lookup that
+ * misses for a namespace not served must not ask the API server (lookup.h).
+ */
+bool cache_serves(const struct job_cache *c, const char *ns);
+
 /** Free the cache and its references. No other thread may use it any more. */
 void cache_destroy(struct job_cache *c);
 
@@ -40,7 +57,8 @@ int cache_get(struct job_cache *c, const char *ns, const char *name, json_t **jo
  * status.state.phase. An object left empty by this is dropped; a value of an
  * unexpected type is kept as it is. Every Job the cache hands out (cache_get,
  * cache_list, cache_replace_all's reports) is such a Job.
- * @return 0, WH_EINVAL (not an object, or no namespace or name), or WH_ENOMEM.
+ * @return 0, WH_EINVAL (not an object, no namespace or name, or a namespace the
+ *         cache does not serve), or WH_ENOMEM.
  */
 int cache_put(struct job_cache *c, json_t *job);
 /**
@@ -89,12 +107,28 @@ typedef void (*cache_change_fn)(void *userdata, const json_t *old_job, const jso
  * on_change (NULL: none), outside the lock: the Jobs gone first, then the new and
  * changed ones in the batch's order (a Job whose uid changed: its old uid gone, then
  * the new one, at its place in that order). The batch is left empty. Only the cache's one
- * writer (the informer thread) may call it, as for cache_put.
+ * writer (the informer thread) may call it, and only on a cache of every namespace
+ * (a namespaced cache has one writer per namespace: cache_replace_namespace).
  * @return 0; WH_ENOMEM before the swap (nothing changed), or during the report
  *         (the cache is replaced; the rest of the differences are not reported).
  */
 int cache_replace_all(struct job_cache *c, struct cache_batch *b, cache_change_fn on_change,
                       void *userdata);
+
+/**
+ * cache_replace_all for the Jobs of namespace ns only (a namespaced informer's
+ * LIST): the cached Jobs of ns become the batch's, those of other namespaces stay
+ * as they are (another informer writes them). Batch Jobs of another namespace are
+ * dropped. The differences of ns are reported as cache_replace_all reports them,
+ * outside every lock. Only ns's writer (its informer thread) may call it. The new
+ * map is built from a copy of the old one's entry references (a few dozen bytes a
+ * Job, for the call) while the other writers wait; readers wait only for the swap.
+ * @return 0; WH_EINVAL (ns NULL, "" or not served: nothing changed); WH_ENOMEM before
+ *         the swap (nothing changed, the batch kept), or during the report (the cache
+ *         is replaced; the rest is not reported).
+ */
+int cache_replace_namespace(struct job_cache *c, const char *ns, struct cache_batch *b,
+                            cache_change_fn on_change, void *userdata);
 
 /** @return new reference: array of copies of every cached Job (a snapshot, for resyncs);
  *  NULL on ENOMEM. */
@@ -102,8 +136,16 @@ json_t *cache_list(struct job_cache *c);
 
 size_t cache_size(struct job_cache *c);
 
-/** Whether the first LIST has completed (readiness, /readyz). */
+/** Whether the first LIST has completed, of every namespace for a namespaced cache
+ *  (readiness, /readyz). Any thread (an atomic). */
 bool cache_synced(struct job_cache *c);
+/** Set whether the cache is synced (a cache of every namespace: its informer). */
 void cache_set_synced(struct job_cache *c, bool synced);
+/**
+ * Mark namespace ns's first LIST done (its informer); the cache is synced once
+ * every namespace is marked. Marking twice, or a namespace not served, changes
+ * nothing. Any writer thread.
+ */
+void cache_set_namespace_synced(struct job_cache *c, const char *ns);
 
 #endif

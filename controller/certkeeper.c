@@ -443,8 +443,8 @@ static int configs_sync(struct certkeeper *ck, struct configs *c, const char *b6
                              "application/json-patch+json", ck->timeout_ms, NULL, &e);
         json_decref(ops);
         if (rc < 0) {
-            LOG_WARN("certkeeper: caBundle patch failed %s=%s code=\"%s\" err=\"%s\"",
-                     config_kinds[k], ck->webhook_config, wh_error_str(rc), e.msg);
+            LOG_WARN("certkeeper: caBundle patch failed %s=%s code=\"%s\" err=%s", config_kinds[k],
+                     ck->webhook_config, wh_error_str(rc), LOG_QUOTED(e.msg));
             *all_hold = false;
             if (first == 0)
                 first = wh_error_set(err, rc, "%s", e.msg);
@@ -711,8 +711,8 @@ static int replica_round(struct certkeeper *ck, struct wh_error *err)
 
                 if (prc < 0) {
                     LOG_WARN("certkeeper: the new pair could not be served code=\"%s\" "
-                             "err=\"%s\"",
-                             wh_error_str(prc), perr.msg);
+                             "err=%s",
+                             wh_error_str(prc), LOG_QUOTED(perr.msg));
                     free(copy);
                     goto readiness;
                 }
@@ -757,14 +757,14 @@ int certkeeper_sync(struct certkeeper *ck, struct wh_error *err)
                      "it again",
                      ck->ns, ck->secret);
         else if (lrc < 0)
-            LOG_WARN("certkeeper: round failed code=\"%s\" err=\"%s\"", wh_error_str(lrc),
-                     lerr.msg);
+            LOG_WARN("certkeeper: round failed code=\"%s\" err=%s", wh_error_str(lrc),
+                     LOG_QUOTED(lerr.msg));
     }
     rc = replica_round(ck, err);
     if (rc < 0)
         LOG_WARN("certkeeper: cannot read secret %s/%s or the webhook configurations "
-                 "code=\"%s\" err=\"%s\"",
-                 ck->ns, ck->secret, wh_error_str(rc), err != NULL ? err->msg : "");
+                 "code=\"%s\" err=%s",
+                 ck->ns, ck->secret, wh_error_str(rc), LOG_QUOTED(err != NULL ? err->msg : ""));
     if (lrc < 0)
         return wh_error_set(err, lrc, "%s", lerr.msg);
     return rc;

@@ -32,6 +32,12 @@
  * size is kept for the informer's life: growing back would fail again at the
  * next relist, and smaller pages only cost more requests.
  *
+ * Namespaced (informer_config.ns, serve --namespaces: one informer per
+ * namespace, all on one cache): LIST and WATCH .../namespaces/NS/jobs, and a
+ * LIST replaces that namespace's Jobs only (cache_replace_namespace), marking it
+ * synced (cache_set_namespace_synced). A Job of another namespace in the answer
+ * is skipped like an object of another kind.
+ *
  * Objects of another kind than batch.volcano.sh/v1alpha1 Job (a misbehaving
  * proxy) are skipped, logged and counted in errors. LIST items may omit kind
  * and apiVersion (they are filled in), watch events may not.
@@ -64,9 +70,12 @@
 #include "base/clock.h"
 #include "base/heap.h"
 #include "base/log.h"
+#include "k8s/names.h"
 #include "k8s/watch.h"
 
 #define JOBS_PATH       "/apis/batch.volcano.sh/v1alpha1/jobs"
+#define NS_JOBS_PATH    "/apis/batch.volcano.sh/v1alpha1/namespaces/%s/jobs"
+#define NS_MAX_LEN      K8S_LABEL_MAX /* a namespace name is a DNS-1123 label */
 #define JOB_API_VERSION "batch.volcano.sh/v1alpha1"
 
 #define DEFAULT_PAGE_SIZE          500L
@@ -82,6 +91,8 @@ struct informer {
     struct job_cache *cache;    /* borrowed */
     struct informer_config cfg; /* defaults filled in */
     struct informer_handlers h;
+    char ns[NS_MAX_LEN + 1];  /* cfg.ns copied; "" = every namespace */
+    char path[128];           /* the Jobs collection listed and watched */
     struct backoff_thread th; /* the informer thread, stopped by informer_stop */
 
     atomic_ulong lists;
@@ -170,6 +181,22 @@ static void warn_wrong_kind(const json_t *obj, const char *where)
              str_or(meta_str(obj, "namespace"), ""), str_or(meta_str(obj, "name"), ""));
 }
 
+/* Whether obj belongs to another namespace than the one inf watches (never for every
+ * namespace). */
+static bool other_namespace(const struct informer *inf, const json_t *obj)
+{
+    const char *ns = meta_str(obj, "namespace");
+
+    return inf->ns[0] != '\0' && (ns == NULL || strcmp(ns, inf->ns) != 0);
+}
+
+/* Log an object of another namespace than ours; where: "list" or "watch". */
+static void warn_other_namespace(const struct informer *inf, const json_t *obj, const char *where)
+{
+    LOG_WARN("informer: skipped a job of another namespace in the jobs %s ns=%s job=%s/%s", where,
+             inf->ns, str_or(meta_str(obj, "namespace"), ""), str_or(meta_str(obj, "name"), ""));
+}
+
 /* Items of a Job LIST may lack apiVersion/kind (kube omits them in lists): add them. */
 static void fill_type_meta(json_t *job)
 {
@@ -197,6 +224,12 @@ static int add_page(void *userdata, json_t *items, struct wh_error *err)
             /* One line per LIST, not per item: a proxy may answer with thousands. */
             if (r->inf->skipped++ == 0)
                 warn_wrong_kind(job, "list");
+            atomic_fetch_add(&r->inf->errors, 1);
+            continue;
+        }
+        if (json_is_object(job) && other_namespace(r->inf, job)) {
+            if (r->inf->skipped++ == 0)
+                warn_other_namespace(r->inf, job, "list");
             atomic_fetch_add(&r->inf->errors, 1);
             continue;
         }
@@ -242,26 +275,33 @@ static int informer_list(struct informer *inf, struct wh_error *err)
     if (batch == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
     inf->skipped = 0;
-    rc = k8s_list_pages(inf->client, JOBS_PATH, inf->page_size, inf->cfg.request_timeout_ms,
+    rc = k8s_list_pages(inf->client, inf->path, inf->page_size, inf->cfg.request_timeout_ms,
                         add_page, &report, &rv, err);
     if (inf->skipped > 1)
-        LOG_WARN("informer: skipped objects of another kind in the jobs list count=%zu",
+        LOG_WARN("informer: skipped objects of another kind or namespace in the jobs list "
+                 "count=%zu",
                  inf->skipped);
     if (rc < 0)
         goto out;
-    rc = cache_replace_all(inf->cache, batch, on_list_change, &report);
+    if (inf->ns[0] != '\0')
+        rc = cache_replace_namespace(inf->cache, inf->ns, batch, on_list_change, &report);
+    else
+        rc = cache_replace_all(inf->cache, batch, on_list_change, &report);
     if (rc < 0) {
         wh_error_set(err, rc, "cannot replace the jobs cache: %s", wh_error_str(rc));
         goto out;
     }
-    cache_set_synced(inf->cache, true);
+    if (inf->ns[0] != '\0')
+        cache_set_namespace_synced(inf->cache, inf->ns);
+    else
+        cache_set_synced(inf->cache, true);
     free(inf->rv);
     inf->rv = rv;
     rv = NULL; /* now owned by inf */
     inf->progressed = false;
     atomic_fetch_add(&inf->lists, 1);
-    LOG_INFO("informer: listed jobs=%zu removed=%zu resource_version=%s", cache_size(inf->cache),
-             report.removed, str_or(inf->rv, ""));
+    LOG_INFO("informer: listed path=%s jobs=%zu removed=%zu resource_version=%s", inf->path,
+             cache_size(inf->cache), report.removed, str_or(inf->rv, ""));
 out:
     free(rv);
     cache_batch_destroy(batch);
@@ -285,6 +325,12 @@ static int on_watch_event(void *userdata, enum watch_event_type type, json_t *ob
     if (type != WATCH_BOOKMARK && type != WATCH_ERROR && !is_job(obj, false)) {
         /* Never cached, never reported, not progress; its rv still moves us on. */
         warn_wrong_kind(obj, "watch");
+        atomic_fetch_add(&inf->errors, 1);
+        set_rv(inf, meta_str(obj, "resourceVersion"));
+        return 0;
+    }
+    if (type != WATCH_BOOKMARK && type != WATCH_ERROR && other_namespace(inf, obj)) {
+        warn_other_namespace(inf, obj, "watch");
         atomic_fetch_add(&inf->errors, 1);
         set_rv(inf, meta_str(obj, "resourceVersion"));
         return 0;
@@ -346,7 +392,7 @@ static int informer_watch(struct informer *inf, struct wh_error *err)
     if (t >= 10)
         t = backoff_jitter_ms(&inf->seed, t - t / 10, t + t / 10);
     memset(&p, 0, sizeof(p));
-    p.path = JOBS_PATH;
+    p.path = inf->path;
     p.resource_version = inf->rv;
     p.timeout_seconds = t;
     p.idle_timeout_ms = inf->cfg.idle_timeout_ms;
@@ -386,7 +432,7 @@ static void *informer_main(void *arg)
                              inf->page_size, LOG_QUOTED(err.msg));
                     continue;
                 }
-                LOG_WARN("informer: list failed path=%s err=%s", JOBS_PATH,
+                LOG_WARN("informer: list failed path=%s err=%s", inf->path,
                          LOG_QUOTED(err.msg[0] != '\0' ? err.msg : wh_error_str(rc)));
                 backoff(inf);
                 continue;
@@ -459,13 +505,26 @@ int informer_start(struct informer **out, struct k8s_client *client, struct job_
     *out = NULL;
     if (client == NULL || cache == NULL)
         return wh_error_set(err, WH_EINVAL, "informer: no client or cache");
+    if (cfg != NULL && cfg->ns != NULL && cfg->ns[0] != '\0' && !k8s_name_is_label(cfg->ns))
+        return wh_error_set(err, WH_EINVAL, "informer: invalid namespace \"%.64s\"", cfg->ns);
+    /* Its LISTs would fail for good (cache_replace_namespace): say so now. */
+    if (cfg != NULL && cfg->ns != NULL && cfg->ns[0] != '\0' && !cache_serves(cache, cfg->ns))
+        return wh_error_set(err, WH_EINVAL, "informer: the cache does not serve namespace %s",
+                            cfg->ns);
     inf = calloc(1, sizeof(*inf));
     if (inf == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
     inf->client = client;
     inf->cache = cache;
+    if (cfg != NULL && cfg->ns != NULL)
+        snprintf(inf->ns, sizeof(inf->ns), "%s", cfg->ns);
+    if (inf->ns[0] != '\0')
+        snprintf(inf->path, sizeof(inf->path), NS_JOBS_PATH, inf->ns);
+    else
+        snprintf(inf->path, sizeof(inf->path), "%s", JOBS_PATH);
     if (cfg != NULL)
         inf->cfg = *cfg;
+    inf->cfg.ns = inf->ns; /* our copy, not the caller's */
     if (h != NULL)
         inf->h = *h;
     if (inf->cfg.page_size <= 0)

@@ -6,7 +6,9 @@
  * by a watch that delivered an event or bookmark; a 410 with nothing delivered
  * since the LIST backs off too (client-go's reflector). A LIST page over the
  * client's body cap (k8s_client_options.max_body) halves the page size for good.
- * Objects that are not batch.volcano.sh/v1alpha1 Jobs are skipped.
+ * Objects that are not batch.volcano.sh/v1alpha1 Jobs are skipped. With
+ * informer_config.ns, one namespace only (serve --namespaces: one informer per
+ * namespace on a cache_create_namespaced cache): .../namespaces/NS/jobs.
  *
  * Threads: one informer thread of its own. Handlers are called on it, in event
  * order, after the cache was updated.
@@ -40,13 +42,18 @@ struct informer_config {
     long idle_timeout_ms;    /* stalled watch detection, default 90000 */
     long backoff_min_ms;     /* default 500 */
     long backoff_max_ms;     /* default 30000 */
+    const char *ns;          /* list/watch this namespace's Jobs only, a DNS-1123 label
+                                (copied); NULL or "" = every namespace. A namespace must be
+                                one the cache serves (cache_create_namespaced) */
 };
 
 struct informer;
 
 /**
  * Start the informer thread. client and cache are borrowed and must outlive it.
- * @return 0 and *out, or < 0 with err filled.
+ * @return 0 and *out, or < 0 with err filled: WH_EINVAL (no client or cache,
+ *         cfg->ns not a namespace name or not one the cache serves), WH_ENOMEM,
+ *         WH_ERROR (no thread).
  */
 int informer_start(struct informer **out, struct k8s_client *client, struct job_cache *cache,
                    const struct informer_config *cfg, const struct informer_handlers *h,
@@ -61,7 +68,7 @@ struct informer_stats {
     unsigned long watches;      /* WATCH requests started */
     unsigned long relists_gone; /* LISTs caused by 410 */
     unsigned long errors;       /* failed LIST/WATCH attempts (a page over the body cap
-                                     too), and objects of another kind skipped */
+                                     too), and objects of another kind or namespace skipped */
 };
 /** Copy the counters into *out (relaxed atomic reads; each value monotonic). Any thread. */
 void informer_get_stats(const struct informer *inf, struct informer_stats *out);

@@ -9,10 +9,18 @@
  * client (one CURL handle per thread). The flights map is guarded by
  * flights->mu; a flight's result is written once by its leader, under mu, and
  * read by its followers under mu.
+ *
+ * Namespaces not served (a namespaced cache, serve --namespaces): the lookup
+ * answers WH_DECLINED at once, so no GET ever reaches outside the namespaces
+ * served. Each such pod is counted (an atomic) and the first pod of each
+ * namespace is logged, for the first LOOKUP_LOGGED_NS_MAX namespaces (under
+ * mu): a namespaceSelector that sends more than it should shows up once per
+ * namespace in the log, not once per pod.
  */
 #include "controller/lookup.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +40,17 @@ struct flight {
     struct wh_error err;
 };
 
+#define LOOKUP_LOGGED_NS_MAX 16  /* namespaces not served whose first pod is logged */
+#define LOOKUP_NS_MAX_LEN    253 /* the longest namespace mutate_review passes (a subdomain) */
+
 struct lookup_flights {
     pthread_mutex_t mu;
-    pthread_cond_t landed;  /* broadcast whenever a flight lands */
-    struct strmap *flights; /* "ns/name" → its struct flight (one per Job at most) */
-    unsigned waiting;       /* callers blocked on a GET, leaders and followers */
+    pthread_cond_t landed;   /* broadcast whenever a flight lands */
+    struct strmap *flights;  /* "ns/name" → its struct flight (one per Job at most) */
+    unsigned waiting;        /* callers blocked on a GET, leaders and followers */
+    atomic_ulong not_served; /* pods of namespaces not served (lookup_not_served) */
+    char logged[LOOKUP_LOGGED_NS_MAX][LOOKUP_NS_MAX_LEN + 1]; /* under mu */
+    unsigned nlogged; /* entries of logged; LOOKUP_LOGGED_NS_MAX + 1 once that is said */
 };
 
 /* strmap_free_fn of the flights. */
@@ -62,8 +76,45 @@ int lookup_init(struct job_lookup *l)
     }
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->landed, NULL);
+    atomic_init(&f->not_served, 0);
     l->flights = f;
     return 0;
+}
+
+unsigned long lookup_not_served(const struct job_lookup *l)
+{
+    return l->flights != NULL ? atomic_load(&l->flights->not_served) : 0;
+}
+
+/* A pod of namespace ns, which the cache does not serve: count it, and log the first
+ * of its namespace (of the first LOOKUP_LOGGED_NS_MAX namespaces). */
+static void note_not_served(const struct job_lookup *l, const char *ns)
+{
+    struct lookup_flights *fl = l->flights;
+    unsigned k;
+
+    LOG_DEBUG("job lookup ns=%s outcome=namespace-not-served", ns);
+    if (fl == NULL)
+        return;
+    atomic_fetch_add(&fl->not_served, 1);
+    pthread_mutex_lock(&fl->mu);
+    for (k = 0; k < fl->nlogged && k < LOOKUP_LOGGED_NS_MAX; k++)
+        if (strcmp(fl->logged[k], ns) == 0)
+            break;
+    if (k == fl->nlogged && k < LOOKUP_LOGGED_NS_MAX && strlen(ns) <= LOOKUP_NS_MAX_LEN) {
+        snprintf(fl->logged[k], sizeof(fl->logged[k]), "%s", ns);
+        fl->nlogged++;
+        LOG_INFO("admission: a pod of a namespace not served (--namespaces) is allowed "
+                 "unpatched; this namespace's next ones are only counted "
+                 "(webhook_admission_namespace_not_served_total) ns=%s",
+                 ns);
+    } else if (k == LOOKUP_LOGGED_NS_MAX && fl->nlogged == LOOKUP_LOGGED_NS_MAX) {
+        fl->nlogged++; /* said once */
+        LOG_INFO("admission: pods of more than %d namespaces not served arrived; the next "
+                 "new ones are only counted (webhook_admission_namespace_not_served_total)",
+                 LOOKUP_LOGGED_NS_MAX);
+    }
+    pthread_mutex_unlock(&fl->mu);
 }
 
 void lookup_dispose(struct job_lookup *l)
@@ -198,6 +249,11 @@ int lookup_job_get(void *userdata, const char *ns, const char *name, const char 
     *job_out = NULL;
     if (uid == NULL)
         uid = "";
+    if (l->cache != NULL && !cache_serves(l->cache, ns)) {
+        /* Not ours (another replica set may serve it): no GET, no warning. */
+        note_not_served(l, ns);
+        return WH_DECLINED;
+    }
     if (l->cache != NULL) {
         rc = cache_get(l->cache, ns, name, &job);
         if (rc == WH_ENOMEM)

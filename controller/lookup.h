@@ -50,15 +50,24 @@ void lookup_dispose(struct job_lookup *l);
  * is "", or the cached Job has no uid), with no API request. On a miss, or when
  * the cached Job has another uid (a stale cache, D6: read again), one
  * k8s_get_job with timeout_ms; after lookup_init, a GET of ns/name already in
- * flight is waited for and its answer shared instead.
+ * flight is waited for and its answer shared instead. A namespace the cache does
+ * not serve (cache_serves: serve --namespaces) is never looked up: WH_DECLINED
+ * at once, counted (lookup_not_served) and logged once per namespace, at info.
  * @param[out] job_out new reference on success (a private copy either way)
- * @return 0; WH_ENOTFOUND when the API says 404; WH_ETIMEOUT / WH_EAPI /
+ * @return 0; WH_DECLINED (> 0, not an error; err untouched, *job_out NULL) for a
+ *         namespace not served; WH_ENOTFOUND when the API says 404; WH_ETIMEOUT / WH_EAPI /
  *         WH_ENOMEM with err filled (k8s_get_job's reason); WH_EBUSY when
  *         max_waiting lookups are waiting on GETs already (err says so), at once
  *         and without a request.
  */
 int lookup_job_get(void *userdata, const char *ns, const char *name, const char *uid,
                    json_t **job_out, struct wh_error *err);
+
+/**
+ * Pods whose namespace the cache does not serve, since lookup_init (0 without it).
+ * Any thread (an atomic read; monotonic). For GET /metrics.
+ */
+unsigned long lookup_not_served(const struct job_lookup *l);
 
 /**
  * @return a job_source over l (borrowed: l must outlive every user of the source)

@@ -1000,10 +1000,20 @@ static int emit_value(yaml_emitter_t *e, const json_t *v, size_t depth, struct w
         ok = emit_scalar(e, num, strlen(num), false);
         break;
     case JSON_REAL:
-        /* as jansson writes a real: 17 digits, and a ".0" so that it reads back as one */
+        /* as jansson writes a real: 17 digits, and a ".0" so that it reads back as one;
+         * an exponent needs the dot too, for YAML 1.1 readers (PyYAML: "1e+20" is a string) */
         snprintf(num, sizeof(num), "%.17g", json_real_value(v));
-        if (strpbrk(num, ".e") == NULL)
-            strncat(num, ".0", sizeof(num) - strlen(num) - 1);
+        if (strchr(num, '.') == NULL) {
+            char *exp = strchr(num, 'e');
+
+            if (exp == NULL) {
+                strncat(num, ".0", sizeof(num) - strlen(num) - 1);
+            } else if (strlen(num) + 2 < sizeof(num)) {
+                memmove(exp + 2, exp, strlen(exp) + 1);
+                exp[0] = '.';
+                exp[1] = '0';
+            }
+        }
         ok = emit_scalar(e, num, strlen(num), false);
         break;
     case JSON_TRUE: ok = emit_scalar(e, "true", 4, false); break;

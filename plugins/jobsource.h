@@ -16,8 +16,10 @@ struct job_source {
      * none); a source that may be stale (a cache) reads again when its Job has
      * another uid (D6), others may ignore it. @param[out] job_out new reference
      * on success.
-     * @return 0; WH_ENOTFOUND when it does not exist; any other < 0 when it
-     *         could not be read (err filled with the reason).
+     * @return 0; WH_DECLINED (> 0) when the source does not serve namespace ns
+     *         (serve --namespaces: the pod is allowed unmutated, with no warning,
+     *         and no API request was made); WH_ENOTFOUND when it does not exist;
+     *         any other < 0 when it could not be read (err filled with the reason).
      */
     int (*get)(void *userdata, const char *ns, const char *name, const char *uid, json_t **job_out,
                struct wh_error *err);

@@ -289,6 +289,46 @@ class UsageErrors(unittest.TestCase):
             rc, _, err = run("render", "-f", good, "--strict")
             self.assertEqual((rc, err), (0, ""))
 
+    def test_render_refuses_what_it_cannot_show_safely(self):
+        """The same Job twice (its pods twice), standard input twice, control characters of
+        the user's text in a message, output that cannot be written, repeated keys past 20."""
+        job = harness.load_job("mpi-job")
+        with tempfile.TemporaryDirectory() as tmp:
+            a = write_json(tmp, "a.json", job)
+            b = write_json(tmp, "b.json", job)
+            self.assertEqual(run("render", "-f", a, "-f", b),
+                             (1, "", P + "render: job %s/mpi-job is given twice: its pods "
+                              "would be rendered twice\n" % job["metadata"]["namespace"]))
+            p = subprocess.run([harness.binary(), "render", "-f", "-", "--pod", "-"],
+                               input="{}", capture_output=True, text=True, timeout=30)
+            self.assertEqual((p.returncode, p.stderr),
+                             (2, P + "render: standard input (-) can be read once: give the "
+                              "Job or the pod as a file\n"))
+            # a kind with a line break and an escape sequence: shown on one line, as '?'
+            bad = write_json(tmp, "bad.json", {"apiVersion": "v1\x1b[31m",
+                                               "kind": "Job\r\nforged: all good"})
+            rc, out, err = run("render", "-f", bad)
+            self.assertEqual((rc, out), (1, ""))
+            self.assertEqual(err, P + "render: %s: not a batch.volcano.sh/v1alpha1 Job "
+                             "(apiVersion v1?[31m, kind Job??forged: all good)\n" % bad)
+            self.assertEqual(run("render", "-o", "x\ny", "-f", a),
+                             (2, "", P + "render: --output must be pod, yaml or patch, not "
+                              "\"x?y\"\n"))
+            with open("/dev/full", "w") as full:
+                p = subprocess.run([harness.binary(), "render", "-f", a], stdout=full,
+                                   stderr=subprocess.PIPE, text=True, timeout=30)
+            self.assertEqual((p.returncode, p.stderr),
+                             (1, P + "cannot write the output: No space left on device\n"))
+            # 25 repeats of one key: 20 lines, then how many more
+            yml = os.path.join(tmp, "dups.yaml")
+            with open(yml, "w") as f:
+                f.write("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata:\n"
+                        "  name: d\n" + "  name: d\n" * 25 + "spec:\n  tasks: []\n")
+            rc, _, err = run("render", "-f", yml)
+            lines = err.splitlines()
+            self.assertEqual(len([ln for ln in lines if 'repeated key "name"' in ln]), 20)
+            self.assertIn(P + "render: warning: %s: 5 more repeated keys not shown" % yml, lines)
+
     def test_render_warns_what_it_cannot_check(self):
         """--review with a Job file without a uid cannot compare the ownerReference's;
         --pod of a task the Job does not have gets nothing task-specific. Both say so."""
@@ -468,6 +508,7 @@ class UsageErrors(unittest.TestCase):
         rc, top, err = run("--help")
         self.assertEqual((rc, err), (0, ""))
         self.assertEqual(run("help", "help"), (0, top, ""))
+        self.assertEqual(run("help", "--help"), (0, top, ""))
         self.assertEqual(run("help"), (0, top, ""))
         rc, help_out, err = run("version", "--help")
         self.assertEqual((rc, err), (0, ""))
@@ -569,7 +610,8 @@ class BuildInfo(unittest.TestCase):
                         os.path.join(src, "webhook"))
             if shutil.which("git"):
                 subprocess.run(["git", "init", "-q", tmp], check=True, timeout=30)
-            out = make_dry_run("build/obj/webhook/version.o", cwd=src)
+            # BUILD given: the make running the tests may have set another (SANITIZER=...)
+            out = make_dry_run("BUILD=build", "build/obj/webhook/version.o", cwd=src)
             self.assertIn("-DWH_GIT_VERSION='\"unknown\"' -DWH_GIT_COMMIT='\"unknown\"' ", out)
             with open(os.path.join(src, "build", "version.stamp")) as f:
                 self.assertEqual(f.read(), "unknown unknown %s\n"

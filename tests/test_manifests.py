@@ -11,8 +11,9 @@ What is checked:
     volume, each its own test; every flag of its args (and of the Dockerfile's CMD) is
     one that `$BUILD/volcano-plugin-webhook serve --help` lists (skipped when not built);
   - the Service, PodDisruptionBudget and MutatingWebhookConfiguration field by field;
-  - every overlay of manifests/overlays/ renders, is the base plus its own objects and
-    validates (prometheus-operator's kinds against their CRD schema,
+  - every overlay of manifests/overlays/ renders, is the base plus its own objects (the
+    namespaced overlay: Roles in its namespaces instead of the ClusterRole, --namespaces
+    and the namespaceSelector, the rest the base's) and validates (prometheus-operator's kinds against their CRD schema,
     @kubernetes-models/prometheus-operator); the NetworkPolicy, the ServiceMonitor and the
     PrometheusRule field by field, the rules' metrics are ones webhook/metrics.c and
     webhook/serve.c write, and promtool (when installed) evaluates the alerts;
@@ -581,6 +582,12 @@ class RenderedManifestsTest(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
 
+# Overlays that change or remove base objects (the others only add to it).
+REPLACING_OVERLAYS = ("managed", "namespaced")
+# The namespaces manifests/overlays/namespaced/ serves, as it ships.
+NAMESPACED_SERVED = ("team-a", "team-b")
+
+
 def overlays():
     """The directories of manifests/overlays/ (each a kustomization)."""
     return sorted(d for d in os.listdir(OVERLAYS)
@@ -608,15 +615,15 @@ class OverlaysTest(unittest.TestCase):
         return {object_key(o): o for o in self.rendered[overlay] if object_key(o) not in base}
 
     def test_the_overlays(self):
-        self.assertEqual(overlays(), ["managed", "networkpolicy", "prometheus"])
+        self.assertEqual(overlays(), ["managed", "namespaced", "networkpolicy", "prometheus"])
 
     def test_default_install_is_the_base(self):
         self.assertEqual(self.base, render(BASE))
 
     def test_every_overlay_is_the_base_plus_its_objects(self):
         for d, objs in self.rendered.items():
-            if d == "managed":  # it changes three base objects: test_managed_*
-                continue
+            if d in REPLACING_OVERLAYS:
+                continue  # checked object by object below
             with self.subTest(overlay=d):
                 got = {object_key(o): o for o in objs}
                 for o in self.base:
@@ -708,6 +715,79 @@ class OverlaysTest(unittest.TestCase):
             readme = f.read()
         self.assertTrue("kubectl apply -k manifests/overlays/managed/" in readme,
                         "README.md does not say how to install the managed overlay")
+    # ------------------------------------------------------------ namespaced
+
+    def namespaced(self, kind, name=NAME, namespace=None):
+        found = [o for o in self.rendered["namespaced"] if o["kind"] == kind
+                 and o["metadata"]["name"] == name
+                 and o["metadata"].get("namespace") == namespace]
+        self.assertEqual(len(found), 1, (kind, name, namespace))
+        return found[0]
+
+    def namespaced_args(self):
+        dep = self.namespaced("Deployment", namespace=NS)
+        return dep["spec"]["template"]["spec"]["containers"][0]["args"]
+
+    def test_namespaced_is_the_base_with_roles_instead_of_cluster_rights(self):
+        got = {object_key(o): o for o in self.rendered["namespaced"]}
+        changed = {("apps/v1", "Deployment", NS, NAME),
+                   ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "", NAME)}
+        gone = {("rbac.authorization.k8s.io/v1", "ClusterRole", "", NAME),
+                ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", NAME)}
+        for o in self.base:
+            key = object_key(o)
+            if key not in changed | gone:
+                self.assertEqual(got.get(key), o, key)
+        self.assertEqual([o["kind"] for o in self.rendered["namespaced"]
+                          if o["kind"].startswith("Cluster")], [])
+        self.assertEqual(sorted(self.added("namespaced")), sorted(
+            ("rbac.authorization.k8s.io/v1", kind, ns, NAME)
+            for kind in ("Role", "RoleBinding") for ns in NAMESPACED_SERVED))
+
+    def test_namespaced_roles_grant_the_cluster_roles_verbs_in_each_namespace(self):
+        base_rules = [o for o in self.base if o["kind"] == "ClusterRole"][0]["rules"]
+        for ns in NAMESPACED_SERVED:
+            with self.subTest(namespace=ns):
+                role = self.namespaced("Role", namespace=ns)
+                self.assertEqual(rbac_triples(role["rules"]), rbac_triples(base_rules))
+                rb = self.namespaced("RoleBinding", namespace=ns)
+                self.assertEqual(rb["roleRef"], {"apiGroup": "rbac.authorization.k8s.io",
+                                                 "kind": "Role", "name": NAME})
+                self.assertEqual(rb["subjects"],
+                                 [{"kind": "ServiceAccount", "name": NAME, "namespace": NS}])
+        # the Lease's Role stays in the webhook's own namespace
+        lease = self.namespaced("Role", NAME + "-leader-election", NS)
+        self.assertEqual(rbac_triples(lease["rules"]), {("coordination.k8s.io", "leases", v)
+                                                        for v in ("get", "create", "update")})
+
+    def test_namespaced_serves_the_namespaces_the_roles_and_selector_name(self):
+        args = self.namespaced_args()
+        base_args = [o for o in self.base if o["kind"] == "Deployment"][0][
+            "spec"]["template"]["spec"]["containers"][0]["args"]
+        self.assertEqual(args, base_args + ["--namespaces=" + ",".join(NAMESPACED_SERVED)])
+        flags = serve_flags()
+        if flags is not None:
+            self.assertIn("--namespaces", flags)
+        [webhook] = self.namespaced("MutatingWebhookConfiguration")["webhooks"]
+        self.assertEqual(webhook["namespaceSelector"], {"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name", "operator": "In",
+            "values": list(NAMESPACED_SERVED)}]})
+        # the rest of the webhook is the base's
+        [base_webhook] = [o for o in self.base
+                          if o["kind"] == "MutatingWebhookConfiguration"][0]["webhooks"]
+        self.assertEqual(dict(webhook, namespaceSelector=None),
+                         dict(base_webhook, namespaceSelector=None))
+
+    def test_readme_says_how_to_serve_some_namespaces(self):
+        with open(README, encoding="utf-8") as f:
+            readme = f.read()
+        self.assertIn("### Serving some namespaces only", readme)
+        section = readme.split("### Serving some namespaces only", 1)[1].split("\n#", 1)[0]
+        for what in ("kubectl apply -k manifests/overlays/namespaced/", "--namespaces",
+                     "namespaceSelector", "deployment-namespaces.yaml",
+                     "webhook-namespaces.yaml", "rbac.yaml",
+                     "webhook_admission_namespace_not_served_total"):
+            self.assertIn(what, section)
 
     # ------------------------------------------------------------ networkpolicy
 

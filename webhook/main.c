@@ -3,13 +3,24 @@
  * any thread starts (curl_global_init, jansson hash seed, SIGPIPE ignored).
  */
 #include <curl/curl.h>
+#include <errno.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "base/sanitize.h"
 #include "webhook/commands.h"
 #include "webhook/version.h"
+
+/* An argument as one printable line for a message (the terminal is the user's). */
+static const char *shown(const char *arg)
+{
+    static char buf[128]; /* main's thread only */
+
+    return sanitize_copy(buf, sizeof(buf), arg, sizeof(buf) - 4,
+                         SANITIZE_CONTROLS | SANITIZE_ELLIPSIS);
+}
 
 static void usage(FILE *to)
 {
@@ -44,7 +55,7 @@ static int version_main(int argc, char **argv)
                "known (built outside a git tree).\n");
         return 0;
     }
-    fprintf(stderr, WH_PROG ": version: unexpected argument \"%s\" (see --help)\n", argv[1]);
+    fprintf(stderr, WH_PROG ": version: unexpected argument \"%s\" (see --help)\n", shown(argv[1]));
     return 2;
 }
 
@@ -67,10 +78,12 @@ static int help_main(int argc, char **argv)
         return 0;
     }
     if (argc > 2) {
-        fprintf(stderr, WH_PROG ": help: unexpected argument \"%s\" (see --help)\n", argv[2]);
+        fprintf(stderr, WH_PROG ": help: unexpected argument \"%s\" (see --help)\n",
+                shown(argv[2]));
         return 2;
     }
-    if (strcmp(argv[1], "help") == 0) {
+    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0
+        || strcmp(argv[1], "-h") == 0) {
         usage(stdout);
         return 0;
     }
@@ -80,7 +93,7 @@ static int help_main(int argc, char **argv)
 
             return commands[i].run(2, sub);
         }
-    fprintf(stderr, WH_PROG ": help: unknown command \"%s\" (see --help)\n", argv[1]);
+    fprintf(stderr, WH_PROG ": help: unknown command \"%s\" (see --help)\n", shown(argv[1]));
     return 2;
 }
 
@@ -112,9 +125,16 @@ int main(int argc, char **argv)
         usage(stdout);
         rc = 0;
     } else {
-        fprintf(stderr, WH_PROG ": unknown command \"%s\" (see --help)\n", argv[1]);
+        fprintf(stderr, WH_PROG ": unknown command \"%s\" (see --help)\n", shown(argv[1]));
         rc = 2;
     }
     curl_global_cleanup();
+    /* Output that did not reach its file (a full disk, a closed pipe) is a failure: say so. */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, WH_PROG ": cannot write the output: %s\n",
+                errno != 0 ? strerror(errno) : "write error");
+        if (rc == 0 || rc == 1)
+            rc = 1;
+    }
     return rc;
 }

@@ -602,6 +602,13 @@ void mutate_review(const struct mutate_request *req, const struct job_source *sr
 
     wh_error_clear(&err);
     rc = src->get(src->userdata, ns, job_name_ref, owner_uid, &job, &err);
+    if (rc == WH_DECLINED) {
+        /* serve --namespaces, a namespace not served: not this webhook's pod (another
+         * instance may serve it), so no warning; the source counted and logged it. */
+        LOG_DEBUG("admission uid=%s job=%s outcome=namespace-not-served",
+                  log_quote(qa, sizeof(qa), req->uid), key);
+        return;
+    }
     if (rc == WH_ENOTFOUND) {
         warnings_add(&out->warnings, "volcano job %s not found, pod not mutated", key);
         LOG_INFO("admission uid=%s job=%s outcome=job-not-found",

@@ -50,16 +50,21 @@ enum output {
     OUTPUT_PATCH, /* the JSON Patch ops, JSON */
 };
 
-/* One problem line on stderr: "volcano-plugin-webhook: render: " fmt "\n". */
+/*
+ * One problem line on stderr: "volcano-plugin-webhook: render: " fmt "\n". The
+ * values are the user's text (file content, names, flags): control characters
+ * become '?', so a message stays one line and cannot drive the terminal.
+ */
 __attribute__((format(printf, 1, 2))) static void render_err(const char *fmt, ...)
 {
+    char line[4096];
     va_list ap;
 
-    fputs(WH_PROG ": render: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    sanitize_controls(line);
+    fprintf(stderr, WH_PROG ": render: %s\n", line);
 }
 
 static void render_usage(FILE *to)
@@ -190,6 +195,8 @@ static bool is_list(const json_t *doc)
 
 /* A key written twice in one mapping: the reader keeps the last value silently (as
  * sigs.k8s.io/yaml, kubectl's), but the author may have meant the first. */
+#define RENDER_MAX_DUP_WARNINGS 20 /* then one line says how many more */
+
 static void warn_duplicates(const char *path, const json_t *dups)
 {
     const json_t *d;
@@ -198,6 +205,12 @@ static void warn_duplicates(const char *path, const json_t *dups)
     json_array_foreach(dups, i, d) {
         char key[64];
         char field[256];
+
+        if (i == RENDER_MAX_DUP_WARNINGS) {
+            render_err("warning: %s: %zu more repeated keys not shown", path,
+                       json_array_size(dups) - i);
+            break;
+        }
 
         render_err("warning: %s: line %" JSON_INTEGER_FORMAT ": repeated key \"%s\" (%s); the "
                    "last value is kept, as kubectl's YAML reader keeps it",
@@ -535,7 +548,8 @@ static int render_review(const json_t *job, const char *path)
     struct file_job fj = {.job = job};
     struct job_source src = {.get = file_job_get, .userdata = &fj};
     struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
-    FILE *f = fopen(path, "rb");
+    bool from_stdin = strcmp(path, "-") == 0; /* as -f - and --pod - */
+    FILE *f = from_stdin ? stdin : fopen(path, "rb");
     struct buf body;
     char *out = NULL;
     size_t out_len = 0;
@@ -548,7 +562,8 @@ static int render_review(const json_t *job, const char *path)
     }
     buf_init(&body, REVIEW_MAX_BYTES);
     rc = buf_append_stream(&body, f);
-    fclose(f);
+    if (!from_stdin)
+        fclose(f);
     if (rc < 0) {
         render_err("%s: %s", path,
                    rc == WH_ETOOBIG      ? "larger than 3 MiB"
@@ -700,11 +715,20 @@ static bool same_file(const char *p, const char *q)
  * @return 0, or 2 after the usage line. */
 static int check_args(const struct render_args *a)
 {
+    size_t stdin_uses = (a->pod_path != NULL && strcmp(a->pod_path, "-") == 0)
+        + (a->review_path != NULL && strcmp(a->review_path, "-") == 0);
+
     for (size_t k = 0, stdin_seen = 0; k < a->njob_paths; k++)
         if (strcmp(a->job_paths[k], "-") == 0 && stdin_seen++ > 0) {
             render_err("-f - (standard input) can be given once");
             return 2;
+        } else if (strcmp(a->job_paths[k], "-") == 0) {
+            stdin_uses++;
         }
+    if (stdin_uses > 1) {
+        render_err("standard input (-) can be read once: give the Job or the pod as a file");
+        return 2;
+    }
     /* each of its Jobs would render twice, pods of the same names */
     for (size_t k = 1; k < a->njob_paths; k++)
         for (size_t i = 0; i < k; i++)
@@ -748,11 +772,48 @@ static int check_args(const struct render_args *a)
 
 /* The Jobs of every -f, in order, into jobs; --pod, --task and --review take one.
  * @return 0, or 1 after the message. */
+/* Each Job once: the same namespace/name twice would render pods of the same names.
+ * @return 0, or 1 after the message. */
+static int check_jobs_once(const json_t *jobs, const char *ns_flag)
+{
+    json_t *seen = json_object();
+    const json_t *job;
+    size_t j;
+    int rc = 0;
+
+    if (seen == NULL) {
+        render_err("out of memory");
+        return 1;
+    }
+    json_array_foreach(jobs, j, job) {
+        const char *ns = job_namespace(job)[0] != '\0' ? job_namespace(job)
+            : ns_flag != NULL                          ? ns_flag
+                                                       : "default";
+        char key[512];
+
+        snprintf(key, sizeof(key), "%s/%s", ns, job_name(job));
+        if (json_object_get(seen, key) != NULL) {
+            render_err("job %s is given twice: its pods would be rendered twice", key);
+            rc = 1;
+            break;
+        }
+        if (json_object_set_new(seen, key, json_true()) < 0) {
+            render_err("out of memory");
+            rc = 1;
+            break;
+        }
+    }
+    json_decref(seen);
+    return rc;
+}
+
 static int load_all_jobs(const struct render_args *a, json_t *jobs)
 {
     for (size_t k = 0; k < a->njob_paths; k++)
         if (load_jobs(a->job_paths[k], jobs) != 0)
             return 1;
+    if (check_jobs_once(jobs, a->ns_flag) != 0)
+        return 1;
     if ((a->pod_path != NULL || a->review_path != NULL || a->task != NULL)
         && json_array_size(jobs) > 1) {
         const char *flag = a->pod_path != NULL ? "--pod"

@@ -14,7 +14,9 @@
  * (lookup_job_get, controller/lookup.h) and serve_ready run on MHD workers; they
  * read struct job_lookup, unchanged while the server runs (its shared GETs have
  * their own mutex), the cache (its own rwlock) and the shareable k8s client. The
- * informer thread writes the cache. The reconciler's handlers (serve_on_job_*)
+ * informer threads write the cache: one for every namespace, or with --namespaces
+ * one per namespace named (a namespaced cache, which serialises them); /readyz
+ * waits for every one of them to have listed. The reconciler's handlers (serve_on_job_*)
  * run on the informer thread and serve_on_leading on the leader-election thread;
  * both only call the thread-safe reconcile_* functions. serve_collect (GET
  * /metrics) runs on MHD workers and reads the modules under serve_ops.lock;
@@ -109,8 +111,9 @@ static const char *managed_not_ready(void)
 
 /* ---- Jobs cache: readiness ---- */
 
-/* server_config.ready: /readyz waits for the first LIST (the TLS pair is loaded
- * before the server starts at all). Runs on MHD workers; cache_synced is atomic. */
+/* server_config.ready: /readyz waits for the first LIST, of every namespace with
+ * --namespaces (the TLS pair is loaded before the server starts at all). Runs on
+ * MHD workers; cache_synced is atomic. */
 static const char *serve_ready(void *userdata)
 {
     const char *why = selfsigned_not_ready(); /* --self-signed: once our CA is trusted */
@@ -346,6 +349,12 @@ static void selfsigned_side_stop(struct serve_selfsigned *ss)
                                           requests in flight once the listener is closed */
 #define SHUTDOWN_POLL_MS 100L
 
+/* The Jobs informers: one for every namespace, or one per --namespaces name. */
+struct serve_informers {
+    struct informer *v[SERVE_MAX_NAMESPACES]; /* owned; v[0..n) started */
+    size_t n;
+};
+
 /*
  * The operations side's objects. Flags and certwatch: main thread only. The
  * module pointers are read by serve_collect on MHD workers under lock, and
@@ -357,7 +366,8 @@ struct serve_ops {
     struct server *srv;              /* borrowed; set before the watcher starts, then read-only */
     pthread_mutex_t lock;            /* guards the pointers below and leader_elect */
     struct job_cache *cache;         /* borrowed, for /metrics */
-    struct informer *informer;
+    struct serve_informers *inf;     /* borrowed: serve_state's */
+    const struct job_lookup *lookup; /* borrowed: pods of namespaces not served */
     struct reconciler *rec;
     struct leader *leader;
     struct certkeeper *keeper; /* --cert-secret */
@@ -373,6 +383,54 @@ static void ops_init(struct serve_ops *ops, const struct serve_options *opt)
     ops->opt = opt;
 }
 
+/* The labels of informer k's series: none for the informer of every namespace, else
+ * namespace="NS" (names are DNS-1123 labels: nothing to escape). */
+static const char *informer_labels(const struct serve_options *o, size_t k, char *buf, size_t len)
+{
+    if (o->nnamespaces == 0)
+        return NULL;
+    snprintf(buf, len, "namespace=\"%s\"", o->namespaces[k]);
+    return buf;
+}
+
+/*
+ * The informers' counters: unlabelled for the one informer of every namespace, else
+ * one series per informer labelled namespace="NS" (--namespaces). A family's series
+ * must follow each other (base/metric.c writes HELP and TYPE once), hence a loop over
+ * the informers per family. ops->lock held.
+ */
+static void ops_write_informers(const struct serve_ops *ops, struct metric_writer *w)
+{
+    const struct serve_options *o = ops->opt;
+    struct informer_stats st[SERVE_MAX_NAMESPACES];
+    size_t n = ops->inf != NULL ? ops->inf->n : 0;
+    char lb[SERVE_NAMESPACE_MAX_LEN + 16];
+
+    for (size_t k = 0; k < n; k++)
+        informer_get_stats(ops->inf->v[k], &st[k]);
+    for (size_t k = 0; k < n; k++)
+        metric_write(w, "webhook_informer_lists_total", "counter",
+                     "Completed LISTs of Volcano Jobs (start-up and relists).",
+                     informer_labels(o, k, lb, sizeof(lb)), (double)st[k].lists);
+    for (size_t k = 0; k < n; k++)
+        metric_write(w, "webhook_informer_watches_total", "counter",
+                     "WATCH requests of Volcano Jobs started.",
+                     informer_labels(o, k, lb, sizeof(lb)), (double)st[k].watches);
+    for (size_t k = 0; k < n; k++)
+        metric_write(w, "webhook_informer_relists_total", "counter",
+                     "LISTs caused by 410 Gone (watch history expired).",
+                     informer_labels(o, k, lb, sizeof(lb)), (double)st[k].relists_gone);
+    for (size_t k = 0; k < n; k++)
+        metric_write(w, "webhook_informer_errors_total", "counter",
+                     "Failed LIST or WATCH attempts (retried with backoff).",
+                     informer_labels(o, k, lb, sizeof(lb)), (double)st[k].errors);
+    for (size_t k = 0; k < n; k++)
+        metric_write(w, "webhook_watch_restarts_total", "counter",
+                     "WATCHes of Volcano Jobs started after the first one.",
+                     informer_labels(o, k, lb, sizeof(lb)),
+                     (double)(st[k].watches > 0 ? st[k].watches - 1 : 0));
+}
+
 /* server_config.metrics_collect (MHD workers): values other modules own. */
 static void serve_collect(void *userdata, struct metric_writer *w)
 {
@@ -386,25 +444,12 @@ static void serve_collect(void *userdata, struct metric_writer *w)
     if (ops->cache != NULL)
         metric_write(w, "webhook_cache_jobs", "gauge", "Volcano Jobs in the informer cache.", NULL,
                      (double)cache_size(ops->cache));
-    if (ops->informer != NULL) {
-        struct informer_stats st;
-
-        informer_get_stats(ops->informer, &st);
-        metric_write(w, "webhook_informer_lists_total", "counter",
-                     "Completed LISTs of Volcano Jobs (start-up and relists).", NULL,
-                     (double)st.lists);
-        metric_write(w, "webhook_informer_watches_total", "counter",
-                     "WATCH requests of Volcano Jobs started.", NULL, (double)st.watches);
-        metric_write(w, "webhook_informer_relists_total", "counter",
-                     "LISTs caused by 410 Gone (watch history expired).", NULL,
-                     (double)st.relists_gone);
-        metric_write(w, "webhook_informer_errors_total", "counter",
-                     "Failed LIST or WATCH attempts (retried with backoff).", NULL,
-                     (double)st.errors);
-        metric_write(w, "webhook_watch_restarts_total", "counter",
-                     "WATCHes of Volcano Jobs started after the first one.", NULL,
-                     (double)(st.watches > 0 ? st.watches - 1 : 0));
-    }
+    ops_write_informers(ops, w);
+    if (ops->lookup != NULL)
+        metric_write(w, "webhook_admission_namespace_not_served_total", "counter",
+                     "Pods of namespaces not served (--namespaces), allowed unpatched without "
+                     "a lookup.",
+                     NULL, (double)lookup_not_served(ops->lookup));
     if (ops->rec != NULL) {
         struct reconcile_stats st;
 
@@ -440,12 +485,14 @@ static void ops_server_config(struct serve_ops *ops, struct server_config *scfg)
 }
 
 /* The modules /metrics reads, from now until ops_stop (each may be NULL). */
-static void ops_attach(struct serve_ops *ops, struct job_cache *cache, struct informer *informer,
-                       struct reconciler *rec, struct leader *leader, bool leader_elect)
+static void ops_attach(struct serve_ops *ops, struct job_cache *cache, struct serve_informers *inf,
+                       const struct job_lookup *lookup, struct reconciler *rec,
+                       struct leader *leader, bool leader_elect)
 {
     pthread_mutex_lock(&ops->lock);
     ops->cache = cache;
-    ops->informer = informer;
+    ops->inf = inf;
+    ops->lookup = lookup;
     ops->rec = rec;
     ops->leader = leader;
     ops->leader_elect = leader_elect;
@@ -746,7 +793,8 @@ static void managed_side_stop(struct serve_managed *ms)
  * in this order: TLS pair (files, or --self-signed in memory) → Kubernetes
  * client (no request yet) → Jobs cache → server created (port bound, pair
  * parsed, nothing served yet) → stop signals blocked (before any thread) →
- * reconciler (idle) → informer → leader election (or reconcile at once) →
+ * reconciler (idle) → informers (one, or one per --namespaces namespace) →
+ * leader election (or reconcile at once) →
  * caBundle patch (--self-signed) → server runs → TLS files watcher → port file.
  * Whatever can fail on its own (the pair, the client config, the port) fails
  * before the first request to the API server: a replica that cannot serve
@@ -762,7 +810,8 @@ static void managed_side_stop(struct serve_managed *ms)
  *
  * serve_stop undoes whatever serve_start got to, in this order: TLS files
  * watcher and /metrics reads → Lease (stops reconciling, released for the
- * successor) → certificate keeper (--cert-secret) → server → lookups → caBundle patch → informer → reconciler →
+ * successor) → certificate keeper (--cert-secret) → server → lookups → caBundle
+ * patch → informers → reconciler →
  * client → cache → TLS pair → signal handlers and mask.
  *
  * Main thread only; the modules it points to have their own thread rules (top of file).
@@ -771,7 +820,7 @@ struct serve_state {
     const struct serve_options *opt; /* the parsed flags, borrowed */
     struct job_lookup lookup;        /* admission's Job lookups; its client is owned here */
     struct job_cache *cache;         /* Jobs cache, owned */
-    struct informer *informer;       /* its list/watch thread, owned */
+    struct serve_informers inf;      /* list/watch threads, owned */
     struct serve_reconcile rs;       /* reconciler and leader election */
     struct serve_ops ops;            /* TLS reload, metrics, limits, shutdown */
     struct serve_selfsigned ss;      /* --self-signed */
@@ -883,18 +932,37 @@ static int serve_cluster_start(struct serve_state *st)
 {
     struct informer_handlers inf_handlers = {serve_on_job_add, serve_on_job_update,
                                              serve_on_job_delete, NULL};
+    const struct serve_options *o = st->opt;
     struct informer_config inf_cfg;
     struct wh_error err = {0, ""};
+    size_t n = o->nnamespaces > 0 ? o->nnamespaces : 1;
 
     if (reconcile_side_start(&st->rs, st->lookup.client, st->cache) < 0)
         return -1;
     inf_handlers.userdata = st->rs.rec;
     memset(&inf_cfg, 0, sizeof(inf_cfg)); /* 0 = the informer's defaults */
-    inf_cfg.idle_timeout_ms = st->opt->watch_idle_ms;
-    if (informer_start(&st->informer, st->lookup.client, st->cache, &inf_cfg, &inf_handlers, &err)
-        < 0) {
-        LOG_ERROR("cannot start the jobs informer: %s", err.msg);
-        return -1;
+    inf_cfg.idle_timeout_ms = o->watch_idle_ms;
+    /* --namespaces: one informer per namespace, as client-go's namespaced informers;
+     * the handlers, the reconciler and the Lease are shared. */
+    for (size_t k = 0; k < n; k++) {
+        inf_cfg.ns = o->nnamespaces > 0 ? o->namespaces[k] : NULL;
+        if (informer_start(&st->inf.v[k], st->lookup.client, st->cache, &inf_cfg, &inf_handlers,
+                           &err)
+            < 0) {
+            LOG_ERROR("cannot start the jobs informer ns=%s: %s",
+                      inf_cfg.ns != NULL ? inf_cfg.ns : "(all)", err.msg);
+            return -1;
+        }
+        st->inf.n++;
+    }
+    if (o->nnamespaces > 0) {
+        char names[SERVE_MAX_NAMESPACES * (SERVE_NAMESPACE_MAX_LEN + 1)] = "";
+        size_t off = 0;
+
+        for (size_t k = 0; k < o->nnamespaces; k++)
+            off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s", k > 0 ? "," : "",
+                                    o->namespaces[k]);
+        LOG_INFO("serving the jobs of these namespaces only namespaces=%s", names);
     }
     if (reconcile_side_lead(&st->rs, st->lookup.client) < 0)
         return -1;
@@ -927,7 +995,13 @@ static int serve_server_create(struct serve_state *st)
     const struct serve_options *o = st->opt;
     struct server_config *scfg = &st->scfg;
 
-    st->cache = cache_create();
+    {
+        const char *names[SERVE_MAX_NAMESPACES];
+
+        for (size_t k = 0; k < o->nnamespaces; k++)
+            names[k] = o->namespaces[k];
+        st->cache = cache_create_namespaced(names, o->nnamespaces); /* 0: every namespace */
+    }
     if (st->cache == NULL) {
         LOG_ERROR("cannot create the jobs cache: out of memory");
         return -1;
@@ -976,7 +1050,8 @@ static int serve_server_run(struct serve_state *st)
     const struct serve_options *o = st->opt;
     struct wh_error err = {0, ""};
 
-    ops_attach(&st->ops, st->cache, st->informer, st->rs.rec, st->rs.leader, o->leader_elect);
+    ops_attach(&st->ops, st->cache, &st->inf, &st->lookup, st->rs.rec, st->rs.leader,
+               o->leader_elect);
     ops_attach_keeper(&st->ops, st->ms.keeper); /* --cert-secret */
     if (server_run(st->srv, &err) < 0) {
         LOG_ERROR("%s", err.msg);
@@ -1048,8 +1123,10 @@ static void serve_stop(struct serve_state *st)
     server_stop(st->srv);
     lookup_dispose(&st->lookup);   /* after the server: its workers were the lookups */
     selfsigned_side_stop(&st->ss); /* after the server: its readiness reads the patcher */
-    informer_stop(st->informer); /* joins the thread: nothing uses the client or the cache after */
-    reconcile_stop(st->rs.rec);  /* after the informer (its handlers queue); joins the workers */
+    /* joins the threads: nothing uses the client or the cache after */
+    for (size_t k = 0; k < st->inf.n; k++)
+        informer_stop(st->inf.v[k]);
+    reconcile_stop(st->rs.rec); /* after the informer (its handlers queue); joins the workers */
     if (st->lookup.client != NULL)
         k8s_client_destroy(st->lookup.client);
     cache_destroy(st->cache);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/sanitize.h"
 #include "controller/certkeeper.h"
 #include "k8s/names.h"
 #include "webhook/commands.h"
@@ -109,7 +110,12 @@ static void serve_usage(FILE *to)
           "  --kubeconfig FILE              kubeconfig for the Jobs list/watch and lookups\n"
           "                                 (default $KUBECONFIG, else the in-cluster\n"
           "                                 service account)\n"
-          "  --job-lookup-failure deny|allow  when a Job cannot be read (timeout, 5xx): deny\n"
+          "  --namespaces NS[,NS...]        serve and reconcile only the Jobs of these\n"
+          "                                 namespaces, one list/watch each, at most 32;\n"
+          "                                 repeatable; pods of other namespaces are\n"
+          "                                 allowed unmutated (default: every namespace)\n",
+          to);
+    fputs("  --job-lookup-failure deny|allow  when a Job cannot be read (timeout, 5xx): deny\n"
           "                                 the pod, or allow it unmutated with a warning\n"
           "                                 (default deny)\n"
           "  --job-lookup-timeout DURATION  time limit of one Job lookup, e.g. 500ms, 2s;\n"
@@ -261,6 +267,7 @@ enum {
     OPT_RECONCILE_WORKERS,
     OPT_KUBE_API_QPS,
     OPT_KUBE_API_BURST,
+    OPT_NAMESPACES,
     /* --self-signed */
     OPT_SELF_SIGNED,
     OPT_SERVICE_NAME,
@@ -289,7 +296,12 @@ enum {
 /* Report a bad flag value on err_to. @return WH_EINVAL (the command exits 2). */
 static int bad_value(FILE *err_to, const char *flag, const char *value, const char *want)
 {
-    fprintf(err_to, WH_PROG ": serve: invalid %s \"%s\": %s\n", flag, value, want);
+    char shown[128]; /* the user's text, one line */
+
+    fprintf(err_to, WH_PROG ": serve: invalid %s \"%s\": %s\n", flag,
+            sanitize_copy(shown, sizeof(shown), value, sizeof(shown) - 4,
+                          SANITIZE_CONTROLS | SANITIZE_ELLIPSIS),
+            want);
     return WH_EINVAL;
 }
 
@@ -402,6 +414,50 @@ static int reconcile_flags_check(const struct serve_options *o, FILE *err_to)
         return WH_EINVAL;
     }
     return 0;
+}
+
+/* ---- --namespaces ---- */
+
+/*
+ * One --namespaces NS[,NS...]: each name appended to o->namespaces (a repeated flag
+ * adds to the list, as pflag's string slices do). @return 0, or WH_EINVAL after the
+ * message: a name that is no DNS-1123 label (an empty one too), a name given twice,
+ * more than SERVE_MAX_NAMESPACES in all.
+ */
+static int namespaces_flag(struct serve_options *o, const char *arg, FILE *err_to)
+{
+    const char *p = arg;
+
+    for (;;) {
+        size_t n = strcspn(p, ",");
+        char name[SERVE_NAMESPACE_MAX_LEN + 1];
+
+        /* a namespace name is a DNS-1123 label (apimachinery's ValidateNamespaceName) */
+        if (n < sizeof(name)) {
+            memcpy(name, p, n);
+            name[n] = '\0';
+        }
+        if (n >= sizeof(name) || !k8s_name_is_label(name))
+            return bad_value(err_to, "--namespaces", arg,
+                             "want namespace names (DNS-1123 labels) separated by commas");
+        for (size_t k = 0; k < o->nnamespaces; k++)
+            if (strcmp(o->namespaces[k], name) == 0) {
+                fprintf(err_to, WH_PROG ": serve: --namespaces: namespace \"%s\" given twice\n",
+                        name);
+                return WH_EINVAL;
+            }
+        if (o->nnamespaces == SERVE_MAX_NAMESPACES) {
+            fprintf(err_to,
+                    WH_PROG ": serve: --namespaces: more than %d namespaces (serve every "
+                            "namespace instead, without the flag)\n",
+                    SERVE_MAX_NAMESPACES);
+            return WH_EINVAL;
+        }
+        memcpy(o->namespaces[o->nnamespaces++], name, n + 1);
+        if (p[n] == '\0')
+            return 0;
+        p += n + 1;
+    }
 }
 
 /* ---- --self-signed ---- */
@@ -619,6 +675,7 @@ static const struct option longopts[] = {
     {"reconcile-workers", required_argument, NULL, OPT_RECONCILE_WORKERS},
     {"kube-api-qps", required_argument, NULL, OPT_KUBE_API_QPS},
     {"kube-api-burst", required_argument, NULL, OPT_KUBE_API_BURST},
+    {"namespaces", required_argument, NULL, OPT_NAMESPACES},
     {"self-signed", no_argument, NULL, OPT_SELF_SIGNED},
     {"service-name", required_argument, NULL, OPT_SERVICE_NAME},
     {"tls-san", required_argument, NULL, OPT_TLS_SAN},
@@ -728,6 +785,7 @@ static int one_flag(struct serve_options *o, unsigned *named, int opt, char **ar
     case OPT_RECONCILE_WORKERS:
     case OPT_KUBE_API_QPS:
     case OPT_KUBE_API_BURST: return reconcile_flag(o, opt, optarg, err_to);
+    case OPT_NAMESPACES: return namespaces_flag(o, optarg, err_to);
     case OPT_SHUTDOWN_GRACE:
     case OPT_MAX_CONNECTIONS:
     case OPT_MAX_CONNECTIONS_PER_IP:

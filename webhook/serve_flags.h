@@ -17,14 +17,24 @@
 
 #include "base/error.h"
 #include "certs/selfsigned.h"
+#include "k8s/names.h"
 #include "webhook/mutate.h"
 
 #define SERVE_FLAGS_HELP 1 /* > 0, not an error: --help was printed; exit 0 */
 
 /*
+ * --namespaces: at most this many. Each namespace costs an informer thread, a watch
+ * connection and a LIST at start and after every 410; a webhook serving more
+ * namespaces than this is better off with one cluster-wide informer (no flag).
+ */
+#define SERVE_MAX_NAMESPACES    32
+#define SERVE_NAMESPACE_MAX_LEN K8S_LABEL_MAX /* a DNS-1123 label (k8s/names.h) */
+
+/*
  * Every `serve` flag after parsing, defaults filled in. Strings are borrowed
- * from argv (serve_flags_parse copies nothing), so argv must outlive the struct;
- * the struct owns nothing and needs no dispose. Durations are milliseconds.
+ * from argv (serve_flags_parse copies nothing but the --namespaces names, split
+ * into the struct's own array), so argv must outlive the struct; the struct owns
+ * nothing on the heap and needs no dispose. Durations are milliseconds.
  */
 struct serve_options {
     /* serving */
@@ -52,6 +62,10 @@ struct serve_options {
     long reconcile_workers; /* --reconcile-workers 1..64, default 4 */
     double kube_api_qps;    /* --kube-api-qps 0..1e6, 0 = no limit, default 50 */
     long kube_api_burst;    /* --kube-api-burst 1..1000000, default 100 */
+    /* --namespaces: the namespaces whose Jobs are served and reconciled, in the order
+     * given (DNS-1123 labels, no duplicates); none given = every namespace */
+    char namespaces[SERVE_MAX_NAMESPACES][SERVE_NAMESPACE_MAX_LEN + 1];
+    size_t nnamespaces; /* entries used in namespaces; 0 = every namespace (default) */
     /* --self-signed */
     bool self_signed;           /* --self-signed */
     const char *service_name;   /* --service-name, default "volcano-plugin-webhook" */
@@ -95,7 +109,9 @@ struct serve_options {
  * @return 0 when the flags are valid (nothing printed); SERVE_FLAGS_HELP after
  *         printing the usage text to help_to (the command exits 0); WH_EINVAL
  *         after printing one message to err_to (the command exits 2: unknown
- *         flag, missing value, bad value, stray argument, bad combination).
+ *         flag, missing value, bad value, stray argument, bad combination;
+ *         for --namespaces also a name given twice or more than
+ *         SERVE_MAX_NAMESPACES names).
  */
 int serve_flags_parse(struct serve_options *out, int argc, char **argv, FILE *help_to,
                       FILE *err_to) WH_WARN_UNUSED;

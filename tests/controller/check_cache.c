@@ -1,7 +1,9 @@
 /*
  * check_cache.c - controller/cache.c: get/put/remove, replace_all with its reported
  * list, snapshots, the synced flag, and many readers with one writer on real
- * threads (run it under SANITIZER=thread as well).
+ * threads (run it under SANITIZER=thread as well); namespaced caches: what they
+ * serve, a namespace's LIST replacing that namespace only, synced when every
+ * namespace is, and two namespace writers at once.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -510,6 +512,229 @@ START_TEST(test_concurrent_readers_one_writer)
 }
 END_TEST
 
+/* ---- namespaced caches (serve --namespaces) ---- */
+
+static const char *const served_ab[] = {"a", "b"};
+
+static const char *ns_of(const json_t *j)
+{
+    return json_string_value(json_object_get(json_object_get(j, "metadata"), "namespace"));
+}
+
+/* cache_change_fn: append "ns/name old_rv>new_rv" ("-" for a NULL side) to userdata. */
+static void record_short(void *userdata, const json_t *old_job, const json_t *job)
+{
+    const json_t *any = job != NULL ? job : old_job;
+    char buf[128];
+
+    snprintf(buf, sizeof(buf), "%s/%s %s>%s", ns_of(any), name_of(any),
+             old_job != NULL ? rv_of(old_job) : "-", job != NULL ? rv_of(job) : "-");
+    ck_assert_int_eq(json_array_append_new(userdata, json_string(buf)), 0);
+}
+
+/* cache_replace_namespace(c, ns) with these Jobs (a new reference each, consumed). */
+static int replace_ns(struct job_cache *c, const char *ns, json_t *changes, json_t *items_new)
+{
+    struct cache_batch *b = cache_batch_create();
+    const json_t *j;
+    size_t i;
+    int rc;
+
+    ck_assert_ptr_nonnull(b);
+    json_array_foreach(items_new, i, j) {
+        ck_assert_int_eq(cache_batch_add(b, j), 0);
+    }
+    rc = cache_replace_namespace(c, ns, b, changes != NULL ? record_short : NULL, changes);
+    cache_batch_destroy(b);
+    json_decref(items_new);
+    return rc;
+}
+
+static const char *cached_rv(struct job_cache *c, const char *ns, const char *name, char *buf,
+                             size_t len)
+{
+    json_t *got = NULL;
+
+    if (cache_get(c, ns, name, &got) != 0)
+        return "none";
+    snprintf(buf, len, "%s", rv_of(got));
+    json_decref(got);
+    return buf;
+}
+
+START_TEST(test_namespaced_scope)
+{
+    struct job_cache *c = cache_create_namespaced(served_ab, 2);
+    struct job_cache *all = cache_create();
+    json_t *in_a = job("a", "j", "1");
+    json_t *in_c = job("c", "j", "1");
+
+    ck_assert_ptr_nonnull(c);
+    ck_assert(cache_serves(c, "a"));
+    ck_assert(cache_serves(c, "b"));
+    ck_assert(!cache_serves(c, "c"));
+    ck_assert(!cache_serves(c, "ab"));
+    ck_assert(!cache_serves(c, ""));
+    ck_assert(!cache_serves(c, NULL));
+    ck_assert(cache_serves(all, "c"));
+    ck_assert(cache_serves(all, "anything"));
+    /* A Job of a namespace not served is refused and changes nothing. */
+    ck_assert_int_eq(cache_put(c, in_c), WH_EINVAL);
+    ck_assert_uint_eq(cache_size(c), 0);
+    ck_assert_int_eq(cache_put(c, in_a), 0);
+    ck_assert_uint_eq(cache_size(c), 1);
+    ck_assert_int_eq(cache_put(all, in_c), 0);
+    /* n == 0 is a cache of every namespace */
+    cache_destroy(all);
+    all = cache_create_namespaced(NULL, 0);
+    ck_assert(cache_serves(all, "c"));
+    json_decref(in_a);
+    json_decref(in_c);
+    cache_destroy(all);
+    cache_destroy(c);
+}
+END_TEST
+
+/* A namespace's LIST replaces that namespace's Jobs only, and reports its changes only. */
+START_TEST(test_replace_namespace)
+{
+    struct job_cache *c = cache_create_namespaced(served_ab, 2);
+    json_t *changes = json_array();
+    json_t *a1 = job("a", "j1", "1");
+    json_t *b1 = job("b", "j1", "1");
+    char buf[32];
+
+    ck_assert_int_eq(cache_put(c, a1), 0);
+    ck_assert_int_eq(cache_put(c, b1), 0);
+    /* a: j1 changed, j2 new, j3 gone (put first); b/j1 and c/j9 in a's LIST are dropped */
+    json_decref(a1);
+    a1 = job("a", "j3", "4");
+    ck_assert_int_eq(cache_put(c, a1), 0);
+    ck_assert_int_eq(replace_ns(c, "a", changes,
+                                json_pack("[o, o, o, o]", job("a", "j1", "2"), job("b", "j1", "9"),
+                                          job("a", "j2", "3"), job("c", "j9", "1"))),
+                     0);
+    tu_assert_json_eq(changes, "[\"a/j3 4>-\", \"a/j1 1>2\", \"a/j2 ->3\"]");
+    ck_assert_uint_eq(cache_size(c), 3);
+    ck_assert_str_eq(cached_rv(c, "a", "j1", buf, sizeof(buf)), "2");
+    ck_assert_str_eq(cached_rv(c, "a", "j2", buf, sizeof(buf)), "3");
+    ck_assert_str_eq(cached_rv(c, "a", "j3", buf, sizeof(buf)), "none");
+    ck_assert_str_eq(cached_rv(c, "b", "j1", buf, sizeof(buf)), "1");
+    ck_assert_str_eq(cached_rv(c, "c", "j9", buf, sizeof(buf)), "none");
+    /* The same LIST again: nothing to report. */
+    json_array_clear(changes);
+    ck_assert_int_eq(
+        replace_ns(c, "a", changes, json_pack("[o, o]", job("a", "j1", "2"), job("a", "j2", "3"))),
+        0);
+    tu_assert_json_eq(changes, "[]");
+    /* A namespace the cache does not serve (or none): refused, nothing changed. */
+    ck_assert_int_eq(replace_ns(c, "c", changes, json_pack("[o]", job("c", "j9", "1"))), WH_EINVAL);
+    ck_assert_int_eq(replace_ns(c, "", changes, json_array()), WH_EINVAL);
+    tu_assert_json_eq(changes, "[]");
+    ck_assert_uint_eq(cache_size(c), 3);
+    /* b empties: only b's Job goes */
+    ck_assert_int_eq(replace_ns(c, "b", changes, json_array()), 0);
+    tu_assert_json_eq(changes, "[\"b/j1 1>-\"]");
+    ck_assert_uint_eq(cache_size(c), 2);
+    ck_assert_str_eq(cached_rv(c, "a", "j1", buf, sizeof(buf)), "2");
+    json_decref(a1);
+    json_decref(b1);
+    cache_destroy(c);
+    /* Namespace "a" is not a prefix of "ab": a's LIST leaves ab's Jobs alone. */
+    {
+        static const char *const served_a_ab[] = {"a", "ab"};
+
+        c = cache_create_namespaced(served_a_ab, 2);
+        a1 = job("ab", "j", "5");
+        ck_assert_int_eq(cache_put(c, a1), 0);
+        json_array_clear(changes);
+        ck_assert_int_eq(replace_ns(c, "a", changes, json_array()), 0);
+        tu_assert_json_eq(changes, "[]");
+        ck_assert_str_eq(cached_rv(c, "ab", "j", buf, sizeof(buf)), "5");
+        json_decref(a1);
+        cache_destroy(c);
+    }
+    json_decref(changes);
+}
+END_TEST
+
+/* Synced once every namespace's first LIST is marked; repeats and strangers change nothing. */
+START_TEST(test_namespace_synced)
+{
+    struct job_cache *c = cache_create_namespaced(served_ab, 2);
+
+    ck_assert(!cache_synced(c));
+    cache_set_namespace_synced(c, "a");
+    ck_assert(!cache_synced(c));
+    cache_set_namespace_synced(c, "a");
+    cache_set_namespace_synced(c, "c");
+    cache_set_namespace_synced(c, NULL);
+    ck_assert(!cache_synced(c));
+    cache_set_namespace_synced(c, "b");
+    ck_assert(cache_synced(c));
+    cache_destroy(c);
+}
+END_TEST
+
+/* Two writers (one per namespace, as two informers) and a reader at once: each
+ * namespace ends with exactly its writer's last content. Run under SANITIZER=thread. */
+#define NS_ROUNDS 200
+
+struct ns_writer {
+    struct job_cache *c;
+    const char *ns;
+};
+
+static void *ns_writer_main(void *arg)
+{
+    struct ns_writer *w = arg;
+    char rv[16];
+
+    for (int k = 0; k < NS_ROUNDS; k++) {
+        struct cache_batch *b = cache_batch_create();
+        json_t *j1, *j2;
+
+        snprintf(rv, sizeof(rv), "%d", k);
+        j1 = job(w->ns, "j1", rv);
+        j2 = job(w->ns, k % 2 == 0 ? "even" : "odd", rv);
+        if (b == NULL || cache_batch_add(b, j1) != 0 || cache_batch_add(b, j2) != 0
+            || cache_replace_namespace(w->c, w->ns, b, NULL, NULL) != 0 || cache_put(w->c, j1) != 0)
+            abort(); /* no ck_assert off the test's thread */
+        cache_batch_destroy(b);
+        json_decref(j1);
+        json_decref(j2);
+    }
+    return NULL;
+}
+
+START_TEST(test_two_namespace_writers)
+{
+    struct job_cache *c = cache_create_namespaced(served_ab, 2);
+    struct ns_writer wa = {c, "a"}, wb = {c, "b"};
+    pthread_t ta, tb;
+    char buf[32];
+    json_t *all;
+
+    ck_assert_int_eq(pthread_create(&ta, NULL, ns_writer_main, &wa), 0);
+    ck_assert_int_eq(pthread_create(&tb, NULL, ns_writer_main, &wb), 0);
+    for (int k = 0; k < NS_ROUNDS; k++) {
+        all = cache_list(c);
+        ck_assert_ptr_nonnull(all);
+        ck_assert_uint_le(json_array_size(all), 4);
+        json_decref(all);
+    }
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    ck_assert_uint_eq(cache_size(c), 4);
+    ck_assert_str_eq(cached_rv(c, "a", "j1", buf, sizeof(buf)), "199");
+    ck_assert_str_eq(cached_rv(c, "a", "odd", buf, sizeof(buf)), "199");
+    ck_assert_str_eq(cached_rv(c, "a", "even", buf, sizeof(buf)), "none");
+    ck_assert_str_eq(cached_rv(c, "b", "j1", buf, sizeof(buf)), "199");
+    ck_assert_str_eq(cached_rv(c, "b", "odd", buf, sizeof(buf)), "199");
+    cache_destroy(c);
+}
+END_TEST
+
 static Suite *cache_suite(void)
 {
     Suite *s = suite_create("cache");
@@ -525,6 +750,10 @@ static Suite *cache_suite(void)
     tcase_add_test(tc, test_replace_all_uid_changed);
     tcase_add_test(tc, test_synced);
     tcase_add_test(tc, test_concurrent_readers_one_writer);
+    tcase_add_test(tc, test_namespaced_scope);
+    tcase_add_test(tc, test_replace_namespace);
+    tcase_add_test(tc, test_namespace_synced);
+    tcase_add_test(tc, test_two_namespace_writers);
     suite_add_tcase(s, tc);
     return s;
 }

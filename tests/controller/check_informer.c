@@ -10,7 +10,8 @@
  * log); a server answering every WATCH with 410 gets LISTs spaced by the
  * growing backoff (gaps from the server's own clock, lower bounds only), while
  * a 410 after a watch that delivered relists at once; objects of another kind
- * in the LIST or the WATCH are skipped.
+ * in the LIST or the WATCH are skipped. Namespaced informers (serve --namespaces)
+ * on one cache ask only their own namespaces' collections.
  *
  * Waits poll with a generous deadline; nothing asserts how long anything took.
  * The stop tests rely on the TCase timeout: their backoff and watch timeouts
@@ -24,12 +25,14 @@
 
 #define JOBS     "/apis/batch.volcano.sh/v1alpha1/jobs"
 #define NS1_JOBS "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs"
+#define NS2_JOBS "/apis/batch.volcano.sh/v1alpha1/namespaces/ns2/jobs"
 #define WAIT_MS  20000L
 
 static struct apitest api;
 static struct k8s_client *kc;
 static struct job_cache *cache;
 static struct informer *inf;
+static struct informer *inf2; /* the second namespace's, in test_namespaced_informers */
 
 /* ---- handler log: "add ns/name rv", "update ns/name oldrv>newrv", "delete ns/name" ---- */
 
@@ -145,12 +148,15 @@ static void setup(void)
     ck_assert_ptr_nonnull(cache);
     ev_log = json_array();
     inf = NULL;
+    inf2 = NULL;
 }
 
 static void teardown(void)
 {
     informer_stop(inf);
     inf = NULL;
+    informer_stop(inf2);
+    inf2 = NULL;
     cache_destroy(cache);
     cache = NULL;
     k8s_client_destroy(kc);
@@ -239,8 +245,8 @@ static void api_delete(const char *name)
     ck_assert_int_eq(apitest_call(&api, "DELETE", path, NULL, true, NULL), 200);
 }
 
-/* Logged requests to the all-namespaces Jobs collection whose query contains needle. */
-static int count_jobs_requests(const char *needle)
+/* Logged requests to the collection path whose query contains needle. */
+static int count_path_requests(const char *path, const char *needle)
 {
     json_t *resp = NULL;
     json_t *r;
@@ -251,12 +257,18 @@ static int count_jobs_requests(const char *needle)
     json_array_foreach(json_object_get(resp, "requests"), i, r) {
         const char *q = json_string_value(json_object_get(r, "query"));
 
-        if (strcmp(json_string_value(json_object_get(r, "path")), JOBS) == 0
+        if (strcmp(json_string_value(json_object_get(r, "path")), path) == 0
             && strstr(q != NULL ? q : "", needle) != NULL)
             n++;
     }
     json_decref(resp);
     return n;
+}
+
+/* Logged requests to the all-namespaces Jobs collection whose query contains needle. */
+static int count_jobs_requests(const char *needle)
+{
+    return count_path_requests(JOBS, needle);
 }
 
 /*
@@ -794,15 +806,106 @@ START_TEST(test_stop_on_stalled_watch)
 }
 END_TEST
 
+/*
+ * serve --namespaces: one informer per namespace on one namespaced cache. Each
+ * LISTs and WATCHes its own namespace's collection (never the all-namespaces one),
+ * the cache holds the Jobs of both and no other, and is synced only once both
+ * have listed. A Job created in a namespace not served is never seen.
+ */
+START_TEST(test_namespaced_informers)
+{
+    static const char *const served[] = {"ns1", "ns2"};
+    struct informer_handlers h = {on_add, on_update, on_delete, &ev_mu};
+    struct informer_config cfg = {
+        .page_size = 2,
+        .request_timeout_ms = 5000,
+        .watch_timeout_s = 300,
+        .idle_timeout_ms = 10000,
+        .backoff_min_ms = 50,
+        .backoff_max_ms = 200,
+    };
+    struct wh_error err = {0, ""};
+    struct informer_stats st;
+    json_t *job = NULL;
+
+    seed_jobs();
+    apitest_ctl(&api, "POST", "/_test/objects",
+                "[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+                "\"metadata\":{\"name\":\"d\",\"namespace\":\"ns3\"},\"spec\":{}}]");
+    cache_destroy(cache);
+    cache = cache_create_namespaced(served, 2);
+    ck_assert_ptr_nonnull(cache);
+    cfg.ns = "ns1";
+    ck_assert_msg(informer_start(&inf, kc, cache, &cfg, &h, &err) == 0, "%s", err.msg);
+    wait_events(2);
+    settle();
+    assert_events("[\"add ns1/a 1\", \"add ns1/b 2\"]");
+    ck_assert(!cache_synced(cache)); /* ns2 has not listed yet */
+    cfg.ns = "ns2";
+    ck_assert_msg(informer_start(&inf2, kc, cache, &cfg, &h, &err) == 0, "%s", err.msg);
+    wait_events(3);
+    for (long t = 0; t < WAIT_MS && !cache_synced(cache); t += 20)
+        apitest_nap(20);
+    ck_assert(cache_synced(cache));
+    ck_assert_uint_eq(cache_size(cache), 3);
+    ck_assert_int_eq(cache_get(cache, "ns3", "d", &job), WH_ENOTFOUND);
+
+    /* Watches: ns1's create reaches the cache, ns3's never does. */
+    wait_stats(s.watches >= 1);
+    ck_assert_int_eq(apitest_call(&api, "POST",
+                                  "/apis/batch.volcano.sh/v1alpha1/namespaces/ns3/jobs",
+                                  "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":"
+                                  "\"Job\",\"metadata\":{\"name\":\"x\"},\"spec\":{}}",
+                                  true, NULL),
+                     201);
+    api_create("e");
+    wait_events(4);
+    settle();
+    assert_events("[\"add ns1/a 1\", \"add ns1/b 2\", \"add ns2/c 3\", \"add ns1/e 6\"]");
+    ck_assert_int_eq(cache_get(cache, "ns3", "x", &job), WH_ENOTFOUND);
+    ck_assert_uint_eq(cache_size(cache), 4);
+
+    /* Only the two namespaces' collections were asked, each listed once, then watched. */
+    ck_assert_int_eq(count_jobs_requests(""), 0);
+    ck_assert_int_eq(count_path_requests(NS1_JOBS, "limit=2"), 1);
+    ck_assert_int_eq(count_path_requests(NS2_JOBS, "limit=2"), 1);
+    ck_assert_int_eq(
+        count_path_requests(NS1_JOBS, "watch=1&allowWatchBookmarks=true&resourceVersion="), 1);
+    ck_assert_int_eq(
+        count_path_requests(NS2_JOBS, "watch=1&allowWatchBookmarks=true&resourceVersion="), 1);
+    informer_get_stats(inf2, &st);
+    ck_assert_uint_eq(st.lists, 1);
+    ck_assert_uint_eq(st.errors, 0);
+    ck_assert_uint_eq(stats().lists, 1);
+    ck_assert_uint_eq(stats().errors, 0);
+}
+END_TEST
+
 START_TEST(test_start_errors)
 {
     struct wh_error err = {0, ""};
     struct informer *i2 = (struct informer *)1;
+    struct informer_config cfg = {.ns = "Ns/1"};
 
     ck_assert_int_eq(informer_start(&i2, NULL, cache, NULL, NULL, &err), WH_EINVAL);
     ck_assert_ptr_null(i2);
     ck_assert_int_eq(informer_start(&i2, kc, NULL, NULL, NULL, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "informer: no client or cache");
+    /* a namespace must be a DNS-1123 label: it is a path segment as it is */
+    ck_assert_int_eq(informer_start(&i2, kc, cache, &cfg, NULL, &err), WH_EINVAL);
+    ck_assert_ptr_null(i2);
+    ck_assert_str_eq(err.msg, "informer: invalid namespace \"Ns/1\"");
+    /* a namespace must be one the cache serves (a cache of every namespace serves all) */
+    {
+        static const char *const served[] = {"ns1"};
+        struct job_cache *nc = cache_create_namespaced(served, 1);
+
+        cfg.ns = "ns2";
+        ck_assert_int_eq(informer_start(&i2, kc, nc, &cfg, NULL, &err), WH_EINVAL);
+        ck_assert_ptr_null(i2);
+        ck_assert_str_eq(err.msg, "informer: the cache does not serve namespace ns2");
+        cache_destroy(nc);
+    }
 }
 END_TEST
 
@@ -825,6 +928,7 @@ static Suite *informer_suite(void)
     tcase_add_loop_test(tc, test_gone_storm_backs_off, 0, 2);
     tcase_add_test(tc, test_gone_after_delivery_relists_at_once);
     tcase_add_test(tc, test_wrong_kind_skipped);
+    tcase_add_test(tc, test_namespaced_informers);
     suite_add_tcase(s, tc);
 
     /* Backoffs and watch timeouts of 5-10 minutes: only a prompt stop passes. */

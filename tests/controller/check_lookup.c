@@ -3,6 +3,7 @@
  * tests/apiserver.py: a cached Job costs no API request at all; a miss, or a
  * cached Job with another uid (D6), costs exactly one GET; 404, a stall
  * past the timeout and a 500 come back as the errors mutate_review expects.
+ * A namespace a namespaced cache does not serve is declined with no request.
  * Request counts come from the server's own request log.
  */
 #include <pthread.h>
@@ -61,6 +62,14 @@ static json_t *cached_job(const char *uid)
                      "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata", "name", "j1",
                      "namespace", "ns1", "uid", uid, "resourceVersion", "1", "spec", "plugins",
                      "svc");
+}
+
+static int get_ns(struct job_lookup *l, const char *ns, const char *name, json_t **out,
+                  struct wh_error *err)
+{
+    struct job_source src = lookup_job_source(l);
+
+    return src.get(src.userdata, ns, name, "", out, err);
 }
 
 static int get(struct job_lookup *l, const char *name, const char *uid, json_t **out,
@@ -294,6 +303,79 @@ START_TEST(test_waiting_capped)
 }
 END_TEST
 
+/* Lines of text that contain needle. */
+static int count_lines(const char *text, const char *needle)
+{
+    int n = 0;
+
+    for (const char *p = text; p != NULL && *p != '\0';) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl != NULL ? (size_t)(nl - p) : strlen(p);
+        char line[1024];
+
+        snprintf(line, sizeof(line), "%.*s", (int)len, p);
+        if (strstr(line, needle) != NULL)
+            n++;
+        p = nl != NULL ? nl + 1 : NULL;
+    }
+    return n;
+}
+
+/*
+ * serve --namespaces: a namespaced cache serves ns1 only. A pod of ns2 or ns3 is
+ * declined with no API request at all (no GET outside the namespaces served), counted
+ * per pod, and logged once per namespace (stderr captured); ns1's miss is still a GET.
+ */
+START_TEST(test_namespace_not_served)
+{
+    static const char *const served[] = {"ns1"};
+    struct job_lookup l = {.client = kc, .timeout_ms = 2000};
+    struct wh_error err = {0, ""};
+    json_t *got = (json_t *)1;
+    char logpath[] = "/tmp/check_lookup.XXXXXX";
+    int fd = mkstemp(logpath);
+    int saved = dup(2);
+    char *log;
+
+    ck_assert_int_ge(fd, 0);
+    cache_destroy(cache);
+    cache = cache_create_namespaced(served, 1);
+    l.cache = cache;
+    cache_set_namespace_synced(cache, "ns1");
+    ck_assert_int_eq(lookup_init(&l), 0);
+    ck_assert_uint_eq(lookup_not_served(&l), 0);
+    fflush(stderr);
+    dup2(fd, 2);
+    for (int k = 0; k < 3; k++) {
+        ck_assert_int_eq(get_ns(&l, "ns2", "j1", &got, &err), WH_DECLINED);
+        ck_assert_ptr_null(got);
+    }
+    ck_assert_int_eq(get_ns(&l, "ns3", "j1", &got, &err), WH_DECLINED);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ck_assert_uint_eq(lookup_not_served(&l), 4);
+    ck_assert_uint_eq(apitest_total(&api), 0);
+    ck_assert_str_eq(err.msg, "");
+    log = tu_read_file(logpath);
+    unlink(logpath);
+    close(fd);
+    ck_assert_int_eq(count_lines(log, "namespace not served"), 2);
+    ck_assert_int_eq(count_lines(log, "\"ns\":\"ns2\""), 1);
+    ck_assert_int_eq(count_lines(log, "\"ns\":\"ns3\""), 1);
+    free(log);
+    /* A miss in the namespace served is a GET, as before. */
+    ck_assert_int_eq(get_ns(&l, "ns1", "j1", &got, &err), 0);
+    ck_assert(json_equal(got, stored));
+    json_decref(got);
+    ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 1);
+    ck_assert_uint_eq(apitest_total(&api), 1);
+    ck_assert_uint_eq(lookup_not_served(&l), 4);
+    lookup_dispose(&l);
+    ck_assert_uint_eq(lookup_not_served(&l), 0);
+}
+END_TEST
+
 static Suite *lookup_suite(void)
 {
     Suite *s = suite_create("lookup");
@@ -308,6 +390,7 @@ static Suite *lookup_suite(void)
     tcase_add_test(tc, test_no_cache);
     tcase_add_test(tc, test_concurrent_misses_share_one_get);
     tcase_add_test(tc, test_waiting_capped);
+    tcase_add_test(tc, test_namespace_not_served);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -532,6 +532,21 @@ static void assert_round_trip(const json_t *v)
     free(text);
 }
 
+/* A real with an exponent keeps a dot ("1.0e+20"): YAML 1.1 readers (PyYAML) type
+ * "1e+20" as a string. Written and read back, each stays the number it was. */
+START_TEST(test_dump_real_exponent)
+{
+    json_t *v = json_pack("{s:f, s:f, s:f, s:f}", "a", 1e20, "b", 1.5e-7, "c", 2.0, "d", -3e300);
+    char *text = dump_ok(v);
+
+    ck_assert_str_eq(
+        text, "a: 1.0e+20\nb: 1.4999999999999999e-07\nc: 2.0\nd: -3.0000000000000002e+300\n");
+    assert_round_trip(v);
+    free(text);
+    json_decref(v);
+}
+END_TEST
+
 START_TEST(test_dump_text)
 {
     json_t *v = tu_json("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p-0\","
@@ -742,6 +757,7 @@ static Suite *yaml_suite(void)
     tcase_add_test(tc, test_documents);
     tcase_add_test(tc, test_file_errors);
     tcase_add_test(tc, test_dump_text);
+    tcase_add_test(tc, test_dump_real_exponent);
     tcase_add_test(tc, test_dump_round_trip);
     tcase_add_test(tc, test_dump_examples);
     tcase_add_test(tc, test_dump_too_deep);

@@ -14,7 +14,7 @@
 
 struct fake_source {
     json_t *job; /* returned (as a copy) when name matches */
-    int rc;      /* forced error when < 0 */
+    int rc;      /* forced error when < 0; WH_DECLINED: a namespace the source does not serve */
     int calls;
     char last_ns[64];
     char last_name[64];
@@ -32,6 +32,8 @@ static int fake_get(void *ud, const char *ns, const char *name, const char *uid,
     snprintf(fs->last_uid, sizeof(fs->last_uid), "%s", uid);
     if (fs->rc < 0)
         return wh_error_set(err, fs->rc, "InternalError: etcd is sad");
+    if (fs->rc == WH_DECLINED)
+        return WH_DECLINED;
     if (fs->job == NULL
         || strcmp(json_string_value(json_object_get(json_object_get(fs->job, "metadata"), "name")),
                   name)
@@ -154,6 +156,31 @@ START_TEST(job_not_found_allows_with_warning_d7)
     ck_assert_str_eq(r.warnings.items[0], "volcano job ns1/j not found, pod not mutated");
     mutate_result_dispose(&r);
     json_decref(pod);
+}
+END_TEST
+
+/* serve --namespaces: a source that does not serve the pod's namespace declines; the
+ * pod is allowed as it is, with no warning (another webhook may serve that namespace),
+ * whatever the lookup-failure policy. */
+START_TEST(namespace_not_served_allows_unpatched)
+{
+    struct fake_source fs = {.job = tu_json(JOB_SIMPLE), .rc = WH_DECLINED};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    for (int k = 0; k < 2; k++) {
+        review(&fs, "CREATE", "pods", "ns3", pod,
+               k == 0 ? LOOKUP_FAILURE_DENY : LOOKUP_FAILURE_ALLOW, &r);
+        ck_assert(r.allowed);
+        ck_assert_ptr_null(r.patch);
+        ck_assert_str_eq(r.message, "");
+        ck_assert_uint_eq(r.warnings.n, 0);
+        mutate_result_dispose(&r);
+    }
+    ck_assert_int_eq(fs.calls, 2);
+    ck_assert_str_eq(fs.last_ns, "ns3");
+    json_decref(pod);
+    json_decref(fs.job);
 }
 END_TEST
 
@@ -864,6 +891,7 @@ static Suite *mutate_suite(void)
     tcase_add_test(tc, not_served_d8);
     tcase_add_test(tc, job_not_found_allows_with_warning_d7);
     tcase_add_test(tc, lookup_failure_policy_d7);
+    tcase_add_test(tc, namespace_not_served_allows_unpatched);
     tcase_add_test(tc, namespace_from_pod_when_request_has_none_d6);
     tcase_add_test(tc, uid_mismatch_is_not_our_job_d6);
     tcase_add_test(tc, owner_without_uid_not_looked_up_d6);

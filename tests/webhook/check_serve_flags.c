@@ -127,6 +127,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(o.max_per_ip, 0);
     ck_assert_int_eq(o.idle_timeout_ms, 30000);
     ck_assert_int_eq(o.request_timeout_ms, 10000);
+    ck_assert_uint_eq(o.nnamespaces, 0);
     result_free(&r);
 }
 END_TEST
@@ -725,6 +726,84 @@ START_TEST(test_help)
 }
 END_TEST
 
+/* --namespaces: names in the order given, a repeated flag appends; each bad list
+ * is refused with its own message and exit 2. */
+START_TEST(test_namespaces)
+{
+    char name63[64], name64[65], list[SERVE_MAX_NAMESPACES * 8 + 8];
+    struct serve_options o;
+    struct result r;
+    size_t off = 0;
+
+    PARSE(&o, &r, "--insecure-http", "--namespaces", "team-a,b2", "--namespaces=0c");
+    assert_ok(&r);
+    ck_assert_uint_eq(o.nnamespaces, 3);
+    ck_assert_str_eq(o.namespaces[0], "team-a");
+    ck_assert_str_eq(o.namespaces[1], "b2");
+    ck_assert_str_eq(o.namespaces[2], "0c");
+    result_free(&r);
+
+    memset(name63, 'n', 63);
+    name63[63] = '\0';
+    PARSE(&o, &r, "--insecure-http", "--namespaces", name63);
+    assert_ok(&r);
+    ck_assert_uint_eq(o.nnamespaces, 1);
+    ck_assert_str_eq(o.namespaces[0], name63);
+    result_free(&r);
+    memset(name64, 'n', 64);
+    name64[64] = '\0';
+    PARSE(&o, &r, "--insecure-http", "--namespaces", name64);
+    ck_assert_int_eq(r.rc, WH_EINVAL);
+    ck_assert_ptr_nonnull(strstr(r.err,
+                                 "want namespace names (DNS-1123 labels) separated by "
+                                 "commas\n"));
+    result_free(&r);
+
+    /* duplicates, within one flag and across two */
+    PARSE(&o, &r, "--insecure-http", "--namespaces", "a,b,a");
+    assert_usage_error(&r, P "--namespaces: namespace \"a\" given twice\n");
+    result_free(&r);
+    PARSE(&o, &r, "--insecure-http", "--namespaces", "a,b", "--namespaces", "b");
+    assert_usage_error(&r, P "--namespaces: namespace \"b\" given twice\n");
+    result_free(&r);
+
+    /* SERVE_MAX_NAMESPACES names pass, one more does not */
+    for (int k = 0; k < SERVE_MAX_NAMESPACES; k++)
+        off += (size_t)snprintf(list + off, sizeof(list) - off, "%sns%d", k > 0 ? "," : "", k);
+    PARSE(&o, &r, "--insecure-http", "--namespaces", list);
+    assert_ok(&r);
+    ck_assert_uint_eq(o.nnamespaces, SERVE_MAX_NAMESPACES);
+    ck_assert_str_eq(o.namespaces[SERVE_MAX_NAMESPACES - 1], "ns31");
+    result_free(&r);
+    PARSE(&o, &r, "--insecure-http", "--namespaces", list, "--namespaces", "one-more");
+    assert_usage_error(&r,
+                       P "--namespaces: more than 32 namespaces (serve every namespace "
+                         "instead, without the flag)\n");
+    result_free(&r);
+}
+END_TEST
+
+/* --namespaces values that are no list of DNS-1123 labels. */
+static const char *const bad_namespaces[] = {
+    "", ",", "a,", ",a", "a,,b", "A", "a_b", "a.b", "-a", "a-", "a b", "a,B", "ü",
+};
+
+START_TEST(test_bad_namespaces)
+{
+    char want[256];
+    struct serve_options o;
+    struct result r;
+
+    snprintf(want, sizeof(want),
+             P "invalid --namespaces \"%s\": want namespace names (DNS-1123 labels) "
+               "separated by commas\n",
+             bad_namespaces[_i]);
+    PARSE(&o, &r, "--insecure-http", "--namespaces", (char *)bad_namespaces[_i]);
+    assert_usage_error(&r, want);
+    result_free(&r);
+}
+END_TEST
+
 /* The checks across flags, in the order they run. */
 START_TEST(test_combinations)
 {
@@ -994,6 +1073,9 @@ static Suite *serve_flags_suite(void)
     tcase_add_test(tc, test_leader_elect_bool);
     tcase_add_test(tc, test_unknown_and_missing);
     tcase_add_test(tc, test_help);
+    tcase_add_test(tc, test_namespaces);
+    tcase_add_loop_test(tc, test_bad_namespaces, 0,
+                        (int)(sizeof(bad_namespaces) / sizeof(bad_namespaces[0])));
     tcase_add_test(tc, test_help_states_the_defaults);
     tcase_add_test(tc, test_combinations);
     tcase_add_test(tc, test_parse_twice);
