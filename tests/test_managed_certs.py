@@ -11,6 +11,8 @@ webhook"). Scenarios:
   - with --leader-elect=false the replica leads the keeper itself; a caBundle reset by hand
     is repaired within --cabundle-repair-interval, logged and counted
     (webhook_tls_cabundle_repairs_total);
+  - a replica that does not hold the Lease, on a namespace without the Secret, writes
+    nothing, serves nothing and says in its log what it waits for;
   - a serving-certificate renewal in seconds (--cert-validity 20s --cert-renew-before 10s)
     while the client sends reviews to both replicas on new connections: every request
     answered, and each replica served more than one certificate.
@@ -283,6 +285,41 @@ class ManagedCertsTest(unittest.TestCase):
         status, body, _ = post_review(port, strict_context(self.trusted_ca_file()),
                                       self.review())
         self.assertEqual(status, 200, body)
+
+    def test_a_follower_without_a_secret_waits_and_says_so(self):
+        now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+        status, body = self.api.call(
+            "POST", "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % NS, {
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": "volcano-plugin-webhook", "namespace": NS},
+                "spec": {"holderIdentity": "someone-else", "leaseDurationSeconds": 3600,
+                         "acquireTime": now, "renewTime": now, "leaseTransitions": 0}})
+        self.assertEqual(status, 201, body)
+        d = os.path.join(self.dir, "follower")
+        os.makedirs(d)
+        port_file = os.path.join(d, "port")
+        p = harness.Process("follower", [
+            harness.binary(), "serve", "--bind-address", "127.0.0.1", "--port", "0",
+            "--port-file", port_file, "--kubeconfig", self.kubeconfig,
+            "--cert-secret", SECRET, "--webhook-config-name", CONFIG] + LEADER_ARGS, d).start()
+        self.addCleanup(p.stop)
+        secret_path = SECRETS_PATH + "/" + SECRET
+        self.wait(lambda: sum(1 for r in self.api.requests()
+                              if r["method"] == "GET" and r["path"] == secret_path) >= 3,
+                  "three reads of the Secret")
+        waits = [e for e in map(json.loads, (ln for ln in p.log().splitlines()
+                                             if ln.startswith("{")))
+                 if e["msg"] == "managed certificates: waiting for a serving pair before serving"]
+        self.assertTrue(waits, p.log())
+        self.assertEqual((waits[0]["secret"], waits[0]["leading"], waits[0]["waited_s"]),
+                         ("%s/%s" % (NS, SECRET), "false", "0"))
+        self.assertTrue(p.alive(), p.log())
+        self.assertFalse(os.path.exists(port_file))  # not serving
+        writes = [r for r in self.api.requests()
+                  if r["method"] != "GET" and "/leases" not in r["path"]]
+        self.assertEqual(writes, [])
+        self.assertEqual(self.secrets(), [])
+        self.assertEqual(self.ca_bundles(), [PLACEHOLDER] * 3)
 
     def test_renewal_in_seconds_without_a_failed_request(self):
         args = LEADER_ARGS + ["--cert-validity=20s", "--cert-renew-before=10s"]

@@ -620,6 +620,7 @@ static void ops_stop(struct serve_ops *ops)
 struct serve_managed {
     const struct serve_options *opt; /* the parsed flags, borrowed */
     struct certkeeper *keeper;       /* owned */
+    const char *ns;                  /* the Secret's (the Lease's); borrowed */
     struct certs_pair *first;        /* where the pair goes before the server exists */
     struct server *srv;              /* borrowed; NULL until the server exists */
 };
@@ -700,6 +701,7 @@ static int managed_side_create(struct serve_managed *ms, struct k8s_client *kc, 
     cfg.on_pair = managed_on_pair;
     cfg.userdata = ms;
     ms->first = first;
+    ms->ns = ns;
     if (certkeeper_create(&ms->keeper, &cfg, &err) < 0) {
         LOG_ERROR("cannot set up the managed certificates: %s", err.msg);
         return -1;
@@ -734,21 +736,23 @@ static int managed_side_wait(struct serve_managed *ms, const struct leader *lead
 
         (void)certkeeper_sync(ms->keeper, &err); /* failures are logged there */
         if (ms->first->cert_pem != NULL) {
-            LOG_INFO("managed certificates: serving the pair of secret %s waited_ms=%ld",
-                     ms->opt->cert_secret, ms_since(t0));
+            LOG_INFO("managed certificates: serving the pair of the secret secret=%s/%s "
+                     "waited_ms=%ld",
+                     ms->ns, ms->opt->cert_secret, ms_since(t0));
             return 0;
         }
         if (ms_since(t0) >= MANAGED_WAIT_MS) {
-            LOG_ERROR("managed certificates: no serving pair in secret %s after %lds, giving up "
-                      "leading=%s err=%s",
-                      ms->opt->cert_secret, MANAGED_WAIT_MS / 1000, leading ? "true" : "false",
-                      LOG_QUOTED(err.msg));
+            LOG_ERROR("managed certificates: no serving pair in time, giving up secret=%s/%s "
+                      "waited_s=%ld leading=%s err=%s",
+                      ms->ns, ms->opt->cert_secret, MANAGED_WAIT_MS / 1000,
+                      leading ? "true" : "false", LOG_QUOTED(err.msg));
             return -1;
         }
         if (ms_since(t0) >= next_log) {
-            LOG_INFO("managed certificates: waiting for a serving pair in secret %s, written "
-                     "by the Lease holder (leading=%s), before serving",
-                     ms->opt->cert_secret, leading ? "true" : "false");
+            /* the Lease holder writes the pair; serving starts once this replica has it */
+            LOG_INFO("managed certificates: waiting for a serving pair before serving "
+                     "secret=%s/%s leading=%s waited_s=%ld",
+                     ms->ns, ms->opt->cert_secret, leading ? "true" : "false", ms_since(t0) / 1000);
             next_log += MANAGED_LOG_MS;
         }
         if (sigtimedwait(block, NULL, &step) > 0) {
