@@ -320,6 +320,10 @@ class ManagedCertsTest(unittest.TestCase):
         self.assertEqual(writes, [])
         self.assertEqual(self.secrets(), [])
         self.assertEqual(self.ca_bundles(), [PLACEHOLDER] * 3)
+        # SIGTERM while waiting: start-up never finished (exit 1), everything freed
+        self.assertEqual(p.stop(), 1, p.log())
+        self.assertIsNone(p.sanitizer_report(), p.log())
+        self.assertIn("stop signal while waiting for the serving pair", p.log())
 
     def test_renewal_in_seconds_without_a_failed_request(self):
         args = LEADER_ARGS + ["--cert-validity=20s", "--cert-renew-before=10s"]
