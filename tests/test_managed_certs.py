@@ -7,7 +7,7 @@ webhook"). Scenarios:
   - two replicas started together on an empty namespace: one Secret, one CA, the caBundle
     of every webhook (Mutating and Validating) equal to the trust bundle, both ready, both
     answer that client; what they serve is the Secret's pair, and the expiry gauge is its
-    notAfter;
+    notAfter; the requests for it are exactly what the managed overlay's RBAC grants;
   - with --leader-elect=false the replica leads the keeper itself; a caBundle reset by hand
     is repaired within --cabundle-repair-interval, logged and counted
     (webhook_tls_cabundle_repairs_total);
@@ -230,6 +230,16 @@ class ManagedCertsTest(unittest.TestCase):
     def test_two_replicas_on_an_empty_namespace_one_ca_both_ready(self):
         ports = self.start(LEADER_ARGS, LEADER_ARGS)
         self.wait_ready(ports)
+
+        # What they asked of the API server for it is what manifests/overlays/managed
+        # grants: the Secret by name (get, update) and create, the two configurations by
+        # name (get, patch); nothing else there (the Job's own ssh Secret is elsewhere).
+        used = {(r["method"], r["path"]) for r in self.api.requests()
+                if r["path"].startswith(SECRETS_PATH) or "webhookconfigurations" in r["path"]}
+        self.assertEqual(used, {
+            ("GET", SECRETS_PATH + "/" + SECRET), ("PUT", SECRETS_PATH + "/" + SECRET),
+            ("POST", SECRETS_PATH), ("GET", MWC_PATH), ("PATCH", MWC_PATH),
+            ("GET", VWC_PATH), ("PATCH", VWC_PATH)})
 
         # One Secret, one CA: the CA is the whole trust bundle and every caBundle.
         [secret] = self.secrets()
