@@ -583,7 +583,7 @@ class RenderedManifestsTest(unittest.TestCase):
 
 
 # Overlays that change or remove base objects (the others only add to it).
-REPLACING_OVERLAYS = ("namespaced",)
+REPLACING_OVERLAYS = ("managed", "namespaced")
 # The namespaces manifests/overlays/namespaced/ serves, as it ships.
 NAMESPACED_SERVED = ("team-a", "team-b")
 
@@ -615,7 +615,7 @@ class OverlaysTest(unittest.TestCase):
         return {object_key(o): o for o in self.rendered[overlay] if object_key(o) not in base}
 
     def test_the_overlays(self):
-        self.assertEqual(overlays(), ["namespaced", "networkpolicy", "prometheus"])
+        self.assertEqual(overlays(), ["managed", "namespaced", "networkpolicy", "prometheus"])
 
     def test_default_install_is_the_base(self):
         self.assertEqual(self.base, render(BASE))
@@ -640,6 +640,81 @@ class OverlaysTest(unittest.TestCase):
                 self.assertEqual((r.returncode, r.stdout),
                                  (0, "ok %d objects\n" % len(objs)), r.stderr)
 
+    # ------------------------------------------------------------ managed
+
+    def managed(self, kind, name=NAME):
+        [o] = [o for o in self.rendered["managed"]
+               if o["kind"] == kind and o["metadata"]["name"] == name]
+        return o
+
+    def test_managed_changes_only_the_deployment_and_the_webhook_configurations(self):
+        got = {object_key(o): o for o in self.rendered["managed"]}
+        changed = ("Deployment", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for o in self.base:
+            with self.subTest(object=object_key(o)):
+                self.assertIn(object_key(o), got)
+                if o["kind"] not in changed:
+                    self.assertEqual(got[object_key(o)], o)
+
+    def test_managed_deployment_serves_from_the_secret_without_files(self):
+        base = [o for o in self.base if o["kind"] == "Deployment"][0]
+        dep = self.managed("Deployment")
+        [c] = dep["spec"]["template"]["spec"]["containers"]
+        self.assertEqual(c["args"], [
+            "serve", "--port=8443", "--cert-secret=volcano-plugin-webhook-certs",
+            "--leader-elect-resource-namespace=$(POD_NAMESPACE)", "--v=2"])
+        self.assertNotIn("volumeMounts", c)
+        self.assertNotIn("volumes", dep["spec"]["template"]["spec"])
+        # everything else is the base's Deployment
+        want = json.loads(json.dumps(base))
+        wc = want["spec"]["template"]["spec"]["containers"][0]
+        wc["args"] = c["args"]
+        del wc["volumeMounts"]
+        del want["spec"]["template"]["spec"]["volumes"]
+        self.assertEqual(dep, want)
+        flags = serve_flags()
+        if flags is not None:
+            self.assertLessEqual(set(flag_names(c["args"][1:])), flags)
+
+    def test_managed_webhook_configurations_have_no_ca_bundle(self):
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            with self.subTest(kind=kind):
+                base = [o for o in self.base if o["kind"] == kind][0]
+                got = self.managed(kind)
+                want = json.loads(json.dumps(base))
+                for w in want["webhooks"]:
+                    del w["clientConfig"]["caBundle"]
+                self.assertEqual(got, want)
+
+    def test_managed_rbac_is_the_secret_and_the_two_configurations_by_name(self):
+        added = self.added("managed")
+        rbac = "rbac.authorization.k8s.io/v1"
+        self.assertEqual(sorted(added), sorted([
+            (rbac, "ClusterRole", "", NAME + "-certs"),
+            (rbac, "ClusterRoleBinding", "", NAME + "-certs"),
+            (rbac, "Role", NS, NAME + "-certs"),
+            (rbac, "RoleBinding", NS, NAME + "-certs")]))
+        self.assertEqual(added[(rbac, "Role", NS, NAME + "-certs")]["rules"], [
+            {"apiGroups": [""], "resources": ["secrets"],
+             "resourceNames": ["volcano-plugin-webhook-certs"], "verbs": ["get", "update"]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}])
+        self.assertEqual(added[(rbac, "ClusterRole", "", NAME + "-certs")]["rules"], [
+            {"apiGroups": ["admissionregistration.k8s.io"],
+             "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+             "resourceNames": [NAME], "verbs": ["get", "patch"]}])
+        sa = [{"kind": "ServiceAccount", "name": NAME, "namespace": NS}]
+        for kind, role in (("RoleBinding", "Role"), ("ClusterRoleBinding", "ClusterRole")):
+            with self.subTest(kind=kind):
+                b = self.managed(kind, NAME + "-certs")
+                self.assertEqual(b["roleRef"], {"apiGroup": "rbac.authorization.k8s.io",
+                                                "kind": role, "name": NAME + "-certs"})
+                self.assertEqual(b["subjects"], sa)
+
+    def test_readme_says_how_to_install_managed(self):
+        with open(README, encoding="utf-8") as f:
+            readme = f.read()
+        self.assertTrue("kubectl apply -k manifests/overlays/managed/" in readme,
+                        "README.md does not say how to install the managed overlay")
     # ------------------------------------------------------------ namespaced
 
     def namespaced(self, kind, name=NAME, namespace=None):

@@ -392,6 +392,11 @@ void metrics_write_running(struct metric_writer *w, const struct metrics_running
                      "Objects with a plugin's name that belong to someone else, left alone.", NULL,
                      (double)st->foreign);
     }
+    if (r->has_keeper)
+        metric_write(w, "webhook_tls_cabundle_repairs_total", "counter",
+                     "caBundles of the webhook configurations found changed by hand and repaired "
+                     "(--cert-secret).",
+                     NULL, (double)r->cabundle_repairs);
     metric_write(w, "webhook_leader", "gauge",
                  "1 while this replica reconciles: it holds the Lease, or "
                  "--leader-elect=false; else 0.",

@@ -50,8 +50,10 @@ struct metrics_running {
     bool has_lookup;
     unsigned long namespace_not_served; /* webhook_admission_namespace_not_served_total */
     bool has_reconciler;
-    struct reconcile_stats reconcile; /* webhook_reconcile_* */
-    bool leading;                     /* webhook_leader */
+    struct reconcile_stats reconcile;    /* webhook_reconcile_* */
+    bool has_keeper;                     /* --cert-secret: the certificate keeper */
+    unsigned long long cabundle_repairs; /* webhook_tls_cabundle_repairs_total */
+    bool leading;                        /* webhook_leader */
 };
 
 /**

@@ -25,6 +25,11 @@
  * atomic in metrics.c). With
  * --self-signed, the caBundle patch thread (certs/selfsigned.c, started after
  * the signal mask) uses the shared client; serve_ready reads its atomic flag.
+ * With --cert-secret, the certificate keeper (controller/certkeeper.h) runs its
+ * rounds on the main thread until this replica has a pair, then on a thread of
+ * its own, with the shared client; its on_pair (managed_on_pair) calls the
+ * thread-safe server_set_tls_pair; serve_on_leading feeds it the Lease, and
+ * serve_ready and serve_collect read it under their locks.
  */
 #include <errno.h>
 #include <limits.h>
@@ -45,6 +50,7 @@
 #include "certs/selfsigned.h"
 #include "controller/cabundle.h"
 #include "controller/cache.h"
+#include "controller/certkeeper.h"
 #include "controller/informer.h"
 #include "controller/lookup.h"
 #include "controller/reconcile.h"
@@ -80,6 +86,29 @@ static const char *selfsigned_not_ready(void)
 
 /* ---- end of --self-signed readiness flag ---- */
 
+/* ---- --cert-secret: readiness ---- */
+
+/* The keeper of --cert-secret, NULL without it. Set on the main thread before
+ * server_run, cleared under the lock before the keeper is destroyed. */
+static pthread_mutex_t ready_keeper_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct certkeeper *ready_keeper;
+
+/* NULL when the served certificate verifies under every caBundle (or --cert-secret is
+ * off), else the keeper's reason, in a buffer of the calling MHD worker's own. */
+static const char *managed_not_ready(void)
+{
+    static _Thread_local char reason[256];
+    const char *why = NULL;
+
+    pthread_mutex_lock(&ready_keeper_mu);
+    if (ready_keeper != NULL && !certkeeper_ready(ready_keeper, reason, sizeof(reason)))
+        why = reason;
+    pthread_mutex_unlock(&ready_keeper_mu);
+    return why;
+}
+
+/* ---- end of --cert-secret readiness ---- */
+
 /* ---- Jobs cache: readiness ---- */
 
 /* server_config.ready: /readyz waits for the first LIST, of every namespace with
@@ -89,6 +118,9 @@ static const char *serve_ready(void *userdata)
 {
     const char *why = selfsigned_not_ready(); /* --self-signed: once our CA is trusted */
 
+    if (why != NULL)
+        return why;
+    why = managed_not_ready(); /* --cert-secret: once the API server trusts what we serve */
     if (why != NULL)
         return why;
     return cache_synced(userdata) ? NULL : "jobs cache not synced";
@@ -127,6 +159,7 @@ struct serve_reconcile {
     const struct serve_options *opt; /* the parsed flags, borrowed */
     struct reconciler *rec;          /* owned */
     struct leader *leader;           /* owned */
+    struct certkeeper *keeper;       /* --cert-secret's, borrowed: it follows the Lease too */
     char ns_buf[256];                /* the detected namespace */
     char identity[320];              /* hostname_xxxxxxxx */
 };
@@ -185,10 +218,15 @@ static void serve_on_job_delete(void *userdata, const json_t *last_known)
     reconcile_deleted(userdata, last_known);
 }
 
-/* Leader-election callback (leader thread): only the leader reconciles. */
+/* Leader-election callback (leader thread; userdata the serve_reconcile): only the
+ * leader reconciles, and with --cert-secret only it writes the certificates. */
 static void serve_on_leading(void *userdata, bool leading)
 {
-    reconcile_set_leading(userdata, leading);
+    struct serve_reconcile *rs = userdata;
+
+    reconcile_set_leading(rs->rec, leading);
+    if (rs->keeper != NULL)
+        certkeeper_set_leading(rs->keeper, leading);
 }
 
 /* Start the reconciler (idle). @return 0 or -1 after logging. */
@@ -216,7 +254,7 @@ static int reconcile_side_lead(struct serve_reconcile *rs, struct k8s_client *kc
 
     if (!rs->opt->leader_elect) {
         LOG_INFO("leader election off: this replica reconciles");
-        reconcile_set_leading(rs->rec, true);
+        serve_on_leading(rs, true); /* and keeps the certificates, with --cert-secret */
         return 0;
     }
     if (make_identity(rs) < 0) {
@@ -229,7 +267,7 @@ static int reconcile_side_lead(struct serve_reconcile *rs, struct k8s_client *kc
     lcfg.lease_duration_s = rs->opt->lease_duration_ms / 1000;
     lcfg.renew_deadline_s = rs->opt->renew_deadline_ms / 1000;
     lcfg.retry_period_s = rs->opt->retry_period_ms / 1000;
-    if (leader_start(&rs->leader, kc, &lcfg, serve_on_leading, rs->rec, &err) < 0) {
+    if (leader_start(&rs->leader, kc, &lcfg, serve_on_leading, rs, &err) < 0) {
         LOG_ERROR("cannot start leader election err=%s", LOG_QUOTED(err.msg));
         return -1;
     }
@@ -332,6 +370,7 @@ struct serve_ops {
     const struct job_lookup *lookup; /* borrowed: pods of namespaces not served */
     struct reconciler *rec;
     struct leader *leader;
+    struct certkeeper *keeper; /* --cert-secret */
     bool leader_elect;
     bool attached; /* the pointers above may be read */
 };
@@ -372,6 +411,8 @@ static void serve_collect(void *userdata, struct metric_writer *w)
     r.has_reconciler = ops->rec != NULL;
     if (ops->rec != NULL)
         reconcile_get_stats(ops->rec, &r.reconcile);
+    r.has_keeper = ops->keeper != NULL;
+    r.cabundle_repairs = ops->keeper != NULL ? certkeeper_repairs(ops->keeper) : 0;
     r.leading = !ops->leader_elect || leader_is_leading(ops->leader);
     metrics_write_running(w, &r);
     pthread_mutex_unlock(&ops->lock);
@@ -401,6 +442,14 @@ static void ops_attach(struct serve_ops *ops, struct job_cache *cache, struct se
     ops->leader = leader;
     ops->leader_elect = leader_elect;
     ops->attached = true;
+    pthread_mutex_unlock(&ops->lock);
+}
+
+/* The keeper /metrics reads (--cert-secret), from now until ops_stop. */
+static void ops_attach_keeper(struct serve_ops *ops, struct certkeeper *keeper)
+{
+    pthread_mutex_lock(&ops->lock);
+    ops->keeper = keeper;
     pthread_mutex_unlock(&ops->lock);
 }
 
@@ -501,6 +550,191 @@ static void ops_stop(struct serve_ops *ops)
 
 /* ---- end of operations ---- */
 
+/* ---- --cert-secret: managed certificates (controller/certkeeper.h) ---- */
+
+#define MANAGED_WAIT_MS     120000L /* serving starts within this, else exit 1 (--help) */
+#define MANAGED_STEP_MS     500L    /* between rounds while waiting */
+#define MANAGED_LOG_MS      10000L  /* say what it waits for this often */
+#define MANAGED_MIN_POLL_MS 100L
+
+/*
+ * The --cert-secret objects; main thread, except that on_pair runs on the keeper's
+ * thread once started. first and srv are written on the main thread only, srv before
+ * certkeeper_start, and not changed until the keeper is destroyed.
+ */
+struct serve_managed {
+    const struct serve_options *opt; /* the parsed flags, borrowed */
+    struct certkeeper *keeper;       /* owned */
+    const char *ns;                  /* the Secret's (the Lease's); borrowed */
+    struct certs_pair *first;        /* where the pair goes before the server exists */
+    struct server *srv;              /* borrowed; NULL until the server exists */
+};
+
+/*
+ * Rounds often enough to renew in time (a tenth of --cert-renew-before) and to repair
+ * within the interval (half of it), at most CERTKEEPER_MAX_POLL_MS apart.
+ */
+static long managed_poll_ms(const struct serve_options *o)
+{
+    long poll = CERTKEEPER_MAX_POLL_MS;
+
+    if (o->cert_renew_before_ms / 10 < poll)
+        poll = o->cert_renew_before_ms / 10;
+    if (o->cabundle_repair_ms / 2 < poll)
+        poll = o->cabundle_repair_ms / 2;
+    return poll < MANAGED_MIN_POLL_MS ? MANAGED_MIN_POLL_MS : poll;
+}
+
+/*
+ * certkeeper_pair_fn: before the server exists (main thread), keep the pair for
+ * server_create; after (keeper thread), hot-load it for new handshakes (open
+ * connections keep theirs) and set the expiry gauge.
+ */
+static int managed_on_pair(void *userdata, const struct certs_pair *pair, struct wh_error *err)
+{
+    struct serve_managed *ms = userdata;
+    char *cert;
+    char *key;
+    int rc;
+
+    if (ms->srv != NULL) {
+        rc = server_set_tls_pair(ms->srv, pair->cert_pem, pair->key_pem, err);
+        if (rc < 0)
+            return rc;
+        if (certwatch_check_expiry(pair->cert_pem, (long long)time(NULL), NULL) < 0)
+            LOG_WARN("tls: cannot read the serving certificate's notAfter");
+        return 0;
+    }
+    cert = strdup(pair->cert_pem);
+    key = strdup(pair->key_pem);
+    if (cert == NULL || key == NULL) {
+        free(cert);
+        free(key);
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    }
+    certs_pair_dispose(ms->first);
+    ms->first->cert_pem = cert;
+    ms->first->key_pem = key;
+    return 0;
+}
+
+/* The keeper, not started, nothing sent (first: where its first pair goes). @return 0 or -1. */
+static int managed_side_create(struct serve_managed *ms, struct k8s_client *kc, const char *ns,
+                               struct certs_pair *first)
+{
+    const struct serve_options *o = ms->opt;
+    struct certkeeper_config cfg;
+    struct wh_error err = {0, ""};
+
+    if (o->cert_secret == NULL)
+        return 0;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.kc = kc;
+    cfg.ns = ns;
+    cfg.secret = o->cert_secret;
+    cfg.service = o->service_name;
+    cfg.extra_sans = o->tls_sans;
+    cfg.nextra = o->ntls_sans;
+    cfg.webhook_config = o->webhook_config;
+    cfg.key_type = CERTS_KEY_ECDSA_P256;
+    cfg.validity_s = o->cert_validity_ms / 1000;
+    cfg.ca_validity_s = o->ca_validity_ms / 1000;
+    cfg.renew_before_s = o->cert_renew_before_ms / 1000;
+    cfg.poll_ms = managed_poll_ms(o);
+    /* a check falls due at most one round before it runs: repaired within the interval */
+    cfg.repair_ms = o->cabundle_repair_ms - cfg.poll_ms;
+    cfg.on_pair = managed_on_pair;
+    cfg.userdata = ms;
+    ms->first = first;
+    ms->ns = ns;
+    if (certkeeper_create(&ms->keeper, &cfg, &err) < 0) {
+        LOG_ERROR("cannot set up the managed certificates: %s", err.msg);
+        return -1;
+    }
+    pthread_mutex_lock(&ready_keeper_mu);
+    ready_keeper = ms->keeper;
+    pthread_mutex_unlock(&ready_keeper_mu);
+    LOG_INFO("managed certificates secret=%s/%s service=%s webhook_config=%s validity_s=%lld "
+             "ca_validity_s=%lld renew_before_s=%lld poll_ms=%ld",
+             ns, o->cert_secret, o->service_name, o->webhook_config, cfg.validity_s,
+             cfg.ca_validity_s, cfg.renew_before_s, cfg.poll_ms);
+    return 0;
+}
+
+/*
+ * Rounds on the main thread (leader election runs) until this replica has a pair,
+ * at most MANAGED_WAIT_MS; a stop signal (block: blocked on every thread) ends the
+ * wait. @return 0, or -1 after logging.
+ */
+static int managed_side_wait(struct serve_managed *ms, const struct leader *leader,
+                             const sigset_t *block)
+{
+    long long t0 = clock_mono_ms();
+    long next_log = 0;
+
+    if (ms->keeper == NULL)
+        return 0;
+    for (;;) {
+        struct timespec step = {0, MANAGED_STEP_MS * 1000000L};
+        struct wh_error err = {0, ""};
+        bool leading = !ms->opt->leader_elect || leader_is_leading(leader);
+
+        (void)certkeeper_sync(ms->keeper, &err); /* failures are logged there */
+        if (ms->first->cert_pem != NULL) {
+            LOG_INFO("managed certificates: serving the pair of the secret secret=%s/%s "
+                     "waited_ms=%ld",
+                     ms->ns, ms->opt->cert_secret, ms_since(t0));
+            return 0;
+        }
+        if (ms_since(t0) >= MANAGED_WAIT_MS) {
+            LOG_ERROR("managed certificates: no serving pair in time, giving up secret=%s/%s "
+                      "waited_s=%ld leading=%s err=%s",
+                      ms->ns, ms->opt->cert_secret, MANAGED_WAIT_MS / 1000,
+                      leading ? "true" : "false", LOG_QUOTED(err.msg));
+            return -1;
+        }
+        if (ms_since(t0) >= next_log) {
+            /* the Lease holder writes the pair; serving starts once this replica has it */
+            LOG_INFO("managed certificates: waiting for a serving pair before serving "
+                     "secret=%s/%s leading=%s waited_s=%ld",
+                     ms->ns, ms->opt->cert_secret, leading ? "true" : "false", ms_since(t0) / 1000);
+            next_log += MANAGED_LOG_MS;
+        }
+        if (sigtimedwait(block, NULL, &step) > 0) {
+            LOG_INFO("stop signal while waiting for the serving pair");
+            return -1;
+        }
+    }
+}
+
+/* Later pairs go to the running server (srv), from the keeper's own thread. @return 0 or -1. */
+static int managed_side_start(struct serve_managed *ms, struct server *srv)
+{
+    struct wh_error err = {0, ""};
+
+    if (ms->keeper == NULL)
+        return 0;
+    ms->srv = srv;
+    if (certkeeper_start(ms->keeper, &err) < 0) {
+        LOG_ERROR("cannot start the managed certificates: %s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Before the server stops: no more pairs to load, no more readiness reads. */
+static void managed_side_stop(struct serve_managed *ms)
+{
+    pthread_mutex_lock(&ready_keeper_mu);
+    ready_keeper = NULL;
+    pthread_mutex_unlock(&ready_keeper_mu);
+    certkeeper_destroy(ms->keeper); /* joins its thread: on_pair is not called after */
+    ms->keeper = NULL;
+    ms->srv = NULL;
+}
+
+/* ---- end of --cert-secret ---- */
+
 /*
  * One run of `serve`, in three steps over this struct (serve_main):
  *
@@ -516,11 +750,17 @@ static void ops_stop(struct serve_ops *ops)
  * never takes the Lease, lists no Job and patches no caBundle. It stops at the
  * first failure, leaving what it made for serve_stop.
  *
+ * With --cert-secret the pair comes from the API server: the keeper is made after
+ * the client (nothing sent), the server is created once the keeper has a pair,
+ * after leader election has started (the Lease holder writes the first pair), and
+ * the keeper's thread starts after the server runs.
+ *
  * serve_wait owns nothing: it sleeps until a stop signal, then drains the server.
  *
  * serve_stop undoes whatever serve_start got to, in this order: TLS files
  * watcher and /metrics reads → Lease (stops reconciling, released for the
- * successor) → server → lookups → caBundle patch → informers → reconciler →
+ * successor) → certificate keeper (--cert-secret) → server → lookups → caBundle
+ * patch → informers → reconciler →
  * client → cache → TLS pair → signal handlers and mask.
  *
  * Main thread only; the modules it points to have their own thread rules (top of file).
@@ -533,6 +773,7 @@ struct serve_state {
     struct serve_reconcile rs;       /* reconciler and leader election */
     struct serve_ops ops;            /* TLS reload, metrics, limits, shutdown */
     struct serve_selfsigned ss;      /* --self-signed */
+    struct serve_managed ms;         /* --cert-secret */
     struct server_config scfg;       /* what server_create copies */
     struct certs_pair pair;          /* the TLS pair until the server has its copy */
     struct k8s_config kcfg;
@@ -551,6 +792,7 @@ static void serve_state_init(struct serve_state *st, const struct serve_options 
     st->opt = o;
     st->rs.opt = o;
     st->ss.opt = o;
+    st->ms.opt = o;
     ops_init(&st->ops, o);
     st->scfg.mutate.lookup_failure = o->lookup_failure;
     st->scfg.mutate.job_validation = o->job_validation;
@@ -569,6 +811,8 @@ static int serve_tls_pair(struct serve_state *st)
                  "kube-apiserver calls webhooks over HTTPS");
         return 0;
     }
+    if (o->cert_secret != NULL) /* from the Secret, once the keeper has it (serve_managed_wait) */
+        return 0;
     if (o->self_signed) /* SANs from the Service and the Lease (the pod's) namespace */
         return selfsigned_side_generate(&st->ss, lease_namespace(&st->rs), &st->pair);
     if (!o->allow_insecure_key
@@ -675,15 +919,30 @@ static int serve_cluster_start(struct serve_state *st)
     return selfsigned_side_start(&st->ss, st->lookup.client);
 }
 
+/* The server created with st->pair: the port bound and the pair parsed, nothing
+ * served yet. @return 0 or -1 after logging. */
+static int serve_server_bind(struct serve_state *st)
+{
+    struct wh_error err = {0, ""};
+
+    st->scfg.tls_cert_pem = st->pair.cert_pem;
+    st->scfg.tls_key_pem = st->pair.key_pem;
+    if (server_create(&st->srv, &st->scfg, &err) < 0) {
+        LOG_ERROR("%s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 /*
  * Jobs cache, lookups and the server created: the port bound and the pair
- * parsed, nothing served yet. No request to the API server. @return 0 or -1.
+ * parsed, nothing served yet (with --cert-secret the server waits for the pair:
+ * serve_managed_wait). No request to the API server. @return 0 or -1.
  */
 static int serve_server_create(struct serve_state *st)
 {
     const struct serve_options *o = st->opt;
     struct server_config *scfg = &st->scfg;
-    struct wh_error err = {0, ""};
 
     {
         const char *names[SERVE_MAX_NAMESPACES];
@@ -699,8 +958,6 @@ static int serve_server_create(struct serve_state *st)
     st->lookup.cache = st->cache;
     scfg->bind_address = o->bind_address;
     scfg->port = (unsigned)o->port;
-    scfg->tls_cert_pem = st->pair.cert_pem;
-    scfg->tls_key_pem = st->pair.key_pem;
     /* At most half the MHD workers wait on Job GETs: the others serve cached Jobs. */
     scfg->threads = server_default_threads("/sys/fs/cgroup");
     st->lookup.max_waiting = scfg->threads > 1 ? scfg->threads / 2 : 1;
@@ -712,11 +969,28 @@ static int serve_server_create(struct serve_state *st)
     scfg->ready = serve_ready;
     scfg->ready_userdata = st->cache;
     ops_server_config(&st->ops, scfg); /* operations: connection limits and /metrics */
-    if (server_create(&st->srv, scfg, &err) < 0) {
-        LOG_ERROR("%s", err.msg);
+    if (o->cert_secret != NULL)
+        return 0; /* --cert-secret: once the keeper has a pair (serve_managed_wait) */
+    return serve_server_bind(st);
+}
+
+/* --cert-secret: the keeper, for the Secret in the Lease namespace. @return 0 or -1. */
+static int serve_managed_create(struct serve_state *st)
+{
+    if (managed_side_create(&st->ms, st->lookup.client, lease_namespace(&st->rs), &st->pair) < 0)
         return -1;
-    }
+    st->rs.keeper = st->ms.keeper; /* fed the Lease by serve_on_leading */
     return 0;
+}
+
+/* --cert-secret: rounds until this replica has a pair, then the server with it. @return 0 or -1. */
+static int serve_managed_wait(struct serve_state *st)
+{
+    if (st->ms.keeper == NULL)
+        return 0;
+    if (managed_side_wait(&st->ms, st->rs.leader, &st->block) < 0)
+        return -1;
+    return serve_server_bind(st);
 }
 
 /* Serve, and what serves with it: expiry gauge, TLS files watcher, port file. @return 0 or -1. */
@@ -727,10 +1001,14 @@ static int serve_server_run(struct serve_state *st)
 
     ops_attach(&st->ops, st->cache, &st->inf, &st->lookup, st->rs.rec, st->rs.leader,
                o->leader_elect);
+    ops_attach_keeper(&st->ops, st->ms.keeper); /* --cert-secret */
     if (server_run(st->srv, &err) < 0) {
         LOG_ERROR("%s", err.msg);
         return -1;
     }
+    /* --cert-secret: later pairs are hot-loaded from the keeper's thread */
+    if (managed_side_start(&st->ms, st->srv) < 0)
+        return -1;
     /* operations: the served certificate's notAfter gauge, and a warning when it is
      * near (files or --self-signed; plain HTTP has none); certwatch re-checks daily */
     if (st->pair.cert_pem != NULL
@@ -761,10 +1039,11 @@ static int serve_start(struct serve_state *st, const struct serve_options *o)
     serve_state_init(st, o);
     log_set_level((int)o->verbosity);
     /* nothing here sends a request: whatever fails fails before the cluster sees us */
-    if (serve_tls_pair(st) < 0 || serve_client(st) < 0 || serve_server_create(st) < 0)
+    if (serve_tls_pair(st) < 0 || serve_client(st) < 0 || serve_managed_create(st) < 0
+        || serve_server_create(st) < 0)
         return -1;
     serve_signals_block(st);
-    if (serve_cluster_start(st) < 0 || serve_server_run(st) < 0)
+    if (serve_cluster_start(st) < 0 || serve_managed_wait(st) < 0 || serve_server_run(st) < 0)
         return -1;
     return 0;
 }
@@ -788,6 +1067,8 @@ static void serve_stop(struct serve_state *st)
     ops_stop(&st->ops); /* operations: before the server and the modules /metrics reads */
     /* reconcile side first: stop reconciling and release the Lease for the successor */
     leader_stop(st->rs.leader);
+    managed_side_stop(&st->ms); /* before the server: its on_pair loads pairs into it */
+    st->rs.keeper = NULL;
     server_stop(st->srv);
     lookup_dispose(&st->lookup);   /* after the server: its workers were the lookups */
     selfsigned_side_stop(&st->ss); /* after the server: its readiness reads the patcher */

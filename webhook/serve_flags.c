@@ -23,6 +23,7 @@
 
 #include "base/log.h"
 #include "base/sanitize.h"
+#include "controller/certkeeper.h"
 #include "k8s/names.h"
 #include "webhook/commands.h"
 #include "webhook/serve_flags.h"
@@ -34,6 +35,15 @@
 #define MAX_LOOKUP_TIMEOUT_MS     30000L /* kube-apiserver waits at most 30 s for a webhook */
 #define DEFAULT_SELFSIGNED_NAME   "volcano-plugin-webhook" /* Service and webhook config */
 #define DEFAULT_SHUTDOWN_GRACE_MS 15000L
+/* --cert-secret durations (controller/certkeeper.h's defaults), milliseconds */
+#define DEFAULT_CERT_VALIDITY_MS   (CERTKEEPER_DEFAULT_VALIDITY_S * 1000)
+#define DEFAULT_CA_VALIDITY_MS     (CERTKEEPER_DEFAULT_CA_VALIDITY_S * 1000)
+#define DEFAULT_RENEW_BEFORE_MS    (CERTKEEPER_DEFAULT_RENEW_BEFORE_S * 1000)
+#define MAX_CERT_DURATION_MS       (876000L * 3600 * 1000) /* 100 years */
+#define DEFAULT_CABUNDLE_REPAIR_MS CERTKEEPER_DEFAULT_REPAIR_MS
+
+/* 100 years in milliseconds needs more than 32 bits */
+_Static_assert(sizeof(long) >= 8, "struct serve_options keeps certificate durations in a long");
 
 static void serve_usage(FILE *to)
 {
@@ -49,24 +59,50 @@ static void serve_usage(FILE *to)
             "                                 kernel has no IPv6) (default %s)\n"
             "  --port N                       TCP port, 0 = any free port (default %d)\n",
             DEFAULT_BIND, DEFAULT_PORT);
-    /* ISO C caps one literal at 4095 bytes: the help is printed in four */
+    /* ISO C caps one literal at 4095 bytes: the help is printed in parts */
     fputs("  --tls-cert-file FILE           PEM serving certificate (chain) (required\n"
-          "                                 unless --self-signed or --insecure-http)\n"
+          "                                 unless --cert-secret, --self-signed or\n"
+          "                                 --insecure-http)\n"
           "  --tls-private-key-file FILE    PEM private key of the certificate (required\n"
-          "                                 unless --self-signed or --insecure-http)\n"
+          "                                 unless --cert-secret, --self-signed or\n"
+          "                                 --insecure-http)\n"
           "  --self-signed                  instead of the two flags above: make a CA and\n"
           "                                 serving certificate in memory at start-up and\n"
           "                                 patch the caBundle of --webhook-config-name;\n"
           "                                 single-replica or test setups only (each replica\n"
           "                                 makes its own CA, the last to patch wins)\n"
-          "  --service-name NAME            with --self-signed: Service name in the\n"
-          "                                 certificate (default volcano-plugin-webhook)\n"
-          "  --tls-san NAME                 with --self-signed: one more subjectAltName,\n"
-          "                                 DNS name or IP; repeatable (default: none)\n"
-          "  --webhook-config-name NAME     with --self-signed: the\n"
+          "  --service-name NAME            with --self-signed or --cert-secret: the Service\n"
+          "                                 in the certificate (default volcano-plugin-webhook)\n"
+          "  --tls-san NAME                 with --self-signed or --cert-secret: one more\n"
+          "                                 subjectAltName, DNS name or IP; repeatable\n"
+          "                                 (default: none)\n"
+          "  --webhook-config-name NAME     with --self-signed or --cert-secret: the\n"
           "                                 MutatingWebhookConfiguration whose webhooks get\n"
-          "                                 the caBundle (default volcano-plugin-webhook)\n"
-          "  --allow-insecure-key-permissions  load --tls-private-key-file even when it\n"
+          "                                 the caBundle (default volcano-plugin-webhook)\n",
+          to);
+    /* --cert-secret: managed certificates */
+    fputs("  --cert-secret NAME             instead of the TLS files: managed certificates.\n"
+          "                                 The replicas keep a CA and the serving pair in\n"
+          "                                 Secret NAME of the Lease namespace; the Lease\n"
+          "                                 holder makes, renews and rolls them over and\n"
+          "                                 keeps the caBundle of --webhook-config-name (and\n"
+          "                                 of the ValidatingWebhookConfiguration of that\n"
+          "                                 name) equal to the trust bundle. Serving starts\n"
+          "                                 once this replica has a pair (within 2m, else\n"
+          "                                 exit 1) (default: off)\n"
+          "  --cert-validity DURATION       with --cert-secret: lifetime of a serving\n"
+          "                                 certificate, whole seconds (default 8760h)\n"
+          "  --ca-validity DURATION         with --cert-secret: lifetime of a CA, at least\n"
+          "                                 --cert-validity (default 87600h)\n"
+          "  --cert-renew-before DURATION   with --cert-secret: a new serving certificate\n"
+          "                                 when less than this is left, below\n"
+          "                                 --cert-validity; a new CA when less than twice\n"
+          "                                 this is left (default 720h)\n"
+          "  --cabundle-repair-interval DURATION  with --cert-secret: a caBundle changed by\n"
+          "                                 hand is repaired within this, whole seconds\n"
+          "                                 from 1s to 24h (default 60s)\n",
+          to);
+    fputs("  --allow-insecure-key-permissions  load --tls-private-key-file even when it\n"
           "                                 is readable by others or group-writable\n"
           "                                 (default: refuse; want 0600/0400/0440)\n"
           "  --insecure-http                serve plain HTTP without TLS; tests and demos\n"
@@ -239,6 +275,12 @@ enum {
     OPT_WEBHOOK_CONFIG,
     OPT_WATCH_IDLE_TIMEOUT, /* hidden (tests, advanced): stalled-watch detection */
     OPT_ALLOW_INSECURE_KEY, /* --allow-insecure-key-permissions */
+    /* --cert-secret */
+    OPT_CERT_SECRET,
+    OPT_CERT_VALIDITY,
+    OPT_CA_VALIDITY,
+    OPT_CERT_RENEW_BEFORE,
+    OPT_CABUNDLE_REPAIR,
     /* operations */
     OPT_SHUTDOWN_GRACE,
     OPT_MAX_CONNECTIONS,
@@ -246,6 +288,10 @@ enum {
     OPT_CONNECTION_IDLE_TIMEOUT,
     OPT_REQUEST_TIMEOUT,
 };
+
+/* Flags given that need a mode (the checks across flags): bits of serve_flags_parse's named. */
+#define NAMED_TLS     1u /* --service-name, --tls-san, --webhook-config-name */
+#define NAMED_MANAGED 2u /* --cert-validity, --ca-validity, --cert-renew-before, ... */
 
 /* Report a bad flag value on err_to. @return WH_EINVAL (the command exits 2). */
 static int bad_value(FILE *err_to, const char *flag, const char *value, const char *want)
@@ -282,6 +328,11 @@ static void options_init(struct serve_options *o)
     /* --self-signed */
     o->service_name = DEFAULT_SELFSIGNED_NAME;
     o->webhook_config = DEFAULT_SELFSIGNED_NAME;
+    /* --cert-secret */
+    o->cert_validity_ms = DEFAULT_CERT_VALIDITY_MS;
+    o->ca_validity_ms = DEFAULT_CA_VALIDITY_MS;
+    o->cert_renew_before_ms = DEFAULT_RENEW_BEFORE_MS;
+    o->cabundle_repair_ms = DEFAULT_CABUNDLE_REPAIR_MS;
     /* operations */
     o->shutdown_grace_ms = DEFAULT_SHUTDOWN_GRACE_MS;
     o->max_connections = SERVER_DEFAULT_CONNECTIONS;
@@ -412,10 +463,10 @@ static int namespaces_flag(struct serve_options *o, const char *arg, FILE *err_t
 /* ---- --self-signed ---- */
 
 /*
- * One --self-signed flag; *named notes that a flag needing --self-signed was
- * given. @return 0, or WH_EINVAL after the message.
+ * One --self-signed flag; *named gets NAMED_TLS for a flag that needs --self-signed
+ * or --cert-secret. @return 0, or WH_EINVAL after the message.
  */
-static int selfsigned_flag(struct serve_options *o, bool *named, int opt, const char *arg,
+static int selfsigned_flag(struct serve_options *o, unsigned *named, int opt, const char *arg,
                            FILE *err_to)
 {
     size_t n;
@@ -426,13 +477,13 @@ static int selfsigned_flag(struct serve_options *o, bool *named, int opt, const 
         if (!k8s_name_is_label(arg))
             return bad_value(err_to, "--service-name", arg, "want a Service name (DNS-1123 label)");
         o->service_name = arg;
-        *named = true;
+        *named |= NAMED_TLS;
         return 0;
     case OPT_WEBHOOK_CONFIG:
         if (!k8s_name_is_subdomain(arg))
             return bad_value(err_to, "--webhook-config-name", arg, "want an object name");
         o->webhook_config = arg;
-        *named = true;
+        *named |= NAMED_TLS;
         return 0;
     case OPT_TLS_SAN:
         /* a DNS name or an IP address: printable, no spaces or commas */
@@ -448,14 +499,14 @@ static int selfsigned_flag(struct serve_options *o, bool *named, int opt, const 
             return WH_EINVAL;
         }
         o->tls_sans[o->ntls_sans++] = arg;
-        *named = true;
+        *named |= NAMED_TLS;
         return 0;
     default: return WH_EINVAL;
     }
 }
 
 /* --self-signed excludes a certificate from files and plain HTTP. @return 0 or WH_EINVAL. */
-static int selfsigned_flags_check(const struct serve_options *o, bool named, FILE *err_to)
+static int selfsigned_flags_check(const struct serve_options *o, unsigned named, FILE *err_to)
 {
     if (o->self_signed
         && (o->tls_cert_file != NULL || o->tls_key_file != NULL || o->insecure_http)) {
@@ -465,10 +516,96 @@ static int selfsigned_flags_check(const struct serve_options *o, bool named, FIL
                                               : "--insecure-http");
         return WH_EINVAL;
     }
-    if (!o->self_signed && named) {
+    if (!o->self_signed && o->cert_secret == NULL && (named & NAMED_TLS) != 0) {
         fprintf(err_to,
                 WH_PROG ": serve: --service-name, --tls-san and --webhook-config-name "
-                        "need --self-signed\n");
+                        "need --self-signed or --cert-secret\n");
+        return WH_EINVAL;
+    }
+    return 0;
+}
+
+/* ---- --cert-secret: managed certificates ---- */
+
+/*
+ * One --cert-secret flag; *named gets NAMED_MANAGED for a flag that needs
+ * --cert-secret. Certificates hold whole seconds. @return 0, or WH_EINVAL after
+ * the message.
+ */
+static int certsecret_flag(struct serve_options *o, unsigned *named, int opt, const char *arg,
+                           FILE *err_to)
+{
+    static const char *const secs = "want whole seconds from 1s to 876000h, like 8760h";
+
+    if (opt != OPT_CERT_SECRET)
+        *named |= NAMED_MANAGED;
+    switch (opt) {
+    case OPT_CERT_SECRET:
+        if (!k8s_name_is_subdomain(arg))
+            return bad_value(err_to, "--cert-secret", arg, "want a Secret name");
+        o->cert_secret = arg;
+        return 0;
+    case OPT_CERT_VALIDITY:
+        return parse_seconds_ms(arg, MAX_CERT_DURATION_MS, &o->cert_validity_ms) < 0
+            ? bad_value(err_to, "--cert-validity", arg, secs)
+            : 0;
+    case OPT_CA_VALIDITY:
+        return parse_seconds_ms(arg, MAX_CERT_DURATION_MS, &o->ca_validity_ms) < 0
+            ? bad_value(err_to, "--ca-validity", arg, secs)
+            : 0;
+    case OPT_CERT_RENEW_BEFORE:
+        return parse_seconds_ms(arg, MAX_CERT_DURATION_MS, &o->cert_renew_before_ms) < 0
+            ? bad_value(err_to, "--cert-renew-before", arg, secs)
+            : 0;
+    case OPT_CABUNDLE_REPAIR:
+        return parse_seconds_ms(arg, 86400000L, &o->cabundle_repair_ms) < 0
+            ? bad_value(err_to, "--cabundle-repair-interval", arg,
+                        "want whole seconds from 1s to 24h, like 60s")
+            : 0;
+    default: return WH_EINVAL;
+    }
+}
+
+/*
+ * --cert-secret excludes every other source of the pair, and its durations obey
+ * certkeeper_create's rules (controller/certkeeper.h). @return 0 or WH_EINVAL.
+ */
+static int certsecret_flags_check(const struct serve_options *o, unsigned named, FILE *err_to)
+{
+    const char *other = o->tls_cert_file != NULL ? "--tls-cert-file"
+        : o->tls_key_file != NULL                ? "--tls-private-key-file"
+        : o->insecure_http                       ? "--insecure-http"
+        : o->self_signed                         ? "--self-signed"
+                                                 : NULL;
+
+    if (o->cert_secret == NULL) {
+        if ((named & NAMED_MANAGED) == 0)
+            return 0;
+        fprintf(err_to,
+                WH_PROG ": serve: --cert-validity, --ca-validity, --cert-renew-before "
+                        "and --cabundle-repair-interval need --cert-secret\n");
+        return WH_EINVAL;
+    }
+    if (other != NULL) {
+        fprintf(err_to, WH_PROG ": serve: --cert-secret cannot be combined with %s\n", other);
+        return WH_EINVAL;
+    }
+    if (o->cert_renew_before_ms >= o->cert_validity_ms) {
+        fprintf(err_to,
+                WH_PROG ": serve: want --cert-renew-before (%lds) < --cert-validity (%lds)\n",
+                o->cert_renew_before_ms / 1000, o->cert_validity_ms / 1000);
+        return WH_EINVAL;
+    }
+    if (o->ca_validity_ms < o->cert_validity_ms) {
+        fprintf(err_to, WH_PROG ": serve: want --ca-validity (%lds) >= --cert-validity (%lds)\n",
+                o->ca_validity_ms / 1000, o->cert_validity_ms / 1000);
+        return WH_EINVAL;
+    }
+    /* the rollover starts at twice renew-before: a new CA must not qualify at once */
+    if (o->ca_validity_ms <= 2 * o->cert_renew_before_ms) {
+        fprintf(err_to,
+                WH_PROG ": serve: want --ca-validity (%lds) > twice --cert-renew-before (%lds)\n",
+                o->ca_validity_ms / 1000, o->cert_renew_before_ms / 1000);
         return WH_EINVAL;
     }
     return 0;
@@ -543,6 +680,11 @@ static const struct option longopts[] = {
     {"service-name", required_argument, NULL, OPT_SERVICE_NAME},
     {"tls-san", required_argument, NULL, OPT_TLS_SAN},
     {"webhook-config-name", required_argument, NULL, OPT_WEBHOOK_CONFIG},
+    {"cert-secret", required_argument, NULL, OPT_CERT_SECRET},
+    {"cert-validity", required_argument, NULL, OPT_CERT_VALIDITY},
+    {"ca-validity", required_argument, NULL, OPT_CA_VALIDITY},
+    {"cert-renew-before", required_argument, NULL, OPT_CERT_RENEW_BEFORE},
+    {"cabundle-repair-interval", required_argument, NULL, OPT_CABUNDLE_REPAIR},
     {"watch-idle-timeout", required_argument, NULL, OPT_WATCH_IDLE_TIMEOUT},
     {"allow-insecure-key-permissions", no_argument, NULL, OPT_ALLOW_INSECURE_KEY},
     {"shutdown-grace", required_argument, NULL, OPT_SHUTDOWN_GRACE},
@@ -618,13 +760,18 @@ static int serving_flag(struct serve_options *o, int opt, const char *arg, FILE 
 }
 
 /*
- * One flag from getopt_long, handed to its side; *named as selfsigned_flag
- * says. @return 0, or WH_EINVAL after the message (an unknown flag or a
+ * One flag from getopt_long, handed to its side; *named as selfsigned_flag and
+ * certsecret_flag say. @return 0, or WH_EINVAL after the message (an unknown flag or a
  * missing value too; optind points past the flag).
  */
-static int one_flag(struct serve_options *o, bool *named, int opt, char **argv, FILE *err_to)
+static int one_flag(struct serve_options *o, unsigned *named, int opt, char **argv, FILE *err_to)
 {
     switch (opt) {
+    case OPT_CERT_SECRET:
+    case OPT_CERT_VALIDITY:
+    case OPT_CA_VALIDITY:
+    case OPT_CERT_RENEW_BEFORE:
+    case OPT_CABUNDLE_REPAIR: return certsecret_flag(o, named, opt, optarg, err_to);
     case OPT_SELF_SIGNED:
     case OPT_SERVICE_NAME:
     case OPT_TLS_SAN:
@@ -682,10 +829,12 @@ static int stray_argument(char **argv, FILE *err_to)
     return WH_EINVAL;
 }
 
-/* Where the serving pair comes from: exactly one of --self-signed, --insecure-http and the
- * two TLS files. @return 0 or WH_EINVAL after the message. */
-static int tls_flags_check(const struct serve_options *o, bool named, FILE *err_to)
+/* Where the serving pair comes from: exactly one of --cert-secret, --self-signed,
+ * --insecure-http and the two TLS files. @return 0 or WH_EINVAL after the message. */
+static int tls_flags_check(const struct serve_options *o, unsigned named, FILE *err_to)
 {
+    if (certsecret_flags_check(o, named, err_to) < 0)
+        return WH_EINVAL;
     if (selfsigned_flags_check(o, named, err_to) < 0)
         return WH_EINVAL;
     if (o->insecure_http && (o->tls_cert_file != NULL || o->tls_key_file != NULL)) {
@@ -693,11 +842,11 @@ static int tls_flags_check(const struct serve_options *o, bool named, FILE *err_
                 o->tls_cert_file != NULL ? "--tls-cert-file" : "--tls-private-key-file");
         return WH_EINVAL;
     }
-    if (!o->insecure_http && !o->self_signed
+    if (!o->insecure_http && !o->self_signed && o->cert_secret == NULL
         && (o->tls_cert_file == NULL || o->tls_key_file == NULL)) {
         fprintf(err_to,
-                WH_PROG ": serve: missing required flag %s (or --self-signed, or "
-                        "--insecure-http; see --help)\n",
+                WH_PROG ": serve: missing required flag %s (or --cert-secret, or --self-signed, "
+                        "or --insecure-http; see --help)\n",
                 o->tls_cert_file == NULL ? "--tls-cert-file" : "--tls-private-key-file");
         return WH_EINVAL;
     }
@@ -706,7 +855,7 @@ static int tls_flags_check(const struct serve_options *o, bool named, FILE *err_
 
 int serve_flags_parse(struct serve_options *out, int argc, char **argv, FILE *help_to, FILE *err_to)
 {
-    bool named = false; /* --service-name, --tls-san or --webhook-config-name given */
+    unsigned named = 0; /* NAMED_TLS, NAMED_MANAGED: flags given that need a mode */
     int opt;
 
     options_init(out);

@@ -70,8 +70,15 @@ struct serve_options {
     bool self_signed;           /* --self-signed */
     const char *service_name;   /* --service-name, default "volcano-plugin-webhook" */
     const char *webhook_config; /* --webhook-config-name, default "volcano-plugin-webhook" */
-    const char *tls_sans[SELFSIGNED_MAX_EXTRA]; /* --tls-san, in the order given */
+    const char *tls_sans[SELFSIGNED_MAX_EXTRA]; /* --tls-san, in the order given (also
+                                                   for --cert-secret) */
     size_t ntls_sans;                           /* entries used in tls_sans */
+    /* --cert-secret: managed certificates (controller/certkeeper.h); whole seconds */
+    const char *cert_secret;   /* --cert-secret, NULL = off */
+    long cert_validity_ms;     /* --cert-validity 1s..876000h, default 8760h (1 year) */
+    long ca_validity_ms;       /* --ca-validity 1s..876000h, default 87600h (10 years) */
+    long cert_renew_before_ms; /* --cert-renew-before 1s..876000h, default 720h (30 days) */
+    long cabundle_repair_ms;   /* --cabundle-repair-interval 2s..24h, default 60s */
     /* operations */
     long shutdown_grace_ms;  /* --shutdown-grace 0..1h, default 15000 */
     long max_connections;    /* --max-connections 1..1000000, default 1000 */
@@ -84,9 +91,11 @@ struct serve_options {
 /**
  * Parse the arguments of `serve` (argv[0] is the subcommand name, as
  * getopt_long wants) into *out: fill the defaults, parse every flag, then check
- * the flags against each other (--self-signed, --insecure-http and the TLS
- * files exclude each other; without either of the first two both TLS files
- * are required; lease duration > renew deadline > retry period).
+ * the flags against each other (--cert-secret, --self-signed, --insecure-http
+ * and the TLS files exclude each other; without one of the first three both TLS
+ * files are required; lease duration > renew deadline > retry period; with
+ * --cert-secret, renew-before < validity <= CA validity and CA validity >
+ * 2 * renew-before, the rules of certkeeper_create).
  *
  * The first bad flag stops the parse. Messages are the usage messages of the
  * binary, one line each, "volcano-plugin-webhook: serve: ..." plus '\n'.

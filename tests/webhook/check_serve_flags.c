@@ -2,7 +2,8 @@
  * check_serve_flags.c - serve_flags_parse (webhook/serve_flags.h) driven
  * directly with argv arrays: every default, every flag's parsed value, every
  * duration flag in each unit, integer ranges at and past both ends, the enums,
- * the exact message of each kind of usage error, --help (the whole text against
+ * the exact message of each kind of usage error, the --cert-secret flags and
+ * their rules across flags, --help (the whole text against
  * tests/fixtures/serve/help.txt, the binary's --help output before serve.c was
  * split), every default --help states against the parsed defaults, and the
  * checks across flags. The help and error streams are memory
@@ -116,6 +117,11 @@ START_TEST(test_defaults)
     ck_assert_str_eq(o.service_name, "volcano-plugin-webhook");
     ck_assert_str_eq(o.webhook_config, "volcano-plugin-webhook");
     ck_assert_uint_eq(o.ntls_sans, 0);
+    ck_assert_ptr_null(o.cert_secret);
+    ck_assert_int_eq(o.cert_validity_ms, 8760L * 3600 * 1000);
+    ck_assert_int_eq(o.ca_validity_ms, 87600L * 3600 * 1000);
+    ck_assert_int_eq(o.cert_renew_before_ms, 720L * 3600 * 1000);
+    ck_assert_int_eq(o.cabundle_repair_ms, 60000);
     ck_assert_int_eq(o.shutdown_grace_ms, 15000);
     ck_assert_int_eq(o.max_connections, 1000);
     ck_assert_int_eq(o.max_per_ip, 0);
@@ -236,6 +242,41 @@ START_TEST(test_self_signed_flags)
 }
 END_TEST
 
+/* --cert-secret and its flags; --service-name, --tls-san and --webhook-config-name serve it too. */
+START_TEST(test_cert_secret_flags)
+{
+    struct serve_options o;
+    struct result r;
+
+    PARSE(&o, &r, "--cert-secret", "vpw-certs", "--cert-validity", "20s", "--ca-validity=1h",
+          "--cert-renew-before", "10s", "--cabundle-repair-interval", "2s", "--tls-san",
+          "127.0.0.1", "--service-name", "svc", "--webhook-config-name", "my.config");
+    assert_ok(&r);
+    ck_assert_str_eq(o.cert_secret, "vpw-certs");
+    ck_assert_int_eq(o.cert_validity_ms, 20000);
+    ck_assert_int_eq(o.ca_validity_ms, 3600000);
+    ck_assert_int_eq(o.cert_renew_before_ms, 10000);
+    ck_assert_int_eq(o.cabundle_repair_ms, 2000);
+    ck_assert_uint_eq(o.ntls_sans, 1);
+    ck_assert_str_eq(o.tls_sans[0], "127.0.0.1");
+    ck_assert_str_eq(o.service_name, "svc");
+    ck_assert_str_eq(o.webhook_config, "my.config");
+    ck_assert(!o.self_signed);
+    ck_assert(!o.insecure_http);
+    ck_assert_ptr_null(o.tls_cert_file);
+    ck_assert_ptr_null(o.tls_key_file);
+    result_free(&r);
+    /* the largest durations: 100 years, in milliseconds */
+    PARSE(&o, &r, "--cert-secret", "s", "--cert-validity", "876000h", "--ca-validity", "876000h",
+          "--cabundle-repair-interval", "24h");
+    assert_ok(&r);
+    ck_assert_int_eq(o.cert_validity_ms, 876000L * 3600 * 1000);
+    ck_assert_int_eq(o.ca_validity_ms, 876000L * 3600 * 1000);
+    ck_assert_int_eq(o.cabundle_repair_ms, 86400000);
+    result_free(&r);
+}
+END_TEST
+
 /* Every duration flag, in each unit it accepts; the value is in milliseconds. */
 static const struct {
     const char *flag;
@@ -286,6 +327,51 @@ static const struct {
     {"--request-timeout", "1m", offsetof(struct serve_options, request_timeout_ms), 60000},
     {"--request-timeout", "10m", offsetof(struct serve_options, request_timeout_ms), 600000},
 };
+
+/* The --cert-secret durations (they need --cert-secret), in each unit they accept. */
+static const struct {
+    const char *flag;
+    const char *value;
+    size_t field;
+    long want_ms;
+} cert_durations[] = {
+    {"--cert-validity", "3600000s", offsetof(struct serve_options, cert_validity_ms), 3600000000L},
+    {"--cert-validity", "60000m", offsetof(struct serve_options, cert_validity_ms), 3600000000L},
+    {"--cert-validity", "1000h", offsetof(struct serve_options, cert_validity_ms), 3600000000L},
+    {"--cert-validity", "3600000000ms", offsetof(struct serve_options, cert_validity_ms),
+     3600000000L},
+    {"--ca-validity", "9000h", offsetof(struct serve_options, ca_validity_ms), 9000L * 3600 * 1000},
+    {"--ca-validity", "540000m", offsetof(struct serve_options, ca_validity_ms),
+     9000L * 3600 * 1000},
+    {"--cert-renew-before", "1s", offsetof(struct serve_options, cert_renew_before_ms), 1000},
+    {"--cert-renew-before", "10m", offsetof(struct serve_options, cert_renew_before_ms), 600000},
+    {"--cert-renew-before", "100h", offsetof(struct serve_options, cert_renew_before_ms),
+     360000000L},
+    {"--cabundle-repair-interval", "1s", offsetof(struct serve_options, cabundle_repair_ms), 1000},
+    {"--cabundle-repair-interval", "5000ms", offsetof(struct serve_options, cabundle_repair_ms),
+     5000},
+    {"--cabundle-repair-interval", "2m", offsetof(struct serve_options, cabundle_repair_ms),
+     120000},
+};
+
+START_TEST(test_cert_durations)
+{
+    struct serve_options o;
+    struct result r;
+    char joined[64];
+
+    PARSE(&o, &r, "--cert-secret", "s", (char *)cert_durations[_i].flag,
+          (char *)cert_durations[_i].value);
+    assert_ok(&r);
+    ck_assert_int_eq(long_at(&o, cert_durations[_i].field), cert_durations[_i].want_ms);
+    result_free(&r);
+    snprintf(joined, sizeof(joined), "%s=%s", cert_durations[_i].flag, cert_durations[_i].value);
+    PARSE(&o, &r, "--cert-secret", "s", joined);
+    assert_ok(&r);
+    ck_assert_int_eq(long_at(&o, cert_durations[_i].field), cert_durations[_i].want_ms);
+    result_free(&r);
+}
+END_TEST
 
 START_TEST(test_durations)
 {
@@ -431,6 +517,50 @@ static const struct {
      P "invalid --webhook-config-name \"Config\": want an object name\n"},
     {"--tls-san", "a,b", P "invalid --tls-san \"a,b\": want a DNS name or an IP address\n"},
 };
+
+/* Bad --cert-secret values, each with the exact message (given with --cert-secret). */
+static const struct {
+    const char *flag;
+    const char *value;
+    const char *msg;
+} bad_cert_values[] = {
+    {"--cert-validity", "1500ms",
+     P "invalid --cert-validity \"1500ms\": want whole seconds from 1s to 876000h, like 8760h\n"},
+    {"--cert-validity", "0s",
+     P "invalid --cert-validity \"0s\": want whole seconds from 1s to 876000h, like 8760h\n"},
+    {"--cert-validity", "876001h",
+     P "invalid --cert-validity \"876001h\": want whole seconds from 1s to 876000h, like "
+       "8760h\n"},
+    {"--ca-validity", "10d",
+     P "invalid --ca-validity \"10d\": want whole seconds from 1s to 876000h, like 8760h\n"},
+    {"--ca-validity", "-1h",
+     P "invalid --ca-validity \"-1h\": want whole seconds from 1s to 876000h, like 8760h\n"},
+    {"--cert-renew-before", "30",
+     P "invalid --cert-renew-before \"30\": want whole seconds from 1s to 876000h, like "
+       "8760h\n"},
+    {"--cert-renew-before", "2562047788015h",
+     P "invalid --cert-renew-before \"2562047788015h\": want whole seconds from 1s to 876000h, "
+       "like 8760h\n"},
+    {"--cabundle-repair-interval", "500ms",
+     P "invalid --cabundle-repair-interval \"500ms\": want whole seconds from 1s to 24h, like "
+       "60s\n"},
+    {"--cabundle-repair-interval", "25h",
+     P "invalid --cabundle-repair-interval \"25h\": want whole seconds from 1s to 24h, like "
+       "60s\n"},
+    {"--cert-secret", "Bad_Name", P "invalid --cert-secret \"Bad_Name\": want a Secret name\n"},
+};
+
+START_TEST(test_bad_cert_values)
+{
+    struct serve_options o;
+    struct result r;
+
+    PARSE(&o, &r, "--cert-secret", "s", (char *)bad_cert_values[_i].flag,
+          (char *)bad_cert_values[_i].value);
+    assert_usage_error(&r, bad_cert_values[_i].msg);
+    result_free(&r);
+}
+END_TEST
 
 START_TEST(test_bad_values)
 {
@@ -685,13 +815,13 @@ START_TEST(test_combinations)
 
     parse_argv(&o, &r, (char *[]){"serve", NULL});
     assert_usage_error(&r,
-                       P "missing required flag --tls-cert-file (or --self-signed, or "
-                         "--insecure-http; see --help)\n");
+                       P "missing required flag --tls-cert-file (or --cert-secret, or "
+                         "--self-signed, or --insecure-http; see --help)\n");
     result_free(&r);
     PARSE(&o, &r, "--tls-cert-file", "c.pem");
     assert_usage_error(&r,
-                       P "missing required flag --tls-private-key-file (or --self-signed, "
-                         "or --insecure-http; see --help)\n");
+                       P "missing required flag --tls-private-key-file (or --cert-secret, "
+                         "or --self-signed, or --insecure-http; see --help)\n");
     result_free(&r);
     PARSE(&o, &r, "--insecure-http", "--tls-private-key-file", "k.pem");
     assert_usage_error(&r, P "--insecure-http cannot be combined with --tls-private-key-file\n");
@@ -705,7 +835,48 @@ START_TEST(test_combinations)
     PARSE(&o, &r, "--insecure-http", "--tls-san", "x");
     assert_usage_error(&r,
                        P "--service-name, --tls-san and --webhook-config-name need "
-                         "--self-signed\n");
+                         "--self-signed or --cert-secret\n");
+    result_free(&r);
+    /* --cert-secret: one source of the pair, whatever the order */
+    PARSE(&o, &r, "--cert-secret", "s", "--tls-cert-file", "c.pem");
+    assert_usage_error(&r, P "--cert-secret cannot be combined with --tls-cert-file\n");
+    result_free(&r);
+    PARSE(&o, &r, "--tls-private-key-file", "k.pem", "--cert-secret", "s");
+    assert_usage_error(&r, P "--cert-secret cannot be combined with --tls-private-key-file\n");
+    result_free(&r);
+    PARSE(&o, &r, "--cert-secret", "s", "--insecure-http");
+    assert_usage_error(&r, P "--cert-secret cannot be combined with --insecure-http\n");
+    result_free(&r);
+    PARSE(&o, &r, "--self-signed", "--cert-secret", "s");
+    assert_usage_error(&r, P "--cert-secret cannot be combined with --self-signed\n");
+    result_free(&r);
+    PARSE(&o, &r, "--self-signed", "--cert-validity", "20s");
+    assert_usage_error(&r,
+                       P "--cert-validity, --ca-validity, --cert-renew-before and "
+                         "--cabundle-repair-interval need --cert-secret\n");
+    result_free(&r);
+    PARSE(&o, &r, "--insecure-http", "--cabundle-repair-interval", "60s");
+    assert_usage_error(&r,
+                       P "--cert-validity, --ca-validity, --cert-renew-before and "
+                         "--cabundle-repair-interval need --cert-secret\n");
+    result_free(&r);
+    /* certkeeper_create's rules on the durations */
+    PARSE(&o, &r, "--cert-secret", "s", "--cert-validity", "20s", "--cert-renew-before", "20s");
+    assert_usage_error(&r, P "want --cert-renew-before (20s) < --cert-validity (20s)\n");
+    result_free(&r);
+    PARSE(&o, &r, "--cert-secret", "s", "--cert-validity", "10s");
+    assert_usage_error(&r, P "want --cert-renew-before (2592000s) < --cert-validity (10s)\n");
+    result_free(&r);
+    PARSE(&o, &r, "--cert-secret", "s", "--ca-validity", "8759h");
+    assert_usage_error(&r, P "want --ca-validity (31532400s) >= --cert-validity (31536000s)\n");
+    result_free(&r);
+    PARSE(&o, &r, "--cert-secret", "s", "--cert-validity", "20s", "--cert-renew-before", "10s",
+          "--ca-validity", "20s");
+    assert_usage_error(&r, P "want --ca-validity (20s) > twice --cert-renew-before (10s)\n");
+    result_free(&r);
+    PARSE(&o, &r, "--cert-secret", "s", "--cert-validity", "20s", "--cert-renew-before", "10s",
+          "--ca-validity", "21s");
+    assert_ok(&r);
     result_free(&r);
     PARSE(&o, &r, "--insecure-http", "--leader-elect-renew-deadline", "20s");
     assert_usage_error(&r,
@@ -779,7 +950,8 @@ static void options_text(const struct serve_options *o, char *buf, size_t len)
              "port_file=%s v=%ld lookup=%d job_validation=%d lookup_ms=%ld watch_idle=%ld "
              "leader=%d lease=%ld "
              "renew=%ld retry=%ld lease_ns=%s resync=%ld workers=%ld qps=%g burst=%ld "
-             "self_signed=%d service=%s config=%s sans=%zu grace=%ld conns=%ld per_ip=%ld "
+             "self_signed=%d service=%s config=%s sans=%zu cert_secret=%s cert_validity=%ld "
+             "ca_validity=%ld renew_before=%ld repair=%ld grace=%ld conns=%ld per_ip=%ld "
              "idle=%ld request=%ld",
              S(o->bind_address), o->port, S(o->tls_cert_file), S(o->tls_key_file), o->insecure_http,
              o->allow_insecure_key, S(o->kubeconfig), S(o->port_file), o->verbosity,
@@ -787,8 +959,9 @@ static void options_text(const struct serve_options *o, char *buf, size_t len)
              o->leader_elect, o->lease_duration_ms, o->renew_deadline_ms, o->retry_period_ms,
              S(o->lease_ns), o->resync_period_ms, o->reconcile_workers, o->kube_api_qps,
              o->kube_api_burst, o->self_signed, S(o->service_name), S(o->webhook_config),
-             o->ntls_sans, o->shutdown_grace_ms, o->max_connections, o->max_per_ip,
-             o->idle_timeout_ms, o->request_timeout_ms);
+             o->ntls_sans, S(o->cert_secret), o->cert_validity_ms, o->ca_validity_ms,
+             o->cert_renew_before_ms, o->cabundle_repair_ms, o->shutdown_grace_ms,
+             o->max_connections, o->max_per_ip, o->idle_timeout_ms, o->request_timeout_ms);
 #undef S
 }
 
@@ -801,7 +974,7 @@ static void options_text(const struct serve_options *o, char *buf, size_t len)
 START_TEST(test_help_states_the_defaults)
 {
     char *help_argv[] = {"serve", "--help", NULL};
-    char want[1024], want_ss[1024], got[1024];
+    char want[1024], want_ss[1024], want_cs[1024], got[1024];
     struct serve_options o;
     struct result help, r;
     char flag[64] = "";
@@ -818,11 +991,15 @@ START_TEST(test_help_states_the_defaults)
     assert_ok(&r);
     options_text(&o, want_ss, sizeof(want_ss));
     result_free(&r);
+    PARSE(&o, &r, "--cert-secret", "s");
+    assert_ok(&r);
+    options_text(&o, want_cs, sizeof(want_cs));
+    result_free(&r);
     for (char *line = strtok_r(help.out, "\n", &save); line != NULL;
          line = strtok_r(NULL, "\n", &save)) {
         char *d, *f = strstr(line, "--");
         char value[128];
-        bool self_signed;
+        bool self_signed, managed;
         size_t n;
 
         /* A flag's own line names it ("  --port N ...", "  -v, --v N ..."). */
@@ -845,21 +1022,33 @@ START_TEST(test_help_states_the_defaults)
         /* --service-name and --webhook-config-name need --self-signed */
         self_signed =
             strcmp(flag, "--service-name") == 0 || strcmp(flag, "--webhook-config-name") == 0;
-        parse_argv(
-            &o, &r,
-            (char *[]){"serve", self_signed ? "--self-signed" : "--insecure-http", value, NULL});
+        /* --cert-validity, --ca-validity, --cert-renew-before, --cabundle-repair-interval */
+        managed = strncmp(flag, "--cert-", 7) == 0 || strcmp(flag, "--ca-validity") == 0
+            || strcmp(flag, "--cabundle-repair-interval") == 0;
+        if (managed)
+            parse_argv(&o, &r, (char *[]){"serve", "--cert-secret", "s", value, NULL});
+        else
+            parse_argv(&o, &r,
+                       (char *[]){"serve", self_signed ? "--self-signed" : "--insecure-http", value,
+                                  NULL});
         assert_ok(&r);
         options_text(&o, got, sizeof(got));
-        ck_assert_msg(strcmp(got, self_signed ? want_ss : want) == 0,
+        ck_assert_msg(strcmp(got,
+                             managed           ? want_cs
+                                 : self_signed ? want_ss
+                                               : want)
+                          == 0,
                       "%s (the help's default) gives\n%s\nnot\n%s", value, got,
-                      self_signed ? want_ss : want);
+                      managed           ? want_cs
+                          : self_signed ? want_ss
+                                        : want);
         result_free(&r);
         checked++;
     }
-    /* bind, port, service and config names, lookup failure and timeout, leader-elect and
-     * its three durations, resync, workers, qps, burst, -v, grace, connections, per-ip,
-     * idle and request timeouts */
-    ck_assert_int_eq(checked, 21);
+    /* bind, port, service and config names, the four --cert-secret durations, lookup
+     * failure and timeout, leader-elect and its three durations, resync, workers, qps,
+     * burst, -v, grace, connections, per-ip, idle and request timeouts */
+    ck_assert_int_eq(checked, 25);
     result_free(&help);
 }
 END_TEST
@@ -872,6 +1061,11 @@ static Suite *serve_flags_suite(void)
     tcase_add_test(tc, test_defaults);
     tcase_add_test(tc, test_every_flag);
     tcase_add_test(tc, test_self_signed_flags);
+    tcase_add_test(tc, test_cert_secret_flags);
+    tcase_add_loop_test(tc, test_cert_durations, 0,
+                        (int)(sizeof(cert_durations) / sizeof(cert_durations[0])));
+    tcase_add_loop_test(tc, test_bad_cert_values, 0,
+                        (int)(sizeof(bad_cert_values) / sizeof(bad_cert_values[0])));
     tcase_add_loop_test(tc, test_durations, 0, (int)(sizeof(durations) / sizeof(durations[0])));
     tcase_add_loop_test(tc, test_bad_values, 0, (int)(sizeof(bad_values) / sizeof(bad_values[0])));
     tcase_add_test(tc, test_integer_bounds);

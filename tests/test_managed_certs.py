@@ -1,0 +1,372 @@
+"""test_managed_certs.py - `serve --cert-secret`: the real binary against tests/apiserver.py.
+
+The replicas keep their CA and serving pair in one Secret of the Lease namespace
+(controller/certkeeper.h); the client here trusts only the caBundle the API server holds
+and checks the Service's name, as kube-apiserver does (kube-api-facts, "Calling the
+webhook"). Scenarios:
+  - two replicas started together on an empty namespace: one Secret, one CA, the caBundle
+    of every webhook (Mutating and Validating) equal to the trust bundle, both ready, both
+    answer that client; what they serve is the Secret's pair, and the expiry gauge is its
+    notAfter; the requests for it are exactly what the managed overlay's RBAC grants;
+  - with --leader-elect=false the replica leads the keeper itself; a caBundle reset by hand
+    is repaired within --cabundle-repair-interval, logged and counted
+    (webhook_tls_cabundle_repairs_total);
+  - a replica that does not hold the Lease, on a namespace without the Secret, writes
+    nothing, serves nothing and says in its log what it waits for;
+  - a serving-certificate renewal in seconds (--cert-validity 20s --cert-renew-before 10s)
+    while the client sends reviews to both replicas on new connections: every request
+    answered, and each replica served more than one certificate.
+
+Every wait polls with a deadline; nothing asserts how long something took.
+"""
+
+import base64
+import http.client
+import json
+import os
+import re
+import shutil
+import ssl
+import subprocess
+import tempfile
+import time
+import unittest
+
+import harness
+
+NS = "vpw-system"
+SECRET = "vpw-certs"
+CONFIG = "volcano-plugin-webhook"
+SERVICE = "volcano-plugin-webhook"
+SERVICE_DNS = "%s.%s.svc" % (SERVICE, NS)
+SECRETS_PATH = "/api/v1/namespaces/%s/secrets" % NS
+MWC_PATH = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/" + CONFIG
+VWC_PATH = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/" + CONFIG
+LEADER_ARGS = ["--leader-elect-resource-namespace=" + NS, "--leader-elect-lease-duration=3s",
+               "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=1s"]
+PLACEHOLDER = base64.b64encode(b"placeholder").decode()
+BEGIN = "-----BEGIN CERTIFICATE-----"
+EXPIRY_METRIC = "webhook_tls_certificate_expiry_timestamp_seconds"
+REPAIRS_METRIC = "webhook_tls_cabundle_repairs_total"
+WAIT = 60.0 if os.environ.get("SANITIZER") else 30.0
+
+
+def client_config(kind, names):
+    """A webhook configuration of `kind` whose webhooks call the Service."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+        "metadata": {"name": CONFIG},
+        "webhooks": [{"name": n, "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                      "clientConfig": {"caBundle": PLACEHOLDER,
+                                       "service": {"name": SERVICE, "namespace": NS,
+                                                   "path": "/pods/mutate"}}}
+                     for n in names],
+    }
+
+
+def insecure_context():
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def strict_context(ca_file):
+    """Like Go's crypto/tls for kube-apiserver: only ca_file, SAN only, strict."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(cafile=ca_file)
+    ctx.check_hostname = True
+    ctx.hostname_checks_common_name = False
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.verify_flags |= ssl.VERIFY_X509_STRICT
+    return ctx
+
+
+def get(port, path, ctx, name=SERVICE_DNS):
+    """GET path on a new connection; (status, body text), or (None, error)."""
+    conn = harness._PinnedHTTPSConnection("127.0.0.1", port, name, ctx, 5)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode("utf-8", "replace")
+    except (OSError, http.client.HTTPException) as e:
+        return None, repr(e)
+    finally:
+        conn.close()
+
+
+def post_review(port, ctx, review):
+    """POST review on a new connection (a new handshake) as kube-apiserver does.
+    Returns (HTTP status, parsed body, the served certificate in DER)."""
+    conn = harness._PinnedHTTPSConnection("127.0.0.1", port, SERVICE_DNS, ctx, 10)
+    try:
+        conn.request("POST", "/pods/mutate?timeout=10s", body=json.dumps(review).encode(),
+                     headers={"Content-Type": "application/json"})
+        der = conn.sock.getpeercert(binary_form=True)
+        resp = conn.getresponse()
+        return resp.status, json.loads(resp.read()), der
+    finally:
+        conn.close()
+
+
+def metric(body, name):
+    m = re.search(r"^%s (\S+)$" % name, body, re.M)
+    return None if m is None else float(m.group(1))
+
+
+def not_after(pem_text, workdir):
+    path = os.path.join(workdir, "cert-%d.pem" % time.monotonic_ns())
+    with open(path, "w") as f:
+        f.write(pem_text)
+    out = subprocess.run(["openssl", "x509", "-enddate", "-noout", "-in", path],
+                         capture_output=True, text=True, check=True, timeout=30).stdout
+    return ssl.cert_time_to_seconds(out.strip().split("=", 1)[1])
+
+
+class ManagedCertsTest(unittest.TestCase):
+    def setUp(self):
+        if not os.access(harness.binary(), os.X_OK):
+            self.skipTest("%s not built" % harness.binary())
+        self.dir = tempfile.mkdtemp(prefix="vpw-managed-")
+        if not os.environ.get("KEEP_TEST_DIRS"):
+            self.addCleanup(shutil.rmtree, self.dir, True)
+        self.api = harness.ApiServer(self.dir).start()
+        self.addCleanup(self.api.stop)
+        self.kubeconfig = harness.write_kubeconfig(os.path.join(self.dir, "kubeconfig"),
+                                                   self.api.url, self.api.ca_file,
+                                                   self.api.token)
+        # what `kubectl apply` of the manifests leaves: the configurations, no Secret
+        self.api.create_objects([
+            client_config("MutatingWebhookConfiguration", ["pods.vpw.example.org",
+                                                           "other.vpw.example.org"]),
+            client_config("ValidatingWebhookConfiguration", ["jobs.vpw.example.org"])])
+        job = harness.load_job("mpi-job", namespace="default")
+        del job["metadata"]["uid"]
+        self.job = self.api.create_objects([job])[0]
+        self.procs = []
+
+    # ------------------------------------------------------------ replicas
+
+    def start(self, *extra):
+        """Start replicas (one per args list in extra) at once; returns their ports, each
+        written once that replica serves."""
+        started = []
+        for k, args in enumerate(extra):
+            d = os.path.join(self.dir, "replica%d" % k)
+            os.makedirs(d)
+            port_file = os.path.join(d, "port")
+            argv = [harness.binary(), "serve", "--bind-address", "127.0.0.1", "--port", "0",
+                    "--port-file", port_file, "--kubeconfig", self.kubeconfig,
+                    "--cert-secret", SECRET, "--webhook-config-name", CONFIG,
+                    "--service-name", SERVICE, "-v", "3"] + list(args)
+            p = harness.Process("webhook%d" % k, argv, d).start()
+            self.procs.append(p)
+            self.addCleanup(self.stop, p)
+            started.append((p, port_file))
+        return [p.wait_port_file(f, timeout=WAIT) for p, f in started]
+
+    def stop(self, p):
+        rc = p.stop()
+        report = p.sanitizer_report()
+        if report:
+            raise AssertionError("sanitizer report: %s\n%s" % (report, p.log()))
+        self.assertEqual(rc, 0, p.log())  # SIGTERM: keeper and server stopped, exit 0
+        self.assertNotIn("PRIVATE KEY", p.log())
+
+    def wait(self, pred, what, timeout=WAIT):
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            last = pred()
+            if last:
+                return last
+            for p in self.procs:
+                if not p.alive():
+                    raise AssertionError("%s exited:\n%s" % (p.name, p.log()))
+            time.sleep(0.1)
+        raise AssertionError("timed out waiting for %s (last: %r)\n%s" % (
+            what, last, "\n".join(p.log()[-4000:] for p in self.procs)))
+
+    def wait_ready(self, ports):
+        for port in ports:
+            self.wait(lambda: get(port, "/readyz", insecure_context())[0] == 200,
+                      "/readyz 200 on port %d" % port)
+
+    # ------------------------------------------------------------ what the API server holds
+
+    def secrets(self):
+        status, body = self.api.get(SECRETS_PATH)
+        self.assertEqual(status, 200, body)
+        return body["items"]
+
+    def secret_data(self):
+        [secret] = self.secrets()
+        return {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+
+    def ca_bundles(self):
+        """Every webhook's caBundle, Mutating then Validating."""
+        out = []
+        for path in (MWC_PATH, VWC_PATH):
+            status, cfg = self.api.get(path)
+            self.assertEqual(status, 200, cfg)
+            out += [w["clientConfig"].get("caBundle") for w in cfg["webhooks"]]
+        return out
+
+    def trusted_ca_file(self):
+        """The caBundle the API server holds (all webhooks agree), as a file."""
+        bundles = self.ca_bundles()
+        self.assertEqual(len(set(bundles)), 1, bundles)
+        path = os.path.join(self.dir, "cabundle-%d.crt" % time.monotonic_ns())
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(bundles[0], validate=True))
+        return path
+
+    def review(self):
+        pod = harness.build_pod(self.job, "mpiworker", 0)
+        return harness.review(pod, "default")
+
+    # ------------------------------------------------------------ tests
+
+    def test_two_replicas_on_an_empty_namespace_one_ca_both_ready(self):
+        ports = self.start(LEADER_ARGS, LEADER_ARGS)
+        self.wait_ready(ports)
+
+        # What they asked of the API server for it is what manifests/overlays/managed
+        # grants: the Secret by name (get, update) and create, the two configurations by
+        # name (get, patch); nothing else there (the Job's own ssh Secret is elsewhere).
+        used = {(r["method"], r["path"]) for r in self.api.requests()
+                if r["path"].startswith(SECRETS_PATH) or "webhookconfigurations" in r["path"]}
+        self.assertEqual(used, {
+            ("GET", SECRETS_PATH + "/" + SECRET), ("PUT", SECRETS_PATH + "/" + SECRET),
+            ("POST", SECRETS_PATH), ("GET", MWC_PATH), ("PATCH", MWC_PATH),
+            ("GET", VWC_PATH), ("PATCH", VWC_PATH)})
+
+        # One Secret, one CA: the CA is the whole trust bundle and every caBundle.
+        [secret] = self.secrets()
+        self.assertEqual(secret["metadata"]["name"], SECRET)
+        self.assertEqual(secret["type"], "kubernetes.io/tls")
+        data = self.secret_data()
+        self.assertEqual(sorted(data), ["ca-bundle.crt", "ca.crt", "ca.key", "tls.crt",
+                                        "tls.key"])
+        self.assertEqual(data["ca-bundle.crt"].count(BEGIN), 1)
+        self.assertEqual(data["ca-bundle.crt"], data["ca.crt"])
+        want = base64.b64encode(data["ca-bundle.crt"].encode()).decode()
+        self.assertEqual(self.ca_bundles(), [want, want, want])
+        ca_file = self.trusted_ca_file()
+
+        # A client trusting only that caBundle, checking the Service name, gets answers
+        # from both, and both serve the Secret's certificate.
+        secret_der = ssl.PEM_cert_to_DER_cert(data["tls.crt"])
+        for port in ports:
+            with self.subTest(port=port):
+                status, body, der = post_review(port, strict_context(ca_file), self.review())
+                self.assertEqual(status, 200, body)
+                self.assertTrue(body["response"]["allowed"], body)
+                self.assertEqual(der, secret_der)
+                with self.assertRaises(ssl.SSLCertVerificationError):  # another name
+                    harness.tls_handshake(port, strict_context(ca_file),
+                                          "%s.default.svc" % SERVICE).close()
+                status, text = get(port, "/metrics", strict_context(ca_file))
+                self.assertEqual(status, 200, text)
+                self.assertEqual(metric(text, EXPIRY_METRIC),
+                                 not_after(data["tls.crt"], self.dir))
+                self.assertEqual(metric(text, REPAIRS_METRIC), 0)
+
+    def test_cabundle_reset_by_hand_is_repaired(self):
+        [port] = self.start(["--leader-elect=false", "--leader-elect-resource-namespace=" + NS,
+                            "--cabundle-repair-interval=2s"])
+        self.wait_ready([port])
+        good = self.ca_bundles()
+        self.assertEqual(len(set(good)), 1)
+
+        # An operator (or an old `kubectl apply`) puts a placeholder back in one webhook.
+        status, cfg = self.api.get(MWC_PATH)
+        self.assertEqual(status, 200, cfg)
+        cfg["webhooks"][1]["clientConfig"]["caBundle"] = PLACEHOLDER
+        status, body = self.api.call("PUT", MWC_PATH, cfg)
+        self.assertEqual(status, 200, body)
+
+        self.wait(lambda: self.ca_bundles() == good, "the caBundle repaired")
+        self.wait(lambda: metric(get(port, "/metrics", insecure_context())[1],
+                                 REPAIRS_METRIC) == 1, "the repair counted")
+        log = self.procs[0].log()
+        self.assertIn("caBundle changed outside the webhook, repaired", log)
+        self.wait_ready([port])
+        status, body, _ = post_review(port, strict_context(self.trusted_ca_file()),
+                                      self.review())
+        self.assertEqual(status, 200, body)
+
+    def test_a_follower_without_a_secret_waits_and_says_so(self):
+        now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+        status, body = self.api.call(
+            "POST", "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % NS, {
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": "volcano-plugin-webhook", "namespace": NS},
+                "spec": {"holderIdentity": "someone-else", "leaseDurationSeconds": 3600,
+                         "acquireTime": now, "renewTime": now, "leaseTransitions": 0}})
+        self.assertEqual(status, 201, body)
+        d = os.path.join(self.dir, "follower")
+        os.makedirs(d)
+        port_file = os.path.join(d, "port")
+        p = harness.Process("follower", [
+            harness.binary(), "serve", "--bind-address", "127.0.0.1", "--port", "0",
+            "--port-file", port_file, "--kubeconfig", self.kubeconfig,
+            "--cert-secret", SECRET, "--webhook-config-name", CONFIG] + LEADER_ARGS, d).start()
+        self.addCleanup(p.stop)
+        secret_path = SECRETS_PATH + "/" + SECRET
+        self.wait(lambda: sum(1 for r in self.api.requests()
+                              if r["method"] == "GET" and r["path"] == secret_path) >= 3,
+                  "three reads of the Secret")
+        waits = [e for e in map(json.loads, (ln for ln in p.log().splitlines()
+                                             if ln.startswith("{")))
+                 if e["msg"] == "managed certificates: waiting for a serving pair before serving"]
+        self.assertTrue(waits, p.log())
+        self.assertEqual((waits[0]["secret"], waits[0]["leading"], waits[0]["waited_s"]),
+                         ("%s/%s" % (NS, SECRET), "false", "0"))
+        self.assertTrue(p.alive(), p.log())
+        self.assertFalse(os.path.exists(port_file))  # not serving
+        writes = [r for r in self.api.requests()
+                  if r["method"] != "GET" and "/leases" not in r["path"]]
+        self.assertEqual(writes, [])
+        self.assertEqual(self.secrets(), [])
+        self.assertEqual(self.ca_bundles(), [PLACEHOLDER] * 3)
+        # SIGTERM while waiting: start-up never finished (exit 1), everything freed
+        self.assertEqual(p.stop(), 1, p.log())
+        self.assertIsNone(p.sanitizer_report(), p.log())
+        self.assertIn("stop signal while waiting for the serving pair", p.log())
+
+    def test_renewal_in_seconds_without_a_failed_request(self):
+        args = LEADER_ARGS + ["--cert-validity=20s", "--cert-renew-before=10s"]
+        ports = self.start(args, args)
+        self.wait_ready(ports)
+        ca_file = self.trusted_ca_file()  # the CA lasts 10 years: it stays the same
+        ctx = strict_context(ca_file)
+        served = {port: [] for port in ports}
+        failures = []
+        sent = 0
+        deadline = time.monotonic() + 30  # a renewal every ~10 s: about three
+        while time.monotonic() < deadline:
+            for port in ports:
+                sent += 1
+                try:
+                    status, body, der = post_review(port, ctx, self.review())
+                except (OSError, http.client.HTTPException, ValueError) as e:
+                    failures.append((port, repr(e)))
+                    continue
+                if status != 200 or not body.get("response", {}).get("allowed"):
+                    failures.append((port, status, body))
+                if not served[port] or served[port][-1] != der:
+                    served[port].append(der)
+            time.sleep(0.05)
+        self.assertEqual(failures, [], "%d requests" % sent)
+        for port in ports:
+            with self.subTest(port=port):
+                self.assertGreaterEqual(len(served[port]), 2, "no renewal served")
+                self.assertEqual(len(set(served[port])), len(served[port]))
+        # Still one CA in the bundle and the caBundles.
+        self.assertEqual(self.secret_data()["ca-bundle.crt"].count(BEGIN), 1)
+        self.assertEqual(len(set(self.ca_bundles())), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
