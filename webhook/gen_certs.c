@@ -21,7 +21,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <openssl/crypto.h>
 #include <stdbool.h>
@@ -36,62 +35,106 @@
 #include "certs/certs.h"
 #include "k8s/names.h"
 #include "webhook/commands.h"
+#include "webhook/flags.h"
 
-#define GEN_MAX_DNS         32 /* --dns entries */
+#define GEN_MAX_DNS         32                     /* --dns entries */
+#define GEN_MAX_DNS_TEXT    FLAGS_STR(GEN_MAX_DNS) /* in --help */
 #define GEN_DEFAULT_DAYS    365
 #define GEN_DEFAULT_CA_DAYS 3650 /* a new CA outlives ten renewals of its serving pair */
 #define GEN_MAX_OUTPUTS     6    /* ca.key, ca.crt, tls.key, tls.crt, Secret, caBundle */
 #define GEN_SECRET_NAME     "volcano-plugin-webhook-tls" /* the Secret manifests/ mounts */
 
-static void gen_usage(FILE *to)
-{
-    fprintf(to,
-            "usage: " WH_PROG " gen-certs --service NAME --namespace NS --out DIR [flags]\n"
-            "\n"
-            "Write a CA (ca.crt, ca.key) and a serving certificate signed by it (tls.crt,\n"
-            "tls.key) for the webhook Service, or with --ca-cert/--ca-key only a new\n"
-            "serving certificate signed by an existing CA. ECDSA P-256 or RSA-2048, SHA-256.\n"
-            "\n"
-            "flags:\n"
-            "  --service NAME     Service name (required)\n"
-            "  --namespace NS     Service namespace (required)\n"
-            "  --out DIR          output directory, created with its parents if missing\n"
-            "                     (required)\n"
-            "  --days N           the serving certificate's validity in days, 1..36500\n"
-            "                     (default %d)\n"
-            "  --ca-days N        a new CA's validity in days, 1..36500, no less than\n"
-            "                     --days; not with --ca-cert (default %d)\n"
-            "  --dns NAME         extra subjectAltName (DNS name or IP address); repeatable\n"
-            "                     (default: none)\n"
-            "  --ip ADDR          extra IP subjectAltName (IPv4 or IPv6); repeatable; --dns\n"
-            "                     and --ip together up to %d (default: none)\n"
-            "  --key-type TYPE    ecdsa (P-256) or rsa (2048 bits) (default ecdsa)\n"
-            "  --secret-manifest FILE  also write a kubernetes.io/tls Secret manifest\n"
-            "                     \"" GEN_SECRET_NAME "\" in NS with tls.crt, tls.key and\n"
-            "                     ca.crt, mode 0600 (default: none)\n"
-            "  --ca-bundle FILE   also write base64 of ca.crt on one line: the caBundle\n"
-            "                     value of the webhook configuration (default: none)\n"
-            "  --ca-cert FILE     sign tls.crt with this existing CA certificate (PEM,\n"
-            "                     CA:TRUE, keyCertSign, not expired) instead of making a\n"
-            "                     new CA: the deployed caBundle stays valid. ca.crt is\n"
-            "                     then a copy of it and ca.key is NOT written: the CA's\n"
-            "                     key stays where it is. tls.crt gets its full --days\n"
-            "                     unless the CA expires sooner: then it is cut to the\n"
-            "                     CA's notAfter and the CA must be rolled over (README,\n"
-            "                     \"Rolling the CA over\"); a ca.key already in --out\n"
-            "                     must be this CA's key. Needs --ca-key (default: make\n"
-            "                     a new CA)\n"
-            "  --ca-key FILE      the unencrypted PEM private key of --ca-cert; only read\n"
-            "                     (default: none)\n"
-            "  --force            replace existing files (a new CA invalidates the\n"
-            "                     caBundle already deployed; default: refuse)\n"
-            "  -h, --help         show this help\n"
-            "\n"
-            "subjectAltNames always include NAME, NAME.NS, NAME.NS.svc and\n"
-            "NAME.NS.svc.cluster.local. The webhook's caBundle is base64 of ca.crt\n"
-            "(--ca-bundle writes it).\n",
-            GEN_DEFAULT_DAYS, GEN_DEFAULT_CA_DAYS, GEN_MAX_DNS);
-}
+/* getopt_long ids of the flags */
+enum {
+    OPT_SERVICE = 256,
+    OPT_NAMESPACE,
+    OPT_OUT,
+    OPT_DAYS,
+    OPT_CA_DAYS,
+    OPT_DNS,
+    OPT_IP,
+    OPT_KEY_TYPE,
+    OPT_SECRET_MANIFEST,
+    OPT_CA_BUNDLE,
+    OPT_CA_CERT,
+    OPT_CA_KEY,
+    OPT_FORCE,
+};
+
+/* The flags, in --help order (webhook/flags.h); gen_parse_flag acts on each. */
+static const struct flag gen_flag_table[] = {
+    {OPT_SERVICE, "service", 0, required_argument, "NAME", "Service name (required)", NULL},
+    {OPT_NAMESPACE, "namespace", 0, required_argument, "NS", "Service namespace (required)", NULL},
+    {OPT_OUT, "out", 0, required_argument, "DIR",
+     "output directory, created with its parents if missing\n"
+     "(required)",
+     NULL},
+    {OPT_DAYS, "days", 0, required_argument, "N",
+     "the serving certificate's validity in days, 1..36500\n", FLAGS_STR(GEN_DEFAULT_DAYS)},
+    {OPT_CA_DAYS, "ca-days", 0, required_argument, "N",
+     "a new CA's validity in days, 1..36500, no less than\n"
+     "--days; not with --ca-cert",
+     FLAGS_STR(GEN_DEFAULT_CA_DAYS)},
+    {OPT_DNS, "dns", 0, required_argument, "NAME",
+     "extra subjectAltName (DNS name or IP address); repeatable\n"
+     "(default: none)",
+     NULL},
+    {OPT_IP, "ip", 0, required_argument, "ADDR",
+     "extra IP subjectAltName (IPv4 or IPv6); repeatable; --dns\n"
+     "and --ip together up to " GEN_MAX_DNS_TEXT " (default: none)",
+     NULL},
+    {OPT_KEY_TYPE, "key-type", 0, required_argument, "TYPE", "ecdsa (P-256) or rsa (2048 bits)",
+     "ecdsa"},
+    {OPT_SECRET_MANIFEST, "secret-manifest", 0, required_argument, "FILE",
+     "also write a kubernetes.io/tls Secret manifest\n"
+     "\"" GEN_SECRET_NAME "\" in NS with tls.crt, tls.key and\n"
+     "ca.crt, mode 0600 (default: none)",
+     NULL},
+    {OPT_CA_BUNDLE, "ca-bundle", 0, required_argument, "FILE",
+     "also write base64 of ca.crt on one line: the caBundle\n"
+     "value of the webhook configuration (default: none)",
+     NULL},
+    {OPT_CA_CERT, "ca-cert", 0, required_argument, "FILE",
+     "sign tls.crt with this existing CA certificate (PEM,\n"
+     "CA:TRUE, keyCertSign, not expired) instead of making a\n"
+     "new CA: the deployed caBundle stays valid. ca.crt is\n"
+     "then a copy of it and ca.key is NOT written: the CA's\n"
+     "key stays where it is. tls.crt gets its full --days\n"
+     "unless the CA expires sooner: then it is cut to the\n"
+     "CA's notAfter and the CA must be rolled over (README,\n"
+     "\"Rolling the CA over\"); a ca.key already in --out\n"
+     "must be this CA's key. Needs --ca-key (default: make\n"
+     "a new CA)",
+     NULL},
+    {OPT_CA_KEY, "ca-key", 0, required_argument, "FILE",
+     "the unencrypted PEM private key of --ca-cert; only read\n"
+     "(default: none)",
+     NULL},
+    {OPT_FORCE, "force", 0, no_argument, NULL,
+     "replace existing files (a new CA invalidates the\n"
+     "caBundle already deployed; default: refuse)",
+     NULL},
+    {'h', "help", 'h', no_argument, NULL, "show this help", NULL},
+};
+
+static const struct flag_set gen_flags = {
+    .command = "gen-certs",
+    .flags = gen_flag_table,
+    .nflags = sizeof(gen_flag_table) / sizeof(gen_flag_table[0]),
+    .help_column = 21,
+    .short_column = false,
+    .usage = "usage: " WH_PROG " gen-certs --service NAME --namespace NS --out DIR [flags]\n"
+             "\n"
+             "Write a CA (ca.crt, ca.key) and a serving certificate signed by it (tls.crt,\n"
+             "tls.key) for the webhook Service, or with --ca-cert/--ca-key only a new\n"
+             "serving certificate signed by an existing CA. ECDSA P-256 or RSA-2048, SHA-256.\n"
+             "\n"
+             "flags:\n",
+    .footer = "\n"
+              "subjectAltNames always include NAME, NAME.NS, NAME.NS.svc and\n"
+              "NAME.NS.svc.cluster.local. The webhook's caBundle is base64 of ca.crt\n"
+              "(--ca-bundle writes it).\n",
+};
 
 /* A --dns value: 1-253 printable ASCII bytes without spaces or commas. */
 static bool dns_name_ok(const char *s)
@@ -459,18 +502,6 @@ static void rmdir_created(const char *dir, size_t created)
     }
 }
 
-/* --key-type: "ecdsa" or "rsa". @return 0 or -1. */
-static int parse_key_type(const char *s, enum certs_key_type *out)
-{
-    if (strcmp(s, "ecdsa") == 0)
-        *out = CERTS_KEY_ECDSA_P256;
-    else if (strcmp(s, "rsa") == 0)
-        *out = CERTS_KEY_RSA_2048;
-    else
-        return -1;
-    return 0;
-}
-
 /* An --ip value: a numeric IPv4 or IPv6 address. */
 static bool ip_ok(const char *s)
 {
@@ -479,15 +510,12 @@ static bool ip_ok(const char *s)
     return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
 }
 
-/* Parse --days or --ca-days strictly. @return 0 or -1. */
+/* --days or --ca-days, 1..36500 (a hundred years). @return 0 or -1. */
 static int parse_days(const char *s, int *out)
 {
-    char *end;
     long v;
 
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < 1 || v > 36500)
+    if (flags_parse_long(s, 1, 36500, &v) < 0)
         return -1;
     *out = (int)v;
     return 0;
@@ -497,7 +525,7 @@ static int parse_days(const char *s, int *out)
 static int add_extra_san(const char **extra, size_t *nextra, const char *name)
 {
     if (*nextra == GEN_MAX_DNS) {
-        fprintf(stderr, WH_PROG ": gen-certs: more than %d --dns and --ip flags\n", GEN_MAX_DNS);
+        flags_usage_error(&gen_flags, stderr, "more than %d --dns and --ip flags", GEN_MAX_DNS);
         return -1;
     }
     extra[(*nextra)++] = name;
@@ -586,76 +614,71 @@ struct gen_args {
     bool help; /* -h: print the help and exit 0 */
 };
 
-/* One flag's value into a. @return 0, or 2 after the usage line. */
-static int gen_parse_flag(struct gen_args *a, int opt, char *arg)
+/* The usage line of a bad flag value (webhook/flags.h). @return 2, the exit status. */
+static int gen_bad_value(const char *flag, const char *value, const char *want)
 {
+    flags_bad_value(&gen_flags, stderr, flag, value, want);
+    return 2;
+}
+
+/* One flag's value into a. @return 0, or 2 after the usage line. */
+static int gen_parse_flag(struct gen_args *a, int opt, const char *arg)
+{
+    /* --key-type NAME: key_type_of[i] is the type of key_types[i] */
+    static const char *const key_types[] = {"ecdsa", "rsa", NULL};
+    static const enum certs_key_type key_type_of[] = {CERTS_KEY_ECDSA_P256, CERTS_KEY_RSA_2048};
+    int k;
+
     switch (opt) {
-    case 's': a->service = arg; break;
-    case 'n': a->ns = arg; break;
-    case 'o': a->dir = arg; break;
-    case 'd':
-        if (parse_days(arg, &a->days) < 0) {
-            fprintf(stderr,
-                    WH_PROG ": gen-certs: invalid --days \"%s\": want an integer 1..36500\n", arg);
-            return 2;
-        }
+    case OPT_SERVICE: a->service = arg; break;
+    case OPT_NAMESPACE: a->ns = arg; break;
+    case OPT_OUT: a->dir = arg; break;
+    case OPT_DAYS:
+        if (parse_days(arg, &a->days) < 0)
+            return gen_bad_value("--days", arg, "want an integer 1..36500");
         break;
-    case 'c':
-        if (parse_days(arg, &a->ca_days) < 0) {
-            fprintf(stderr,
-                    WH_PROG ": gen-certs: invalid --ca-days \"%s\": want an integer 1..36500\n",
-                    arg);
-            return 2;
-        }
+    case OPT_CA_DAYS:
+        if (parse_days(arg, &a->ca_days) < 0)
+            return gen_bad_value("--ca-days", arg, "want an integer 1..36500");
         a->ca_days_set = true;
         break;
-    case 'D':
-        if (!dns_name_ok(arg)) {
-            fprintf(stderr,
-                    WH_PROG ": gen-certs: invalid --dns \"%s\": want a DNS name or "
-                            "IP address of 1..253 printable characters, no spaces or commas\n",
-                    arg);
-            return 2;
-        }
+    case OPT_DNS:
+        if (!dns_name_ok(arg))
+            return gen_bad_value("--dns", arg,
+                                 "want a DNS name or IP address of 1..253 printable "
+                                 "characters, no spaces or commas");
         return add_extra_san(a->extra, &a->nextra, arg) < 0 ? 2 : 0;
-    case 'I':
-        if (!ip_ok(arg)) {
-            fprintf(stderr,
-                    WH_PROG ": gen-certs: invalid --ip \"%s\": want an IPv4 or "
-                            "IPv6 address\n",
-                    arg);
-            return 2;
-        }
+    case OPT_IP:
+        if (!ip_ok(arg))
+            return gen_bad_value("--ip", arg, "want an IPv4 or IPv6 address");
         return add_extra_san(a->extra, &a->nextra, arg) < 0 ? 2 : 0;
-    case 'k':
-        if (parse_key_type(arg, &a->key_type) < 0) {
-            fprintf(stderr, WH_PROG ": gen-certs: invalid --key-type \"%s\": want ecdsa or rsa\n",
-                    arg);
-            return 2;
-        }
+    case OPT_KEY_TYPE:
+        if (flags_parse_enum(arg, key_types, &k) < 0)
+            return gen_bad_value("--key-type", arg, "want ecdsa or rsa");
+        a->key_type = key_type_of[k];
         break;
-    case 'S':
-    case 'B':
-    case 'C':
-    case 'K':
+    case OPT_SECRET_MANIFEST:
+    case OPT_CA_BUNDLE:
+    case OPT_CA_CERT:
+    case OPT_CA_KEY:
         if (arg[0] == '\0') {
-            fprintf(stderr, WH_PROG ": gen-certs: %s needs a file name\n",
-                    opt == 'S'       ? "--secret-manifest"
-                        : opt == 'B' ? "--ca-bundle"
-                        : opt == 'C' ? "--ca-cert"
-                                     : "--ca-key");
+            flags_usage_error(&gen_flags, stderr, "%s needs a file name",
+                              opt == OPT_SECRET_MANIFEST ? "--secret-manifest"
+                                  : opt == OPT_CA_BUNDLE ? "--ca-bundle"
+                                  : opt == OPT_CA_CERT   ? "--ca-cert"
+                                                         : "--ca-key");
             return 2;
         }
-        if (opt == 'S')
+        if (opt == OPT_SECRET_MANIFEST)
             a->secret_file = arg;
-        else if (opt == 'B')
+        else if (opt == OPT_CA_BUNDLE)
             a->bundle_file = arg;
-        else if (opt == 'C')
+        else if (opt == OPT_CA_CERT)
             a->ca_cert_file = arg;
         else
             a->ca_key_file = arg;
         break;
-    case 'f': a->force = true; break;
+    case OPT_FORCE: a->force = true; break;
     }
     return 0;
 }
@@ -663,51 +686,29 @@ static int gen_parse_flag(struct gen_args *a, int opt, char *arg)
 /* Read the flags into a. @return 0 (a->help: print the help), or 2 after the usage line. */
 static int gen_parse_args(struct gen_args *a, int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"service", required_argument, NULL, 's'},
-        {"namespace", required_argument, NULL, 'n'},
-        {"out", required_argument, NULL, 'o'},
-        {"days", required_argument, NULL, 'd'},
-        {"ca-days", required_argument, NULL, 'c'},
-        {"dns", required_argument, NULL, 'D'},
-        {"ip", required_argument, NULL, 'I'},
-        {"key-type", required_argument, NULL, 'k'},
-        {"secret-manifest", required_argument, NULL, 'S'},
-        {"ca-bundle", required_argument, NULL, 'B'},
-        {"ca-cert", required_argument, NULL, 'C'},
-        {"ca-key", required_argument, NULL, 'K'},
-        {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    struct flags_parser p;
+    const char *arg;
     int opt;
 
     memset(a, 0, sizeof(*a));
     a->days = GEN_DEFAULT_DAYS;
     a->ca_days = GEN_DEFAULT_CA_DAYS;
     a->key_type = CERTS_KEY_ECDSA_P256;
-    optind = 0; /* full getopt reset: the subcommand may run more than once (tests) */
-    opterr = 0; /* our own messages, naming the flag */
-    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        switch (opt) {
-        case 'h': a->help = true; return 0;
-        case ':':
-            fprintf(stderr, WH_PROG ": gen-certs: flag %s needs a value\n", argv[optind - 1]);
-            return 2;
-        case '?':
-            fprintf(stderr, WH_PROG ": gen-certs: unknown flag %s (see --help)\n",
-                    argv[optind - 1]);
-            return 2;
-        default:
-            if (gen_parse_flag(a, opt, optarg) != 0)
-                return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, WH_PROG ": gen-certs: unexpected argument \"%s\"\n", argv[optind]);
+    if (flags_parser_init(&p, &gen_flags) < 0) {
+        fprintf(stderr, WH_PROG ": gen-certs: bad flag table\n");
         return 2;
     }
-    return 0;
+    while ((opt = flags_next(&p, argc, argv, &arg, stderr)) != -1) {
+        if (opt < 0)
+            return 2; /* flags_next told it */
+        if (opt == 'h') {
+            a->help = true;
+            return 0;
+        }
+        if (gen_parse_flag(a, opt, arg) != 0)
+            return 2;
+    }
+    return flags_no_arguments(&p, argc, argv, stderr) < 0 ? 2 : 0;
 }
 
 /* Required flags, flags that go in pairs, names the API server would refuse.
@@ -742,13 +743,11 @@ static int gen_check_args(const struct gen_args *a)
         return 2;
     }
     if (!k8s_name_is_label(a->service)) {
-        fprintf(stderr, WH_PROG ": gen-certs: invalid --service \"%s\": want a DNS-1123 label\n",
-                a->service);
+        flags_bad_value(&gen_flags, stderr, "--service", a->service, "want a DNS-1123 label");
         return 2;
     }
     if (!k8s_name_is_label(a->ns)) {
-        fprintf(stderr, WH_PROG ": gen-certs: invalid --namespace \"%s\": want a DNS-1123 label\n",
-                a->ns);
+        flags_bad_value(&gen_flags, stderr, "--namespace", a->ns, "want a DNS-1123 label");
         return 2;
     }
     return 0;
@@ -934,7 +933,7 @@ int gen_certs_main(int argc, char **argv)
 
     rc = gen_parse_args(&a, argc, argv);
     if (rc == 0 && a.help) {
-        gen_usage(stdout);
+        flags_print_help(&gen_flags, stdout);
         return 0;
     }
     if (rc == 0)

@@ -15,7 +15,6 @@
  * usage is one line too, as for serve and gen-certs, and exits 2.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -34,6 +33,7 @@
 #include "plugins/jobutil.h"
 #include "webhook/admission.h"
 #include "webhook/commands.h"
+#include "webhook/flags.h"
 #include "webhook/mutate.h"
 
 #define REVIEW_MAX_BYTES (3u << 20) /* the server's body cap */
@@ -42,7 +42,10 @@
  * (about 16 KiB each for the examples: some 320 MiB at the cap), so a Job of 2^31
  * replicas is refused rather than grown without end; 1 master + 10,000 workers fits,
  * and --task/--index renders any one pod of a larger Job. */
-#define RENDER_MAX_PODS 20000
+#define RENDER_MAX_PODS      20000
+#define RENDER_MAX_PODS_TEXT FLAGS_STR(RENDER_MAX_PODS) /* in --help */
+
+#define RENDER_MAX_INDEX 2147483646 /* INT32_MAX - 1: replicas is an int32 */
 
 enum output {
     OUTPUT_POD,   /* the mutated pods, JSON */
@@ -67,38 +70,68 @@ __attribute__((format(printf, 1, 2))) static void render_err(const char *fmt, ..
     fprintf(stderr, WH_PROG ": render: %s\n", line);
 }
 
-static void render_usage(FILE *to)
-{
-    fprintf(to,
-            "usage: " WH_PROG " render -f JOB [--namespace NS] [-o pod|yaml|patch]\n"
-            "       " WH_PROG " render -f JOB --pod POD [--namespace NS] [-o pod|yaml|patch]\n"
-            "       " WH_PROG " render -f JOB --task NAME [--index N] [--namespace NS]\n"
-            "                                   [-o pod|yaml|patch]\n"
-            "       " WH_PROG " render -f JOB --review REVIEW\n"
-            "\n"
-            "Shows what the Volcano job plugins do, with the same code path as `serve`:\n"
-            "every pod of the Jobs (at most %d in all), one pod of the Job (--task), a\n"
-            "pod of yours (--pod), or the answer to an AdmissionReview (--review).\n"
-            "  -f, --filename JOB   Volcano Job, YAML or JSON (required; repeatable, each file\n"
-            "                       once); every Job of a multi-document file or of a List\n"
-            "                       (kubectl get -o yaml); - reads standard input\n"
-            "      --pod POD        mutate this pod (YAML or JSON) instead of the Job's own pods\n"
-            "      --task NAME      only the pod --index of this task, built as Volcano's\n"
-            "                       controller builds it (any pod of a Job too large to render\n"
-            "                       whole)\n"
-            "      --index N        with --task: the pod's index, 0 to replicas-1 (default 0)\n"
-            "      --review REVIEW  print the AdmissionReview response serve would send\n"
-            "      --namespace NS   namespace when the Job or pod has none, a DNS-1123 label\n"
-            "                       (default \"default\")\n"
-            "  -o, --output FORMAT  pod (default): mutated pods, JSON; yaml: the same as YAML;\n"
-            "                       patch: the JSON Patch ops of each pod, with its name,\n"
-            "                       namespace and Job (with --pod or --task: the ops alone)\n"
-            "                       (not with --review)\n"
-            "      --strict         exit 1 when a Job has any diagnostic (what the Job webhook\n"
-            "                       warns of: printed on stderr either way), to lint in CI\n"
-            "  -h, --help           this help\n",
-            RENDER_MAX_PODS);
-}
+/* getopt_long ids of the flags without a short name */
+enum {
+    OPT_POD = 256,
+    OPT_REVIEW,
+    OPT_NAMESPACE,
+    OPT_TASK,
+    OPT_INDEX,
+    OPT_STRICT,
+};
+
+/* The flags, in --help order (webhook/flags.h); parse_args acts on each. */
+static const struct flag render_flag_table[] = {
+    {'f', "filename", 'f', required_argument, "JOB",
+     "Volcano Job, YAML or JSON (required; repeatable, each file\n"
+     "once); every Job of a multi-document file or of a List\n"
+     "(kubectl get -o yaml); - reads standard input",
+     NULL},
+    {OPT_POD, "pod", 0, required_argument, "POD",
+     "mutate this pod (YAML or JSON) instead of the Job's own pods", NULL},
+    {OPT_TASK, "task", 0, required_argument, "NAME",
+     "only the pod --index of this task, built as Volcano's\n"
+     "controller builds it (any pod of a Job too large to render\n"
+     "whole)",
+     NULL},
+    {OPT_INDEX, "index", 0, required_argument, "N", "with --task: the pod's index, 0 to replicas-1",
+     "0"},
+    {OPT_REVIEW, "review", 0, required_argument, "REVIEW",
+     "print the AdmissionReview response serve would send", NULL},
+    {OPT_NAMESPACE, "namespace", 0, required_argument, "NS",
+     "namespace when the Job or pod has none, a DNS-1123 label\n", "\"default\""},
+    /* kubectl's short spelling of --namespace, kept out of --help */
+    {'n', NULL, 'n', required_argument, NULL, NULL, NULL},
+    {'o', "output", 'o', required_argument, "FORMAT",
+     "pod (default): mutated pods, JSON; yaml: the same as YAML;\n"
+     "patch: the JSON Patch ops of each pod, with its name,\n"
+     "namespace and Job (with --pod or --task: the ops alone)\n"
+     "(not with --review)",
+     NULL},
+    {OPT_STRICT, "strict", 0, no_argument, NULL,
+     "exit 1 when a Job has any diagnostic (what the Job webhook\n"
+     "warns of: printed on stderr either way), to lint in CI",
+     NULL},
+    {'h', "help", 'h', no_argument, NULL, "this help", NULL},
+};
+
+static const struct flag_set render_flags = {
+    .command = "render",
+    .flags = render_flag_table,
+    .nflags = sizeof(render_flag_table) / sizeof(render_flag_table[0]),
+    .help_column = 23,
+    .short_column = true,
+    .usage = "usage: " WH_PROG " render -f JOB [--namespace NS] [-o pod|yaml|patch]\n"
+             "       " WH_PROG " render -f JOB --pod POD [--namespace NS] [-o pod|yaml|patch]\n"
+             "       " WH_PROG " render -f JOB --task NAME [--index N] [--namespace NS]\n"
+             "                                   [-o pod|yaml|patch]\n"
+             "       " WH_PROG " render -f JOB --review REVIEW\n"
+             "\n"
+             "Shows what the Volcano job plugins do, with the same code path as `serve`:\n"
+             "every pod of the Jobs (at most " RENDER_MAX_PODS_TEXT " in all), one pod of the "
+             "Job (--task), a\n"
+             "pod of yours (--pod), or the answer to an AdmissionReview (--review).\n",
+};
 
 /* s as one printable line for a message, cut to fit buf: it is the user's text. */
 static const char *shown(char *buf, size_t cap, const char *s)
@@ -610,7 +643,7 @@ static int parse_index(const char *s, int64_t *out)
 {
     int64_t v;
 
-    if (job_parse_index(s, &v) < 0 || v < 0 || v >= INT32_MAX)
+    if (job_parse_index(s, &v) < 0 || v < 0 || v > RENDER_MAX_INDEX)
         return -1;
     *out = v;
     return 0;
@@ -622,64 +655,55 @@ static int parse_index(const char *s, int64_t *out)
  */
 static int parse_args(struct render_args *a, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"filename", required_argument, NULL, 'f'}, {"pod", required_argument, NULL, 'p'},
-        {"review", required_argument, NULL, 'r'},   {"namespace", required_argument, NULL, 'n'},
-        {"output", required_argument, NULL, 'o'},   {"task", required_argument, NULL, 't'},
-        {"index", required_argument, NULL, 'i'},    {"strict", no_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
-    };
+    static const char *const outputs[] = {"pod", "yaml", "patch", NULL}; /* enum output */
+    struct flags_parser p;
+    const char *arg;
+    int out;
     int c;
 
     memset(a, 0, sizeof(*a));
     a->out = OUTPUT_POD;
-    opterr = 0;
-    optind = 1;
     /* at most one -f per argument */
     a->job_paths = calloc((size_t)argc, sizeof(*a->job_paths));
     if (a->job_paths == NULL) {
         render_err("out of memory");
         return 1;
     }
-    while ((c = getopt_long(argc, argv, ":f:o:n:h", opts, NULL)) != -1) {
+    if (flags_parser_init(&p, &render_flags) < 0) {
+        render_err("bad flag table");
+        return 1;
+    }
+    while ((c = flags_next(&p, argc, argv, &arg, stderr)) != -1) {
         switch (c) {
-        case 'f': a->job_paths[a->njob_paths++] = optarg; break;
-        case 'p': a->pod_path = optarg; break;
-        case 'r': a->review_path = optarg; break;
-        case 'n': a->ns_flag = optarg; break;
-        case 't': a->task = optarg; break;
-        case 's': a->strict = true; break;
-        case 'i':
+        case 'f': a->job_paths[a->njob_paths++] = arg; break;
+        case OPT_POD: a->pod_path = arg; break;
+        case OPT_REVIEW: a->review_path = arg; break;
+        case 'n':
+        case OPT_NAMESPACE: a->ns_flag = arg; break;
+        case OPT_TASK: a->task = arg; break;
+        case OPT_STRICT: a->strict = true; break;
+        case OPT_INDEX:
             a->index_given = true;
-            if (parse_index(optarg, &a->index) < 0) {
-                render_err("invalid --index \"%s\": want a pod index, 0 to %d", optarg,
-                           INT32_MAX - 1);
+            if (parse_index(arg, &a->index) < 0) {
+                flags_bad_value(&render_flags, stderr, "--index", arg,
+                                "want a pod index, 0 to " FLAGS_STR(RENDER_MAX_INDEX));
                 return 2;
             }
             break;
         case 'o':
             a->out_given = true;
-            if (strcmp(optarg, "pod") == 0)
-                a->out = OUTPUT_POD;
-            else if (strcmp(optarg, "yaml") == 0)
-                a->out = OUTPUT_YAML;
-            else if (strcmp(optarg, "patch") == 0)
-                a->out = OUTPUT_PATCH;
-            else {
-                render_err("--output must be pod, yaml or patch, not \"%s\"", optarg);
+            if (flags_parse_enum(arg, outputs, &out) < 0) {
+                flags_usage_error(&render_flags, stderr,
+                                  "--output must be pod, yaml or patch, not \"%s\"", arg);
                 return 2;
             }
+            a->out = (enum output)out;
             break;
         case 'h': a->help = true; return 0;
-        case ':': render_err("flag %s needs a value", argv[optind - 1]); return 2;
-        default: render_err("unknown flag %s (see --help)", argv[optind - 1]); return 2;
+        default: return 2; /* flags_next told it */
         }
     }
-    if (optind < argc) {
-        render_err("unexpected argument \"%s\"", argv[optind]);
-        return 2;
-    }
-    return 0;
+    return flags_no_arguments(&p, argc, argv, stderr) < 0 ? 2 : 0;
 }
 
 /* A DNS-1123 label, as the API server validates a namespace name: 1-63 of [a-z0-9-],
@@ -941,7 +965,7 @@ int render_main(int argc, char **argv)
 
     rc = parse_args(&a, argc, argv);
     if (rc == 0 && a.help)
-        render_usage(stdout);
+        flags_print_help(&render_flags, stdout);
     if (rc != 0 || a.help)
         goto out;
     rc = check_args(&a);

@@ -1,31 +1,32 @@
 /*
  * serve_flags.c - the flags of the `serve` subcommand (webhook/serve_flags.h):
- * defaults, the --help text, getopt_long and the value parsers. Every message
+ * defaults, the flag table (--help and getopt_long's options come from it) and
+ * each flag's value checks. Every message
  * here is a usage message: "volcano-plugin-webhook: serve: ..." on err_to, and
  * the command exits 2. webhook/serve.c starts nothing before this returns 0.
  *
- * Design: serve_flags_parse fills the defaults, then one getopt_long loop hands
- * each flag to one_flag, which gives it to its side (serving_flag,
- * reconcile_flag, selfsigned_flag, ops_flag), then checks what is left
- * (stray_argument) and the flags against each other (tls_flags_check,
- * reconcile_flags_check). Every duration flag goes through parse_duration_ms and
- * every integer through parse_long, so one spelling is valid for all of them.
+ * Design: the flags are one table (serve_flag_table, webhook/flags.h), from
+ * which come getopt_long's options and the --help flag list. serve_flags_parse
+ * fills the defaults, then one flags_next loop hands each flag to one_flag,
+ * which gives it to its side (serving_flag, reconcile_flag, selfsigned_flag,
+ * ops_flag), then checks what is left (flags_no_arguments) and the flags against
+ * each other (tls_flags_check, reconcile_flags_check). Every duration flag goes
+ * through flags_parse_duration_ms and every integer through flags_parse_long,
+ * so one spelling is valid for all of them (and for render's and gen-certs').
  *
  * Threads: main thread only; getopt_long's globals make this not reentrant.
  */
 #include <errno.h>
-#include <getopt.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
-#include "base/sanitize.h"
 #include "controller/certkeeper.h"
 #include "k8s/names.h"
 #include "webhook/commands.h"
+#include "webhook/flags.h"
 #include "webhook/serve_flags.h"
 #include "webhook/server.h"
 
@@ -44,205 +45,6 @@
 
 /* 100 years in milliseconds needs more than 32 bits */
 _Static_assert(sizeof(long) >= 8, "struct serve_options keeps certificate durations in a long");
-
-static void serve_usage(FILE *to)
-{
-    fprintf(to,
-            "usage: " WH_PROG " serve [flags]\n"
-            "\n"
-            "Serve the mutating admission webhook for pods of Volcano Jobs\n"
-            "(POST /pods/mutate, GET /healthz, GET /readyz, GET /metrics).\n"
-            "\n"
-            "flags:\n"
-            "  --bind-address ADDR            IPv4 or IPv6 address to listen on; :: is every\n"
-            "                                 address of both families (IPv4 alone where the\n"
-            "                                 kernel has no IPv6) (default %s)\n"
-            "  --port N                       TCP port, 0 = any free port (default %d)\n",
-            DEFAULT_BIND, DEFAULT_PORT);
-    /* ISO C caps one literal at 4095 bytes: the help is printed in parts */
-    fputs("  --tls-cert-file FILE           PEM serving certificate (chain) (required\n"
-          "                                 unless --cert-secret, --self-signed or\n"
-          "                                 --insecure-http)\n"
-          "  --tls-private-key-file FILE    PEM private key of the certificate (required\n"
-          "                                 unless --cert-secret, --self-signed or\n"
-          "                                 --insecure-http)\n"
-          "  --self-signed                  instead of the two flags above: make a CA and\n"
-          "                                 serving certificate in memory at start-up and\n"
-          "                                 patch the caBundle of --webhook-config-name;\n"
-          "                                 single-replica or test setups only (each replica\n"
-          "                                 makes its own CA, the last to patch wins)\n"
-          "  --service-name NAME            with --self-signed or --cert-secret: the Service\n"
-          "                                 in the certificate (default volcano-plugin-webhook)\n"
-          "  --tls-san NAME                 with --self-signed or --cert-secret: one more\n"
-          "                                 subjectAltName, DNS name or IP; repeatable\n"
-          "                                 (default: none)\n"
-          "  --webhook-config-name NAME     with --self-signed or --cert-secret: the\n"
-          "                                 MutatingWebhookConfiguration whose webhooks get\n"
-          "                                 the caBundle (default volcano-plugin-webhook)\n",
-          to);
-    /* --cert-secret: managed certificates */
-    fputs("  --cert-secret NAME             instead of the TLS files: managed certificates.\n"
-          "                                 The replicas keep a CA and the serving pair in\n"
-          "                                 Secret NAME of the Lease namespace; the Lease\n"
-          "                                 holder makes, renews and rolls them over and\n"
-          "                                 keeps the caBundle of --webhook-config-name (and\n"
-          "                                 of the ValidatingWebhookConfiguration of that\n"
-          "                                 name) equal to the trust bundle. Serving starts\n"
-          "                                 once this replica has a pair (within 2m, else\n"
-          "                                 exit 1) (default: off)\n"
-          "  --cert-validity DURATION       with --cert-secret: lifetime of a serving\n"
-          "                                 certificate, whole seconds (default 8760h)\n"
-          "  --ca-validity DURATION         with --cert-secret: lifetime of a CA, at least\n"
-          "                                 --cert-validity (default 87600h)\n"
-          "  --cert-renew-before DURATION   with --cert-secret: a new serving certificate\n"
-          "                                 when less than this is left, below\n"
-          "                                 --cert-validity; a new CA when less than twice\n"
-          "                                 this is left (default 720h)\n"
-          "  --cabundle-repair-interval DURATION  with --cert-secret: a caBundle changed by\n"
-          "                                 hand is repaired within this, whole seconds\n"
-          "                                 from 1s to 24h (default 60s)\n",
-          to);
-    fputs("  --allow-insecure-key-permissions  load --tls-private-key-file even when it\n"
-          "                                 is readable by others or group-writable\n"
-          "                                 (default: refuse; want 0600/0400/0440)\n"
-          "  --insecure-http                serve plain HTTP without TLS; tests and demos\n"
-          "                                 only, kube-apiserver needs HTTPS (default off)\n"
-          "  --kubeconfig FILE              kubeconfig for the Jobs list/watch and lookups\n"
-          "                                 (default $KUBECONFIG, else the in-cluster\n"
-          "                                 service account)\n"
-          "  --namespaces NS[,NS...]        serve and reconcile only the Jobs of these\n"
-          "                                 namespaces, one list/watch each, at most 32;\n"
-          "                                 repeatable; pods of other namespaces are\n"
-          "                                 allowed unmutated (default: every namespace)\n",
-          to);
-    fputs("  --job-lookup-failure deny|allow  when a Job cannot be read (timeout, 5xx): deny\n"
-          "                                 the pod, or allow it unmutated with a warning\n"
-          "                                 (default deny)\n"
-          "  --job-lookup-timeout DURATION  time limit of one Job lookup, e.g. 500ms, 2s;\n"
-          "                                 at most 30s (default 2s)\n"
-          "  --job-validation warn|deny     the Job webhook (POST /jobs/validate): warn of\n"
-          "                                 what will not work, or also refuse Jobs whose\n"
-          "                                 pods could never be admitted (default warn)\n"
-          "  --leader-elect[=BOOL]          reconcile only while holding the Lease\n"
-          "                                 volcano-plugin-webhook; false: this replica\n"
-          "                                 always reconciles (default true)\n"
-          "  --leader-elect-lease-duration DURATION  how long a Lease is valid without\n"
-          "                                 renewal, whole seconds (default 15s)\n"
-          "  --leader-elect-renew-deadline DURATION  a leader that cannot renew for this\n"
-          "                                 long stops reconciling (default 10s)\n"
-          "  --leader-elect-retry-period DURATION  time between tries to acquire or\n"
-          "                                 renew the Lease (default 2s)\n"
-          "  --leader-elect-resource-namespace NS  namespace of the Lease (default: the\n"
-          "                                 pod's own namespace, else \"default\")\n"
-          "  --resync-period DURATION       reconcile every cached Job this often, e.g.\n"
-          "                                 30s, 10m, 1h (default 10m)\n"
-          "  --reconcile-workers N          Jobs reconciled in parallel, 1..64 (default 4)\n"
-          "  --kube-api-qps QPS             sustained API requests per second, shared by\n"
-          "                                 every thread; 0 = no limit (default 50)\n"
-          "  --kube-api-burst N             API requests allowed in a burst (default 100)\n"
-          "  -v, --v N                      log verbosity: 0 error, 1 warn, 2 info,\n"
-          "                                 3+ debug (default 2)\n"
-          "  --port-file FILE               write the bound port to FILE once listening\n"
-          "                                 (default none)\n",
-          to);
-    /* operations flags */
-    fputs("  --shutdown-grace DURATION      on SIGTERM/SIGINT: /readyz fails at once; new\n"
-          "                                 connections are served until none is in flight\n"
-          "                                 (after at least 2s) or until a third of this is\n"
-          "                                 left (at most 5s), which the requests in flight\n"
-          "                                 get; 0 = stop at once (default 15s)\n"
-          "  --max-connections N            concurrent connections, 1..1000000 (default 1000)\n"
-          "  --max-connections-per-ip N     concurrent connections from one client address;\n"
-          "                                 0 = no limit (default 0: kube-apiserver may call\n"
-          "                                 from a single address)\n"
-          "  --connection-idle-timeout DURATION  close a connection idle this long, whole\n"
-          "                                 seconds (default 30s)\n"
-          "  --request-timeout DURATION     close a connection whose request (headers and\n"
-          "                                 body; for a new connection also the TLS\n"
-          "                                 handshake) has not arrived within this\n"
-          "                                 (default 10s)\n"
-          "  -h, --help                     show this help\n",
-          to);
-}
-
-/* ---- value parsers: one spelling for every flag of a kind ---- */
-
-/* Strict integer parse of s into [lo, hi]. @return 0 or -1. */
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v;
-
-    if (s == NULL || *s == '\0' || *s == ' ' || *s == '+')
-        return -1;
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/*
- * A Go-style duration with one integer and a unit: "500ms", "2s", "1m", "1h".
- * Every duration flag goes through here.
- * @return 0 with *ms_out in milliseconds, or -1.
- */
-static int parse_duration_ms(const char *s, long *ms_out)
-{
-    static const struct {
-        const char *unit;
-        long ms;
-    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
-    char *end;
-    long v;
-
-    if (s == NULL || *s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0)
-        return -1;
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        if (strcmp(end, units[i].unit) == 0) {
-            if (v > LONG_MAX / units[i].ms)
-                return -1;
-            *ms_out = v * units[i].ms;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* Go's strconv.ParseBool. @return 0 or -1. */
-static int parse_bool(const char *s, bool *out)
-{
-    static const char *const yes[] = {"1", "t", "T", "true", "TRUE", "True"};
-    static const char *const no[] = {"0", "f", "F", "false", "FALSE", "False"};
-
-    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-        if (strcmp(s, yes[i]) == 0) {
-            *out = true;
-            return 0;
-        }
-        if (strcmp(s, no[i]) == 0) {
-            *out = false;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* A duration flag of whole seconds, from 1s to max_ms. @return 0 or -1. */
-static int parse_seconds_ms(const char *s, long max_ms, long *ms_out)
-{
-    long ms;
-
-    if (parse_duration_ms(s, &ms) < 0 || ms < 1000 || ms > max_ms || ms % 1000 != 0)
-        return -1;
-    *ms_out = ms;
-    return 0;
-}
 
 /* ---- the flags ---- */
 
@@ -273,7 +75,7 @@ enum {
     OPT_SERVICE_NAME,
     OPT_TLS_SAN,
     OPT_WEBHOOK_CONFIG,
-    OPT_WATCH_IDLE_TIMEOUT, /* hidden (tests, advanced): stalled-watch detection */
+    OPT_WATCH_IDLE_TIMEOUT, /* hidden: stalled-watch detection */
     OPT_ALLOW_INSECURE_KEY, /* --allow-insecure-key-permissions */
     /* --cert-secret */
     OPT_CERT_SECRET,
@@ -289,20 +91,209 @@ enum {
     OPT_REQUEST_TIMEOUT,
 };
 
-/* Flags given that need a mode (the checks across flags): bits of serve_flags_parse's named. */
-#define NAMED_TLS     1u /* --service-name, --tls-san, --webhook-config-name */
-#define NAMED_MANAGED 2u /* --cert-validity, --ca-validity, --cert-renew-before, ... */
+/* The flags, in --help order (webhook/flags.h); one_flag acts on each. */
+static const struct flag serve_flag_table[] = {
+    {OPT_BIND, "bind-address", 0, required_argument, "ADDR",
+     "IPv4 or IPv6 address to listen on; :: is every\n"
+     "address of both families (IPv4 alone where the\n"
+     "kernel has no IPv6)",
+     DEFAULT_BIND},
+    {OPT_PORT, "port", 0, required_argument, "N", "TCP port, 0 = any free port",
+     FLAGS_STR(DEFAULT_PORT)},
+    {OPT_CERT, "tls-cert-file", 0, required_argument, "FILE",
+     "PEM serving certificate (chain) (required\n"
+     "unless --cert-secret, --self-signed or\n"
+     "--insecure-http)",
+     NULL},
+    {OPT_KEY, "tls-private-key-file", 0, required_argument, "FILE",
+     "PEM private key of the certificate (required\n"
+     "unless --cert-secret, --self-signed or\n"
+     "--insecure-http)",
+     NULL},
+    {OPT_SELF_SIGNED, "self-signed", 0, no_argument, NULL,
+     "instead of the two flags above: make a CA and\n"
+     "serving certificate in memory at start-up and\n"
+     "patch the caBundle of --webhook-config-name;\n"
+     "single-replica or test setups only (each replica\n"
+     "makes its own CA, the last to patch wins)",
+     NULL},
+    {OPT_SERVICE_NAME, "service-name", 0, required_argument, "NAME",
+     "with --self-signed or --cert-secret: the Service\n"
+     "in the certificate",
+     DEFAULT_SELFSIGNED_NAME},
+    {OPT_TLS_SAN, "tls-san", 0, required_argument, "NAME",
+     "with --self-signed or --cert-secret: one more\n"
+     "subjectAltName, DNS name or IP; repeatable\n"
+     "(default: none)",
+     NULL},
+    {OPT_WEBHOOK_CONFIG, "webhook-config-name", 0, required_argument, "NAME",
+     "with --self-signed or --cert-secret: the\n"
+     "MutatingWebhookConfiguration whose webhooks get\n"
+     "the caBundle",
+     DEFAULT_SELFSIGNED_NAME},
+    {OPT_CERT_SECRET, "cert-secret", 0, required_argument, "NAME",
+     "instead of the TLS files: managed certificates.\n"
+     "The replicas keep a CA and the serving pair in\n"
+     "Secret NAME of the Lease namespace; the Lease\n"
+     "holder makes, renews and rolls them over and\n"
+     "keeps the caBundle of --webhook-config-name (and\n"
+     "of the ValidatingWebhookConfiguration of that\n"
+     "name) equal to the trust bundle. Serving starts\n"
+     "once this replica has a pair (within 2m, else\n"
+     "exit 1) (default: off)",
+     NULL},
+    {OPT_CERT_VALIDITY, "cert-validity", 0, required_argument, "DURATION",
+     "with --cert-secret: lifetime of a serving\n"
+     "certificate, whole seconds",
+     "8760h"},
+    {OPT_CA_VALIDITY, "ca-validity", 0, required_argument, "DURATION",
+     "with --cert-secret: lifetime of a CA, at least\n"
+     "--cert-validity",
+     "87600h"},
+    {OPT_CERT_RENEW_BEFORE, "cert-renew-before", 0, required_argument, "DURATION",
+     "with --cert-secret: a new serving certificate\n"
+     "when less than this is left, below\n"
+     "--cert-validity; a new CA when less than twice\n"
+     "this is left",
+     "720h"},
+    {OPT_CABUNDLE_REPAIR, "cabundle-repair-interval", 0, required_argument, "DURATION",
+     "with --cert-secret: a caBundle changed by\n"
+     "hand is repaired within this, whole seconds\n"
+     "from 1s to 24h",
+     "60s"},
+    {OPT_ALLOW_INSECURE_KEY, "allow-insecure-key-permissions", 0, no_argument, NULL,
+     "load --tls-private-key-file even when it\n"
+     "is readable by others or group-writable\n"
+     "(default: refuse; want 0600/0400/0440)",
+     NULL},
+    {OPT_INSECURE, "insecure-http", 0, no_argument, NULL,
+     "serve plain HTTP without TLS; tests and demos\n"
+     "only, kube-apiserver needs HTTPS (default off)",
+     NULL},
+    {OPT_KUBECONFIG, "kubeconfig", 0, required_argument, "FILE",
+     "kubeconfig for the Jobs list/watch and lookups\n"
+     "(default $KUBECONFIG, else the in-cluster\n"
+     "service account)",
+     NULL},
+    {OPT_NAMESPACES, "namespaces", 0, required_argument, "NS[,NS...]",
+     "serve and reconcile only the Jobs of these\n"
+     "namespaces, one list/watch each, at most " FLAGS_STR(
+         SERVE_MAX_NAMESPACES) ";\n"
+                               "repeatable; pods of other namespaces are\n"
+                               "allowed unmutated (default: every namespace)",
+     NULL},
+    {OPT_LOOKUP_FAILURE, "job-lookup-failure", 0, required_argument, "deny|allow",
+     "when a Job cannot be read (timeout, 5xx): deny\n"
+     "the pod, or allow it unmutated with a warning\n",
+     "deny"},
+    {OPT_LOOKUP_TIMEOUT, "job-lookup-timeout", 0, required_argument, "DURATION",
+     "time limit of one Job lookup, e.g. 500ms, 2s;\n"
+     "at most 30s",
+     "2s"},
+    {OPT_JOB_VALIDATION, "job-validation", 0, required_argument, "warn|deny",
+     "the Job webhook (POST /jobs/validate): warn of\n"
+     "what will not work, or also refuse Jobs whose\n"
+     "pods could never be admitted",
+     "warn"},
+    {OPT_LEADER_ELECT, "leader-elect", 0, optional_argument, "BOOL",
+     "reconcile only while holding the Lease\n"
+     "volcano-plugin-webhook; false: this replica\n"
+     "always reconciles",
+     "true"},
+    {OPT_LEASE_DURATION, "leader-elect-lease-duration", 0, required_argument, "DURATION",
+     "how long a Lease is valid without\n"
+     "renewal, whole seconds",
+     "15s"},
+    {OPT_RENEW_DEADLINE, "leader-elect-renew-deadline", 0, required_argument, "DURATION",
+     "a leader that cannot renew for this\n"
+     "long stops reconciling",
+     "10s"},
+    {OPT_RETRY_PERIOD, "leader-elect-retry-period", 0, required_argument, "DURATION",
+     "time between tries to acquire or\n"
+     "renew the Lease",
+     "2s"},
+    {OPT_LEASE_NAMESPACE, "leader-elect-resource-namespace", 0, required_argument, "NS",
+     "namespace of the Lease (default: the\n"
+     "pod's own namespace, else \"default\")",
+     NULL},
+    {OPT_RESYNC_PERIOD, "resync-period", 0, required_argument, "DURATION",
+     "reconcile every cached Job this often, e.g.\n"
+     "30s, 10m, 1h",
+     "10m"},
+    {OPT_RECONCILE_WORKERS, "reconcile-workers", 0, required_argument, "N",
+     "Jobs reconciled in parallel, 1..64", "4"},
+    {OPT_KUBE_API_QPS, "kube-api-qps", 0, required_argument, "QPS",
+     "sustained API requests per second, shared by\n"
+     "every thread; 0 = no limit",
+     "50"},
+    {OPT_KUBE_API_BURST, "kube-api-burst", 0, required_argument, "N",
+     "API requests allowed in a burst", "100"},
+    {'v', "v", 'v', required_argument, "N",
+     "log verbosity: 0 error, 1 warn, 2 info,\n"
+     "3+ debug",
+     "2"},
+    {OPT_PORT_FILE, "port-file", 0, required_argument, "FILE",
+     "write the bound port to FILE once listening\n"
+     "(default none)",
+     NULL},
+    {OPT_SHUTDOWN_GRACE, "shutdown-grace", 0, required_argument, "DURATION",
+     "on SIGTERM/SIGINT: /readyz fails at once; new\n"
+     "connections are served until none is in flight\n"
+     "(after at least 2s) or until a third of this is\n"
+     "left (at most 5s), which the requests in flight\n"
+     "get; 0 = stop at once",
+     "15s"},
+    {OPT_MAX_CONNECTIONS, "max-connections", 0, required_argument, "N",
+     "concurrent connections, 1..1000000", "1000"},
+    {OPT_MAX_CONNECTIONS_PER_IP, "max-connections-per-ip", 0, required_argument, "N",
+     "concurrent connections from one client address;\n"
+     "0 = no limit (default 0: kube-apiserver may call\n"
+     "from a single address)",
+     NULL},
+    {OPT_CONNECTION_IDLE_TIMEOUT, "connection-idle-timeout", 0, required_argument, "DURATION",
+     "close a connection idle this long, whole\n"
+     "seconds",
+     "30s"},
+    {OPT_REQUEST_TIMEOUT, "request-timeout", 0, required_argument, "DURATION",
+     "close a connection whose request (headers and\n"
+     "body; for a new connection also the TLS\n"
+     "handshake) has not arrived within this\n",
+     "10s"},
+    /* not in --help: a watch with no byte (event or bookmark) for this long is dead; the
+     * default (90s) suits kube-apiserver's one-minute bookmarks (tests, advanced) */
+    {OPT_WATCH_IDLE_TIMEOUT, "watch-idle-timeout", 0, required_argument, "DURATION", NULL, NULL},
+    {'h', "help", 'h', no_argument, NULL, "show this help", NULL},
+};
+
+static const struct flag_set serve_flags = {
+    .command = "serve",
+    .flags = serve_flag_table,
+    .nflags = sizeof(serve_flag_table) / sizeof(serve_flag_table[0]),
+    .help_column = 33,
+    .short_column = false,
+    .usage = "usage: " WH_PROG " serve [flags]\n"
+             "\n"
+             "Serve the mutating admission webhook for pods of Volcano Jobs\n"
+             "(POST /pods/mutate, GET /healthz, GET /readyz, GET /metrics).\n"
+             "\n"
+             "flags:\n",
+};
 
 /* Report a bad flag value on err_to. @return WH_EINVAL (the command exits 2). */
 static int bad_value(FILE *err_to, const char *flag, const char *value, const char *want)
 {
-    char shown[128]; /* the user's text, one line */
+    return flags_bad_value(&serve_flags, err_to, flag, value, want);
+}
 
-    fprintf(err_to, WH_PROG ": serve: invalid %s \"%s\": %s\n", flag,
-            sanitize_copy(shown, sizeof(shown), value, sizeof(shown) - 4,
-                          SANITIZE_CONTROLS | SANITIZE_ELLIPSIS),
-            want);
-    return WH_EINVAL;
+/* A duration flag of whole seconds, from 1s to max_ms. @return 0 or -1. */
+static int parse_seconds_ms(const char *s, long max_ms, long *ms_out)
+{
+    long ms;
+
+    if (flags_parse_duration_ms(s, 1000, max_ms, &ms) < 0 || ms % 1000 != 0)
+        return -1;
+    *ms_out = ms;
+    return 0;
 }
 
 /* Every default, as --help states it. */
@@ -353,7 +344,7 @@ static int reconcile_flag(struct serve_options *o, int opt, const char *arg, FIL
 
     switch (opt) {
     case OPT_LEADER_ELECT:
-        if (arg != NULL && parse_bool(arg, &o->leader_elect) < 0)
+        if (arg != NULL && flags_parse_bool(arg, &o->leader_elect) < 0)
             return bad_value(err_to, "--leader-elect", arg, "want true or false");
         if (arg == NULL)
             o->leader_elect = true;
@@ -381,7 +372,7 @@ static int reconcile_flag(struct serve_options *o, int opt, const char *arg, FIL
             ? bad_value(err_to, "--resync-period", arg, resync)
             : 0;
     case OPT_RECONCILE_WORKERS:
-        return parse_long(arg, 1, 64, &o->reconcile_workers) < 0
+        return flags_parse_long(arg, 1, 64, &o->reconcile_workers) < 0
             ? bad_value(err_to, "--reconcile-workers", arg, "want an integer 1..64")
             : 0;
     case OPT_KUBE_API_QPS:
@@ -393,7 +384,7 @@ static int reconcile_flag(struct serve_options *o, int opt, const char *arg, FIL
                              "want a number from 0 (no limit) to 1e6");
         return 0;
     case OPT_KUBE_API_BURST:
-        return parse_long(arg, 1, 1000000, &o->kube_api_burst) < 0
+        return flags_parse_long(arg, 1, 1000000, &o->kube_api_burst) < 0
             ? bad_value(err_to, "--kube-api-burst", arg, "want an integer 1..1000000")
             : 0;
     default: return WH_EINVAL;
@@ -441,18 +432,14 @@ static int namespaces_flag(struct serve_options *o, const char *arg, FILE *err_t
             return bad_value(err_to, "--namespaces", arg,
                              "want namespace names (DNS-1123 labels) separated by commas");
         for (size_t k = 0; k < o->nnamespaces; k++)
-            if (strcmp(o->namespaces[k], name) == 0) {
-                fprintf(err_to, WH_PROG ": serve: --namespaces: namespace \"%s\" given twice\n",
-                        name);
-                return WH_EINVAL;
-            }
-        if (o->nnamespaces == SERVE_MAX_NAMESPACES) {
-            fprintf(err_to,
-                    WH_PROG ": serve: --namespaces: more than %d namespaces (serve every "
-                            "namespace instead, without the flag)\n",
-                    SERVE_MAX_NAMESPACES);
-            return WH_EINVAL;
-        }
+            if (strcmp(o->namespaces[k], name) == 0)
+                return flags_usage_error(&serve_flags, err_to,
+                                         "--namespaces: namespace \"%s\" given twice", name);
+        if (o->nnamespaces == SERVE_MAX_NAMESPACES)
+            return flags_usage_error(&serve_flags, err_to,
+                                     "--namespaces: more than %d namespaces (serve every "
+                                     "namespace instead, without the flag)",
+                                     SERVE_MAX_NAMESPACES);
         memcpy(o->namespaces[o->nnamespaces++], name, n + 1);
         if (p[n] == '\0')
             return 0;
@@ -461,6 +448,10 @@ static int namespaces_flag(struct serve_options *o, const char *arg, FILE *err_t
 }
 
 /* ---- --self-signed ---- */
+
+/* Flags given that need a mode (the checks across flags): bits of serve_flags_parse's named. */
+#define NAMED_TLS     1u /* --service-name, --tls-san, --webhook-config-name */
+#define NAMED_MANAGED 2u /* --cert-validity, --ca-validity, --cert-renew-before, ... */
 
 /*
  * One --self-signed flag; *named gets NAMED_TLS for a flag that needs --self-signed
@@ -619,88 +610,41 @@ static int ops_flag(struct serve_options *o, int opt, const char *arg, FILE *err
     switch (opt) {
     case OPT_SHUTDOWN_GRACE:
         /* "0" alone is a duration too (Go's rule): stop at once. */
-        if (strcmp(arg, "0") == 0) {
-            o->shutdown_grace_ms = 0;
-            return 0;
-        }
-        if (parse_duration_ms(arg, &o->shutdown_grace_ms) < 0 || o->shutdown_grace_ms > 3600000L)
+        if (flags_parse_duration_ms(arg, 0, 3600000L, &o->shutdown_grace_ms) < 0)
             return bad_value(err_to, "--shutdown-grace", arg,
                              "want a duration from 0 (stop at once) to 1h, like 15s");
         return 0;
     case OPT_MAX_CONNECTIONS:
-        return parse_long(arg, 1, 1000000, &o->max_connections) < 0
+        return flags_parse_long(arg, 1, 1000000, &o->max_connections) < 0
             ? bad_value(err_to, "--max-connections", arg, "want an integer 1..1000000")
             : 0;
     case OPT_MAX_CONNECTIONS_PER_IP:
-        return parse_long(arg, 0, 1000000, &o->max_per_ip) < 0 ? bad_value(
+        return flags_parse_long(arg, 0, 1000000, &o->max_per_ip) < 0 ? bad_value(
                    err_to, "--max-connections-per-ip", arg, "want an integer 0 (no limit)..1000000")
-                                                               : 0;
+                                                                     : 0;
     case OPT_CONNECTION_IDLE_TIMEOUT:
         return parse_seconds_ms(arg, 3600000L, &o->idle_timeout_ms) < 0
             ? bad_value(err_to, "--connection-idle-timeout", arg,
                         "want whole seconds from 1s to 1h, like 30s")
             : 0;
     case OPT_REQUEST_TIMEOUT:
-        return parse_duration_ms(arg, &o->request_timeout_ms) < 0 || o->request_timeout_ms < 100
-                || o->request_timeout_ms > 600000L
-            ? bad_value(err_to, "--request-timeout", arg,
-                        "want a duration from 100ms to 10m, like 10s")
-            : 0;
+        return flags_parse_duration_ms(arg, 100, 600000L, &o->request_timeout_ms) < 0 ? bad_value(
+                   err_to, "--request-timeout", arg, "want a duration from 100ms to 10m, like 10s")
+                                                                                      : 0;
     default: return WH_EINVAL;
     }
 }
 
 /* ---- the parse ---- */
 
-/* ---- the parse ---- */
-
-static const struct option longopts[] = {
-    {"bind-address", required_argument, NULL, OPT_BIND},
-    {"port", required_argument, NULL, OPT_PORT},
-    {"tls-cert-file", required_argument, NULL, OPT_CERT},
-    {"tls-private-key-file", required_argument, NULL, OPT_KEY},
-    {"insecure-http", no_argument, NULL, OPT_INSECURE},
-    {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
-    {"job-lookup-failure", required_argument, NULL, OPT_LOOKUP_FAILURE},
-    {"job-validation", required_argument, NULL, OPT_JOB_VALIDATION},
-    {"job-lookup-timeout", required_argument, NULL, OPT_LOOKUP_TIMEOUT},
-    {"v", required_argument, NULL, 'v'},
-    {"port-file", required_argument, NULL, OPT_PORT_FILE},
-    {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
-    {"leader-elect-lease-duration", required_argument, NULL, OPT_LEASE_DURATION},
-    {"leader-elect-renew-deadline", required_argument, NULL, OPT_RENEW_DEADLINE},
-    {"leader-elect-retry-period", required_argument, NULL, OPT_RETRY_PERIOD},
-    {"leader-elect-resource-namespace", required_argument, NULL, OPT_LEASE_NAMESPACE},
-    {"resync-period", required_argument, NULL, OPT_RESYNC_PERIOD},
-    {"reconcile-workers", required_argument, NULL, OPT_RECONCILE_WORKERS},
-    {"kube-api-qps", required_argument, NULL, OPT_KUBE_API_QPS},
-    {"kube-api-burst", required_argument, NULL, OPT_KUBE_API_BURST},
-    {"namespaces", required_argument, NULL, OPT_NAMESPACES},
-    {"self-signed", no_argument, NULL, OPT_SELF_SIGNED},
-    {"service-name", required_argument, NULL, OPT_SERVICE_NAME},
-    {"tls-san", required_argument, NULL, OPT_TLS_SAN},
-    {"webhook-config-name", required_argument, NULL, OPT_WEBHOOK_CONFIG},
-    {"cert-secret", required_argument, NULL, OPT_CERT_SECRET},
-    {"cert-validity", required_argument, NULL, OPT_CERT_VALIDITY},
-    {"ca-validity", required_argument, NULL, OPT_CA_VALIDITY},
-    {"cert-renew-before", required_argument, NULL, OPT_CERT_RENEW_BEFORE},
-    {"cabundle-repair-interval", required_argument, NULL, OPT_CABUNDLE_REPAIR},
-    {"watch-idle-timeout", required_argument, NULL, OPT_WATCH_IDLE_TIMEOUT},
-    {"allow-insecure-key-permissions", no_argument, NULL, OPT_ALLOW_INSECURE_KEY},
-    {"shutdown-grace", required_argument, NULL, OPT_SHUTDOWN_GRACE},
-    {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
-    {"max-connections-per-ip", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_IP},
-    {"connection-idle-timeout", required_argument, NULL, OPT_CONNECTION_IDLE_TIMEOUT},
-    {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
 /* One serving flag (address, TLS files, client, lookups, log). @return 0, or WH_EINVAL
  * after the message. */
 static int serving_flag(struct serve_options *o, int opt, const char *arg, FILE *err_to)
 {
+    static const char *const lookup_failures[] = {"deny", "allow", NULL};
+    static const char *const job_validations[] = {"warn", "deny", NULL};
     const char *val;
+    int k;
 
     switch (opt) {
     case OPT_BIND:
@@ -710,7 +654,7 @@ static int serving_flag(struct serve_options *o, int opt, const char *arg, FILE 
         o->bind_address = arg;
         return 0;
     case OPT_PORT:
-        return parse_long(arg, 0, 65535, &o->port) < 0
+        return flags_parse_long(arg, 0, 65535, &o->port) < 0
             ? bad_value(err_to, "--port", arg, "want an integer 0..65535")
             : 0;
     case OPT_CERT: o->tls_cert_file = arg; return 0;
@@ -720,39 +664,29 @@ static int serving_flag(struct serve_options *o, int opt, const char *arg, FILE 
     case OPT_KUBECONFIG: o->kubeconfig = arg; return 0;
     case OPT_PORT_FILE: o->port_file = arg; return 0;
     case OPT_LOOKUP_FAILURE:
-        if (strcmp(arg, "deny") == 0)
-            o->lookup_failure = LOOKUP_FAILURE_DENY;
-        else if (strcmp(arg, "allow") == 0)
-            o->lookup_failure = LOOKUP_FAILURE_ALLOW;
-        else
+        if (flags_parse_enum(arg, lookup_failures, &k) < 0)
             return bad_value(err_to, "--job-lookup-failure", arg, "want deny or allow");
+        o->lookup_failure = k == 0 ? LOOKUP_FAILURE_DENY : LOOKUP_FAILURE_ALLOW;
         return 0;
     case OPT_JOB_VALIDATION:
-        if (strcmp(arg, "warn") == 0)
-            o->job_validation = JOB_VALIDATION_WARN;
-        else if (strcmp(arg, "deny") == 0)
-            o->job_validation = JOB_VALIDATION_DENY;
-        else
+        if (flags_parse_enum(arg, job_validations, &k) < 0)
             return bad_value(err_to, "--job-validation", arg, "want warn or deny");
+        o->job_validation = k == 0 ? JOB_VALIDATION_WARN : JOB_VALIDATION_DENY;
         return 0;
     case OPT_LOOKUP_TIMEOUT:
-        if (parse_duration_ms(arg, &o->lookup_timeout_ms) < 0 || o->lookup_timeout_ms < 1
-            || o->lookup_timeout_ms > MAX_LOOKUP_TIMEOUT_MS)
+        if (flags_parse_duration_ms(arg, 1, MAX_LOOKUP_TIMEOUT_MS, &o->lookup_timeout_ms) < 0)
             return bad_value(err_to, "--job-lookup-timeout", arg,
                              "want a duration from 1ms to 30s, like 500ms or 2s");
         return 0;
     case OPT_WATCH_IDLE_TIMEOUT:
-        /* not in --help: a watch with no byte (event or bookmark) for this long is
-         * dead; the default (90s) suits kube-apiserver's one-minute bookmarks */
-        if (parse_duration_ms(arg, &o->watch_idle_ms) < 0 || o->watch_idle_ms < 100
-            || o->watch_idle_ms > 3600000L)
+        if (flags_parse_duration_ms(arg, 100, 3600000L, &o->watch_idle_ms) < 0)
             return bad_value(err_to, "--watch-idle-timeout", arg,
                              "want a duration from 100ms to 1h, like 90s");
         return 0;
     case 'v':
         /* -v N, -vN, -v=N, --v=N, --v N */
         val = arg[0] == '=' ? arg + 1 : arg;
-        return parse_long(val, 0, 10, &o->verbosity) < 0
+        return flags_parse_long(val, 0, 10, &o->verbosity) < 0
             ? bad_value(err_to, "-v", val, "want an integer 0..10")
             : 0;
     default: return WH_EINVAL;
@@ -760,22 +694,22 @@ static int serving_flag(struct serve_options *o, int opt, const char *arg, FILE 
 }
 
 /*
- * One flag from getopt_long, handed to its side; *named as selfsigned_flag and
- * certsecret_flag say. @return 0, or WH_EINVAL after the message (an unknown flag or a
- * missing value too; optind points past the flag).
+ * One flag from flags_next with its value arg, handed to its side; *named as
+ * selfsigned_flag and certsecret_flag say. @return 0, or WH_EINVAL after the message.
  */
-static int one_flag(struct serve_options *o, unsigned *named, int opt, char **argv, FILE *err_to)
+static int one_flag(struct serve_options *o, unsigned *named, int opt, const char *arg,
+                    FILE *err_to)
 {
     switch (opt) {
     case OPT_CERT_SECRET:
     case OPT_CERT_VALIDITY:
     case OPT_CA_VALIDITY:
     case OPT_CERT_RENEW_BEFORE:
-    case OPT_CABUNDLE_REPAIR: return certsecret_flag(o, named, opt, optarg, err_to);
+    case OPT_CABUNDLE_REPAIR: return certsecret_flag(o, named, opt, arg, err_to);
     case OPT_SELF_SIGNED:
     case OPT_SERVICE_NAME:
     case OPT_TLS_SAN:
-    case OPT_WEBHOOK_CONFIG: return selfsigned_flag(o, named, opt, optarg, err_to);
+    case OPT_WEBHOOK_CONFIG: return selfsigned_flag(o, named, opt, arg, err_to);
     case OPT_LEADER_ELECT:
     case OPT_LEASE_DURATION:
     case OPT_RENEW_DEADLINE:
@@ -784,13 +718,13 @@ static int one_flag(struct serve_options *o, unsigned *named, int opt, char **ar
     case OPT_RESYNC_PERIOD:
     case OPT_RECONCILE_WORKERS:
     case OPT_KUBE_API_QPS:
-    case OPT_KUBE_API_BURST: return reconcile_flag(o, opt, optarg, err_to);
-    case OPT_NAMESPACES: return namespaces_flag(o, optarg, err_to);
+    case OPT_KUBE_API_BURST: return reconcile_flag(o, opt, arg, err_to);
+    case OPT_NAMESPACES: return namespaces_flag(o, arg, err_to);
     case OPT_SHUTDOWN_GRACE:
     case OPT_MAX_CONNECTIONS:
     case OPT_MAX_CONNECTIONS_PER_IP:
     case OPT_CONNECTION_IDLE_TIMEOUT:
-    case OPT_REQUEST_TIMEOUT: return ops_flag(o, opt, optarg, err_to);
+    case OPT_REQUEST_TIMEOUT: return ops_flag(o, opt, arg, err_to);
     case OPT_BIND:
     case OPT_PORT:
     case OPT_CERT:
@@ -803,30 +737,9 @@ static int one_flag(struct serve_options *o, unsigned *named, int opt, char **ar
     case OPT_JOB_VALIDATION:
     case OPT_LOOKUP_TIMEOUT:
     case OPT_WATCH_IDLE_TIMEOUT:
-    case 'v': return serving_flag(o, opt, optarg, err_to);
-    case ':':
-        fprintf(err_to, WH_PROG ": serve: flag %s needs a value\n", argv[optind - 1]);
-        return WH_EINVAL;
-    default:
-        fprintf(err_to, WH_PROG ": serve: unknown flag %s (see --help)\n", argv[optind - 1]);
-        return WH_EINVAL;
+    case 'v': return serving_flag(o, opt, arg, err_to);
+    default: return WH_EINVAL;
     }
-}
-
-/* An argument left after the flags (argv[optind]). @return WH_EINVAL after the message. */
-static int stray_argument(char **argv, FILE *err_to)
-{
-    const char *prev = optind > 1 ? argv[optind - 1] : "";
-
-    /* "--leader-elect false": an optional value must be joined with "=" */
-    for (size_t k = 0; prev[0] == '-' && prev[1] == '-' && longopts[k].name != NULL; k++)
-        if (longopts[k].has_arg == optional_argument && strcmp(prev + 2, longopts[k].name) == 0) {
-            fprintf(err_to, WH_PROG ": serve: unexpected argument \"%s\" (write %s=%s)\n",
-                    argv[optind], prev, argv[optind]);
-            return WH_EINVAL;
-        }
-    fprintf(err_to, WH_PROG ": serve: unexpected argument \"%s\"\n", argv[optind]);
-    return WH_EINVAL;
 }
 
 /* Where the serving pair comes from: exactly one of --cert-secret, --self-signed,
@@ -856,21 +769,25 @@ static int tls_flags_check(const struct serve_options *o, unsigned named, FILE *
 int serve_flags_parse(struct serve_options *out, int argc, char **argv, FILE *help_to, FILE *err_to)
 {
     unsigned named = 0; /* NAMED_TLS, NAMED_MANAGED: flags given that need a mode */
+    struct flags_parser p;
+    const char *arg;
     int opt;
 
     options_init(out);
-    optind = 0; /* full getopt reset: serve_main may run more than once (tests) */
-    opterr = 0; /* our own messages, naming the flag */
-    while ((opt = getopt_long(argc, argv, ":v:h", longopts, NULL)) != -1) {
+    if (flags_parser_init(&p, &serve_flags) < 0)
+        return flags_usage_error(&serve_flags, err_to, "bad flag table");
+    while ((opt = flags_next(&p, argc, argv, &arg, err_to)) != -1) {
+        if (opt < 0)
+            return WH_EINVAL; /* flags_next told it */
         if (opt == 'h') {
-            serve_usage(help_to);
+            flags_print_help(&serve_flags, help_to);
             return SERVE_FLAGS_HELP;
         }
-        if (one_flag(out, &named, opt, argv, err_to) < 0)
+        if (one_flag(out, &named, opt, arg, err_to) < 0)
             return WH_EINVAL;
     }
-    if (optind < argc)
-        return stray_argument(argv, err_to);
+    if (flags_no_arguments(&p, argc, argv, err_to) < 0)
+        return WH_EINVAL;
     if (tls_flags_check(out, named, err_to) < 0)
         return WH_EINVAL;
     return reconcile_flags_check(out, err_to);
