@@ -50,5 +50,23 @@ class LayersTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
 
 
+class LayerMapTest(unittest.TestCase):
+    def test_readme_map_names_every_file(self):
+        """README's table of the layers names every .c and .h of each folder in its row."""
+        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+            rows = {line.split("`")[1].rstrip("/"): line for line in f
+                    if line.startswith("| `") and "/` |" in line}
+        for folder in ("base", "k8s", "certs", "plugins", "controller", "webhook"):
+            row = rows[folder]
+            for name in sorted(os.listdir(os.path.join(ROOT, folder))):
+                stem, ext = os.path.splitext(name)
+                if ext not in (".c", ".h"):
+                    continue
+                with self.subTest(file=folder + "/" + name):
+                    self.assertTrue(any("`%s`" % n in row for n in
+                                        (name, stem + ".[ch]", stem + ".c", stem + ".h")),
+                                    "README's layer map does not name %s/%s" % (folder, name))
+
+
 if __name__ == "__main__":
     unittest.main()
