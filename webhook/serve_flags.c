@@ -273,8 +273,9 @@ static const struct flag_set serve_flags = {
     .short_column = false,
     .usage = "usage: " WH_PROG " serve [flags]\n"
              "\n"
-             "Serve the mutating admission webhook for pods of Volcano Jobs\n"
-             "(POST /pods/mutate, GET /healthz, GET /readyz, GET /metrics).\n"
+             "Serve the mutating admission webhook for pods of Volcano Jobs and the\n"
+             "Job webhook (POST /pods/mutate, POST /jobs/validate, GET /healthz,\n"
+             "GET /readyz, GET /metrics).\n"
              "\n"
              "flags:\n",
 };
