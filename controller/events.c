@@ -44,9 +44,10 @@ struct events_job {
     double tokens;
     long long refilled_ms; /* when tokens were last brought up to date */
     struct events_seen *seen;
-    size_t n;      /* entries of seen in use */
-    size_t cap;    /* allocated */
-    size_t oldest; /* ring position replaced next once n == EVENTS_MAX_PER_JOB */
+    size_t n;              /* entries of seen in use */
+    size_t cap;            /* allocated */
+    size_t oldest;         /* ring position replaced next once n == EVENTS_MAX_PER_JOB */
+    uint64_t diagnosed_rv; /* FNV-1a of the resourceVersion last diagnosed; 0 none */
 };
 
 struct events {
@@ -455,6 +456,16 @@ static int record(struct events *ev, const json_t *job, const char *reason, cons
     return rc;
 }
 
+/* FNV-1a of s, never 0 (0 means "none"). */
+static uint64_t rv_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+
+    for (; *s != '\0'; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h != 0 ? h : 1;
+}
+
 /* ---- public ---- */
 
 int events_create(struct events **out, struct k8s_client *kc, const struct events_config *cfg,
@@ -545,6 +556,76 @@ size_t events_record_diagnostics(struct events *ev, const json_t *job, const str
                   meta_str(job, "namespace"), meta_str(job, "name"), meta_str(job, "uid"), posted,
                   dropped);
     return posted;
+}
+
+int events_diagnose_job(struct events *ev, const json_t *job, struct wh_error *err)
+{
+    const char *ns = meta_str(job, "namespace");
+    const char *name = meta_str(job, "name");
+    const char *uid = meta_str(job, "uid");
+    const char *rv = meta_str(job, "resourceVersion");
+    uint64_t h = rv_hash(rv);
+    struct events_job *j;
+    struct diagnostics *d = NULL;
+    json_t *full = NULL;
+    char *path = NULL;
+    char *query = NULL;
+    long long now;
+    int rc;
+
+    if (ev == NULL)
+        return WH_DECLINED;
+    if (*ns == '\0' || *name == '\0' || *uid == '\0' || *rv == '\0')
+        return wh_error_set(err, WH_EINVAL,
+                            "events: job without namespace, name, uid or "
+                            "resourceVersion");
+    now = ev->cfg.clock_ms();
+    pthread_mutex_lock(&ev->mu);
+    j = job_get(ev, uid, false, now);
+    if (j != NULL && j->diagnosed_rv == h) {
+        pthread_mutex_unlock(&ev->mu);
+        return WH_DECLINED; /* this version was told already */
+    }
+    pthread_mutex_unlock(&ev->mu);
+
+    path = k8s_path("batch.volcano.sh", "v1alpha1", ns, "jobs", name);
+    if (path == NULL || (query = malloc(strlen(path) + sizeof("?resourceVersion=0"))) == NULL) {
+        rc = wh_error_set(err, WH_ENOMEM, "events: out of memory");
+        goto out;
+    }
+    /* resourceVersion=0: any recent version will do, so kube-apiserver answers from its
+     * watch cache, not with a quorum read of etcd. */
+    sprintf(query, "%s?resourceVersion=0", path);
+    rc = k8s_get(ev->kc, query, ev->cfg.request_timeout_ms, &full, err);
+    if (rc < 0)
+        goto out;
+    if (strcmp(meta_str(full, "uid"), uid) != 0) {
+        rc = WH_DECLINED; /* replaced by a new Job of that name: its own run tells it */
+        goto out;
+    }
+    d = malloc(sizeof(*d));
+    if (d == NULL) {
+        rc = wh_error_set(err, WH_ENOMEM, "events: out of memory");
+        goto out;
+    }
+    (void)diagnose_job(full, d); /* out of memory: what was found */
+    events_record_diagnostics(ev, full, d);
+    pthread_mutex_lock(&ev->mu);
+    j = job_get(ev, uid, true, now);
+    if (j != NULL)
+        j->diagnosed_rv = rv_hash(meta_str(full, "resourceVersion"));
+    pthread_mutex_unlock(&ev->mu);
+    rc = 0;
+out:
+    if (rc < 0)
+        LOG_WARN("events: job not diagnosed job=%s/%s uid=%s rc=\"%s\" err=%s", ns, name, uid,
+                 wh_error_str(rc),
+                 LOG_QUOTED(err != NULL && err->msg[0] != '\0' ? err->msg : wh_error_str(rc)));
+    free(d);
+    free(query);
+    free(path);
+    json_decref(full);
+    return rc;
 }
 
 void events_forget(struct events *ev, const char *uid)

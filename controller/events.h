@@ -90,6 +90,22 @@ int events_record(struct events *ev, const json_t *job, const char *reason, cons
  */
 size_t events_record_diagnostics(struct events *ev, const json_t *job, const struct diagnostics *d);
 
+/**
+ * Diagnose job and post its diagnostics (events_record_diagnostics), once per
+ * resourceVersion of the Job: the cache's Job (controller/cache.h) keeps no
+ * containers, volumes or env, which half the diagnostics read, so the whole Job
+ * is read with one GET (?resourceVersion=0: kube-apiserver's watch cache answers);
+ * a version already diagnosed (a resync) costs nothing.
+ * A Job of that name with another uid (deleted and created again) is left to its
+ * own run. The GET's version is remembered even when there is nothing to say.
+ * @param job  borrowed Job (the cache's is enough: namespace, name, uid and
+ *             resourceVersion are read); not modified
+ * @return 0 diagnosed (posted or not); WH_DECLINED already diagnosed, or another
+ *         uid; WH_EINVAL without namespace, name, uid or resourceVersion; the
+ *         GET's error (logged). err may be NULL.
+ */
+int events_diagnose_job(struct events *ev, const json_t *job, struct wh_error *err);
+
 /** Forget what is kept for Job uid (its OnJobDelete ran: the Job is gone). Unknown uid: no-op. */
 void events_forget(struct events *ev, const char *uid);
 

@@ -609,12 +609,7 @@ static int run_apply(struct reconciler *r, const char *key, const json_t *job)
         u->added = added;
     }
     pthread_mutex_unlock(&r->mu);
-    if (r->events != NULL) { /* what the Job's author should know, on the Job (D17) */
-        struct diagnostics d;
-
-        (void)diagnose_job(job, &d); /* out of memory: what was found */
-        events_record_diagnostics(r->events, job, &d);
-    }
+    (void)events_diagnose_job(r->events, job, NULL); /* told on the Job (D17); logs its errors */
     return first;
 }
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/cache.h"
 #include "controller/events.h"
 #include "tests/apitest.h"
 #include "tests/testutil.h"
@@ -379,6 +380,100 @@ START_TEST(test_diagnostics)
 }
 END_TEST
 
+/*
+ * events_diagnose_job with the cache's Job, which has no containers: the whole Job is
+ * read, so ray's containers are found (no ContainerNotFound) and pytorch's missing
+ * master task is told; once per resourceVersion.
+ */
+START_TEST(test_diagnose_job)
+{
+    json_t *stored = apitest_load(
+        &api,
+        "{\"apiVersion\": \"batch.volcano.sh/v1alpha1\", \"kind\": \"Job\", \"metadata\":"
+        " {\"name\": \"rp\", \"namespace\": \"ns1\"}, \"spec\": {\"plugins\":"
+        " {\"ray\": [], \"pytorch\": [\"--master=boss\", \"--worker=worker\"]},"
+        " \"tasks\": [{\"name\": \"head\", \"replicas\": 1, \"template\": {\"spec\":"
+        " {\"containers\": [{\"name\": \"head\", \"image\": \"ray\"}]}}},"
+        " {\"name\": \"worker\", \"replicas\": 2, \"template\": {\"spec\":"
+        " {\"containers\": [{\"name\": \"worker\", \"image\": \"ray\"}]}}}]}}");
+    json_t *kept = cache_kept_job(stored);
+    json_t *other;
+    json_t *updated = NULL;
+    json_t *reqs;
+    char *text;
+    struct events *ev = recorder(NULL);
+    struct wh_error err = {0, ""};
+    json_t *list = NULL;
+    json_t *e;
+    char name[300];
+    char path[256];
+
+    text = json_dumps(kept, JSON_COMPACT);
+    ck_assert_ptr_null(strstr(text, "containers")); /* what the cache keeps */
+    free(text);
+    apitest_clear_requests(&api);
+    ck_assert_int_eq(events_diagnose_job(ev, kept, &err), 0);
+    ck_assert_int_eq(
+        apitest_count(&api, "GET", "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs/rp"), 1);
+    reqs = apitest_requests(&api);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(reqs, 0), "query")),
+                     "resourceVersion=0");
+    json_decref(reqs);
+    ck_assert_int_eq(apitest_call(&api, "GET", EVENTS_PATH, NULL, true, &list), 200);
+    ck_assert_uint_eq(json_array_size(json_object_get(list, "items")), 1);
+    e = json_array_get(json_object_get(list, "items"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "reason")), "TaskNotFound");
+    ck_assert_str_eq(json_string_value(json_object_get(e, "message")),
+                     "pytorch plugin: no task named \"boss\" (--master), so no pod gets "
+                     "MASTER_ADDR, MASTER_PORT, WORLD_SIZE or RANK: name the master task with "
+                     "--master in spec.plugins.pytorch, or rename the task");
+    snprintf(name, sizeof(name), "%s",
+             json_string_value(json_object_get(json_object_get(e, "metadata"), "name")));
+    json_decref(list);
+
+    /* The same version again (a resync): nothing asked, nothing posted. */
+    apitest_clear_requests(&api);
+    ck_assert_int_eq(events_diagnose_job(ev, kept, &err), WH_DECLINED);
+    ck_assert_uint_eq(apitest_total(&api), 0);
+
+    /* A new version: read and told again, which counts on the same Event. */
+    snprintf(path, sizeof(path), "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs/rp");
+    json_object_set_new(json_object_get(stored, "metadata"), "annotations",
+                        json_pack("{s:s}", "touched", "1"));
+    text = json_dumps(stored, JSON_COMPACT);
+    ck_assert_int_eq(apitest_call(&api, "PUT", path, text, true, &updated), 200);
+    free(text);
+    json_decref(kept);
+    kept = cache_kept_job(updated);
+    json_decref(updated);
+    ck_assert_int_eq(events_diagnose_job(ev, kept, &err), 0);
+    ck_assert_int_eq(count_of(name), 2);
+    ck_assert_uint_eq(event_count(), 1);
+
+    /* Another uid under that name (recreated): left to its own run. */
+    other = json_deep_copy(kept);
+    json_object_set_new(json_object_get(other, "metadata"), "uid", json_string("old-uid"));
+    json_object_set_new(json_object_get(other, "metadata"), "resourceVersion", json_string("1"));
+    ck_assert_int_eq(events_diagnose_job(ev, other, &err), WH_DECLINED);
+    ck_assert_int_eq(count_of(name), 2);
+    json_decref(other);
+
+    /* No such Job: the GET's error. */
+    other = tu_json("{\"metadata\": {\"name\": \"gone\", \"namespace\": \"ns1\","
+                    " \"uid\": \"u\", \"resourceVersion\": \"3\"}}");
+    ck_assert_int_eq(events_diagnose_job(ev, other, &err), WH_ENOTFOUND);
+    json_decref(other);
+    other = tu_json("{\"metadata\": {\"name\": \"gone\", \"namespace\": \"ns1\","
+                    " \"uid\": \"u\"}}");
+    ck_assert_int_eq(events_diagnose_job(ev, other, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "events: job without namespace, name, uid or resourceVersion");
+    json_decref(other);
+    events_destroy(ev);
+    json_decref(kept);
+    json_decref(stored);
+}
+END_TEST
+
 START_TEST(test_cap_and_bad_input)
 {
     struct events_config cfg = {.instance = "replica-0", .clock_ms = fake_clock, .max_jobs = 2};
@@ -438,6 +533,7 @@ static Suite *events_suite(void)
     tcase_add_test(tc, test_server_errors);
     tcase_add_test(tc, test_budget);
     tcase_add_test(tc, test_diagnostics);
+    tcase_add_test(tc, test_diagnose_job);
     tcase_add_test(tc, test_cap_and_bad_input);
     suite_add_tcase(s, tc);
     return s;
