@@ -617,7 +617,9 @@ int events_diagnose_job(struct events *ev, const json_t *job, struct wh_error *e
     pthread_mutex_unlock(&ev->mu);
     rc = 0;
 out:
-    if (rc < 0)
+    if (rc == WH_ENOTFOUND) /* deleted meanwhile: its deletion is on its way */
+        LOG_DEBUG("events: job gone job=%s/%s uid=%s", ns, name, uid);
+    else if (rc < 0)
         LOG_WARN("events: job not diagnosed job=%s/%s uid=%s rc=\"%s\" err=%s", ns, name, uid,
                  wh_error_str(rc),
                  LOG_QUOTED(err != NULL && err->msg[0] != '\0' ? err->msg : wh_error_str(rc)));

@@ -95,7 +95,8 @@ size_t events_record_diagnostics(struct events *ev, const json_t *job, const str
  * resourceVersion of the Job: the cache's Job (controller/cache.h) keeps no
  * containers, volumes or env, which half the diagnostics read, so the whole Job
  * is read with one GET (?resourceVersion=0: kube-apiserver's watch cache answers);
- * a version already diagnosed (a resync) costs nothing.
+ * a version already diagnosed (a resync) costs nothing. Time: the GET's
+ * request_timeout_ms, then events_record_diagnostics' budget_ms.
  * A Job of that name with another uid (deleted and created again) is left to its
  * own run. The GET's version is remembered even when there is nothing to say.
  * @param job  borrowed Job (the cache's is enough: namespace, name, uid and
