@@ -12,8 +12,10 @@
  * Event and PATCHes its count; a 404 on PATCH (Events expire, an hour by
  * default) creates it again with count 1.
  *
- * Rate limit per Job uid, client-go's spam filter shape: a token bucket of
- * `burst` (10) refilled one token per `refill_ms` (5 min); a new Event and a
+ * Rate limit per Job uid, client-go's spam filter shape (tools/record
+ * events_cache.go, keyed by source and object): a token bucket of `burst` (10;
+ * client-go's default is 25) refilled one token per `refill_ms` (5 min, as
+ * client-go's 1/300 qps); a new Event and a
  * count update each take one token, and without one the message is dropped
  * (counted). Bounded memory: at most max_jobs uids (the least recently used
  * goes) and EVENTS_MAX_PER_JOB messages per uid (the oldest goes); forgetting
