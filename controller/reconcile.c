@@ -52,6 +52,7 @@
 #include "base/backoff.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "controller/events.h"
 #include "controller/reconcile.h"
 #include "controller/reconcile_internal.h"
 #include "plugins/plugin.h"
@@ -64,6 +65,9 @@
 #define DEFAULT_BACKOFF_MAX_MS 60000L
 #define MAX_WORKERS            64
 #define MAX_PLUGINS            32 /* bits of a plugin mask */
+/* Failed runs in a row (0.5 + 1 + 2 + 4 s of backoff between them) before a hook's
+ * error becomes a PluginError Event on the Job. */
+#define EVENT_AFTER_FAILURES 5
 
 /* A string-keyed hash table node; the records below put it first ("base struct first"). */
 struct rc_node {
@@ -103,6 +107,7 @@ struct reconciler {
     const struct plugin *const *table; /* borrowed, plugin_registry_len entries */
     struct reconcile_config cfg;       /* with defaults filled in */
     struct ssh_key_store *ssh_keys;    /* owned (D11) */
+    struct events *events;             /* owned (D17); NULL without a client */
     struct plugin_job_env env;         /* handed to every job hook */
     unsigned long foreign;             /* D12 counter, atomic builtins */
     pthread_t *workers;
@@ -360,6 +365,7 @@ static void uid_forget(struct reconciler *r, const char *uid)
     table_remove(&r->uids, &u->node);
     free(u->node.name);
     free(u);
+    events_forget(r->events, uid);
 }
 
 /*
@@ -375,6 +381,7 @@ static void uids_forget_all(struct reconciler *r)
     r->forget_uids = false;
     memset(&r->uids, 0, sizeof(r->uids));
     pthread_mutex_unlock(&r->mu);
+    events_forget_all(r->events);
     for (size_t i = 0; i < t.nbuckets; i++) {
         struct rc_node *node = t.buckets[i];
 
@@ -461,6 +468,8 @@ static int run_hook(struct reconciler *r, size_t k, enum rc_hook which, const ch
                                                                                 : p->on_job_delete;
     struct plugin_ctx ctx;
     struct wh_error err = {0, ""};
+    struct rc_key *k_rec;
+    unsigned failures;
     int rc;
 
     if (fn == NULL)
@@ -478,7 +487,19 @@ static int run_hook(struct reconciler *r, size_t k, enum rc_hook which, const ch
                  LOG_QUOTED(err.msg[0] != '\0' ? err.msg : wh_error_str(rc)));
         pthread_mutex_lock(&r->mu);
         r->errors++;
+        k_rec = (struct rc_key *)table_find(&r->keys, key); /* processing: not freed */
+        failures = k_rec != NULL ? k_rec->failures + 1 : 1;
         pthread_mutex_unlock(&r->mu);
+        /* Outlasted its retries: tell the Job (D17). The message leaves the number of
+         * failures out, so that each repeat counts on one Event. */
+        if (failures >= EVENT_AFTER_FAILURES) {
+            static const char *const hooks[] = {"OnJobAdd", "OnJobUpdate", "OnJobDelete"};
+            char msg[512];
+
+            snprintf(msg, sizeof(msg), "%s plugin: %s keeps failing, retried with backoff: %s",
+                     p->name, hooks[which], err.msg[0] != '\0' ? err.msg : wh_error_str(rc));
+            (void)events_record(r->events, job, "PluginError", msg, NULL);
+        }
         return rc;
     }
     LOG_DEBUG("reconcile: hook done job=%s plugin=%s hook=%s", key, p->name, names[which]);
@@ -588,6 +609,7 @@ static int run_apply(struct reconciler *r, const char *key, const json_t *job)
         u->added = added;
     }
     pthread_mutex_unlock(&r->mu);
+    (void)events_diagnose_job(r->events, job, NULL); /* told on the Job (D17); logs its errors */
     return first;
 }
 
@@ -768,9 +790,10 @@ long reconcile_backoff_ms(const struct reconcile_config *cfg, unsigned failures)
     return backoff_delay_ms(lo, hi, failures);
 }
 
-int reconcile_start_table(struct reconciler **out, struct k8s_client *kc, struct job_cache *cache,
-                          const struct reconcile_config *cfg, const struct plugin *const *table,
-                          struct wh_error *err)
+/* with_events: post Events through kc (D17); not with a test's hook table. */
+static int start(struct reconciler **out, struct k8s_client *kc, struct job_cache *cache,
+                 const struct reconcile_config *cfg, const struct plugin *const *table,
+                 bool with_events, struct wh_error *err)
 {
     struct reconciler *r = NULL;
     pthread_condattr_t ca;
@@ -805,7 +828,8 @@ int reconcile_start_table(struct reconciler **out, struct k8s_client *kc, struct
 
     r->ssh_keys = sshkeys_create();
     r->workers = calloc((size_t)r->cfg.workers, sizeof(*r->workers));
-    if (r->ssh_keys == NULL || r->workers == NULL) {
+    if (r->ssh_keys == NULL || r->workers == NULL
+        || (with_events && kc != NULL && events_create(&r->events, kc, NULL, NULL) < 0)) {
         rc = wh_error_set(err, WH_ENOMEM, "reconcile: out of memory");
         goto fail;
     }
@@ -844,6 +868,7 @@ fail:
         reconcile_stop(r); /* joins what was started, frees everything */
         return rc;
     }
+    events_destroy(r->events);
     sshkeys_destroy(r->ssh_keys);
     free(r->workers);
     free(r);
@@ -853,7 +878,14 @@ fail:
 int reconcile_start(struct reconciler **out, struct k8s_client *kc, struct job_cache *cache,
                     const struct reconcile_config *cfg, struct wh_error *err)
 {
-    return reconcile_start_table(out, kc, cache, cfg, plugin_registry, err);
+    return start(out, kc, cache, cfg, plugin_registry, true, err);
+}
+
+int reconcile_start_table(struct reconciler **out, struct k8s_client *kc, struct job_cache *cache,
+                          const struct reconcile_config *cfg, const struct plugin *const *table,
+                          struct wh_error *err)
+{
+    return start(out, kc, cache, cfg, table, false, err);
 }
 
 static void table_free(struct rc_table *t, bool keys)
@@ -896,6 +928,7 @@ void reconcile_stop(struct reconciler *r)
     pthread_cond_destroy(&r->work_cv);
     pthread_mutex_destroy(&r->mu);
     sshkeys_destroy(r->ssh_keys);
+    events_destroy(r->events);
     free(r->workers);
     free(r);
 }

@@ -14,7 +14,8 @@
  * reconcile_start with the hooks of table instead of plugin_registry. table has
  * plugin_registry_len entries, index-aligned with plugin_registry (entry k stands
  * for plugin_registry[k], so the effective set of D1 still selects it); the
- * table and its plugins are borrowed and must outlive the reconciler.
+ * table and its plugins are borrowed and must outlive the reconciler. No Events
+ * are posted (controller/events.h): kc may be a test's stand-in.
  * @return as reconcile_start.
  */
 int reconcile_start_table(struct reconciler **out, struct k8s_client *kc, struct job_cache *cache,

@@ -451,8 +451,8 @@ class RenderedManifestsTest(unittest.TestCase):
 
     def test_cluster_role_grants_exactly_these_verbs(self):
         # least privilege: read by name, never list/watch what it owns; update
-        # only the Secret and the ConfigMap; no events (tests/test_security.py checks the
-        # binary uses exactly these)
+        # only the Secret and the ConfigMap; Events created, counted by patch, read after a
+        # 409 (D17) (tests/test_security.py checks the binary uses exactly these)
         want = {("batch.volcano.sh", "jobs", v) for v in ("get", "list", "watch")}
         # blockOwnerDeletion on the owned objects' references (OwnerReferencesPermissionEnforcement)
         want.add(("batch.volcano.sh", "jobs/finalizers", "update"))
@@ -460,6 +460,7 @@ class RenderedManifestsTest(unittest.TestCase):
                  for v in ("get", "create", "update", "delete")}
         want |= {("", "services", v) for v in ("get", "create", "delete")}
         want |= {("networking.k8s.io", "networkpolicies", v) for v in ("get", "create", "delete")}
+        want |= {("", "events", v) for v in ("create", "patch", "get")}
         self.assertEqual(rbac_triples(self.one("ClusterRole")["rules"]), want)
 
     def test_role_grants_exactly_the_lease_verbs(self):

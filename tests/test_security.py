@@ -35,6 +35,7 @@ import urllib.parse
 import yaml
 
 import harness
+import test_events
 import test_reconcile as tr
 
 ROOT = harness.ROOT
@@ -281,7 +282,8 @@ class RbacLeastPrivilegeTest(unittest.TestCase):
     """The scenario takes every API path of the binary: the Job cache's LIST and WATCH, a
     Job lookup that misses the cache (GET), objects created, updated (ssh config and
     ConfigMap on scale-up), re-created after a deletion, deleted with their Job, and the
-    leader-election Lease created, renewed and released."""
+    leader-election Lease created, renewed and released, and an Event on a Job with a
+    diagnostic that an earlier leader had posted (create answers 409: get, then patch)."""
 
     ARGS = ["--leader-elect-resource-namespace=volcano-plugin-webhook",
             "--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s",
@@ -294,6 +296,17 @@ class RbacLeastPrivilegeTest(unittest.TestCase):
         c = tr.Cluster(env.api)
         env.api._control("POST", "/_test/gc", {"enabled": False})
         jobs = [c.create_job(n, "rbac") for n in ("mpi-job", "ray-cluster-job")]
+        event = test_events.event_name("pytorch-job", "TaskNotFound", test_events.MESSAGE)
+        env.api.create_objects([{"apiVersion": "v1", "kind": "Event",
+                                 "metadata": {"name": event, "namespace": "rbac"},
+                                 "reason": "TaskNotFound", "message": test_events.MESSAGE,
+                                 "type": "Warning", "count": 1}])
+
+        def bad_master(job):
+            job["spec"]["plugins"]["pytorch"] = ["--master=boss", "--worker=worker"]
+        jobs.append(c.create_job("pytorch-job", "rbac", bad_master))
+        tr.wait_for(lambda: (c.get("rbac", "events", event) or {}).get("count") == 2,
+                    "the Event counted on")
         # OwnerReferencesPermissionEnforcement (an admission plugin of hardened clusters and
         # OpenShift) lets a client set blockOwnerDeletion on a reference to a Job only with
         # update on jobs/finalizers; the test API server does not enforce it, so count it.
