@@ -32,6 +32,7 @@
 #include "base/error.h"
 #include "plugins/warnings.h"
 
+struct arg_def;
 struct k8s_client;
 struct ssh_key_store;
 
@@ -93,6 +94,18 @@ extern const struct plugin plugin_mpi;
 extern const struct plugin plugin_pytorch;
 extern const struct plugin plugin_hcclrank;
 extern const struct plugin plugin_ray;
+
+/**
+ * Parse c->args (job.spec.plugins[c->name]) against defs, whose storage holds
+ * the defaults (docs/plugins.md §3.4, the rules of args_parse in plugins/args.h). A parse
+ * error is no error of the hook: values set before it stay set, the rest keep
+ * their defaults, and c->warnings (may be NULL) gets the one warning
+ * "<name> plugin: <Go's message>, later arguments ignored" (D4).
+ * Every plugin but env calls it at the start of each hook (plugins keep no state).
+ * @param c     borrowed; only name, args and warnings are read
+ * @param defs  borrowed table of ndefs flags (plugins/args.h)
+ */
+void plugin_args(const struct plugin_ctx *c, const struct arg_def *defs, size_t ndefs);
 
 /** The registry in execution order (D2): ssh, env, svc, tensorflow, mpi, pytorch, hcclrank, ray. */
 extern const struct plugin *const plugin_registry[];
