@@ -449,7 +449,8 @@ enum rc_hook { HOOK_ADD, HOOK_UPDATE, HOOK_DELETE };
 
 /*
  * Call one hook of plugin k on job. NULL hook = success.
- * @return 0 or the hook's error (logged here with the job key and plugin name).
+ * @return 0 or the hook's error, logged here with the job key, and its message
+ *         prefixed with the plugin's name (plugin_error_name, the one place).
  */
 static int run_hook(struct reconciler *r, size_t k, enum rc_hook which, const char *key,
                     const json_t *job, const json_t *args)
@@ -473,9 +474,10 @@ static int run_hook(struct reconciler *r, size_t k, enum rc_hook which, const ch
     ctx.env = &r->env;
     rc = fn(&ctx, &err);
     if (rc < 0) {
+        plugin_error_name(&err, p->name, rc);
         LOG_WARN("reconcile: hook failed job=%s uid=%s plugin=%s hook=%s rc=\"%s\" err=%s", key,
                  job_str(job, "metadata", "uid"), p->name, names[which], wh_error_str(rc),
-                 LOG_QUOTED(err.msg[0] != '\0' ? err.msg : wh_error_str(rc)));
+                 LOG_QUOTED(err.msg));
         pthread_mutex_lock(&r->mu);
         r->errors++;
         pthread_mutex_unlock(&r->mu);

@@ -109,8 +109,7 @@ char *objects_name(const json_t *job, const char *suffix)
 int objects_owner_init(struct k8s_owner_ctx *out, const struct plugin_ctx *c, struct wh_error *err)
 {
     if (c->kc == NULL)
-        return wh_error_set(err, WH_EINVAL, "%s plugin: job hook called without an API client",
-                            c->name != NULL ? c->name : "");
+        return wh_error_set(err, WH_EINVAL, "job hook called without an API client");
     out->kc = c->kc;
     out->timeout_ms = c->env != NULL ? c->env->timeout_ms : OBJECTS_DEFAULT_TIMEOUT_MS;
     out->foreign = c->env != NULL ? c->env->foreign : NULL;

@@ -98,8 +98,8 @@ bool k8s_object_owned_by(const json_t *obj, const char *uid);
  * The owner context of one job hook call (plugins/plugin.h): c's API client and
  * Job, and c->env's request limit and D12 counter (OBJECTS_DEFAULT_TIMEOUT_MS and
  * no counter when c->env is NULL). Every member of *out is borrowed from c.
- * @return 0; WH_EINVAL with err "<name> plugin: job hook called without an API
- *         client" when c->kc is NULL (the admission path has none).
+ * @return 0; WH_EINVAL with err "job hook called without an API client" when
+ *         c->kc is NULL (the admission path has none).
  */
 int objects_owner_init(struct k8s_owner_ctx *out, const struct plugin_ctx *c,
                        struct wh_error *err) WH_WARN_UNUSED;

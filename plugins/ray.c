@@ -192,7 +192,7 @@ static int ray_job_sync(const struct plugin_ctx *c, struct wh_error *err)
     if (name != NULL)
         svc = ray_head_service(c->job, name, &a);
     if (svc == NULL) {
-        rc = wh_error_set(err, WH_ENOMEM, "ray plugin: out of memory");
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
     } else {
         const struct k8s_ensure_spec s = {
             .kind = &k8s_kind_service, .name = name, .desired = svc}; /* never updated */
@@ -218,7 +218,7 @@ static int ray_job_delete(const struct plugin_ctx *c, struct wh_error *err)
         return rc;
     name = objects_name(c->job, "-head-svc");
     if (name == NULL)
-        return wh_error_set(err, WH_ENOMEM, "ray plugin: out of memory");
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
     rc = k8s_object_delete(&o, &k8s_kind_service, name, err);
     free(name);
     return rc > 0 ? 0 : rc;

@@ -1,7 +1,8 @@
 /*
  * registry.c - the plugin table. Its order is the execution order (D2);
  * immutable, no runtime registration, no lock. Also what every plugin shares
- * through plugins/plugin.h: its argument parsing (plugin_args).
+ * through plugins/plugin.h: its argument parsing (plugin_args) and the plugin's
+ * name in its errors (plugin_error_name).
  */
 #include <string.h>
 
@@ -29,6 +30,18 @@ void plugin_args(const struct plugin_ctx *c, const struct arg_def *defs, size_t 
     if (args_parse(defs, ndefs, c->args, msg, sizeof(msg)) < 0)
         warnings_add(c->warnings, "%s plugin: %s, later arguments ignored",
                      c->name != NULL ? c->name : "", msg);
+}
+
+int plugin_error_name(struct wh_error *err, const char *name, int rc)
+{
+    char cause[WH_ERROR_MSG_MAX];
+
+    if (err == NULL)
+        return rc;
+    memcpy(cause, err->msg, sizeof(cause));
+    cause[sizeof(cause) - 1] = '\0';
+    return wh_error_set(err, rc, "%s plugin: %s", name,
+                        cause[0] != '\0' ? cause : wh_error_str(rc));
 }
 
 static size_t registry_index(const char *name)

@@ -363,7 +363,7 @@ static int ssh_job_sync(const struct plugin_ctx *c, struct wh_error *err)
     name = objects_name(c->job, "-ssh");
     config = ssh_config_text(c->job, ssh_port(&a));
     if (name == NULL || config == NULL) {
-        rc = wh_error_set(err, WH_ENOMEM, "ssh plugin: out of memory");
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto out;
     }
     sj.name = name;
@@ -387,7 +387,7 @@ static int ssh_job_sync(const struct plugin_ctx *c, struct wh_error *err)
         goto out;
     }
     if (rc == 0 && a.private_key[0] == '\0' && ssh_adopt_keys(c, stored) < 0) {
-        rc = wh_error_set(err, WH_ENOMEM, "ssh plugin: out of memory");
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto out;
     }
     rc = 0; /* a foreign Secret (WH_DECLINED) is no failure of the hook (D12) */
@@ -410,7 +410,7 @@ static int ssh_job_delete(const struct plugin_ctx *c, struct wh_error *err)
         return rc;
     name = objects_name(c->job, "-ssh");
     if (name == NULL)
-        return wh_error_set(err, WH_ENOMEM, "ssh plugin: out of memory");
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
     rc = k8s_object_delete(&o, &k8s_kind_secret, name, err);
     free(name);
     if (rc < 0)

@@ -401,7 +401,7 @@ static int svc_job_sync(const struct plugin_ctx *c, struct wh_error *err)
     if (rc == WH_ETOOBIG) {
         /* A ConfigMap holds at most 1 MiB: retried, in case the Job is scaled down. */
         rc = wh_error_set(err, WH_ETOOBIG,
-                          "svc plugin: a task's host list is over %u bytes, "
+                          "a task's host list is over %u bytes, "
                           "too large for ConfigMap %s",
                           JOB_HOSTS_MAX_BYTES, cm_name);
         goto out;
@@ -441,7 +441,7 @@ static int svc_job_sync(const struct plugin_ctx *c, struct wh_error *err)
     rc = 0; /* a foreign object (WH_DECLINED) is no failure of the hook (D12) */
     goto out;
 nomem:
-    rc = wh_error_set(err, WH_ENOMEM, "svc plugin: out of memory");
+    rc = wh_error_set(err, WH_ENOMEM, "out of memory");
 out:
     json_decref(cm);
     json_decref(svc);
@@ -466,7 +466,7 @@ static int svc_job_delete(const struct plugin_ctx *c, struct wh_error *err)
         return rc;
     cm_name = objects_name(c->job, "-svc");
     if (cm_name == NULL)
-        return wh_error_set(err, WH_ENOMEM, "svc plugin: out of memory");
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
     rc = k8s_object_delete(&o, &k8s_kind_configmap, cm_name, &e);
     if (rc < 0 && first == 0)
         first = wh_error_set(err, rc, "%s", e.msg);

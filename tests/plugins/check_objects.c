@@ -357,7 +357,7 @@ START_TEST(test_owner_init)
 
     c.kc = NULL; /* the admission path has no client */
     ck_assert_int_eq(objects_owner_init(&o, &c, &err), WH_EINVAL);
-    ck_assert_str_eq(err.msg, "svc plugin: job hook called without an API client");
+    ck_assert_str_eq(err.msg, "job hook called without an API client");
     json_decref(j);
 }
 END_TEST
