@@ -3,14 +3,11 @@
  * queue of Job keys "ns/name" and worker threads that run the plugins'
  * OnJobAdd / OnJobUpdate / OnJobDelete.
  *
- * Queue (client-go workqueue semantics). Each key has one record holding three
- * flags: dirty (wants a run), queued (in the FIFO) and processing (a worker has
- * it). Adding a dirty key does nothing; adding a key that is being processed only
- * marks it dirty, and the worker re-queues it when done, so a key is never worked
- * on by two workers at once and ten changes during one run cause one more run.
- * A failed run re-adds the key after a per-key exponential backoff
- * (reconcile_backoff_ms); a successful run resets it. A record is freed when the
- * key is idle (no flag, no backoff, no pending deletion).
+ * Queue: controller/workqueue.h (client-go workqueue semantics): a key is never
+ * worked on by two workers at once and ten changes during one run cause one more
+ * run. A failed run re-adds the key after a per-key exponential backoff
+ * (reconcile_backoff_ms); a successful run resets it. A key's datum is its
+ * pending deletion (the last known Job).
  *
  * Per Job uid the reconciler remembers which plugins it has run hooks for
  * ("touched": OnJobAdd was called, so objects may exist) and which OnJobAdd
@@ -39,8 +36,9 @@
  *   workers          cfg.workers threads: pick a key, run its hooks with no lock held
  *   clock thread     moves keys whose backoff has passed into the FIFO, and
  *                    re-queues every cached Job each resync period while leading
- * r->mu guards everything below it in struct reconciler (tables, FIFO, flags,
- * counters); it is never held across a hook, a cache call or an API request.
+ * r->mu guards everything below it in struct reconciler (the work queue, which
+ * has no lock of its own, the uid table, flags, counters); it is never held across
+ * a hook, a cache call or an API request.
  * The foreign counter is written by plugins with atomic builtins.
  */
 #include <pthread.h>
@@ -55,6 +53,7 @@
 #include "controller/events.h"
 #include "controller/reconcile.h"
 #include "controller/reconcile_internal.h"
+#include "controller/workqueue.h"
 #include "plugins/plugin.h"
 #include "plugins/sshkeys.h"
 
@@ -69,7 +68,7 @@
  * error becomes a PluginError Event on the Job. */
 #define EVENT_AFTER_FAILURES 5
 
-/* A string-keyed hash table node; the records below put it first ("base struct first"). */
+/* A string-keyed hash table node; the uid records put it first ("base struct first"). */
 struct rc_node {
     char *name;
     struct rc_node *hnext;
@@ -79,19 +78,6 @@ struct rc_table {
     struct rc_node **buckets;
     size_t nbuckets; /* power of two, or 0 before the first insert */
     size_t n;
-};
-
-/* Per key "ns/name". */
-struct rc_key {
-    struct rc_node node;   /* name = the key */
-    struct rc_key *qnext;  /* FIFO link while queued */
-    struct rc_key *dnext;  /* backoff list link while retry_at_ms != 0 */
-    bool dirty;            /* wants a run */
-    bool queued;           /* in the FIFO */
-    bool processing;       /* a worker has it */
-    unsigned failures;     /* consecutive failed runs */
-    long long retry_at_ms; /* monotonic time of the backoff re-add; 0 = none */
-    json_t *deleted;       /* owned: last known Job of a pending deletion, or NULL */
 };
 
 /* Per Job uid: what this process has run hooks for. */
@@ -118,15 +104,11 @@ struct reconciler {
     pthread_mutex_t mu;
     pthread_cond_t work_cv;  /* workers: key queued, leading, stopping */
     pthread_cond_t clock_cv; /* clock thread: backoff scheduled, leading, stopping */
-    struct rc_table keys;    /* of struct rc_key */
+    struct workqueue queue;  /* keys "ns/name"; datum: owned json_t * of a pending deletion */
     struct rc_table uids;    /* of struct rc_uid */
-    struct rc_key *qhead;    /* FIFO */
-    struct rc_key *qtail;
-    unsigned long qlen;
-    struct rc_key *delayed; /* keys waiting for their backoff */
-    bool accepting;         /* enqueue/deleted take work (set before enqueue_all) */
-    bool leading;           /* workers run */
-    bool forget_uids;       /* lead lost: drop uid records when running is 0 */
+    bool accepting;          /* enqueue/deleted take work (set before enqueue_all) */
+    bool leading;            /* workers run */
+    bool forget_uids;        /* lead lost: drop uid records when running is 0 */
     bool stopping;
     unsigned running; /* keys being processed now */
     unsigned long reconciles;
@@ -210,130 +192,10 @@ static void table_remove(struct rc_table *t, struct rc_node *node)
     }
 }
 
-/* ---- key records (r->mu held) ---- */
-
-static struct rc_key *key_get(struct reconciler *r, const char *key, bool create)
+/* The queue's destructor of a key's datum: a pending deletion's last known Job. */
+static void deleted_free(void *data)
 {
-    struct rc_key *k = (struct rc_key *)table_find(&r->keys, key);
-
-    if (k != NULL || !create)
-        return k;
-    k = calloc(1, sizeof(*k));
-    if (k == NULL)
-        return NULL;
-    k->node.name = strdup(key);
-    if (k->node.name == NULL || table_insert(&r->keys, &k->node) < 0) {
-        free(k->node.name);
-        free(k);
-        return NULL;
-    }
-    return k;
-}
-
-/* Free the record when nothing refers to it any more. */
-static void key_release_if_idle(struct reconciler *r, struct rc_key *k)
-{
-    if (k->dirty || k->queued || k->processing || k->retry_at_ms != 0 || k->failures != 0
-        || k->deleted != NULL)
-        return;
-    table_remove(&r->keys, &k->node);
-    free(k->node.name);
-    free(k);
-}
-
-/* workqueue Add: at most one pending entry per key, never queued while processing. */
-static void key_add(struct reconciler *r, struct rc_key *k)
-{
-    if (k->dirty)
-        return;
-    k->dirty = true;
-    if (k->processing)
-        return; /* re-queued by key_done */
-    k->queued = true;
-    k->qnext = NULL;
-    if (r->qtail != NULL)
-        r->qtail->qnext = k;
-    else
-        r->qhead = k;
-    r->qtail = k;
-    r->qlen++;
-    pthread_cond_signal(&r->work_cv);
-}
-
-static struct rc_key *key_pop(struct reconciler *r)
-{
-    struct rc_key *k = r->qhead;
-
-    if (k == NULL)
-        return NULL;
-    r->qhead = k->qnext;
-    if (r->qhead == NULL)
-        r->qtail = NULL;
-    k->qnext = NULL;
-    k->queued = false;
-    r->qlen--;
-    return k;
-}
-
-static void delayed_unlink(struct reconciler *r, struct rc_key *k)
-{
-    struct rc_key **pp;
-
-    for (pp = &r->delayed; *pp != NULL; pp = &(*pp)->dnext) {
-        if (*pp == k) {
-            *pp = k->dnext;
-            break;
-        }
-    }
-    k->dnext = NULL;
-    k->retry_at_ms = 0;
-}
-
-/* workqueue AddAfter: keep the earlier of two pending re-adds. */
-static void key_add_after(struct reconciler *r, struct rc_key *k, long delay_ms)
-{
-    long long at = clock_mono_ms() + delay_ms;
-
-    if (k->retry_at_ms != 0) {
-        if (k->retry_at_ms <= at)
-            return;
-        delayed_unlink(r, k);
-    }
-    k->retry_at_ms = at;
-    k->dnext = r->delayed;
-    r->delayed = k;
-    pthread_cond_signal(&r->clock_cv);
-}
-
-/*
- * Lead lost: forget every queued key, pending retry and pending deletion (r->mu
- * held). A key being processed keeps its record; its worker drops what its run
- * leaves (worker_main).
- */
-static void keys_drop_all(struct reconciler *r)
-{
-    for (size_t i = 0; i < r->keys.nbuckets; i++) {
-        struct rc_node *n = r->keys.buckets[i];
-
-        while (n != NULL) {
-            struct rc_key *k = (struct rc_key *)n;
-
-            n = n->hnext; /* k may be freed below */
-            k->queued = false;
-            k->qnext = NULL;
-            k->dirty = false;
-            k->failures = 0;
-            k->retry_at_ms = 0;
-            k->dnext = NULL;
-            json_decref(k->deleted);
-            k->deleted = NULL;
-            key_release_if_idle(r, k);
-        }
-    }
-    r->qhead = NULL;
-    r->qtail = NULL;
-    r->qlen = 0;
-    r->delayed = NULL;
+    json_decref(data);
 }
 
 /* ---- uid records (r->mu held) ---- */
@@ -456,7 +318,8 @@ enum rc_hook { HOOK_ADD, HOOK_UPDATE, HOOK_DELETE };
 
 /*
  * Call one hook of plugin k on job. NULL hook = success.
- * @return 0 or the hook's error (logged here with the job key and plugin name).
+ * @return 0 or the hook's error, logged here with the job key, and its message
+ *         prefixed with the plugin's name (plugin_error_name, the one place).
  */
 static int run_hook(struct reconciler *r, size_t k, enum rc_hook which, const char *key,
                     const json_t *job, const json_t *args)
@@ -468,7 +331,6 @@ static int run_hook(struct reconciler *r, size_t k, enum rc_hook which, const ch
                                                                                 : p->on_job_delete;
     struct plugin_ctx ctx;
     struct wh_error err = {0, ""};
-    struct rc_key *k_rec;
     unsigned failures;
     int rc;
 
@@ -482,13 +344,13 @@ static int run_hook(struct reconciler *r, size_t k, enum rc_hook which, const ch
     ctx.env = &r->env;
     rc = fn(&ctx, &err);
     if (rc < 0) {
+        plugin_error_name(&err, p->name, rc);
         LOG_WARN("reconcile: hook failed job=%s uid=%s plugin=%s hook=%s rc=\"%s\" err=%s", key,
                  job_str(job, "metadata", "uid"), p->name, names[which], wh_error_str(rc),
-                 LOG_QUOTED(err.msg[0] != '\0' ? err.msg : wh_error_str(rc)));
+                 LOG_QUOTED(err.msg));
         pthread_mutex_lock(&r->mu);
         r->errors++;
-        k_rec = (struct rc_key *)table_find(&r->keys, key); /* processing: not freed */
-        failures = k_rec != NULL ? k_rec->failures + 1 : 1;
+        failures = workqueue_num_requeues(&r->queue, key) + 1; /* this one included */
         pthread_mutex_unlock(&r->mu);
         /* Outlasted its retries: tell the Job (D17). The message leaves the number of
          * failures out, so that each repeat counts on one Event. */
@@ -496,8 +358,15 @@ static int run_hook(struct reconciler *r, size_t k, enum rc_hook which, const ch
             static const char *const hooks[] = {"OnJobAdd", "OnJobUpdate", "OnJobDelete"};
             char msg[512];
 
-            snprintf(msg, sizeof(msg), "%s plugin: %s keeps failing, retried with backoff: %s",
-                     p->name, hooks[which], err.msg[0] != '\0' ? err.msg : wh_error_str(rc));
+            char own[64];
+            const char *why = err.msg[0] != '\0' ? err.msg : wh_error_str(rc);
+
+            /* plugin_error_name put "<plugin> plugin: " first: say it once */
+            snprintf(own, sizeof(own), "%s plugin: ", p->name);
+            if (strncmp(why, own, strlen(own)) == 0)
+                why += strlen(own);
+            snprintf(msg, sizeof(msg), "%s%s keeps failing, retried with backoff: %s", own,
+                     hooks[which], why);
             (void)events_record(r->events, job, "PluginError", msg, NULL);
         }
         return rc;
@@ -666,56 +535,42 @@ static void *worker_main(void *arg)
 
     pthread_mutex_lock(&r->mu);
     for (;;) {
-        struct rc_key *k;
-        json_t *deleted;
+        const char *key;
+        void *deleted;
         json_t *back = NULL;
         int rc;
 
-        while (!r->stopping && (!r->leading || r->qhead == NULL))
+        while (!r->stopping && (!r->leading || workqueue_len(&r->queue) == 0))
             pthread_cond_wait(&r->work_cv, &r->mu);
         if (r->stopping)
             break;
-        k = key_pop(r);
-        k->processing = true;
-        k->dirty = false;
-        deleted = k->deleted; /* now owned by this run */
-        k->deleted = NULL;
+        key = workqueue_get(&r->queue, &deleted); /* deleted: now owned by this run */
         r->running++;
         pthread_mutex_unlock(&r->mu);
 
-        /* k stays allocated while processing, and its name never changes. */
-        rc = process_key(r, k->node.name, deleted, &back);
+        /* key stays valid until workqueue_done, and never changes. */
+        rc = process_key(r, key, deleted, &back);
 
         pthread_mutex_lock(&r->mu);
         r->reconciles++;
         r->running--;
-        k->processing = false;
         if (!r->leading) {
             /* The lead was lost during the run: keep nothing for this key. */
             json_decref(back);
             back = NULL;
             rc = 0;
-            k->dirty = false;
-        }
-        if (back != NULL) {
-            if (k->deleted == NULL)
-                k->deleted = back; /* retry it; a newer deletion would replace it */
-            else
-                json_decref(back);
         }
         if (rc < 0) {
-            k->failures++;
-            key_add_after(r, k, reconcile_backoff_ms(&r->cfg, k->failures));
+            if (workqueue_add_rate_limited(&r->queue, key, clock_mono_ms()) < 0)
+                LOG_ERROR("reconcile: out of memory, retry not scheduled job=%s", key);
+            pthread_cond_signal(&r->clock_cv);
         } else {
-            k->failures = 0; /* client-go Forget */
-            if (k->retry_at_ms != 0)
-                delayed_unlink(r, k);
+            workqueue_forget(&r->queue, key); /* success resets the backoff */
         }
-        if (k->dirty) {
-            k->dirty = false; /* key_add sets it again and queues */
-            key_add(r, k);
-        }
-        key_release_if_idle(r, k);
+        /* back: retried with the next run, unless a newer deletion replaced it */
+        workqueue_done(&r->queue, key, back);
+        if (workqueue_len(&r->queue) > 0)
+            pthread_cond_signal(&r->work_cv);
         if (r->forget_uids && r->running == 0)
             uids_forget_all(r); /* the last run in flight when the lead was lost */
     }
@@ -746,8 +601,8 @@ static void *clock_main(void *arg)
     while (!r->stopping) {
         long long now = clock_mono_ms();
         long long wake = next_resync;
+        long long due;
         struct timespec ts;
-        struct rc_key **pp;
 
         if (now >= next_resync) {
             next_resync = now + period;
@@ -758,21 +613,10 @@ static void *clock_main(void *arg)
                 continue;
             }
         }
-        pp = &r->delayed;
-        while (*pp != NULL) {
-            struct rc_key *k = *pp;
-
-            if (k->retry_at_ms <= now) {
-                *pp = k->dnext;
-                k->dnext = NULL;
-                k->retry_at_ms = 0;
-                key_add(r, k);
-                continue;
-            }
-            if (k->retry_at_ms < wake)
-                wake = k->retry_at_ms;
-            pp = &k->dnext;
-        }
+        if (workqueue_promote(&r->queue, now, &due) > 0)
+            pthread_cond_broadcast(&r->work_cv);
+        if (due != 0 && due < wake)
+            wake = due;
         ts = clock_at_ms(wake);
         pthread_cond_timedwait(&r->clock_cv, &r->mu, &ts);
     }
@@ -837,6 +681,7 @@ static int start(struct reconciler **out, struct k8s_client *kc, struct job_cach
     r->env.ssh_keys = r->ssh_keys;
     r->env.foreign = &r->foreign;
 
+    workqueue_init(&r->queue, r->cfg.backoff_min_ms, r->cfg.backoff_max_ms, deleted_free);
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->work_cv, NULL);
     pthread_condattr_init(&ca);
@@ -888,7 +733,7 @@ int reconcile_start_table(struct reconciler **out, struct k8s_client *kc, struct
     return start(out, kc, cache, cfg, table, false, err);
 }
 
-static void table_free(struct rc_table *t, bool keys)
+static void table_free(struct rc_table *t)
 {
     for (size_t i = 0; i < t->nbuckets; i++) {
         struct rc_node *n = t->buckets[i];
@@ -896,8 +741,6 @@ static void table_free(struct rc_table *t, bool keys)
         while (n != NULL) {
             struct rc_node *next = n->hnext;
 
-            if (keys)
-                json_decref(((struct rc_key *)n)->deleted);
             free(n->name);
             free(n);
             n = next;
@@ -922,8 +765,8 @@ void reconcile_stop(struct reconciler *r)
         pthread_join(r->workers[i], NULL);
     if (r->clock_started)
         pthread_join(r->clock, NULL);
-    table_free(&r->keys, true);
-    table_free(&r->uids, false);
+    workqueue_dispose(&r->queue);
+    table_free(&r->uids);
     pthread_cond_destroy(&r->clock_cv);
     pthread_cond_destroy(&r->work_cv);
     pthread_mutex_destroy(&r->mu);
@@ -936,17 +779,15 @@ void reconcile_stop(struct reconciler *r)
 void reconcile_enqueue(struct reconciler *r, const json_t *job)
 {
     char key[512];
-    struct rc_key *k;
 
     if (r == NULL || job_key(job, key, sizeof(key)) < 0)
         return;
     pthread_mutex_lock(&r->mu);
     if (r->accepting) { /* a follower keeps nothing: enqueue_all covers it at takeover */
-        k = key_get(r, key, true);
-        if (k != NULL)
-            key_add(r, k);
-        else
+        if (workqueue_add(&r->queue, key, NULL) < 0)
             LOG_ERROR("reconcile: out of memory, not queued job=%s", key);
+        else
+            pthread_cond_signal(&r->work_cv);
     }
     pthread_mutex_unlock(&r->mu);
 }
@@ -954,7 +795,6 @@ void reconcile_enqueue(struct reconciler *r, const json_t *job)
 void reconcile_deleted(struct reconciler *r, const json_t *last_known)
 {
     char key[512];
-    struct rc_key *k;
     json_t *copy;
     bool accepting;
 
@@ -973,14 +813,13 @@ void reconcile_deleted(struct reconciler *r, const json_t *last_known)
         return;
     }
     pthread_mutex_lock(&r->mu);
-    k = r->accepting ? key_get(r, key, true) : NULL;
-    if (k != NULL) {
-        json_decref(k->deleted);
-        k->deleted = copy; /* now owned by the key record */
-        copy = NULL;
-        key_add(r, k);
-    } else if (r->accepting) {
-        LOG_ERROR("reconcile: out of memory, deletion not queued job=%s", key);
+    if (r->accepting) {
+        if (workqueue_add(&r->queue, key, copy) < 0) {
+            LOG_ERROR("reconcile: out of memory, deletion not queued job=%s", key);
+        } else {
+            copy = NULL; /* now owned by the queue (replacing an older deletion) */
+            pthread_cond_signal(&r->work_cv);
+        }
     }
     pthread_mutex_unlock(&r->mu);
     json_decref(copy);
@@ -1007,7 +846,7 @@ void reconcile_set_leading(struct reconciler *r, bool leading)
     r->leading = leading;
     if (!leading) {
         r->accepting = false;
-        keys_drop_all(r);
+        workqueue_clear(&r->queue); /* keys being processed: their worker drops the rest */
         r->forget_uids = true;
         if (r->running == 0)
             uids_forget_all(r); /* else the last run in flight does it */
@@ -1027,8 +866,8 @@ void reconcile_get_stats(struct reconciler *r, struct reconcile_stats *out)
     pthread_mutex_lock(&r->mu);
     out->reconciles = r->reconciles;
     out->errors = r->errors;
-    out->queue_len = r->qlen;
-    out->keys = r->keys.n;
+    out->queue_len = workqueue_len(&r->queue);
+    out->keys = workqueue_size(&r->queue);
     out->uids = r->uids.n;
     pthread_mutex_unlock(&r->mu);
     out->foreign = __atomic_load_n(&r->foreign, __ATOMIC_RELAXED);

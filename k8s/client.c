@@ -10,10 +10,10 @@
  * tokens) and never logged; every buffer holding it is wiped after use.
  *
  * Every verb goes through k8s_request: rate limiter (a token bucket shared by
- * all threads), then the transfer, then the answer: 2xx → decoded body; 429 or
- * 503 with Retry-After → sleep and try again (at most retry_max times, only
- * while the request's own timeout leaves room); any other status → the Status
- * body decoded into a code (client_internal.h k8s_client_status_error) and
+ * all threads), then the transfer (request_attempt), then the answer: 2xx →
+ * decoded body (request_decode); 429 or 503 with Retry-After → sleep and try
+ * again (request_should_retry: at most retry_max times, only while the request's
+ * own timeout leaves room); any other status → the Status body decoded into a code (client_internal.h k8s_client_status_error) and
  * "Reason: message" in err. CURLE_OPERATION_TIMEDOUT → WH_ETIMEOUT; other
  * transport failures → WH_EAPI. Bodies over the cap (k8s_client_set_max_body, by
  * default K8S_MAX_BODY) are refused with WH_ETOOBIG, so that a caller that
@@ -524,18 +524,115 @@ bool k8s_client_retry_after(CURL *h, curl_off_t *secs)
     return true;
 }
 
+/* One k8s_request: what each of its attempts sends. */
+struct request {
+    const char *method;
+    const char *path;
+    const char *url;          /* the server's URL of path */
+    const char *data;         /* the JSON body, or NULL */
+    const char *content_type; /* of data; NULL without a body */
+    long timeout_ms;          /* the caller's limit, for messages */
+};
+
+static bool request_method_ok(const char *method)
+{
+    static const char *const verbs[] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
+
+    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+        if (strcmp(method, verbs[i]) == 0)
+            return true;
+    return false;
+}
+
+/*
+ * One transfer of rq on h, given left_ms at most: headers made afresh (the token is
+ * re-read on each attempt), the answer's body into *b (emptied first).
+ * @param[out] code  the HTTP status, when 0 is returned
+ * @return 0 whatever the status; WH_ETIMEOUT; WH_ETOOBIG (body over b->max);
+ *         WH_EAPI (transport); the header builder's errors.
+ */
+static int request_attempt(struct k8s_client *c, CURL *h, const struct request *rq, long left_ms,
+                           struct buf *b, long *code, struct wh_error *err)
+{
+    struct curl_slist *hdrs = NULL;
+    char errbuf[CURL_ERROR_SIZE];
+    CURLcode cc;
+    int rc;
+
+    rc = k8s_client_headers(c, "application/json", rq->content_type, &hdrs, err);
+    if (rc < 0)
+        return rc;
+    buf_dispose(b); /* empty, same cap */
+    errbuf[0] = '\0';
+    curl_easy_setopt(h, CURLOPT_URL, rq->url);
+    set_method(h, rq->method, rq->data, rq->data ? strlen(rq->data) : 0);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, left_ms);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    cc = curl_easy_perform(h);
+    /* the handle outlives this call: drop pointers to our stack and heap */
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+    k8s_client_headers_free(hdrs);
+    if (cc == CURLE_OPERATION_TIMEDOUT)
+        return wh_error_set(err, WH_ETIMEOUT, "%s %s: timed out after %ld ms", rq->method, rq->path,
+                            rq->timeout_ms);
+    if (cc == CURLE_WRITE_ERROR && b->rc == WH_ETOOBIG)
+        return wh_error_set(err, WH_ETOOBIG, "%s %s: response body larger than %zu bytes",
+                            rq->method, rq->path, b->max);
+    if (cc != CURLE_OK)
+        return wh_error_set(err, WH_EAPI, "%s %s: %s", rq->method, rq->path,
+                            errbuf[0] ? errbuf : curl_easy_strerror(cc));
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, code);
+    return 0;
+}
+
+/*
+ * 429 or 503 with a Retry-After whose pause leaves time for one more try before
+ * deadline, and retries left: the server asked for a pause (docs/kube-api.md §2).
+ * @param[out] pause_s  the pause, in seconds, when true is returned
+ */
+static bool request_should_retry(const struct k8s_client *c, CURL *h, long code, long attempt,
+                                 long long deadline, curl_off_t *pause_s)
+{
+    return (code == 429 || code == 503) && attempt < c->opt.retry_max
+        && k8s_client_retry_after(h, pause_s)
+        && (long long)*pause_s * 1000 < deadline - clock_mono_ms();
+}
+
+/* A 2xx body as JSON into *out (new reference; JSON null for an empty body). */
+static int request_decode(const struct request *rq, const struct buf *b, json_t **out,
+                          struct wh_error *err)
+{
+    json_error_t je;
+
+    if (b->len == 0) {
+        *out = json_null(); /* 204 or an empty 2xx: still a value, never NULL */
+        return 0;
+    }
+    /*
+     * JSON_ALLOW_NUL: a \u0000 is valid in Kubernetes strings (an annotation or env
+     * value); refused, one such Job failed every LIST of the informer and every GET of it.
+     */
+    *out = json_loadb(b->data, b->len, JSON_ALLOW_NUL, &je);
+    if (*out == NULL)
+        return wh_error_set(err, WH_EAPI, "%s %s: invalid JSON in response: %s", rq->method,
+                            rq->path, je.text);
+    return 0;
+}
+
 int k8s_request(struct k8s_client *c, const char *method, const char *path, const json_t *body,
                 const char *content_type, long timeout_ms, json_t **out, struct wh_error *err)
 {
+    struct request rq = {method, path, NULL, NULL, NULL, timeout_ms};
     struct buf b;
-    struct curl_slist *hdrs = NULL;
     char *data = NULL;
     char *url = NULL;
-    char errbuf[CURL_ERROR_SIZE];
     long long deadline = clock_mono_ms() + timeout_ms;
     long attempt;
-    json_error_t je;
-    CURLcode cc;
     CURL *h;
     long code = 0;
     int rc;
@@ -543,9 +640,7 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
     buf_init(&b, c->max_body);
     if (out != NULL)
         *out = NULL;
-    if (method == NULL || path == NULL || path[0] != '/'
-        || (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0 && strcmp(method, "PUT") != 0
-            && strcmp(method, "PATCH") != 0 && strcmp(method, "DELETE") != 0))
+    if (method == NULL || path == NULL || path[0] != '/' || !request_method_ok(method))
         return wh_error_set(err, WH_EINVAL, "bad request method or path");
     h = thread_handle(c, err);
     if (h == NULL)
@@ -554,16 +649,15 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
         data = json_dumps(body, JSON_COMPACT);
         if (data == NULL)
             return wh_error_set(err, WH_ENOMEM, "%s %s: cannot encode the body", method, path);
-        if (content_type == NULL)
-            content_type = "application/json";
-    } else {
-        content_type = NULL;
+        rq.data = data;
+        rq.content_type = content_type != NULL ? content_type : "application/json";
     }
     url = k8s_client_url(c, path);
     if (url == NULL) {
         rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto out;
     }
+    rq.url = url;
     for (attempt = 0;; attempt++) {
         long long left = deadline - clock_mono_ms();
         curl_off_t retry_after = 0;
@@ -577,76 +671,24 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
         if (rc < 0)
             goto out;
         left = deadline - clock_mono_ms();
-        if (left < 1)
-            left = 1;
-        k8s_client_headers_free(hdrs); /* token re-read per attempt */
-        rc = k8s_client_headers(c, "application/json", content_type, &hdrs, err);
+        rc = request_attempt(c, h, &rq, left < 1 ? 1 : (long)left, &b, &code, err);
         if (rc < 0)
             goto out;
-        buf_dispose(&b);
-        errbuf[0] = '\0';
-        curl_easy_setopt(h, CURLOPT_URL, url);
-        set_method(h, method, data, data ? strlen(data) : 0);
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)left);
-        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)left);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-        cc = curl_easy_perform(h);
-        /* the handle outlives this call: drop pointers to our stack and heap */
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
-        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
-        if (cc == CURLE_OPERATION_TIMEDOUT) {
-            rc = wh_error_set(err, WH_ETIMEOUT, "%s %s: timed out after %ld ms", method, path,
-                              timeout_ms);
-            goto out;
-        }
-        if (cc == CURLE_WRITE_ERROR && b.rc == WH_ETOOBIG) {
-            rc = wh_error_set(err, WH_ETOOBIG, "%s %s: response body larger than %zu bytes", method,
-                              path, b.max);
-            goto out;
-        }
-        if (cc != CURLE_OK) {
-            rc = wh_error_set(err, WH_EAPI, "%s %s: %s", method, path,
-                              errbuf[0] ? errbuf : curl_easy_strerror(cc));
-            goto out;
-        }
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
         LOG_DEBUG("k8s: response method=%s path=%s status=%ld bytes=%zu attempt=%ld", method, path,
                   code, b.len, attempt);
         if (code >= 200 && code <= 299)
             break;
-        if ((code == 429 || code == 503) && attempt < c->opt.retry_max
-            && k8s_client_retry_after(h, &retry_after)
-            && (long long)retry_after * 1000 < deadline - clock_mono_ms()) {
-            /* the server asked for a pause and there is time for it and one more try */
-            LOG_DEBUG("k8s: retrying after the server's pause method=%s path=%s status=%ld "
-                      "retry_after=%ld",
-                      method, path, code, (long)retry_after);
-            sleep_ms((long long)retry_after * 1000);
-            continue;
+        if (!request_should_retry(c, h, code, attempt, deadline, &retry_after)) {
+            rc = k8s_client_status_error(code, b.data, b.len, err);
+            goto out;
         }
-        rc = k8s_client_status_error(code, b.data, b.len, err);
-        goto out;
+        LOG_DEBUG("k8s: retrying after the server's pause method=%s path=%s status=%ld "
+                  "retry_after=%ld",
+                  method, path, code, (long)retry_after);
+        sleep_ms((long long)retry_after * 1000);
     }
-    rc = 0;
-    if (out == NULL)
-        goto out;
-    if (b.len == 0) {
-        *out = json_null(); /* 204 or an empty 2xx: still a value, never NULL */
-        goto out;
-    }
-    /*
-     * JSON_ALLOW_NUL: a \u0000 is valid in Kubernetes strings (an annotation or env
-     * value); refused, one such Job failed every LIST of the informer and every GET of it.
-     */
-    *out = json_loadb(b.data, b.len, JSON_ALLOW_NUL, &je);
-    if (*out == NULL)
-        rc = wh_error_set(err, WH_EAPI, "%s %s: invalid JSON in response: %s", method, path,
-                          je.text);
+    rc = out != NULL ? request_decode(&rq, &b, out, err) : 0;
 out:
-    k8s_client_headers_free(hdrs);
     free(url);
     free(data);
     buf_dispose(&b);

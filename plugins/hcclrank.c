@@ -29,10 +29,9 @@ struct hccl_args {
     const char *worker; /* worker task name */
 };
 
-/* Defaults, then the Job's arguments; a parse error is one warning (D4). */
+/* Defaults, then the Job's arguments (plugin_args: a parse error is one warning, D4). */
 static void hccl_args_parse(const struct plugin_ctx *c, struct hccl_args *a)
 {
-    char msg[200];
     const struct arg_def defs[] = {
         {"master", ARG_STRING, &a->master},
         {"worker", ARG_STRING, &a->worker},
@@ -40,8 +39,7 @@ static void hccl_args_parse(const struct plugin_ctx *c, struct hccl_args *a)
 
     a->master = "master";
     a->worker = "worker";
-    if (args_parse(defs, sizeof(defs) / sizeof(defs[0]), c->args, msg, sizeof(msg)) < 0)
-        warnings_add(c->warnings, "hcclrank plugin: %s, later arguments ignored", msg);
+    plugin_args(c, defs, sizeof(defs) / sizeof(defs[0]));
 }
 
 /*

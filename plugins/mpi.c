@@ -30,10 +30,9 @@ struct mpi_args {
     int64_t port;       /* declared container port */
 };
 
-/* Defaults, then the Job's arguments; a parse error is one warning (D4). */
+/* Defaults, then the Job's arguments (plugin_args: a parse error is one warning, D4). */
 static void mpi_args_parse(const struct plugin_ctx *c, struct mpi_args *a)
 {
-    char msg[200];
     const struct arg_def defs[] = {
         {"master", ARG_STRING, &a->master},
         {"worker", ARG_STRING, &a->worker},
@@ -43,8 +42,7 @@ static void mpi_args_parse(const struct plugin_ctx *c, struct mpi_args *a)
     a->master = "master";
     a->worker = "worker";
     a->port = 22;
-    if (args_parse(defs, sizeof(defs) / sizeof(defs[0]), c->args, msg, sizeof(msg)) < 0)
-        warnings_add(c->warnings, "mpi plugin: %s, later arguments ignored", msg);
+    plugin_args(c, defs, sizeof(defs) / sizeof(defs[0]));
 }
 
 /* Port, then MPI_HOST when mpi_host != NULL (a JSON string shared by every container),

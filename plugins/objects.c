@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "plugins/plugin.h"
 
 #define JOB_API_VERSION   "batch.volcano.sh/v1alpha1"
 #define ENSURE_MAX_ROUNDS (K8S_OBJECTS_CONFLICT_RETRIES + 3) /* + create race + first GET */
@@ -75,6 +76,45 @@ json_t *k8s_object_for_job(const struct k8s_kind *kind, const json_t *job, const
     return json_pack("{s:o, s:s, s:{s:s, s:s, s:[o]}}", "apiVersion", api_version, "kind",
                      kind->kind, "metadata", "name", name, "namespace", meta_str(job, "namespace"),
                      "ownerReferences", ref);
+}
+
+json_t *objects_for_job_with(const struct k8s_kind *kind, const json_t *job, const char *name,
+                             const char *key, json_t *value_new)
+{
+    json_t *obj = k8s_object_for_job(kind, job, name);
+
+    if (obj == NULL || value_new == NULL || json_object_set_new(obj, key, value_new) < 0) {
+        if (obj == NULL)
+            json_decref(value_new);
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+char *objects_name(const json_t *job, const char *suffix)
+{
+    const char *name = meta_str(job, "name");
+    size_t n = strlen(name);
+    size_t m = strlen(suffix);
+    char *out = malloc(n + m + 1);
+
+    if (out != NULL) {
+        memcpy(out, name, n);
+        memcpy(out + n, suffix, m + 1);
+    }
+    return out;
+}
+
+int objects_owner_init(struct k8s_owner_ctx *out, const struct plugin_ctx *c, struct wh_error *err)
+{
+    if (c->kc == NULL)
+        return wh_error_set(err, WH_EINVAL, "job hook called without an API client");
+    out->kc = c->kc;
+    out->timeout_ms = c->env != NULL ? c->env->timeout_ms : OBJECTS_DEFAULT_TIMEOUT_MS;
+    out->foreign = c->env != NULL ? c->env->foreign : NULL;
+    out->job = c->job;
+    return 0;
 }
 
 bool k8s_object_owned_by(const json_t *obj, const char *uid)

@@ -31,7 +31,10 @@
 #include "base/metric.h"
 #include "k8s/client.h"
 
-#define K8S_OBJECTS_CONFLICT_RETRIES 3 /* PUTs after a 409 Conflict, beyond the first */
+#define K8S_OBJECTS_CONFLICT_RETRIES 3      /* PUTs after a 409 Conflict, beyond the first */
+#define OBJECTS_DEFAULT_TIMEOUT_MS   10000L /* request limit of a job hook given no env */
+
+struct plugin_ctx;
 
 /* A namespaced kind the reconcile side writes (docs/plugins.md §5.2). */
 struct k8s_kind {
@@ -72,8 +75,34 @@ json_t *k8s_owner_ref(const json_t *job);
  */
 json_t *k8s_object_for_job(const struct k8s_kind *kind, const json_t *job, const char *name);
 
+/**
+ * k8s_object_for_job(kind, job, name) with obj[key] = value_new: the whole object
+ * to create, its "spec" or "data" included.
+ * @param value_new  stolen, also on failure (as json_object_set_new); NULL fails
+ * @return new reference, NULL on ENOMEM.
+ */
+json_t *objects_for_job_with(const struct k8s_kind *kind, const json_t *job, const char *name,
+                             const char *key, json_t *value_new);
+
+/**
+ * The name of an object of job: metadata.name followed by suffix ("J-ssh",
+ * "J-svc", "J-head-svc"; docs/plugins.md §5.2).
+ * @return malloc'd string for the caller to free, NULL on ENOMEM.
+ */
+char *objects_name(const json_t *job, const char *suffix);
+
 /** @return true when obj.metadata.ownerReferences has an entry whose uid equals uid (D12). */
 bool k8s_object_owned_by(const json_t *obj, const char *uid);
+
+/**
+ * The owner context of one job hook call (plugins/plugin.h): c's API client and
+ * Job, and c->env's request limit and D12 counter (OBJECTS_DEFAULT_TIMEOUT_MS and
+ * no counter when c->env is NULL). Every member of *out is borrowed from c.
+ * @return 0; WH_EINVAL with err "job hook called without an API client" when
+ *         c->kc is NULL (the admission path has none).
+ */
+int objects_owner_init(struct k8s_owner_ctx *out, const struct plugin_ctx *c,
+                       struct wh_error *err) WH_WARN_UNUSED;
 
 /**
  * Update function for k8s_object_ensure: edit obj (a writable deep copy of the

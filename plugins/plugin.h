@@ -21,7 +21,10 @@
  *   diagnose       not a hook of Volcano's: what the plugin cannot do, or does
  *                  unexpectedly, because of the Job alone (D15-D17), for the Job
  *                  webhook, Events and `render` (plugins/diagnose.h).
- * A NULL hook is a no-op.
+ * A NULL hook is a no-op. A hook's error message never names its plugin: both
+ * runners (webhook/mutate.c, controller/reconcile.c) prefix it with
+ * plugin_error_name, so every log line, AdmissionResponse and reconcile error
+ * says which plugin failed.
  */
 #ifndef WH_PLUGIN_H
 #define WH_PLUGIN_H
@@ -32,6 +35,7 @@
 #include "base/error.h"
 #include "plugins/warnings.h"
 
+struct arg_def;
 struct k8s_client;
 struct ssh_key_store;
 
@@ -67,8 +71,9 @@ struct plugin {
     const char *name; /* key in job.spec.plugins */
     /**
      * OnPodCreate: upsert this plugin's additions into pod (a request-owned,
-     * writable JSON Pod). @return 0, or < 0 with err filled (docs/plugins.md §3.8). The
-     * message does not name the plugin: the framework prefixes "<name> plugin: ".
+     * writable JSON Pod). @return 0, or < 0 with err filled (docs/plugins.md §3.8).
+     * Job hooks: @return 0, or < 0 with err filled (retried with backoff).
+     * No message names the plugin: the framework prefixes "<name> plugin: ".
      */
     int (*on_pod_create)(const struct plugin_ctx *c, json_t *pod, struct wh_error *err);
     int (*on_job_add)(const struct plugin_ctx *c, struct wh_error *err);
@@ -93,6 +98,30 @@ extern const struct plugin plugin_mpi;
 extern const struct plugin plugin_pytorch;
 extern const struct plugin plugin_hcclrank;
 extern const struct plugin plugin_ray;
+
+/**
+ * Parse c->args (job.spec.plugins[c->name]) against defs, whose storage holds
+ * the defaults (docs/plugins.md §3.4, the rules of args_parse in plugins/args.h). A parse
+ * error is no error of the hook: values set before it stay set, the rest keep
+ * their defaults, and c->warnings (may be NULL) gets the one warning
+ * "<name> plugin: <Go's message>, later arguments ignored" (D4).
+ * Every plugin but env calls it at the start of each hook (plugins keep no state).
+ * @param c     borrowed; only name, args and warnings are read
+ * @param defs  borrowed table of ndefs flags (plugins/args.h)
+ */
+void plugin_args(const struct plugin_ctx *c, const struct arg_def *defs, size_t ndefs);
+
+/**
+ * Name the plugin in a hook's error, the one place the framework does it (C-STYLE
+ * §5: context added once, at the boundary): err->msg becomes "<name> plugin: <msg>",
+ * or "<name> plugin: <wh_error_str(rc)>" when the hook left no message; cut to
+ * WH_ERROR_MSG_MAX - 1 bytes. err->code = rc. Called by the chain runner
+ * (webhook/mutate.c, D7) and the job-hook runner (controller/reconcile.c).
+ * @param err   may be NULL (then nothing is written)
+ * @param name  the plugin's name (struct plugin.name)
+ * @return rc
+ */
+int plugin_error_name(struct wh_error *err, const char *name, int rc);
 
 /** The registry in execution order (D2): ssh, env, svc, tensorflow, mpi, pytorch, hcclrank, ray. */
 extern const struct plugin *const plugin_registry[];

@@ -54,10 +54,9 @@ struct pt_args {
     const char *wait_image; /* wait-master-image */
 };
 
-/* Defaults, then the Job's arguments; a parse error is one warning (D4). */
+/* Defaults, then the Job's arguments (plugin_args: a parse error is one warning, D4). */
 static void pt_args_parse(const struct plugin_ctx *c, struct pt_args *a)
 {
-    char msg[200];
     const struct arg_def defs[] = {
         {"master", ARG_STRING, &a->master},
         {"worker", ARG_STRING, &a->worker},
@@ -73,8 +72,7 @@ static void pt_args_parse(const struct plugin_ctx *c, struct pt_args *a)
     a->wait_enabled = false;
     a->wait_timeout = 300;
     a->wait_image = "busybox:1.36.1";
-    if (args_parse(defs, sizeof(defs) / sizeof(defs[0]), c->args, msg, sizeof(msg)) < 0)
-        warnings_add(c->warnings, "pytorch plugin: %s, later arguments ignored", msg);
+    plugin_args(c, defs, sizeof(defs) / sizeof(defs[0]));
 }
 
 /* docs/plugins.md §4.4 step 3: replicas of every task named master or worker, in array order. */

@@ -47,10 +47,9 @@ struct ray_args {
     int64_t client_port; /* Ray client server port */
 };
 
-/* Defaults, then the Job's arguments; a parse error is one warning (D4). */
+/* Defaults, then the Job's arguments (plugin_args: a parse error is one warning, D4). */
 static void ray_args_parse(const struct plugin_ctx *c, struct ray_args *a)
 {
-    char msg[200];
     const struct arg_def defs[] = {
         {"head", ARG_STRING, &a->head},
         {"headContainer", ARG_STRING, &a->head_container},
@@ -69,8 +68,7 @@ static void ray_args_parse(const struct plugin_ctx *c, struct ray_args *a)
     a->port = 6379;
     a->dashboard_port = 8265;
     a->client_port = 10001;
-    if (args_parse(defs, sizeof(defs) / sizeof(defs[0]), c->args, msg, sizeof(msg)) < 0)
-        warnings_add(c->warnings, "ray plugin: %s, later arguments ignored", msg);
+    plugin_args(c, defs, sizeof(defs) / sizeof(defs[0]));
 }
 
 /* docs/plugins.md §3.4 rule 10: containerPort is the flag value narrowed to 32 bits. */
@@ -162,36 +160,9 @@ out:
 
 /* ---- job hooks (reconcile side) ---- */
 
-#define RAY_DEFAULT_TIMEOUT_MS 10000L /* when the reconciler passes no env */
-
-static int ray_owner(const struct plugin_ctx *c, struct k8s_owner_ctx *o, struct wh_error *err)
-{
-    if (c->kc == NULL)
-        return wh_error_set(err, WH_EINVAL, "ray plugin: job hook called without an API client");
-    o->kc = c->kc;
-    o->timeout_ms = c->env != NULL ? c->env->timeout_ms : RAY_DEFAULT_TIMEOUT_MS;
-    o->foreign = c->env != NULL ? c->env->foreign : NULL;
-    o->job = c->job;
-    return 0;
-}
-
-/* "J-head-svc": malloc'd, NULL on ENOMEM. */
-static char *ray_service_name(const json_t *job)
-{
-    size_t n = strlen(job_name(job));
-    char *name = malloc(n + sizeof("-head-svc"));
-
-    if (name != NULL) {
-        memcpy(name, job_name(job), n);
-        memcpy(name + n, "-head-svc", sizeof("-head-svc"));
-    }
-    return name;
-}
-
 /* The head Service of docs/plugins.md §4.7 (ports narrowed to 32 bits as in the pod: §3.4). */
 static json_t *ray_head_service(const json_t *job, const char *name, const struct ray_args *a)
 {
-    json_t *obj = k8s_object_for_job(&k8s_kind_service, job, name);
     json_t *spec = json_pack(
         "{s:{s:s, s:s, s:s}, s:[{s:s, s:I, s:s, s:s}, {s:s, s:I, s:s, s:s}, {s:s, s:I, s:s, s:s}]}",
         "selector", "volcano.sh/job-name", job_name(job), "volcano.sh/job-namespace",
@@ -201,13 +172,7 @@ static json_t *ray_head_service(const json_t *job, const char *name, const struc
         "TCP", "name", "client-server", "port", (json_int_t)(int32_t)a->client_port, "targetPort",
         "client-server", "protocol", "TCP");
 
-    if (obj == NULL || spec == NULL || json_object_set_new(obj, "spec", spec) < 0) {
-        if (obj == NULL)
-            json_decref(spec);
-        json_decref(obj);
-        return NULL;
-    }
-    return obj;
+    return objects_for_job_with(&k8s_kind_service, job, name, "spec", spec);
 }
 
 /* OnJobAdd and OnJobUpdate: the head Service exists (created if absent, D10). */
@@ -220,14 +185,14 @@ static int ray_job_sync(const struct plugin_ctx *c, struct wh_error *err)
     int rc;
 
     ray_args_parse(c, &a);
-    rc = ray_owner(c, &o, err);
+    rc = objects_owner_init(&o, c, err);
     if (rc < 0)
         return rc;
-    name = ray_service_name(c->job);
+    name = objects_name(c->job, "-head-svc");
     if (name != NULL)
         svc = ray_head_service(c->job, name, &a);
     if (svc == NULL) {
-        rc = wh_error_set(err, WH_ENOMEM, "ray plugin: out of memory");
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
     } else {
         const struct k8s_ensure_spec s = {
             .kind = &k8s_kind_service, .name = name, .desired = svc}; /* never updated */
@@ -248,12 +213,12 @@ static int ray_job_delete(const struct plugin_ctx *c, struct wh_error *err)
     char *name;
     int rc;
 
-    rc = ray_owner(c, &o, err);
+    rc = objects_owner_init(&o, c, err);
     if (rc < 0)
         return rc;
-    name = ray_service_name(c->job);
+    name = objects_name(c->job, "-head-svc");
     if (name == NULL)
-        return wh_error_set(err, WH_ENOMEM, "ray plugin: out of memory");
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
     rc = k8s_object_delete(&o, &k8s_kind_service, name, err);
     free(name);
     return rc > 0 ? 0 : rc;

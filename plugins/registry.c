@@ -1,9 +1,12 @@
 /*
  * registry.c - the plugin table. Its order is the execution order (D2);
- * immutable, no runtime registration, no lock.
+ * immutable, no runtime registration, no lock. Also what every plugin shares
+ * through plugins/plugin.h: its argument parsing (plugin_args) and the plugin's
+ * name in its errors (plugin_error_name).
  */
 #include <string.h>
 
+#include "plugins/args.h"
 #include "plugins/plugin.h"
 
 const struct plugin *const plugin_registry[] = {
@@ -18,6 +21,27 @@ const struct plugin *plugin_find(const char *name)
         if (strcmp(plugin_registry[k]->name, name) == 0)
             return plugin_registry[k];
     return NULL;
+}
+
+void plugin_args(const struct plugin_ctx *c, const struct arg_def *defs, size_t ndefs)
+{
+    char msg[200];
+
+    if (args_parse(defs, ndefs, c->args, msg, sizeof(msg)) < 0)
+        warnings_add(c->warnings, "%s plugin: %s, later arguments ignored",
+                     c->name != NULL ? c->name : "", msg);
+}
+
+int plugin_error_name(struct wh_error *err, const char *name, int rc)
+{
+    char cause[WH_ERROR_MSG_MAX];
+
+    if (err == NULL)
+        return rc;
+    memcpy(cause, err->msg, sizeof(cause));
+    cause[sizeof(cause) - 1] = '\0';
+    return wh_error_set(err, rc, "%s plugin: %s", name,
+                        cause[0] != '\0' ? cause : wh_error_str(rc));
 }
 
 static size_t registry_index(const char *name)

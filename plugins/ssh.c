@@ -49,10 +49,9 @@ struct ssh_args {
     int64_t port;            /* ssh-port (reconcile side only) */
 };
 
-/* Defaults, then the Job's arguments; a parse error is one warning (D4). */
+/* Defaults, then the Job's arguments (plugin_args: a parse error is one warning, D4). */
 static void ssh_args_parse(const struct plugin_ctx *c, struct ssh_args *a)
 {
-    char msg[200];
     const struct arg_def defs[] = {
         {"ssh-key-file-path", ARG_STRING, &a->key_path},
         {"ssh-private-key", ARG_STRING, &a->private_key},
@@ -64,8 +63,7 @@ static void ssh_args_parse(const struct plugin_ctx *c, struct ssh_args *a)
     a->private_key = "";
     a->public_key = "";
     a->port = 22;
-    if (args_parse(defs, sizeof(defs) / sizeof(defs[0]), c->args, msg, sizeof(msg)) < 0)
-        warnings_add(c->warnings, "ssh plugin: %s, later arguments ignored", msg);
+    plugin_args(c, defs, sizeof(defs) / sizeof(defs[0]));
 }
 
 static json_t *ssh_volume(const char *job, const char *key_path)
@@ -120,19 +118,7 @@ static int ssh_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
 
 /* ---- job hooks (reconcile side) ---- */
 
-#define SSH_DEFAULT_PORT       22
-#define SSH_DEFAULT_TIMEOUT_MS 10000L /* when the reconciler passes no env */
-
-static int ssh_owner(const struct plugin_ctx *c, struct k8s_owner_ctx *o, struct wh_error *err)
-{
-    if (c->kc == NULL)
-        return wh_error_set(err, WH_EINVAL, "ssh plugin: job hook called without an API client");
-    o->kc = c->kc;
-    o->timeout_ms = c->env != NULL ? c->env->timeout_ms : SSH_DEFAULT_TIMEOUT_MS;
-    o->foreign = c->env != NULL ? c->env->foreign : NULL;
-    o->job = c->job;
-    return 0;
-}
+#define SSH_DEFAULT_PORT 22
 
 /* ssh-port validation at the start of OnJobAdd (docs/plugins.md §4.3): out of range → 22. */
 static int64_t ssh_port(const struct ssh_args *a)
@@ -249,19 +235,6 @@ static void free_secret_text(char *s)
     }
 }
 
-/* "J-ssh": malloc'd, NULL on ENOMEM. */
-static char *ssh_secret_name(const json_t *job)
-{
-    size_t n = strlen(job_name(job));
-    char *name = malloc(n + sizeof("-ssh"));
-
-    if (name != NULL) {
-        memcpy(name, job_name(job), n);
-        memcpy(name + n, "-ssh", sizeof("-ssh"));
-    }
-    return name;
-}
-
 /* What the Secret build/update functions need. */
 struct ssh_secret_job {
     const struct plugin_ctx *c;
@@ -296,19 +269,18 @@ static int ssh_secret_build(void *ud, json_t **out, struct wh_error *err)
     }
     if (rc < 0)
         goto out;
-    rc = WH_ENOMEM;
-    obj = k8s_object_for_job(&k8s_kind_secret, c->job, sj->name);
     data = json_object();
-    if (obj == NULL || data == NULL || json_object_set_new(data, "id_rsa", b64_string(priv)) < 0
+    if (data == NULL || json_object_set_new(data, "id_rsa", b64_string(priv)) < 0
         || json_object_set_new(data, "id_rsa.pub", b64_string(pub)) < 0
         || json_object_set_new(data, "authorized_keys", b64_string(pub)) < 0
         || json_object_set_new(data, "config", b64_string(sj->config)) < 0) {
         rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto out;
     }
-    rc = json_object_set_new(obj, "data", data); /* no type: the API makes it Opaque */
-    data = NULL;                                 /* now owned by obj (even on failure) */
-    if (rc < 0) {
+    /* no type: the API makes it Opaque */
+    obj = objects_for_job_with(&k8s_kind_secret, c->job, sj->name, "data", data);
+    data = NULL; /* now owned by obj (even on failure) */
+    if (obj == NULL) {
         rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto out;
     }
@@ -385,13 +357,13 @@ static int ssh_job_sync(const struct plugin_ctx *c, struct wh_error *err)
     int rc;
 
     ssh_args_parse(c, &a);
-    rc = ssh_owner(c, &o, err);
+    rc = objects_owner_init(&o, c, err);
     if (rc < 0)
         return rc;
-    name = ssh_secret_name(c->job);
+    name = objects_name(c->job, "-ssh");
     config = ssh_config_text(c->job, ssh_port(&a));
     if (name == NULL || config == NULL) {
-        rc = wh_error_set(err, WH_ENOMEM, "ssh plugin: out of memory");
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto out;
     }
     sj.name = name;
@@ -415,7 +387,7 @@ static int ssh_job_sync(const struct plugin_ctx *c, struct wh_error *err)
         goto out;
     }
     if (rc == 0 && a.private_key[0] == '\0' && ssh_adopt_keys(c, stored) < 0) {
-        rc = wh_error_set(err, WH_ENOMEM, "ssh plugin: out of memory");
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto out;
     }
     rc = 0; /* a foreign Secret (WH_DECLINED) is no failure of the hook (D12) */
@@ -433,12 +405,12 @@ static int ssh_job_delete(const struct plugin_ctx *c, struct wh_error *err)
     char *name;
     int rc;
 
-    rc = ssh_owner(c, &o, err);
+    rc = objects_owner_init(&o, c, err);
     if (rc < 0)
         return rc;
-    name = ssh_secret_name(c->job);
+    name = objects_name(c->job, "-ssh");
     if (name == NULL)
-        return wh_error_set(err, WH_ENOMEM, "ssh plugin: out of memory");
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
     rc = k8s_object_delete(&o, &k8s_kind_secret, name, err);
     free(name);
     if (rc < 0)

@@ -51,10 +51,9 @@ struct svc_args {
     bool inject_hosts_env;  /* inject-hosts-env, default true */
 };
 
-/* Defaults, then the Job's arguments; a parse error is one warning (D4). */
+/* Defaults, then the Job's arguments (plugin_args: a parse error is one warning, D4). */
 static void svc_args_parse(const struct plugin_ctx *c, struct svc_args *a)
 {
-    char msg[200];
     const struct arg_def defs[] = {
         {"publish-not-ready-addresses", ARG_BOOL, &a->publish_not_ready},
         {"disable-network-policy", ARG_BOOL, &a->disable_netpol},
@@ -64,8 +63,7 @@ static void svc_args_parse(const struct plugin_ctx *c, struct svc_args *a)
     a->publish_not_ready = false;
     a->disable_netpol = false;
     a->inject_hosts_env = true;
-    if (args_parse(defs, sizeof(defs) / sizeof(defs[0]), c->args, msg, sizeof(msg)) < 0)
-        warnings_add(c->warnings, "svc plugin: %s, later arguments ignored", msg);
+    plugin_args(c, defs, sizeof(defs) / sizeof(defs[0]));
 }
 
 /* @return malloc'd a + b + c, NULL on ENOMEM. */
@@ -288,7 +286,7 @@ static int svc_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
     if (rc < 0)
         goto out;
     rc = WH_ENOMEM;
-    cm = str_concat3(job, "-svc", "");
+    cm = objects_name(c->job, "-svc");
     if (cm == NULL)
         goto nomem;
     if (a.inject_hosts_env) {
@@ -328,39 +326,11 @@ out:
 
 /* ---- job hooks (reconcile side) ---- */
 
-#define SVC_DEFAULT_TIMEOUT_MS 10000L /* when the reconciler passes no env */
-
-static int svc_owner(const struct plugin_ctx *c, struct k8s_owner_ctx *o, struct wh_error *err)
-{
-    if (c->kc == NULL)
-        return wh_error_set(err, WH_EINVAL, "svc plugin: job hook called without an API client");
-    o->kc = c->kc;
-    o->timeout_ms = c->env != NULL ? c->env->timeout_ms : SVC_DEFAULT_TIMEOUT_MS;
-    o->foreign = c->env != NULL ? c->env->foreign : NULL;
-    o->job = c->job;
-    return 0;
-}
-
 /* {"volcano.sh/job-name": J, "volcano.sh/job-namespace": NS}: new reference. */
 static json_t *svc_job_labels(const json_t *job)
 {
     return json_pack("{s:s, s:s}", "volcano.sh/job-name", job_name(job), "volcano.sh/job-namespace",
                      job_namespace(job));
-}
-
-/* k8s_object_for_job + obj[key] = value_new (stolen). @return new object or NULL. */
-static json_t *svc_object(const struct k8s_kind *kind, const json_t *job, const char *name,
-                          const char *key, json_t *value_new)
-{
-    json_t *obj = k8s_object_for_job(kind, job, name);
-
-    if (obj == NULL || value_new == NULL || json_object_set_new(obj, key, value_new) < 0) {
-        if (obj == NULL)
-            json_decref(value_new);
-        json_decref(obj);
-        return NULL;
-    }
-    return obj;
 }
 
 /* ConfigMap J-svc (docs/plugins.md §4.2 OnJobAdd step 1) into *out.
@@ -372,27 +342,27 @@ static int svc_configmap(const json_t *job, const char *cm, json_t **out)
 
     if (rc < 0)
         return rc;
-    *out = svc_object(&k8s_kind_configmap, job, cm, "data", data);
+    *out = objects_for_job_with(&k8s_kind_configmap, job, cm, "data", data);
     return *out != NULL ? 0 : WH_ENOMEM;
 }
 
 /* The headless Service J (docs/plugins.md §4.2 step 2): no ports, no type. */
 static json_t *svc_service(const json_t *job, bool publish_not_ready)
 {
-    return svc_object(&k8s_kind_service, job, job_name(job), "spec",
-                      json_pack("{s:s, s:o, s:b}", "clusterIP", "None", "selector",
-                                svc_job_labels(job), "publishNotReadyAddresses",
-                                publish_not_ready));
+    return objects_for_job_with(&k8s_kind_service, job, job_name(job), "spec",
+                                json_pack("{s:s, s:o, s:b}", "clusterIP", "None", "selector",
+                                          svc_job_labels(job), "publishNotReadyAddresses",
+                                          publish_not_ready));
 }
 
 /* NetworkPolicy J (docs/plugins.md §4.2 step 3): ingress only from pods of the same Job. */
 static json_t *svc_network_policy(const json_t *job)
 {
-    return svc_object(&k8s_kind_networkpolicy, job, job_name(job), "spec",
-                      json_pack("{s:{s:o}, s:[{s:[{s:{s:o}}]}], s:[s]}", "podSelector",
-                                "matchLabels", svc_job_labels(job), "ingress", "from",
-                                "podSelector", "matchLabels", svc_job_labels(job), "policyTypes",
-                                "Ingress"));
+    return objects_for_job_with(&k8s_kind_networkpolicy, job, job_name(job), "spec",
+                                json_pack("{s:{s:o}, s:[{s:[{s:{s:o}}]}], s:[s]}", "podSelector",
+                                          "matchLabels", svc_job_labels(job), "ingress", "from",
+                                          "podSelector", "matchLabels", svc_job_labels(job),
+                                          "policyTypes", "Ingress"));
 }
 
 /* Update function of the ConfigMap: replace data only when it differs. */
@@ -421,17 +391,17 @@ static int svc_job_sync(const struct plugin_ctx *c, struct wh_error *err)
     int rc;
 
     svc_args_parse(c, &a);
-    rc = svc_owner(c, &o, err);
+    rc = objects_owner_init(&o, c, err);
     if (rc < 0)
         return rc;
-    cm_name = str_concat3(job_name(c->job), "-svc", "");
+    cm_name = objects_name(c->job, "-svc");
     if (cm_name == NULL)
         goto nomem;
     rc = svc_configmap(c->job, cm_name, &cm);
     if (rc == WH_ETOOBIG) {
         /* A ConfigMap holds at most 1 MiB: retried, in case the Job is scaled down. */
         rc = wh_error_set(err, WH_ETOOBIG,
-                          "svc plugin: a task's host list is over %u bytes, "
+                          "a task's host list is over %u bytes, "
                           "too large for ConfigMap %s",
                           JOB_HOSTS_MAX_BYTES, cm_name);
         goto out;
@@ -471,7 +441,7 @@ static int svc_job_sync(const struct plugin_ctx *c, struct wh_error *err)
     rc = 0; /* a foreign object (WH_DECLINED) is no failure of the hook (D12) */
     goto out;
 nomem:
-    rc = wh_error_set(err, WH_ENOMEM, "svc plugin: out of memory");
+    rc = wh_error_set(err, WH_ENOMEM, "out of memory");
 out:
     json_decref(cm);
     json_decref(svc);
@@ -491,12 +461,12 @@ static int svc_job_delete(const struct plugin_ctx *c, struct wh_error *err)
     int rc;
 
     svc_args_parse(c, &a);
-    rc = svc_owner(c, &o, err);
+    rc = objects_owner_init(&o, c, err);
     if (rc < 0)
         return rc;
-    cm_name = str_concat3(job_name(c->job), "-svc", "");
+    cm_name = objects_name(c->job, "-svc");
     if (cm_name == NULL)
-        return wh_error_set(err, WH_ENOMEM, "svc plugin: out of memory");
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
     rc = k8s_object_delete(&o, &k8s_kind_configmap, cm_name, &e);
     if (rc < 0 && first == 0)
         first = wh_error_set(err, rc, "%s", e.msg);

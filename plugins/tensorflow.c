@@ -36,10 +36,9 @@ struct tf_args {
     int64_t port;               /* written into every host entry */
 };
 
-/* Defaults, then the Job's arguments; a parse error is one warning (D4). */
+/* Defaults, then the Job's arguments (plugin_args: a parse error is one warning, D4). */
 static void tf_args_parse(const struct plugin_ctx *c, struct tf_args *a)
 {
-    char msg[200];
     const struct arg_def defs[] = {
         {"ps", ARG_STRING, &a->role[0]},    {"worker", ARG_STRING, &a->role[1]},
         {"chief", ARG_STRING, &a->role[2]}, {"evaluator", ARG_STRING, &a->role[3]},
@@ -49,8 +48,7 @@ static void tf_args_parse(const struct plugin_ctx *c, struct tf_args *a)
     for (size_t k = 0; k < TF_ROLES; k++)
         a->role[k] = tf_role_names[k];
     a->port = 2222;
-    if (args_parse(defs, sizeof(defs) / sizeof(defs[0]), c->args, msg, sizeof(msg)) < 0)
-        warnings_add(c->warnings, "tensorflow plugin: %s, later arguments ignored", msg);
+    plugin_args(c, defs, sizeof(defs) / sizeof(defs[0]));
 }
 
 /* docs/plugins.md §4.5 step 1: exactly one task, and it has exactly one replica. */

@@ -276,7 +276,8 @@ typedef bool (*chain_stop_fn)(const json_t *pod, void *ud);
  * the ones before, passes repeated while one adds a container (D13).
  * @param[out] last  the plugin that failed, or after which stop returned true
  * @return 0 when the chain ran to its end, 1 when stop stopped it, < 0 with err
- *         filled when a hook failed (D7).
+ *         filled when a hook failed (D7), its message prefixed "<plugin> plugin: "
+ *         (plugin_error_name: the one place the admission path names the plugin).
  */
 static int chain_run(const struct chain *ch, json_t *copy, struct warnings *w,
                      const struct plugin **last, chain_stop_fn stop, void *ud, struct wh_error *err)
@@ -302,7 +303,7 @@ static int chain_run(const struct chain *ch, json_t *copy, struct warnings *w,
             wh_error_clear(err);
             rc = p->on_pod_create(&ctx, copy, err);
             if (rc < 0)
-                return rc;
+                return plugin_error_name(err, p->name, rc); /* the one place it is named */
             if (stop != NULL && stop(copy, ud))
                 return 1;
         }
@@ -518,11 +519,10 @@ void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
             out->enabled |= 1u << k;
 
     rc = chain_run(&ch, copy, &out->warnings, &p, NULL, NULL, &err);
-    if (rc == WH_ENOMEM)
-        goto nomem;
     if (rc < 0) {
-        /* D7: a plugin error denies the pod with 400. */
-        deny(out, 400, "%s plugin: %s", p->name, err.msg[0] != '\0' ? err.msg : wh_error_str(rc));
+        /* D7: a plugin error denies the pod with 400; running out of memory is the
+         * webhook's failure, 500. err names the plugin (chain_run). */
+        deny(out, rc == WH_ENOMEM ? 500 : 400, "%s", err.msg);
         json_decref(copy);
         return;
     }

@@ -9,6 +9,7 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -598,6 +599,30 @@ START_TEST(test_retry_with_backoff)
 }
 END_TEST
 
+/* The runner names the plugin in a hook's error, once (the fake hook's message has none). */
+START_TEST(test_hook_error_names_plugin)
+{
+    struct tu_stderr cap;
+    char *log;
+
+    pthread_mutex_lock(&fk_mu);
+    fk_fail[2][0] = 1; /* svc add fails once */
+    pthread_mutex_unlock(&fk_mu);
+    tu_stderr_begin(&cap);
+    reconcile_set_leading(rec, true);
+    put_and_enqueue(job("j1", "u1", "{\"svc\":[]}", NULL));
+    wait_runs(2);
+    log = tu_stderr_end(&cap);
+    ck_assert_msg(strstr(log,
+                         "\"msg\":\"reconcile: hook failed\",\"job\":\"ns1/j1\",\"uid\":\"u1\","
+                         "\"plugin\":\"svc\",\"hook\":\"add\",\"rc\":\"api error\","
+                         "\"err\":\"svc plugin: injected failure\"}\n")
+                      != NULL,
+                  "log: %s", log);
+    free(log);
+}
+END_TEST
+
 START_TEST(test_delete_runs_every_hook)
 {
     static const char *const first[] = {"delete:ssh:ns1/j1:u1:[]", "delete:svc:ns1/j1:u1:[]",
@@ -839,6 +864,7 @@ static Suite *reconcile_suite(void)
     tcase_add_test(tc, test_never_concurrent_per_key);
     tcase_add_test(tc, test_two_keys_in_parallel);
     tcase_add_test(tc, test_retry_with_backoff);
+    tcase_add_test(tc, test_hook_error_names_plugin);
     tcase_add_test(tc, test_delete_runs_every_hook);
     tcase_add_test(tc, test_stop_leading_stops_picking);
     tcase_add_test(tc, test_follower_keeps_no_work);

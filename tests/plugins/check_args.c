@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "plugins/args.h"
+#include "plugins/plugin.h"
 #include "tests/testutil.h"
 
 /* ---- args_parse ---------------------------------------------------------- */
@@ -530,12 +531,70 @@ START_TEST(test_parse_bool_table)
 }
 END_TEST
 
+/* ---- plugin_args: what every plugin calls ------------------------------ */
+
+/* A parse error keeps the values set before it, leaves the rest at their defaults and
+ * becomes one warning naming the plugin (D4); no warnings list is allowed too. */
+START_TEST(test_plugin_args_warning)
+{
+    const char *master = "master";
+    int64_t port = 22;
+    bool flag = false;
+    const struct arg_def defs[] = {
+        {"master", ARG_STRING, &master},
+        {"port", ARG_INT, &port},
+        {"flag", ARG_BOOL, &flag},
+    };
+    json_t *argv = tu_json("[\"--master=m\", \"--slots=2\", \"--port=7\"]");
+    struct warnings w;
+    struct plugin_ctx c = {.name = "mpi", .args = argv, .warnings = &w};
+
+    warnings_init(&w);
+    plugin_args(&c, defs, sizeof(defs) / sizeof(defs[0]));
+    ck_assert_str_eq(master, "m");
+    ck_assert_int_eq(port, 22);
+    ck_assert(!flag);
+    ck_assert_uint_eq(w.n, 1);
+    ck_assert_str_eq(w.items[0],
+                     "mpi plugin: flag provided but not defined: -slots, later arguments ignored");
+
+    c.warnings = NULL;
+    plugin_args(&c, defs, sizeof(defs) / sizeof(defs[0]));
+    ck_assert_str_eq(master, "m");
+    json_decref(argv);
+}
+END_TEST
+
+/* Arguments that parse, and no arguments at all, give no warning. */
+START_TEST(test_plugin_args_clean)
+{
+    int64_t port = 22;
+    bool flag = false;
+    const struct arg_def defs[] = {{"port", ARG_INT, &port}, {"flag", ARG_BOOL, &flag}};
+    json_t *argv = tu_json("[\"-port\", \"0x10\", \"--flag\"]");
+    struct warnings w;
+    struct plugin_ctx c = {.name = "pytorch", .args = argv, .warnings = &w};
+
+    warnings_init(&w);
+    plugin_args(&c, defs, sizeof(defs) / sizeof(defs[0]));
+    ck_assert_int_eq(port, 16);
+    ck_assert(flag);
+    c.args = NULL;
+    port = 22;
+    plugin_args(&c, defs, sizeof(defs) / sizeof(defs[0]));
+    ck_assert_int_eq(port, 22);
+    ck_assert_uint_eq(w.n, 0);
+    json_decref(argv);
+}
+END_TEST
+
 static Suite *args_suite(void)
 {
     Suite *s = suite_create("args");
     TCase *tc = tcase_create("parse");
     TCase *ti = tcase_create("int");
     TCase *tb = tcase_create("bool");
+    TCase *tp = tcase_create("plugin_args");
 
     tcase_add_loop_test(tc, test_parse_table, 0, (int)(sizeof(pcases) / sizeof(pcases[0])));
     tcase_add_test(tc, test_parse_string_borrowed);
@@ -548,6 +607,9 @@ static Suite *args_suite(void)
     suite_add_tcase(s, ti);
     tcase_add_loop_test(tb, test_parse_bool_table, 0, (int)(sizeof(bcases) / sizeof(bcases[0])));
     suite_add_tcase(s, tb);
+    tcase_add_test(tp, test_plugin_args_warning);
+    tcase_add_test(tp, test_plugin_args_clean);
+    suite_add_tcase(s, tp);
     return s;
 }
 

@@ -604,8 +604,8 @@ START_TEST(test_svc_host_list_too_large)
 
     apitest_reset(&api);
     ck_assert_int_eq(run_hook(&plugin_svc, ADD, huge, NULL, &err), WH_ETOOBIG);
-    ck_assert_str_eq(err.msg, "svc plugin: a task's host list is over 1048576 bytes, too large "
-                              "for ConfigMap mpi-job-svc");
+    ck_assert_str_eq(err.msg, "a task's host list is over 1048576 bytes, too large for ConfigMap "
+                              "mpi-job-svc");
     assert_methods("");
     json_decref(huge);
     json_decref(job);

@@ -13,10 +13,12 @@
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "k8s/client.h"
 #include "plugins/objects.h"
+#include "plugins/plugin.h"
 #include "tests/apitest.h"
 #include "tests/testutil.h"
 
@@ -330,10 +332,64 @@ START_TEST(test_ensure_foreign_still_declined)
 }
 END_TEST
 
+/* ---- helpers without a server ---- */
+
+/* The owner context of a job hook: the hook's client, Job, env timeout and counter. */
+START_TEST(test_owner_init)
+{
+    json_t *j = job("u1");
+    struct k8s_client *fake = (struct k8s_client *)&foreign; /* never dereferenced */
+    struct plugin_job_env env = {1234, NULL, &foreign};
+    struct plugin_ctx c = {.name = "svc", .job = j, .kc = fake, .env = &env};
+    struct k8s_owner_ctx o;
+    struct wh_error err = {0};
+
+    ck_assert_int_eq(objects_owner_init(&o, &c, &err), 0);
+    ck_assert_ptr_eq(o.kc, fake);
+    ck_assert_int_eq(o.timeout_ms, 1234);
+    ck_assert_ptr_eq(o.foreign, &foreign);
+    ck_assert_ptr_eq(o.job, j);
+
+    c.env = NULL; /* no env: the default limit, no D12 counter */
+    ck_assert_int_eq(objects_owner_init(&o, &c, &err), 0);
+    ck_assert_int_eq(o.timeout_ms, OBJECTS_DEFAULT_TIMEOUT_MS);
+    ck_assert_ptr_null(o.foreign);
+
+    c.kc = NULL; /* the admission path has no client */
+    ck_assert_int_eq(objects_owner_init(&o, &c, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "job hook called without an API client");
+    json_decref(j);
+}
+END_TEST
+
+/* Names J<suffix>, and an owned object with its spec (the value is stolen, also on failure). */
+START_TEST(test_name_and_object_with)
+{
+    json_t *j = job("u1");
+    char *name = objects_name(j, "-head-svc");
+    json_t *obj;
+
+    ck_assert_str_eq(name, "rj-head-svc");
+    obj = objects_for_job_with(&k8s_kind_service, j, name, "spec",
+                               json_pack("{s:s}", "clusterIP", "None"));
+    tu_assert_json_eq(obj,
+                      "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":"
+                      "\"rj-head-svc\",\"namespace\":\"ns1\",\"ownerReferences\":[{"
+                      "\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\",\"name\":"
+                      "\"rj\",\"uid\":\"u1\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
+                      "\"spec\":{\"clusterIP\":\"None\"}}");
+    ck_assert_ptr_null(objects_for_job_with(&k8s_kind_service, j, name, "spec", NULL));
+    json_decref(obj);
+    free(name);
+    json_decref(j);
+}
+END_TEST
+
 static Suite *objects_suite(void)
 {
     Suite *s = suite_create("objects");
     TCase *tc = tcase_create("apiserver");
+    TCase *th = tcase_create("helpers");
 
     tcase_add_unchecked_fixture(tc, server_start, server_stop);
     tcase_add_checked_fixture(tc, setup, teardown);
@@ -344,6 +400,9 @@ static Suite *objects_suite(void)
     tcase_add_test(tc, test_ensure_previous_incarnation_retryable);
     tcase_add_test(tc, test_ensure_foreign_still_declined);
     suite_add_tcase(s, tc);
+    tcase_add_test(th, test_owner_init);
+    tcase_add_test(th, test_name_and_object_with);
+    suite_add_tcase(s, th);
     return s;
 }
 

@@ -318,6 +318,66 @@ START_TEST(plugin_error_denies_400_d7)
 }
 END_TEST
 
+/* jansson's allocator failing from the Nth allocation on (C-STYLE §11). */
+static int oom_left;
+
+static void *oom_malloc(size_t n)
+{
+    if (oom_left <= 0)
+        return NULL;
+    oom_left--;
+    return malloc(n);
+}
+
+/*
+ * D7 with memory running out: a plugin's WH_ENOMEM denies with 500, and the message
+ * names the plugin (the chain runner adds it, as for every plugin error); running out
+ * outside the plugins stays "out of memory".
+ */
+START_TEST(plugin_out_of_memory_denies_500_named)
+{
+    json_t *job = tu_json(JOB_SIMPLE);
+    json_t *pod = tu_json(POD_SIMPLE);
+    int named = 0;
+    int n;
+
+    for (n = 0; n < 1000; n++) {
+        struct mutate_result r;
+        bool allowed;
+
+        mutate_result_init(&r);
+        oom_left = n;
+        json_set_alloc_funcs(oom_malloc, free);
+        mutate_pod_with_job(job, pod, "ns1", &r);
+        json_set_alloc_funcs(malloc, free);
+        allowed = r.allowed;
+        if (!allowed) {
+            ck_assert_int_eq(r.status_code, 500);
+            if (strcmp(r.message, "out of memory") != 0) {
+                /* either variable's entry can be the one that finds no memory */
+                ck_assert_msg(strcmp(r.message,
+                                     "env plugin: cannot set env VK_TASK_INDEX in "
+                                     "spec.containers[0]: out of memory")
+                                      == 0
+                                  || strcmp(r.message,
+                                            "env plugin: cannot set env VC_TASK_INDEX in "
+                                            "spec.containers[0]: out of memory")
+                                      == 0,
+                              "message: %s", r.message);
+                named++;
+            }
+        }
+        mutate_result_dispose(&r);
+        if (allowed)
+            break;
+    }
+    ck_assert_int_lt(n, 1000);
+    ck_assert_int_gt(named, 0);
+    json_decref(pod);
+    json_decref(job);
+}
+END_TEST
+
 /* Mutate, then check the patch against the result and the fixed point (D5). */
 static json_t *mutate_and_check_fixed_point(const json_t *job, const json_t *pod,
                                             struct mutate_result *r)
@@ -911,6 +971,7 @@ static Suite *mutate_suite(void)
     tcase_add_test(tc, cut_utf8_in_warning_stays_valid);
     tcase_add_test(tc, invalid_owner_name_not_looked_up);
     tcase_add_test(tc, invalid_namespace_not_looked_up);
+    tcase_add_test(tc, plugin_out_of_memory_denies_500_named);
     suite_add_tcase(s, tc);
     return s;
 }
