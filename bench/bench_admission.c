@@ -42,7 +42,7 @@ struct bench_bodies {
 static int bench_job_get(void *userdata, const char *ns, const char *name, const char *uid,
                          json_t **job_out, struct wh_error *err)
 {
-    struct job_cache *cache = userdata;
+    struct cache *cache = userdata;
     int rc;
 
     (void)uid; /* the Jobs of the file are current: nothing is stale */
@@ -52,7 +52,7 @@ static int bench_job_get(void *userdata, const char *ns, const char *name, const
     return rc < 0 ? wh_error_set(err, rc, "out of memory") : 0;
 }
 
-static int bench_load_jobs(const char *path, struct job_cache *cache)
+static int bench_load_jobs(const char *path, struct cache *cache)
 {
     json_error_t jerr;
     json_t *arr = json_load_file(path, 0, &jerr);
@@ -104,7 +104,7 @@ static int bench_load_bodies(const char *path, struct bench_bodies *b)
 
 /* The measured part; not inlined so that callgrind can toggle on it. */
 __attribute__((noinline)) static long bench_loop(const struct bench_bodies *b,
-                                                 const struct job_source *src,
+                                                 const struct jobsource *src,
                                                  const struct mutate_options *opt, long n,
                                                  long *patched)
 {
@@ -157,10 +157,10 @@ static int bench_keys(long n)
 
 int main(int argc, char **argv)
 {
-    struct job_cache *cache = cache_create();
+    struct cache *cache = cache_create();
     static struct bench_bodies bodies;
     struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
-    struct job_source src = {.get = bench_job_get, .userdata = cache};
+    struct jobsource src = {.get = bench_job_get, .userdata = cache};
     struct timespec t0, t1;
     long n, failed, patched = 0;
     double secs;

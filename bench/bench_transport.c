@@ -31,7 +31,7 @@ static char *fixed_answer;
 static size_t fixed_answer_len;
 
 /* admission_fn: a copy of the fixed answer, whatever the body (owned by the server). */
-static int transport_admission(const char *body, size_t len, const struct job_source *src,
+static int transport_admission(const char *body, size_t len, const struct jobsource *src,
                                const struct mutate_options *opt, char **out, size_t *out_len)
 {
     (void)body;

@@ -41,7 +41,7 @@
 
 #define KEY_MAX 512 /* namespace (63) + "/" + name (253) fit with room to spare */
 
-struct job_cache {
+struct cache {
     pthread_rwlock_t lock;
     json_t *map;        /* owned; "ns/name" → entry address (one entry ref each); under lock */
     atomic_bool synced; /* the first LIST has completed (of every namespace) */
@@ -62,7 +62,7 @@ struct cached_job {
  * What the cache keeps of a Job: a member list per object, NULL-key terminated;
  * only == NULL keeps the member's whole value, otherwise the member is filtered by
  * only (an array: each of its elements). The readers of cached Jobs are the
- * plugins (plugins/jobutil.h: metadata name, namespace, uid; spec.tasks[].name,
+ * plugins (plugins/job.h: metadata name, namespace, uid; spec.tasks[].name,
  * .replicas, .template.spec.hostname and .subdomain; registry.c: spec.plugins),
  * mutate.c and lookup.c (metadata.uid), reconcile.c (metadata, status.state.phase)
  * and the informer (metadata, apiVersion, kind, resourceVersion). Pods are
@@ -244,13 +244,13 @@ static int job_key(char *buf, size_t len, const json_t *job)
                     json_string_value(json_object_get(meta, "name")));
 }
 
-struct job_cache *cache_create(void)
+struct cache *cache_create(void)
 {
     return cache_create_namespaced(NULL, 0);
 }
 
 /* The namespaces and their synced marks, copied (n > 0). @return 0 or WH_ENOMEM. */
-static int copy_namespaces(struct job_cache *c, const char *const *namespaces, size_t n)
+static int copy_namespaces(struct cache *c, const char *const *namespaces, size_t n)
 {
     c->namespaces = calloc(n, sizeof(*c->namespaces));
     c->ns_synced = calloc(n, sizeof(*c->ns_synced));
@@ -266,7 +266,7 @@ static int copy_namespaces(struct job_cache *c, const char *const *namespaces, s
 }
 
 /* Free what copy_namespaces made (any part of it). */
-static void free_namespaces(struct job_cache *c)
+static void free_namespaces(struct cache *c)
 {
     for (size_t k = 0; c->namespaces != NULL && k < c->nnamespaces; k++)
         free(c->namespaces[k]);
@@ -274,9 +274,9 @@ static void free_namespaces(struct job_cache *c)
     free(c->ns_synced);
 }
 
-struct job_cache *cache_create_namespaced(const char *const *namespaces, size_t n)
+struct cache *cache_create_namespaced(const char *const *namespaces, size_t n)
 {
-    struct job_cache *c = calloc(1, sizeof(*c));
+    struct cache *c = calloc(1, sizeof(*c));
 
     if (c == NULL)
         return NULL;
@@ -303,7 +303,7 @@ struct job_cache *cache_create_namespaced(const char *const *namespaces, size_t 
     return c;
 }
 
-void cache_destroy(struct job_cache *c)
+void cache_destroy(struct cache *c)
 {
     if (c == NULL)
         return;
@@ -315,7 +315,7 @@ void cache_destroy(struct job_cache *c)
 }
 
 /* The index of ns among c's namespaces, or -1 (also for a cache of every namespace). */
-static long namespace_index(const struct job_cache *c, const char *ns)
+static long namespace_index(const struct cache *c, const char *ns)
 {
     for (size_t k = 0; ns != NULL && k < c->nnamespaces; k++)
         if (strcmp(c->namespaces[k], ns) == 0)
@@ -323,7 +323,7 @@ static long namespace_index(const struct job_cache *c, const char *ns)
     return -1;
 }
 
-bool cache_serves(const struct job_cache *c, const char *ns)
+bool cache_serves(const struct cache *c, const char *ns)
 {
     return c->nnamespaces == 0 || namespace_index(c, ns) >= 0;
 }
@@ -336,7 +336,7 @@ static bool key_in_namespace(const char *key, const char *ns)
     return strncmp(key, ns, n) == 0 && key[n] == '/';
 }
 
-int cache_get(struct job_cache *c, const char *ns, const char *name, json_t **job_out)
+int cache_get(struct cache *c, const char *ns, const char *name, json_t **job_out)
 {
     char key[KEY_MAX];
     struct cached_job *e;
@@ -363,7 +363,7 @@ json_t *cache_kept_job(const json_t *job)
     return copy_kept(job, keep_job);
 }
 
-int cache_put(struct job_cache *c, json_t *job)
+int cache_put(struct cache *c, json_t *job)
 {
     char key[KEY_MAX];
     struct cached_job *e;
@@ -392,7 +392,7 @@ int cache_put(struct job_cache *c, json_t *job)
     return 0;
 }
 
-int cache_remove(struct job_cache *c, const char *ns, const char *name)
+int cache_remove(struct cache *c, const char *ns, const char *name)
 {
     char key[KEY_MAX];
     struct cached_job *old;
@@ -413,7 +413,7 @@ int cache_remove(struct job_cache *c, const char *ns, const char *name)
 }
 
 struct cache_batch {
-    json_t *map; /* owned; "ns/name" → entry address, as job_cache.map */
+    json_t *map; /* owned; "ns/name" → entry address, as struct cache's map */
 };
 
 struct cache_batch *cache_batch_create(void)
@@ -523,7 +523,7 @@ static int report_changes(const json_t *old, const json_t *fresh, cache_change_f
     return rc;
 }
 
-int cache_replace_all(struct job_cache *c, struct cache_batch *b, cache_change_fn on_change,
+int cache_replace_all(struct cache *c, struct cache_batch *b, cache_change_fn on_change,
                       void *userdata)
 {
     json_t *empty = json_object();
@@ -563,7 +563,7 @@ static int map_add_ref(json_t *map, const char *key, struct cached_job *e)
     return 0;
 }
 
-int cache_replace_namespace(struct job_cache *c, const char *ns, struct cache_batch *b,
+int cache_replace_namespace(struct cache *c, const char *ns, struct cache_batch *b,
                             cache_change_fn on_change, void *userdata)
 {
     json_t *fresh = json_object(); /* the whole new map */
@@ -619,7 +619,7 @@ unlock:
     return rc;
 }
 
-json_t *cache_list(struct job_cache *c)
+json_t *cache_list(struct cache *c)
 {
     json_t *arr = json_array();
     const char *key;
@@ -639,7 +639,7 @@ json_t *cache_list(struct job_cache *c)
     return arr;
 }
 
-size_t cache_size(struct job_cache *c)
+size_t cache_size(struct cache *c)
 {
     size_t n;
 
@@ -649,17 +649,17 @@ size_t cache_size(struct job_cache *c)
     return n;
 }
 
-bool cache_synced(struct job_cache *c)
+bool cache_synced(struct cache *c)
 {
     return atomic_load(&c->synced);
 }
 
-void cache_set_synced(struct job_cache *c, bool synced)
+void cache_set_synced(struct cache *c, bool synced)
 {
     atomic_store(&c->synced, synced);
 }
 
-void cache_set_namespace_synced(struct job_cache *c, const char *ns)
+void cache_set_namespace_synced(struct cache *c, const char *ns)
 {
     long k = namespace_index(c, ns);
 

@@ -18,10 +18,10 @@
 
 #include "base/error.h"
 
-struct job_cache;
+struct cache;
 
 /** @return a new empty cache, NULL on ENOMEM. */
-struct job_cache *cache_create(void);
+struct cache *cache_create(void);
 /**
  * A cache of the Jobs of these namespaces only (serve --namespaces), each filled
  * by its own informer (cache_replace_namespace, cache_put) and synced when every
@@ -29,24 +29,24 @@ struct job_cache *cache_create(void);
  * are copied; n == 0 is cache_create (every namespace).
  * @return a new empty cache, NULL on ENOMEM.
  */
-struct job_cache *cache_create_namespaced(const char *const *namespaces, size_t n);
+struct cache *cache_create_namespaced(const char *const *namespaces, size_t n);
 
 /**
  * Whether the cache holds the Jobs of namespace ns: true for every ns in a cache
  * of every namespace. Any thread (the namespaces never change). A lookup that
  * misses for a namespace not served must not ask the API server (lookup.h).
  */
-bool cache_serves(const struct job_cache *c, const char *ns);
+bool cache_serves(const struct cache *c, const char *ns);
 
 /** Free the cache and its references. No other thread may use it any more. */
-void cache_destroy(struct job_cache *c);
+void cache_destroy(struct cache *c);
 
 /**
  * Look up ns/name. @param[out] job_out new reference (the caller's to keep,
  * change or decref): a private tree of the cached Job, as cache_put kept it.
  * @return 0, WH_ENOTFOUND, or WH_ENOMEM.
  */
-int cache_get(struct job_cache *c, const char *ns, const char *name, json_t **job_out);
+int cache_get(struct cache *c, const char *ns, const char *name, json_t **job_out);
 
 /**
  * Insert or replace the Job (keyed by its metadata.namespace/name). job stays the
@@ -60,7 +60,7 @@ int cache_get(struct job_cache *c, const char *ns, const char *name, json_t **jo
  * @return 0, WH_EINVAL (not an object, no namespace or name, or a namespace the
  *         cache does not serve), or WH_ENOMEM.
  */
-int cache_put(struct job_cache *c, json_t *job);
+int cache_put(struct cache *c, json_t *job);
 /**
  * The Job as the cache would keep it (the fields cache_put names), for a reader
  * that must hold a Job the cache no longer has (the informer's on_delete). job is
@@ -68,7 +68,7 @@ int cache_put(struct job_cache *c, json_t *job);
  */
 json_t *cache_kept_job(const json_t *job);
 /** Remove ns/name. @return 0, or WH_ENOTFOUND. */
-int cache_remove(struct job_cache *c, const char *ns, const char *name);
+int cache_remove(struct cache *c, const char *ns, const char *name);
 
 /**
  * The Jobs of one LIST, gathered page by page (k8s_list_pages) before they
@@ -112,7 +112,7 @@ typedef void (*cache_change_fn)(void *userdata, const json_t *old_job, const jso
  * @return 0; WH_ENOMEM before the swap (nothing changed), or during the report
  *         (the cache is replaced; the rest of the differences are not reported).
  */
-int cache_replace_all(struct job_cache *c, struct cache_batch *b, cache_change_fn on_change,
+int cache_replace_all(struct cache *c, struct cache_batch *b, cache_change_fn on_change,
                       void *userdata);
 
 /**
@@ -127,25 +127,25 @@ int cache_replace_all(struct job_cache *c, struct cache_batch *b, cache_change_f
  *         the swap (nothing changed, the batch kept), or during the report (the cache
  *         is replaced; the rest is not reported).
  */
-int cache_replace_namespace(struct job_cache *c, const char *ns, struct cache_batch *b,
+int cache_replace_namespace(struct cache *c, const char *ns, struct cache_batch *b,
                             cache_change_fn on_change, void *userdata);
 
 /** @return new reference: array of copies of every cached Job (a snapshot, for resyncs);
  *  NULL on ENOMEM. */
-json_t *cache_list(struct job_cache *c);
+json_t *cache_list(struct cache *c);
 
-size_t cache_size(struct job_cache *c);
+size_t cache_size(struct cache *c);
 
 /** Whether the first LIST has completed, of every namespace for a namespaced cache
  *  (readiness, /readyz). Any thread (an atomic). */
-bool cache_synced(struct job_cache *c);
+bool cache_synced(struct cache *c);
 /** Set whether the cache is synced (a cache of every namespace: its informer). */
-void cache_set_synced(struct job_cache *c, bool synced);
+void cache_set_synced(struct cache *c, bool synced);
 /**
  * Mark namespace ns's first LIST done (its informer); the cache is synced once
  * every namespace is marked. Marking twice, or a namespace not served, changes
  * nothing. Any writer thread.
  */
-void cache_set_namespace_synced(struct job_cache *c, const char *ns);
+void cache_set_namespace_synced(struct cache *c, const char *ns);
 
 #endif

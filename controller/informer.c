@@ -88,7 +88,7 @@
 
 struct informer {
     struct k8s_client *client;  /* borrowed */
-    struct job_cache *cache;    /* borrowed */
+    struct cache *cache;        /* borrowed */
     struct informer_config cfg; /* defaults filled in */
     struct informer_handlers h;
     char ns[NS_MAX_LEN + 1];  /* cfg.ns copied; "" = every namespace */
@@ -495,7 +495,7 @@ static void *informer_main(void *arg)
     return NULL;
 }
 
-int informer_start(struct informer **out, struct k8s_client *client, struct job_cache *cache,
+int informer_start(struct informer **out, struct k8s_client *client, struct cache *cache,
                    const struct informer_config *cfg, const struct informer_handlers *h,
                    struct wh_error *err)
 {

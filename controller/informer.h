@@ -55,7 +55,7 @@ struct informer;
  *         cfg->ns not a namespace name or not one the cache serves), WH_ENOMEM,
  *         WH_ERROR (no thread).
  */
-int informer_start(struct informer **out, struct k8s_client *client, struct job_cache *cache,
+int informer_start(struct informer **out, struct k8s_client *client, struct cache *cache,
                    const struct informer_config *cfg, const struct informer_handlers *h,
                    struct wh_error *err);
 

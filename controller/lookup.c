@@ -4,7 +4,7 @@
  * (lookup.h).
  *
  * Threads: lookup_job_get runs on MHD workers, concurrently. It reads the
- * struct job_lookup (not changed while serving), reads the Job from the cache
+ * struct lookup (not changed while serving), reads the Job from the cache
  * (cache.h: a private tree per read) and, on a miss, calls the shareable k8s
  * client (one CURL handle per thread). The flights map is guarded by
  * flights->mu; a flight's result is written once by its leader, under mu, and
@@ -63,7 +63,7 @@ static void flight_free(void *v)
     free(f);
 }
 
-int lookup_init(struct job_lookup *l)
+int lookup_init(struct lookup *l)
 {
     struct lookup_flights *f = calloc(1, sizeof(*f));
 
@@ -81,14 +81,14 @@ int lookup_init(struct job_lookup *l)
     return 0;
 }
 
-unsigned long lookup_not_served(const struct job_lookup *l)
+unsigned long lookup_not_served(const struct lookup *l)
 {
     return l->flights != NULL ? atomic_load(&l->flights->not_served) : 0;
 }
 
 /* A pod of namespace ns, which the cache does not serve: count it, and log the first
  * of its namespace (of the first LOOKUP_LOGGED_NS_MAX namespaces). */
-static void note_not_served(const struct job_lookup *l, const char *ns)
+static void note_not_served(const struct lookup *l, const char *ns)
 {
     struct lookup_flights *fl = l->flights;
     unsigned k;
@@ -117,7 +117,7 @@ static void note_not_served(const struct job_lookup *l, const char *ns)
     pthread_mutex_unlock(&fl->mu);
 }
 
-void lookup_dispose(struct job_lookup *l)
+void lookup_dispose(struct lookup *l)
 {
     struct lookup_flights *f = l->flights;
 
@@ -164,8 +164,8 @@ static char *flight_key(const char *ns, const char *name)
  * more than max_waiting callers wait at once. The leader keeps its own Job when
  * nobody followed, else leaves it to the followers and takes a copy too.
  */
-static int get_shared(const struct job_lookup *l, const char *ns, const char *name,
-                      json_t **job_out, struct wh_error *err)
+static int get_shared(const struct lookup *l, const char *ns, const char *name, json_t **job_out,
+                      struct wh_error *err)
 {
     struct lookup_flights *fl = l->flights;
     char *key = flight_key(ns, name);
@@ -241,7 +241,7 @@ static int get_shared(const struct job_lookup *l, const char *ns, const char *na
 int lookup_job_get(void *userdata, const char *ns, const char *name, const char *uid,
                    json_t **job_out, struct wh_error *err)
 {
-    const struct job_lookup *l = userdata;
+    const struct lookup *l = userdata;
     const char *why = "miss";
     json_t *job = NULL;
     int rc;
@@ -279,9 +279,9 @@ int lookup_job_get(void *userdata, const char *ns, const char *name, const char 
     return get_shared(l, ns, name, job_out, err);
 }
 
-struct job_source lookup_job_source(struct job_lookup *l)
+struct jobsource lookup_job_source(struct lookup *l)
 {
-    struct job_source src = {.get = lookup_job_get, .userdata = l};
+    struct jobsource src = {.get = lookup_job_get, .userdata = l};
 
     return src;
 }

@@ -1,5 +1,5 @@
 /*
- * lookup.h - the admission path's Job lookup: a struct job_source (plugins/jobsource.h)
+ * lookup.h - the admission path's Job lookup: a struct jobsource (plugins/jobsource.h)
  * that reads the Jobs cache first and falls back to one GET (D6;
  * D7 is applied by mutate_review on what this returns).
  *
@@ -10,7 +10,7 @@
  * MHD worker (and the connections it holds) while reviews of cached Jobs wait.
  *
  * Threads: lookup_job_get runs on MHD workers, many at once. The fields of
- * struct job_lookup are not changed while the server runs; its flights are
+ * struct lookup are not changed while the server runs; its flights are
  * guarded by their own mutex. The cache and the client are thread-safe. The
  * cache is only read here: the informer thread is its one writer.
  */
@@ -26,8 +26,8 @@
 
 struct lookup_flights;
 
-struct job_lookup {
-    struct job_cache *cache;        /* borrowed; NULL → every lookup is a GET */
+struct lookup {
+    struct cache *cache;            /* borrowed; NULL → every lookup is a GET */
     struct k8s_client *client;      /* borrowed */
     long timeout_ms;                /* limit of the one GET (--job-lookup-timeout) */
     unsigned max_waiting;           /* most lookups waiting on a GET at once (its leader and
@@ -39,13 +39,13 @@ struct job_lookup {
  * Make l's shared-GET state (l->flights); the other fields are set by the caller,
  * before or after. @return 0 or WH_ENOMEM. Undo with lookup_dispose.
  */
-int lookup_init(struct job_lookup *l) WH_WARN_UNUSED;
+int lookup_init(struct lookup *l) WH_WARN_UNUSED;
 
 /** Free l->flights (none may be in flight: the server is stopped); safe twice. */
-void lookup_dispose(struct job_lookup *l);
+void lookup_dispose(struct lookup *l);
 
 /**
- * The get() of struct job_source; userdata is a struct job_lookup (borrowed).
+ * The get() of struct jobsource; userdata is a struct lookup (borrowed).
  * The cached Job ns/name is returned when its metadata.uid equals uid (or uid
  * is "", or the cached Job has no uid), with no API request. On a miss, or when
  * the cached Job has another uid (a stale cache, D6: read again), one
@@ -67,12 +67,12 @@ int lookup_job_get(void *userdata, const char *ns, const char *name, const char 
  * Pods whose namespace the cache does not serve, since lookup_init (0 without it).
  * Any thread (an atomic read; monotonic). For GET /metrics.
  */
-unsigned long lookup_not_served(const struct job_lookup *l);
+unsigned long lookup_not_served(const struct lookup *l);
 
 /**
  * @return a job_source over l (borrowed: l must outlive every user of the source)
  *         whose get is lookup_job_get.
  */
-struct job_source lookup_job_source(struct job_lookup *l);
+struct jobsource lookup_job_source(struct lookup *l);
 
 #endif

@@ -36,7 +36,7 @@
  *   workers          cfg.workers threads: pick a key, run its hooks with no lock held
  *   clock thread     moves keys whose backoff has passed into the FIFO, and
  *                    re-queues every cached Job each resync period while leading
- * r->mu guards everything below it in struct reconciler (the work queue, which
+ * r->mu guards everything below it in struct reconcile (the work queue, which
  * has no lock of its own, the uid table, flags, counters); it is never held across
  * a hook, a cache call or an API request.
  * The foreign counter is written by plugins with atomic builtins.
@@ -87,12 +87,12 @@ struct rc_uid {
     uint32_t added;      /* bit k: plugin k's OnJobAdd succeeded */
 };
 
-struct reconciler {
+struct reconcile {
     struct k8s_client *kc;             /* borrowed */
-    struct job_cache *cache;           /* borrowed */
+    struct cache *cache;               /* borrowed */
     const struct plugin *const *table; /* borrowed, plugin_registry_len entries */
     struct reconcile_config cfg;       /* with defaults filled in */
-    struct ssh_key_store *ssh_keys;    /* owned (D11) */
+    struct sshkeys_store *ssh_keys;    /* owned (D11) */
     struct events *events;             /* owned (D17); NULL without a client */
     struct plugin_job_env env;         /* handed to every job hook */
     unsigned long foreign;             /* D12 counter, atomic builtins */
@@ -200,7 +200,7 @@ static void deleted_free(void *data)
 
 /* ---- uid records (r->mu held) ---- */
 
-static struct rc_uid *uid_get(struct reconciler *r, const char *uid, bool create)
+static struct rc_uid *uid_get(struct reconcile *r, const char *uid, bool create)
 {
     struct rc_uid *u = (struct rc_uid *)table_find(&r->uids, uid);
 
@@ -218,7 +218,7 @@ static struct rc_uid *uid_get(struct reconciler *r, const char *uid, bool create
     return u;
 }
 
-static void uid_forget(struct reconciler *r, const char *uid)
+static void uid_forget(struct reconcile *r, const char *uid)
 {
     struct rc_uid *u = uid_get(r, uid, false);
 
@@ -235,7 +235,7 @@ static void uid_forget(struct reconciler *r, const char *uid)
  * lost and no run is in flight). r->mu held on entry and on return; released
  * while the pairs are dropped, since the key store has a lock of its own.
  */
-static void uids_forget_all(struct reconciler *r)
+static void uids_forget_all(struct reconcile *r)
 {
     struct rc_table t = r->uids;
     size_t n = t.n;
@@ -321,7 +321,7 @@ enum rc_hook { HOOK_ADD, HOOK_UPDATE, HOOK_DELETE };
  * @return 0 or the hook's error, logged here with the job key, and its message
  *         prefixed with the plugin's name (plugin_error_name, the one place).
  */
-static int run_hook(struct reconciler *r, size_t k, enum rc_hook which, const char *key,
+static int run_hook(struct reconcile *r, size_t k, enum rc_hook which, const char *key,
                     const json_t *job, const json_t *args)
 {
     static const char *const names[] = {"add", "update", "delete"};
@@ -381,7 +381,7 @@ static int run_hook(struct reconciler *r, size_t k, enum rc_hook which, const ch
  * forget: drop the uid record on full success (the Job is gone).
  * @return 0 or the first error.
  */
-static int run_teardown(struct reconciler *r, const char *key, const json_t *job, bool forget)
+static int run_teardown(struct reconcile *r, const char *key, const json_t *job, bool forget)
 {
     const char *uid = job_str(job, "metadata", "uid");
     const json_t *args[MAX_PLUGINS];
@@ -428,7 +428,7 @@ static int run_teardown(struct reconciler *r, const char *key, const json_t *job
 }
 
 /* Live, non-terminal Job: add/update its effective set, delete what left it. */
-static int run_apply(struct reconciler *r, const char *key, const json_t *job)
+static int run_apply(struct reconcile *r, const char *key, const json_t *job)
 {
     const char *uid = job_str(job, "metadata", "uid");
     const json_t *args[MAX_PLUGINS];
@@ -486,8 +486,7 @@ static int run_apply(struct reconciler *r, const char *key, const json_t *job)
  * One run of key. deleted (owned, may be NULL) is a pending deletion; when its
  * teardown fails it is handed back through *deleted_back for the retry.
  */
-static int process_key(struct reconciler *r, const char *key, json_t *deleted,
-                       json_t **deleted_back)
+static int process_key(struct reconcile *r, const char *key, json_t *deleted, json_t **deleted_back)
 {
     const char *slash = strchr(key, '/');
     char ns[256];
@@ -531,7 +530,7 @@ static int process_key(struct reconciler *r, const char *key, json_t *deleted,
 
 static void *worker_main(void *arg)
 {
-    struct reconciler *r = arg;
+    struct reconcile *r = arg;
 
     pthread_mutex_lock(&r->mu);
     for (;;) {
@@ -579,7 +578,7 @@ static void *worker_main(void *arg)
 }
 
 /* Queue every cached Job (resync, new leadership). No lock held on entry. */
-static void enqueue_all(struct reconciler *r)
+static void enqueue_all(struct reconcile *r)
 {
     json_t *jobs = cache_list(r->cache);
     size_t i;
@@ -593,7 +592,7 @@ static void enqueue_all(struct reconciler *r)
 
 static void *clock_main(void *arg)
 {
-    struct reconciler *r = arg;
+    struct reconcile *r = arg;
     long long period = r->cfg.resync_period_s * 1000LL;
     long long next_resync = clock_mono_ms() + period;
 
@@ -635,11 +634,11 @@ long reconcile_backoff_ms(const struct reconcile_config *cfg, unsigned failures)
 }
 
 /* with_events: post Events through kc (D17); not with a test's hook table. */
-static int start(struct reconciler **out, struct k8s_client *kc, struct job_cache *cache,
+static int start(struct reconcile **out, struct k8s_client *kc, struct cache *cache,
                  const struct reconcile_config *cfg, const struct plugin *const *table,
                  bool with_events, struct wh_error *err)
 {
-    struct reconciler *r = NULL;
+    struct reconcile *r = NULL;
     pthread_condattr_t ca;
     bool mu_init = false;
     int rc;
@@ -720,13 +719,13 @@ fail:
     return rc;
 }
 
-int reconcile_start(struct reconciler **out, struct k8s_client *kc, struct job_cache *cache,
+int reconcile_start(struct reconcile **out, struct k8s_client *kc, struct cache *cache,
                     const struct reconcile_config *cfg, struct wh_error *err)
 {
     return start(out, kc, cache, cfg, plugin_registry, true, err);
 }
 
-int reconcile_start_table(struct reconciler **out, struct k8s_client *kc, struct job_cache *cache,
+int reconcile_start_table(struct reconcile **out, struct k8s_client *kc, struct cache *cache,
                           const struct reconcile_config *cfg, const struct plugin *const *table,
                           struct wh_error *err)
 {
@@ -752,7 +751,7 @@ static void table_free(struct rc_table *t)
     t->n = 0;
 }
 
-void reconcile_stop(struct reconciler *r)
+void reconcile_stop(struct reconcile *r)
 {
     if (r == NULL)
         return;
@@ -776,7 +775,7 @@ void reconcile_stop(struct reconciler *r)
     free(r);
 }
 
-void reconcile_enqueue(struct reconciler *r, const json_t *job)
+void reconcile_enqueue(struct reconcile *r, const json_t *job)
 {
     char key[512];
 
@@ -792,7 +791,7 @@ void reconcile_enqueue(struct reconciler *r, const json_t *job)
     pthread_mutex_unlock(&r->mu);
 }
 
-void reconcile_deleted(struct reconciler *r, const json_t *last_known)
+void reconcile_deleted(struct reconcile *r, const json_t *last_known)
 {
     char key[512];
     json_t *copy;
@@ -825,7 +824,7 @@ void reconcile_deleted(struct reconciler *r, const json_t *last_known)
     json_decref(copy);
 }
 
-void reconcile_set_leading(struct reconciler *r, bool leading)
+void reconcile_set_leading(struct reconcile *r, bool leading)
 {
     bool was;
 
@@ -858,7 +857,7 @@ void reconcile_set_leading(struct reconciler *r, bool leading)
         LOG_INFO("reconcile: %s", leading ? "leading, reconciling" : "not leading, idle");
 }
 
-void reconcile_get_stats(struct reconciler *r, struct reconcile_stats *out)
+void reconcile_get_stats(struct reconcile *r, struct reconcile_stats *out)
 {
     memset(out, 0, sizeof(*out));
     if (r == NULL)

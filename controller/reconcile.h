@@ -31,25 +31,25 @@ struct reconcile_config {
     long backoff_max_ms;     /* default 60000 */
 };
 
-struct reconciler;
+struct reconcile;
 
 /** Start the workers (idle until reconcile_set_leading(true)). kc and cache are borrowed. */
-int reconcile_start(struct reconciler **out, struct k8s_client *kc, struct job_cache *cache,
+int reconcile_start(struct reconcile **out, struct k8s_client *kc, struct cache *cache,
                     const struct reconcile_config *cfg, struct wh_error *err);
 
 /** Stop and join the workers, free everything. NULL is a no-op. */
-void reconcile_stop(struct reconciler *r);
+void reconcile_stop(struct reconcile *r);
 
 /** Queue the Job's key (ADDED / MODIFIED / LIST). job is borrowed. Ignored while not
  *  leading (reconcile_set_leading(true) queues every cached Job). */
-void reconcile_enqueue(struct reconciler *r, const json_t *job);
+void reconcile_enqueue(struct reconcile *r, const json_t *job);
 
 /**
  * The Job is gone (DELETED, or absent at relist): queue its OnJobDelete. last_known
  * borrowed. Ignored while not leading: a new leader never sees the Job, and its
  * objects go with ownerReference garbage collection (D10).
  */
-void reconcile_deleted(struct reconciler *r, const json_t *last_known);
+void reconcile_deleted(struct reconcile *r, const json_t *last_known);
 
 /**
  * Leadership changed. true: queue every cached Job, then start the workers. false:
@@ -57,7 +57,7 @@ void reconcile_deleted(struct reconciler *r, const json_t *last_known);
  * deletion is dropped, and, once no run is in flight, every per-uid record and the
  * ssh key pair kept for that uid (a follower keeps no per-Job state).
  */
-void reconcile_set_leading(struct reconciler *r, bool leading);
+void reconcile_set_leading(struct reconcile *r, bool leading);
 
 struct reconcile_stats {
     unsigned long reconciles; /* keys processed */
@@ -68,6 +68,6 @@ struct reconcile_stats {
     unsigned long foreign;    /* D12: objects found that belong to someone else */
 };
 /** Copy the counters into *out (taken under the queue lock; r NULL gives zeros). Any thread. */
-void reconcile_get_stats(struct reconciler *r, struct reconcile_stats *out);
+void reconcile_get_stats(struct reconcile *r, struct reconcile_stats *out);
 
 #endif

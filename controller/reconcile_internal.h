@@ -18,7 +18,7 @@
  * are posted (controller/events.h): kc may be a test's stand-in.
  * @return as reconcile_start.
  */
-int reconcile_start_table(struct reconciler **out, struct k8s_client *kc, struct job_cache *cache,
+int reconcile_start_table(struct reconcile **out, struct k8s_client *kc, struct cache *cache,
                           const struct reconcile_config *cfg, const struct plugin *const *table,
                           struct wh_error *err);
 

@@ -237,8 +237,8 @@ static void go_quote(char *dst, size_t len, const char *s)
     dst[o] = '\0';
 }
 
-static const struct arg_def *find_def(const struct arg_def *defs, size_t ndefs, const char *name,
-                                      size_t namelen)
+static const struct args_def *find_def(const struct args_def *defs, size_t ndefs, const char *name,
+                                       size_t namelen)
 {
     size_t i;
 
@@ -255,7 +255,7 @@ static const char *arg_at(const json_t *argv, size_t i)
     return json_string_value(json_array_get(argv, i));
 }
 
-int args_parse(const struct arg_def *defs, size_t ndefs, const json_t *argv, char *errbuf,
+int args_parse(const struct args_def *defs, size_t ndefs, const json_t *argv, char *errbuf,
                size_t errlen)
 {
     char quoted[512];
@@ -272,7 +272,7 @@ int args_parse(const struct arg_def *defs, size_t ndefs, const json_t *argv, cha
         const char *eq;
         const char *value = NULL;
         size_t namelen;
-        const struct arg_def *def;
+        const struct args_def *def;
         int rc;
 
         /* Rule 2: the end, a non-string, or a non-flag element stops silently. */
@@ -302,7 +302,7 @@ int args_parse(const struct arg_def *defs, size_t ndefs, const json_t *argv, cha
         }
 
         /* Rule 7: booleans never take the next element; a bad spelling sets false. */
-        if (def->type == ARG_BOOL) {
+        if (def->type == ARGS_BOOL) {
             if (value == NULL) {
                 *(bool *)def->value = true;
                 continue;
@@ -322,7 +322,7 @@ int args_parse(const struct arg_def *defs, size_t ndefs, const json_t *argv, cha
                 return fail(errbuf, errlen, "flag needs an argument: -%s", def->name);
             i++;
         }
-        if (def->type == ARG_STRING) {
+        if (def->type == ARGS_STRING) {
             *(const char **)def->value = value; /* rule 9: anything, even "" */
             continue;
         }

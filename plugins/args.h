@@ -12,18 +12,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum arg_type { ARG_STRING, ARG_INT, ARG_BOOL };
+enum args_type { ARGS_STRING, ARGS_INT, ARGS_BOOL };
 
 /*
  * One flag. `value` points at the caller's storage, already holding the default:
- *   ARG_STRING -> const char **  (result borrowed from the argv array's strings)
- *   ARG_INT    -> int64_t *
- *   ARG_BOOL   -> bool *
+ *   ARGS_STRING -> const char **  (result borrowed from the argv array's strings)
+ *   ARGS_INT    -> int64_t *
+ *   ARGS_BOOL   -> bool *
  * Two defs may share storage (an alias, D4: ray's clientServerPort).
  */
-struct arg_def {
+struct args_def {
     const char *name; /* exact, case-sensitive, without dashes */
-    enum arg_type type;
+    enum args_type type;
     void *value;
 };
 
@@ -44,7 +44,7 @@ struct arg_def {
  * @return 0 when parsing ended without error (including a silent stop),
  *         WH_EINVAL on a parse error.
  */
-int args_parse(const struct arg_def *defs, size_t ndefs, const json_t *argv, char *errbuf,
+int args_parse(const struct args_def *defs, size_t ndefs, const json_t *argv, char *errbuf,
                size_t errlen);
 
 /**

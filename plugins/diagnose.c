@@ -17,7 +17,7 @@
 
 #include "base/error.h"
 #include "k8s/names.h"
-#include "plugins/jobutil.h"
+#include "plugins/job.h"
 #include "plugins/plugin.h"
 #include "plugins/warnings.h"
 

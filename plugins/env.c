@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "plugins/diagnose.h"
-#include "plugins/jobutil.h"
+#include "plugins/job.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
 

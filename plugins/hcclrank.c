@@ -17,7 +17,7 @@
 
 #include "plugins/args.h"
 #include "plugins/diagnose.h"
-#include "plugins/jobutil.h"
+#include "plugins/job.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
 
@@ -32,9 +32,9 @@ struct hccl_args {
 /* Defaults, then the Job's arguments (plugin_args: a parse error is one warning, D4). */
 static void hccl_args_parse(const struct plugin_ctx *c, struct hccl_args *a)
 {
-    const struct arg_def defs[] = {
-        {"master", ARG_STRING, &a->master},
-        {"worker", ARG_STRING, &a->worker},
+    const struct args_def defs[] = {
+        {"master", ARGS_STRING, &a->master},
+        {"worker", ARGS_STRING, &a->worker},
     };
 
     a->master = "master";

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "plugins/jobutil.h"
+#include "plugins/job.h"
 
 static json_t *object_member(json_t *obj, const char *key)
 {

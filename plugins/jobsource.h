@@ -10,7 +10,7 @@
 #include "base/error.h"
 
 /* Where Jobs come from: a GET per request, a cache, or a file (render). */
-struct job_source {
+struct jobsource {
     /**
      * Look up Job ns/name. uid: the uid the pod's ownerReference names ("" when
      * none); a source that may be stale (a cache) reads again when its Job has

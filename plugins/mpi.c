@@ -18,7 +18,7 @@
 
 #include "plugins/args.h"
 #include "plugins/diagnose.h"
-#include "plugins/jobutil.h"
+#include "plugins/job.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
 
@@ -33,10 +33,10 @@ struct mpi_args {
 /* Defaults, then the Job's arguments (plugin_args: a parse error is one warning, D4). */
 static void mpi_args_parse(const struct plugin_ctx *c, struct mpi_args *a)
 {
-    const struct arg_def defs[] = {
-        {"master", ARG_STRING, &a->master},
-        {"worker", ARG_STRING, &a->worker},
-        {"port", ARG_INT, &a->port},
+    const struct args_def defs[] = {
+        {"master", ARGS_STRING, &a->master},
+        {"worker", ARGS_STRING, &a->worker},
+        {"port", ARGS_INT, &a->port},
     };
 
     a->master = "master";

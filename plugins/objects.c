@@ -24,13 +24,13 @@
 #include "plugins/plugin.h"
 
 #define JOB_API_VERSION   "batch.volcano.sh/v1alpha1"
-#define ENSURE_MAX_ROUNDS (K8S_OBJECTS_CONFLICT_RETRIES + 3) /* + create race + first GET */
+#define ENSURE_MAX_ROUNDS (OBJECTS_CONFLICT_RETRIES + 3) /* + create race + first GET */
 
-const struct k8s_kind k8s_kind_configmap = {"", "v1", "configmaps", "ConfigMap"};
-const struct k8s_kind k8s_kind_secret = {"", "v1", "secrets", "Secret"};
-const struct k8s_kind k8s_kind_service = {"", "v1", "services", "Service"};
-const struct k8s_kind k8s_kind_networkpolicy = {"networking.k8s.io", "v1", "networkpolicies",
-                                                "NetworkPolicy"};
+const struct objects_kind objects_kind_configmap = {"", "v1", "configmaps", "ConfigMap"};
+const struct objects_kind objects_kind_secret = {"", "v1", "secrets", "Secret"};
+const struct objects_kind objects_kind_service = {"", "v1", "services", "Service"};
+const struct objects_kind objects_kind_networkpolicy = {"networking.k8s.io", "v1",
+                                                        "networkpolicies", "NetworkPolicy"};
 
 /* metadata.<key> of obj as a string, "" when absent. */
 const char *const objects_metric_kinds[OBJECTS_METRIC_KINDS] = {"ConfigMap", "Secret", "Service",
@@ -54,16 +54,16 @@ static const char *meta_str(const json_t *obj, const char *key)
     return s != NULL ? s : "";
 }
 
-json_t *k8s_owner_ref(const json_t *job)
+json_t *objects_owner_ref(const json_t *job)
 {
     return json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "apiVersion", JOB_API_VERSION, "kind", "Job",
                      "name", meta_str(job, "name"), "uid", meta_str(job, "uid"), "controller", 1,
                      "blockOwnerDeletion", 1);
 }
 
-json_t *k8s_object_for_job(const struct k8s_kind *kind, const json_t *job, const char *name)
+json_t *objects_for_job(const struct objects_kind *kind, const json_t *job, const char *name)
 {
-    json_t *ref = k8s_owner_ref(job);
+    json_t *ref = objects_owner_ref(job);
     json_t *api_version;
 
     if (ref == NULL)
@@ -78,10 +78,10 @@ json_t *k8s_object_for_job(const struct k8s_kind *kind, const json_t *job, const
                      "ownerReferences", ref);
 }
 
-json_t *objects_for_job_with(const struct k8s_kind *kind, const json_t *job, const char *name,
+json_t *objects_for_job_with(const struct objects_kind *kind, const json_t *job, const char *name,
                              const char *key, json_t *value_new)
 {
-    json_t *obj = k8s_object_for_job(kind, job, name);
+    json_t *obj = objects_for_job(kind, job, name);
 
     if (obj == NULL || value_new == NULL || json_object_set_new(obj, key, value_new) < 0) {
         if (obj == NULL)
@@ -106,7 +106,8 @@ char *objects_name(const json_t *job, const char *suffix)
     return out;
 }
 
-int objects_owner_init(struct k8s_owner_ctx *out, const struct plugin_ctx *c, struct wh_error *err)
+int objects_owner_init(struct objects_owner_ctx *out, const struct plugin_ctx *c,
+                       struct wh_error *err)
 {
     if (c->kc == NULL)
         return wh_error_set(err, WH_EINVAL, "job hook called without an API client");
@@ -117,7 +118,7 @@ int objects_owner_init(struct k8s_owner_ctx *out, const struct plugin_ctx *c, st
     return 0;
 }
 
-bool k8s_object_owned_by(const json_t *obj, const char *uid)
+bool objects_owned_by(const json_t *obj, const char *uid)
 {
     const json_t *refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
     const json_t *ref;
@@ -162,7 +163,7 @@ static const char *previous_incarnation(const json_t *obj, const char *job_name,
 }
 
 /* D12: log one line, count it, decline. */
-static int foreign_object(const struct k8s_owner_ctx *o, const struct k8s_kind *kind,
+static int foreign_object(const struct objects_owner_ctx *o, const struct objects_kind *kind,
                           const char *name)
 {
     const char *ns = meta_str(o->job, "namespace");
@@ -175,8 +176,8 @@ static int foreign_object(const struct k8s_owner_ctx *o, const struct k8s_kind *
 }
 
 /* Prefix err's message with "<verb> <Kind> NS/name: " (context added once, here). */
-static int wrap_error(int rc, struct wh_error *err, const char *verb, const struct k8s_kind *kind,
-                      const char *ns, const char *name)
+static int wrap_error(int rc, struct wh_error *err, const char *verb,
+                      const struct objects_kind *kind, const char *ns, const char *name)
 {
     char cause[WH_ERROR_MSG_MAX];
 
@@ -190,8 +191,8 @@ static int wrap_error(int rc, struct wh_error *err, const char *verb, const stru
 
 /* Each change made to the cluster is logged at info: an operator's record of what
  * the reconcile side did (unchanged objects are not). */
-static void log_change(const char *what, const struct k8s_owner_ctx *o, const struct k8s_kind *kind,
-                       const char *name)
+static void log_change(const char *what, const struct objects_owner_ctx *o,
+                       const struct objects_kind *kind, const char *name)
 {
     LOG_INFO("reconcile: %s kind=%s object=%s/%s job=%s/%s uid=%s", what, kind->kind,
              meta_str(o->job, "namespace"), name, meta_str(o->job, "namespace"),
@@ -199,7 +200,7 @@ static void log_change(const char *what, const struct k8s_owner_ctx *o, const st
 }
 
 /* The object to create: a new reference to s->desired, or s->build's result. */
-static int ensure_desired(const struct k8s_ensure_spec *s, json_t **out, struct wh_error *err)
+static int ensure_desired(const struct objects_ensure_spec *s, json_t **out, struct wh_error *err)
 {
     *out = NULL;
     if (s->desired != NULL) {
@@ -211,8 +212,8 @@ static int ensure_desired(const struct k8s_ensure_spec *s, json_t **out, struct 
     return s->build(s->ud, out, err);
 }
 
-int k8s_object_ensure(const struct k8s_owner_ctx *o, const struct k8s_ensure_spec *s, json_t **out,
-                      struct wh_error *err)
+int objects_ensure(const struct objects_owner_ctx *o, const struct objects_ensure_spec *s,
+                   json_t **out, struct wh_error *err)
 {
     const char *ns = meta_str(o->job, "namespace");
     const char *uid = meta_str(o->job, "uid");
@@ -254,7 +255,7 @@ int k8s_object_ensure(const struct k8s_owner_ctx *o, const struct k8s_ensure_spe
             rc = wrap_error(rc, err, "get", s->kind, ns, s->name);
             goto out;
         }
-        if (!k8s_object_owned_by(cur, uid)) {
+        if (!objects_owned_by(cur, uid)) {
             const char *prev = previous_incarnation(cur, meta_str(o->job, "name"), uid);
 
             if (prev != NULL) {
@@ -287,7 +288,7 @@ int k8s_object_ensure(const struct k8s_owner_ctx *o, const struct k8s_ensure_spe
         json_decref(cur);
         cur = NULL;
         rc = k8s_request(o->kc, "PUT", path, edit, NULL, o->timeout_ms, &cur, err);
-        if (rc == WH_ECONFLICT && conflicts < K8S_OBJECTS_CONFLICT_RETRIES) {
+        if (rc == WH_ECONFLICT && conflicts < OBJECTS_CONFLICT_RETRIES) {
             conflicts++; /* changed under us: read again, reapply */
             continue;
         }
@@ -321,7 +322,7 @@ out:
 }
 
 /*
- * The DeleteOptions of k8s_object_delete: delete only the object of this uid
+ * The DeleteOptions of objects_delete: delete only the object of this uid
  * (kube-apiserver answers 409 Conflict when the stored one has another), with the
  * dependents going in the background. @return new reference, NULL on ENOMEM.
  */
@@ -331,8 +332,8 @@ static json_t *delete_options(const char *uid)
                      "preconditions", "uid", uid, "propagationPolicy", "Background");
 }
 
-int k8s_object_delete(const struct k8s_owner_ctx *o, const struct k8s_kind *kind, const char *name,
-                      struct wh_error *err)
+int objects_delete(const struct objects_owner_ctx *o, const struct objects_kind *kind,
+                   const char *name, struct wh_error *err)
 {
     const char *ns = meta_str(o->job, "namespace");
     char *path = k8s_path(kind->group, kind->version, ns, kind->resource, name);
@@ -351,7 +352,7 @@ int k8s_object_delete(const struct k8s_owner_ctx *o, const struct k8s_kind *kind
         rc = wrap_error(rc, err, "get", kind, ns, name);
         goto out;
     }
-    if (!k8s_object_owned_by(cur, meta_str(o->job, "uid"))) {
+    if (!objects_owned_by(cur, meta_str(o->job, "uid"))) {
         /* A previous incarnation's object is not ours to delete, and not foreign
          * either: garbage collection removes it. */
         if (previous_incarnation(cur, meta_str(o->job, "name"), meta_str(o->job, "uid")) != NULL)

@@ -1,7 +1,7 @@
 /*
  * plugin.h - the contract between the framework and a Volcano job plugin.
  *
- * The only header a plugin author needs (with args.h, podutil.h, jobutil.h).
+ * The only header a plugin author needs (with args.h, podutil.h, job.h).
  * A plugin is a const table of hooks, one exported symbol `plugin_<name>`.
  * Plugins keep no state: arguments are parsed on every call (docs/plugins.md §3.1, §3.4)
  * into a stack struct, so every hook is reentrant and callable from any thread.
@@ -35,14 +35,14 @@
 #include "base/error.h"
 #include "plugins/warnings.h"
 
-struct arg_def;
+struct args_def;
 struct k8s_client;
-struct ssh_key_store;
+struct sshkeys_store;
 
 /* What the job hooks get from the reconciler (borrowed, shared by workers). */
 struct plugin_job_env {
     long timeout_ms;                /* limit of each API request */
-    struct ssh_key_store *ssh_keys; /* D11: key pairs by Job uid (plugins/sshkeys.h) */
+    struct sshkeys_store *ssh_keys; /* D11: key pairs by Job uid (plugins/sshkeys.h) */
     unsigned long *foreign;         /* D12: incremented (atomically) per foreign object */
 };
 
@@ -109,7 +109,7 @@ extern const struct plugin plugin_ray;
  * @param c     borrowed; only name, args and warnings are read
  * @param defs  borrowed table of ndefs flags (plugins/args.h)
  */
-void plugin_args(const struct plugin_ctx *c, const struct arg_def *defs, size_t ndefs);
+void plugin_args(const struct plugin_ctx *c, const struct args_def *defs, size_t ndefs);
 
 /**
  * Name the plugin in a hook's error, the one place the framework does it (C-STYLE

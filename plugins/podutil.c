@@ -105,7 +105,7 @@ static int upsert_keyed(json_t *obj, const char *list_key, const char *key, json
             json_decref(fresh);
             return WH_ENOMEM;
         }
-        return json_object_set_new(obj, list_key, fresh) < 0 ? WH_ENOMEM : UPSERT_ADDED;
+        return json_object_set_new(obj, list_key, fresh) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_ADDED;
     }
     if (!json_is_array(list)) {
         json_decref(item_new);
@@ -121,12 +121,12 @@ static int upsert_keyed(json_t *obj, const char *list_key, const char *key, json
         }
     }
     if (found == (size_t)-1)
-        return json_array_append_new(list, item_new) < 0 ? WH_ENOMEM : UPSERT_ADDED;
+        return json_array_append_new(list, item_new) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_ADDED;
     if (podutil_covers(json_array_get(list, found), item_new)) {
         json_decref(item_new);
-        return UPSERT_SAME;
+        return PODUTIL_UPSERT_SAME;
     }
-    return json_array_set_new(list, found, item_new) < 0 ? WH_ENOMEM : UPSERT_REPLACED;
+    return json_array_set_new(list, found, item_new) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_REPLACED;
 }
 
 int podutil_upsert_env(json_t *container, json_t *env_new)
@@ -146,7 +146,7 @@ int podutil_upsert_env(json_t *container, json_t *env_new)
                 continue;
             if (json_object_get(e, "valueFrom") != NULL)
                 return json_array_set_new((json_t *)list, i, env_new) < 0 ? WH_ENOMEM
-                                                                          : UPSERT_REPLACED;
+                                                                          : PODUTIL_UPSERT_REPLACED;
             break;
         }
     }
@@ -256,7 +256,7 @@ int podutil_add_port(json_t *container, json_t *port_new, const char *plugin, st
     json_array_foreach(ports, i, p) {
         if (json_equal(json_object_get(p, "containerPort"), number)) {
             json_decref(port_new);
-            return UPSERT_SKIPPED;
+            return PODUTIL_UPSERT_SKIPPED;
         }
     }
     json_array_foreach(ports, i, p) {
@@ -269,7 +269,7 @@ int podutil_add_port(json_t *container, json_t *port_new, const char *plugin, st
                          (long long)json_integer_value(json_object_get(p, "containerPort")),
                          podutil_str(container, "name"), (long long)json_integer_value(number));
             json_decref(port_new);
-            return UPSERT_SKIPPED;
+            return PODUTIL_UPSERT_SKIPPED;
         }
     }
     if (!json_is_integer(number) || json_integer_value(number) < 1
@@ -297,7 +297,7 @@ int podutil_add_init_container(json_t *pod, json_t *container_new)
     json_array_foreach(list, i, c) {
         if (json_equal(json_object_get(c, "name"), json_object_get(container_new, "name"))) {
             json_decref(container_new);
-            return UPSERT_SKIPPED;
+            return PODUTIL_UPSERT_SKIPPED;
         }
     }
     return upsert_keyed(spec, "initContainers", "name", container_new, false);
@@ -317,10 +317,10 @@ int podutil_set(json_t *obj, const char *key, json_t *value_new)
     old = json_object_get(obj, key);
     if (json_equal(old, value_new)) {
         json_decref(value_new);
-        return UPSERT_SAME;
+        return PODUTIL_UPSERT_SAME;
     }
     /* ADDED for a new member, as the enum documents; REPLACED only for an existing one. */
-    done = old == NULL ? UPSERT_ADDED : UPSERT_REPLACED;
+    done = old == NULL ? PODUTIL_UPSERT_ADDED : PODUTIL_UPSERT_REPLACED;
     return json_object_set_new(obj, key, value_new) < 0 ? WH_ENOMEM : done;
 }
 

@@ -20,11 +20,11 @@
 #include "plugins/warnings.h"
 
 /* What an upsert did. Negative values are WH_E* errors (WH_ENOMEM, WH_EINVAL). */
-enum upsert_result {
-    UPSERT_ADDED = 0,    /* appended (the list was created if absent) */
-    UPSERT_SAME = 1,     /* an identical entry was there: nothing changed */
-    UPSERT_REPLACED = 2, /* an entry with the same key differed: replaced in place */
-    UPSERT_SKIPPED = 3,  /* left alone by rule (port number taken, name clash, ...) */
+enum podutil_upsert {
+    PODUTIL_UPSERT_ADDED = 0,    /* appended (the list was created if absent) */
+    PODUTIL_UPSERT_SAME = 1,     /* an identical entry was there: nothing changed */
+    PODUTIL_UPSERT_REPLACED = 2, /* an entry with the same key differed: replaced in place */
+    PODUTIL_UPSERT_SKIPPED = 3,  /* left alone by rule (port number taken, name clash, ...) */
 };
 
 /**

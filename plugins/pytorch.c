@@ -19,7 +19,7 @@
 
 #include "plugins/args.h"
 #include "plugins/diagnose.h"
-#include "plugins/jobutil.h"
+#include "plugins/job.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
 
@@ -57,13 +57,13 @@ struct pt_args {
 /* Defaults, then the Job's arguments (plugin_args: a parse error is one warning, D4). */
 static void pt_args_parse(const struct plugin_ctx *c, struct pt_args *a)
 {
-    const struct arg_def defs[] = {
-        {"master", ARG_STRING, &a->master},
-        {"worker", ARG_STRING, &a->worker},
-        {"port", ARG_INT, &a->port},
-        {"wait-master-enabled", ARG_BOOL, &a->wait_enabled},
-        {"wait-master-timeout", ARG_INT, &a->wait_timeout},
-        {"wait-master-image", ARG_STRING, &a->wait_image},
+    const struct args_def defs[] = {
+        {"master", ARGS_STRING, &a->master},
+        {"worker", ARGS_STRING, &a->worker},
+        {"port", ARGS_INT, &a->port},
+        {"wait-master-enabled", ARGS_BOOL, &a->wait_enabled},
+        {"wait-master-timeout", ARGS_INT, &a->wait_timeout},
+        {"wait-master-image", ARGS_STRING, &a->wait_image},
     };
 
     a->master = "master";

@@ -27,7 +27,7 @@
 
 #include "plugins/args.h"
 #include "plugins/diagnose.h"
-#include "plugins/jobutil.h"
+#include "plugins/job.h"
 #include "plugins/objects.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
@@ -50,15 +50,15 @@ struct ray_args {
 /* Defaults, then the Job's arguments (plugin_args: a parse error is one warning, D4). */
 static void ray_args_parse(const struct plugin_ctx *c, struct ray_args *a)
 {
-    const struct arg_def defs[] = {
-        {"head", ARG_STRING, &a->head},
-        {"headContainer", ARG_STRING, &a->head_container},
-        {"worker", ARG_STRING, &a->worker},
-        {"workerContainer", ARG_STRING, &a->worker_container},
-        {"port", ARG_INT, &a->port},
-        {"dashboardPort", ARG_INT, &a->dashboard_port},
-        {"clientPort", ARG_INT, &a->client_port},
-        {"clientServerPort", ARG_INT, &a->client_port}, /* D4 alias */
+    const struct args_def defs[] = {
+        {"head", ARGS_STRING, &a->head},
+        {"headContainer", ARGS_STRING, &a->head_container},
+        {"worker", ARGS_STRING, &a->worker},
+        {"workerContainer", ARGS_STRING, &a->worker_container},
+        {"port", ARGS_INT, &a->port},
+        {"dashboardPort", ARGS_INT, &a->dashboard_port},
+        {"clientPort", ARGS_INT, &a->client_port},
+        {"clientServerPort", ARGS_INT, &a->client_port}, /* D4 alias */
     };
 
     a->head = "head";
@@ -172,14 +172,14 @@ static json_t *ray_head_service(const json_t *job, const char *name, const struc
         "TCP", "name", "client-server", "port", (json_int_t)(int32_t)a->client_port, "targetPort",
         "client-server", "protocol", "TCP");
 
-    return objects_for_job_with(&k8s_kind_service, job, name, "spec", spec);
+    return objects_for_job_with(&objects_kind_service, job, name, "spec", spec);
 }
 
 /* OnJobAdd and OnJobUpdate: the head Service exists (created if absent, D10). */
 static int ray_job_sync(const struct plugin_ctx *c, struct wh_error *err)
 {
     struct ray_args a;
-    struct k8s_owner_ctx o;
+    struct objects_owner_ctx o;
     char *name;
     json_t *svc = NULL;
     int rc;
@@ -194,10 +194,10 @@ static int ray_job_sync(const struct plugin_ctx *c, struct wh_error *err)
     if (svc == NULL) {
         rc = wh_error_set(err, WH_ENOMEM, "out of memory");
     } else {
-        const struct k8s_ensure_spec s = {
-            .kind = &k8s_kind_service, .name = name, .desired = svc}; /* never updated */
+        const struct objects_ensure_spec s = {
+            .kind = &objects_kind_service, .name = name, .desired = svc}; /* never updated */
 
-        rc = k8s_object_ensure(&o, &s, NULL, err);
+        rc = objects_ensure(&o, &s, NULL, err);
         if (rc > 0)
             rc = 0; /* foreign (D12): left alone, the pods still get their mutation */
     }
@@ -209,7 +209,7 @@ static int ray_job_sync(const struct plugin_ctx *c, struct wh_error *err)
 /* OnJobDelete: our head Service (404 = done). */
 static int ray_job_delete(const struct plugin_ctx *c, struct wh_error *err)
 {
-    struct k8s_owner_ctx o;
+    struct objects_owner_ctx o;
     char *name;
     int rc;
 
@@ -219,7 +219,7 @@ static int ray_job_delete(const struct plugin_ctx *c, struct wh_error *err)
     name = objects_name(c->job, "-head-svc");
     if (name == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
-    rc = k8s_object_delete(&o, &k8s_kind_service, name, err);
+    rc = objects_delete(&o, &objects_kind_service, name, err);
     free(name);
     return rc > 0 ? 0 : rc;
 }

@@ -23,7 +23,7 @@ const struct plugin *plugin_find(const char *name)
     return NULL;
 }
 
-void plugin_args(const struct plugin_ctx *c, const struct arg_def *defs, size_t ndefs)
+void plugin_args(const struct plugin_ctx *c, const struct args_def *defs, size_t ndefs)
 {
     char msg[200];
 

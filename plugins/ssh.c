@@ -32,7 +32,7 @@
 #include "k8s/names.h"
 #include "plugins/args.h"
 #include "plugins/diagnose.h"
-#include "plugins/jobutil.h"
+#include "plugins/job.h"
 #include "plugins/objects.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
@@ -52,11 +52,11 @@ struct ssh_args {
 /* Defaults, then the Job's arguments (plugin_args: a parse error is one warning, D4). */
 static void ssh_args_parse(const struct plugin_ctx *c, struct ssh_args *a)
 {
-    const struct arg_def defs[] = {
-        {"ssh-key-file-path", ARG_STRING, &a->key_path},
-        {"ssh-private-key", ARG_STRING, &a->private_key},
-        {"ssh-public-key", ARG_STRING, &a->public_key},
-        {"ssh-port", ARG_INT, &a->port},
+    const struct args_def defs[] = {
+        {"ssh-key-file-path", ARGS_STRING, &a->key_path},
+        {"ssh-private-key", ARGS_STRING, &a->private_key},
+        {"ssh-public-key", ARGS_STRING, &a->public_key},
+        {"ssh-port", ARGS_INT, &a->port},
     };
 
     a->key_path = SSH_DEFAULT_PATH;
@@ -243,12 +243,12 @@ struct ssh_secret_job {
     const char *config; /* the config text */
 };
 
-/* k8s_build_fn: the Secret with the uid's pair (made now if new) or the user's keys. */
+/* objects_build_fn: the Secret with the uid's pair (made now if new) or the user's keys. */
 static int ssh_secret_build(void *ud, json_t **out, struct wh_error *err)
 {
     const struct ssh_secret_job *sj = ud;
     const struct plugin_ctx *c = sj->c;
-    struct ssh_key_store *store = c->env != NULL ? c->env->ssh_keys : NULL;
+    struct sshkeys_store *store = c->env != NULL ? c->env->ssh_keys : NULL;
     char *priv = NULL;
     char *pub = NULL;
     json_t *obj = NULL;
@@ -278,7 +278,7 @@ static int ssh_secret_build(void *ud, json_t **out, struct wh_error *err)
         goto out;
     }
     /* no type: the API makes it Opaque */
-    obj = objects_for_job_with(&k8s_kind_secret, c->job, sj->name, "data", data);
+    obj = objects_for_job_with(&objects_kind_secret, c->job, sj->name, "data", data);
     data = NULL; /* now owned by obj (even on failure) */
     if (obj == NULL) {
         rc = wh_error_set(err, WH_ENOMEM, "out of memory");
@@ -295,7 +295,7 @@ out:
     return rc;
 }
 
-/* k8s_update_fn: adopt as is (D11), only `config` brought up to date. */
+/* objects_update_fn: adopt as is (D11), only `config` brought up to date. */
 static int ssh_secret_update(json_t *obj, void *ud, struct wh_error *err)
 {
     const struct ssh_secret_job *sj = ud;
@@ -327,7 +327,7 @@ static int ssh_secret_update(json_t *obj, void *ud, struct wh_error *err)
 /* D11: remember the keys of our Secret as stored, so a re-creation reuses them. */
 static int ssh_adopt_keys(const struct plugin_ctx *c, const json_t *secret)
 {
-    struct ssh_key_store *store = c->env != NULL ? c->env->ssh_keys : NULL;
+    struct sshkeys_store *store = c->env != NULL ? c->env->ssh_keys : NULL;
     const json_t *data = json_object_get(secret, "data");
     char *priv;
     char *pub;
@@ -349,7 +349,7 @@ static int ssh_adopt_keys(const struct plugin_ctx *c, const json_t *secret)
 static int ssh_job_sync(const struct plugin_ctx *c, struct wh_error *err)
 {
     struct ssh_args a;
-    struct k8s_owner_ctx o;
+    struct objects_owner_ctx o;
     struct ssh_secret_job sj = {c, &a, NULL, NULL};
     char *name = NULL;
     char *config = NULL;
@@ -369,13 +369,13 @@ static int ssh_job_sync(const struct plugin_ctx *c, struct wh_error *err)
     sj.name = name;
     sj.config = config;
     {
-        const struct k8s_ensure_spec s = {.kind = &k8s_kind_secret,
-                                          .name = name,
-                                          .build = ssh_secret_build,
-                                          .update = ssh_secret_update,
-                                          .ud = &sj};
+        const struct objects_ensure_spec s = {.kind = &objects_kind_secret,
+                                              .name = name,
+                                              .build = ssh_secret_build,
+                                              .update = ssh_secret_update,
+                                              .ud = &sj};
 
-        rc = k8s_object_ensure(&o, &s, &stored, err);
+        rc = objects_ensure(&o, &s, &stored, err);
     }
     if (rc < 0) {
         /* Volcano's wording (docs/plugins.md §4.3), with the cause */
@@ -401,7 +401,7 @@ out:
 /* OnJobDelete: our Secret, then the uid's pair leaves the store. */
 static int ssh_job_delete(const struct plugin_ctx *c, struct wh_error *err)
 {
-    struct k8s_owner_ctx o;
+    struct objects_owner_ctx o;
     char *name;
     int rc;
 
@@ -411,7 +411,7 @@ static int ssh_job_delete(const struct plugin_ctx *c, struct wh_error *err)
     name = objects_name(c->job, "-ssh");
     if (name == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
-    rc = k8s_object_delete(&o, &k8s_kind_secret, name, err);
+    rc = objects_delete(&o, &objects_kind_secret, name, err);
     free(name);
     if (rc < 0)
         return rc; /* retried; the pair stays until the Secret is gone */

@@ -25,7 +25,7 @@ struct key_entry {
     bool generating; /* a thread is making this pair without the lock */
 };
 
-struct ssh_key_store {
+struct sshkeys_store {
     pthread_mutex_t mu;     /* guards the map and every entry */
     pthread_cond_t cond;    /* signalled when a generation ends */
     struct strmap *entries; /* uid → struct key_entry, freed by entry_free */
@@ -44,19 +44,19 @@ static void entry_free(void *v)
 }
 
 /* The entry of uid, or NULL. Lock held. */
-static struct key_entry *find_locked(struct ssh_key_store *s, const char *uid)
+static struct key_entry *find_locked(struct sshkeys_store *s, const char *uid)
 {
     return strmap_get(s->entries, uid);
 }
 
 /* Remove and free uid's entry. Lock held. */
-static void remove_locked(struct ssh_key_store *s, const char *uid)
+static void remove_locked(struct sshkeys_store *s, const char *uid)
 {
     (void)strmap_remove(s->entries, uid);
 }
 
 /* A new entry for uid. Lock held. NULL on ENOMEM. */
-static struct key_entry *insert_locked(struct ssh_key_store *s, const char *uid)
+static struct key_entry *insert_locked(struct sshkeys_store *s, const char *uid)
 {
     struct key_entry *e = calloc(1, sizeof(*e));
 
@@ -84,9 +84,9 @@ static int copy_pair(const struct key_entry *e, char **priv_out, char **pub_out)
     return 0;
 }
 
-struct ssh_key_store *sshkeys_create(void)
+struct sshkeys_store *sshkeys_create(void)
 {
-    struct ssh_key_store *s = calloc(1, sizeof(*s));
+    struct sshkeys_store *s = calloc(1, sizeof(*s));
 
     if (s == NULL)
         return NULL;
@@ -109,7 +109,7 @@ struct ssh_key_store *sshkeys_create(void)
     return s;
 }
 
-void sshkeys_destroy(struct ssh_key_store *s)
+void sshkeys_destroy(struct sshkeys_store *s)
 {
     if (s == NULL)
         return;
@@ -119,7 +119,7 @@ void sshkeys_destroy(struct ssh_key_store *s)
     free(s);
 }
 
-int sshkeys_get_or_generate(struct ssh_key_store *s, const char *uid, char **priv_out,
+int sshkeys_get_or_generate(struct sshkeys_store *s, const char *uid, char **priv_out,
                             char **pub_out, struct wh_error *err)
 {
     struct key_entry *e;
@@ -184,7 +184,7 @@ int sshkeys_get_or_generate(struct ssh_key_store *s, const char *uid, char **pri
     return rc;
 }
 
-int sshkeys_lookup(struct ssh_key_store *s, const char *uid, char **priv_out, char **pub_out)
+int sshkeys_lookup(struct sshkeys_store *s, const char *uid, char **priv_out, char **pub_out)
 {
     struct key_entry *e;
     int rc = WH_ENOTFOUND;
@@ -199,7 +199,7 @@ int sshkeys_lookup(struct ssh_key_store *s, const char *uid, char **priv_out, ch
     return rc;
 }
 
-int sshkeys_put(struct ssh_key_store *s, const char *uid, const char *priv, const char *pub)
+int sshkeys_put(struct sshkeys_store *s, const char *uid, const char *priv, const char *pub)
 {
     char *p = strdup(priv);
     char *q = strdup(pub);
@@ -229,7 +229,7 @@ nomem:
     return WH_ENOMEM;
 }
 
-void sshkeys_drop(struct ssh_key_store *s, const char *uid)
+void sshkeys_drop(struct sshkeys_store *s, const char *uid)
 {
     pthread_mutex_lock(&s->mu);
     remove_locked(s, uid);

@@ -13,13 +13,13 @@
 
 #include "base/error.h"
 
-struct ssh_key_store;
+struct sshkeys_store;
 
 /** @return a new empty store (sshkeys_destroy), NULL on ENOMEM. */
-struct ssh_key_store *sshkeys_create(void);
+struct sshkeys_store *sshkeys_create(void);
 
 /** Free the store and its keys (wiped first). NULL is a no-op. No other thread may use it. */
-void sshkeys_destroy(struct ssh_key_store *s);
+void sshkeys_destroy(struct sshkeys_store *s);
 
 /**
  * The pair of Job uid: the stored one, else a new one (sshkeys_generate) that is
@@ -30,7 +30,7 @@ void sshkeys_destroy(struct ssh_key_store *s);
  * @param[out] priv_out, pub_out malloc'd copies (free())
  * @return 0; < 0 with err filled (a failed generation is not stored).
  */
-int sshkeys_get_or_generate(struct ssh_key_store *s, const char *uid, char **priv_out,
+int sshkeys_get_or_generate(struct sshkeys_store *s, const char *uid, char **priv_out,
                             char **pub_out, struct wh_error *err) WH_WARN_UNUSED;
 
 /**
@@ -38,17 +38,17 @@ int sshkeys_get_or_generate(struct ssh_key_store *s, const char *uid, char **pri
  * @param[out] priv_out, pub_out malloc'd copies (free()), set only when found
  * @return 0 found; WH_ENOTFOUND (also while a pair is still being generated); WH_ENOMEM.
  */
-int sshkeys_lookup(struct ssh_key_store *s, const char *uid, char **priv_out, char **pub_out);
+int sshkeys_lookup(struct sshkeys_store *s, const char *uid, char **priv_out, char **pub_out);
 
 /**
  * Record the pair found in an adopted J-ssh Secret for uid (D11), replacing any
  * stored pair: the Secret in the cluster is what the pods mount. priv/pub are copied.
  * @return 0 or WH_ENOMEM.
  */
-int sshkeys_put(struct ssh_key_store *s, const char *uid, const char *priv,
+int sshkeys_put(struct sshkeys_store *s, const char *uid, const char *priv,
                 const char *pub) WH_WARN_UNUSED;
 
 /** Forget uid's pair (the Job's Secret was deleted). Unknown uid: no-op. */
-void sshkeys_drop(struct ssh_key_store *s, const char *uid);
+void sshkeys_drop(struct sshkeys_store *s, const char *uid);
 
 #endif

@@ -38,7 +38,7 @@
 #include "k8s/names.h"
 #include "plugins/args.h"
 #include "plugins/diagnose.h"
-#include "plugins/jobutil.h"
+#include "plugins/job.h"
 #include "plugins/objects.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
@@ -54,10 +54,10 @@ struct svc_args {
 /* Defaults, then the Job's arguments (plugin_args: a parse error is one warning, D4). */
 static void svc_args_parse(const struct plugin_ctx *c, struct svc_args *a)
 {
-    const struct arg_def defs[] = {
-        {"publish-not-ready-addresses", ARG_BOOL, &a->publish_not_ready},
-        {"disable-network-policy", ARG_BOOL, &a->disable_netpol},
-        {"inject-hosts-env", ARG_BOOL, &a->inject_hosts_env},
+    const struct args_def defs[] = {
+        {"publish-not-ready-addresses", ARGS_BOOL, &a->publish_not_ready},
+        {"disable-network-policy", ARGS_BOOL, &a->disable_netpol},
+        {"inject-hosts-env", ARGS_BOOL, &a->inject_hosts_env},
     };
 
     a->publish_not_ready = false;
@@ -342,14 +342,14 @@ static int svc_configmap(const json_t *job, const char *cm, json_t **out)
 
     if (rc < 0)
         return rc;
-    *out = objects_for_job_with(&k8s_kind_configmap, job, cm, "data", data);
+    *out = objects_for_job_with(&objects_kind_configmap, job, cm, "data", data);
     return *out != NULL ? 0 : WH_ENOMEM;
 }
 
 /* The headless Service J (docs/plugins.md §4.2 step 2): no ports, no type. */
 static json_t *svc_service(const json_t *job, bool publish_not_ready)
 {
-    return objects_for_job_with(&k8s_kind_service, job, job_name(job), "spec",
+    return objects_for_job_with(&objects_kind_service, job, job_name(job), "spec",
                                 json_pack("{s:s, s:o, s:b}", "clusterIP", "None", "selector",
                                           svc_job_labels(job), "publishNotReadyAddresses",
                                           publish_not_ready));
@@ -358,7 +358,7 @@ static json_t *svc_service(const json_t *job, bool publish_not_ready)
 /* NetworkPolicy J (docs/plugins.md §4.2 step 3): ingress only from pods of the same Job. */
 static json_t *svc_network_policy(const json_t *job)
 {
-    return objects_for_job_with(&k8s_kind_networkpolicy, job, job_name(job), "spec",
+    return objects_for_job_with(&objects_kind_networkpolicy, job, job_name(job), "spec",
                                 json_pack("{s:{s:o}, s:[{s:[{s:{s:o}}]}], s:[s]}", "podSelector",
                                           "matchLabels", svc_job_labels(job), "ingress", "from",
                                           "podSelector", "matchLabels", svc_job_labels(job),
@@ -383,7 +383,7 @@ static int svc_configmap_update(json_t *obj, void *ud, struct wh_error *err)
 static int svc_job_sync(const struct plugin_ctx *c, struct wh_error *err)
 {
     struct svc_args a;
-    struct k8s_owner_ctx o;
+    struct objects_owner_ctx o;
     char *cm_name = NULL;
     json_t *cm = NULL;
     json_t *svc = NULL;
@@ -411,30 +411,30 @@ static int svc_job_sync(const struct plugin_ctx *c, struct wh_error *err)
     if (cm == NULL || svc == NULL || (np == NULL && !a.disable_netpol))
         goto nomem;
     {
-        const struct k8s_ensure_spec s = {.kind = &k8s_kind_configmap,
-                                          .name = cm_name,
-                                          .desired = cm,
-                                          .update = svc_configmap_update,
-                                          .ud = json_object_get(cm, "data")};
+        const struct objects_ensure_spec s = {.kind = &objects_kind_configmap,
+                                              .name = cm_name,
+                                              .desired = cm,
+                                              .update = svc_configmap_update,
+                                              .ud = json_object_get(cm, "data")};
 
-        rc = k8s_object_ensure(&o, &s, NULL, err);
+        rc = objects_ensure(&o, &s, NULL, err);
         if (rc < 0)
             goto out;
     }
     {
-        const struct k8s_ensure_spec s = {.kind = &k8s_kind_service,
-                                          .name = job_name(c->job),
-                                          .desired = svc}; /* never updated */
+        const struct objects_ensure_spec s = {.kind = &objects_kind_service,
+                                              .name = job_name(c->job),
+                                              .desired = svc}; /* never updated */
 
-        rc = k8s_object_ensure(&o, &s, NULL, err);
+        rc = objects_ensure(&o, &s, NULL, err);
         if (rc < 0)
             goto out;
     }
     if (np != NULL) { /* unless --disable-network-policy */
-        const struct k8s_ensure_spec s = {
-            .kind = &k8s_kind_networkpolicy, .name = job_name(c->job), .desired = np};
+        const struct objects_ensure_spec s = {
+            .kind = &objects_kind_networkpolicy, .name = job_name(c->job), .desired = np};
 
-        rc = k8s_object_ensure(&o, &s, NULL, err);
+        rc = objects_ensure(&o, &s, NULL, err);
         if (rc < 0)
             goto out;
     }
@@ -454,7 +454,7 @@ out:
 static int svc_job_delete(const struct plugin_ctx *c, struct wh_error *err)
 {
     struct svc_args a;
-    struct k8s_owner_ctx o;
+    struct objects_owner_ctx o;
     struct wh_error e = {0};
     char *cm_name;
     int first = 0;
@@ -467,14 +467,14 @@ static int svc_job_delete(const struct plugin_ctx *c, struct wh_error *err)
     cm_name = objects_name(c->job, "-svc");
     if (cm_name == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
-    rc = k8s_object_delete(&o, &k8s_kind_configmap, cm_name, &e);
+    rc = objects_delete(&o, &objects_kind_configmap, cm_name, &e);
     if (rc < 0 && first == 0)
         first = wh_error_set(err, rc, "%s", e.msg);
-    rc = k8s_object_delete(&o, &k8s_kind_service, job_name(c->job), &e);
+    rc = objects_delete(&o, &objects_kind_service, job_name(c->job), &e);
     if (rc < 0 && first == 0)
         first = wh_error_set(err, rc, "%s", e.msg);
     if (!a.disable_netpol) {
-        rc = k8s_object_delete(&o, &k8s_kind_networkpolicy, job_name(c->job), &e);
+        rc = objects_delete(&o, &objects_kind_networkpolicy, job_name(c->job), &e);
         if (rc < 0 && first == 0)
             first = wh_error_set(err, rc, "%s", e.msg);
     }

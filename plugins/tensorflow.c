@@ -22,7 +22,7 @@
 
 #include "plugins/args.h"
 #include "plugins/diagnose.h"
-#include "plugins/jobutil.h"
+#include "plugins/job.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
 
@@ -39,10 +39,10 @@ struct tf_args {
 /* Defaults, then the Job's arguments (plugin_args: a parse error is one warning, D4). */
 static void tf_args_parse(const struct plugin_ctx *c, struct tf_args *a)
 {
-    const struct arg_def defs[] = {
-        {"ps", ARG_STRING, &a->role[0]},    {"worker", ARG_STRING, &a->role[1]},
-        {"chief", ARG_STRING, &a->role[2]}, {"evaluator", ARG_STRING, &a->role[3]},
-        {"port", ARG_INT, &a->port},
+    const struct args_def defs[] = {
+        {"ps", ARGS_STRING, &a->role[0]},    {"worker", ARGS_STRING, &a->role[1]},
+        {"chief", ARGS_STRING, &a->role[2]}, {"evaluator", ARGS_STRING, &a->role[3]},
+        {"port", ARGS_INT, &a->port},
     };
 
     for (size_t k = 0; k < TF_ROLES; k++)

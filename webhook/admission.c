@@ -407,7 +407,7 @@ static void record(int status, const struct mutate_result *res, double started)
         metrics_warnings((unsigned)res->warnings.n);
 }
 
-int admission_handle(const char *body, size_t len, const struct job_source *src,
+int admission_handle(const char *body, size_t len, const struct jobsource *src,
                      const struct mutate_options *opt, char **out, size_t *out_len)
 {
     double started = clock_mono_s();
@@ -612,7 +612,7 @@ fail:
     return NULL;
 }
 
-int admission_validate_job(const char *body, size_t len, const struct job_source *src,
+int admission_validate_job(const char *body, size_t len, const struct jobsource *src,
                            const struct mutate_options *opt, char **out, size_t *out_len)
 {
     struct mutate_request req = {0};

@@ -28,7 +28,7 @@
  * status, outcome and time spent; metrics_plugin_patch for each enabled plugin
  * of a patched pod; metrics_warnings for the warnings sent.
  */
-int admission_handle(const char *body, size_t len, const struct job_source *src,
+int admission_handle(const char *body, size_t len, const struct jobsource *src,
                      const struct mutate_options *opt, char **out, size_t *out_len);
 
 /**
@@ -52,14 +52,14 @@ int admission_handle(const char *body, size_t len, const struct job_source *src,
  *         (reason BadRequest) for a body that is not an AdmissionReview, exactly as
  *         admission_handle; 500 with a Status body on ENOMEM. No metrics recorded.
  */
-int admission_validate_job(const char *body, size_t len, const struct job_source *src,
+int admission_validate_job(const char *body, size_t len, const struct jobsource *src,
                            const struct mutate_options *opt, char **out, size_t *out_len);
 
 /**
  * The shape of admission_handle, for server_config.admission: the same
  * arguments, ownership and return values. Called on MHD worker threads.
  */
-typedef int (*admission_fn)(const char *body, size_t len, const struct job_source *src,
+typedef int (*admission_fn)(const char *body, size_t len, const struct jobsource *src,
                             const struct mutate_options *opt, char **out, size_t *out_len);
 
 #endif

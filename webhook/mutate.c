@@ -19,7 +19,7 @@
 #include "base/patch.h"
 #include "k8s/names.h"
 #include "k8s/podcheck.h"
-#include "plugins/jobutil.h"
+#include "plugins/job.h"
 #include "plugins/plugin.h"
 
 #define JOB_API_VERSION  "batch.volcano.sh/v1alpha1"
@@ -546,7 +546,7 @@ nomem:
     deny(out, 500, "out of memory");
 }
 
-void mutate_review(const struct mutate_request *req, const struct job_source *src,
+void mutate_review(const struct mutate_request *req, const struct jobsource *src,
                    const struct mutate_options *opt, struct mutate_result *out)
 {
     const char *job_name_ref = NULL;

@@ -6,7 +6,7 @@
  * D7 (error policy), D8 (pods not served), D14 (pods without a name), D15 (no
  * pod the API server will refuse).
  * Called from MHD worker threads and from `render`; reentrant. The Job lookup is
- * behind struct job_source (plugins/jobsource.h): the informer cache, or a file.
+ * behind struct jobsource (plugins/jobsource.h): the informer cache, or a file.
  */
 #ifndef WH_MUTATE_H
 #define WH_MUTATE_H
@@ -61,7 +61,7 @@ void mutate_result_dispose(struct mutate_result *r);
  * Never fails: every outcome, including ENOMEM, is expressed in *out
  * (ENOMEM → denied, code 500). The caller disposes *out.
  */
-void mutate_review(const struct mutate_request *req, const struct job_source *src,
+void mutate_review(const struct mutate_request *req, const struct jobsource *src,
                    const struct mutate_options *opt, struct mutate_result *out);
 
 /**

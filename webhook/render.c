@@ -29,8 +29,8 @@
 #include "base/sanitize.h"
 #include "k8s/yaml.h"
 #include "plugins/diagnose.h"
+#include "plugins/job.h"
 #include "plugins/jobpods.h"
-#include "plugins/jobutil.h"
 #include "webhook/admission.h"
 #include "webhook/commands.h"
 #include "webhook/flags.h"
@@ -579,7 +579,7 @@ static int file_job_get(void *userdata, const char *ns, const char *name, const 
 static int render_review(const json_t *job, const char *path)
 {
     struct file_job fj = {.job = job};
-    struct job_source src = {.get = file_job_get, .userdata = &fj};
+    struct jobsource src = {.get = file_job_get, .userdata = &fj};
     struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
     bool from_stdin = strcmp(path, "-") == 0; /* as -f - and --pod - */
     FILE *f = from_stdin ? stdin : fopen(path, "rb");

@@ -12,7 +12,7 @@
  * Threads: serve_main runs on the main thread. Its struct serve_options is
  * filled before any thread exists and only read after. The admission lookup
  * (lookup_job_get, controller/lookup.h) and serve_ready run on MHD workers; they
- * read struct job_lookup, unchanged while the server runs (its shared GETs have
+ * read struct lookup, unchanged while the server runs (its shared GETs have
  * their own mutex), the cache (its own rwlock) and the shareable k8s client. The
  * informer threads write the cache: one for every namespace, or with --namespaces
  * one per namespace named (a namespaced cache, which serialises them); /readyz
@@ -157,7 +157,7 @@ static int write_port_file(const char *path, unsigned port)
 /* The reconcile side's objects; main thread only. */
 struct serve_reconcile {
     const struct serve_options *opt; /* the parsed flags, borrowed */
-    struct reconciler *rec;          /* owned */
+    struct reconcile *rec;           /* owned */
     struct leader *leader;           /* owned */
     struct certkeeper *keeper;       /* --cert-secret's, borrowed: it follows the Lease too */
     char ns_buf[256];                /* the detected namespace */
@@ -231,7 +231,7 @@ static void serve_on_leading(void *userdata, bool leading)
 
 /* Start the reconciler (idle). @return 0 or -1 after logging. */
 static int reconcile_side_start(struct serve_reconcile *rs, struct k8s_client *kc,
-                                struct job_cache *cache)
+                                struct cache *cache)
 {
     struct reconcile_config rcfg;
     struct wh_error err = {0, ""};
@@ -365,10 +365,10 @@ struct serve_ops {
     struct certwatch *watch;         /* TLS files watcher, owned */
     struct server *srv;              /* borrowed; set before the watcher starts, then read-only */
     pthread_mutex_t lock;            /* guards the pointers below and leader_elect */
-    struct job_cache *cache;         /* borrowed, for /metrics */
+    struct cache *cache;             /* borrowed, for /metrics */
     struct serve_informers *inf;     /* borrowed: serve_state's */
-    const struct job_lookup *lookup; /* borrowed: pods of namespaces not served */
-    struct reconciler *rec;
+    const struct lookup *lookup;     /* borrowed: pods of namespaces not served */
+    struct reconcile *rec;
     struct leader *leader;
     struct certkeeper *keeper; /* --cert-secret */
     bool leader_elect;
@@ -430,9 +430,9 @@ static void ops_server_config(struct serve_ops *ops, struct server_config *scfg)
 }
 
 /* The modules /metrics reads, from now until ops_stop (each may be NULL). */
-static void ops_attach(struct serve_ops *ops, struct job_cache *cache, struct serve_informers *inf,
-                       const struct job_lookup *lookup, struct reconciler *rec,
-                       struct leader *leader, bool leader_elect)
+static void ops_attach(struct serve_ops *ops, struct cache *cache, struct serve_informers *inf,
+                       const struct lookup *lookup, struct reconcile *rec, struct leader *leader,
+                       bool leader_elect)
 {
     pthread_mutex_lock(&ops->lock);
     ops->cache = cache;
@@ -767,8 +767,8 @@ static void managed_side_stop(struct serve_managed *ms)
  */
 struct serve_state {
     const struct serve_options *opt; /* the parsed flags, borrowed */
-    struct job_lookup lookup;        /* admission's Job lookups; its client is owned here */
-    struct job_cache *cache;         /* Jobs cache, owned */
+    struct lookup lookup;            /* admission's Job lookups; its client is owned here */
+    struct cache *cache;             /* Jobs cache, owned */
     struct serve_informers inf;      /* list/watch threads, owned */
     struct serve_reconcile rs;       /* reconciler and leader election */
     struct serve_ops ops;            /* TLS reload, metrics, limits, shutdown */

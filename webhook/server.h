@@ -92,7 +92,7 @@ struct server_config {
                                      start, else the connection is closed;
                                      0 → SERVER_DEFAULT_REQUEST_TIMEOUT_MS */
     size_t max_body;              /* bytes; 0 → SERVER_MAX_BODY */
-    struct job_source src;        /* copied; src.userdata is borrowed and must outlive the
+    struct jobsource src;         /* copied; src.userdata is borrowed and must outlive the
                                      server, and src.get must be callable from any worker */
     struct mutate_options mutate; /* copied */
     /*

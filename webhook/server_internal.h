@@ -86,7 +86,7 @@ struct server_log_limit {
 struct server {
     struct MHD_Daemon *daemon;
     int listen_fd; /* bound and listening until server_run hands it to MHD, then -1 */
-    struct job_source src;
+    struct jobsource src;
     struct mutate_options mutate;
     admission_fn admission;               /* admission_handle unless the config says otherwise */
     admission_fn validate_job;            /* admission_validate_job unless the config says so */

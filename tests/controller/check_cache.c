@@ -36,7 +36,7 @@ static const char *name_of(const json_t *j)
 
 START_TEST(test_empty)
 {
-    struct job_cache *c = cache_create();
+    struct cache *c = cache_create();
     json_t *got = (json_t *)1;
     json_t *all;
 
@@ -56,7 +56,7 @@ END_TEST
 
 START_TEST(test_put_get_replace_remove)
 {
-    struct job_cache *c = cache_create();
+    struct cache *c = cache_create();
     json_t *j1 = job("ns1", "j1", "5");
     json_t *j1b = job("ns1", "j1", "9");
     json_t *j2 = job("ns2", "j1", "6");
@@ -112,7 +112,7 @@ END_TEST
 /* Every read is a private tree: changing it changes neither the cache nor another read. */
 START_TEST(test_reads_are_private)
 {
-    struct job_cache *c = cache_create();
+    struct cache *c = cache_create();
     json_t *j1 = job("ns1", "j1", "5");
     json_t *j1b = job("ns1", "j1", "9");
     json_t *a = NULL;
@@ -146,7 +146,7 @@ END_TEST
 /* The cache keeps only what its readers use (cache.h cache_put); the caller's Job is untouched. */
 START_TEST(test_put_prunes_unread_parts)
 {
-    struct job_cache *c = cache_create();
+    struct cache *c = cache_create();
     const char *full =
         "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
         "\"metadata\":{\"name\":\"j\",\"namespace\":\"ns\",\"uid\":\"u-1\","
@@ -199,7 +199,7 @@ static void record_change(void *userdata, const json_t *old_job, const json_t *j
  * to *adds_out when not NULL), then cache_replace_all. *changes_out (NULL allowed):
  * new reference, the reported [old, new] pairs in order.
  */
-static int replace_all(struct job_cache *c, const json_t *items, json_t **adds_out,
+static int replace_all(struct cache *c, const json_t *items, json_t **adds_out,
                        json_t **changes_out)
 {
     struct cache_batch *b = cache_batch_create();
@@ -228,7 +228,7 @@ static int replace_all(struct job_cache *c, const json_t *items, json_t **adds_o
 
 START_TEST(test_bad_input)
 {
-    struct job_cache *c = cache_create();
+    struct cache *c = cache_create();
     json_t *nons = tu_json("{\"metadata\":{\"name\":\"x\"}}");
     json_t *noname = tu_json("{\"metadata\":{\"namespace\":\"x\"}}");
     json_t *str = json_string("job");
@@ -266,7 +266,7 @@ END_TEST
 
 START_TEST(test_replace_all)
 {
-    struct job_cache *c = cache_create();
+    struct cache *c = cache_create();
     json_t *a = job("ns", "a", "1");
     json_t *b = job("ns", "b", "2");
     json_t *b2 = job("ns", "b", "7");
@@ -348,7 +348,7 @@ static json_t *job_uid(const char *ns, const char *name, const char *rv, const c
 
 START_TEST(test_replace_all_uid_changed)
 {
-    struct job_cache *c = cache_create();
+    struct cache *c = cache_create();
     json_t *a = job_uid("ns", "a", "1", "uid-a1");
     json_t *a2 = job_uid("ns", "a", "9", "uid-a2"); /* deleted and created again */
     json_t *b = job_uid("ns", "b", "2", "uid-b");
@@ -393,7 +393,7 @@ END_TEST
 
 START_TEST(test_synced)
 {
-    struct job_cache *c = cache_create();
+    struct cache *c = cache_create();
 
     ck_assert(!cache_synced(c));
     cache_set_synced(c, true);
@@ -411,7 +411,7 @@ END_TEST
 #define N_ROUNDS  300
 
 struct race {
-    struct job_cache *c;
+    struct cache *c;
     atomic_bool done;
     atomic_ulong hits;
     atomic_ulong bad; /* a reader saw a Job that is not the one it asked for */
@@ -533,7 +533,7 @@ static void record_short(void *userdata, const json_t *old_job, const json_t *jo
 }
 
 /* cache_replace_namespace(c, ns) with these Jobs (a new reference each, consumed). */
-static int replace_ns(struct job_cache *c, const char *ns, json_t *changes, json_t *items_new)
+static int replace_ns(struct cache *c, const char *ns, json_t *changes, json_t *items_new)
 {
     struct cache_batch *b = cache_batch_create();
     const json_t *j;
@@ -550,7 +550,7 @@ static int replace_ns(struct job_cache *c, const char *ns, json_t *changes, json
     return rc;
 }
 
-static const char *cached_rv(struct job_cache *c, const char *ns, const char *name, char *buf,
+static const char *cached_rv(struct cache *c, const char *ns, const char *name, char *buf,
                              size_t len)
 {
     json_t *got = NULL;
@@ -564,8 +564,8 @@ static const char *cached_rv(struct job_cache *c, const char *ns, const char *na
 
 START_TEST(test_namespaced_scope)
 {
-    struct job_cache *c = cache_create_namespaced(served_ab, 2);
-    struct job_cache *all = cache_create();
+    struct cache *c = cache_create_namespaced(served_ab, 2);
+    struct cache *all = cache_create();
     json_t *in_a = job("a", "j", "1");
     json_t *in_c = job("c", "j", "1");
 
@@ -598,7 +598,7 @@ END_TEST
 /* A namespace's LIST replaces that namespace's Jobs only, and reports its changes only. */
 START_TEST(test_replace_namespace)
 {
-    struct job_cache *c = cache_create_namespaced(served_ab, 2);
+    struct cache *c = cache_create_namespaced(served_ab, 2);
     json_t *changes = json_array();
     json_t *a1 = job("a", "j1", "1");
     json_t *b1 = job("b", "j1", "1");
@@ -661,7 +661,7 @@ END_TEST
 /* Synced once every namespace's first LIST is marked; repeats and strangers change nothing. */
 START_TEST(test_namespace_synced)
 {
-    struct job_cache *c = cache_create_namespaced(served_ab, 2);
+    struct cache *c = cache_create_namespaced(served_ab, 2);
 
     ck_assert(!cache_synced(c));
     cache_set_namespace_synced(c, "a");
@@ -681,7 +681,7 @@ END_TEST
 #define NS_ROUNDS 200
 
 struct ns_writer {
-    struct job_cache *c;
+    struct cache *c;
     const char *ns;
 };
 
@@ -709,7 +709,7 @@ static void *ns_writer_main(void *arg)
 
 START_TEST(test_two_namespace_writers)
 {
-    struct job_cache *c = cache_create_namespaced(served_ab, 2);
+    struct cache *c = cache_create_namespaced(served_ab, 2);
     struct ns_writer wa = {c, "a"}, wb = {c, "b"};
     pthread_t ta, tb;
     char buf[32];

@@ -30,7 +30,7 @@
 
 static struct apitest api;
 static struct k8s_client *kc;
-static struct job_cache *cache;
+static struct cache *cache;
 static struct informer *inf;
 static struct informer *inf2; /* the second namespace's, in test_namespaced_informers */
 
@@ -898,7 +898,7 @@ START_TEST(test_start_errors)
     /* a namespace must be one the cache serves (a cache of every namespace serves all) */
     {
         static const char *const served[] = {"ns1"};
-        struct job_cache *nc = cache_create_namespaced(served, 1);
+        struct cache *nc = cache_create_namespaced(served, 1);
 
         cfg.ns = "ns2";
         ck_assert_int_eq(informer_start(&i2, kc, nc, &cfg, NULL, &err), WH_EINVAL);

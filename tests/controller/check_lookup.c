@@ -16,7 +16,7 @@
 
 static struct apitest api;
 static struct k8s_client *kc;
-static struct job_cache *cache;
+static struct cache *cache;
 static json_t *stored; /* Job ns1/j1 as the API server stored it */
 
 static void setup(void)
@@ -64,18 +64,18 @@ static json_t *cached_job(const char *uid)
                      "svc");
 }
 
-static int get_ns(struct job_lookup *l, const char *ns, const char *name, json_t **out,
+static int get_ns(struct lookup *l, const char *ns, const char *name, json_t **out,
                   struct wh_error *err)
 {
-    struct job_source src = lookup_job_source(l);
+    struct jobsource src = lookup_job_source(l);
 
     return src.get(src.userdata, ns, name, "", out, err);
 }
 
-static int get(struct job_lookup *l, const char *name, const char *uid, json_t **out,
+static int get(struct lookup *l, const char *name, const char *uid, json_t **out,
                struct wh_error *err)
 {
-    struct job_source src = lookup_job_source(l);
+    struct jobsource src = lookup_job_source(l);
 
     ck_assert_ptr_eq(src.userdata, l);
     return src.get(src.userdata, "ns1", name, uid, out, err);
@@ -83,7 +83,7 @@ static int get(struct job_lookup *l, const char *name, const char *uid, json_t *
 
 START_TEST(test_cached_job_makes_no_request)
 {
-    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 2000};
+    struct lookup l = {.cache = cache, .client = kc, .timeout_ms = 2000};
     struct wh_error err = {0, ""};
     json_t *job = cached_job(uid_of(stored));
     json_t *got = NULL;
@@ -107,7 +107,7 @@ END_TEST
 
 START_TEST(test_miss_makes_one_get)
 {
-    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 2000};
+    struct lookup l = {.cache = cache, .client = kc, .timeout_ms = 2000};
     struct wh_error err = {0, ""};
     json_t *got = NULL;
 
@@ -129,7 +129,7 @@ END_TEST
 
 START_TEST(test_stale_uid_reads_again)
 {
-    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 2000};
+    struct lookup l = {.cache = cache, .client = kc, .timeout_ms = 2000};
     struct wh_error err = {0, ""};
     json_t *old = cached_job("uid-of-a-deleted-incarnation");
     json_t *got = NULL;
@@ -148,7 +148,7 @@ END_TEST
 
 START_TEST(test_errors)
 {
-    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 300};
+    struct lookup l = {.cache = cache, .client = kc, .timeout_ms = 300};
     struct wh_error err = {0, ""};
     json_t *got = NULL;
 
@@ -177,7 +177,7 @@ END_TEST
 
 START_TEST(test_no_cache)
 {
-    struct job_lookup l = {.cache = NULL, .client = kc, .timeout_ms = 2000};
+    struct lookup l = {.cache = NULL, .client = kc, .timeout_ms = 2000};
     struct wh_error err = {0, ""};
     json_t *got = NULL;
 
@@ -191,7 +191,7 @@ END_TEST
 /* One lookup on its own thread, released with the others by a barrier. */
 struct lookup_thread {
     pthread_t th;
-    struct job_lookup *l;
+    struct lookup *l;
     pthread_barrier_t *go;
     const char *name;
     int rc;
@@ -220,7 +220,7 @@ static void wait_gets(const char *path, int n)
 START_TEST(test_concurrent_misses_share_one_get)
 {
     enum { N = 8 };
-    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 10000};
+    struct lookup l = {.cache = cache, .client = kc, .timeout_ms = 10000};
     struct lookup_thread t[N];
     pthread_barrier_t go;
 
@@ -269,7 +269,7 @@ END_TEST
 
 START_TEST(test_waiting_capped)
 {
-    struct job_lookup l = {.cache = cache, .client = kc, .timeout_ms = 10000, .max_waiting = 1};
+    struct lookup l = {.cache = cache, .client = kc, .timeout_ms = 10000, .max_waiting = 1};
     struct lookup_thread a = {.l = &l, .name = "j1"};
     struct wh_error err = {0, ""};
     json_t *got = NULL;
@@ -329,7 +329,7 @@ static int count_lines(const char *text, const char *needle)
 START_TEST(test_namespace_not_served)
 {
     static const char *const served[] = {"ns1"};
-    struct job_lookup l = {.client = kc, .timeout_ms = 2000};
+    struct lookup l = {.client = kc, .timeout_ms = 2000};
     struct wh_error err = {0, ""};
     json_t *got = (json_t *)1;
     char logpath[] = "/tmp/check_lookup.XXXXXX";

@@ -38,7 +38,7 @@ static int fk_max_total; /* most hooks running at once, all jobs */
 static int fk_total;
 static long fk_sleep_ms;               /* every hook sleeps this long */
 static bool fk_ctx_ok = true;          /* every ctx looked right */
-static struct ssh_key_store *fk_store; /* the reconciler's key store, seen by the ssh add */
+static struct sshkeys_store *fk_store; /* the reconciler's key store, seen by the ssh add */
 static struct k8s_client *fk_kc = (struct k8s_client *)&fk_mu; /* any non-NULL marker */
 
 static void fk_reset(void)
@@ -167,8 +167,8 @@ static const struct plugin *const fake_table[] = {
 
 /* ---- fixture ---- */
 
-static struct job_cache *cache;
-static struct reconciler *rec;
+static struct cache *cache;
+static struct reconcile *rec;
 
 static void start_rec(long resync_s)
 {

@@ -105,7 +105,7 @@ static json_t *decode_patch(const char *b64)
 /* admission_handle on body; returns the status and the decoded answer. */
 static int handle(const char *body, size_t len, struct fake_src *f, json_t **answer)
 {
-    struct job_source src = {.get = fake_get, .userdata = f};
+    struct jobsource src = {.get = fake_get, .userdata = f};
     struct mutate_options opt = {
         .lookup_failure = (len & 1) ? LOOKUP_FAILURE_ALLOW : LOOKUP_FAILURE_DENY,
     };

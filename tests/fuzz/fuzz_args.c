@@ -50,19 +50,19 @@ static void values_init(struct values *v)
     v->wait = false;
 }
 
-static void defs_init(struct arg_def *d, struct values *v)
+static void defs_init(struct args_def *d, struct values *v)
 {
-    const struct arg_def t[NDEFS] = {
-        {"s", ARG_STRING, &v->s},
-        {"str", ARG_STRING, &v->str},
-        {"ssh-key-file-path", ARG_STRING, &v->path},
-        {"i", ARG_INT, &v->i},
-        {"i2", ARG_INT, &v->i2},
-        {"alias", ARG_INT, &v->i2}, /* shares storage with i2 (D4) */
-        {"int", ARG_INT, &v->big},
-        {"b", ARG_BOOL, &v->b},
-        {"bool", ARG_BOOL, &v->b2},
-        {"wait-master-enabled", ARG_BOOL, &v->wait},
+    const struct args_def t[NDEFS] = {
+        {"s", ARGS_STRING, &v->s},
+        {"str", ARGS_STRING, &v->str},
+        {"ssh-key-file-path", ARGS_STRING, &v->path},
+        {"i", ARGS_INT, &v->i},
+        {"i2", ARGS_INT, &v->i2},
+        {"alias", ARGS_INT, &v->i2}, /* shares storage with i2 (D4) */
+        {"int", ARGS_INT, &v->big},
+        {"b", ARGS_BOOL, &v->b},
+        {"bool", ARGS_BOOL, &v->b2},
+        {"wait-master-enabled", ARGS_BOOL, &v->wait},
     };
 
     memcpy(d, t, sizeof(t));
@@ -91,7 +91,7 @@ static void check_string_result(const char *p, const char *dflt, const json_t *a
 
 static int parse(const json_t *argv, struct values *v, char **errbuf, size_t errlen)
 {
-    struct arg_def defs[NDEFS];
+    struct args_def defs[NDEFS];
     int rc;
 
     values_init(v);

@@ -292,14 +292,14 @@ START_TEST(test_parse_table)
 {
     const struct pcase *c = &pcases[_i];
     struct flags f = {DEFAULTS};
-    const struct arg_def defs[] = {
-        {"master", ARG_STRING, &f.master},
-        {"worker", ARG_STRING, &f.worker},
-        {"port", ARG_INT, &f.port},
-        {"x", ARG_BOOL, &f.x},
-        {"y", ARG_BOOL, &f.y},
-        {"clientPort", ARG_INT, &f.cport},
-        {"clientServerPort", ARG_INT, &f.cport},
+    const struct args_def defs[] = {
+        {"master", ARGS_STRING, &f.master},
+        {"worker", ARGS_STRING, &f.worker},
+        {"port", ARGS_INT, &f.port},
+        {"x", ARGS_BOOL, &f.x},
+        {"y", ARGS_BOOL, &f.y},
+        {"clientPort", ARGS_INT, &f.cport},
+        {"clientServerPort", ARGS_INT, &f.cport},
     };
     json_t *argv = c->argv != NULL ? tu_json(c->argv) : NULL;
     char err[256] = "garbage";
@@ -325,7 +325,7 @@ END_TEST
 START_TEST(test_parse_string_borrowed)
 {
     const char *master = "m";
-    const struct arg_def defs[] = {{"master", ARG_STRING, &master}};
+    const struct args_def defs[] = {{"master", ARGS_STRING, &master}};
     json_t *argv = tu_json("[\"--master\",\"abc\"]");
 
     ck_assert_int_eq(args_parse(defs, 1, argv, NULL, 0), 0);
@@ -338,7 +338,7 @@ END_TEST
 START_TEST(test_parse_errbuf_sizes)
 {
     int64_t port = 1;
-    const struct arg_def defs[] = {{"port", ARG_INT, &port}};
+    const struct args_def defs[] = {{"port", ARGS_INT, &port}};
     json_t *argv = tu_json("[\"--nope\"]");
     char small[8] = "xxxxxxx";
 
@@ -371,7 +371,7 @@ END_TEST
 START_TEST(test_parse_long_value)
 {
     int64_t port = 1;
-    const struct arg_def defs[] = {{"port", ARG_INT, &port}};
+    const struct args_def defs[] = {{"port", ARGS_INT, &port}};
     char text[1200];
     char err[256];
     json_t *argv;
@@ -540,10 +540,10 @@ START_TEST(test_plugin_args_warning)
     const char *master = "master";
     int64_t port = 22;
     bool flag = false;
-    const struct arg_def defs[] = {
-        {"master", ARG_STRING, &master},
-        {"port", ARG_INT, &port},
-        {"flag", ARG_BOOL, &flag},
+    const struct args_def defs[] = {
+        {"master", ARGS_STRING, &master},
+        {"port", ARGS_INT, &port},
+        {"flag", ARGS_BOOL, &flag},
     };
     json_t *argv = tu_json("[\"--master=m\", \"--slots=2\", \"--port=7\"]");
     struct warnings w;
@@ -570,7 +570,7 @@ START_TEST(test_plugin_args_clean)
 {
     int64_t port = 22;
     bool flag = false;
-    const struct arg_def defs[] = {{"port", ARG_INT, &port}, {"flag", ARG_BOOL, &flag}};
+    const struct args_def defs[] = {{"port", ARGS_INT, &port}, {"flag", ARGS_BOOL, &flag}};
     json_t *argv = tu_json("[\"-port\", \"0x10\", \"--flag\"]");
     struct warnings w;
     struct plugin_ctx c = {.name = "pytorch", .args = argv, .warnings = &w};

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "plugins/diagnose.h"
-#include "plugins/jobutil.h"
+#include "plugins/job.h"
 #include "plugins/plugin.h"
 #include "plugins/svc.h"
 #include "tests/plugincase.h"

@@ -41,7 +41,7 @@ static struct apitest api;    /* the test API server of the current TCase */
 
 /* Per test (each runs in its own forked process). */
 static struct k8s_client *kc;
-static struct ssh_key_store *store;
+static struct sshkeys_store *store;
 static unsigned long foreign;
 
 /* ---- the test API server ---- */
@@ -1098,9 +1098,9 @@ END_TEST
 START_TEST(test_objects_helpers)
 {
     json_t *job = tu_json("{\"metadata\":{\"name\":\"j\",\"namespace\":\"n\",\"uid\":\"u1\"}}");
-    json_t *ref = k8s_owner_ref(job);
-    json_t *obj = k8s_object_for_job(&k8s_kind_networkpolicy, job, "j");
-    json_t *o2 = k8s_object_for_job(&k8s_kind_secret, job, "j-ssh");
+    json_t *ref = objects_owner_ref(job);
+    json_t *obj = objects_for_job(&objects_kind_networkpolicy, job, "j");
+    json_t *o2 = objects_for_job(&objects_kind_secret, job, "j-ssh");
 
     tu_assert_json_eq(ref, "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
                            "\"name\":\"j\",\"uid\":\"u1\",\"controller\":true,"
@@ -1112,15 +1112,15 @@ START_TEST(test_objects_helpers)
                            "\"blockOwnerDeletion\":true}]}}");
     tu_assert_json_eq(json_object_get(o2, "apiVersion"), "\"v1\"");
     tu_assert_json_eq(json_object_get(o2, "kind"), "\"Secret\"");
-    ck_assert(k8s_object_owned_by(obj, "u1"));
-    ck_assert(!k8s_object_owned_by(obj, "u2"));
-    ck_assert(!k8s_object_owned_by(obj, ""));
-    ck_assert(!k8s_object_owned_by(job, "u1"));   /* no ownerReferences at all */
+    ck_assert(objects_owned_by(obj, "u1"));
+    ck_assert(!objects_owned_by(obj, "u2"));
+    ck_assert(!objects_owned_by(obj, ""));
+    ck_assert(!objects_owned_by(job, "u1"));   /* no ownerReferences at all */
     {
         json_t *multi = tu_json("{\"metadata\":{\"ownerReferences\":[{\"uid\":7},"
                                 "{\"kind\":\"X\"},{\"uid\":\"u1\"}]}}");
 
-        ck_assert(k8s_object_owned_by(multi, "u1"));   /* any entry, controller or not */
+        ck_assert(objects_owned_by(multi, "u1"));   /* any entry, controller or not */
         json_decref(multi);
     }
     json_decref(ref);

@@ -7,7 +7,7 @@
  * with a retryable WH_ECONFLICT until garbage collection has removed them, while
  * truly foreign objects are still left alone and reported once (D12).
  *
- * Threads: test_delete_replaced_meanwhile runs k8s_object_delete on a thread of
+ * Threads: test_delete_replaced_meanwhile runs objects_delete on a thread of
  * its own while the test replaces the object. Runs from the repository root.
  */
 #include <curl/curl.h>
@@ -124,9 +124,9 @@ static json_t *request_body(size_t i)
     return v;
 }
 
-static struct k8s_owner_ctx owner(const json_t *j)
+static struct objects_owner_ctx owner(const json_t *j)
 {
-    struct k8s_owner_ctx o = {.kc = kc, .timeout_ms = 5000, .foreign = &foreign, .job = j};
+    struct objects_owner_ctx o = {.kc = kc, .timeout_ms = 5000, .foreign = &foreign, .job = j};
 
     return o;
 }
@@ -135,14 +135,14 @@ START_TEST(test_delete_sends_uid_precondition)
 {
     json_t *j = job("u-new");
     json_t *cm = load_cm("batch.volcano.sh/v1alpha1", "Job", "rj", "u-new");
-    struct k8s_owner_ctx o = owner(j);
+    struct objects_owner_ctx o = owner(j);
     struct wh_error err = {0, ""};
     json_t *lines;
     json_t *body;
     char want[512];
 
     apitest_clear_requests(&api);
-    ck_assert_int_eq(k8s_object_delete(&o, &k8s_kind_configmap, "rj-svc", &err), 0);
+    ck_assert_int_eq(objects_delete(&o, &objects_kind_configmap, "rj-svc", &err), 0);
     ck_assert_str_eq(err.msg, "");
     lines = request_lines();
     tu_assert_json_eq(lines, "[\"GET " CM_PATH "\", \"DELETE " CM_PATH "\"]");
@@ -191,7 +191,7 @@ START_TEST(test_apiserver_precondition_conflict)
 END_TEST
 
 struct delete_run {
-    const struct k8s_owner_ctx *o;
+    const struct objects_owner_ctx *o;
     struct wh_error err;
     int rc;
 };
@@ -200,7 +200,7 @@ static void *delete_thread(void *arg)
 {
     struct delete_run *d = arg;
 
-    d->rc = k8s_object_delete(d->o, &k8s_kind_configmap, "rj-svc", &d->err);
+    d->rc = objects_delete(d->o, &objects_kind_configmap, "rj-svc", &d->err);
     return NULL;
 }
 
@@ -208,7 +208,7 @@ START_TEST(test_delete_replaced_meanwhile)
 {
     json_t *j = job("u-old");
     json_t *cm = load_cm("batch.volcano.sh/v1alpha1", "Job", "rj", "u-old");
-    struct k8s_owner_ctx o = owner(j);
+    struct objects_owner_ctx o = owner(j);
     struct delete_run d = {&o, {0, ""}, 1};
     json_t *again;
     json_t *now;
@@ -246,9 +246,10 @@ START_TEST(test_ensure_previous_incarnation_retryable)
 {
     json_t *j = job("u-new");
     json_t *old = load_cm("batch.volcano.sh/v1alpha1", "Job", "rj", "u-old");
-    json_t *desired = k8s_object_for_job(&k8s_kind_configmap, j, "rj-svc");
-    struct k8s_owner_ctx o = owner(j);
-    struct k8s_ensure_spec s = {.kind = &k8s_kind_configmap, .name = "rj-svc", .desired = desired};
+    json_t *desired = objects_for_job(&objects_kind_configmap, j, "rj-svc");
+    struct objects_owner_ctx o = owner(j);
+    struct objects_ensure_spec s = {
+        .kind = &objects_kind_configmap, .name = "rj-svc", .desired = desired};
     struct wh_error err = {0, ""};
     json_t *stored = NULL;
     json_t *now;
@@ -256,7 +257,7 @@ START_TEST(test_ensure_previous_incarnation_retryable)
 
     ck_assert_ptr_nonnull(desired);
     apitest_clear_requests(&api);
-    ck_assert_int_eq(k8s_object_ensure(&o, &s, &stored, &err), WH_ECONFLICT);
+    ck_assert_int_eq(objects_ensure(&o, &s, &stored, &err), WH_ECONFLICT);
     ck_assert_int_eq(err.code, WH_ECONFLICT);
     ck_assert_str_eq(err.msg,
                      "create ConfigMap ns1/rj-svc: owned by a previous incarnation of "
@@ -273,7 +274,7 @@ START_TEST(test_ensure_previous_incarnation_retryable)
     /* delete of the new Job leaves it to garbage collection: no DELETE, no report */
     apitest_clear_requests(&api);
     wh_error_clear(&err);
-    ck_assert_int_eq(k8s_object_delete(&o, &k8s_kind_configmap, "rj-svc", &err), 0);
+    ck_assert_int_eq(objects_delete(&o, &objects_kind_configmap, "rj-svc", &err), 0);
     lines = request_lines();
     tu_assert_json_eq(lines, "[\"GET " CM_PATH "\"]");
     json_decref(lines);
@@ -282,8 +283,8 @@ START_TEST(test_ensure_previous_incarnation_retryable)
     /* garbage collection removes it: the retry creates the object of the new Job */
     apitest_ctl_expect(&api, "DELETE", "/_test/objects", NULL, 200);
     wh_error_clear(&err);
-    ck_assert_int_eq(k8s_object_ensure(&o, &s, &stored, &err), 0);
-    ck_assert(k8s_object_owned_by(stored, "u-new"));
+    ck_assert_int_eq(objects_ensure(&o, &s, &stored, &err), 0);
+    ck_assert(objects_owned_by(stored, "u-new"));
     now = get_cm();
     ck_assert(json_equal(now, stored));
     json_decref(now);
@@ -303,9 +304,10 @@ START_TEST(test_ensure_foreign_still_declined)
         {"v1", "Pod", "rj"},
     };
     json_t *j = job("u-new");
-    json_t *desired = k8s_object_for_job(&k8s_kind_configmap, j, "rj-svc");
-    struct k8s_owner_ctx o = owner(j);
-    struct k8s_ensure_spec s = {.kind = &k8s_kind_configmap, .name = "rj-svc", .desired = desired};
+    json_t *desired = objects_for_job(&objects_kind_configmap, j, "rj-svc");
+    struct objects_owner_ctx o = owner(j);
+    struct objects_ensure_spec s = {
+        .kind = &objects_kind_configmap, .name = "rj-svc", .desired = desired};
 
     for (size_t i = 0; i < sizeof(owners) / sizeof(owners[0]); i++) {
         struct wh_error err = {0, ""};
@@ -315,11 +317,11 @@ START_TEST(test_ensure_foreign_still_declined)
 
         apitest_reset(&api);
         theirs = load_cm(owners[i][0], owners[i][1], owners[i][2], "u-x");
-        ck_assert_int_eq(k8s_object_ensure(&o, &s, &stored, &err), WH_DECLINED);
+        ck_assert_int_eq(objects_ensure(&o, &s, &stored, &err), WH_DECLINED);
         ck_assert_str_eq(err.msg, "");
         ck_assert_ptr_null(stored);
         ck_assert_uint_eq(foreign, 2 * i + 1);
-        ck_assert_int_eq(k8s_object_delete(&o, &k8s_kind_configmap, "rj-svc", &err), WH_DECLINED);
+        ck_assert_int_eq(objects_delete(&o, &objects_kind_configmap, "rj-svc", &err), WH_DECLINED);
         ck_assert_uint_eq(foreign, 2 * i + 2);
         ck_assert_int_eq(apitest_count(&api, "DELETE", CM_PATH), 0);
         now = get_cm();
@@ -341,7 +343,7 @@ START_TEST(test_owner_init)
     struct k8s_client *fake = (struct k8s_client *)&foreign; /* never dereferenced */
     struct plugin_job_env env = {1234, NULL, &foreign};
     struct plugin_ctx c = {.name = "svc", .job = j, .kc = fake, .env = &env};
-    struct k8s_owner_ctx o;
+    struct objects_owner_ctx o;
     struct wh_error err = {0};
 
     ck_assert_int_eq(objects_owner_init(&o, &c, &err), 0);
@@ -370,7 +372,7 @@ START_TEST(test_name_and_object_with)
     json_t *obj;
 
     ck_assert_str_eq(name, "rj-head-svc");
-    obj = objects_for_job_with(&k8s_kind_service, j, name, "spec",
+    obj = objects_for_job_with(&objects_kind_service, j, name, "spec",
                                json_pack("{s:s}", "clusterIP", "None"));
     tu_assert_json_eq(obj,
                       "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":"
@@ -378,7 +380,7 @@ START_TEST(test_name_and_object_with)
                       "\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\",\"name\":"
                       "\"rj\",\"uid\":\"u1\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
                       "\"spec\":{\"clusterIP\":\"None\"}}");
-    ck_assert_ptr_null(objects_for_job_with(&k8s_kind_service, j, name, "spec", NULL));
+    ck_assert_ptr_null(objects_for_job_with(&objects_kind_service, j, name, "spec", NULL));
     json_decref(obj);
     free(name);
     json_decref(j);

@@ -70,25 +70,27 @@ START_TEST(upsert_env_results)
     json_t *c = tu_json("{\"name\":\"c\"}");
 
     /* ADDED creates the list. */
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("A", "1")), UPSERT_ADDED);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("A", "1")), PODUTIL_UPSERT_ADDED);
     tu_assert_json_eq(c, "{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"}]}");
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("B", "")), UPSERT_ADDED);
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("C", "3")), UPSERT_ADDED);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("B", "")), PODUTIL_UPSERT_ADDED);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("C", "3")), PODUTIL_UPSERT_ADDED);
     /* SAME: nothing changes. */
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("A", "1")), UPSERT_SAME);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("A", "1")), PODUTIL_UPSERT_SAME);
     /* REPLACED in place. */
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("B", "2")), UPSERT_REPLACED);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("B", "2")), PODUTIL_UPSERT_REPLACED);
     tu_assert_json_eq(c,
                       "{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"},"
                       "{\"name\":\"B\",\"value\":\"2\"},{\"name\":\"C\",\"value\":\"3\"}]}");
     /* A reference replaces a literal value whole. */
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_configmap("C", "cm", "k")), UPSERT_REPLACED);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_configmap("C", "cm", "k")),
+                     PODUTIL_UPSERT_REPLACED);
     tu_assert_json_eq(
         c,
         "{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"},"
         "{\"name\":\"B\",\"value\":\"2\"},"
         "{\"name\":\"C\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"cm\",\"key\":\"k\"}}}]}");
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_configmap("C", "cm", "k")), UPSERT_SAME);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_configmap("C", "cm", "k")),
+                     PODUTIL_UPSERT_SAME);
     json_decref(c);
 }
 END_TEST
@@ -99,12 +101,12 @@ START_TEST(upsert_env_matches_last_entry)
     json_t *c = tu_json("{\"env\":[{\"name\":\"R\",\"value\":\"1\"},{\"name\":\"X\"},"
                         "{\"name\":\"R\",\"value\":\"2\"}]}");
 
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "2")), UPSERT_SAME);
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "3")), UPSERT_REPLACED);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "2")), PODUTIL_UPSERT_SAME);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "3")), PODUTIL_UPSERT_REPLACED);
     tu_assert_json_eq(c,
                       "{\"env\":[{\"name\":\"R\",\"value\":\"1\"},{\"name\":\"X\"},"
                       "{\"name\":\"R\",\"value\":\"3\"}]}");
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "1")), UPSERT_REPLACED);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "1")), PODUTIL_UPSERT_REPLACED);
     tu_assert_json_eq(c,
                       "{\"env\":[{\"name\":\"R\",\"value\":\"1\"},{\"name\":\"X\"},"
                       "{\"name\":\"R\",\"value\":\"1\"}]}");
@@ -120,12 +122,13 @@ START_TEST(upsert_env_empty_value_replaces_value_from)
                         "{\"fieldRef\":{\"fieldPath\":\"metadata.name\"}}},{\"name\":\"B\"}]}");
 
     ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("VK_TASK_INDEX", "")),
-                     UPSERT_REPLACED);
+                     PODUTIL_UPSERT_REPLACED);
     tu_assert_json_eq(c,
                       "{\"name\":\"c\",\"env\":[{\"name\":\"VK_TASK_INDEX\",\"value\":\"\"},"
                       "{\"name\":\"B\"}]}");
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("VK_TASK_INDEX", "")), UPSERT_SAME);
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("B", "")), UPSERT_SAME);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("VK_TASK_INDEX", "")),
+                     PODUTIL_UPSERT_SAME);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("B", "")), PODUTIL_UPSERT_SAME);
     json_decref(c);
 }
 END_TEST
@@ -243,12 +246,12 @@ START_TEST(upsert_volume_results)
     json_t *pod = tu_json("{\"spec\":{\"volumes\":null}}");
 
     ck_assert_int_eq(podutil_upsert_volume(pod, tu_json("{\"name\":\"a\",\"emptyDir\":{}}")),
-                     UPSERT_ADDED);
+                     PODUTIL_UPSERT_ADDED);
     ck_assert_int_eq(
         podutil_upsert_volume(pod, tu_json("{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}}")),
-        UPSERT_ADDED);
+        PODUTIL_UPSERT_ADDED);
     ck_assert_int_eq(podutil_upsert_volume(pod, tu_json("{\"name\":\"b\",\"emptyDir\":{}}")),
-                     UPSERT_ADDED);
+                     PODUTIL_UPSERT_ADDED);
     tu_assert_json_eq(pod,
                       "{\"spec\":{\"volumes\":[{\"name\":\"a\",\"emptyDir\":{}},"
                       "{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}},"
@@ -260,10 +263,10 @@ START_TEST(upsert_volume_results)
         "defaultMode", json_integer(420));
     ck_assert_int_eq(
         podutil_upsert_volume(pod, tu_json("{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}}")),
-        UPSERT_SAME);
+        PODUTIL_UPSERT_SAME);
     ck_assert_int_eq(
         podutil_upsert_volume(pod, tu_json("{\"name\":\"v\",\"secret\":{\"secretName\":\"s\"}}")),
-        UPSERT_REPLACED);
+        PODUTIL_UPSERT_REPLACED);
     tu_assert_json_eq(pod,
                       "{\"spec\":{\"volumes\":[{\"name\":\"a\",\"emptyDir\":{}},"
                       "{\"name\":\"v\",\"secret\":{\"secretName\":\"s\"}},"
@@ -277,17 +280,17 @@ START_TEST(upsert_mount_keyed_by_path)
     json_t *c = tu_json("{\"name\":\"c\"}");
 
     ck_assert_int_eq(podutil_upsert_mount(c, tu_json("{\"name\":\"a\",\"mountPath\":\"/a\"}")),
-                     UPSERT_ADDED);
+                     PODUTIL_UPSERT_ADDED);
     ck_assert_int_eq(podutil_upsert_mount(c, tu_json("{\"name\":\"b\",\"mountPath\":\"/b\"}")),
-                     UPSERT_ADDED);
+                     PODUTIL_UPSERT_ADDED);
     /* Same name, another path: a new mount (the key is mountPath). */
     ck_assert_int_eq(podutil_upsert_mount(c, tu_json("{\"name\":\"a\",\"mountPath\":\"/c\"}")),
-                     UPSERT_ADDED);
+                     PODUTIL_UPSERT_ADDED);
     ck_assert_int_eq(podutil_upsert_mount(c, tu_json("{\"name\":\"a\",\"mountPath\":\"/a\"}")),
-                     UPSERT_SAME);
+                     PODUTIL_UPSERT_SAME);
     ck_assert_int_eq(
         podutil_upsert_mount(c, tu_json("{\"name\":\"z\",\"mountPath\":\"/a\",\"subPath\":\"s\"}")),
-        UPSERT_REPLACED);
+        PODUTIL_UPSERT_REPLACED);
     tu_assert_json_eq(
         c,
         "{\"name\":\"c\",\"volumeMounts\":["
@@ -309,15 +312,18 @@ START_TEST(add_port_results)
     struct warnings w;
 
     warnings_init(&w);
-    ck_assert_int_eq(podutil_add_port(c, port("mpijob-port", 22), "mpi", &w), UPSERT_ADDED);
+    ck_assert_int_eq(podutil_add_port(c, port("mpijob-port", 22), "mpi", &w), PODUTIL_UPSERT_ADDED);
     tu_assert_json_eq(
         c, "{\"name\":\"main\",\"ports\":[{\"name\":\"mpijob-port\",\"containerPort\":22}]}");
     /* Same number under any name: left alone. */
-    ck_assert_int_eq(podutil_add_port(c, port("other", 22), "mpi", &w), UPSERT_SKIPPED);
-    ck_assert_int_eq(podutil_add_port(c, port("mpijob-port", 22), "mpi", &w), UPSERT_SKIPPED);
+    ck_assert_int_eq(podutil_add_port(c, port("other", 22), "mpi", &w), PODUTIL_UPSERT_SKIPPED);
+    ck_assert_int_eq(podutil_add_port(c, port("mpijob-port", 22), "mpi", &w),
+                     PODUTIL_UPSERT_SKIPPED);
     /* Name taken by another number: skipped with a warning. */
-    ck_assert_int_eq(podutil_add_port(c, port("mpijob-port", 2222), "mpi", &w), UPSERT_SKIPPED);
-    ck_assert_int_eq(podutil_add_port(c, port("gcs", 6379), "ray plugin", &w), UPSERT_ADDED);
+    ck_assert_int_eq(podutil_add_port(c, port("mpijob-port", 2222), "mpi", &w),
+                     PODUTIL_UPSERT_SKIPPED);
+    ck_assert_int_eq(podutil_add_port(c, port("gcs", 6379), "ray plugin", &w),
+                     PODUTIL_UPSERT_ADDED);
     tu_assert_json_eq(
         c,
         "{\"name\":\"main\",\"ports\":[{\"name\":\"mpijob-port\",\"containerPort\":22},"
@@ -328,7 +334,8 @@ START_TEST(add_port_results)
                       "container main, port 2222 not added\"]");
     json_decref(warns);
     /* A NULL warnings list is allowed. */
-    ck_assert_int_eq(podutil_add_port(c, port("gcs", 1), "ray plugin", NULL), UPSERT_SKIPPED);
+    ck_assert_int_eq(podutil_add_port(c, port("gcs", 1), "ray plugin", NULL),
+                     PODUTIL_UPSERT_SKIPPED);
     json_decref(c);
 }
 END_TEST
@@ -338,11 +345,12 @@ START_TEST(add_init_container_results)
     json_t *pod = tu_json("{\"spec\":{}}");
 
     ck_assert_int_eq(podutil_add_init_container(pod, tu_json("{\"name\":\"w\",\"image\":\"a\"}")),
-                     UPSERT_ADDED);
+                     PODUTIL_UPSERT_ADDED);
     /* Same name: left alone, even when different. */
     ck_assert_int_eq(podutil_add_init_container(pod, tu_json("{\"name\":\"w\",\"image\":\"b\"}")),
-                     UPSERT_SKIPPED);
-    ck_assert_int_eq(podutil_add_init_container(pod, tu_json("{\"name\":\"x\"}")), UPSERT_ADDED);
+                     PODUTIL_UPSERT_SKIPPED);
+    ck_assert_int_eq(podutil_add_init_container(pod, tu_json("{\"name\":\"x\"}")),
+                     PODUTIL_UPSERT_ADDED);
     tu_assert_json_eq(pod,
                       "{\"spec\":{\"initContainers\":[{\"name\":\"w\",\"image\":\"a\"},"
                       "{\"name\":\"x\"}]}}");
@@ -354,12 +362,13 @@ START_TEST(set_results)
 {
     json_t *spec = tu_json("{}");
 
-    ck_assert_int_eq(podutil_set_string(spec, "hostname", "h"), UPSERT_ADDED);
-    ck_assert_int_eq(podutil_set_string(spec, "hostname", "h"), UPSERT_SAME);
-    ck_assert_int_eq(podutil_set_string(spec, "hostname", "g"), UPSERT_REPLACED);
-    ck_assert_int_eq(podutil_set(spec, "command", tu_json("[\"sh\"]")), UPSERT_ADDED);
-    ck_assert_int_eq(podutil_set(spec, "command", tu_json("[\"sh\"]")), UPSERT_SAME);
-    ck_assert_int_eq(podutil_set(spec, "command", tu_json("[\"sh\",\"-c\"]")), UPSERT_REPLACED);
+    ck_assert_int_eq(podutil_set_string(spec, "hostname", "h"), PODUTIL_UPSERT_ADDED);
+    ck_assert_int_eq(podutil_set_string(spec, "hostname", "h"), PODUTIL_UPSERT_SAME);
+    ck_assert_int_eq(podutil_set_string(spec, "hostname", "g"), PODUTIL_UPSERT_REPLACED);
+    ck_assert_int_eq(podutil_set(spec, "command", tu_json("[\"sh\"]")), PODUTIL_UPSERT_ADDED);
+    ck_assert_int_eq(podutil_set(spec, "command", tu_json("[\"sh\"]")), PODUTIL_UPSERT_SAME);
+    ck_assert_int_eq(podutil_set(spec, "command", tu_json("[\"sh\",\"-c\"]")),
+                     PODUTIL_UPSERT_REPLACED);
     tu_assert_json_eq(spec, "{\"hostname\":\"g\",\"command\":[\"sh\",\"-c\"]}");
     json_decref(spec);
 }
@@ -409,7 +418,7 @@ START_TEST(upsert_allocation_failures)
     int rc = -1;
     long n;
 
-    for (n = 0; n < 1000 && rc != UPSERT_ADDED; n++) {
+    for (n = 0; n < 1000 && rc != PODUTIL_UPSERT_ADDED; n++) {
         json_t *c = tu_json("{\"name\":\"c\"}");
         json_t *item = tu_json("{\"name\":\"A\",\"value\":\"1\"}");
 
@@ -417,7 +426,7 @@ START_TEST(upsert_allocation_failures)
         json_set_alloc_funcs(chaos_malloc, free);
         rc = podutil_upsert_env(c, item);
         json_set_alloc_funcs(malloc, free);
-        if (rc != UPSERT_ADDED) {
+        if (rc != PODUTIL_UPSERT_ADDED) {
             ck_assert_int_eq(rc, WH_ENOMEM);
             tu_assert_json_eq(c, "{\"name\":\"c\"}");
         } else {
@@ -425,7 +434,7 @@ START_TEST(upsert_allocation_failures)
         }
         json_decref(c);
     }
-    ck_assert_int_eq(rc, UPSERT_ADDED);
+    ck_assert_int_eq(rc, PODUTIL_UPSERT_ADDED);
     ck_assert_int_gt(n, 1);
 }
 END_TEST

@@ -282,7 +282,7 @@ END_TEST
 
 START_TEST(test_store_basics)
 {
-    struct ssh_key_store *s = sshkeys_create();
+    struct sshkeys_store *s = sshkeys_create();
     struct wh_error err = {0};
     char *p1 = NULL;
     char *q1 = NULL;
@@ -354,7 +354,7 @@ END_TEST
 #define NTHREADS 6
 
 struct worker {
-    struct ssh_key_store *s;
+    struct sshkeys_store *s;
     const char *uid;
     pthread_barrier_t *start;
     int rc;
@@ -375,7 +375,7 @@ static void *worker_main(void *p)
 /* Many workers, two uids, all at once: exactly one pair per uid. */
 START_TEST(test_store_concurrency)
 {
-    struct ssh_key_store *s = sshkeys_create();
+    struct sshkeys_store *s = sshkeys_create();
     struct worker w[NTHREADS];
     pthread_t th[NTHREADS];
     pthread_barrier_t start;

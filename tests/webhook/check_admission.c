@@ -79,7 +79,7 @@ static char *review(const char *api, const char *uid, const char *op, const char
 /* Run admission_handle on text; check the status; return the decoded answer. */
 static json_t *handle(const char *text, size_t len, struct fake_src *f, int want_status)
 {
-    struct job_source src = {.get = fake_get, .userdata = f};
+    struct jobsource src = {.get = fake_get, .userdata = f};
     struct mutate_options opt = {.lookup_failure = f->policy};
     char *out = NULL;
     size_t out_len = 0;
@@ -238,7 +238,7 @@ START_TEST(test_bad_request_too_many_containers)
     {
         char *out = NULL;
         size_t out_len = 0;
-        struct job_source src = {.get = NULL};
+        struct jobsource src = {.get = NULL};
         struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
 
         ck_assert_int_eq(admission_handle(body, strlen(body), &src, &opt, &out, &out_len), 200);

@@ -65,7 +65,7 @@ static const char *POD_SIMPLE =
 static void review(struct fake_source *fs, const char *op, const char *resource, const char *ns,
                    json_t *pod, enum lookup_failure_policy policy, struct mutate_result *out)
 {
-    struct job_source src = {.get = fake_get, .userdata = fs};
+    struct jobsource src = {.get = fake_get, .userdata = fs};
     struct mutate_options opt = {.lookup_failure = policy};
     struct mutate_request req = {
         .uid = "req-1",

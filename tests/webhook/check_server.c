@@ -482,7 +482,7 @@ static char handler_body[64];
 static bool handler_saw_src;
 static int handler_lookup_failure;
 
-static int fixed_admission(const char *body, size_t len, const struct job_source *src,
+static int fixed_admission(const char *body, size_t len, const struct jobsource *src,
                            const struct mutate_options *opt, char **out, size_t *out_len)
 {
     snprintf(handler_body, sizeof(handler_body), "%.*s", (int)len, body);

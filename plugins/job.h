@@ -1,11 +1,11 @@
 /*
- * jobutil.h - read-only helpers over a Volcano Job object (docs/plugins.md §1.3, §3.6).
+ * job.h - read-only helpers over a Volcano Job object (docs/plugins.md §1.3, §3.6).
  *
  * The Job is borrowed and never modified; every returned json_t is borrowed and
  * lives as long as the Job. Pure functions; thread-safe.
  */
-#ifndef WH_JOBUTIL_H
-#define WH_JOBUTIL_H
+#ifndef WH_JOB_H
+#define WH_JOB_H
 
 #include <jansson.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /*
- * jobutil.c - read-only views of a Volcano Job (docs/plugins.md §1.3, §3.6).
+ * job.c - read-only views of a Volcano Job (docs/plugins.md §1.3, §3.6).
  * Pure functions over a borrowed, immutable Job; thread-safe.
  */
-#include "plugins/jobutil.h"
+#include "plugins/job.h"
 
 #include <ctype.h>
 #include <errno.h>

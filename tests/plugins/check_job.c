@@ -1,5 +1,5 @@
 /*
- * check_jobutil.c - read-only Job helpers (plugins/jobutil.h, docs/plugins.md §1.3, §3.6, §4.2).
+ * check_job.c - read-only Job helpers (plugins/job.h, docs/plugins.md §1.3, §3.6, §4.2).
  */
 #include <check.h>
 #include <jansson.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "base/error.h"
-#include "plugins/jobutil.h"
+#include "plugins/job.h"
 #include "tests/testutil.h"
 
 static const char *const JOB =
@@ -206,10 +206,10 @@ START_TEST(parse_index)
 }
 END_TEST
 
-static Suite *jobutil_suite(void)
+static Suite *job_suite(void)
 {
-    Suite *s = suite_create("jobutil");
-    TCase *tc = tcase_create("jobutil");
+    Suite *s = suite_create("job");
+    TCase *tc = tcase_create("job");
 
     tcase_add_test(tc, metadata_getters);
     tcase_add_test(tc, tasks_and_replicas);
@@ -224,5 +224,5 @@ static Suite *jobutil_suite(void)
 
 int main(void)
 {
-    return tu_run(jobutil_suite());
+    return tu_run(job_suite());
 }
