@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backoff.c - the delays and the stoppable thread of backoff.h.
  *

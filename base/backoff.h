@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backoff.h - waiting between attempts, and the thread that waits.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * buf.c - the capped growable byte buffer of buf.h.
  *

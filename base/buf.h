@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * buf.h - a growable byte buffer with a size cap (curl's lib/curlx/dynbuf.h, whose
  * `toobig` is our `max`).

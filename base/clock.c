@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clock.c - see clock.h. */
 #include "base/clock.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clock.h - the few clock readings the threads need: a monotonic "now" for
  * durations and deadlines, and absolute times for pthread_cond_timedwait.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* error.c - see error.h. No state; safe from any thread. */
 #include "base/error.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * error.h - error codes and the caller-owned error record.
  *

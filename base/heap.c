@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * heap.c - see heap.h. mimalloc is linked or not at build time (Makefile
  * ALLOCATOR), so its mi_collect is a weak reference: NULL without it.

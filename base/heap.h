@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * heap.h - giving freed heap memory back to the kernel, whichever allocator the
  * binary links (Makefile ALLOCATOR: mimalloc by default, glibc's malloc without).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log.c - see log.h. One line per event on stderr, JSON by default: the event
  * text becomes "msg" and every key=value token after it (value optionally

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metric.h - metric primitives and the Prometheus text exposition format 0.0.4
  * (https://prometheus.io/docs/instrumenting/exposition_formats/).

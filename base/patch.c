@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * patch.c - RFC 6902 JSON Patch: the diff that becomes the admission response
  * (docs/plugins.md §7.3) and a strict applier used by tests and the fixed-point check.

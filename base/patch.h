@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * patch.h - RFC 6902 JSON Patch from a before/after pair (the patch builder).
  *

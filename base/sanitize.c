@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sanitize.c - the text sanitisers of sanitize.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sanitize.h - untrusted text made safe to show: one line, printable, short.
  *

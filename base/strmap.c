@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * strmap.c - the string-keyed hash map of strmap.h.
  *

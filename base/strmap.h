@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * strmap.h - a hash map from NUL-terminated string keys to void * values.
  *

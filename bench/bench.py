@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """bench.py - the measurements of `make bench` (started by bench/run, which installs the
 tools and builds everything first).
 

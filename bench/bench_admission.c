@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_admission.c - admissions in-process, for `make bench`: the instruction count
  * of one admission under callgrind, and the time of one admission without a socket.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_transport.c - the webhook's HTTP and TLS layer alone, for `make bench`:
  * webhook/server.c (libmicrohttpd, GnuTLS, the product's routing, body buffering

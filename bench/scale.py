@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """scale.py - `make bench-scale`: three replicas behind one address through a 10,000-pod
 burst, the Lease holder killed half way (tests/test_scale.py's Scenario, large).
 

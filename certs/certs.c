@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * certs.c - serving certificates with the OpenSSL 3 EVP/X509 API.
  *

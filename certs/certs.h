@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * certs.h - serving certificates: generation (OpenSSL EVP API) and loading.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * certwatch.c - see certwatch.h. One thread: poll(2) on an inotify descriptor
  * (the directories of the two files) and a wake-up pipe, with the stat

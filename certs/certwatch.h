@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * certwatch.h - reload the serving TLS pair when its files change (hot
  * reload: a renewed certificate is served without a restart).

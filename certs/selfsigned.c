@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * selfsigned.c - `serve --self-signed`: the in-memory CA and serving pair with the
  * Service's names (selfsigned.h). controller/cabundle.c installs the CA.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * selfsigned.h - `serve --self-signed`: a CA and serving pair made in memory at
  * start-up, with the Service's names. controller/cabundle.h installs the CA as

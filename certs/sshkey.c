@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sshkey.c - RSA key pairs in the formats Volcano's `ssh` plugin writes (sshkey.h;
  * docs/plugins.md §4.3).

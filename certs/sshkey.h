@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sshkey.h - ssh key pairs in the formats Volcano's `ssh` plugin writes (docs/plugins.md §4.3):
  * RSA 2048 with OpenSSL. The store that keeps one pair per Job is plugins/sshkeys.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cabundle.c - the caBundle keeper (cabundle.h): the background thread that
  * installs a CA as the caBundle of every webhook of the

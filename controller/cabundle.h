@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cabundle.h - the caBundle keeper of `serve --self-signed`: a background thread
  * that patches the caBundle of every webhook of the MutatingWebhookConfiguration

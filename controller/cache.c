@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cache.c - the Jobs cache: a jansson object "namespace/name" → entry (one
  * struct cached_job per Job: the compact JSON text of the fields its readers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cache.h - the Jobs cache (informer store): namespace/name → Job.
  *

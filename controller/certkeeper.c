@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * certkeeper.c - managed serving certificates in one Secret (certkeeper.h).
  *

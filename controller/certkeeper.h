@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * certkeeper.h - managed serving certificates: the replicas keep their CA and
  * serving pair in one Secret, and the Lease holder makes, renews and rolls them

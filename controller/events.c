@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * events.c - Warning Events on Volcano Jobs (D17); the contract is in events.h.
  *

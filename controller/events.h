@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * events.h - Kubernetes Events on a Volcano Job, posted by the Lease holder (D17):
  * the Job-level diagnostics of plugins/diagnose.h and reconcile failures that

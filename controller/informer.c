@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * informer.c - list/watch of Volcano Jobs into the Jobs cache (informer.h;
  * docs/kube-api.md §3).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * informer.h - list/watch of Volcano Jobs feeding the cache (docs/kube-api.md
  * §3): LIST all namespaces (paged), then WATCH from the list's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lookup.c - Job lookup for admission: the Jobs cache, else one GET, shared by
  * every concurrent miss of the same Job, with a bound on the lookups waiting

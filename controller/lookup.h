@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lookup.h - the admission path's Job lookup: a struct jobsource (plugins/jobsource.h)
  * that reads the Jobs cache first and falls back to one GET (D6;

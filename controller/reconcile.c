@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reconcile.c - the reconcile side (docs/plugins.md §3.2, §5.2, decisions D9-D12): a work
  * queue of Job keys "ns/name" and worker threads that run the plugins'

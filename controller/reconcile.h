@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reconcile.h - the reconcile side: a work queue of Job keys and worker threads
  * running the plugins' OnJobAdd / OnJobUpdate / OnJobDelete (docs/plugins.md §3.2, §5.2,

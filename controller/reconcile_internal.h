@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reconcile_internal.h - semi-private entry points of controller/reconcile.c for
  * tests (a header of its own, so that no test includes a .c file): start the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * workqueue.c - client-go workqueue semantics over string keys (workqueue.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * workqueue.h - a queue of string keys with client-go workqueue semantics, as the
  * reconciler uses it (docs/plugins.md §3.2, D10): a rate-limited, de-duplicating FIFO.

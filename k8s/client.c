@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client.c - Kubernetes REST requests over libcurl (client.h, client_internal.h).
  *

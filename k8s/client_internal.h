@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client_internal.h - what k8s/watch.c shares with k8s/client.c (not for other modules).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.c - where the Kubernetes client gets its server and credentials
  * (k8s_config_load / k8s_config_dispose of client.h).

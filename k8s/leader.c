@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * leader.c - leader election on a coordination.k8s.io/v1 Lease, as client-go's
  * leaderelection package does it (docs/kube-api.md §5).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * leader.h - leader election with a coordination.k8s.io/v1 Lease
  * (docs/kube-api.md §5), as client-go's leaderelection does: acquire or renew

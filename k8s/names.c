@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * names.c - the DNS-1123 checks of names.h, after k8s.io/apimachinery's
  * pkg/util/validation (IsDNS1123Label, IsDNS1123Subdomain, IsValidPortName,

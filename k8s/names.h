@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * names.h - the DNS-1123 name checks kube-apiserver applies (k8s.io/apimachinery
  * pkg/util/validation: IsDNS1123Label, IsDNS1123Subdomain).

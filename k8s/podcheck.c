@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * podcheck.c - kube-apiserver's checks of the Pod fields a webhook writes (see
  * podcheck.h), after ValidatePodSpec: validateVolumes (names, uniqueness),

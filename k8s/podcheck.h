@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * podcheck.h - the parts of kube-apiserver's Pod validation
  * (k8s.io/kubernetes/pkg/apis/core/validation ValidatePodSpec) that concern the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * watch.c - a Kubernetes WATCH stream over libcurl (watch.h; docs/kube-api.md
  * §3.3).

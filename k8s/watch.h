@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * watch.h - a Kubernetes WATCH stream (docs/kube-api.md §3).
  *

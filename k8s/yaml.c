@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * yaml.c - YAML (or JSON) text to jansson values over libyaml's event API, and
  * back (yaml_dump_buffer, over libyaml's emitter).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * yaml.h - YAML (or JSON) documents to jansson values and back, through libyaml.
  *

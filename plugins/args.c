@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * args.c - the plugin argument parser (docs/plugins.md §3.4, D4): Go's `flag` package in
  * ContinueOnError mode, with strconv.ParseInt(s, 0, 64) and strconv.ParseBool.

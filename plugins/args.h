@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * args.h - the plugin argument parser: Go's `flag` package in ContinueOnError
  * mode, exactly as docs/plugins.md §3.4 describes it, shared by every plugin but env.

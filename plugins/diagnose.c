@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * diagnose.c - the Job-level diagnostics (see diagnose.h): the framework's own
  * (spec.plugins, tasks), then each plugin's `diagnose` of the effective set in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * diagnose.h - what is wrong with a Volcano Job, told to the person who wrote it
  * (D15-D17): one diagnostic per mistake, each with a stable reason, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * env.c - the `env` plugin, pod side (docs/plugins.md §4.1, D5).
  *

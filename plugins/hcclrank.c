@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hcclrank.c - the `hcclrank` plugin, pod side (docs/plugins.md §4.8, §8 #26, D4, D5, D7).
  *

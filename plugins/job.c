@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * job.c - read-only views of a Volcano Job (docs/plugins.md §1.3, §3.6).
  * Pure functions over a borrowed, immutable Job; thread-safe.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * job.h - read-only helpers over a Volcano Job object (docs/plugins.md §1.3, §3.6).
  *

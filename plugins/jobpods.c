@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jobpods.c - pods as Volcano's job controller builds them (docs/plugins.md §2). No state.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jobpods.h - the pods of a Volcano Job as Volcano's job controller builds them
  * (docs/plugins.md §2.1-2.4), before any plugin runs. Used by `render` and the demo.

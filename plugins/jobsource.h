@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jobsource.h - where the admission path gets a pod's Volcano Job: a GET per
  * request, the informer cache (controller/lookup.h), or a file (render).

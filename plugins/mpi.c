@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mpi.c - the `mpi` plugin, pod side (docs/plugins.md §4.6, D4, D5).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * objects.c - owner references and ensure/delete of a Job's auxiliary objects
  * (objects.h; docs/plugins.md §2.2, §5.2, D9-D12).

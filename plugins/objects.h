@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * objects.h - the auxiliary objects a Volcano Job owns (docs/plugins.md §5.2): their
  * owner reference, and "ensure" / "delete" over the REST client with the rules

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plugin.h - the contract between the framework and a Volcano job plugin.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * podutil.c - upsert edits on a JSON Pod (D5). Works on a request-owned
  * pod; no shared state, no locking.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * podutil.h - upsert edits on a JSON Pod (D5) and small JSON builders.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pytorch.c - the `pytorch` plugin, pod side (docs/plugins.md §4.4, §8 #5, #21, #22, D4, D5, D13).
  *

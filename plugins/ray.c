@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ray.c - the `ray` plugin, pod side (docs/plugins.md §4.7, §8 #1, #27, D4, D5, D7).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * registry.c - the plugin table. Its order is the execution order (D2);
  * immutable, no runtime registration, no lock. Also what every plugin shares

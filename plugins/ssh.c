@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ssh.c - the `ssh` plugin, pod side (docs/plugins.md §4.3, D4, D5).
  *

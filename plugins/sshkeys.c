@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sshkeys.c - the per-uid store of the `ssh` plugin's key pairs (sshkeys.h;
  * docs/plugins.md §4.3, D11); the pairs themselves are made by certs/sshkey.c.

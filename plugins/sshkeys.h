@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sshkeys.h - the per-process store of the `ssh` plugin's key pairs (docs/plugins.md §4.3,
  * decision D11): one pair per Job uid for the Job's whole life, made by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * svc.c - the `svc` plugin, pod side (docs/plugins.md §4.2, D4, D5, D14), and the
  * ConfigMap data builder shared with the reconcile side (plugins/svc.h).

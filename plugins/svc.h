@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * svc.h - what the `svc` plugin shares with the reconcile side and `render`
  * (docs/plugins.md §4.2). The pod-side hook is plugin_svc (plugins/plugin.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tensorflow.c - the `tensorflow` plugin, pod side (docs/plugins.md §4.5, §8 #11-13, D4, D5).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* warnings.c - see warnings.h. Request-owned; no locking. */
 #include "plugins/warnings.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * warnings.h - the AdmissionResponse `warnings` list of one request.
  *

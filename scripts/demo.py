@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """demo.py - the webhook end to end, with no cluster.
 
 Starts the test API server (tests/apiserver.py) loaded with the example Jobs of

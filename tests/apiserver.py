@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """apiserver.py - a small in-memory stand-in for kube-apiserver, for tests.
 
 Python 3 standard library only, plus Debian's python3-yaml for --load of YAML

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * apitest.h - tests/apiserver.py as a child process of a Check suite, on a
  * loopback port the OS picks: start and stop it, its /_test/ controls (faults,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * certtest.h - certificate helpers shared by the Check suites (header-only):
  * PEM parsing, strict, SAN-only verification as Go's crypto/tls does it, and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """harness.py - helpers for the webhook's integration tests (tests/test_*.py).
 
 Python 3 standard library plus Debian's python3-jsonpatch and python3-yaml.

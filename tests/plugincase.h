@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plugincase.h - one-call harness for the eight plugin suites (header-only, static).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """soak.py - the webhook under valgrind memcheck for a while, with mixed admissions and
 Job churn through the test API server: no memcheck error, no definite leak. Run by
 tests/soak.sh (`make soak`).

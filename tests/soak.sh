@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Soak test: 60 s of mixed admissions and Job churn
 # against $BUILD/volcano-plugin-webhook under valgrind memcheck; zero errors and no
 # definite leaks. The work is done by tests/soak.py; flags are passed on to it

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """test_apiserver.py - self-test of tests/apiserver.py (unittest, stdlib only).
 
 Starts the server as a child process on a free loopback port and talks HTTP/1.1

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_cache.py - the Jobs cache end to end: the real binary's informer (LIST, then
 WATCH) against the test API server, seen from the admission path and /readyz.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_certs.py - gen-certs and `serve --self-signed`, checked by strict TLS clients.
 
 Every certificate must verify under a client that trusts only our CA and matches the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The command line's usage errors, as a user meets them: every subcommand says
 what is wrong in one line "volcano-plugin-webhook: COMMAND: ..." on stderr, prints
 nothing on stdout and exits 2; --help goes to stdout and exits 0.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_events.py - Events on the Job (D17), end to end: the real binary (the Lease
 holder: --leader-elect=false) against the test API server (tests/apiserver.py).
 

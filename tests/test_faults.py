@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_faults.py - the real binary against a misbehaving API server, which must make it
 neither lose nor duplicate objects: answers cut mid-body, invalid JSON, wrong content
 types, 429 with Retry-After, 5xx storms, watch streams that stall without closing,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_flood.py - a flood of hostile connections must not delay a prompt client.
 
 The mix of issue 17, against the default --max-connections (1000): 200 slowloris

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """test_harness.py - checks of tests/harness.py that need no webhook binary: the pods it
 builds, the AdmissionReviews, strict patch application, the schema validator wiring,
 certificates + verified HTTPS, and the test API server wrapper.

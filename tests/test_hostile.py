@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_hostile.py - hostile clients and hostile JSON against the running webhook.
 
 Hostile clients (slowloris and the TLS profile are in test_operations.py):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_hostile_jobs.py - odd Jobs and odd LIST pages against the Jobs cache (informer).
 
 The cache keeps each Job as the compact text of the fields its readers use and reads

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """scripts/check-layers: the include rule between the folders (README, "The layers")."""
 import os
 import shutil

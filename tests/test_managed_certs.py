@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_managed_certs.py - `serve --cert-secret`: the real binary against tests/apiserver.py.
 
 The replicas keep their CA and serving pair in one Secret of the Lease namespace

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_manifests.py - manifests/ (kustomize) and the Dockerfile, checked without a cluster.
 
 What is checked:

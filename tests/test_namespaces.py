@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_namespaces.py - `serve --namespaces team-a,team-b` end to end: the real binary
 against tests/apiserver.py, with a Volcano Job in each of team-a, team-b and team-c.
 

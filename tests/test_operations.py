@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_operations.py - the running webhook as an operator and a hostile client see it.
 
 TLS serving, observability, operations and hostile clients:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_reconcile.py - the reconcile side end to end: the real binary against the test
 API server (tests/apiserver.py), with list/watch, the work queue, the plugins' job hooks
 and leader election (docs/plugins.md §3.2, §5.2, D9-D12).

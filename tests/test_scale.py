@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_scale.py - three replicas behind one address through a burst of one Job's pods,
 with the Lease holder killed half way (spec §3.2, §5.2, D9-D12).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_security.py - the security review (README "Threat model"), as tests against the binary.
 
   LogSecrecyTest        a representative run (admissions, ssh Secret creation, scaling,

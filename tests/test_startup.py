@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`serve` at start-up, as a crash-looping replica meets it, against tests/apiserver.py.
 
 A replica that cannot serve never leads: with its port taken, the binary exits 1

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_webhook.py - the real binary over HTTPS against the test API server.
 
 Every example Job of the plugin guide goes through `serve`: each pod is built as

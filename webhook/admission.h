@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admission.h - AdmissionReview (admission.k8s.io/v1 and v1beta1) in and out.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * commands.h - the subcommands of the binary. Each takes the arguments after
  * its own name (argv[0] is the subcommand name, for getopt_long) and returns the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flags.c - the flag tables of the commands (webhook/flags.h): getopt_long's
  * option array and optstring generated from a table, the --help flag list from

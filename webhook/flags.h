@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flags.h - one flag table per command (serve, render, gen-certs): from it come
  * the getopt_long option array and optstring, the flag list of --help, and the

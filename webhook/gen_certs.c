@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gen_certs.c - the `gen-certs` subcommand: write a CA and a serving certificate for
  * the webhook Service (ca.crt, ca.key, tls.crt, tls.key) into a directory, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c - subcommand dispatch. Global library setup happens here, once, before
  * any thread starts (curl_global_init, jansson hash seed, SIGPIPE ignored).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.c - see metrics.h. Lock-free recording with C11 atomics; rendering
  * reads each atomic once (a scrape is a consistent-enough snapshot, as with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.h - the catalogue of the process's Prometheus metrics: every family's
  * name, type and help text, rendered with base/metric.h.

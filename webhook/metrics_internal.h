@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_internal.h - the process metrics of webhook/metrics.c, exposed for
  * tests/webhook/check_metrics.c. Not for other modules: they get the values through

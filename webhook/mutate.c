@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mutate.c - one admission decision (docs/decisions.md): which pods are served (D8),
  * which Job owns the pod (D6), the error policy (D7), the plugin chain in its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mutate.h - one admission decision: find the Job, run the plugin chain, diff.
  *

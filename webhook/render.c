@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * render.c - `render`: the admission code path without a server or cluster.
  *

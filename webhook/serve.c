@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * serve.c - the `serve` subcommand's wiring: start order, callbacks, signals,
  * shutdown. Its flags (struct serve_options, defaults, --help, parsing and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * serve_flags.c - the flags of the `serve` subcommand (webhook/serve_flags.h):
  * defaults, the flag table (--help and getopt_long's options come from it) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * serve_flags.h - the flags of the `serve` subcommand: struct serve_options,
  * its defaults, the --help text, getopt_long parsing and every value check

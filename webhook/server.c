@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server.c - libmicrohttpd front, routing (webhook/server.h): the routes and
  * their checks, Kubernetes Status bodies for every error, /metrics, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server.h - the HTTP(S) front of the webhook (libmicrohttpd, TLS by GnuTLS).
  *

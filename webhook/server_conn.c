@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server_conn.c - the server's connections (webhook/server_internal.h): the
  * per-connection context, the request time limit, body gathering.

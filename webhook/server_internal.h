@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server_internal.h - what the three files of the server share, and nothing
  * else includes: struct server and the per-connection and per-request contexts,

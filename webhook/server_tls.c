@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server_tls.c - the server's TLS (webhook/server_internal.h): the pair as
  * GnuTLS credentials, its hot reload and the GnuTLS callbacks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * version.c - see version.h. The only file compiled with the build's -D defines
  * (Makefile, "Build information"): nothing else needs rebuilding for a new commit.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * version.h - what this binary is: the release (WH_VERSION, webhook/commands.h), the
  * git state it was built from and when it was built. `version` prints them and

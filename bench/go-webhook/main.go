@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command go-webhook is the baseline of `make bench`: the minimal mutating admission
 // webhook a Go user would write with the standard library only (net/http,
 // crypto/tls, encoding/json). It decodes the AdmissionReview (admission.k8s.io/v1 or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_backoff.c - base/backoff.c: the capped exponential delay, the jitter's
  * range, and the stoppable thread (a stop wakes its sleep; the flag is seen).

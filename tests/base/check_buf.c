@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_buf.c - base/buf.c: growth, the max cap (WH_ETOOBIG), the sticky first
  * failure, formatted appends, streams, truncation and handing the content over.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_log.c - the log line formats of base/log.c: JSON fields split from
  * "event key=value" text, and no forged lines in the text format.

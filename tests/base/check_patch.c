@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_patch.c - RFC 6902 diff and apply, RFC 6901 escaping (docs/plugins.md §7.3).
  *

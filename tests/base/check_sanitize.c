@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_sanitize.c - base/sanitize.c: controls and non-ASCII replaced by '?',
  * copies cut at the cap (with "..." when asked) and never inside a UTF-8

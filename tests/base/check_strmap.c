@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_strmap.c - base/strmap.c: set/get/replace/remove/take, the value
  * destructor (called exactly once per value), growth past many entries, clear.

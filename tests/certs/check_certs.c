@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_certs.c - certs_generate checked with OpenSSL's own verifier in strict
  * mode, host names from the SAN only (the CN is never consulted, as Go's

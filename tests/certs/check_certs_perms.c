@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_certs_perms.c - certs_check_key_permissions (certs.h: a key others can read
  * is as good as published): which private key file modes are accepted, through a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_certwatch.c - the TLS files watcher over a kubelet-style Secret volume
  * in a temporary directory: ..data symlink swaps reach apply with the new

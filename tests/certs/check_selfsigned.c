@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_selfsigned.c - `serve --self-signed`'s certificate: the Service's names in
  * the in-memory certificate (strict, SAN-only verification).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_cabundle.c - the caBundle keeper: the JSON Patch built from a
  * MutatingWebhookConfiguration, and the patch thread against tests/apiserver.py

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_cache.c - controller/cache.c: get/put/remove, replace_all with its reported
  * list, snapshots, the synced flag, and many readers with one writer on real

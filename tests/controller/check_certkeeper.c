@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_certkeeper.c - managed certificates against tests/apiserver.py: a fresh
  * install (the Secret's keys, every caBundle of the Mutating and Validating

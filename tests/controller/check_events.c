@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_events.c - the Event recorder against tests/apiserver.py: an Event created
  * once with every field, its count raised on a repeat (PATCH, no second POST),

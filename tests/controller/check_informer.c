@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_informer.c - controller/informer.c against tests/apiserver.py (a child
  * process): the first LIST (paged) fills the cache and calls on_add; creates,

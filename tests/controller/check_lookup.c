@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_lookup.c - controller/lookup.c, the admission path's Job lookup, against
  * tests/apiserver.py: a cached Job costs no API request at all; a miss, or a

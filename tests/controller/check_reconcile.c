@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_reconcile.c - controller/reconcile.c with a fake hook table
  * (reconcile_internal.h): which hook runs when (D10), queue semantics

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_workqueue.c - controller/workqueue.c on its own, driven the way
  * controller/reconcile.c drives it: FIFO order, one pending entry per key, a key

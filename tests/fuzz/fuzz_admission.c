@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_admission.c - bytes → admission_handle with a fixed set of Jobs (the
  * examples/ Jobs and tests/fuzz/jobs/, every plugin enabled somewhere).

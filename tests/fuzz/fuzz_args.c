@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_args.c - bytes → a JSON array of strings (split on NUL) → args_parse
  * with a table of every type (and an alias sharing storage, D4).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_kubeconfig.c - bytes → a kubeconfig file → k8s_config_load (k8s/client.h).
  *

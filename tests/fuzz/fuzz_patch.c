@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_patch.c - two JSON documents (split on the first NUL) → patch_diff, then
  * patch_apply (base/patch.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_watch.c - bytes → watch_decode_event (k8s/watch.h), one line of a
  * WATCH stream as the API server sends it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_yaml.c - bytes → yaml_load_buffer (k8s/yaml.h), the Job loader of
  * `render -f` and of kubeconfig.

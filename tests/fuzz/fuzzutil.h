@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzzutil.h - what the libFuzzer harnesses share: a property check that
  * aborts (so libFuzzer records the input as a crash) and input splitting.

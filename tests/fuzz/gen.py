@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Fuzzing inputs that are derived from the repository's own files.
 
   gen.py jobs OUT.h     the fixed Job set of fuzz_admission (examples/*.yaml and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_k8s_client.c - k8s/config.c and k8s/client.c: kubeconfig and
  * in-cluster config, then real requests (GET, create/update/patch/delete, paged

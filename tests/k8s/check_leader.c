@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_leader.c - k8s/leader.c: the MicroTime format and parser, then
  * leader election against tests/apiserver.py (a child process on a free

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_names.c - k8s/names.c: DNS-1123 labels and subdomains, as kube-apiserver
  * validates them (IsDNS1123Label, IsDNS1123Subdomain), at their length limits;

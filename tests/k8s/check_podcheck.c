@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_podcheck.c - kube-apiserver's checks of the Pod fields a webhook writes
  * (k8s/podcheck.h): each kind of violation with its place and value, the walk's

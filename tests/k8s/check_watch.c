@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_k8s_watch.c - k8s/watch.c: the event decoder as a table, then real
  * watch streams from tests/apiserver.py (a child process on a free loopback

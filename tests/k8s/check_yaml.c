@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_yaml.c - k8s/yaml.c: scalar typing, keys, aliases, block scalars, the
  * published examples, errors with line/column, size and expansion caps; the

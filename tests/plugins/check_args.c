@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_args.c - the Go-flag argument parser (docs/plugins.md §3.4 rules 1-11, D4),
  * strconv.ParseInt(s, 0, 64) and strconv.ParseBool. Every table row asserts the

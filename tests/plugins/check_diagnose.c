@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_diagnose.c - the Job-level diagnostics (plugins/diagnose.h, D15-D17):
  * each case is a Job and the exact list of reason, fatal, plugin and message.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_env.c - the env plugin's pod side (docs/plugins.md §4.1, D5, D6).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_hcclrank.c - the hcclrank plugin's pod side (docs/plugins.md §4.8, §3.6,
  * §3.8, §5.3, D4, D5, D7).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_job.c - read-only Job helpers (plugins/job.h, docs/plugins.md §1.3, §3.6, §4.2).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_jobhooks.c - the job hooks of svc, ssh and ray (docs/plugins.md §4.2,
  * §4.3, §4.7, §5.2, D9-D12) and plugins/objects.c, against tests/apiserver.py

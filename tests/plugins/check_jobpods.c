@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_jobpods.c - the pods `render` builds as Volcano's job controller would
  * (plugins/jobpods.h, docs/plugins.md §1.2, §2.2-2.4): every label, annotation, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_mpi.c - the mpi plugin's pod side (docs/plugins.md §4.6, §5.3, §8 #8/#9, D4, D5).
  */

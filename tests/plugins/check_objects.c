@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_objects.c - plugins/objects.c against tests/apiserver.py (a child process on
  * a free loopback port): a DELETE carries the uid just read as its precondition

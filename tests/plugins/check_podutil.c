@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_podutil.c - upsert edits on a JSON Pod (plugins/podutil.h, D5).
  */

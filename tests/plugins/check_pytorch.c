@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_pytorch.c - the pytorch plugin's pod side (docs/plugins.md §4.4, §5.3,
  * §8 #5, #21, #22, D4, D5).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_ray.c - the ray plugin's pod side (docs/plugins.md §4.7, §3.8, §5.3, §8 #1,
  * #27, D4, D5, D7).

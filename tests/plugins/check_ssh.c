@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_ssh.c - the ssh plugin's pod side (docs/plugins.md §4.3, §5.4, D4, D5).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_sshkeys.c - plugins/sshkeys.c: the key formats of docs/plugins.md §4.3 checked
  * by parsing them back (OpenSSL for id_rsa, a hand-rolled RFC 4253 reader for

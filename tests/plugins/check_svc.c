@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_svc.c - the svc plugin's pod side (docs/plugins.md §4.2, §8 #6/#16/#17, D4, D5, D14)
  * and svc_configmap_data (plugins/svc.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_tensorflow.c - the tensorflow plugin's pod side (docs/plugins.md §4.5,
  * §5.3, §8 #11-13, D4, D5): TF_CONFIG compared byte for byte.

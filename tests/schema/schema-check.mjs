@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * schema-check.mjs - what validate-pod.mjs and validate-objects.mjs share: checking one
  * object against its kubernetes-models class, reading input, reporting.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * selftest.mjs - tests of validate-pod.mjs: good pods pass, each kind of bad pod is
  * caught at the right path, and the command line reports and exits as documented.

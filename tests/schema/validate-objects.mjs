@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #!/usr/bin/env node
 /*
  * validate-objects.mjs - check Kubernetes objects of any built-in kind (Deployment,

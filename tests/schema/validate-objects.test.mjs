@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * validate-objects.test.mjs - tests of validate-objects.mjs: good objects of every kind
  * manifests/ uses pass; unknown fields, wrong types and enums, unknown kinds and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #!/usr/bin/env node
 /*
  * validate-pod.mjs - check Pods (as a mutating webhook left them) against the real

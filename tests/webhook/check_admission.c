@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_admission.c - admission_handle as a bytes-to-bytes function: every 400
  * answer with its exact message, v1/v1beta1 echo, uid copy, patchType only with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_flags.c - webhook/flags.h: the getopt_long options and optstring made
  * from a table, the --help layout (columns, short-name column, overflowing

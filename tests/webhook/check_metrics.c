@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_metrics.c - Prometheus text of webhook/metrics.c after known traffic, and the
  * process_* families read from /proc (checks that hold on any Linux).

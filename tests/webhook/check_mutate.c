@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_mutate.c - the admission decision: D1-D3, D5-D8, D13-D15 of docs/decisions.md,
  * through mutate_review / mutate_pod_with_job with a fake Job source.

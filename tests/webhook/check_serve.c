@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_serve.c - the `serve` subcommand: every bad flag exits 2, --help 0,
  * unreadable TLS files exit 1; and one whole run in a child process: start on

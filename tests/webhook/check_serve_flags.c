@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_serve_flags.c - serve_flags_parse (webhook/serve_flags.h) driven
  * directly with argv arrays: every default, every flag's parsed value, every

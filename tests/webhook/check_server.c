@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_server.c - the HTTP(S) server over loopback with libcurl: routes,
  * status codes and Status bodies (404, 405 + Allow, 413, 415, 400), a valid

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check_server_threads.c - server_default_threads (webhook/server.h) against
  * fake cgroup trees in a temporary directory: no quota, a cgroup v2 cpu.max
