@@ -1,5 +1,5 @@
-// SPDX-License-Identifier: Apache-2.0
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 /*
  * validate-objects.mjs - check Kubernetes objects of any built-in kind (Deployment,
  * Service, ClusterRole, RoleBinding, PodDisruptionBudget, MutatingWebhookConfiguration,

@@ -1,5 +1,5 @@
-// SPDX-License-Identifier: Apache-2.0
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 /*
  * validate-pod.mjs - check Pods (as a mutating webhook left them) against the real
  * Kubernetes Pod schema and the pod validation rules a webhook can break.
