@@ -302,6 +302,7 @@ class IdleConnectionsTest(HostileCase):
 
     LIMIT = 400
     IDLE = 4.0
+    REORDER = 16         # places an accept may move (worker threads accept in parallel)
     N = 1000
     N_TLS = 150          # handshaken, then silent
     N_BELOW = 300        # opened first: below the limit with the good client's
@@ -393,7 +394,12 @@ class IdleConnectionsTest(HostileCase):
         # (at least the N - LIMIT the server could not hold); the others by the idle
         # timeout, never before it.
         early = [i for i, c in enumerate(conns) if c["closed"] - c["opened"] < self.IDLE * 0.9]
-        self.assertEqual(early, list(range(len(early))))
+        # "Oldest" is the order the server accepted them in: its worker threads accept in
+        # parallel, so connections opened back to back may be taken in either order; by
+        # no more than a few places (REORDER), never a young one for an old one.
+        n = len(early)
+        self.assertTrue(set(range(max(0, n - self.REORDER))) <= set(early), early)
+        self.assertTrue(set(early) <= set(range(n + self.REORDER)), early)
         self.assertGreaterEqual(len(early), self.N - self.LIMIT)
         # The server holds at most LIMIT connections: no window shorter than IDLE sees
         # more idle-timeout closes than that.
