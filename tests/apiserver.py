@@ -22,7 +22,9 @@ Design
             (Status 410 Expired), or HTTP 410 with the watch_gone_http fault.
   GC        deleting an object deletes, --gc-delay s later, every object whose
             ownerReferences name its uid (and no other live owner), cascading;
-            propagationPolicy Orphan skips it; POST /_test/gc {"enabled": false}
+            an object created or updated while none of its owners exists goes the
+            same way (kube's GC looks absent owners up); propagationPolicy Orphan
+            removes the ownerReference instead; POST /_test/gc {"enabled": false}
             turns it off (and {"delay_ms": N} sets the delay). A DeleteOptions
             body with preconditions.uid other than the stored uid: 409 Conflict
             (reason Conflict), nothing deleted, as kube-apiserver answers.
@@ -273,6 +275,7 @@ class Store:
             meta.pop("deletionTimestamp", None)
             self.objects[key] = obj
             self._record(rv, "ADDED", key, obj)
+            self._gc_if_dangling(obj)
             return copy.deepcopy(obj)
 
     def get(self, gv, resource, ns, name):
@@ -318,6 +321,7 @@ class Store:
             new["metadata"]["resourceVersion"] = str(rv)
             self.objects[key] = new
             self._record(rv, "MODIFIED", key, new)
+            self._gc_if_dangling(new)
             return copy.deepcopy(new)
 
     def patch(self, gv, resource, ns, name, ctype, patch, subresource=None):
@@ -365,7 +369,9 @@ class Store:
             rv = self._next_rv()
             cur["metadata"]["resourceVersion"] = str(rv)
             self._record(rv, "DELETED", key, cur)
-            if not orphan:
+            if orphan:
+                self._orphan_dependents(cur["metadata"].get("uid"))
+            else:
                 self._gc_schedule(cur["metadata"].get("uid"))
             return copy.deepcopy(cur)
 
@@ -377,6 +383,38 @@ class Store:
         t = threading.Timer(self.gc_delay, self._gc_collect, [uid])
         t.daemon = True
         t.start()
+
+    def _gc_if_dangling(self, obj):
+        """A dependent written while none of its owners exists is collected too: kube's
+        garbage collector looks up an owner it has not seen (by uid) and deletes the
+        dependent of an absent owner, whenever the dependent was created."""
+        refs = [r for r in (obj.get("metadata", {}).get("ownerReferences") or [])
+                if isinstance(r, dict) and r.get("uid")]
+        if not refs:
+            return
+        live = {o["metadata"].get("uid") for o in self.objects.values()}
+        if not ({r["uid"] for r in refs} & live):
+            self._gc_schedule(refs[0]["uid"])
+
+    def _orphan_dependents(self, owner_uid):
+        """propagationPolicy Orphan: the dependents lose their ownerReference to the
+        deleted owner (kube's orphan finalizer), so nothing collects them later."""
+        for key, obj in sorted(self.objects.items()):
+            refs = obj.get("metadata", {}).get("ownerReferences")
+            if not isinstance(refs, list):
+                continue
+            kept = [r for r in refs if not (isinstance(r, dict) and r.get("uid") == owner_uid)]
+            if len(kept) == len(refs):
+                continue
+            obj = copy.deepcopy(obj)
+            if kept:
+                obj["metadata"]["ownerReferences"] = kept
+            else:
+                del obj["metadata"]["ownerReferences"]
+            rv = self._next_rv()
+            obj["metadata"]["resourceVersion"] = str(rv)
+            self.objects[key] = obj
+            self._record(rv, "MODIFIED", key, obj)
 
     def _gc_collect(self, owner_uid):
         """Delete every object owned by owner_uid whose owners are all gone; cascade."""

@@ -395,12 +395,26 @@ class WatchGcTest(unittest.TestCase):
         self.call("DELETE", JOBS + "/k", {"kind": "DeleteOptions", "apiVersion": "v1",
                                           "propagationPolicy": "Orphan"})
         time.sleep(0.3)
-        self.assertEqual(self.call("GET", cms + "/k-svc")[0], 200)
+        st, orphaned = self.call("GET", cms + "/k-svc")
+        self.assertEqual(st, 200)
+        self.assertNotIn("ownerReferences", orphaned["metadata"])  # the orphan finalizer's work
         # Background (what the client sends) collects
         st, j3 = self.call("POST", JOBS, job("m"))
         self.call("POST", cms, self.owned("ConfigMap", "m-svc", j3))
         self.call("DELETE", JOBS + "/m", {"propagationPolicy": "Background"})
         self.assertTrue(self.wait_gone(cms + "/m-svc"))
+        # a dependent created after its owner is gone is collected as well (kube's GC
+        # looks the absent owner up), and one re-pointed to a gone owner by an update
+        st, late = self.call("POST", cms, self.owned("ConfigMap", "late", j3))
+        self.assertEqual(st, 201)
+        self.assertTrue(self.wait_gone(cms + "/late"))
+        st, j4 = self.call("POST", JOBS, job("n"))
+        st, moved = self.call("POST", cms, self.owned("ConfigMap", "moved", j4))
+        moved["metadata"]["ownerReferences"] = self.owned("ConfigMap", "x", j3)["metadata"][
+            "ownerReferences"]
+        self.assertEqual(self.call("PUT", cms + "/moved", moved)[0], 200)
+        self.assertTrue(self.wait_gone(cms + "/moved"))
+        self.assertEqual(self.call("GET", JOBS + "/n")[0], 200)
 
     def test_status_subresource(self):
         st, a = self.call("POST", JOBS, job("a"))
