@@ -7,7 +7,8 @@
  * subPath ".ssh" at --ssh-key-file-path in every container, then every init
  * container. Both are upserts (D5): volume keyed by name, mount by mountPath; a
  * user's volume of that name or mount at that path is a conflict that denies
- * the pod, never re-pointed (their keys would be gone).
+ * the pod, never re-pointed (their keys would be gone). So is a key path of
+ * /etc/volcano when svc runs, since svc mounts there (docs/plugins.md §4.2).
  * The pod waits for the Secret, as in Volcano.
  *
  * Job hooks (docs/plugins.md §4.3, §5.2, D9, D11, D12): Secret J-ssh with data (base64)
@@ -112,6 +113,13 @@ static int ssh_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
     int rc;
 
     ssh_args_parse(c, &a);
+    /* svc mounts its host files there, and one path holds one mount: the keys would
+     * be lost, or the user told of a clash with a volume that is not theirs. */
+    if (strcmp(a.key_path, SSH_SVC_PATH) == 0 && diagnose_plugin_enabled(c->job, "svc"))
+        return wh_error_set(err, WH_ECONFLICT,
+                            "--ssh-key-file-path=" SSH_SVC_PATH " is where the svc plugin mounts "
+                            "its host files, so the ssh keys cannot be mounted there: choose "
+                            "another path in spec.plugins.ssh");
     rc = podutil_upsert_volume(pod, ssh_volume(job, a.key_path), err);
     if (rc == WH_ECONFLICT)
         return rc; /* D5: the user's volume, err says whose */

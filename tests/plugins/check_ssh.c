@@ -199,6 +199,36 @@ START_TEST(user_entries_are_conflicts)
 }
 END_TEST
 
+/* --ssh-key-file-path=/etc/volcano with svc enabled: svc mounts its host files there, so
+ * the keys could not be mounted; the flag is named. Without svc the path is mounted. */
+START_TEST(key_path_of_svc)
+{
+    static const char *const with_svc =
+        "{\"metadata\":{\"name\":\"mpi-job\",\"uid\":\"u1\"},"
+        " \"spec\":{\"plugins\":{\"ssh\":[\"--ssh-key-file-path=/etc/volcano\"],\"svc\":[]},"
+        "  \"tasks\":[]}}";
+    static const char *const implied_svc =
+        "{\"metadata\":{\"name\":\"mpi-job\",\"uid\":\"u1\"},"
+        " \"spec\":{\"plugins\":{\"ssh\":[\"--ssh-key-file-path=/etc/volcano\"],\"mpi\":[]},"
+        "  \"tasks\":[]}}";
+    static const char *const without_svc =
+        "{\"metadata\":{\"name\":\"mpi-job\",\"uid\":\"u1\"},"
+        " \"spec\":{\"plugins\":{\"ssh\":[\"--ssh-key-file-path=/etc/volcano\"]},\"tasks\":[]}}";
+    static const char *const msg =
+        "--ssh-key-file-path=/etc/volcano is where the svc plugin mounts its host files, so the "
+        "ssh keys cannot be mounted there: choose another path in spec.plugins.ssh";
+
+    pc_err_rc(P, with_svc, &POD, "{\"spec\":{\"containers\":[{\"name\":\"main\"}]}}",
+              WH_ECONFLICT, msg, NULL, "[]");
+    /* svc implied by mpi (D1) */
+    pc_err_rc(P, implied_svc, &POD, "{\"spec\":{\"containers\":[{\"name\":\"main\"}]}}",
+              WH_ECONFLICT, msg, NULL, "[]");
+    pc_ok(P, without_svc, &POD, "{\"spec\":{\"containers\":[{\"name\":\"main\"}]}}",
+          "{\"spec\":{\"volumes\":[" VOLUME("420") "],"
+          " \"containers\":[{\"name\":\"main\",\"volumeMounts\":[" MOUNT("/etc/volcano") "]}]}}",
+          "[]");
+}
+END_TEST
 
 /* The Job name is read from the Job object, not from the pod. */
 START_TEST(names_follow_job_name)
@@ -266,6 +296,7 @@ static Suite *ssh_suite(void)
     tcase_add_test(tc, identical_with_api_defaults_unchanged);
     tcase_add_test(tc, different_volume_replaced_at_position);
     tcase_add_test(tc, user_entries_are_conflicts);
+    tcase_add_test(tc, key_path_of_svc);
     tcase_add_test(tc, names_follow_job_name);
     tcase_add_test(tc, malformed_pod_is_an_error);
     tcase_add_test(tc, allocation_failures);
