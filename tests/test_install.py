@@ -539,6 +539,25 @@ class InstallTest(unittest.TestCase):
         want = base64.b64encode(data["ca-bundle.crt"].encode()).decode()
         self.assertEqual(self.ca_bundles(), [want, want])
         self.assert_every_replica_answers()
+        # The log lines README "Verify" shows, by its grep: the Lease holder made the CA,
+        # set both caBundles and issued the pair; every replica serves it and is ready.
+        verify = readme_block("**Verify.**")
+        grep = "grep -o '\"msg\":\"certkeeper: [^\"]*\"'"
+        self.assertIn("| " + grep, verify)
+        msgs = [re.findall(r'"msg":"certkeeper: [^"]*"', p.log()) for p, _, _ in self.replicas]
+        made = '"msg":"certkeeper: secret %s/%s not found: making a CA"' % (NS, SECRET)
+        cabundle = '"msg":"certkeeper: caBundle set"'
+        issued = '"msg":"certkeeper: serving certificate issued"'
+        serving = '"msg":"certkeeper: serving the pair of secret %s/%s"' % (NS, SECRET)
+        ready = '"msg":"certkeeper: ready"'
+        for line in (made, cabundle, issued, serving, ready):
+            self.assertIn("# " + line, verify)
+        [leader] = [m for m in msgs if made in m]
+        self.assertEqual(leader.count(cabundle), 2)
+        self.assertIn(issued, leader)
+        for m in msgs:
+            self.assertIn(serving, m)
+            self.assertIn(ready, m)
         # every command the README ran was one kubectl could have run: apply then rollout
         self.assertEqual(self.kubectl_calls(), [
             "apply -k manifests/", "apply -k manifests/",
