@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """test_install.py - README "Install in a cluster" run as written, against tests/apiserver.py.
 
-The README's shell blocks (the install, the upgrade, the uninstall, and the steps of the
-manual overlay) run with `sh -e` from a copy of the repository's manifests/, with a
+The README's shell blocks (the install, the upgrade, the uninstall, the steps of the
+manual overlay, and the move from it to managed certificates) run with `sh -e` from a copy of the repository's manifests/, with a
 `kubectl` on PATH that plays a cluster as far as the test API server allows:
   - `apply -k DIR` renders DIR with the real kubectl's kustomize ($KUBECTL or PATH) and
     applies every object in the rendered order as kubectl's client-side apply does: a
@@ -10,8 +10,9 @@ manual overlay) run with `sh -e` from a copy of the repository's manifests/, wit
     applied configuration that are no longer applied are removed, fields never applied,
     such as the caBundle the webhook sets, are kept; lists of named items merge by name,
     as strategic merge patch does for webhooks, containers, env and volumes);
-  - `apply -f`, `create secret tls` (also --dry-run=client -o yaml), `delete KIND NAME`
-    and `delete -k DIR` as kubectl does them;
+  - `apply -f`, `create secret tls` (also --dry-run=client -o yaml), `create secret
+    generic --type --from-file`, `annotate KIND NAME KEY-`, `delete KIND NAME` and
+    `delete -k DIR` as kubectl does them;
   - `rollout status deployment/NAME` is the kubelet and the Deployment controller: the
     test starts the real binary with the Deployment's args ($(POD_NAMESPACE) expanded,
     the port, kubeconfig and port file of a test process), one replica per `replicas`,
@@ -202,6 +203,44 @@ def fake_kubectl(argv):
                 if o["kind"] not in CLUSTER_SCOPED:
                     o["metadata"].setdefault("namespace", ns)
         apply_objects(api, objs, out)
+    elif words[:3] == ["create", "secret", "generic"] and len(words) == 4:
+        data, stype = {}, "Opaque"
+        for a in args:
+            if a.startswith("--from-file="):
+                key, path = a[len("--from-file="):].split("=", 1)
+                with open(path, "rb") as f:
+                    data[key] = base64.b64encode(f.read()).decode()
+            elif a.startswith("--type="):
+                stype = a[len("--type="):]
+            elif a.startswith("--"):
+                sys.stderr.write("fake kubectl: not supported: %s\n" % a)
+                return 3
+        secret = {"apiVersion": "v1", "kind": "Secret", "type": stype,
+                  "metadata": {"name": words[3], "namespace": ns}, "data": data}
+        status, body = api.call("POST", object_path(secret, name=False), secret)
+        if status != 201:
+            sys.stderr.write("Error from server (%s): %s\n" % (body.get("reason"),
+                                                             body.get("message")))
+            return 1
+        out.append("secret/%s created" % words[3])
+    elif words[:1] == ["annotate"] and len(words) == 4 and words[3].endswith("-"):
+        kinds = {"mutatingwebhookconfiguration": "MutatingWebhookConfiguration",
+                 "validatingwebhookconfiguration": "ValidatingWebhookConfiguration"}
+        obj = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kinds[words[1]],
+               "metadata": {"name": words[2]}}
+        conn = http.client.HTTPSConnection("127.0.0.1", api.port, context=api.ctx, timeout=30)
+        try:
+            status, body = harness._http_json(
+                conn, "PATCH", object_path(obj),
+                {"metadata": {"annotations": {words[3][:-1]: None}}},
+                {"Authorization": "Bearer " + api.token,
+                 "Content-Type": "application/merge-patch+json"})
+        finally:
+            conn.close()
+        if status != 200:
+            sys.stderr.write("Error from server: %d %r\n" % (status, body))
+            return 1
+        out.append("%s/%s annotated" % (words[1], words[2]))
     elif words[:3] == ["create", "secret", "tls"] and len(words) == 4:
         opts = dict(a[2:].split("=", 1) for a in flags if "=" in a)
         data = {}
@@ -431,8 +470,8 @@ class InstallTest(unittest.TestCase):
                  FAKE_KUBECTL_API_PORT=str(self.api.port), FAKE_KUBECTL_API_CA=self.api.ca_file,
                  FAKE_KUBECTL_API_TOKEN=self.api.token, **(env or {}))
         e.pop("KUBECONFIG", None)
-        if real_kubectl():
-            e["KUBECTL"] = real_kubectl()
+        if real_kubectl():  # the real one by its path: the fake is first on PATH
+            e["KUBECTL"] = shutil.which(real_kubectl())
         proc = subprocess.Popen(["sh", "-ec", block], cwd=self.root, env=e,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         req = os.path.join(d, "rollout.req")
@@ -616,6 +655,40 @@ class InstallTest(unittest.TestCase):
         for obj in objs:
             with self.subTest(object=(obj["kind"], obj["metadata"]["name"])):
                 self.assertEqual(self.in_api(obj)[0], 404)
+
+    def test_from_the_manual_overlay_to_managed_certificates_as_written(self):
+        """README "From an earlier release, or from the manual overlay, to managed
+        certificates": the pair served now handed to the Secret, kubectl's last-applied
+        annotation taken off the webhook configurations, the upgrade: the caBundle stays
+        through the apply, the new replicas (followers while an old one holds the Lease)
+        serve that pair and are ready, the rollout ends, and the CA is the one before."""
+        self.run_block(readme_block("`manifests/base/` without the rights of managed "
+                                    "certificates. From the repository root:"),
+                       env={"HOME": self.dir})
+        certs = os.path.join(self.dir, "volcano-plugin-webhook-certs")
+        bundles = self.ca_bundles()
+        old_pods = [p for p, _, _ in self.replicas]
+        block = readme_block("**From an earlier release, or from the manual overlay, to "
+                             "managed certificates.**")
+        cmds = commands(block)
+        self.assertEqual(cmds[-2:], [
+            "kubectl apply -k manifests/",
+            "kubectl -n volcano-plugin-webhook rollout status deployment/volcano-plugin-webhook"])
+        self.run_block("\n".join(cmds[:-1]), env={"CERTS": certs})
+        # the apply removed no caBundle, though the manual overlay had applied one
+        self.assertEqual(self.ca_bundles(), bundles)
+        self.assertEqual(len(self.replicas), 2)
+
+        out = self.run_block(cmds[-1])  # the block's last command: the rollout
+        self.assertIn('deployment "volcano-plugin-webhook" successfully rolled out\n', out)
+        self.assertFalse(set(p for p, _, _ in self.replicas) & set(old_pods))
+        dep = self.deployment(NS, NAME)
+        self.assertIn("--cert-secret=" + SECRET,
+                      dep["spec"]["template"]["spec"]["containers"][0]["args"])
+        self.assertEqual(self.ca_bundles(), bundles)
+        with open(os.path.join(certs, "ca.crt")) as f:
+            self.assertEqual(self.secret_data()["ca.crt"], f.read())
+        self.assert_every_replica_answers()
 
     def test_manual_overlay_as_written(self):
         """README "Signing your own certificates": gen-certs, the Secret, the caBundle
