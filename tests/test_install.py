@@ -2,8 +2,9 @@
 """test_install.py - README "Install in a cluster" run as written, against tests/apiserver.py.
 
 The README's shell blocks (the install, the upgrade, the uninstall, the steps of the
-manual overlay, and the move from it to managed certificates) run with `sh -e` from a copy of the repository's manifests/, with a
-`kubectl` on PATH that plays a cluster as far as the test API server allows:
+manual overlay, and the move from it to managed certificates) run with `sh -e` from a
+copy of the repository's manifests/, with a `kubectl` on PATH that plays a cluster as
+far as the test API server allows:
   - `apply -k DIR` renders DIR with the real kubectl's kustomize ($KUBECTL or PATH) and
     applies every object in the rendered order as kubectl's client-side apply does: a
     create with the last-applied annotation, else a three-way merge (fields of the last
@@ -33,7 +34,6 @@ import http.client
 import json
 import os
 import re
-import shlex
 import shutil
 import ssl
 import subprocess

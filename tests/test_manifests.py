@@ -893,7 +893,8 @@ class OverlaysTest(unittest.TestCase):
         self.assertEqual(sorted((o["kind"], o["metadata"]["name"])
                                 for o in self.rendered["namespaced"]
                                 if o["kind"].startswith("Cluster")),
-                         [("ClusterRole", NAME + "-certs"), ("ClusterRoleBinding", NAME + "-certs")])
+                         [("ClusterRole", NAME + "-certs"),
+                          ("ClusterRoleBinding", NAME + "-certs")])
         self.assertEqual(sorted(self.added("namespaced")), sorted(
             ("rbac.authorization.k8s.io/v1", kind, ns, NAME)
             for kind in ("Role", "RoleBinding") for ns in NAMESPACED_SERVED))
