@@ -1066,8 +1066,9 @@ class CADaysTest(unittest.TestCase):
         os.mkdir(bindir)
         # This kubectl also records the caBundle line at each `apply -k`.
         with open(os.path.join(bindir, "kubectl"), "w") as f:
-            f.write(FAKE_KUBECTL + 'case "$*" in "apply -k manifests/") '
-                    'grep "^  value:" manifests/base/ca-bundle.yaml >> "$KUBECTL_LOG" ;; esac\n')
+            f.write(FAKE_KUBECTL + 'case "$*" in "apply -k manifests/overlays/manual/") '
+                    'grep "^  value:" manifests/overlays/manual/ca-bundle.yaml >> "$KUBECTL_LOG" '
+                    ';; esac\n')
         os.chmod(os.path.join(bindir, "kubectl"), 0o755)
         log = os.path.join(tmp, "kubectl.log")
         env = dict(os.environ, CERTS=certs, KUBECTL_LOG=log,
@@ -1092,7 +1093,7 @@ class CADaysTest(unittest.TestCase):
                    if ln.startswith("  value: ")]
         self.assertEqual(bundles, [old + new, new])
         self.assertEqual([ln for ln in lines if ln.startswith("apply -k")],
-                         ["apply -k manifests/", "apply -k manifests/"])
+                         ["apply -k manifests/overlays/manual/"] * 2)
         self.assertIn("-n volcano-plugin-webhook create secret tls volcano-plugin-webhook-tls "
                       "--cert=%s --key=%s --dry-run=client -o yaml"
                       % (os.path.join(certs, "next", "tls.crt"),
