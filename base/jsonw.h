@@ -24,6 +24,9 @@
  * content already escaped (as it stood in a JSON body). @return o->rc. */
 int jsonw_raw(struct buf *o, const char *s, size_t n);
 
+/** jsonw_raw of a string literal (its length known at compile time). @return o->rc. */
+#define jsonw_lit(o, lit) jsonw_raw((o), "" lit, sizeof(lit) - 1)
+
 /**
  * Append the JSON string of the n bytes at s (borrowed; may hold NULs), quotes
  * included, escaped per RFC 8259 §7: `"` `\` as `\"` `\\`, the control characters

@@ -98,16 +98,18 @@ static int emit_text(struct diff *d, const char *op, const json_t *value)
 {
     struct buf *o = d->text;
 
-    (void)jsonw_raw(o, d->n > 0 ? ",{\"op\":\"" : "{\"op\":\"", d->n > 0 ? 8 : 7);
+    if (d->n > 0)
+        (void)jsonw_lit(o, ",");
+    (void)jsonw_lit(o, "{\"op\":\"");
     (void)jsonw_raw(o, op, strlen(op));
-    (void)jsonw_raw(o, "\",\"path\":\"", 10);
+    (void)jsonw_lit(o, "\",\"path\":\"");
     (void)jsonw_raw(o, buf_cstr(&d->path), d->path.len);
     if (value != NULL) {
-        (void)jsonw_raw(o, "\",\"value\":", 10);
+        (void)jsonw_lit(o, "\",\"value\":");
         (void)jsonw_value(o, value);
-        (void)jsonw_raw(o, "}", 1);
+        (void)jsonw_lit(o, "}");
     } else {
-        (void)jsonw_raw(o, "\"}", 2);
+        (void)jsonw_lit(o, "\"}");
     }
     d->n++;
     return o->rc;
@@ -261,12 +263,12 @@ int patch_diff_write(const json_t *before, const json_t *after, struct buf *out,
         return WH_EINVAL;
     }
     buf_init(&d.path, BUF_NO_MAX);
-    (void)jsonw_raw(out, "[", 1);
+    (void)jsonw_lit(out, "[");
     rc = diff_value(&d, before, after);
     /* A failed path push leaves out as it was: its failure is the walk's. */
     if (rc < 0)
         buf_fail(out, rc);
-    (void)jsonw_raw(out, "]", 1);
+    (void)jsonw_lit(out, "]");
     buf_dispose(&d.path);
     if (n_ops != NULL)
         *n_ops = d.n;
