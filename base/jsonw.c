@@ -63,25 +63,37 @@ int jsonw_raw(struct buf *o, const char *s, size_t n)
     return o->rc;
 }
 
-/* The string's content, escaped, without quotes; with pointer, also ~ and / (RFC 6901). */
-static int string_content(struct buf *o, const char *s, size_t n, bool pointer)
+/* 1: the byte is escaped in a JSON Pointer's reference token too (RFC 6901 §3). */
+static const unsigned char pointer_escaped[256] = {
+    1,         1,          1,         1,         1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x00-0x0f */
+    1,         1,          1,         1,         1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x10-0x1f */
+    ['"'] = 1, ['\\'] = 1, ['~'] = 1, ['/'] = 1,
+};
+
+/*
+ * The string's content, escaped, without quotes; table says which bytes are. Room
+ * for n bytes is made once (the text is never shorter), so a plain string is one
+ * reserve and one memcpy per run of plain bytes; escapes append their own bytes.
+ */
+static int string_content(struct buf *o, const char *s, size_t n, const unsigned char *table)
 {
     size_t i = 0;
 
+    if (buf_reserve(o, n) < 0)
+        return o->rc;
     while (i < n && o->rc == 0) {
         size_t run = i;
         char seq[8];
         size_t k;
         unsigned char c;
 
-        while (run < n && !json_escaped[(unsigned char)s[run]]
-               && !(pointer && (s[run] == '~' || s[run] == '/')))
+        while (run < n && !table[(unsigned char)s[run]])
             run++;
         put(o, s + i, run - i);
         if (run == n)
             break;
         c = (unsigned char)s[run];
-        if (pointer && (c == '~' || c == '/')) {
+        if (c == '~' || c == '/') { /* only pointer_escaped marks them */
             seq[0] = '~';
             seq[1] = c == '~' ? '0' : '1';
             k = 2;
@@ -97,7 +109,7 @@ static int string_content(struct buf *o, const char *s, size_t n, bool pointer)
 int jsonw_string(struct buf *o, const char *s, size_t n)
 {
     put(o, "\"", 1);
-    (void)string_content(o, s, n, false);
+    (void)string_content(o, s, n, json_escaped);
     put(o, "\"", 1);
     return o->rc;
 }
@@ -110,7 +122,7 @@ int jsonw_cstring(struct buf *o, const char *s)
 int jsonw_pointer_segment(struct buf *o, const char *seg, size_t n)
 {
     put(o, "/", 1);
-    return string_content(o, seg, n, true);
+    return string_content(o, seg, n, pointer_escaped);
 }
 
 /* Decimal of v, as jansson's "%" JSON_INTEGER_FORMAT. */
