@@ -235,12 +235,22 @@ class ManagedCertsTest(unittest.TestCase):
         # What they asked of the API server for it is what manifests/overlays/managed
         # grants: the Secret by name (get, update) and create, the two configurations by
         # name (get, patch); nothing else there (the Job's own ssh Secret is elsewhere).
-        used = {(r["method"], r["path"]) for r in self.api.requests()
+        # Each replica watches the Secret by name (GET of the collection, ?watch=1 and the
+        # fieldSelector: the RBAC rule is `watch` with resourceNames) and records what it
+        # serves in the Secret (PUT: `update`, follower too).
+        reqs = self.api.requests()
+        used = {(r["method"], r["path"]) for r in reqs
                 if r["path"].startswith(SECRETS_PATH) or "webhookconfigurations" in r["path"]}
         self.assertEqual(used, {
             ("GET", SECRETS_PATH + "/" + SECRET), ("PUT", SECRETS_PATH + "/" + SECRET),
-            ("POST", SECRETS_PATH), ("GET", MWC_PATH), ("PATCH", MWC_PATH),
-            ("GET", VWC_PATH), ("PATCH", VWC_PATH)})
+            ("POST", SECRETS_PATH), ("GET", SECRETS_PATH), ("GET", MWC_PATH),
+            ("PATCH", MWC_PATH), ("GET", VWC_PATH), ("PATCH", VWC_PATH)})
+        lists = [r["query"] for r in reqs if r["method"] == "GET" and r["path"] == SECRETS_PATH]
+        self.assertGreaterEqual(len(lists), 2)  # one watch per replica at least
+        for q in lists:
+            with self.subTest(query=q):
+                self.assertIn("watch=1", q)
+                self.assertIn("fieldSelector=metadata.name%3D" + SECRET, q)
 
         # One Secret, one CA: the CA is the whole trust bundle and every caBundle.
         [secret] = self.secrets()
