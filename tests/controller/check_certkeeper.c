@@ -912,6 +912,34 @@ END_TEST
 #define FP_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define FP_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 
+/* A certificate's fingerprint is the SHA-256 of its DER, what
+ * `openssl x509 -noout -fingerprint -sha256` prints (here in lower case, no colons). */
+START_TEST(test_fingerprint)
+{
+    static const char *const pem =
+        "-----BEGIN CERTIFICATE-----\n"
+        "MIIBizCCATGgAwIBAgIUPHtTGhJ0SnZV/6aoxWfjFW3iAhIwCgYIKoZIzj0EAwIw\n"
+        "GzEZMBcGA1UEAwwQZmluZ2VycHJpbnQtdGVzdDAeFw0yNjEyMDIwMDAwMjNaFw0z\n"
+        "NjExMjkwMDAwMjNaMBsxGTAXBgNVBAMMEGZpbmdlcnByaW50LXRlc3QwWTATBgcq\n"
+        "hkjOPQIBBggqhkjOPQMBBwNCAAT3rPzk8F+Zfdywhl0M8ZbrTt7nUZobfor0/ENq\n"
+        "bBNLkeqxfmCFD6khtXcTTUrWFyzdt6OgMkJZkGBaKWkk0PwXo1MwUTAdBgNVHQ4E\n"
+        "FgQUThlxqisdgFczgOK4X1p21iTzopUwHwYDVR0jBBgwFoAUThlxqisdgFczgOK4\n"
+        "X1p21iTzopUwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiEAxtDu\n"
+        "sKMdVmX9bJSQCQfqF6a9+LfVwWdI7+bhNHTDCzgCIGIMQ2yrOnty+/DWbxCmT8wd\n"
+        "Y+d7IyHYiHCdkI2E72BM\n"
+        "-----END CERTIFICATE-----\n";
+    char fp[65];
+    struct wh_error err = {0, ""};
+
+    ck_assert_int_eq(certs_fingerprint_sha256(pem, fp, &err), 0);
+    ck_assert_str_eq(fp, "27b05c8660e18752fdeb5f7b48e034bc2227d98f6e35d3e9235a2b864dd032a7");
+    ck_assert_int_eq(certs_fingerprint_sha256("no certificate", fp, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "no PEM certificate found");
+    ck_assert_int_eq(certs_fingerprint_sha256(NULL, fp, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "no certificate");
+}
+END_TEST
+
 /* Parse keeps the well-formed records; fresh means within ttl either side of now; the
  * old CA may go only when at least one record is fresh and every fresh one names the CA. */
 START_TEST(test_records_rules)
@@ -1197,6 +1225,7 @@ static Suite *certkeeper_suite(void)
     tcase_add_test(tc, test_expired_pair_at_start);
     tcase_add_test(tc, test_no_configuration_yet);
     tcase_add_test(tc, test_thread);
+    tcase_add_test(tc, test_fingerprint);
     tcase_add_test(tc, test_records_rules);
     tcase_add_test(tc, test_old_ca_waits_for_every_replica);
     tcase_add_test(tc, test_in_memory);
