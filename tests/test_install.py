@@ -395,9 +395,12 @@ class InstallTest(unittest.TestCase):
         [c] = dep["spec"]["template"]["spec"]["containers"]
         self.assertEqual(c["args"][0], "serve")
         env = {}
+        pod_name = "%s-%d" % (dep["metadata"]["name"], self.started)
         for e in c.get("env", []):
-            self.assertEqual(e["valueFrom"]["fieldRef"]["fieldPath"], "metadata.namespace")
-            env[e["name"]] = dep["metadata"]["namespace"]
+            field = e["valueFrom"]["fieldRef"]["fieldPath"]
+            self.assertIn(field, ("metadata.namespace", "metadata.name"))
+            env[e["name"]] = (dep["metadata"]["namespace"] if field == "metadata.namespace"
+                              else pod_name)
         args = [re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], a) for a in c["args"][1:]]
         self.assertIn("--port=8443", args)
         args.remove("--port=8443")
@@ -424,7 +427,7 @@ class InstallTest(unittest.TestCase):
         argv = [harness.binary(), "serve"] + args + [
             "--bind-address=127.0.0.1", "--port=0", "--port-file=" + port_file,
             "--kubeconfig=" + self.kubeconfig] + TEST_ARGS
-        p = harness.Process("pod", argv, d).start()
+        p = harness.Process("pod", argv, d, env=dict(os.environ, **env)).start()
         return p, p.wait_port_file(port_file, timeout=WAIT)
 
     def ready(self, port):

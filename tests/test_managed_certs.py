@@ -8,7 +8,7 @@ webhook"). Scenarios:
   - two replicas started together on an empty namespace: one Secret, one CA, the caBundle
     of every webhook (Mutating and Validating) equal to the trust bundle, both ready, both
     answer that client; what they serve is the Secret's pair, and the expiry gauge is its
-    notAfter; the requests for it are exactly what the managed overlay's RBAC grants;
+    notAfter; the requests for it are exactly what manifests/managed-certs' RBAC grants;
   - with --leader-elect=false the replica leads the keeper itself; a caBundle reset by hand
     is repaired within --cabundle-repair-interval, logged and counted
     (webhook_tls_cabundle_repairs_total);
@@ -255,8 +255,8 @@ class ManagedCertsTest(unittest.TestCase):
         ports = self.start(LEADER_ARGS, LEADER_ARGS)
         self.wait_ready(ports)
 
-        # What they asked of the API server for it is what manifests/overlays/managed
-        # grants: the Secret by name (get, update) and create, the two configurations by
+        # What they asked of the API server for it is what manifests/managed-certs
+        # grants: the Secret by name (get, watch, update) and create, the two configurations by
         # name (get, patch); nothing else there (the Job's own ssh Secret is elsewhere).
         # Each replica watches the Secret by name (GET of the collection, ?watch=1 and the
         # fieldSelector: the RBAC rule is `watch` with resourceNames) and records what it

@@ -507,12 +507,12 @@ class RenderedManifestsTest(unittest.TestCase):
                           for v in ("get", "create", "update")})
 
     def test_managed_certificates_rbac_is_the_secret_and_the_two_configurations_by_name(self):
-        # Secrets get and update by name and create (resourceNames cannot limit a create);
+        # Secrets get, watch and update by name and create (resourceNames cannot limit a create);
         # the two webhook configurations get and patch by name (test_managed_certs checks
         # these are exactly the requests of the certificate keeper)
         self.assertEqual(self.one("Role", NAME + "-certs")["rules"], [
             {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [CERT_SECRET],
-             "verbs": ["get", "update"]},
+             "verbs": ["get", "watch", "update"]},
             {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}])
         self.assertEqual(self.one("Role", NAME + "-certs")["metadata"]["namespace"], NS)
         self.assertEqual(self.one("ClusterRole", NAME + "-certs")["rules"], [
