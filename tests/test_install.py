@@ -66,6 +66,11 @@ def real_kubectl():
     return os.environ.get("KUBECTL") or shutil.which("kubectl")
 
 
+# README "Signing your own certificates": the line before its steps.
+MANUAL_STEPS = ("`manifests/cluster-rbac/` without the rights of managed\n"
+                "certificates. From the repository root:")
+
+
 def readme_block(marker):
     """The first ```sh block after the first line of README.md that contains marker."""
     with open(README, encoding="utf-8") as f:
@@ -665,8 +670,7 @@ class InstallTest(unittest.TestCase):
         annotation taken off the webhook configurations, the upgrade: the caBundle stays
         through the apply, the new replicas (followers while an old one holds the Lease)
         serve that pair and are ready, the rollout ends, and the CA is the one before."""
-        self.run_block(readme_block("`manifests/base/` without the rights of managed "
-                                    "certificates. From the repository root:"),
+        self.run_block(readme_block(MANUAL_STEPS),
                        env={"HOME": self.dir})
         certs = os.path.join(self.dir, "volcano-plugin-webhook-certs")
         bundles = self.ca_bundles()
@@ -697,8 +701,7 @@ class InstallTest(unittest.TestCase):
         """README "Signing your own certificates": gen-certs, the Secret, the caBundle
         filled in by sed, the overlay applied; both replicas serve the Secret's pair under
         the CA in the caBundle."""
-        block = readme_block("`manifests/base/` without the rights of managed certificates. "
-                             "From the repository root:")
+        block = readme_block(MANUAL_STEPS)
         self.assertIn('CERTS=$HOME/volcano-plugin-webhook-certs\n', block)
         self.run_block(block, env={"HOME": self.dir})
         with open(os.path.join(self.dir, "volcano-plugin-webhook-certs", "ca.crt"), "rb") as f:
@@ -712,6 +715,10 @@ class InstallTest(unittest.TestCase):
                     if kind == "roles" else
                     "/apis/rbac.authorization.k8s.io/v1/clusterroles/%s-certs" % NAME)
             self.assertEqual(self.api.get(path)[0], 404)
+        # the cluster-wide rights (manifests/cluster-rbac/) are there
+        for kind in ("clusterroles", "clusterrolebindings"):
+            self.assertEqual(self.api.get("/apis/rbac.authorization.k8s.io/v1/%s/%s"
+                                          % (kind, NAME))[0], 200, kind)
         self.assert_every_replica_answers()
         self.assertEqual([c.split(" ")[0:3] for c in self.kubectl_calls()], [
             ["apply", "-f", "manifests/base/namespace.yaml"],

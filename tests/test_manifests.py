@@ -57,6 +57,7 @@ import harness
 ROOT = harness.ROOT
 MANIFESTS = os.path.join(ROOT, "manifests")
 BASE = os.path.join(MANIFESTS, "base")
+CLUSTER_RBAC_DIR = os.path.join(MANIFESTS, "cluster-rbac")
 OVERLAYS = os.path.join(MANIFESTS, "overlays")
 DOCKERFILE = os.path.join(ROOT, "Dockerfile")
 DOCKERIGNORE = os.path.join(ROOT, ".dockerignore")
@@ -86,7 +87,10 @@ FILE_ARGS = ["serve", "--port=8443", "--tls-cert-file=" + CERT_DIR + "/tls.crt",
              "--tls-private-key-file=" + CERT_DIR + "/tls.key",
              "--leader-elect-resource-namespace=$(POD_NAMESPACE)", "--v=2"]
 RBAC = "rbac.authorization.k8s.io/v1"
-# The rights of managed certificates (base/certs-rbac.yaml), which the file overlays remove.
+# The cluster-wide rights (manifests/cluster-rbac/), which overlays/namespaced leaves out.
+CLUSTER_RBAC = sorted([(RBAC, "ClusterRole", "", NAME), (RBAC, "ClusterRoleBinding", "", NAME)])
+# The rights of managed certificates (manifests/managed-certs/), which the file overlays
+# leave out.
 CERTS_RBAC = sorted([(RBAC, "ClusterRole", "", NAME + "-certs"),
                      (RBAC, "ClusterRoleBinding", "", NAME + "-certs"),
                      (RBAC, "Role", NS, NAME + "-certs"),
@@ -103,13 +107,20 @@ def kubectl():
 
 
 def render(directory):
-    """`kubectl kustomize directory` as a list of objects; raises with kubectl's stderr."""
+    """`kubectl kustomize directory` as a list of objects; raises with kubectl's stderr, or
+    when a document is not an object with apiVersion and kind (kustomize v2.0 renders a
+    `$patch: delete` as `{}`, which kubectl apply refuses: "Object 'Kind' is missing")."""
     r = subprocess.run([kubectl(), "kustomize", directory], capture_output=True, text=True,
                        timeout=120)
     if r.returncode != 0:
         raise AssertionError("kubectl kustomize %s failed (exit %d): %s"
                              % (directory, r.returncode, r.stderr))
-    return [d for d in yaml.safe_load_all(r.stdout) if d is not None]
+    docs = [d for d in yaml.safe_load_all(r.stdout) if d is not None]
+    for d in docs:
+        if not isinstance(d, dict) or not d.get("apiVersion") or not d.get("kind"):
+            raise AssertionError("kubectl kustomize %s rendered a document without "
+                                 "apiVersion or kind: %r" % (directory, d))
+    return docs
 
 
 _KUBECTL_MINOR = {}
@@ -560,6 +571,8 @@ class RenderedManifestsTest(unittest.TestCase):
                 self.assertNotIn("annotations", self.one(kind)["metadata"])
         self.assertNotIn("caBundle", json.dumps(self.objects))
         for f in sorted(os.listdir(BASE)) + ["../kustomization.yaml",
+                                             "../cluster-rbac/kustomization.yaml",
+                                             "../cluster-rbac/rbac.yaml",
                                              "../managed-certs/kustomization.yaml",
                                              "../managed-certs/rbac.yaml"]:
             with self.subTest(file=f):
@@ -705,14 +718,30 @@ class OverlaysTest(unittest.TestCase):
         self.assertEqual(overlays(), ["cert-manager", "manual", "namespaced", "networkpolicy",
                                       "prometheus"])
 
-    def test_default_install_is_the_base_and_the_managed_certificates_rights(self):
+    def test_default_install_is_the_base_the_cluster_and_the_managed_certificates_rights(self):
         base_alone = render(BASE)
-        self.assertEqual([o for o in self.base if object_key(o) not in CERTS_RBAC], base_alone)
-        self.assertEqual(sorted(object_key(o) for o in render(os.path.join(MANIFESTS,
-                                                                           "managed-certs"))),
-                         CERTS_RBAC)
-        self.assertEqual(sorted(object_key(o) for o in self.base
-                                if object_key(o) in CERTS_RBAC), CERTS_RBAC)
+        self.assertEqual([o for o in self.base if object_key(o) not in CLUSTER_RBAC + CERTS_RBAC],
+                         base_alone)
+        for directory, keys in ((CLUSTER_RBAC_DIR, CLUSTER_RBAC),
+                                (os.path.join(MANIFESTS, "managed-certs"), CERTS_RBAC)):
+            with self.subTest(directory=directory):
+                alone = render(directory)
+                self.assertEqual(sorted(object_key(o) for o in alone), keys)
+                # the default install has them as the directory renders them
+                self.assertEqual([o for o in self.base if object_key(o) in keys],
+                                 [o for o in alone])
+
+    def test_no_kustomization_deletes_an_object(self):
+        # kustomize v2.0 (Debian 12's kubectl 1.20) renders a `$patch: delete` as an empty
+        # object, which kubectl then refuses: an overlay leaves out a directory instead.
+        files = [os.path.join(top, f) for top, _, names in os.walk(MANIFESTS)
+                 for f in names if f.endswith(".yaml")]
+        self.assertIn(os.path.join(OVERLAYS, "namespaced", "kustomization.yaml"), files)
+        for path in files:
+            with self.subTest(file=os.path.relpath(path, MANIFESTS)):
+                with open(path, encoding="utf-8") as fh:
+                    docs = list(yaml.safe_load_all(fh))  # comments may name it
+                self.assertNotIn('"$patch"', json.dumps(docs))
 
     def test_every_overlay_is_the_base_plus_its_objects(self):
         for d, objs in self.rendered.items():
@@ -755,7 +784,7 @@ class OverlaysTest(unittest.TestCase):
                     else:
                         self.assertEqual(got[key], o)
             with self.subTest(overlay=d):
-                # no Secret write rights for the certificates: the base ClusterRole's
+                # no Secret write rights for the certificates: cluster-rbac/'s ClusterRole's
                 # Secret rules are the ssh plugin's (test_cluster_role_grants_exactly_these_verbs)
                 self.assertEqual(sorted(o["metadata"]["name"] for o in self.rendered[d]
                                         if o["kind"] in ("Role", "ClusterRole")),
@@ -883,13 +912,13 @@ class OverlaysTest(unittest.TestCase):
         got = {object_key(o): o for o in self.rendered["namespaced"]}
         changed = {("apps/v1", "Deployment", NS, NAME),
                    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "", NAME)}
-        gone = {("rbac.authorization.k8s.io/v1", "ClusterRole", "", NAME),
-                ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", NAME)}
         for o in self.base:
             key = object_key(o)
-            if key not in changed | gone:
+            if key in CLUSTER_RBAC:
+                self.assertNotIn(key, got)
+            elif key not in changed:
                 self.assertEqual(got.get(key), o, key)
-        # cluster-wide: only the base's rights on the two webhook configurations by name
+        # cluster-wide: only managed-certs/'s rights on the two webhook configurations by name
         self.assertEqual(sorted((o["kind"], o["metadata"]["name"])
                                 for o in self.rendered["namespaced"]
                                 if o["kind"].startswith("Cluster")),
@@ -900,7 +929,7 @@ class OverlaysTest(unittest.TestCase):
             for kind in ("Role", "RoleBinding") for ns in NAMESPACED_SERVED))
 
     def test_namespaced_roles_grant_the_cluster_roles_verbs_in_each_namespace(self):
-        base_rules = [o for o in self.base if o["kind"] == "ClusterRole"][0]["rules"]
+        base_rules = [o for o in self.base if object_key(o) == CLUSTER_RBAC[0]][0]["rules"]
         for ns in NAMESPACED_SERVED:
             with self.subTest(namespace=ns):
                 role = self.namespaced("Role", namespace=ns)

@@ -41,6 +41,9 @@ import test_reconcile as tr
 
 ROOT = harness.ROOT
 MANIFESTS = os.path.join(ROOT, "manifests", "base")
+# The rights of the default install without managed certificates (not used here): the base's
+# (the Lease's Role) and the cluster-wide ones.
+RBAC_DIRS = [MANIFESTS, os.path.join(ROOT, "manifests", "cluster-rbac")]
 WAIT = tr.WAIT
 SECRET_KEYS = ["authorized_keys", "config", "id_rsa", "id_rsa.pub"]
 
@@ -271,12 +274,13 @@ def request_triple(method, path, query):
 
 
 def granted(kind):
-    """{(group, resource, verb)} of the manifests' ClusterRole or Role rules."""
+    """{(group, resource, verb)} of the ClusterRole or Role rules of RBAC_DIRS' files."""
     out = set()
-    for fname in sorted(os.listdir(MANIFESTS)):
-        if not fname.endswith(".yaml"):
+    paths = sorted(os.path.join(d, f) for d in RBAC_DIRS for f in os.listdir(d))
+    for path in paths:
+        if not path.endswith(".yaml"):
             continue
-        with open(os.path.join(MANIFESTS, fname)) as f:
+        with open(path) as f:
             for doc in yaml.safe_load_all(f):
                 if not isinstance(doc, dict) or doc.get("kind") != kind:
                     continue
