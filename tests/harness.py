@@ -194,6 +194,42 @@ def _rand(rng, n, alphabet):
     return "".join(rng.choice(alphabet) for _ in range(n))
 
 
+def insecure_context():
+    """A TLS client context that checks nothing (for /readyz and /metrics probes)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+WEBHOOK_CONFIG_PATHS = ("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/",
+                        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/")
+
+
+def webhook_ca_bundles(api, name):
+    """Every webhook's caBundle (None where unset) of the Mutating then the Validating
+    configuration called name, as the API server holds them."""
+    out = []
+    for path in WEBHOOK_CONFIG_PATHS:
+        status, cfg = api.get(path + name)
+        if status != 200:
+            raise AssertionError("GET %s%s: %d %r" % (path, name, status, cfg))
+        out += [w["clientConfig"].get("caBundle") for w in cfg["webhooks"]]
+    return out
+
+
+def trusted_ca_file(api, name, directory):
+    """The one caBundle every webhook of configurations name holds, written to a new
+    file in directory (its path): what kube-apiserver trusts when it calls them."""
+    bundles = webhook_ca_bundles(api, name)
+    if len(set(bundles)) != 1 or bundles[0] is None:
+        raise AssertionError("the webhooks do not hold one caBundle: %r" % (bundles,))
+    path = os.path.join(directory, "cabundle-%d.crt" % time.monotonic_ns())
+    with open(path, "wb") as f:
+        f.write(base64.b64decode(bundles[0], validate=True))
+    return path
+
+
 def build_pod(job, task_name, index, priority=0, sa_suffix=None, automount=True):
     """The pod Volcano's controller creates for replica `index` of `task_name`, as the
     mutating webhook receives it from kube-apiserver.

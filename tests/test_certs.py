@@ -719,13 +719,6 @@ def get_status(port, path, ctx, name):
         conn.close()
 
 
-def unverified_context():
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    return ctx
-
-
 class SelfSignedTest(unittest.TestCase):
     def setUp(self):
         if not os.access(harness.binary(), os.X_OK):
@@ -785,7 +778,7 @@ class SelfSignedTest(unittest.TestCase):
                              "count": -1, "status": 409, "reason": "Conflict",
                              "message": "the object has been modified"})
         self.start("--tls-san", "127.0.0.1", "--tls-san", "vpw.example.org", wait=False)
-        insecure = unverified_context()
+        insecure = harness.insecure_context()
         self.wait(lambda: sum(1 for r in self.api.requests()
                               if r["method"] == "PATCH" and r["path"] == MWC_PATH) >= 2,
                   "two failed PATCHes")
@@ -847,7 +840,7 @@ class SelfSignedTest(unittest.TestCase):
     def test_service_name_and_late_configuration(self):
         # No configuration yet (404): served, not ready; created later, patched, then ready.
         port = self.start("--service-name", "custom-svc")
-        insecure = unverified_context()
+        insecure = harness.insecure_context()
         self.wait(lambda: sum(1 for r in self.api.requests()
                               if r["method"] == "GET" and r["path"] == MWC_PATH) >= 2,
                   "two GETs of the configuration")

@@ -341,13 +341,6 @@ def https(port, method, path, ctx, body=None):
         conn.close()
 
 
-def insecure_context():
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    return ctx
-
-
 class InstallTest(unittest.TestCase):
     """README "Install in a cluster": install, upgrade, uninstall, and the manual overlay."""
 
@@ -437,7 +430,7 @@ class InstallTest(unittest.TestCase):
 
     def ready(self, port):
         try:
-            return https(port, "GET", "/readyz", insecure_context())[0] == 200
+            return https(port, "GET", "/readyz", harness.insecure_context())[0] == 200
         except OSError:
             return False
 
@@ -508,27 +501,10 @@ class InstallTest(unittest.TestCase):
 
     # ------------------------------------------------------------ what the operator sees
 
-    def ca_bundles(self):
-        out = []
-        for path in (MWC_PATH, VWC_PATH):
-            status, cfg = self.api.get(path)
-            self.assertEqual(status, 200, cfg)
-            out += [w["clientConfig"].get("caBundle") for w in cfg["webhooks"]]
-        return out
-
-    def trusted_ca_file(self):
-        bundles = self.ca_bundles()
-        self.assertEqual(len(set(bundles)), 1, bundles)
-        self.assertIsNotNone(bundles[0])
-        path = os.path.join(self.dir, "cabundle-%d.crt" % time.monotonic_ns())
-        with open(path, "wb") as f:
-            f.write(base64.b64decode(bundles[0], validate=True))
-        return path
-
     def assert_every_replica_answers(self):
         """A review from a client that trusts only the caBundle the API server holds and
         checks the Service's name, to every replica: allowed and patched."""
-        ca = self.trusted_ca_file()
+        ca = harness.trusted_ca_file(self.api, NAME, self.dir)
         review = harness.review(harness.build_pod(self.job, "mpiworker", 0), "default")
         self.assertEqual(len(self.replicas), 2)
         for _, port, _ in self.replicas:
@@ -572,7 +548,7 @@ class InstallTest(unittest.TestCase):
                 status, live = self.in_api(obj)
                 self.assertEqual(status, 200, live)
                 self.assertEqual(json.loads(live["metadata"]["annotations"][LAST_APPLIED]), obj)
-        self.assertEqual(self.ca_bundles(), [None, None])
+        self.assertEqual(harness.webhook_ca_bundles(self.api, NAME), [None, None])
         self.assertEqual(self.api.get(SECRET_PATH)[0], 404)
 
         # The whole block as written (its apply again, then the rollout).
@@ -584,7 +560,7 @@ class InstallTest(unittest.TestCase):
         data = self.secret_data()
         self.assertEqual(sorted(data), ["ca-bundle.crt", "ca.crt", "ca.key", "tls.crt", "tls.key"])
         want = base64.b64encode(data["ca-bundle.crt"].encode()).decode()
-        self.assertEqual(self.ca_bundles(), [want, want])
+        self.assertEqual(harness.webhook_ca_bundles(self.api, NAME), [want, want])
         self.assert_every_replica_answers()
         # The log lines README "Verify" shows, by its grep: the Lease holder made the CA,
         # set both caBundles and issued the pair; every replica serves it and is ready.
@@ -613,7 +589,7 @@ class InstallTest(unittest.TestCase):
     def test_upgrade_as_written_keeps_the_ca_bundle_and_the_certificates(self):
         self.install()
         data = self.secret_data()
-        bundles = self.ca_bundles()
+        bundles = harness.webhook_ca_bundles(self.api, NAME)
         old_pods = [p for p, _, _ in self.replicas]
         # "set its tag in manifests/base/kustomization.yaml (`images:`)"
         k = os.path.join(self.root, "manifests", "base", "kustomization.yaml")
@@ -631,7 +607,7 @@ class InstallTest(unittest.TestCase):
         out = self.run_block(apply_only)
         self.assertIn("deployment/volcano-plugin-webhook configured\n", out)
         # the apply left the caBundle the Lease holder set: it never applied one
-        self.assertEqual(self.ca_bundles(), bundles)
+        self.assertEqual(harness.webhook_ca_bundles(self.api, NAME), bundles)
         dep = self.deployment(NS, NAME)
         self.assertEqual(dep["spec"]["template"]["spec"]["containers"][0]["image"],
                          "volcano-plugin-webhook:0.1.1")
@@ -642,7 +618,7 @@ class InstallTest(unittest.TestCase):
         self.assertEqual(len(self.replicas), 2)
         self.assertFalse(set(p for p, _, _ in self.replicas) & set(old_pods))
         self.assertEqual(self.secret_data(), data)
-        self.assertEqual(self.ca_bundles(), bundles)
+        self.assertEqual(harness.webhook_ca_bundles(self.api, NAME), bundles)
         self.assert_every_replica_answers()
 
     def test_uninstall_as_written_removes_the_webhook_configurations_first(self):
@@ -673,7 +649,7 @@ class InstallTest(unittest.TestCase):
         self.run_block(readme_block(MANUAL_STEPS),
                        env={"HOME": self.dir})
         certs = os.path.join(self.dir, "volcano-plugin-webhook-certs")
-        bundles = self.ca_bundles()
+        bundles = harness.webhook_ca_bundles(self.api, NAME)
         old_pods = [p for p, _, _ in self.replicas]
         block = readme_block("**From an earlier release, or from the manual overlay, to "
                              "managed certificates.**")
@@ -683,7 +659,7 @@ class InstallTest(unittest.TestCase):
             "kubectl -n volcano-plugin-webhook rollout status deployment/volcano-plugin-webhook"])
         self.run_block("\n".join(cmds[:-1]), env={"CERTS": certs})
         # the apply removed no caBundle, though the manual overlay had applied one
-        self.assertEqual(self.ca_bundles(), bundles)
+        self.assertEqual(harness.webhook_ca_bundles(self.api, NAME), bundles)
         self.assertEqual(len(self.replicas), 2)
 
         out = self.run_block(cmds[-1])  # the block's last command: the rollout
@@ -692,7 +668,7 @@ class InstallTest(unittest.TestCase):
         dep = self.deployment(NS, NAME)
         self.assertIn("--cert-secret=" + SECRET,
                       dep["spec"]["template"]["spec"]["containers"][0]["args"])
-        self.assertEqual(self.ca_bundles(), bundles)
+        self.assertEqual(harness.webhook_ca_bundles(self.api, NAME), bundles)
         with open(os.path.join(certs, "ca.crt")) as f:
             self.assertEqual(self.secret_data()["ca.crt"], f.read())
         self.assert_every_replica_answers()
@@ -707,7 +683,7 @@ class InstallTest(unittest.TestCase):
         with open(os.path.join(self.dir, "volcano-plugin-webhook-certs", "ca.crt"), "rb") as f:
             ca = f.read()
         want = base64.b64encode(ca).decode()
-        self.assertEqual(self.ca_bundles(), [want, want])
+        self.assertEqual(harness.webhook_ca_bundles(self.api, NAME), [want, want])
         # no Secret of the webhook's own, and no rights for one
         self.assertEqual(self.api.get(SECRET_PATH)[0], 404)
         for kind in ("roles", "clusterroles"):

@@ -87,13 +87,6 @@ def client_config(kind, names):
     }
 
 
-def insecure_context():
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    return ctx
-
-
 def strict_context(ca_file):
     """Like Go's crypto/tls for kube-apiserver: only ca_file, SAN only, strict."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -213,7 +206,7 @@ class ManagedCertsTest(unittest.TestCase):
 
     def wait_ready(self, ports):
         for port in ports:
-            self.wait(lambda: get(port, "/readyz", insecure_context())[0] == 200,
+            self.wait(lambda: get(port, "/readyz", harness.insecure_context())[0] == 200,
                       "/readyz 200 on port %d" % port)
 
     # ------------------------------------------------------------ what the API server holds
@@ -226,24 +219,6 @@ class ManagedCertsTest(unittest.TestCase):
     def secret_data(self):
         [secret] = self.secrets()
         return {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
-
-    def ca_bundles(self):
-        """Every webhook's caBundle, Mutating then Validating."""
-        out = []
-        for path in (MWC_PATH, VWC_PATH):
-            status, cfg = self.api.get(path)
-            self.assertEqual(status, 200, cfg)
-            out += [w["clientConfig"].get("caBundle") for w in cfg["webhooks"]]
-        return out
-
-    def trusted_ca_file(self):
-        """The caBundle the API server holds (all webhooks agree), as a file."""
-        bundles = self.ca_bundles()
-        self.assertEqual(len(set(bundles)), 1, bundles)
-        path = os.path.join(self.dir, "cabundle-%d.crt" % time.monotonic_ns())
-        with open(path, "wb") as f:
-            f.write(base64.b64decode(bundles[0], validate=True))
-        return path
 
     def review(self):
         pod = harness.build_pod(self.job, "mpiworker", 0)
@@ -285,8 +260,8 @@ class ManagedCertsTest(unittest.TestCase):
         self.assertEqual(data["ca-bundle.crt"].count(BEGIN), 1)
         self.assertEqual(data["ca-bundle.crt"], data["ca.crt"])
         want = base64.b64encode(data["ca-bundle.crt"].encode()).decode()
-        self.assertEqual(self.ca_bundles(), [want, want, want])
-        ca_file = self.trusted_ca_file()
+        self.assertEqual(harness.webhook_ca_bundles(self.api, CONFIG), [want, want, want])
+        ca_file = harness.trusted_ca_file(self.api, CONFIG, self.dir)
 
         # A client trusting only that caBundle, checking the Service name, gets answers
         # from both, and both serve the Secret's certificate.
@@ -310,7 +285,7 @@ class ManagedCertsTest(unittest.TestCase):
         [port] = self.start(["--leader-elect=false", "--leader-elect-resource-namespace=" + NS,
                             "--cabundle-repair-interval=2s"])
         self.wait_ready([port])
-        good = self.ca_bundles()
+        good = harness.webhook_ca_bundles(self.api, CONFIG)
         self.assertEqual(len(set(good)), 1)
 
         # An operator (or an old `kubectl apply`) puts a placeholder back in one webhook.
@@ -320,13 +295,13 @@ class ManagedCertsTest(unittest.TestCase):
         status, body = self.api.call("PUT", MWC_PATH, cfg)
         self.assertEqual(status, 200, body)
 
-        self.wait(lambda: self.ca_bundles() == good, "the caBundle repaired")
-        self.wait(lambda: metric(get(port, "/metrics", insecure_context())[1],
+        self.wait(lambda: harness.webhook_ca_bundles(self.api, CONFIG) == good, "the caBundle repaired")
+        self.wait(lambda: metric(get(port, "/metrics", harness.insecure_context())[1],
                                  REPAIRS_METRIC) == 1, "the repair counted")
         log = self.procs[0].log()
         self.assertIn("caBundle changed outside the webhook, repaired", log)
         self.wait_ready([port])
-        status, body, _ = post_review(port, strict_context(self.trusted_ca_file()),
+        status, body, _ = post_review(port, strict_context(harness.trusted_ca_file(self.api, CONFIG, self.dir)),
                                       self.review())
         self.assertEqual(status, 200, body)
 
@@ -363,7 +338,7 @@ class ManagedCertsTest(unittest.TestCase):
                   if r["method"] != "GET" and "/leases" not in r["path"]]
         self.assertEqual(writes, [])
         self.assertEqual(self.secrets(), [])
-        self.assertEqual(self.ca_bundles(), [PLACEHOLDER] * 3)
+        self.assertEqual(harness.webhook_ca_bundles(self.api, CONFIG), [PLACEHOLDER] * 3)
         # SIGTERM while waiting: start-up never finished (exit 1), everything freed
         self.assertEqual(p.stop(), 1, p.log())
         self.assertIsNone(p.sanitizer_report(), p.log())
@@ -373,7 +348,7 @@ class ManagedCertsTest(unittest.TestCase):
         args = LEADER_ARGS + ["--cert-validity=20s", "--cert-renew-before=10s"]
         ports = self.start(args, args)
         self.wait_ready(ports)
-        ca_file = self.trusted_ca_file()  # the CA lasts 10 years: it stays the same
+        ca_file = harness.trusted_ca_file(self.api, CONFIG, self.dir)  # the CA lasts 10 years: it stays the same
         ctx = strict_context(ca_file)
         served = {port: [] for port in ports}
         failures = []
@@ -399,7 +374,7 @@ class ManagedCertsTest(unittest.TestCase):
                 self.assertEqual(len(set(served[port])), len(served[port]))
         # Still one CA in the bundle and the caBundles.
         self.assertEqual(self.secret_data()["ca-bundle.crt"].count(BEGIN), 1)
-        self.assertEqual(len(set(self.ca_bundles())), 1)
+        self.assertEqual(len(set(harness.webhook_ca_bundles(self.api, CONFIG))), 1)
 
     # ------------------------------------------------------------ traffic through rotations
 
@@ -417,7 +392,7 @@ class ManagedCertsTest(unittest.TestCase):
             for port in ports:
                 # the first webhook's, as kube-apiserver calls it (the patch of the
                 # Validating configuration may come a moment later)
-                b64 = self.ca_bundles()[0]
+                b64 = harness.webhook_ca_bundles(self.api, CONFIG)[0]
                 if b64 not in ctxs:
                     path = os.path.join(self.dir, "trust-%d.crt" % len(ctxs))
                     with open(path, "wb") as f:
@@ -517,7 +492,7 @@ class ManagedCertsTest(unittest.TestCase):
                 d = self.secret_data()
             except (ValueError, KeyError, UnicodeDecodeError, AssertionError):
                 return False
-            bundles = self.ca_bundles()
+            bundles = harness.webhook_ca_bundles(self.api, CONFIG)
             ok = (d.get("ca.crt") not in seen_cas and d.get("ca-bundle.crt") == d.get("ca.crt")
                   and bundles == [base64.b64encode(d["ca.crt"].encode()).decode()] * 3)
             return ok
@@ -609,7 +584,7 @@ class ManagedCertsTest(unittest.TestCase):
 
         def ready():
             conn = harness._PinnedHTTPSConnection("127.0.0.1", port, SERVICE_DNS,
-                                                  insecure_context(), 5)
+                                                  harness.insecure_context(), 5)
             try:
                 conn.request("GET", "/readyz")
                 der = conn.sock.getpeercert(binary_form=True)
@@ -629,7 +604,7 @@ class ManagedCertsTest(unittest.TestCase):
         self.assertEqual(data["ca.crt"], ca_pem)  # the CA was good: kept
         self.assertEqual(seen[-1][1], ssl.PEM_cert_to_DER_cert(data["tls.crt"]))
         self.assertGreater(not_after(data["tls.crt"], self.dir), time.time())
-        status, body, der = post_review(port, strict_context(self.trusted_ca_file()),
+        status, body, der = post_review(port, strict_context(harness.trusted_ca_file(self.api, CONFIG, self.dir)),
                                         self.review())
         self.assertEqual(status, 200, body)
         log = p.log()
