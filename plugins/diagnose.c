@@ -93,26 +93,127 @@ size_t diagnose_fatal_count(const struct diagnostics *d)
     return n;
 }
 
+/* Bytes of the first max code points of s (valid UTF-8); *chars_out: how many there are. */
+static size_t utf8_prefix(const char *s, size_t max, size_t *chars_out)
+{
+    size_t chars = 0;
+    size_t i = 0;
+
+    for (; s[i] != '\0'; i++) {
+        if (((unsigned char)s[i] & 0xC0) == 0x80)
+            continue; /* a continuation byte: part of the code point before */
+        if (chars == max)
+            break;
+        chars++;
+    }
+    *chars_out = chars;
+    return i;
+}
+
+/* Room kept for the last "N more diagnostics not shown" line. */
+#define MORE_LINE_CHARS 48
+
 json_t *diagnose_messages(const struct diagnostics *d, bool fatal_only)
 {
     json_t *arr = json_array();
+    size_t total = 0;
+    size_t hidden = d->dropped;
+    bool full = false;
 
     if (arr == NULL)
         return NULL;
     for (size_t i = 0; i < d->n; i++) {
+        const char *m = d->items[i].message;
+        size_t chars;
+        size_t bytes;
+
         if (fatal_only && !d->items[i].fatal)
             continue;
-        if (json_array_append_new(arr, json_string(d->items[i].message)) < 0)
+        bytes = utf8_prefix(m, DIAGNOSE_WARNING_CHARS, &chars);
+        full = full || total + chars > DIAGNOSE_WARNINGS_CHARS - MORE_LINE_CHARS;
+        if (full) {
+            hidden++; /* past what kube-apiserver passes on: counted, in order */
+            continue;
+        }
+        total += chars;
+        if (json_array_append_new(arr, json_stringn(m, bytes)) < 0)
             goto fail;
     }
-    if (d->dropped > 0
-        && json_array_append_new(arr, json_sprintf("%zu more diagnostics not shown", d->dropped))
-            < 0)
+    if (hidden > 0
+        && json_array_append_new(arr, json_sprintf("%zu more diagnostics not shown", hidden)) < 0)
         goto fail;
     return arr;
 fail:
     json_decref(arr);
     return NULL;
+}
+
+/*
+ * The block of diagnose_pack: the dropped count (8 bytes, host order: the block
+ * never leaves the process), then per entry the reason and fatal bytes, the
+ * plugin and the message, each NUL-terminated.
+ */
+int diagnose_pack(const struct diagnostics *d, char **buf_out, size_t *len_out)
+{
+    uint64_t dropped = d->dropped;
+    size_t len = sizeof(dropped);
+    char *buf;
+    char *p;
+
+    *buf_out = NULL;
+    *len_out = 0;
+    if (d->n == 0 && d->dropped == 0)
+        return 0;
+    for (size_t i = 0; i < d->n; i++)
+        len += 2 + strlen(d->items[i].plugin) + 1 + strlen(d->items[i].message) + 1;
+    buf = malloc(len);
+    if (buf == NULL)
+        return WH_ENOMEM;
+    memcpy(buf, &dropped, sizeof(dropped));
+    p = buf + sizeof(dropped);
+    for (size_t i = 0; i < d->n; i++) {
+        size_t pl = strlen(d->items[i].plugin) + 1;
+        size_t ml = strlen(d->items[i].message) + 1;
+
+        *p++ = (char)d->items[i].reason;
+        *p++ = d->items[i].fatal ? 1 : 0;
+        memcpy(p, d->items[i].plugin, pl);
+        p += pl;
+        memcpy(p, d->items[i].message, ml);
+        p += ml;
+    }
+    *buf_out = buf;
+    *len_out = len;
+    return 0;
+}
+
+void diagnose_unpack(const char *buf, size_t len, struct diagnostics *out)
+{
+    uint64_t dropped;
+    const char *p;
+    const char *end = buf + len;
+
+    diagnose_init(out);
+    if (buf == NULL || len < sizeof(dropped))
+        return;
+    memcpy(&dropped, buf, sizeof(dropped));
+    out->dropped = (size_t)dropped;
+    for (p = buf + sizeof(dropped); end - p > 2 && out->n < DIAGNOSE_MAX;) {
+        struct diagnostic *e = &out->items[out->n];
+        const char *plugin = p + 2;
+        const char *pend = memchr(plugin, '\0', (size_t)(end - plugin));
+        const char *msg = pend != NULL ? pend + 1 : NULL;
+        const char *mend = msg != NULL ? memchr(msg, '\0', (size_t)(end - msg)) : NULL;
+
+        if (mend == NULL)
+            return; /* cut short: the entries before are whole */
+        e->reason = (enum diagnose_reason)(unsigned char)p[0];
+        e->fatal = p[1] != 0;
+        snprintf(e->plugin, sizeof(e->plugin), "%s", plugin);
+        snprintf(e->message, sizeof(e->message), "%s", msg);
+        out->n++;
+        p = mend + 1;
+    }
 }
 
 const json_t *diagnose_task_containers(const json_t *task, const char *list)
