@@ -396,28 +396,54 @@ static const char *json_kind(const json_t *v)
     }
 }
 
-/* spec.plugins that is not a map: nothing runs (plugin_effective_set sees no names). */
+/*
+ * Append "name": args (args as compact JSON, [] when not a list) to the example
+ * map's text at *off. @return false when it does not fit (example cut back to *off).
+ */
+static bool example_entry(char *example, size_t len, size_t *off, const char *name,
+                          const json_t *args)
+{
+    char *text = json_is_array(args) ? json_dumps(args, JSON_COMPACT) : NULL;
+    int n = snprintf(example + *off, len - *off, "%s\"%s\": %s", *off > 0 ? ", " : "", name,
+                     text != NULL ? text : "[]");
+
+    free(text);
+    if (n < 0 || (size_t)n >= len - *off) {
+        example[*off] = '\0';
+        return false;
+    }
+    *off += (size_t)n;
+    return true;
+}
+
+/*
+ * spec.plugins that is not a map: nothing runs (plugin_effective_set sees no names).
+ * The message shows the map meant: the names of a list (`[ssh, svc]`), the members of
+ * a list of one-entry maps (`[{ssh: []}, {mpi: [--port=22]}]`), or a lone name.
+ */
 static void plugins_not_a_map(const json_t *plugins, struct diagnostics *out)
 {
     char example[160] = "";
     size_t off = 0;
     size_t i;
     const json_t *v;
+    bool fits = true;
 
-    /* The same names, written as the map they were meant to be: {"ssh": [], "svc": []}. */
+    if (json_is_string(plugins))
+        fits = example_entry(example, sizeof(example), &off, json_string_value(plugins), NULL);
     json_array_foreach(plugins, i, v) {
-        const char *name = json_string_value(v);
-        int n;
+        const char *name;
+        const json_t *args;
 
-        if (name == NULL)
-            continue;
-        n = snprintf(example + off, sizeof(example) - off, "%s\"%s\": []", off > 0 ? ", " : "",
-                     name);
-        if (n < 0 || (size_t)n >= sizeof(example) - off) {
-            example[off] = '\0';
+        if (!fits)
             break;
+        if (json_is_string(v)) {
+            fits = example_entry(example, sizeof(example), &off, json_string_value(v), NULL);
+            continue;
         }
-        off += (size_t)n;
+        json_object_foreach((json_t *)v, name, args) {
+            fits = fits && example_entry(example, sizeof(example), &off, name, args);
+        }
     }
     if (off == 0)
         snprintf(example, sizeof(example), "\"svc\": []");

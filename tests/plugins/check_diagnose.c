@@ -93,6 +93,16 @@ START_TEST(plugins_as_a_list)
     CHECK(JOB("'ssh'", TASK("a", 1)),
           {"PluginArgumentInvalid", false, "",
            "spec.plugins is a string, not a map of plugin name to arguments, so no plugin runs: "
+           "write it as {\"ssh\": []}"});
+    /* A list of one-entry maps (a YAML "- ssh: []" too many): the same map, arguments kept. */
+    CHECK(JOB("[{'ssh':[]},{'mpi':['--port=22']},3]", TASK("a", 1)),
+          {"PluginArgumentInvalid", false, "",
+           "spec.plugins is a list, not a map of plugin name to arguments, so no plugin runs: "
+           "write it as {\"ssh\": [], \"mpi\": [\"--port=22\"]}"});
+    /* Nothing to show: an example. */
+    CHECK(JOB("7", TASK("a", 1)),
+          {"PluginArgumentInvalid", false, "",
+           "spec.plugins is a number, not a map of plugin name to arguments, so no plugin runs: "
            "write it as {\"svc\": []}"});
 }
 END_TEST
