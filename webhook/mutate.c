@@ -615,9 +615,9 @@ static void job_warnings(const struct jobsource *src, const json_t *job, struct 
     }
     if (todo > 0 && room > 0)
         warnings_add(&out->warnings,
-                     "%zu more diagnostics of volcano job %s not shown: kubectl describe vcjob %s "
-                     "lists them",
-                     todo, job_name(job), job_name(job));
+                     "%zu more diagnostics of volcano job %s not shown: kubectl describe vcjob "
+                     "-n %s %s lists them",
+                     todo, job_name(job), job_namespace(job), job_name(job));
     free(d);
 }
 

@@ -1065,8 +1065,8 @@ START_TEST(job_diagnostics_bounded)
     ck_assert_str_eq(r.warnings.items[0], "svc plugin: kept diagnostic 0");
     ck_assert_str_eq(r.warnings.items[WARNINGS_MAX - 2], "svc plugin: kept diagnostic 14");
     ck_assert_str_eq(r.warnings.items[WARNINGS_MAX - 1],
-                     "15 more diagnostics of volcano job j not shown: kubectl describe vcjob j "
-                     "lists them");
+                     "15 more diagnostics of volcano job j not shown: kubectl describe vcjob -n "
+                     "ns1 j lists them");
     for (size_t i = 0; i < r.warnings.n; i++)
         total += strlen(r.warnings.items[i]);
     ck_assert_uint_le(total, DIAGNOSE_WARNINGS_CHARS);
