@@ -191,11 +191,12 @@ void diagnose_unpack(const char *buf, size_t len, struct diagnostics *out)
 {
     uint64_t dropped;
     const char *p;
-    const char *end = buf + len;
+    const char *end;
 
     diagnose_init(out);
     if (buf == NULL || len < sizeof(dropped))
         return;
+    end = buf + len;
     memcpy(&dropped, buf, sizeof(dropped));
     out->dropped = (size_t)dropped;
     for (p = buf + sizeof(dropped); end - p > 2 && out->n < DIAGNOSE_MAX;) {
