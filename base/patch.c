@@ -3,9 +3,11 @@
  * patch.c - RFC 6902 JSON Patch: the diff that becomes the admission response
  * (docs/plugins.md §7.3) and a strict applier used by tests and the fixed-point check.
  *
- * Design: patch_diff walks both documents once, keeping the current JSON
- * Pointer in one struct buf (push a segment, recurse, cut back; "" for the root). Every op
- * carries a deep copy of its value, so the patch never shares nodes with `after`.
+ * Design: one walk of both documents (struct diff), keeping the current JSON
+ * Pointer in one struct buf (push a segment, recurse, cut back; "" for the root). It
+ * hands each op, as it finds it, to a jansson array (patch_diff: the op values are
+ * after's own nodes) or to the JSON text of the patch (patch_diff_write, base/jsonw.h:
+ * the answer's path, with no ops tree and no dump).
  * patch_apply works on a deep copy and throws it away at the first failing op,
  * so a patch applies whole or not at all.
  *
@@ -20,6 +22,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/jsonw.h"
 
 /* ---- the diff ------------------------------------------------------------ */
 
@@ -45,21 +48,37 @@ size_t patch_escape_segment(char *dst, size_t dstlen, const char *segment)
     return need;
 }
 
+/*
+ * One diff walk. The ops go either into a jansson array (ops, for patch_diff) or,
+ * as the walk finds them, straight into JSON text (text, for patch_diff_write). path
+ * is the current JSON Pointer: plain for the array, already JSON-escaped for the text
+ * (each segment escaped once, when pushed, not once per op).
+ */
+struct diff {
+    struct buf path;
+    json_t *ops;      /* patch_diff: the array the ops are appended to */
+    struct buf *text; /* patch_diff_write: where the op array's text goes */
+    size_t n;         /* ops emitted */
+};
+
 /* Append "/" and the escaped segment; the old length goes to *mark for path_cut. */
-static int path_push(struct buf *p, const char *segment, size_t *mark)
+static int path_push(struct diff *d, const char *segment, size_t *mark)
 {
+    struct buf *p = &d->path;
     /* Most keys need no escaping: measure the plain run once, escape only the rest. */
     size_t plain = strcspn(segment, "~/");
     size_t seglen = plain + strlen(segment + plain);
     size_t need = 1 + seglen; /* bytes added, the NUL not counted */
     int rc;
 
+    *mark = p->len;
+    if (d->text != NULL)
+        return jsonw_pointer_segment(p, segment, seglen);
     if (segment[plain] != '\0')
         need = 1 + plain + patch_escape_segment(NULL, 0, segment + plain);
     rc = buf_reserve(p, need);
     if (rc < 0)
         return rc;
-    *mark = p->len;
     p->data[p->len] = '/';
     memcpy(p->data + p->len + 1, segment, plain);
     p->len += 1 + plain;
@@ -69,26 +88,52 @@ static int path_push(struct buf *p, const char *segment, size_t *mark)
     return 0;
 }
 
-static void path_cut(struct buf *p, size_t mark)
+static void path_cut(struct diff *d, size_t mark)
 {
-    buf_truncate(p, mark);
+    buf_truncate(&d->path, mark);
+}
+
+/* The op {"op", "path"[, "value"]} in that key order, written as text. */
+static int emit_text(struct diff *d, const char *op, const json_t *value)
+{
+    struct buf *o = d->text;
+
+    if (d->n > 0)
+        (void)jsonw_lit(o, ",");
+    (void)jsonw_lit(o, "{\"op\":\"");
+    (void)jsonw_raw(o, op, strlen(op));
+    (void)jsonw_lit(o, "\",\"path\":\"");
+    (void)jsonw_raw(o, buf_cstr(&d->path), d->path.len);
+    if (value != NULL) {
+        (void)jsonw_lit(o, "\",\"value\":");
+        (void)jsonw_value(o, value);
+        (void)jsonw_lit(o, "}");
+    } else {
+        (void)jsonw_lit(o, "\"}");
+    }
+    d->n++;
+    return o->rc;
 }
 
 /* Append {"op", "path"[, "value"]} in that key order; value is referenced, not copied. */
-static int emit(json_t *ops, const char *op, const struct buf *p, const json_t *value)
+static int emit(struct diff *d, const char *op, const json_t *value)
 {
     /* Built member by member: json_pack's format parsing cost more than the op itself. */
-    json_t *o = json_object();
+    json_t *o;
 
+    if (d->text != NULL)
+        return emit_text(d, op, value);
+    o = json_object();
     if (o == NULL)
         return WH_ENOMEM;
     if (json_object_set_new_nocheck(o, "op", json_string_nocheck(op)) < 0
-        || json_object_set_new_nocheck(o, "path", json_stringn(buf_cstr(p), p->len)) < 0
+        || json_object_set_new_nocheck(o, "path", json_stringn(buf_cstr(&d->path), d->path.len)) < 0
         || (value != NULL && json_object_set_nocheck(o, "value", (json_t *)value) < 0)) {
         json_decref(o);
         return WH_ENOMEM;
     }
-    return json_array_append_new(ops, o) < 0 ? WH_ENOMEM : 0;
+    d->n++;
+    return json_array_append_new(d->ops, o) < 0 ? WH_ENOMEM : 0;
 }
 
 /* Decimal digits of i into buf (at least 21 bytes), NUL-terminated; @return buf. */
@@ -104,10 +149,10 @@ static const char *index_text(char *buf, size_t i)
     return c;
 }
 
-static int diff_value(json_t *ops, struct buf *p, const json_t *a, const json_t *b);
+static int diff_value(struct diff *d, const json_t *a, const json_t *b);
 
 /* Members in after's order (add or recurse), then members only before has (remove). */
-static int diff_object(json_t *ops, struct buf *p, const json_t *a, const json_t *b)
+static int diff_object(struct diff *d, const json_t *a, const json_t *b)
 {
     /* json_object_foreach wants a non-const object; it only reads it here. */
     json_t *ma = (json_t *)a;
@@ -120,22 +165,22 @@ static int diff_object(json_t *ops, struct buf *p, const json_t *a, const json_t
     json_object_foreach(mb, key, v) {
         const json_t *old = json_object_get(a, key);
 
-        rc = path_push(p, key, &mark);
+        rc = path_push(d, key, &mark);
         if (rc < 0)
             return rc;
-        rc = old == NULL ? emit(ops, "add", p, v) : diff_value(ops, p, old, v);
-        path_cut(p, mark);
+        rc = old == NULL ? emit(d, "add", v) : diff_value(d, old, v);
+        path_cut(d, mark);
         if (rc < 0)
             return rc;
     }
     json_object_foreach(ma, key, v) {
         if (json_object_get(b, key) != NULL)
             continue;
-        rc = path_push(p, key, &mark);
+        rc = path_push(d, key, &mark);
         if (rc < 0)
             return rc;
-        rc = emit(ops, "remove", p, NULL);
-        path_cut(p, mark);
+        rc = emit(d, "remove", NULL);
+        path_cut(d, mark);
         if (rc < 0)
             return rc;
     }
@@ -143,7 +188,7 @@ static int diff_object(json_t *ops, struct buf *p, const json_t *a, const json_t
 }
 
 /* A kept prefix recurses and extra items append with "/-"; a shorter array is replaced. */
-static int diff_array(json_t *ops, struct buf *p, const json_t *a, const json_t *b)
+static int diff_array(struct diff *d, const json_t *a, const json_t *b)
 {
     size_t na = json_array_size(a);
     size_t nb = json_array_size(b);
@@ -153,58 +198,81 @@ static int diff_array(json_t *ops, struct buf *p, const json_t *a, const json_t 
     int rc;
 
     if (nb < na)
-        return emit(ops, "replace", p, b);
+        return emit(d, "replace", b);
     for (i = 0; i < nb; i++) {
-        rc = path_push(p, i < na ? index_text(idx, i) : "-", &mark);
+        rc = path_push(d, i < na ? index_text(idx, i) : "-", &mark);
         if (rc < 0)
             return rc;
         if (i < na)
-            rc = diff_value(ops, p, json_array_get(a, i), json_array_get(b, i));
+            rc = diff_value(d, json_array_get(a, i), json_array_get(b, i));
         else
-            rc = emit(ops, "add", p, json_array_get(b, i));
-        path_cut(p, mark);
+            rc = emit(d, "add", json_array_get(b, i));
+        path_cut(d, mark);
         if (rc < 0)
             return rc;
     }
     return 0;
 }
 
-static int diff_value(json_t *ops, struct buf *p, const json_t *a, const json_t *b)
+static int diff_value(struct diff *d, const json_t *a, const json_t *b)
 {
     /* The same node (a leaf shared by a copy, or a subtree kept whole) is equal to itself. */
     if (a == b)
         return 0;
     /* Integer vs real counts as a type change, so 420 -> 420.0 is a replace. */
     if (json_typeof(a) != json_typeof(b))
-        return emit(ops, "replace", p, b);
+        return emit(d, "replace", b);
     if (json_is_object(b))
-        return diff_object(ops, p, a, b);
+        return diff_object(d, a, b);
     if (json_is_array(b))
-        return diff_array(ops, p, a, b);
-    return json_equal(a, b) ? 0 : emit(ops, "replace", p, b);
+        return diff_array(d, a, b);
+    return json_equal(a, b) ? 0 : emit(d, "replace", b);
 }
 
 json_t *patch_diff(const json_t *before, const json_t *after)
 {
-    struct buf p;
-    json_t *ops = NULL;
+    struct diff d = {.ops = NULL};
     int rc;
 
     if (before == NULL || after == NULL)
         return NULL;
-    buf_init(&p, BUF_NO_MAX);
-    ops = json_array();
-    if (ops == NULL)
+    buf_init(&d.path, BUF_NO_MAX);
+    d.ops = json_array();
+    if (d.ops == NULL)
         goto fail;
-    rc = diff_value(ops, &p, before, after);
+    rc = diff_value(&d, before, after);
     if (rc < 0)
         goto fail;
-    buf_dispose(&p);
-    return ops;
+    buf_dispose(&d.path);
+    return d.ops;
 fail:
-    buf_dispose(&p);
-    json_decref(ops);
+    buf_dispose(&d.path);
+    json_decref(d.ops);
     return NULL;
+}
+
+int patch_diff_write(const json_t *before, const json_t *after, struct buf *out, size_t *n_ops)
+{
+    struct diff d = {.text = out};
+    int rc;
+
+    if (n_ops != NULL)
+        *n_ops = 0;
+    if (before == NULL || after == NULL) {
+        buf_fail(out, WH_EINVAL);
+        return WH_EINVAL;
+    }
+    buf_init(&d.path, BUF_NO_MAX);
+    (void)jsonw_lit(out, "[");
+    rc = diff_value(&d, before, after);
+    /* A failed path push leaves out as it was: its failure is the walk's. */
+    if (rc < 0)
+        buf_fail(out, rc);
+    (void)jsonw_lit(out, "]");
+    buf_dispose(&d.path);
+    if (n_ops != NULL)
+        *n_ops = d.n;
+    return out->rc;
 }
 
 /* ---- the applier --------------------------------------------------------- */

@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "base/buf.h"
 #include "base/error.h"
 
 /**
@@ -31,6 +32,20 @@
  *         (json_deep_copy one first).
  */
 json_t *patch_diff(const json_t *before, const json_t *after);
+
+/**
+ * patch_diff's ops written as the compact JSON text of the op array, appended to
+ * out as the walk finds them: no ops tree and no dump (base/jsonw.h). The bytes are
+ * exactly json_dumps(patch_diff(before, after), JSON_COMPACT) ("[]" when equal),
+ * so the same rules and op order hold (docs/plugins.md §7.3).
+ * @param before, after  borrowed, not changed
+ * @param out      caller-owned buffer; its max bounds the patch (WH_ETOOBIG)
+ * @param n_ops    out, may be NULL: the ops written (0 when equal)
+ * @return out->rc: 0; WH_EINVAL when before or after is NULL; WH_ENOMEM; WH_ETOOBIG
+ *         when the text would pass out's max (the walk stops there). On failure out
+ *         holds a partial text and keeps the failure in its rc (base/buf.h).
+ */
+int patch_diff_write(const json_t *before, const json_t *after, struct buf *out, size_t *n_ops);
 
 /**
  * Append the RFC 6901 escaped form of segment to dst (capacity dstlen, NUL-terminated).

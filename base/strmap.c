@@ -214,6 +214,26 @@ int strmap_remove(struct strmap *m, const char *key)
     return 0;
 }
 
+void strmap_filter(struct strmap *m, bool (*keep)(const char *key, void *value, void *ctx),
+                   void *ctx)
+{
+    for (size_t b = 0; b < m->nbuckets; b++) {
+        struct entry **pp = &m->buckets[b];
+
+        while (*pp != NULL) {
+            struct entry *e = *pp;
+
+            if (keep(e->key, e->value, ctx)) {
+                pp = &e->next;
+                continue;
+            }
+            *pp = e->next;
+            m->size--;
+            free_entry(m, e);
+        }
+    }
+}
+
 size_t strmap_size(const struct strmap *m)
 {
     return m->size;

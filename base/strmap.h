@@ -6,9 +6,8 @@
  * lookup stays O(1) as it grows (redis src/dict.h). The map copies each key and
  * owns each value: it frees a value through the destructor it was given when the
  * value is replaced, removed or the map goes (C-STYLE §6.7, redis dictType's
- * valDestructor). Keys hash with FNV-1a: callers put keys the API server or our
- * own code chose (uids, names checked as DNS-1123, YAML anchors of a local file),
- * not keys a peer can pick to collide.
+ * valDestructor). The hash is keyed per map (strmap.c), so keys a peer picks
+ * (YAML anchors, Job names) cannot be made to share a bucket.
  *
  * For jansson values keyed by string, a json_t object is the tool; this map is for
  * C structs. Not thread-safe: the caller locks.
@@ -16,6 +15,7 @@
 #ifndef WH_STRMAP_H
 #define WH_STRMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/error.h"
@@ -49,6 +49,15 @@ int strmap_remove(struct strmap *m, const char *key);
 
 /** Remove key and hand its value to the caller (not freed). @return it, NULL when absent. */
 void *strmap_take(struct strmap *m, const char *key);
+
+/**
+ * Visit every entry once, in no particular order: keep(key, value, ctx) returns
+ * true to keep the entry, false to remove it (its value freed through the
+ * destructor, if the map has one). keep may free a value it removes when the map
+ * has no destructor, and must not call other strmap functions on m. Never fails.
+ */
+void strmap_filter(struct strmap *m, bool (*keep)(const char *key, void *value, void *ctx),
+                   void *ctx);
 
 /** Remove every entry, freeing the values; the map stays usable. */
 void strmap_clear(struct strmap *m);

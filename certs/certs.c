@@ -596,6 +596,27 @@ int certs_not_after(const char *cert_pem, long long *unix_seconds, struct wh_err
     return rc;
 }
 
+int certs_fingerprint_sha256(const char *cert_pem, char hex[65], struct wh_error *err)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    X509 *x;
+    int ok;
+
+    if (cert_pem == NULL)
+        return wh_error_set(err, WH_EINVAL, "no certificate");
+    x = pem_first_cert(cert_pem);
+    if (x == NULL)
+        return wh_error_set(err, WH_EINVAL, "no PEM certificate found");
+    ok = X509_digest(x, EVP_sha256(), md, &n);
+    X509_free(x);
+    if (ok != 1 || n != 32)
+        return wh_error_set(err, WH_ENOMEM, "cannot digest the certificate");
+    for (unsigned int i = 0; i < n; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    return 0;
+}
+
 int certs_not_before(const char *cert_pem, long long *unix_seconds, struct wh_error *err)
 {
     X509 *x;

@@ -134,6 +134,16 @@ int certs_pair_check(const struct certs_pair *p, struct wh_error *err);
 int certs_not_after(const char *cert_pem, long long *unix_seconds, struct wh_error *err);
 
 /**
+ * The SHA-256 fingerprint of the first certificate in cert_pem: the digest of its
+ * DER encoding (what `openssl x509 -fingerprint -sha256` prints), as 64 lower-case
+ * hex digits and a NUL. cert_pem borrowed.
+ * @param[out] hex  65 bytes of the caller's
+ * @return 0; WH_EINVAL when cert_pem is NULL or holds no PEM certificate; WH_ENOMEM.
+ */
+int certs_fingerprint_sha256(const char *cert_pem, char hex[65], struct wh_error *err)
+    __attribute__((warn_unused_result));
+
+/**
  * notBefore of the first certificate in cert_pem as Unix seconds, read like
  * certs_not_after (certs_generate* put it one hour before the issue time).
  * @param[out] unix_seconds

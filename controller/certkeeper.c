@@ -31,6 +31,7 @@
 #include "base/log.h"
 #include "base/metric.h"
 #include "controller/cabundle.h"
+#include "k8s/watch.h"
 
 #define WEBHOOK_GROUP      "admissionregistration.k8s.io"
 #define WEBHOOK_VERSION    "v1"
@@ -42,7 +43,10 @@
 #define KEY_BUNDLE         "ca-bundle.crt"
 #define KEY_TLS_CRT        "tls.crt"
 #define KEY_TLS_KEY        "tls.key"
-#define NCONFIGS           2 /* mutating, validating */
+#define NCONFIGS           2   /* mutating, validating */
+#define RECORD_TRIES       3   /* a record's update, read again after a 409 */
+#define KICK_STEP_MS       50L /* how soon a watch event starts a round */
+#define WATCH_TIMEOUT_S    300L
 
 static const char *const config_resources[NCONFIGS] = {"mutatingwebhookconfigurations",
                                                        "validatingwebhookconfigurations"};
@@ -68,6 +72,9 @@ struct certkeeper {
     long long ca_validity_s;
     long long renew_before_s;
     long long drain_s;
+    long long record_ttl_s;
+    char *replica;
+    bool in_memory;
     long poll_ms;
     long repair_ms;
     long timeout_ms;
@@ -79,6 +86,13 @@ struct certkeeper {
     char *applied_b64;        /* the caBundle this keeper last wrote; round thread only */
     long long next_repair_ms; /* monotonic; round thread only */
     bool seen[NCONFIGS];      /* the configuration existed at the last check */
+    json_t *mem;              /* in_memory: the Secret, NULL when none; round thread only */
+    unsigned long long mem_rv;
+    char served_ca_fp[65];     /* the served certificate's CA (SHA-256); round thread only */
+    long long recorded_at;     /* when this replica's record was last written (Unix) */
+    char *watch_path;          /* the Secret's collection ?fieldSelector=metadata.name=NAME */
+    atomic_bool kick;          /* a watch event: start a round now */
+    struct backoff_thread wth; /* the watch's thread, from certkeeper_start */
 
     pthread_mutex_t mu; /* guards served_cert, ready, reason */
     char *served_cert;  /* PEM of the pair handed to on_pair last */
@@ -223,6 +237,61 @@ static void secret_state_dispose(struct secret_state *s)
     }
 }
 
+/*
+ * The Secret's store: the API server, or with in_memory an object of the keeper's
+ * own that answers as the API server would (a copy on GET; 409 on a create over
+ * an object, or an update at another resourceVersion; a new resourceVersion on
+ * each write). Round thread only.
+ */
+static int store_get(struct certkeeper *ck, json_t **out, struct wh_error *err)
+{
+    if (!ck->in_memory)
+        return k8s_get(ck->kc, ck->secret_path, ck->timeout_ms, out, err);
+    *out = NULL;
+    if (ck->mem == NULL)
+        return wh_error_set(err, WH_ENOTFOUND, "secret %s/%s not found", ck->ns, ck->secret);
+    *out = json_deep_copy(ck->mem);
+    return *out != NULL ? 0 : wh_error_set(err, WH_ENOMEM, "out of memory");
+}
+
+/* obj borrowed; create: no resourceVersion expected. @return 0, WH_EEXISTS, WH_ECONFLICT. */
+static int store_put(struct certkeeper *ck, const json_t *obj, bool create, struct wh_error *err)
+{
+    json_t *copy;
+    json_t *meta;
+    const char *want;
+    const char *have;
+    char rv[32];
+
+    if (!ck->in_memory)
+        return create ? k8s_create(ck->kc, ck->secrets_path, obj, ck->timeout_ms, NULL, err)
+                      : k8s_update(ck->kc, ck->secret_path, obj, ck->timeout_ms, NULL, err);
+    if (create && ck->mem != NULL)
+        return wh_error_set(err, WH_EEXISTS, "secrets \"%s\" already exists", ck->secret);
+    if (!create) {
+        if (ck->mem == NULL)
+            return wh_error_set(err, WH_ENOTFOUND, "secret %s/%s not found", ck->ns, ck->secret);
+        want =
+            json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+        have = json_string_value(
+            json_object_get(json_object_get(ck->mem, "metadata"), "resourceVersion"));
+        if (want == NULL || have == NULL || strcmp(want, have) != 0)
+            return wh_error_set(err, WH_ECONFLICT, "secret %s/%s: the object has been modified",
+                                ck->ns, ck->secret);
+    }
+    copy = json_deep_copy(obj);
+    meta = json_object_get(copy, "metadata");
+    snprintf(rv, sizeof(rv), "%llu", ++ck->mem_rv);
+    if (copy == NULL || meta == NULL
+        || json_object_set_new(meta, "resourceVersion", json_string(rv)) != 0) {
+        json_decref(copy);
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    }
+    json_decref(ck->mem);
+    ck->mem = copy;
+    return 0;
+}
+
 /* GET the Secret into s (s->obj NULL on 404). @return 0 or the request's error. */
 static int secret_read(struct certkeeper *ck, struct secret_state *s, struct wh_error *err)
 {
@@ -230,7 +299,7 @@ static int secret_read(struct certkeeper *ck, struct secret_state *s, struct wh_
     int rc;
 
     memset(s, 0, sizeof(*s));
-    rc = k8s_get(ck->kc, ck->secret_path, ck->timeout_ms, &s->obj, err);
+    rc = store_get(ck, &s->obj, err);
     if (rc == WH_ENOTFOUND)
         return 0;
     if (rc < 0)
@@ -245,13 +314,118 @@ static int secret_read(struct certkeeper *ck, struct secret_state *s, struct wh_
     return 0;
 }
 
+/* ---- the serving records (CERTKEEPER_ANNOTATION) ---- */
+
+json_t *certkeeper_records_parse(const char *text)
+{
+    json_t *in = text != NULL ? json_loads(text, 0, NULL) : NULL;
+    json_t *out = json_object();
+    const char *name;
+    json_t *rec;
+
+    if (out == NULL) {
+        json_decref(in);
+        return NULL;
+    }
+    json_object_foreach(in, name, rec) {
+        const char *ca = json_string_value(json_object_get(rec, "ca"));
+        const json_t *t = json_object_get(rec, "time");
+
+        if (name[0] == '\0' || ca == NULL || strlen(ca) != 64 || !json_is_integer(t))
+            continue; /* garbage in the Secret must not stop the keeper */
+        if (json_object_set_new(out, name,
+                                json_pack("{s:s, s:I}", "ca", ca, "time", json_integer_value(t)))
+            != 0) {
+            json_decref(in);
+            json_decref(out);
+            return NULL;
+        }
+    }
+    json_decref(in);
+    return out;
+}
+
+static bool record_fresh(const json_t *rec, long long now, long long ttl_s)
+{
+    long long t = (long long)json_integer_value(json_object_get(rec, "time"));
+
+    return now - t <= ttl_s && t - now <= ttl_s;
+}
+
+size_t certkeeper_records_prune(json_t *records, long long now, long long ttl_s)
+{
+    const char *name;
+    json_t *rec;
+    void *tmp;
+    size_t n = 0;
+
+    json_object_foreach_safe(records, tmp, name, rec) {
+        if (!record_fresh(rec, now, ttl_s)) {
+            json_object_del(records, name);
+            n++;
+        }
+    }
+    return n;
+}
+
+bool certkeeper_records_all_on(const json_t *records, const char *ca_fp, long long now,
+                               long long ttl_s)
+{
+    const char *name;
+    const json_t *rec;
+    size_t fresh = 0;
+
+    json_object_foreach((json_t *)records, name, rec) {
+        if (!record_fresh(rec, now, ttl_s))
+            continue;
+        fresh++;
+        if (strcmp(json_string_value(json_object_get(rec, "ca")), ca_fp) != 0)
+            return false;
+    }
+    return fresh > 0;
+}
+
+/* The records of a Secret as read (NULL: none). @return new reference, NULL on ENOMEM. */
+static json_t *secret_records(const json_t *obj)
+{
+    const json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
+
+    return certkeeper_records_parse(json_string_value(json_object_get(ann, CERTKEEPER_ANNOTATION)));
+}
+
+/*
+ * A copy of obj's annotations (other writers' kept) with CERTKEEPER_ANNOTATION set
+ * to records (none when records is empty). @return new reference, NULL on ENOMEM.
+ */
+static json_t *annotations_with(const json_t *obj, const json_t *records)
+{
+    const json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
+    json_t *out = json_is_object(ann) ? json_deep_copy(ann) : json_object();
+    char *text;
+
+    if (out == NULL)
+        return NULL;
+    json_object_del(out, CERTKEEPER_ANNOTATION);
+    if (json_object_size(records) == 0)
+        return out;
+    text = json_dumps(records, JSON_COMPACT | JSON_SORT_KEYS);
+    if (text == NULL || json_object_set_new(out, CERTKEEPER_ANNOTATION, json_string(text)) != 0) {
+        free(text);
+        json_decref(out);
+        return NULL;
+    }
+    free(text);
+    return out;
+}
+
 /*
  * Write the Secret with data[] (PEM texts; NULL written as ""): a create when
- * s->obj is NULL, else an update at the resourceVersion read, keeping its type.
+ * s->obj is NULL, else an update at the resourceVersion read, keeping its type
+ * and its annotations, with the serving records as records (borrowed; NULL: as read).
  * @return 0; WH_EEXISTS / WH_ECONFLICT when another writer was first.
  */
 static int secret_write(struct certkeeper *ck, const struct secret_state *s,
-                        const char *const data[5], struct wh_error *err)
+                        const char *const data[5], const json_t *records, struct wh_error *err)
 {
     json_t *obj = NULL;
     json_t *d = json_object();
@@ -279,16 +453,24 @@ static int secret_write(struct certkeeper *ck, const struct secret_state *s,
     if (obj == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
     if (s->obj == NULL) {
-        rc = k8s_create(ck->kc, ck->secrets_path, obj, ck->timeout_ms, NULL, err);
+        rc = store_put(ck, obj, true, err);
     } else {
         const json_t *rv = json_object_get(meta, "resourceVersion");
         json_t *m = json_object_get(obj, "metadata");
+        json_t *read = records == NULL ? secret_records(s->obj) : NULL;
+        json_t *ann = annotations_with(s->obj, records != NULL ? records : read);
 
-        if (json_is_string(rv) && json_object_set(m, "resourceVersion", (json_t *)rv) != 0) {
+        json_decref(read);
+        if ((json_is_string(rv) && json_object_set(m, "resourceVersion", (json_t *)rv) != 0)
+            || ann == NULL
+            || (json_object_size(ann) > 0
+                && json_object_set_new(m, "annotations", json_incref(ann)) != 0)) {
+            json_decref(ann);
             json_decref(obj);
             return wh_error_set(err, WH_ENOMEM, "out of memory");
         }
-        rc = k8s_update(ck->kc, ck->secret_path, obj, ck->timeout_ms, NULL, err);
+        json_decref(ann);
+        rc = store_put(ck, obj, false, err);
     }
     json_decref(obj);
     return rc;
@@ -411,7 +593,9 @@ static bool trusted_by_api(struct certkeeper *ck, const struct configs *c, const
 /*
  * Set caBundle = b64 in every webhook of each configuration that does not hold it,
  * when the bundle changed since the last write or a check is due. *all_hold says
- * whether every configuration holds it afterwards (true when none exists).
+ * whether every configuration held it as read, before any patch of this round
+ * (true when none exists): the API server's webhooks pick a new caBundle up
+ * through an informer, so a certificate under a new CA waits one round more.
  * @return 0, or the first error (the other configuration is still tried).
  */
 static int configs_sync(struct certkeeper *ck, struct configs *c, const char *b64, bool *all_hold,
@@ -451,6 +635,7 @@ static int configs_sync(struct certkeeper *ck, struct configs *c, const char *b6
                 first = wh_error_set(err, rc, "%s", e.msg);
             continue;
         }
+        *all_hold = false; /* patched now: trusted from the next round on */
         if (!changed && !appeared) {
             metric_counter_add(&ck->repairs, 1);
             LOG_WARN("certkeeper: caBundle changed outside the webhook, repaired %s=%s "
@@ -508,10 +693,12 @@ static int leader_round(struct certkeeper *ck, struct wh_error *err)
     const char *data[5];
     char *bundle_pem = NULL;
     char *bundle_b64 = NULL;
+    json_t *records = NULL;
     long long now = (long long)time(NULL);
     long long ca_end = 0;
     bool write = false;
     bool all_hold = false;
+    size_t gone;
     int rc;
 
     memset(&c, 0, sizeof(c));
@@ -523,6 +710,16 @@ static int leader_round(struct certkeeper *ck, struct wh_error *err)
         goto out;
     for (size_t i = 0; i < 5; i++)
         data[i] = s.data[i];
+    /* Records of replicas gone (none for record_ttl_s) are pruned with this round's write. */
+    records = secret_records(s.obj);
+    if (records == NULL)
+        goto nomem;
+    gone = certkeeper_records_prune(records, now, ck->record_ttl_s);
+    if (gone > 0 && s.obj != NULL) {
+        LOG_INFO("certkeeper: %zu serving record(s) older than %llds pruned", gone,
+                 ck->record_ttl_s);
+        write = true;
+    }
 
     /* 1. The CA: kept, made anew (missing, garbage, expired), or rolled over. */
     if (s.data[S_BUNDLE] != NULL) {
@@ -567,13 +764,19 @@ static int leader_round(struct certkeeper *ck, struct wh_error *err)
     if (rc < 0)
         goto nomem;
 
-    /* 4. The old CAs leave once the pair under the CA has been out for drain_s. */
+    /* 4. The old CAs leave once the pair under the CA has been out for drain_s and
+     * every replica's fresh record names the CA: none serves under an old one. */
     if (bundle.n > 1 && new_ca.cert_pem == NULL
         && leaf_good(ck, s.data[S_TLS_CRT], s.data[S_TLS_KEY], data[S_CA_CRT], now)) {
         long long nb = 0;
+        char fp[65] = "";
+        bool drained = certs_not_before(s.data[S_TLS_CRT], &nb, NULL) == 0
+            && now - (nb + 3600) >= ck->drain_s
+            && certs_fingerprint_sha256(data[S_CA_CRT], fp, NULL) == 0;
 
-        if (certs_not_before(s.data[S_TLS_CRT], &nb, NULL) == 0
-            && now - (nb + 3600) >= ck->drain_s) {
+        if (drained && !certkeeper_records_all_on(records, fp, now, ck->record_ttl_s))
+            LOG_DEBUG("certkeeper: the old CA(s) stay: a replica may still serve under one");
+        else if (drained) {
             struct pem_list only = {NULL, 0};
 
             rc = pem_list_add(&only, data[S_CA_CRT], strlen(data[S_CA_CRT]));
@@ -591,10 +794,12 @@ static int leader_round(struct certkeeper *ck, struct wh_error *err)
         write = true;
     data[S_BUNDLE] = bundle_pem;
     if (write) {
-        rc = secret_write(ck, &s, data, err);
+        rc = secret_write(ck, &s, data, records, err);
         if (rc < 0)
             goto out;
         /* Read again: the next write needs the new resourceVersion. */
+        json_decref(records);
+        records = NULL;
         secret_state_dispose(&s);
         rc = secret_read(ck, &s, err);
         if (rc < 0)
@@ -618,7 +823,8 @@ static int leader_round(struct certkeeper *ck, struct wh_error *err)
     if (rc < 0)
         goto out;
 
-    /* 3. A serving certificate signed by the CA, once the API server trusts the CA. */
+    /* 3. A serving certificate signed by the CA, once the API server trusts the CA (the
+     * caBundles held it when read). */
     if (!leaf_good(ck, s.data[S_TLS_CRT], s.data[S_TLS_KEY], data[S_CA_CRT], now)) {
         struct certs_pair ca = {(char *)data[S_CA_CRT], (char *)data[S_CA_KEY]};
 
@@ -631,7 +837,7 @@ static int leader_round(struct certkeeper *ck, struct wh_error *err)
                 goto out;
             data[S_TLS_CRT] = new_leaf.cert_pem;
             data[S_TLS_KEY] = new_leaf.key_pem;
-            rc = secret_write(ck, &s, data, err);
+            rc = secret_write(ck, &s, data, records, err);
             if (rc < 0)
                 goto out;
             LOG_INFO("certkeeper: serving certificate issued secret=%s/%s", ck->ns, ck->secret);
@@ -642,6 +848,7 @@ static int leader_round(struct certkeeper *ck, struct wh_error *err)
 nomem:
     rc = wh_error_set(err, WH_ENOMEM, "out of memory");
 out:
+    json_decref(records);
     free(bundle_b64);
     free(bundle_pem);
     pem_list_dispose(&bundle);
@@ -666,6 +873,105 @@ static void set_ready(struct certkeeper *ck, bool ready, const char *reason)
     ck->ready = ready;
     snprintf(ck->reason, sizeof(ck->reason), "%s", reason);
     pthread_mutex_unlock(&ck->mu);
+}
+
+/*
+ * The SHA-256 of the CA that signed cert_pem, among the Secret's bundle and the
+ * caBundles the API server holds, into fp ("" when none). @return 0 or WH_ENOMEM.
+ */
+static int issuer_fingerprint(struct certkeeper *ck, const struct secret_state *s,
+                              const struct configs *c, const char *cert_pem, char fp[65])
+{
+    struct pem_list cas = {NULL, 0};
+    long long now = (long long)time(NULL);
+    int rc = 0;
+
+    fp[0] = '\0';
+    if (s->data[S_BUNDLE] != NULL)
+        rc = pem_list_add_text(&cas, s->data[S_BUNDLE], now);
+    if (rc == 0 && s->data[S_CA_CRT] != NULL)
+        rc = pem_list_add_text(&cas, s->data[S_CA_CRT], now);
+    if (rc == 0)
+        rc = configs_add_cas(c, &cas, now);
+    for (size_t i = 0; rc == 0 && i < cas.n; i++)
+        if (certs_verify_leaf(cert_pem, cas.v[i], ck->verify_name, NULL) == 0) {
+            if (certs_fingerprint_sha256(cas.v[i], fp, NULL) < 0)
+                fp[0] = '\0';
+            break;
+        }
+    pem_list_dispose(&cas);
+    return rc;
+}
+
+/*
+ * Record what this replica serves in the Secret's annotation when its record is
+ * missing, names another CA or is a third of record_ttl_s old: an update of the
+ * Secret as read (s), read again and retried after a 409. Nothing without a
+ * Secret (the leader makes it; the next round records). @return 0 or the error.
+ */
+static int record_serving(struct certkeeper *ck, const struct secret_state *s, struct wh_error *err)
+{
+    long long now = (long long)time(NULL);
+    json_t *obj = s->obj != NULL ? json_incref(s->obj) : NULL;
+    int rc = 0;
+
+    if (ck->served_ca_fp[0] == '\0')
+        goto out;
+    for (int attempt = 0; attempt < RECORD_TRIES && obj != NULL; attempt++) {
+        json_t *records = secret_records(obj);
+        const json_t *mine = json_object_get(records, ck->replica);
+        const char *ca = json_string_value(json_object_get(mine, "ca"));
+        long long t = (long long)json_integer_value(json_object_get(mine, "time"));
+        json_t *ann = NULL;
+        json_t *upd = NULL;
+
+        if (records == NULL) {
+            rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+            goto out;
+        }
+        if (ca != NULL && strcmp(ca, ck->served_ca_fp) == 0 && now - t >= 0
+            && now - t < ck->record_ttl_s / 3) {
+            json_decref(records);
+            goto out; /* fresh and right */
+        }
+        if (json_object_set_new(
+                records, ck->replica,
+                json_pack("{s:s, s:I}", "ca", ck->served_ca_fp, "time", (json_int_t)now))
+            == 0)
+            ann = annotations_with(obj, records);
+        json_decref(records);
+        upd = ann != NULL ? json_deep_copy(obj) : NULL;
+        if (upd == NULL
+            || json_object_set(json_object_get(upd, "metadata"), "annotations", ann) != 0) {
+            json_decref(ann);
+            json_decref(upd);
+            rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+            goto out;
+        }
+        json_decref(ann);
+        rc = store_put(ck, upd, false, err);
+        json_decref(upd);
+        if (rc == 0) {
+            ck->recorded_at = now;
+            LOG_DEBUG("certkeeper: recorded what this replica serves replica=%s ca=%.16s",
+                      ck->replica, ck->served_ca_fp);
+            goto out;
+        }
+        if (rc != WH_ECONFLICT)
+            goto out;
+        json_decref(obj); /* another writer first: read again */
+        obj = NULL;
+        rc = store_get(ck, &obj, err);
+        if (rc == WH_ENOTFOUND) {
+            rc = 0;
+            goto out;
+        }
+        if (rc < 0)
+            goto out;
+    }
+out:
+    json_decref(obj);
+    return rc;
 }
 
 static int replica_round(struct certkeeper *ck, struct wh_error *err)
@@ -724,12 +1030,25 @@ static int replica_round(struct certkeeper *ck, struct wh_error *err)
             pthread_mutex_unlock(&ck->mu);
             free(served);
             served = strdup(copy);
+            rc = issuer_fingerprint(ck, &s, &c, p.cert_pem, ck->served_ca_fp);
+            if (rc < 0) {
+                rc = wh_error_set(err, rc, "out of memory");
+                goto out;
+            }
             LOG_INFO("certkeeper: serving the pair of secret %s/%s", ck->ns, ck->secret);
         } else if (served != NULL) {
             LOG_DEBUG("certkeeper: the secret's pair is not trusted yet, keeping ours: %s", why);
         }
     }
 readiness:
+    if (served != NULL) {
+        struct wh_error rerr = {0, ""};
+        int rrc = record_serving(ck, &s, &rerr);
+
+        if (rrc < 0) /* the leader keeps the old CAs meanwhile: nothing breaks */
+            LOG_WARN("certkeeper: cannot record what this replica serves code=\"%s\" err=%s",
+                     wh_error_str(rrc), LOG_QUOTED(rerr.msg));
+    }
     if (served == NULL)
         set_ready(ck, false, "no serving certificate yet");
     else if (trusted_by_api(ck, &c, served, reason, sizeof(reason)))
@@ -804,6 +1123,20 @@ char *certkeeper_served_cert(struct certkeeper *ck)
     return copy;
 }
 
+/* Sleep until poll_ms passed or a watch event came. @return true when stopping. */
+static bool keeper_sleep(struct certkeeper *ck)
+{
+    long long until = clock_mono_ms() + ck->poll_ms;
+
+    while (clock_mono_ms() < until) {
+        if (atomic_exchange(&ck->kick, false))
+            return false;
+        if (backoff_thread_sleep_ms(&ck->th, KICK_STEP_MS))
+            return true;
+    }
+    return false;
+}
+
 static void *keeper_thread(void *arg)
 {
     struct certkeeper *ck = arg;
@@ -812,7 +1145,60 @@ static void *keeper_thread(void *arg)
         struct wh_error err = {0, ""};
 
         (void)certkeeper_sync(ck, &err); /* logged there; the next round tries again */
-    } while (!backoff_thread_sleep_ms(&ck->th, ck->poll_ms));
+    } while (!keeper_sleep(ck));
+    return NULL;
+}
+
+/* watch_fn: any change of the Secret (made, written, deleted) starts a round. */
+static int watch_event(void *userdata, enum watch_event_type type, json_t *object)
+{
+    struct certkeeper *ck = userdata;
+
+    (void)object;
+    if (type != WATCH_BOOKMARK)
+        atomic_store(&ck->kick, true);
+    return 0;
+}
+
+/*
+ * The Secret's watch, from the last resourceVersion seen; 410 Gone starts again from
+ * now (and a round, as the rounds read everything anyway). Failures back off to
+ * poll_ms at most and are logged at debug: the rounds are the fallback.
+ */
+static void *watch_thread(void *arg)
+{
+    struct certkeeper *ck = arg;
+    unsigned failures = 0;
+    char *rv = NULL;
+
+    while (!backoff_thread_stopping(&ck->wth)) {
+        struct watch_params p = {ck->watch_path, rv, WATCH_TIMEOUT_S, 0,
+                                 backoff_thread_flag(&ck->wth)};
+        struct wh_error err = {0, ""};
+        char *last = NULL;
+        int rc = k8s_watch(ck->kc, &p, watch_event, ck, &last, &err);
+
+        if (last != NULL) {
+            free(rv);
+            rv = last;
+        }
+        if (rc == WH_EGONE) {
+            free(rv);
+            rv = NULL;
+            atomic_store(&ck->kick, true);
+            continue;
+        }
+        if (rc == 0) {
+            failures = 0;
+            continue;
+        }
+        failures++;
+        LOG_DEBUG("certkeeper: watch of secret %s/%s failed code=\"%s\" err=%s", ck->ns, ck->secret,
+                  wh_error_str(rc), LOG_QUOTED(err.msg));
+        if (backoff_thread_sleep_ms(&ck->wth, backoff_delay_ms(200, ck->poll_ms, failures)))
+            break;
+    }
+    free(rv);
     return NULL;
 }
 
@@ -823,6 +1209,9 @@ int certkeeper_start(struct certkeeper *ck, struct wh_error *err)
     if (backoff_thread_start(&ck->th, keeper_thread, ck) < 0)
         return wh_error_set(err, WH_ERROR, "certkeeper: cannot start its thread: %s",
                             strerror(errno));
+    if (!ck->in_memory && backoff_thread_start(&ck->wth, watch_thread, ck) < 0)
+        return wh_error_set(err, WH_ERROR, "certkeeper: cannot start the watch thread: %s",
+                            strerror(errno));
     return 0;
 }
 
@@ -830,7 +1219,11 @@ void certkeeper_destroy(struct certkeeper *ck)
 {
     if (ck == NULL)
         return;
-    backoff_thread_stop(&ck->th); /* nothing when never started */
+    backoff_thread_stop(&ck->wth); /* nothing when never started */
+    backoff_thread_stop(&ck->th);
+    json_decref(ck->mem);
+    free(ck->replica);
+    free(ck->watch_path);
     pthread_mutex_destroy(&ck->mu);
     free(ck->ns);
     free(ck->secret);
@@ -860,7 +1253,8 @@ static int durations_init(struct certkeeper *ck, const struct certkeeper_config 
                           struct wh_error *err)
 {
     if (cfg->validity_s < 0 || cfg->ca_validity_s < 0 || cfg->renew_before_s < 0 || cfg->drain_s < 0
-        || cfg->poll_ms < 0 || cfg->repair_ms < 0 || cfg->request_timeout_ms < 0)
+        || cfg->poll_ms < 0 || cfg->repair_ms < 0 || cfg->request_timeout_ms < 0
+        || cfg->record_ttl_s < 0)
         return wh_error_set(err, WH_EINVAL, "certkeeper: negative duration");
     ck->validity_s = cfg->validity_s > 0 ? cfg->validity_s : CERTKEEPER_DEFAULT_VALIDITY_S;
     ck->ca_validity_s =
@@ -873,6 +1267,9 @@ static int durations_init(struct certkeeper *ck, const struct certkeeper_config 
     ck->repair_ms = cfg->repair_ms > 0 ? cfg->repair_ms : CERTKEEPER_DEFAULT_REPAIR_MS;
     ck->timeout_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : DEFAULT_TIMEOUT_MS;
     ck->drain_s = cfg->drain_s > 0 ? cfg->drain_s : 3 * (ck->poll_ms + 999) / 1000;
+    ck->record_ttl_s = cfg->record_ttl_s > 0 ? cfg->record_ttl_s : 60 * (ck->poll_ms + 999) / 1000;
+    if (ck->record_ttl_s < 3)
+        ck->record_ttl_s = 3; /* refreshed every third of it: whole seconds */
     if (ck->renew_before_s >= ck->validity_s)
         return wh_error_set(err, WH_EINVAL,
                             "certkeeper: renew-before %llds is not below the validity %llds",
@@ -937,6 +1334,8 @@ int certkeeper_create(struct certkeeper **out, const struct certkeeper_config *c
         return wh_error_set(err, WH_EINVAL, "certkeeper: no service name");
     if (empty(cfg->webhook_config))
         return wh_error_set(err, WH_EINVAL, "certkeeper: no webhook configuration name");
+    if (empty(cfg->replica))
+        return wh_error_set(err, WH_EINVAL, "certkeeper: no replica name");
     if (cfg->nextra > CERTKEEPER_MAX_SANS)
         return wh_error_set(err, WH_EINVAL, "certkeeper: more than %d extra names",
                             CERTKEEPER_MAX_SANS);
@@ -955,7 +1354,9 @@ int certkeeper_create(struct certkeeper **out, const struct certkeeper_config *c
     ck->key_type = cfg->key_type;
     ck->on_pair = cfg->on_pair;
     ck->userdata = cfg->userdata;
+    ck->in_memory = cfg->in_memory;
     atomic_init(&ck->leading, false);
+    atomic_init(&ck->kick, false);
     snprintf(ck->reason, sizeof(ck->reason), "no serving certificate yet");
     rc = durations_init(ck, cfg, err);
     if (rc < 0)
@@ -965,12 +1366,22 @@ int certkeeper_create(struct certkeeper **out, const struct certkeeper_config *c
     ck->webhook_config = strdup(cfg->webhook_config);
     ck->secret_path = k8s_path("", "v1", cfg->ns, "secrets", cfg->secret);
     ck->secrets_path = k8s_path("", "v1", cfg->ns, "secrets", NULL);
+    ck->replica = strdup(cfg->replica);
+    if (ck->secrets_path != NULL) {
+        size_t n = strlen(ck->secrets_path) + strlen(cfg->secret) + 40;
+
+        ck->watch_path = malloc(n);
+        if (ck->watch_path != NULL) /* a Secret name needs no escaping: a DNS subdomain */
+            snprintf(ck->watch_path, n, "%s?fieldSelector=metadata.name%%3D%s", ck->secrets_path,
+                     cfg->secret);
+    }
     for (size_t i = 0; i < NCONFIGS; i++)
         ck->config_path[i] = k8s_path(WEBHOOK_GROUP, WEBHOOK_VERSION, NULL, config_resources[i],
                                       cfg->webhook_config);
     if (ck->ns == NULL || ck->secret == NULL || ck->webhook_config == NULL
-        || ck->secret_path == NULL || ck->secrets_path == NULL || ck->config_path[0] == NULL
-        || ck->config_path[1] == NULL || sans_init(ck, cfg, sns) < 0) {
+        || ck->secret_path == NULL || ck->secrets_path == NULL || ck->replica == NULL
+        || ck->watch_path == NULL || ck->config_path[0] == NULL || ck->config_path[1] == NULL
+        || sans_init(ck, cfg, sns) < 0) {
         rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto fail;
     }

@@ -22,18 +22,35 @@
  *      repair interval; a caBundle changed by hand is logged and counted.
  *   3. a serving certificate signed by the CA is issued when the one in the
  *      Secret is missing, invalid, not signed by the CA, or has less than
- *      renew_before left, and only once every caBundle holds the bundle (or no
- *      webhook configuration exists yet): a new CA signs only after the API
- *      server trusts it.
- *   4. when the serving certificate is signed by the CA and was issued drain_s
- *      ago or more (every replica reads the Secret at least every poll interval),
- *      the other CAs leave the bundle.
+ *      renew_before left, and only once every caBundle held the bundle when
+ *      read, a round after it was patched (or no webhook configuration exists
+ *      yet): a new CA signs only after the API server trusts it, with a round's
+ *      time for its webhook informer to pick the caBundle up.
+ *   4. the other CAs leave the bundle once no replica serves a certificate under
+ *      them: the serving certificate is signed by the CA and was issued drain_s
+ *      ago or more (every live replica has read the Secret and recorded what it
+ *      serves since), and every fresh record of the Secret's serving annotation
+ *      names the CA (at least one). Records older than record_ttl_s are a
+ *      replica gone: ignored, and pruned when the leader writes the Secret.
  * Every replica, each round: reads the Secret and, when it holds a serving pair
  * other than the one served, hands it to on_pair if the caBundle the API server
  * holds trusts it (or if the replica serves nothing yet and the pair verifies
  * under the Secret's bundle): the last good pair is kept until a replacement is
- * trusted. Then readiness: the served certificate must verify under the caBundle
- * of every webhook.
+ * trusted. Then it records what it serves in the Secret's annotation
+ * CERTKEEPER_ANNOTATION: {"<replica>": {"ca": "<SHA-256 of the issuing CA>",
+ * "time": <Unix seconds>}}, after a new pair, when its record is missing or
+ * names another CA, and every record_ttl_s / 3; an update at the resourceVersion
+ * read, read again and retried on 409. Then readiness: the served certificate
+ * must verify under the caBundle of every webhook.
+ *
+ * Every replica also watches the Secret (fieldSelector metadata.name=NAME): an
+ * event starts a round at once, so a new pair is served well under a second
+ * after it is written; the rounds every poll interval are the fallback.
+ *
+ * In memory (in_memory, `serve --self-signed`): the Secret is an object of the
+ * keeper's own, with resourceVersions and 409s as the API server gives them;
+ * nothing reads or watches it through the API. The caBundles are still the API
+ * server's. One replica only: each would keep a CA of its own.
  *
  * Writes use the resourceVersion read: a 409 (AlreadyExists on create, Conflict
  * on update) is the race of two replicas and ends the round; the next round reads
@@ -62,6 +79,7 @@
 #define CERTKEEPER_MAX_POLL_MS            10000L           /* every replica reads this often */
 #define CERTKEEPER_DEFAULT_REPAIR_MS      60000L           /* caBundle repaired within */
 #define CERTKEEPER_MAX_SANS               32               /* extra_sans (--tls-san) */
+#define CERTKEEPER_ANNOTATION             "volcano-plugin-webhook/serving" /* the records */
 
 /**
  * A new serving pair to serve from now on, for new handshakes (the caller
@@ -86,7 +104,10 @@ struct certkeeper_config {
     long long validity_s;          /* serving certificate; 0: 1 year */
     long long ca_validity_s;       /* CA; 0: 10 years; not below validity_s */
     long long renew_before_s;      /* renew with less left; 0: 30 days; < validity_s */
-    long long drain_s;             /* old CA kept after the new pair; 0: 3 * poll */
+    long long drain_s;             /* old CA kept after the new pair at least; 0: 3 * poll */
+    long long record_ttl_s;        /* a record older is a replica gone; 0: 60 * poll, >= 3 */
+    const char *replica;           /* this replica's record key (the pod's name) */
+    bool in_memory;                /* the Secret in memory, not in the API (--self-signed) */
     long poll_ms;                  /* between rounds; 0 or more than 10000: 10000 */
     long repair_ms;                /* between caBundle checks; 0: 60000 */
     long request_timeout_ms;       /* per API request; 0: 10000 */
@@ -103,10 +124,32 @@ struct certkeeper;
  * @return 0; WH_EINVAL naming the field (no namespace, Secret, service or
  *         configuration name, too many SANs, renew_before not below validity,
  *         a CA validity below the serving one or not above 2 * renew_before,
- *         negative durations); WH_ENOMEM.
+ *         negative durations, no replica name); WH_ENOMEM.
  */
 int certkeeper_create(struct certkeeper **out, const struct certkeeper_config *cfg,
                       struct wh_error *err) __attribute__((warn_unused_result));
+
+/**
+ * The records of CERTKEEPER_ANNOTATION's value text (borrowed; NULL or garbage:
+ * none). @return new reference to an object {replica: {"ca": hex, "time": n}}
+ *         holding only the well-formed records; NULL when out of memory.
+ */
+json_t *certkeeper_records_parse(const char *text);
+
+/**
+ * Remove from records (borrowed, edited) each record older than ttl_s at now, or
+ * more than ttl_s ahead of now (a clock gone wrong).
+ * @return how many were removed.
+ */
+size_t certkeeper_records_prune(json_t *records, long long now, long long ttl_s);
+
+/**
+ * The rule for an old CA to leave the bundle: at least one record of records
+ * (borrowed) is fresh (as certkeeper_records_prune keeps), and every fresh one
+ * names ca_fp (64 hex digits, certs_fingerprint_sha256).
+ */
+bool certkeeper_records_all_on(const json_t *records, const char *ca_fp, long long now,
+                               long long ttl_s);
 
 /** Tell the keeper whether this replica holds the Lease. Thread-safe. */
 void certkeeper_set_leading(struct certkeeper *ck, bool leading);
@@ -123,7 +166,8 @@ int certkeeper_sync(struct certkeeper *ck, struct wh_error *err);
 
 /**
  * Run certkeeper_sync every poll_ms on a thread of its own (the first round at
- * once) until certkeeper_destroy.
+ * once), and at once after each event of the Secret's watch (a second thread,
+ * not in memory), until certkeeper_destroy.
  * @return 0; WH_ERROR when the thread cannot start; WH_EINVAL when started twice.
  */
 int certkeeper_start(struct certkeeper *ck, struct wh_error *err)

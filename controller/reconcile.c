@@ -51,6 +51,7 @@
 #include "base/backoff.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/strmap.h"
 #include "controller/events.h"
 #include "controller/reconcile.h"
 #include "controller/reconcile_internal.h"
@@ -69,23 +70,10 @@
  * error becomes a PluginError Event on the Job. */
 #define EVENT_AFTER_FAILURES 5
 
-/* A string-keyed hash table node; the uid records put it first ("base struct first"). */
-struct rc_node {
-    char *name;
-    struct rc_node *hnext;
-};
-
-struct rc_table {
-    struct rc_node **buckets;
-    size_t nbuckets; /* power of two, or 0 before the first insert */
-    size_t n;
-};
-
 /* Per Job uid: what this process has run hooks for. */
 struct rc_uid {
-    struct rc_node node; /* name = metadata.uid */
-    uint32_t touched;    /* bit k: plugin k's OnJobAdd was called */
-    uint32_t added;      /* bit k: plugin k's OnJobAdd succeeded */
+    uint32_t touched; /* bit k: plugin k's OnJobAdd was called */
+    uint32_t added;   /* bit k: plugin k's OnJobAdd succeeded */
 };
 
 struct reconcile {
@@ -106,7 +94,7 @@ struct reconcile {
     pthread_cond_t work_cv;  /* workers: key queued, leading, stopping */
     pthread_cond_t clock_cv; /* clock thread: backoff scheduled, leading, stopping */
     struct workqueue queue;  /* keys "ns/name"; datum: owned json_t * of a pending deletion */
-    struct rc_table uids;    /* of struct rc_uid */
+    struct strmap *uids;     /* metadata.uid -> struct rc_uid; NULL until the first */
     bool accepting;          /* enqueue/deleted take work (set before enqueue_all) */
     bool leading;            /* workers run */
     bool forget_uids;        /* lead lost: drop uid records when running is 0 */
@@ -118,81 +106,6 @@ struct reconcile {
 
 /* ---- time ---- */
 
-/* ---- hash table ---- */
-
-static size_t str_hash(const char *s)
-{
-    size_t h = 1469598103934665603ULL & SIZE_MAX; /* FNV-1a */
-
-    for (; *s != '\0'; s++) {
-        h ^= (unsigned char)*s;
-        h *= (size_t)1099511628211ULL;
-    }
-    return h;
-}
-
-static struct rc_node *table_find(const struct rc_table *t, const char *name)
-{
-    struct rc_node *n;
-
-    if (t->nbuckets == 0)
-        return NULL;
-    for (n = t->buckets[str_hash(name) & (t->nbuckets - 1)]; n != NULL; n = n->hnext)
-        if (strcmp(n->name, name) == 0)
-            return n;
-    return NULL;
-}
-
-/* Insert node (its name not yet present). @return 0, or WH_ENOMEM (node not inserted). */
-static int table_insert(struct rc_table *t, struct rc_node *node)
-{
-    size_t b;
-
-    if (t->n + 1 > t->nbuckets) {
-        size_t nb = t->nbuckets ? t->nbuckets * 2 : 64;
-        struct rc_node **nbk = calloc(nb, sizeof(*nbk));
-
-        if (nbk == NULL)
-            return WH_ENOMEM;
-        for (size_t i = 0; i < t->nbuckets; i++) {
-            struct rc_node *n = t->buckets[i];
-
-            while (n != NULL) {
-                struct rc_node *next = n->hnext;
-                size_t nbi = str_hash(n->name) & (nb - 1);
-
-                n->hnext = nbk[nbi];
-                nbk[nbi] = n;
-                n = next;
-            }
-        }
-        free(t->buckets);
-        t->buckets = nbk;
-        t->nbuckets = nb;
-    }
-    b = str_hash(node->name) & (t->nbuckets - 1);
-    node->hnext = t->buckets[b];
-    t->buckets[b] = node;
-    t->n++;
-    return 0;
-}
-
-static void table_remove(struct rc_table *t, struct rc_node *node)
-{
-    struct rc_node **pp;
-
-    if (t->nbuckets == 0)
-        return;
-    for (pp = &t->buckets[str_hash(node->name) & (t->nbuckets - 1)]; *pp != NULL;
-         pp = &(*pp)->hnext) {
-        if (*pp == node) {
-            *pp = node->hnext;
-            t->n--;
-            return;
-        }
-    }
-}
-
 /* The queue's destructor of a key's datum: a pending deletion's last known Job. */
 static void deleted_free(void *data)
 {
@@ -203,16 +116,14 @@ static void deleted_free(void *data)
 
 static struct rc_uid *uid_get(struct reconcile *r, const char *uid, bool create)
 {
-    struct rc_uid *u = (struct rc_uid *)table_find(&r->uids, uid);
+    struct rc_uid *u = r->uids != NULL ? strmap_get(r->uids, uid) : NULL;
 
     if (u != NULL || !create)
         return u;
-    u = calloc(1, sizeof(*u));
-    if (u == NULL)
+    if (r->uids == NULL && (r->uids = strmap_create(free)) == NULL)
         return NULL;
-    u->node.name = strdup(uid);
-    if (u->node.name == NULL || table_insert(&r->uids, &u->node) < 0) {
-        free(u->node.name);
+    u = calloc(1, sizeof(*u));
+    if (u == NULL || strmap_set(r->uids, uid, u) < 0) {
         free(u);
         return NULL;
     }
@@ -221,14 +132,17 @@ static struct rc_uid *uid_get(struct reconcile *r, const char *uid, bool create)
 
 static void uid_forget(struct reconcile *r, const char *uid)
 {
-    struct rc_uid *u = uid_get(r, uid, false);
-
-    if (u == NULL)
+    if (r->uids == NULL || strmap_remove(r->uids, uid) < 0)
         return;
-    table_remove(&r->uids, &u->node);
-    free(u->node.name);
-    free(u);
     events_forget(r->events, uid);
+}
+
+/* strmap_filter callback of uids_forget_all: drop the uid's ssh key pair, and the record. */
+static bool drop_uid_keys(const char *uid, void *value, void *ctx)
+{
+    (void)value;
+    sshkeys_drop(ctx, uid);
+    return false;
 }
 
 /*
@@ -238,26 +152,16 @@ static void uid_forget(struct reconcile *r, const char *uid)
  */
 static void uids_forget_all(struct reconcile *r)
 {
-    struct rc_table t = r->uids;
-    size_t n = t.n;
+    struct strmap *uids = r->uids; /* detached: the next uid_get makes a new map */
+    size_t n = uids != NULL ? strmap_size(uids) : 0;
 
     r->forget_uids = false;
-    memset(&r->uids, 0, sizeof(r->uids));
+    r->uids = NULL;
     pthread_mutex_unlock(&r->mu);
     events_forget_all(r->events);
-    for (size_t i = 0; i < t.nbuckets; i++) {
-        struct rc_node *node = t.buckets[i];
-
-        while (node != NULL) {
-            struct rc_node *next = node->hnext;
-
-            sshkeys_drop(r->ssh_keys, node->name);
-            free(node->name);
-            free(node);
-            node = next;
-        }
-    }
-    free(t.buckets);
+    if (uids != NULL)
+        strmap_filter(uids, drop_uid_keys, r->ssh_keys);
+    strmap_destroy(uids);
     if (n > 0)
         LOG_INFO("reconcile: not leading, forgot jobs=%zu", n);
     pthread_mutex_lock(&r->mu);
@@ -733,25 +637,6 @@ int reconcile_start_table(struct reconcile **out, struct k8s_client *kc, struct 
     return start(out, kc, cache, cfg, table, false, err);
 }
 
-static void table_free(struct rc_table *t)
-{
-    for (size_t i = 0; i < t->nbuckets; i++) {
-        struct rc_node *n = t->buckets[i];
-
-        while (n != NULL) {
-            struct rc_node *next = n->hnext;
-
-            free(n->name);
-            free(n);
-            n = next;
-        }
-    }
-    free(t->buckets);
-    t->buckets = NULL;
-    t->nbuckets = 0;
-    t->n = 0;
-}
-
 void reconcile_stop(struct reconcile *r)
 {
     if (r == NULL)
@@ -766,7 +651,7 @@ void reconcile_stop(struct reconcile *r)
     if (r->clock_started)
         pthread_join(r->clock, NULL);
     workqueue_dispose(&r->queue);
-    table_free(&r->uids);
+    strmap_destroy(r->uids);
     pthread_cond_destroy(&r->clock_cv);
     pthread_cond_destroy(&r->work_cv);
     pthread_mutex_destroy(&r->mu);
@@ -868,7 +753,7 @@ void reconcile_get_stats(struct reconcile *r, struct reconcile_stats *out)
     out->errors = r->errors;
     out->queue_len = workqueue_len(&r->queue);
     out->keys = workqueue_size(&r->queue);
-    out->uids = r->uids.n;
+    out->uids = r->uids != NULL ? strmap_size(r->uids) : 0;
     pthread_mutex_unlock(&r->mu);
     out->foreign = __atomic_load_n(&r->foreign, __ATOMIC_RELAXED);
 }

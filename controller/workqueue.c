@@ -3,10 +3,9 @@
  * workqueue.c - client-go workqueue semantics over string keys (workqueue.h).
  *
  * Each key has one record holding three flags: dirty (wants a run), queued (in the
- * FIFO) and processing (handed out by workqueue_get). Records live in a hash table
- * of chains (FNV-1a, power-of-two buckets, doubled when full); the FIFO and the list
- * of delayed re-adds are links inside the records, so no operation allocates but the
- * first add of a key.
+ * FIFO) and processing (handed out by workqueue_get). Records live in a base/strmap
+ * keyed by the key; the FIFO and the list of delayed re-adds are links inside the
+ * records, so no operation allocates but the first add of a key.
  *
  * Threads: none of its own, no lock; the caller serialises every call.
  */
@@ -18,10 +17,10 @@
 #include <string.h>
 
 #include "base/backoff.h"
+#include "base/strmap.h"
 
 struct workqueue_item {
     char *key;
-    struct workqueue_item *hnext; /* hash chain */
     struct workqueue_item *qnext; /* FIFO link while queued */
     struct workqueue_item *dnext; /* delayed list link while retry_at_ms != 0 */
     bool dirty;                   /* wants a run */
@@ -32,78 +31,11 @@ struct workqueue_item {
     void *data;                   /* owned, freed by q->free_data; may be NULL */
 };
 
-/* ---- the table of records ---- */
-
-static size_t str_hash(const char *s)
-{
-    size_t h = 1469598103934665603ULL & SIZE_MAX; /* FNV-1a */
-
-    for (; *s != '\0'; s++) {
-        h ^= (unsigned char)*s;
-        h *= (size_t)1099511628211ULL;
-    }
-    return h;
-}
+/* ---- the records, in a base/strmap keyed by the key ---- */
 
 static struct workqueue_item *item_find(const struct workqueue *q, const char *key)
 {
-    struct workqueue_item *it;
-
-    if (q->nbuckets == 0)
-        return NULL;
-    for (it = q->buckets[str_hash(key) & (q->nbuckets - 1)]; it != NULL; it = it->hnext)
-        if (strcmp(it->key, key) == 0)
-            return it;
-    return NULL;
-}
-
-/* Insert it (its key not yet present). @return 0, or WH_ENOMEM (not inserted). */
-static int item_insert(struct workqueue *q, struct workqueue_item *it)
-{
-    size_t b;
-
-    if (q->n + 1 > q->nbuckets) {
-        size_t nb = q->nbuckets ? q->nbuckets * 2 : 64;
-        struct workqueue_item **nbk = calloc(nb, sizeof(*nbk));
-
-        if (nbk == NULL)
-            return WH_ENOMEM;
-        for (size_t i = 0; i < q->nbuckets; i++) {
-            struct workqueue_item *n = q->buckets[i];
-
-            while (n != NULL) {
-                struct workqueue_item *next = n->hnext;
-                size_t nbi = str_hash(n->key) & (nb - 1);
-
-                n->hnext = nbk[nbi];
-                nbk[nbi] = n;
-                n = next;
-            }
-        }
-        free(q->buckets);
-        q->buckets = nbk;
-        q->nbuckets = nb;
-    }
-    b = str_hash(it->key) & (q->nbuckets - 1);
-    it->hnext = q->buckets[b];
-    q->buckets[b] = it;
-    q->n++;
-    return 0;
-}
-
-static void item_remove(struct workqueue *q, struct workqueue_item *it)
-{
-    struct workqueue_item **pp;
-
-    if (q->nbuckets == 0)
-        return;
-    for (pp = &q->buckets[str_hash(it->key) & (q->nbuckets - 1)]; *pp != NULL; pp = &(*pp)->hnext) {
-        if (*pp == it) {
-            *pp = it->hnext;
-            q->n--;
-            return;
-        }
-    }
+    return q->items != NULL ? strmap_get(q->items, key) : NULL;
 }
 
 static struct workqueue_item *item_get(struct workqueue *q, const char *key)
@@ -112,11 +44,13 @@ static struct workqueue_item *item_get(struct workqueue *q, const char *key)
 
     if (it != NULL)
         return it;
+    if (q->items == NULL && (q->items = strmap_create(NULL)) == NULL)
+        return NULL;
     it = calloc(1, sizeof(*it));
     if (it == NULL)
         return NULL;
     it->key = strdup(key);
-    if (it->key == NULL || item_insert(q, it) < 0) {
+    if (it->key == NULL || strmap_set(q->items, key, it) < 0) {
         free(it->key);
         free(it);
         return NULL;
@@ -138,7 +72,7 @@ static void item_release_if_idle(struct workqueue *q, struct workqueue_item *it)
     if (it->dirty || it->queued || it->processing || it->retry_at_ms != 0 || it->failures != 0
         || it->data != NULL)
         return;
-    item_remove(q, it);
+    (void)strmap_take(q->items, it->key);
     item_free(q, it);
 }
 
@@ -200,19 +134,20 @@ void workqueue_init(struct workqueue *q, long backoff_min_ms, long backoff_max_m
     q->free_data = free_data;
 }
 
+/* strmap_filter callback of workqueue_dispose: free every record. */
+static bool dispose_item(const char *key, void *value, void *ctx)
+{
+    (void)key;
+    item_free(ctx, value);
+    return false;
+}
+
 void workqueue_dispose(struct workqueue *q)
 {
-    for (size_t i = 0; i < q->nbuckets; i++) {
-        struct workqueue_item *it = q->buckets[i];
-
-        while (it != NULL) {
-            struct workqueue_item *next = it->hnext;
-
-            item_free(q, it);
-            it = next;
-        }
+    if (q->items != NULL) {
+        strmap_filter(q->items, dispose_item, q);
+        strmap_destroy(q->items);
     }
-    free(q->buckets);
     workqueue_init(q, q->backoff_min_ms, q->backoff_max_ms, q->free_data);
 }
 
@@ -330,27 +265,32 @@ size_t workqueue_promote(struct workqueue *q, long long now_ms, long long *next_
     return moved;
 }
 
+/* strmap_filter callback of workqueue_clear: forget what is pending; free idle records. */
+static bool clear_item(const char *key, void *value, void *ctx)
+{
+    struct workqueue *q = ctx;
+    struct workqueue_item *it = value;
+
+    (void)key;
+    it->queued = false;
+    it->qnext = NULL;
+    it->dirty = false;
+    it->failures = 0;
+    it->retry_at_ms = 0;
+    it->dnext = NULL;
+    if (it->data != NULL && q->free_data != NULL)
+        q->free_data(it->data);
+    it->data = NULL;
+    if (it->processing)
+        return true; /* its worker calls workqueue_done */
+    item_free(q, it);
+    return false;
+}
+
 void workqueue_clear(struct workqueue *q)
 {
-    for (size_t i = 0; i < q->nbuckets; i++) {
-        struct workqueue_item *it = q->buckets[i];
-
-        while (it != NULL) {
-            struct workqueue_item *next = it->hnext; /* it may be freed below */
-
-            it->queued = false;
-            it->qnext = NULL;
-            it->dirty = false;
-            it->failures = 0;
-            it->retry_at_ms = 0;
-            it->dnext = NULL;
-            if (it->data != NULL && q->free_data != NULL)
-                q->free_data(it->data);
-            it->data = NULL;
-            item_release_if_idle(q, it);
-            it = next;
-        }
-    }
+    if (q->items != NULL)
+        strmap_filter(q->items, clear_item, q);
     q->head = NULL;
     q->tail = NULL;
     q->len = 0;
@@ -364,5 +304,5 @@ size_t workqueue_len(const struct workqueue *q)
 
 size_t workqueue_size(const struct workqueue *q)
 {
-    return q->n;
+    return q->items != NULL ? strmap_size(q->items) : 0;
 }

@@ -28,13 +28,12 @@
 #include "base/error.h"
 
 struct workqueue_item;
+struct strmap;
 
 /* A queue; caller-owned, members private to workqueue.c. */
 struct workqueue {
-    struct workqueue_item **buckets; /* hash table of every record */
-    size_t nbuckets;                 /* power of two, or 0 before the first insert */
-    size_t n;                        /* records held */
-    struct workqueue_item *head;     /* FIFO of queued keys */
+    struct strmap *items;        /* key -> struct workqueue_item; NULL before the first add */
+    struct workqueue_item *head; /* FIFO of queued keys */
     struct workqueue_item *tail;
     size_t len;                     /* keys in the FIFO */
     struct workqueue_item *delayed; /* keys waiting for their backoff */
@@ -47,7 +46,8 @@ struct workqueue {
  * Make q an empty queue. backoff_min_ms/backoff_max_ms drive
  * workqueue_add_rate_limited through backoff_delay_ms (base/backoff.h; max below
  * min is raised to min). free_data frees a
- * key's datum (NULL: data are not freed). Allocates nothing.
+ * key's datum (NULL: data are not freed). Allocates nothing (the map of records
+ * comes with the first add).
  */
 void workqueue_init(struct workqueue *q, long backoff_min_ms, long backoff_max_ms,
                     void (*free_data)(void *data));

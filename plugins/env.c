@@ -7,7 +7,7 @@
  * string, which the framework computed (docs/plugins.md §2.1, D6). The plugin defines no
  * flags and, as in Volcano, never parses its argument array: arguments are
  * ignored without a warning. Both entries are upserts (D5): the same value is a
- * no-op, another value is replaced in place.
+ * no-op, another value is replaced in place with a warning naming it.
  *
  * Threads: no state; the hook is reentrant (plugins/plugin.h).
  */
@@ -21,15 +21,16 @@
 static const char *const env_names[] = {"VK_TASK_INDEX", "VC_TASK_INDEX"};
 
 /* Upsert both index variables into each container of list (NULL = no list). */
-static int env_upsert_list(json_t *list, const char *list_name, const char *index,
-                           struct wh_error *err)
+static int env_upsert_list(const struct plugin_ctx *c, json_t *list, const char *list_name,
+                           const char *index, struct wh_error *err)
 {
     size_t i;
     json_t *ctr;
 
     json_array_foreach(list, i, ctr) {
         for (size_t k = 0; k < sizeof(env_names) / sizeof(env_names[0]); k++) {
-            int rc = podutil_upsert_env(ctr, podutil_env_value(env_names[k], index));
+            int rc = podutil_upsert_env(ctr, podutil_env_value(env_names[k], index), c->name,
+                                        c->warnings);
 
             if (rc < 0)
                 return wh_error_set(err, rc, "cannot set env %s in spec.%s[%zu]: %s", env_names[k],
@@ -45,10 +46,10 @@ static int env_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
     const char *index = c->pod != NULL && c->pod->index != NULL ? c->pod->index : "";
     int rc;
 
-    rc = env_upsert_list(podutil_containers(pod), "containers", index, err);
+    rc = env_upsert_list(c, podutil_containers(pod), "containers", index, err);
     if (rc < 0)
         return rc;
-    return env_upsert_list(podutil_init_containers(pod), "initContainers", index, err);
+    return env_upsert_list(c, podutil_init_containers(pod), "initContainers", index, err);
 }
 
 /* Job level (plugins/diagnose.h): a template's own index variables are replaced (D5). */

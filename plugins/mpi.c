@@ -65,7 +65,8 @@ static int mpi_edit_list(const struct plugin_ctx *c, json_t *list, const char *l
                                 rc == WH_ENOMEM ? "out of memory" : "malformed container");
         if (mpi_host == NULL)
             continue;
-        rc = podutil_upsert_env(ctr, podutil_env_shared("MPI_HOST", mpi_host));
+        rc =
+            podutil_upsert_env(ctr, podutil_env_shared("MPI_HOST", mpi_host), c->name, c->warnings);
         if (rc < 0)
             return wh_error_set(err, rc, "cannot set env MPI_HOST in spec.%s[%zu]: %s", list_name,
                                 i, rc == WH_ENOMEM ? "out of memory" : "malformed container");

@@ -5,9 +5,11 @@
  */
 #include "plugins/podutil.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "base/error.h"
+#include "base/sanitize.h"
 
 bool podutil_covers(const json_t *have, const json_t *want)
 {
@@ -130,31 +132,110 @@ static int upsert_keyed(json_t *obj, const char *list_key, const char *key, json
     return json_array_set_new(list, found, item_new) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_REPLACED;
 }
 
-int podutil_upsert_env(json_t *container, json_t *env_new)
+char *podutil_shown(char *buf, size_t len, const char *s)
 {
-    const json_t *list = json_object_get(container, "env");
+    size_t n;
+
+    if (len < 6) { /* room for "\"...\"" and the NUL */
+        if (len > 0)
+            buf[0] = '\0';
+        return buf;
+    }
+    buf[0] = '"';
+    sanitize_copy(buf + 1, len - 2, s, PODUTIL_SHOWN_MAX, SANITIZE_CONTROLS | SANITIZE_ELLIPSIS);
+    n = strlen(buf);
+    buf[n] = '"';
+    buf[n + 1] = '\0';
+    return buf;
+}
+
+/* An env entry's value for a message: the literal, quoted and cut, or its valueFrom kind. */
+static const char *env_shown(char *buf, size_t len, const json_t *e)
+{
+    const json_t *from = json_object_get(e, "valueFrom");
+    const char *kind;
+    const json_t *ref;
+    char name[PODUTIL_SHOWN_MAX + 8];
+    char key[PODUTIL_SHOWN_MAX + 8];
+
+    if (from == NULL)
+        return podutil_shown(buf, len, podutil_str(e, "value"));
+    kind = json_object_iter_key(json_object_iter((json_t *)from));
+    if (kind == NULL) {
+        snprintf(buf, len, "valueFrom");
+        return buf;
+    }
+    ref = json_object_get(from, kind);
+    if (strcmp(kind, "configMapKeyRef") == 0 || strcmp(kind, "secretKeyRef") == 0) {
+        sanitize_copy(name, sizeof(name), podutil_str(ref, "name"), PODUTIL_SHOWN_MAX,
+                      SANITIZE_CONTROLS | SANITIZE_ELLIPSIS);
+        sanitize_copy(key, sizeof(key), podutil_str(ref, "key"), PODUTIL_SHOWN_MAX,
+                      SANITIZE_CONTROLS | SANITIZE_ELLIPSIS);
+        snprintf(buf, len, "valueFrom.%s %s/%s", kind, name, key);
+    } else {
+        sanitize_copy(name, sizeof(name), kind, PODUTIL_SHOWN_MAX,
+                      SANITIZE_CONTROLS | SANITIZE_ELLIPSIS);
+        snprintf(buf, len, "valueFrom.%s", name);
+    }
+    return buf;
+}
+
+/* D5, D16: the user's value of an env var is replaced; say so. */
+static void warn_env_replaced(struct warnings *w, const char *plugin, const json_t *container,
+                              const json_t *have, const json_t *want)
+{
+    char ctr[PODUTIL_SHOWN_MAX + 8];
+    char old[2 * PODUTIL_SHOWN_MAX + 48];
+    char now[2 * PODUTIL_SHOWN_MAX + 48];
+
+    if (w == NULL)
+        return;
+    warnings_add(w,
+                 "%s plugin: container %s sets %s=%s, replaced by %s: the plugin sets it, drop it "
+                 "from the pod template",
+                 plugin, podutil_shown(ctr, sizeof(ctr), podutil_str(container, "name")),
+                 podutil_str(want, "name"), env_shown(old, sizeof(old), have),
+                 env_shown(now, sizeof(now), want));
+}
+
+/*
+ * D5 "identical" for env: covered, except that "absent == empty" must not let a
+ * literal "" match a valueFrom entry (the two are different variables).
+ */
+static bool env_same(const json_t *have, const json_t *want)
+{
+    if (json_object_get(want, "valueFrom") == NULL && json_object_get(have, "valueFrom") != NULL)
+        return false;
+    return podutil_covers(have, want);
+}
+
+int podutil_upsert_env(json_t *container, json_t *env_new, const char *plugin, struct warnings *w)
+{
+    json_t *list = json_object_get(container, "env");
     const json_t *name = json_object_get(env_new, "name");
 
-    /*
-     * "absent == empty" must not let a literal "" match a valueFrom entry: the
-     * two are different variables. Replace the last entry of that name outright.
-     */
-    if (env_new != NULL && json_is_array(list) && json_object_get(env_new, "valueFrom") == NULL) {
+    if (env_new == NULL)
+        return WH_ENOMEM;
+    if (json_is_object(container) && json_is_array(list)) {
+        /* the last entry of that name counts (docs/plugins.md §6) */
         for (size_t i = json_array_size(list); i-- > 0;) {
             const json_t *e = json_array_get(list, i);
 
             if (!json_equal(json_object_get(e, "name"), name))
                 continue;
-            if (json_object_get(e, "valueFrom") != NULL)
-                return json_array_set_new((json_t *)list, i, env_new) < 0 ? WH_ENOMEM
-                                                                          : PODUTIL_UPSERT_REPLACED;
-            break;
+            if (env_same(e, env_new)) {
+                json_decref(env_new);
+                return PODUTIL_UPSERT_SAME;
+            }
+            warn_env_replaced(w, plugin, container, e, env_new);
+            return json_array_set_new(list, i, env_new) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_REPLACED;
         }
     }
     return upsert_keyed(container, "env", "name", env_new, true);
 }
 
-int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at)
+int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at,
+                        const char *plugin, struct warnings *w)
 {
     json_t *list;
     json_t *index = NULL; /* name -> position of the LAST entry of that name */
@@ -198,11 +279,10 @@ int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at
         }
         if (pos != NULL) {
             const json_t *have = json_array_get(list, (size_t)json_integer_value(pos));
-            bool kind_differs = json_object_get(e, "valueFrom") == NULL
-                && json_object_get(have, "valueFrom") != NULL;
 
-            if (!kind_differs && podutil_covers(have, e))
+            if (env_same(have, e))
                 continue;
+            warn_env_replaced(w, plugin, container, have, e);
             copy = json_deep_copy(e);
             if (copy == NULL || json_array_set_new(list, (size_t)json_integer_value(pos), copy) < 0)
                 goto nomem;
@@ -221,19 +301,135 @@ nomem:
     return WH_ENOMEM;
 }
 
-int podutil_upsert_volume(json_t *pod, json_t *volume_new)
+/* The source member of a volume: its first member other than "name" (NULL when none). */
+static const char *volume_source(const json_t *v, const json_t **src_out)
+{
+    const char *key;
+    json_t *m;
+
+    json_object_foreach((json_t *)v, key, m) {
+        if (strcmp(key, "name") != 0) {
+            *src_out = m;
+            return key;
+        }
+    }
+    *src_out = NULL;
+    return NULL;
+}
+
+/* A volume's source for a message: Secret "s", ConfigMap "c", or the member's name. */
+static const char *volume_shown(char *buf, size_t len, const json_t *v)
+{
+    const json_t *src;
+    const char *kind = volume_source(v, &src);
+    char name[PODUTIL_SHOWN_MAX + 8];
+
+    if (kind == NULL)
+        snprintf(buf, len, "no source");
+    else if (strcmp(kind, "secret") == 0)
+        snprintf(buf, len, "Secret %s",
+                 podutil_shown(name, sizeof(name), podutil_str(src, "secretName")));
+    else if (strcmp(kind, "configMap") == 0)
+        snprintf(buf, len, "ConfigMap %s",
+                 podutil_shown(name, sizeof(name), podutil_str(src, "name")));
+    else
+        sanitize_copy(buf, len, kind, PODUTIL_SHOWN_MAX, SANITIZE_CONTROLS | SANITIZE_ELLIPSIS);
+    return buf;
+}
+
+/*
+ * D5: the same source as want's (the plugin's own Secret or ConfigMap): the same
+ * source member, naming the same object. Its other fields may differ.
+ */
+static bool volume_same_source(const json_t *have, const json_t *want)
+{
+    static const char *const ids[] = {"secretName", "name"};
+    const json_t *wsrc;
+    const char *kind = volume_source(want, &wsrc);
+    const json_t *hsrc = kind != NULL ? json_object_get(have, kind) : NULL;
+
+    if (!json_is_object(hsrc))
+        return false;
+    for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+        const json_t *id = json_object_get(wsrc, ids[i]);
+
+        if (id != NULL && !json_equal(json_object_get(hsrc, ids[i]), id))
+            return false;
+    }
+    return true;
+}
+
+/* The entry of list whose member key equals want's, or NULL. */
+static const json_t *find_keyed(const json_t *list, const char *key, const json_t *want)
+{
+    const json_t *want_key = json_object_get(want, key);
+    size_t i;
+    const json_t *e;
+
+    json_array_foreach(list, i, e)
+        if (json_equal(json_object_get(e, key), want_key))
+            return e;
+    return NULL;
+}
+
+int podutil_upsert_volume(json_t *pod, json_t *volume_new, struct wh_error *err)
 {
     json_t *spec = pod_spec(pod);
+    const json_t *have;
 
+    if (volume_new == NULL)
+        return WH_ENOMEM;
     if (spec == NULL) {
         json_decref(volume_new);
         return WH_EINVAL;
     }
+    have = find_keyed(json_object_get(spec, "volumes"), "name", volume_new);
+    if (have != NULL && !podutil_covers(have, volume_new)
+        && !volume_same_source(have, volume_new)) {
+        char name[PODUTIL_SHOWN_MAX + 8];
+        char yours[2 * PODUTIL_SHOWN_MAX + 32];
+        char ours[2 * PODUTIL_SHOWN_MAX + 32];
+
+        podutil_shown(name, sizeof(name), podutil_str(volume_new, "name"));
+        volume_shown(yours, sizeof(yours), have);
+        volume_shown(ours, sizeof(ours), volume_new);
+        json_decref(volume_new);
+        return wh_error_set(err, WH_ECONFLICT,
+                            "volume %s is your %s, and the plugin needs that name for its %s: "
+                            "rename yours or remove the plugin (Volcano would add a second one, "
+                            "which the API server refuses)",
+                            name, yours, ours);
+    }
     return upsert_keyed(spec, "volumes", "name", volume_new, false);
 }
 
-int podutil_upsert_mount(json_t *container, json_t *mount_new)
+int podutil_upsert_mount(json_t *container, json_t *mount_new, struct wh_error *err)
 {
+    const json_t *have;
+
+    if (mount_new == NULL)
+        return WH_ENOMEM;
+    have = find_keyed(json_object_get(container, "volumeMounts"), "mountPath", mount_new);
+    if (have != NULL
+        && !json_equal(json_object_get(have, "name"), json_object_get(mount_new, "name"))) {
+        char ctr[PODUTIL_SHOWN_MAX + 8];
+        char yours[PODUTIL_SHOWN_MAX + 8];
+        char path[PODUTIL_SHOWN_MAX + 8];
+        char ours[PODUTIL_SHOWN_MAX + 8];
+
+        podutil_shown(ctr, sizeof(ctr), podutil_str(container, "name"));
+        podutil_shown(yours, sizeof(yours), podutil_str(have, "name"));
+        sanitize_copy(path, sizeof(path), podutil_str(have, "mountPath"), PODUTIL_SHOWN_MAX,
+                      SANITIZE_CONTROLS | SANITIZE_ELLIPSIS);
+        podutil_shown(ours, sizeof(ours), podutil_str(mount_new, "name"));
+        json_decref(mount_new);
+        return wh_error_set(err, WH_ECONFLICT,
+                            "container %s mounts your volume %s at %s, where the plugin mounts %s: "
+                            "mount yours elsewhere or remove the plugin (Volcano would add a "
+                            "second mount there, which the API server refuses; replacing yours "
+                            "would lose it)",
+                            ctr, yours, path, ours);
+    }
     return upsert_keyed(container, "volumeMounts", "mountPath", mount_new, false);
 }
 

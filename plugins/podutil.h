@@ -5,8 +5,11 @@
  * Every mutation is an upsert, never a blind append, so that running the plugin
  * chain on its own output changes nothing (D5, D13). "Identical" means
  * every field the plugin would write is already present with the same value
- * (podutil_covers); extra fields on the existing entry are kept. A different
- * entry is replaced whole, at its position.
+ * (podutil_covers); extra fields on the existing entry are kept. The user's entry
+ * is never overwritten silently (D5): an env var of another value is replaced
+ * in place with a warning naming container, variable, old and new value; a
+ * volume or mount that holds the plugin's place for something else is a
+ * conflict (WH_ECONFLICT, with a message for the denial), never re-pointed.
  *
  * All functions take a writable, request-owned pod or container; not
  * thread-safe on the same object. Arguments named *_new are stolen (jansson's
@@ -18,9 +21,16 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "base/error.h"
 #include "plugins/warnings.h"
 
-/* What an upsert did. Negative values are WH_E* errors (WH_ENOMEM, WH_EINVAL). */
+/* Longest user value (env value, command, path) quoted whole in a message; longer is cut. */
+#define PODUTIL_SHOWN_MAX 40
+
+/*
+ * What an upsert did. Negative values are WH_E* errors: WH_ENOMEM, WH_EINVAL, and
+ * WH_ECONFLICT from podutil_upsert_volume / podutil_upsert_mount (D5).
+ */
 enum podutil_upsert {
     PODUTIL_UPSERT_ADDED = 0,    /* appended (the list was created if absent) */
     PODUTIL_UPSERT_SAME = 1,     /* an identical entry was there: nothing changed */
@@ -40,24 +50,79 @@ bool podutil_covers(const json_t *have, const json_t *want);
 json_t *podutil_containers(json_t *pod);
 json_t *podutil_init_containers(json_t *pod);
 
-/** Env var of the same name in container: covered → SAME, else replaced; absent → appended. */
-int podutil_upsert_env(json_t *container, json_t *env_new);
+/**
+ * Env var env_new (stolen) in container, keyed by name; the last entry of that
+ * name counts (the later duplicate wins at run time, docs/plugins.md §6).
+ * Covered → SAME. Another value, or a literal where a valueFrom was → replaced
+ * in place (REPLACED), and w gets (D5, D16):
+ *   "PLUGIN plugin: container \"C\" sets NAME=OLD, replaced by NEW: the plugin sets
+ *    it, drop it from the pod template"
+ * where OLD and NEW are a quoted value cut to PODUTIL_SHOWN_MAX bytes ("..."), or
+ * "valueFrom.KIND" (configMapKeyRef and secretKeyRef add " NAME/KEY").
+ * Absent → appended (ADDED; the list is created when absent).
+ * @param plugin  the plugin's name, for the warning
+ * @param w       may be NULL
+ * @return ADDED, SAME, REPLACED; WH_EINVAL (container or its env not the right
+ *         type); WH_ENOMEM.
+ */
+int podutil_upsert_env(json_t *container, json_t *env_new, const char *plugin, struct warnings *w);
 
 /**
  * podutil_upsert_env for every entry of envs (a borrowed array of env vars,
  * copied), in order, in O(existing + new) time: a Job with thousands of tasks
- * gives svc thousands of entries per container.
+ * gives svc thousands of entries per container. Each replaced entry gives
+ * podutil_upsert_env's warning.
  * @param[out] failed_at  index in envs of the entry that failed (may be NULL)
+ * @param plugin          the plugin's name, for the warnings
+ * @param w               may be NULL
  * @return 0; WH_EINVAL (container or its env not the right type, an entry without
  *         a string name); WH_ENOMEM. Entries before the failure stay applied.
  */
-int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at);
+int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at,
+                        const char *plugin, struct warnings *w);
 
-/** Volume keyed by name in spec.volumes (created when absent). */
-int podutil_upsert_volume(json_t *pod, json_t *volume_new);
+/**
+ * Volume volume_new (stolen; "name" and one source member: "secret" with
+ * "secretName", or "configMap" with "name") keyed by name in spec.volumes
+ * (created when absent). Covered → SAME. The same source (the same Secret or
+ * ConfigMap) with other fields → replaced in place (REPLACED). Any other source
+ * (an emptyDir, another Secret or ConfigMap, ...) is the user's volume: nothing
+ * changes and the result is WH_ECONFLICT, err holding (no plugin name: the chain
+ * prefixes it, plugins/plugin.h):
+ *   "volume \"V\" is your SOURCE, and the plugin needs that name for its
+ *    Secret|ConfigMap \"S\": rename yours or remove the plugin (Volcano would add a
+ *    second one, which the API server refuses)"
+ * SOURCE is Secret "s", ConfigMap "c", or the source member's name (emptyDir, ...).
+ * @param err  may be NULL
+ * @return ADDED, SAME, REPLACED; WH_ECONFLICT; WH_EINVAL (no spec object,
+ *         volumes not a list); WH_ENOMEM.
+ */
+int podutil_upsert_volume(json_t *pod, json_t *volume_new, struct wh_error *err);
 
-/** Volume mount keyed by mountPath in container.volumeMounts (created when absent). */
-int podutil_upsert_mount(json_t *container, json_t *mount_new);
+/**
+ * Volume mount mount_new (stolen; "name", "mountPath") keyed by mountPath in
+ * container.volumeMounts (created when absent). A mount there of the same volume:
+ * covered → SAME, else replaced in place (REPLACED, e.g. another subPath). A mount
+ * there of another volume is the user's: nothing changes and the result is
+ * WH_ECONFLICT, err holding
+ *   "container \"C\" mounts your volume \"U\" at PATH, where the plugin mounts
+ *    \"V\": mount yours elsewhere or remove the plugin (Volcano would add a second
+ *    mount there, which the API server refuses; replacing yours would lose it)"
+ * Values longer than PODUTIL_SHOWN_MAX bytes are cut ("..."), and the message to
+ * WH_ERROR_MSG_MAX - 1 bytes.
+ * @param err  may be NULL
+ * @return ADDED, SAME, REPLACED; WH_ECONFLICT; WH_EINVAL (container or its
+ *         volumeMounts not the right type); WH_ENOMEM.
+ */
+int podutil_upsert_mount(json_t *container, json_t *mount_new, struct wh_error *err);
+
+/**
+ * s for a message: "\"s\"" when it has at most PODUTIL_SHOWN_MAX bytes, else its
+ * first PODUTIL_SHOWN_MAX bytes (not splitting a UTF-8 sequence) and "...",
+ * quoted. Always NUL-terminated within len.
+ * @return buf
+ */
+char *podutil_shown(char *buf, size_t len, const char *s);
 
 /**
  * Container port keyed by number (docs/plugins.md §4.4-4.7): a port with the same

@@ -7,9 +7,9 @@
  * and env MASTER_ADDR, MASTER_PORT, WORLD_SIZE and, for master/worker pods, RANK
  * (master replicas 0, worker index+1). With --wait-master-enabled a worker pod
  * also gets the `wait-for-master` init container. Every edit is an upsert (D5):
- * a user's RANK is replaced in place, an existing init container of that name
- * is left alone. The framework runs the chain again for the added init
- * container (D13), so the other plugins' additions reach it too.
+ * a user's RANK is replaced in place with a warning, an existing init container
+ * of that name is left alone. The framework runs the chain again for the added
+ * init container (D13), so the other plugins' additions reach it too.
  *
  * Threads: no state; arguments are parsed per call (plugins/plugin.h).
  */
@@ -130,13 +130,13 @@ static int pt_edit_container(const struct plugin_ctx *c, json_t *ctr, const stru
                   (json_int_t)(int32_t)a->port);
     rc = podutil_add_port(ctr, p, "pytorch", c->warnings);
     if (rc >= 0)
-        rc = podutil_upsert_env(ctr, podutil_env_value("MASTER_ADDR", addr));
+        rc = podutil_upsert_env(ctr, podutil_env_value("MASTER_ADDR", addr), c->name, c->warnings);
     if (rc >= 0)
-        rc = podutil_upsert_env(ctr, podutil_env_value("MASTER_PORT", port));
+        rc = podutil_upsert_env(ctr, podutil_env_value("MASTER_PORT", port), c->name, c->warnings);
     if (rc >= 0)
-        rc = podutil_upsert_env(ctr, podutil_env_value("WORLD_SIZE", size));
+        rc = podutil_upsert_env(ctr, podutil_env_value("WORLD_SIZE", size), c->name, c->warnings);
     if (rc >= 0 && rank != NULL)
-        rc = podutil_upsert_env(ctr, podutil_env_value("RANK", rank));
+        rc = podutil_upsert_env(ctr, podutil_env_value("RANK", rank), c->name, c->warnings);
     return rc;
 }
 

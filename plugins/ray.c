@@ -8,7 +8,8 @@
  * replaced by `ray start --head ...`; in a worker pod, the container named
  * --workerContainer gets `ray start --block --address=<head-0 domain>:<port>`.
  * `args`, other containers and init containers are never touched. Setting an
- * identical command is a no-op (D5).
+ * identical command is a no-op (D5); replacing the container's own command, and
+ * args that sh -c then ignores, each give a warning naming them (D5, D16).
  *
  * Flag names are camelCase; --clientServerPort is accepted as an alias of
  * --clientPort (D4), since the public guide documents that name.
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sanitize.h"
 #include "plugins/args.h"
 #include "plugins/diagnose.h"
 #include "plugins/job.h"
@@ -80,10 +82,47 @@ static int ray_add_port(const struct plugin_ctx *c, json_t *ctr, const char *nam
     return podutil_add_port(ctr, p, "ray", c->warnings);
 }
 
-/* Replace ctr.command with ["sh", "-c", line] unless it is already exactly that. */
-static int ray_set_command(json_t *ctr, const char *line)
+/* A command or args list for a warning: compact JSON, cut to PODUTIL_SHOWN_MAX bytes. */
+static const char *ray_shown(char *buf, size_t len, const json_t *v)
 {
-    return podutil_set(ctr, "command", json_pack("[s, s, s]", "sh", "-c", line));
+    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+    sanitize_copy(buf, len, text != NULL ? text : "?", PODUTIL_SHOWN_MAX,
+                  SANITIZE_CONTROLS | SANITIZE_ELLIPSIS);
+    free(text);
+    return buf;
+}
+
+/*
+ * Replace ctr.command with ["sh", "-c", line] unless it is already exactly that.
+ * The container's own command, and args that sh -c then ignores (they become $0,
+ * $1, ...), are told in c->warnings (D5, D16).
+ */
+static int ray_set_command(const struct plugin_ctx *c, json_t *ctr, const char *line)
+{
+    json_t *old = json_incref(json_object_get(ctr, "command"));
+    const json_t *args = json_object_get(ctr, "args");
+    char name[PODUTIL_SHOWN_MAX + 8];
+    char was[PODUTIL_SHOWN_MAX + 8];
+    char now[PODUTIL_SHOWN_MAX + 8];
+    int rc = podutil_set(ctr, "command", json_pack("[s, s, s]", "sh", "-c", line));
+
+    if (rc == PODUTIL_UPSERT_REPLACED || rc == PODUTIL_UPSERT_ADDED)
+        podutil_shown(name, sizeof(name), podutil_str(ctr, "name"));
+    if (rc == PODUTIL_UPSERT_REPLACED)
+        warnings_add(c->warnings,
+                     "%s plugin: container %s command %s replaced by %s: run your program in "
+                     "another container",
+                     c->name, name, ray_shown(was, sizeof(was), old),
+                     ray_shown(now, sizeof(now), json_object_get(ctr, "command")));
+    if ((rc == PODUTIL_UPSERT_REPLACED || rc == PODUTIL_UPSERT_ADDED) && json_is_array(args)
+        && json_array_size(args) > 0)
+        warnings_add(c->warnings,
+                     "%s plugin: container %s args %s are ignored by the new command (sh -c "
+                     "\"ray start ...\"): drop them from the pod template",
+                     c->name, name, ray_shown(was, sizeof(was), args));
+    json_decref(old);
+    return rc;
 }
 
 static int ray_edit_head(const struct plugin_ctx *c, json_t *ctr, const struct ray_args *a)
@@ -100,10 +139,11 @@ static int ray_edit_head(const struct plugin_ctx *c, json_t *ctr, const struct r
         return rc;
     snprintf(line, sizeof(line), RAY_HEAD_CMD_FMT, (long long)a->port, (long long)a->dashboard_port,
              (long long)a->client_port);
-    return ray_set_command(ctr, line);
+    return ray_set_command(c, ctr, line);
 }
 
-static int ray_edit_worker(json_t *ctr, const struct ray_args *a, const char *head_addr)
+static int ray_edit_worker(const struct plugin_ctx *c, json_t *ctr, const struct ray_args *a,
+                           const char *head_addr)
 {
     int n = snprintf(NULL, 0, RAY_WORKER_CMD_FMT, head_addr, (long long)a->port);
     char *line;
@@ -115,7 +155,7 @@ static int ray_edit_worker(json_t *ctr, const struct ray_args *a, const char *he
     if (line == NULL)
         return WH_ENOMEM;
     snprintf(line, (size_t)n + 1, RAY_WORKER_CMD_FMT, head_addr, (long long)a->port);
-    rc = ray_set_command(ctr, line);
+    rc = ray_set_command(c, ctr, line);
     free(line);
     return rc;
 }
@@ -146,7 +186,7 @@ static int ray_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
         if (strcmp(task, a.head) == 0 && strcmp(name, a.head_container) == 0)
             rc = ray_edit_head(c, ctr, &a);
         if (rc >= 0 && strcmp(task, a.worker) == 0 && strcmp(name, a.worker_container) == 0)
-            rc = ray_edit_worker(ctr, &a, head_addr);
+            rc = ray_edit_worker(c, ctr, &a, head_addr);
         if (rc < 0) {
             rc = wh_error_set(err, rc, "cannot edit spec.containers[%zu] (%s): %s", i, name,
                               rc == WH_ENOMEM ? "out of memory" : "malformed container");

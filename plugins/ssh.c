@@ -5,7 +5,10 @@
  * Adds the volume J-ssh (Secret J-ssh, four items under .ssh/, defaultMode 0600
  * when the key path is exactly "/root/.ssh", else 0644) and mounts it with
  * subPath ".ssh" at --ssh-key-file-path in every container, then every init
- * container. Both are upserts (D5): volume keyed by name, mount by mountPath.
+ * container. Both are upserts (D5): volume keyed by name, mount by mountPath; a
+ * user's volume of that name or mount at that path is a conflict that denies
+ * the pod, never re-pointed (their keys would be gone). So is a key path of
+ * /etc/volcano when svc runs, since svc mounts there (docs/plugins.md §4.2).
  * The pod waits for the Secret, as in Volcano.
  *
  * Job hooks (docs/plugins.md §4.3, §5.2, D9, D11, D12): Secret J-ssh with data (base64)
@@ -40,8 +43,9 @@
 #include "plugins/sshkeys.h"
 
 #define SSH_DEFAULT_PATH "/root/.ssh"
-#define SSH_MODE_ROOT    0600 /* JSON 384, only for the exact default path */
-#define SSH_MODE_OTHER   0644 /* JSON 420, any other path string */
+#define SSH_MODE_ROOT    0600           /* JSON 384, only for the exact default path */
+#define SSH_MODE_OTHER   0644           /* JSON 420, any other path string */
+#define SSH_SVC_PATH     "/etc/volcano" /* the svc plugin's mountPath (docs/plugins.md §4.2) */
 
 struct ssh_args {
     const char *key_path;    /* ssh-key-file-path */
@@ -91,8 +95,10 @@ static int ssh_mount_list(json_t *list, const char *list_name, const char *job,
     json_t *ctr;
 
     json_array_foreach(list, i, ctr) {
-        int rc = podutil_upsert_mount(ctr, ssh_mount(job, key_path));
+        int rc = podutil_upsert_mount(ctr, ssh_mount(job, key_path), err);
 
+        if (rc == WH_ECONFLICT)
+            return rc; /* D5: the user's mount, err says whose */
         if (rc < 0)
             return wh_error_set(err, rc, "cannot mount %s-ssh in spec.%s[%zu]: %s", job, list_name,
                                 i, rc == WH_ENOMEM ? "out of memory" : "malformed container");
@@ -107,7 +113,16 @@ static int ssh_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
     int rc;
 
     ssh_args_parse(c, &a);
-    rc = podutil_upsert_volume(pod, ssh_volume(job, a.key_path));
+    /* svc mounts its host files there, and one path holds one mount: the keys would
+     * be lost, or the user told of a clash with a volume that is not theirs. */
+    if (strcmp(a.key_path, SSH_SVC_PATH) == 0 && diagnose_plugin_enabled(c->job, "svc"))
+        return wh_error_set(err, WH_ECONFLICT,
+                            "--ssh-key-file-path=" SSH_SVC_PATH " is where the svc plugin mounts "
+                            "its host files, so the ssh keys cannot be mounted there: choose "
+                            "another path in spec.plugins.ssh");
+    rc = podutil_upsert_volume(pod, ssh_volume(job, a.key_path), err);
+    if (rc == WH_ECONFLICT)
+        return rc; /* D5: the user's volume, err says whose */
     if (rc < 0)
         return wh_error_set(err, rc, "cannot add volume %s-ssh: %s", job,
                             rc == WH_ENOMEM ? "out of memory" : "malformed pod spec");
@@ -476,9 +491,9 @@ static int ssh_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
         diagnose_add(out, DIAGNOSE_PLUGIN_ARGUMENT_INVALID, true, "ssh",
                      "--ssh-key-file-path is empty, and the API server refuses a volume mount "
                      "without a path: fix spec.plugins.ssh");
-    else if (strcmp(a.key_path, "/etc/volcano") == 0 && diagnose_plugin_enabled(c->job, "svc"))
+    else if (strcmp(a.key_path, SSH_SVC_PATH) == 0 && diagnose_plugin_enabled(c->job, "svc"))
         diagnose_add(out, DIAGNOSE_CONFLICT, true, "ssh",
-                     "--ssh-key-file-path=/etc/volcano is where the svc plugin mounts its host "
+                     "--ssh-key-file-path=" SSH_SVC_PATH " is where the svc plugin mounts its host "
                      "files, so the keys would not be mounted: choose another path in "
                      "spec.plugins.ssh");
     snprintf(vol, sizeof(vol), "%s-ssh", J);

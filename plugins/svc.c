@@ -12,7 +12,8 @@
  *      container, then every init container.
  *   4. volume J-svc (ConfigMap J-svc); 5. mount at /etc/volcano in every
  *      container, then every init container.
- * Every edit is an upsert (D5).
+ * Every edit is an upsert (D5): a user's env value replaced gives a warning; a
+ * user's volume named J-svc or mount at /etc/volcano denies the pod (conflict).
  *
  * Job hooks (docs/plugins.md §4.2, §5.2, D9-D12), through plugins/objects.h:
  *   add, update  ConfigMap J-svc (data = svc_configmap_data, replaced when it
@@ -209,8 +210,8 @@ static const char *fail_reason(int rc)
 }
 
 /* Step 3 for one container list (NULL = no list). */
-static int svc_env_list(json_t *list, const char *list_name, const json_t *env,
-                        struct wh_error *err)
+static int svc_env_list(const struct plugin_ctx *c, json_t *list, const char *list_name,
+                        const json_t *env, struct wh_error *err)
 {
     size_t i;
     json_t *ctr;
@@ -218,7 +219,7 @@ static int svc_env_list(json_t *list, const char *list_name, const json_t *env,
     json_array_foreach(list, i, ctr) {
         size_t k = 0;
         /* Entries are copied per container, never shared between containers. */
-        int rc = podutil_upsert_envs(ctr, env, &k);
+        int rc = podutil_upsert_envs(ctr, env, &k, c->name, c->warnings);
 
         if (rc < 0)
             return wh_error_set(err, rc, "cannot set env %s in spec.%s[%zu]: %s",
@@ -236,8 +237,10 @@ static int svc_mount_list(json_t *list, const char *list_name, const json_t *mou
     json_t *ctr;
 
     json_array_foreach(list, i, ctr) {
-        int rc = podutil_upsert_mount(ctr, json_deep_copy(mount));
+        int rc = podutil_upsert_mount(ctr, json_deep_copy(mount), err);
 
+        if (rc == WH_ECONFLICT)
+            return rc; /* D5: the user's mount, err says whose */
         if (rc < 0)
             return wh_error_set(err, rc, "cannot mount %s in spec.%s[%zu]: %s", SVC_MOUNT_PATH,
                                 list_name, i, fail_reason(rc));
@@ -294,15 +297,17 @@ static int svc_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
         env = svc_env_refs(c->job, cm);
         if (env == NULL)
             goto nomem;
-        rc = svc_env_list(podutil_containers(pod), "containers", env, err);
+        rc = svc_env_list(c, podutil_containers(pod), "containers", env, err);
         if (rc < 0)
             goto out;
-        rc = svc_env_list(podutil_init_containers(pod), "initContainers", env, err);
+        rc = svc_env_list(c, podutil_init_containers(pod), "initContainers", env, err);
         if (rc < 0)
             goto out;
     }
-    rc = podutil_upsert_volume(pod,
-                               json_pack("{s:s, s:{s:s}}", "name", cm, "configMap", "name", cm));
+    rc = podutil_upsert_volume(
+        pod, json_pack("{s:s, s:{s:s}}", "name", cm, "configMap", "name", cm), err);
+    if (rc == WH_ECONFLICT)
+        goto out; /* D5: the user's volume, err says whose */
     if (rc < 0) {
         rc = wh_error_set(err, rc, "cannot add volume %s: %s", cm,
                           rc == WH_ENOMEM ? "out of memory" : "malformed pod spec");

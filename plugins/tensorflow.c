@@ -262,7 +262,7 @@ static int tf_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
         goto out;
     }
     json_array_foreach(podutil_containers(pod), i, ctr) {
-        rc = podutil_upsert_env(ctr, podutil_env_shared("TF_CONFIG", value));
+        rc = podutil_upsert_env(ctr, podutil_env_shared("TF_CONFIG", value), c->name, c->warnings);
         if (rc < 0) {
             rc = wh_error_set(err, rc, "cannot add env TF_CONFIG to spec.containers[%zu]: %s", i,
                               rc == WH_ENOMEM ? "out of memory" : "malformed container");

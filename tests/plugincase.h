@@ -170,10 +170,15 @@ static inline void pc_ok_args(const struct plugin *p, const char *job_sq, const 
     json_decref(job);
 }
 
-/* Assert on_pod_create fails with WH_EINVAL and exactly want_msg, leaving the pod alone. */
-static inline void pc_err(const struct plugin *p, const char *job_sq,
-                          const struct plugin_pod_info *info, const char *pod_sq,
-                          const char *want_msg, const char *want_warnings_sq)
+/*
+ * Assert on_pod_create fails with want_rc and exactly want_msg; the pod is then
+ * want_pod_sq, or as it was when that is NULL (a failed hook's edits are dropped
+ * with the chain's copy, webhook/mutate.c, so some may be there).
+ */
+static inline void pc_err_rc(const struct plugin *p, const char *job_sq,
+                             const struct plugin_pod_info *info, const char *pod_sq, int want_rc,
+                             const char *want_msg, const char *want_pod_sq,
+                             const char *want_warnings_sq)
 {
     json_t *job = job_sq != NULL ? pc_json(job_sq) : NULL;
     json_t *pod = pc_json(pod_sq);
@@ -182,13 +187,21 @@ static inline void pc_err(const struct plugin *p, const char *job_sq,
     struct plugin_ctx c = pc_ctx(p, job, info, &w);
 
     warnings_init(&w);
-    ck_assert_int_eq(p->on_pod_create(&c, pod, &err), WH_EINVAL);
-    ck_assert_int_eq(err.code, WH_EINVAL);
+    ck_assert_int_eq(p->on_pod_create(&c, pod, &err), want_rc);
+    ck_assert_int_eq(err.code, want_rc);
     ck_assert_str_eq(err.msg, want_msg);
-    pc_assert_json(pod, pod_sq);
+    pc_assert_json(pod, want_pod_sq != NULL ? want_pod_sq : pod_sq);
     pc_assert_warnings(&w, want_warnings_sq);
     json_decref(pod);
     json_decref(job);
+}
+
+/* Assert on_pod_create fails with WH_EINVAL and exactly want_msg, leaving the pod alone. */
+static inline void pc_err(const struct plugin *p, const char *job_sq,
+                          const struct plugin_pod_info *info, const char *pod_sq,
+                          const char *want_msg, const char *want_warnings_sq)
+{
+    pc_err_rc(p, job_sq, info, pod_sq, WH_EINVAL, want_msg, NULL, want_warnings_sq);
 }
 
 /*

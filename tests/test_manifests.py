@@ -8,19 +8,26 @@ What is checked:
   - every rendered object conforms to the Kubernetes schema (tests/schema/
     validate-objects.mjs, npm kubernetes-models) and the validators pass their self-tests;
   - the Deployment's security properties, probes, resources, spread (replicas on
-    different nodes, the rollout's extra pod still schedulable), priority class and certificate
-    volume, each its own test; every flag of its args (and of the Dockerfile's CMD) is
-    one that `$BUILD/volcano-plugin-webhook serve --help` lists (skipped when not built);
-  - the Service, PodDisruptionBudget and MutatingWebhookConfiguration field by field;
+    different nodes, the rollout's extra pod still schedulable), priority class and
+    managed certificates (--cert-secret, no volume), each its own test; every flag of its
+    args (and of the Dockerfile's CMD) is one that `$BUILD/volcano-plugin-webhook serve
+    --help` lists (skipped when not built);
+  - the Service, PodDisruptionBudget and both webhook configurations field by field, with
+    no caBundle anywhere in the default install (the Lease holder sets it), and the
+    webhook configurations rendered after the objects the replicas need;
   - every overlay of manifests/overlays/ renders, is the base plus its own objects (the
     namespaced overlay: Roles in its namespaces instead of the ClusterRole, --namespaces
-    and the namespaceSelector, the rest the base's) and validates (prometheus-operator's kinds against their CRD schema,
-    @kubernetes-models/prometheus-operator); the NetworkPolicy, the ServiceMonitor and the
+    and the namespaceSelector, the rest the base's; manual and cert-manager: the TLS
+    Secret mounted, no rights for managed certificates, and the caBundle placeholder or
+    cert-manager's Issuers, Certificates and inject-ca-from annotation naming the serving
+    Certificate of the same render) and validates (prometheus-operator's and cert-manager's
+    kinds against their CRD schema, @kubernetes-models/prometheus-operator and
+    @kubernetes-models/cert-manager); the NetworkPolicy, the ServiceMonitor and the
     PrometheusRule field by field, the rules' metrics are ones webhook/metrics.c and
     webhook/serve.c write, and promtool (when installed) evaluates the alerts;
   - RBAC: exactly the (group, resource, verb) triples listed, as set equality;
-  - the caBundle command of README.md fills the caBundle with the CA that signed the
-    serving certificate;
+  - the caBundle command of README.md fills the manual overlay's caBundle with the CA that
+    signed the serving certificate;
   - the image name set by kustomize `images:` (not in the base Deployment); `make image`
     with stand-ins for docker;
   - the Dockerfile statically: stages pinned to a Debian point release, runtime packages (covering every shared library
@@ -64,12 +71,26 @@ OBJECT_VALIDATOR = os.path.join(SCHEMA_DIR, "validate-objects.mjs")
 NAME = "volcano-plugin-webhook"
 NS = "volcano-plugin-webhook"
 TLS_SECRET = "volcano-plugin-webhook-tls"
+CERT_SECRET = "volcano-plugin-webhook-certs"
 CERT_DIR = "/etc/webhook/certs"
 IMAGE = "volcano-plugin-webhook:0.1.0"
 NONROOT = 65532
-# README "Install in a cluster": run from the repository root, $CERTS = gen-certs --out.
+# README "Signing your own certificates": run from the repository root, $CERTS = gen-certs --out.
 FILL_CA_BUNDLE = ('sed -i "s|^  value: .*|  value: $(base64 -w0 "$CERTS/ca.crt")|" '
-                  'manifests/base/ca-bundle.yaml')
+                  'manifests/overlays/manual/ca-bundle.yaml')
+# The Deployment's args: managed certificates in the base, the TLS files of a mounted
+# Secret in overlays/manual and overlays/cert-manager.
+MANAGED_ARGS = ["serve", "--port=8443", "--cert-secret=" + CERT_SECRET,
+                "--leader-elect-resource-namespace=$(POD_NAMESPACE)", "--v=2"]
+FILE_ARGS = ["serve", "--port=8443", "--tls-cert-file=" + CERT_DIR + "/tls.crt",
+             "--tls-private-key-file=" + CERT_DIR + "/tls.key",
+             "--leader-elect-resource-namespace=$(POD_NAMESPACE)", "--v=2"]
+RBAC = "rbac.authorization.k8s.io/v1"
+# The rights of managed certificates (base/certs-rbac.yaml), which the file overlays remove.
+CERTS_RBAC = sorted([(RBAC, "ClusterRole", "", NAME + "-certs"),
+                     (RBAC, "ClusterRoleBinding", "", NAME + "-certs"),
+                     (RBAC, "Role", NS, NAME + "-certs"),
+                     (RBAC, "RoleBinding", NS, NAME + "-certs")])
 
 RUNTIME_PACKAGES = {"libmicrohttpd12", "libgnutls30", "libjansson4", "libcurl4", "libssl3", "libyaml-0-2",
                     "libmimalloc2.0",
@@ -89,6 +110,20 @@ def render(directory):
         raise AssertionError("kubectl kustomize %s failed (exit %d): %s"
                              % (directory, r.returncode, r.stderr))
     return [d for d in yaml.safe_load_all(r.stdout) if d is not None]
+
+
+_KUBECTL_MINOR = {}
+
+
+def kustomize_v2():
+    """Whether kubectl's built-in kustomize is v2.0 (kubectl 1.20 and older: Debian 12's)."""
+    k = kubectl()
+    if k not in _KUBECTL_MINOR:
+        r = subprocess.run([k, "version", "--client", "-o", "json"], capture_output=True,
+                           text=True, timeout=60)
+        v = json.loads(r.stdout)["clientVersion"]
+        _KUBECTL_MINOR[k] = (int(v["major"]), int(re.match(r"\d+", v["minor"]).group()))
+    return _KUBECTL_MINOR[k] < (1, 21)
 
 
 def serve_flags():
@@ -205,6 +240,10 @@ class RenderedManifestsTest(unittest.TestCase):
             ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", NAME),
             ("rbac.authorization.k8s.io/v1", "Role", NS, NAME + "-leader-election"),
             ("rbac.authorization.k8s.io/v1", "RoleBinding", NS, NAME + "-leader-election"),
+            ("rbac.authorization.k8s.io/v1", "Role", NS, NAME + "-certs"),
+            ("rbac.authorization.k8s.io/v1", "RoleBinding", NS, NAME + "-certs"),
+            ("rbac.authorization.k8s.io/v1", "ClusterRole", "", NAME + "-certs"),
+            ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", NAME + "-certs"),
             ("apps/v1", "Deployment", NS, NAME),
             ("v1", "Service", NS, NAME),
             ("policy/v1", "PodDisruptionBudget", NS, NAME),
@@ -258,13 +297,11 @@ class RenderedManifestsTest(unittest.TestCase):
         rolling = self.deployment()["spec"]["strategy"]["rollingUpdate"]
         self.assertEqual(rolling["maxUnavailable"], 0)
 
-    def test_args_serve_with_the_mounted_certificate(self):
-        args = self.container()["args"]
-        self.assertEqual(args[0], "serve")
-        self.assertEqual(self.arg_value("--tls-cert-file"), CERT_DIR + "/tls.crt")
-        self.assertEqual(self.arg_value("--tls-private-key-file"), CERT_DIR + "/tls.key")
-        self.assertIsNone(self.arg_value("--insecure-http"))
-        self.assertNotIn("--insecure-http", args)
+    def test_args_serve_with_managed_certificates(self):
+        self.assertEqual(self.container()["args"], MANAGED_ARGS)
+        # the Secret lives in the Lease namespace, the webhook's own
+        self.assertEqual(self.arg_value("--cert-secret"), CERT_SECRET)
+        self.assertEqual(self.arg_value("--leader-elect-resource-namespace"), NS)
 
     def test_leader_election_lease_in_its_own_namespace(self):
         self.assertEqual(self.arg_value("--leader-elect-resource-namespace"), NS)
@@ -407,12 +444,10 @@ class RenderedManifestsTest(unittest.TestCase):
                         and "system-cluster-critical" in readme,
                         "README.md must explain the priority class")
 
-    def test_certificate_secret_mounted_read_only(self):
-        volumes = {v["name"]: v for v in self.pod_spec()["volumes"]}
-        mounts = [m for m in self.container()["volumeMounts"] if m["mountPath"] == CERT_DIR]
-        self.assertEqual(len(mounts), 1)
-        self.assertIs(mounts[0].get("readOnly"), True)
-        self.assertEqual(volumes[mounts[0]["name"]]["secret"]["secretName"], TLS_SECRET)
+    def test_no_certificate_volume(self):
+        # managed certificates come through the API: nothing mounted, no Secret to create
+        self.assertNotIn("volumes", self.pod_spec())
+        self.assertNotIn("volumeMounts", self.container())
 
     def test_termination_grace_covers_the_shutdown_grace(self):
         # --shutdown-grace defaults to 15 s; the kubelet must not SIGKILL before.
@@ -471,6 +506,27 @@ class RenderedManifestsTest(unittest.TestCase):
                          {("coordination.k8s.io", "leases", v)
                           for v in ("get", "create", "update")})
 
+    def test_managed_certificates_rbac_is_the_secret_and_the_two_configurations_by_name(self):
+        # Secrets get and update by name and create (resourceNames cannot limit a create);
+        # the two webhook configurations get and patch by name (test_managed_certs checks
+        # these are exactly the requests of the certificate keeper)
+        self.assertEqual(self.one("Role", NAME + "-certs")["rules"], [
+            {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [CERT_SECRET],
+             "verbs": ["get", "update"]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}])
+        self.assertEqual(self.one("Role", NAME + "-certs")["metadata"]["namespace"], NS)
+        self.assertEqual(self.one("ClusterRole", NAME + "-certs")["rules"], [
+            {"apiGroups": ["admissionregistration.k8s.io"],
+             "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+             "resourceNames": [NAME], "verbs": ["get", "patch"]}])
+        sa = [{"kind": "ServiceAccount", "name": NAME, "namespace": NS}]
+        for kind, role in (("RoleBinding", "Role"), ("ClusterRoleBinding", "ClusterRole")):
+            with self.subTest(kind=kind):
+                b = self.one(kind, NAME + "-certs")
+                self.assertEqual(b["roleRef"], {"apiGroup": "rbac.authorization.k8s.io",
+                                                "kind": role, "name": NAME + "-certs"})
+                self.assertEqual(b["subjects"], sa)
+
     def test_bindings_give_the_roles_to_the_service_account_only(self):
         sa = [{"kind": "ServiceAccount", "name": NAME, "namespace": NS}]
         crb = self.one("ClusterRoleBinding")
@@ -494,9 +550,35 @@ class RenderedManifestsTest(unittest.TestCase):
                          {"name": NAME, "namespace": NS, "path": "/pods/mutate", "port": 443})
         self.assertNotIn("url", self.webhook()["clientConfig"])
 
-    def test_webhook_ca_bundle_is_base64(self):
-        ca = self.webhook()["clientConfig"]["caBundle"]
-        self.assertTrue(base64.b64decode(ca, validate=True))
+    def test_no_ca_bundle_in_the_default_install(self):
+        # The Lease holder sets it; `kubectl apply -k` never sets it, so an upgrade leaves
+        # the one the webhook keeps alone. Not in a rendered object, not in a file.
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            with self.subTest(kind=kind):
+                for w in self.one(kind)["webhooks"]:
+                    self.assertNotIn("caBundle", w["clientConfig"])
+                self.assertNotIn("annotations", self.one(kind)["metadata"])
+        self.assertNotIn("caBundle", json.dumps(self.objects))
+        for f in sorted(os.listdir(BASE)) + ["../kustomization.yaml",
+                                             "../managed-certs/kustomization.yaml",
+                                             "../managed-certs/rbac.yaml"]:
+            with self.subTest(file=f):
+                with open(os.path.join(BASE, f), encoding="utf-8") as fh:
+                    docs = list(yaml.safe_load_all(fh))  # comments may name it
+                self.assertNotIn("caBundle", json.dumps(docs))
+
+    def test_webhook_configurations_come_after_what_the_replicas_need(self):
+        # kubectl applies in the rendered order (base/kustomization.yaml says why):
+        # kustomize's legacy order puts both webhook configurations last; kustomize v2.0
+        # (kubectl 1.20) puts them right after the Namespace, whatever the kustomization says.
+        kinds = [o["kind"] for o in self.objects]
+        hooks = ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
+        if kustomize_v2():
+            self.assertEqual(kinds[:3], ["Namespace"] + hooks)
+        else:
+            self.assertEqual(kinds[-2:], hooks)
+            self.assertEqual(kinds[0], "Namespace")
+            self.assertLess(kinds.index("ClusterRoleBinding"), kinds.index("Deployment"))
 
     def test_webhook_rules_pod_create_only(self):
         self.assertEqual(self.webhook()["rules"], [{
@@ -538,13 +620,12 @@ class RenderedManifestsTest(unittest.TestCase):
     def test_job_webhook_exactly(self):
         """The Job webhook (D17): Volcano Jobs' CREATE and UPDATE to /jobs/validate, advice
         that never blocks (Ignore, 3 s), the same namespaces left out as for pods, and the
-        same caBundle as the pod webhook."""
+        no caBundle (the Lease holder sets the pod webhook's there too)."""
         webhooks = self.one("ValidatingWebhookConfiguration")["webhooks"]
         self.assertEqual(len(webhooks), 1)
         w = dict(webhooks[0])
         self.assertEqual(w.pop("clientConfig"), {
-            "service": {"name": NAME, "namespace": NS, "path": "/jobs/validate", "port": 443},
-            "caBundle": self.webhook()["clientConfig"]["caBundle"]})
+            "service": {"name": NAME, "namespace": NS, "path": "/jobs/validate", "port": 443}})
         self.assertEqual(w.pop("namespaceSelector"), self.webhook()["namespaceSelector"])
         self.assertEqual(w, {
             "name": "jobs.volcano-plugin-webhook.volcano.sh",
@@ -568,7 +649,7 @@ class RenderedManifestsTest(unittest.TestCase):
                                text=True, timeout=30,
                                env=dict(os.environ, CERTS=os.path.join(tmp, "certs")))
             self.assertEqual(r.returncode, 0, r.stderr)
-            objects = render(os.path.join(tmp, "manifests"))
+            objects = render(os.path.join(tmp, "manifests", "overlays", "manual"))
             webhook = [o for o in objects
                        if o["kind"] == "MutatingWebhookConfiguration"][0]["webhooks"][0]
             job_webhook = [o for o in objects
@@ -585,9 +666,13 @@ class RenderedManifestsTest(unittest.TestCase):
 
 
 # Overlays that change or remove base objects (the others only add to it).
-REPLACING_OVERLAYS = ("managed", "namespaced")
+REPLACING_OVERLAYS = ("cert-manager", "manual", "namespaced")
+# Overlays whose replicas read a mounted TLS Secret instead of managed certificates.
+FILE_OVERLAYS = ("cert-manager", "manual")
 # The namespaces manifests/overlays/namespaced/ serves, as it ships.
 NAMESPACED_SERVED = ("team-a", "team-b")
+CM = "cert-manager.io/v1"
+INJECT_CA_FROM = "cert-manager.io/inject-ca-from"
 
 
 def overlays():
@@ -617,10 +702,17 @@ class OverlaysTest(unittest.TestCase):
         return {object_key(o): o for o in self.rendered[overlay] if object_key(o) not in base}
 
     def test_the_overlays(self):
-        self.assertEqual(overlays(), ["managed", "namespaced", "networkpolicy", "prometheus"])
+        self.assertEqual(overlays(), ["cert-manager", "manual", "namespaced", "networkpolicy",
+                                      "prometheus"])
 
-    def test_default_install_is_the_base(self):
-        self.assertEqual(self.base, render(BASE))
+    def test_default_install_is_the_base_and_the_managed_certificates_rights(self):
+        base_alone = render(BASE)
+        self.assertEqual([o for o in self.base if object_key(o) not in CERTS_RBAC], base_alone)
+        self.assertEqual(sorted(object_key(o) for o in render(os.path.join(MANIFESTS,
+                                                                           "managed-certs"))),
+                         CERTS_RBAC)
+        self.assertEqual(sorted(object_key(o) for o in self.base
+                                if object_key(o) in CERTS_RBAC), CERTS_RBAC)
 
     def test_every_overlay_is_the_base_plus_its_objects(self):
         for d, objs in self.rendered.items():
@@ -642,81 +734,138 @@ class OverlaysTest(unittest.TestCase):
                 self.assertEqual((r.returncode, r.stdout),
                                  (0, "ok %d objects\n" % len(objs)), r.stderr)
 
-    # ------------------------------------------------------------ managed
+    # ------------------------------------------------------------ manual, cert-manager
 
-    def managed(self, kind, name=NAME):
-        [o] = [o for o in self.rendered["managed"]
+    def get(self, overlay, kind, name=NAME):
+        [o] = [o for o in self.rendered[overlay]
                if o["kind"] == kind and o["metadata"]["name"] == name]
         return o
 
-    def test_managed_changes_only_the_deployment_and_the_webhook_configurations(self):
-        got = {object_key(o): o for o in self.rendered["managed"]}
+    def test_file_overlays_change_the_deployment_and_webhooks_without_the_certs_rbac(self):
         changed = ("Deployment", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
-        for o in self.base:
-            with self.subTest(object=object_key(o)):
-                self.assertIn(object_key(o), got)
-                if o["kind"] not in changed:
-                    self.assertEqual(got[object_key(o)], o)
+        for d in FILE_OVERLAYS:
+            got = {object_key(o): o for o in self.rendered[d]}
+            for o in self.base:
+                key = object_key(o)
+                with self.subTest(overlay=d, object=key):
+                    if key in CERTS_RBAC:
+                        self.assertNotIn(key, got)
+                    elif o["kind"] in changed:
+                        self.assertIn(key, got)
+                    else:
+                        self.assertEqual(got[key], o)
+            with self.subTest(overlay=d):
+                # no Secret write rights for the certificates: the base ClusterRole's
+                # Secret rules are the ssh plugin's (test_cluster_role_grants_exactly_these_verbs)
+                self.assertEqual(sorted(o["metadata"]["name"] for o in self.rendered[d]
+                                        if o["kind"] in ("Role", "ClusterRole")),
+                                 [NAME, NAME + "-leader-election"])
+                self.assertNotIn("admissionregistration.k8s.io", json.dumps(
+                    [o["rules"] for o in self.rendered[d] if "rules" in o]))
 
-    def test_managed_deployment_serves_from_the_secret_without_files(self):
+    def test_file_overlays_mount_the_tls_secret_read_only(self):
         base = [o for o in self.base if o["kind"] == "Deployment"][0]
-        dep = self.managed("Deployment")
-        [c] = dep["spec"]["template"]["spec"]["containers"]
-        self.assertEqual(c["args"], [
-            "serve", "--port=8443", "--cert-secret=volcano-plugin-webhook-certs",
-            "--leader-elect-resource-namespace=$(POD_NAMESPACE)", "--v=2"])
-        self.assertNotIn("volumeMounts", c)
-        self.assertNotIn("volumes", dep["spec"]["template"]["spec"])
-        # everything else is the base's Deployment
-        want = json.loads(json.dumps(base))
-        wc = want["spec"]["template"]["spec"]["containers"][0]
-        wc["args"] = c["args"]
-        del wc["volumeMounts"]
-        del want["spec"]["template"]["spec"]["volumes"]
-        self.assertEqual(dep, want)
-        flags = serve_flags()
-        if flags is not None:
-            self.assertLessEqual(set(flag_names(c["args"][1:])), flags)
+        for d in FILE_OVERLAYS:
+            with self.subTest(overlay=d):
+                dep = self.get(d, "Deployment")
+                spec = dep["spec"]["template"]["spec"]
+                [c] = spec["containers"]
+                self.assertEqual(c["args"], FILE_ARGS)
+                self.assertEqual(c["volumeMounts"], [
+                    {"name": "certs", "mountPath": CERT_DIR, "readOnly": True}])
+                # 0440, group-owned by the fsGroup, which is the user's group
+                self.assertEqual(spec["volumes"], [
+                    {"name": "certs", "secret": {"secretName": TLS_SECRET,
+                                                 "defaultMode": 0o440}}])
+                self.assertEqual(spec["securityContext"]["fsGroup"], NONROOT)
+                # everything else is the base's Deployment
+                want = json.loads(json.dumps(base))
+                wc = want["spec"]["template"]["spec"]["containers"][0]
+                wc["args"] = FILE_ARGS
+                wc["volumeMounts"] = c["volumeMounts"]
+                want["spec"]["template"]["spec"]["volumes"] = spec["volumes"]
+                self.assertEqual(dep, want)
+                flags = serve_flags()
+                if flags is not None:
+                    self.assertLessEqual(set(flag_names(c["args"][1:])), flags)
 
-    def test_managed_webhook_configurations_have_no_ca_bundle(self):
+    def test_manual_webhooks_carry_the_placeholder_ca_bundle(self):
         for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
             with self.subTest(kind=kind):
                 base = [o for o in self.base if o["kind"] == kind][0]
-                got = self.managed(kind)
+                got = self.get("manual", kind)
+                [w] = got["webhooks"]
+                self.assertEqual(base64.b64decode(w["clientConfig"]["caBundle"]),
+                                 b'caBundle not set: see README.md, '
+                                 b'"Signing your own certificates"')
                 want = json.loads(json.dumps(base))
-                for w in want["webhooks"]:
-                    del w["clientConfig"]["caBundle"]
+                want["webhooks"][0]["clientConfig"]["caBundle"] = w["clientConfig"]["caBundle"]
+                self.assertEqual(got, want)
+        self.assertEqual(sorted(self.added("manual")), [])
+
+    def test_cert_manager_objects_exactly(self):
+        added = self.added("cert-manager")
+        self.assertEqual(sorted(added), sorted([
+            (CM, "Issuer", NS, NAME + "-selfsigned"), (CM, "Certificate", NS, NAME + "-ca"),
+            (CM, "Issuer", NS, NAME + "-ca"), (CM, "Certificate", NS, NAME)]))
+        labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": NAME}
+        for key, o in added.items():
+            with self.subTest(object=key):
+                self.assertEqual(o["metadata"]["labels"], labels)
+        issuer = lambda n: {"group": "cert-manager.io", "kind": "Issuer", "name": n}
+        self.assertEqual(added[(CM, "Issuer", NS, NAME + "-selfsigned")]["spec"],
+                         {"selfSigned": {}})
+        self.assertEqual(added[(CM, "Certificate", NS, NAME + "-ca")]["spec"], {
+            "isCA": True, "commonName": NAME + "-ca", "secretName": NAME + "-ca",
+            "duration": "87600h", "renewBefore": "720h",
+            "privateKey": {"algorithm": "RSA", "size": 2048, "rotationPolicy": "Never"},
+            "issuerRef": issuer(NAME + "-selfsigned")})
+        # the CA Issuer signs with the CA Certificate's Secret
+        self.assertEqual(added[(CM, "Issuer", NS, NAME + "-ca")]["spec"],
+                         {"ca": {"secretName": NAME + "-ca"}})
+        svc = [o for o in self.rendered["cert-manager"] if o["kind"] == "Service"][0]
+        name, ns = svc["metadata"]["name"], svc["metadata"]["namespace"]
+        self.assertEqual(added[(CM, "Certificate", NS, NAME)]["spec"], {
+            "secretName": TLS_SECRET,
+            "dnsNames": [name, "%s.%s" % (name, ns), "%s.%s.svc" % (name, ns),
+                         "%s.%s.svc.cluster.local" % (name, ns)],
+            "duration": "8760h", "renewBefore": "720h",
+            "usages": ["server auth", "digital signature", "key encipherment"],
+            "privateKey": {"algorithm": "RSA", "size": 2048, "rotationPolicy": "Always"},
+            "issuerRef": issuer(NAME + "-ca")})
+        # what kube-apiserver calls, <service>.<namespace>.svc, is among the names
+        self.assertIn(harness.service_dns(name, ns),
+                      added[(CM, "Certificate", NS, NAME)]["spec"]["dnsNames"])
+
+    def test_cert_manager_injects_the_serving_certificates_ca_into_both_webhooks(self):
+        certs = {"%s/%s" % (o["metadata"]["namespace"], o["metadata"]["name"]): o
+                 for o in self.rendered["cert-manager"] if o["kind"] == "Certificate"}
+        dep = self.get("cert-manager", "Deployment")
+        mounted = dep["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"]
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            with self.subTest(kind=kind):
+                got = self.get("cert-manager", kind)
+                self.assertEqual(got["metadata"]["annotations"],
+                                 {INJECT_CA_FROM: "%s/%s" % (NS, NAME)})
+                # it names a Certificate of this render, the one whose Secret is mounted
+                cert = certs.get(got["metadata"]["annotations"][INJECT_CA_FROM])
+                self.assertIsNotNone(cert, "inject-ca-from names no Certificate of the render")
+                self.assertEqual(cert["spec"]["secretName"], mounted)
+                self.assertNotIn("isCA", cert["spec"])
+                # no caBundle: the cainjector sets it; otherwise the base's configuration
+                base = [o for o in self.base if o["kind"] == kind][0]
+                want = json.loads(json.dumps(base))
+                want["metadata"]["annotations"] = got["metadata"]["annotations"]
                 self.assertEqual(got, want)
 
-    def test_managed_rbac_is_the_secret_and_the_two_configurations_by_name(self):
-        added = self.added("managed")
-        rbac = "rbac.authorization.k8s.io/v1"
-        self.assertEqual(sorted(added), sorted([
-            (rbac, "ClusterRole", "", NAME + "-certs"),
-            (rbac, "ClusterRoleBinding", "", NAME + "-certs"),
-            (rbac, "Role", NS, NAME + "-certs"),
-            (rbac, "RoleBinding", NS, NAME + "-certs")]))
-        self.assertEqual(added[(rbac, "Role", NS, NAME + "-certs")]["rules"], [
-            {"apiGroups": [""], "resources": ["secrets"],
-             "resourceNames": ["volcano-plugin-webhook-certs"], "verbs": ["get", "update"]},
-            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}])
-        self.assertEqual(added[(rbac, "ClusterRole", "", NAME + "-certs")]["rules"], [
-            {"apiGroups": ["admissionregistration.k8s.io"],
-             "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
-             "resourceNames": [NAME], "verbs": ["get", "patch"]}])
-        sa = [{"kind": "ServiceAccount", "name": NAME, "namespace": NS}]
-        for kind, role in (("RoleBinding", "Role"), ("ClusterRoleBinding", "ClusterRole")):
-            with self.subTest(kind=kind):
-                b = self.managed(kind, NAME + "-certs")
-                self.assertEqual(b["roleRef"], {"apiGroup": "rbac.authorization.k8s.io",
-                                                "kind": role, "name": NAME + "-certs"})
-                self.assertEqual(b["subjects"], sa)
-
-    def test_readme_says_how_to_install_managed(self):
+    def test_readme_says_how_to_install_each_overlay(self):
         with open(README, encoding="utf-8") as f:
             readme = f.read()
-        self.assertTrue("kubectl apply -k manifests/overlays/managed/" in readme,
-                        "README.md does not say how to install the managed overlay")
+        for d in overlays():
+            with self.subTest(overlay=d):
+                self.assertIn("kubectl apply -k manifests/overlays/%s/" % d, readme)
+        self.assertNotIn("overlays/managed", readme)
+
     # ------------------------------------------------------------ namespaced
 
     def namespaced(self, kind, name=NAME, namespace=None):
@@ -740,8 +889,12 @@ class OverlaysTest(unittest.TestCase):
             key = object_key(o)
             if key not in changed | gone:
                 self.assertEqual(got.get(key), o, key)
-        self.assertEqual([o["kind"] for o in self.rendered["namespaced"]
-                          if o["kind"].startswith("Cluster")], [])
+        # cluster-wide: only the base's rights on the two webhook configurations by name
+        self.assertEqual(sorted((o["kind"], o["metadata"]["name"])
+                                for o in self.rendered["namespaced"]
+                                if o["kind"].startswith("Cluster")),
+                         [("ClusterRole", NAME + "-certs"),
+                          ("ClusterRoleBinding", NAME + "-certs")])
         self.assertEqual(sorted(self.added("namespaced")), sorted(
             ("rbac.authorization.k8s.io/v1", kind, ns, NAME)
             for kind in ("Role", "RoleBinding") for ns in NAMESPACED_SERVED))
@@ -827,9 +980,10 @@ class OverlaysTest(unittest.TestCase):
         self.assertEqual([p["name"] for p in svc["spec"]["ports"]], [ep["port"]])
         self.assertEqual((ep["scheme"], ep["path"]), ("https", "/metrics"))
         # the serving certificate, verified against its CA for the Service's name
+        # against the trust bundle of the managed certificates' Secret
         self.assertEqual(ep["tlsConfig"], {
             "serverName": "%s.%s.svc" % (NAME, NS),
-            "ca": {"secret": {"name": TLS_SECRET, "key": "ca.crt"}}})
+            "ca": {"secret": {"name": CERT_SECRET, "key": "ca-bundle.crt"}}})
         self.assertNotIn("insecureSkipVerify", json.dumps(sm))
 
     def test_alerts_are_the_readme_ones_on_real_metrics(self):

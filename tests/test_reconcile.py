@@ -362,10 +362,14 @@ class ReconcileTest(unittest.TestCase):
                  == cm_data(job), "ConfigMap data repaired at resync")
 
     def test_foreign_object_left_alone(self):
+        # owned by a Pod that exists (an object of an absent owner is garbage collected)
+        owner = self.env.api.create_objects([{"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": "someone", "namespace": "foreign"}}])[0]
         foreign = {"apiVersion": "v1", "kind": "ConfigMap",
                    "metadata": {"name": "mpi-job-svc", "namespace": "foreign",
                                 "ownerReferences": [{"apiVersion": "v1", "kind": "Pod",
-                                                     "name": "someone", "uid": "other-uid"}]},
+                                                     "name": "someone",
+                                                     "uid": owner["metadata"]["uid"]}]},
                    "data": {"mine": "yes"}}
         stored = self.env.api.create_objects([foreign])[0]
         job = self.c.create_job("mpi-job", "foreign")

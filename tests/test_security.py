@@ -211,19 +211,28 @@ class KeyPermissionsTest(unittest.TestCase):
         self.assertTrue(w.process.alive())
 
     def test_deployment_mounts_the_key_privately(self):
+        # The base runs managed certificates (no key file); the overlays that mount the
+        # TLS Secret patch its volume and args in (deployment-tls-files.yaml).
         with open(os.path.join(MANIFESTS, "deployment.yaml")) as f:
             dep = yaml.safe_load(f)
         spec = dep["spec"]["template"]["spec"]
-        vols = {v["name"]: v for v in spec["volumes"]}
-        mode = vols["certs"]["secret"]["defaultMode"]
-        self.assertIn(mode, (0o440, 0o400))
-        if mode == 0o440:  # group read only helps with the pod's fsGroup
-            self.assertEqual(spec["securityContext"]["fsGroup"],
-                             spec["securityContext"]["runAsGroup"])
         ctr = spec["containers"][0]
         self.assertTrue(ctr["securityContext"]["readOnlyRootFilesystem"])
         self.assertTrue(spec["securityContext"]["runAsNonRoot"])
         self.assertNotIn("--allow-insecure-key-permissions", " ".join(ctr["args"]))
+        for overlay in ("manual", "cert-manager"):
+            with self.subTest(overlay=overlay):
+                with open(os.path.join(ROOT, "manifests", "overlays", overlay,
+                                       "deployment-tls-files.yaml")) as f:
+                    ops = {op["path"]: op.get("value") for op in yaml.safe_load(f)}
+                vols = {v["name"]: v for v in ops["/spec/template/spec/volumes"]}
+                mode = vols["certs"]["secret"]["defaultMode"]
+                self.assertIn(mode, (0o440, 0o400))
+                if mode == 0o440:  # group read only helps with the pod's fsGroup
+                    self.assertEqual(spec["securityContext"]["fsGroup"],
+                                     spec["securityContext"]["runAsGroup"])
+                args = ops["/spec/template/spec/containers/0/args"]
+                self.assertNotIn("--allow-insecure-key-permissions", " ".join(args))
 
 
 # ---------------------------------------------------------------- RBAC

@@ -58,7 +58,7 @@ class PortTakenTest(unittest.TestCase):
              ["--bind-address", "127.0.0.1", "--tls-cert-file", certs["tls.crt"],
               "--tls-private-key-file", certs["tls.key"]]),
             # :: takes IPv4 too, so 127.0.0.1's listener is in its way as well
-            ("--self-signed (caBundle patch), default address", "::", ["--self-signed"]),
+            ("--self-signed (managed, the Secret in memory), default address", "::", ["--self-signed"]),
         ]
         for name, address, args in cases:
             with self.subTest(name):

@@ -31,6 +31,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/jsonw.h"
 #include "base/log.h"
 #include "base/sanitize.h"
 #include "plugins/diagnose.h"
@@ -216,14 +217,13 @@ static int parse_review(const json_t *review, const char **api_out, struct mutat
 }
 
 /*
- * The answer is written as text, piece by piece, not built as one json_t and
- * dumped: the base64 patch is most of its bytes, and json_dumps would copy it
- * into a json_string (a UTF-8 check) and then escape-scan it character by
- * character. base64 never needs escaping, so it goes straight into the body.
- * The bytes are exactly those json_dumps(JSON_COMPACT) gives for
- * {"apiVersion","kind","response":{"uid","allowed"[,"patchType","patch"]
- * [,"warnings"][,"status"]}}: the pieces are dumped with JSON_EMBED (no
- * enclosing braces) in that key order.
+ * The answer is written as text, piece by piece (base/jsonw.h), not built as a
+ * json_t and dumped, and the patch comes as text from the diff itself
+ * (mutate_review_text): no ops tree, no dump. base64 never needs escaping, so it goes
+ * straight into the body. The bytes are exactly those json_dumps(JSON_COMPACT) gives
+ * for {"apiVersion","kind","response":{"uid","allowed"[,"patchType","patch"]
+ * [,"warnings"][,"status"]}} in that key order (tests/webhook/check_answer.c
+ * compares the two).
  */
 /*
  * The most JSON Patch text an answer carries. The patched pod must still fit a request
@@ -233,41 +233,14 @@ static int parse_review(const json_t *review, const char **api_out, struct mutat
  */
 #define ADMISSION_MAX_PATCH (3u << 20)
 
-/* json_dump_callback_t appending to a struct buf; its failure stays in the buf's rc. */
-static int outbuf_add(const char *buf, size_t size, void *data)
+/* base64 (RFC 4648, no line breaks) of the patch's text, appended to o. */
+static void answer_patch_base64(struct buf *o, const struct buf *text)
 {
-    return buf_append(data, buf, size) < 0 ? -1 : 0;
-}
-
-static void outbuf_str(struct buf *o, const char *s)
-{
-    int rc = buf_append_str(o, s);
-
-    (void)rc; /* kept in o->rc, seen once by answer_encode */
-}
-
-/* The members of object v, compact, without its braces; a NULL v counts as ENOMEM. */
-static void outbuf_members(struct buf *o, const json_t *v)
-{
-    if (v == NULL || json_dump_callback(v, outbuf_add, o, JSON_COMPACT | JSON_EMBED) < 0)
-        buf_fail(o, WH_ENOMEM); /* a no-op when o already failed */
-}
-
-/* base64 (RFC 4648, no line breaks) of the compact JSON of ops, appended to o; the
- * dump stops past ADMISSION_MAX_PATCH (WH_ETOOBIG in o->rc). */
-static void outbuf_patch_base64(struct buf *o, const json_t *ops)
-{
-    struct buf text;
-
-    buf_init(&text, ADMISSION_MAX_PATCH);
-    if (json_dump_callback(ops, outbuf_add, &text, JSON_COMPACT) < 0 || text.rc < 0) {
-        buf_fail(o, text.rc < 0 ? text.rc : WH_ENOMEM);
-    } else if (buf_reserve(o, 4 * ((text.len + 2) / 3)) == 0) {
+    if (buf_reserve(o, 4 * ((text->len + 2) / 3)) == 0) {
         /* EVP_EncodeBlock writes the NUL too: reserve leaves room for it. */
         o->len += (size_t)EVP_EncodeBlock((unsigned char *)o->data + o->len,
-                                          (const unsigned char *)buf_cstr(&text), (int)text.len);
+                                          (const unsigned char *)buf_cstr(text), (int)text->len);
     }
-    buf_dispose(&text);
 }
 
 /*
@@ -298,80 +271,69 @@ static long json_container_count(const char *s, size_t len)
     return n;
 }
 
-/* The members of the AdmissionResponse after uid and allowed (warnings, status),
- * as an object; new reference, NULL on ENOMEM. */
-static json_t *response_tail(const struct mutate_result *res)
+/* The members of the AdmissionResponse after the patch: ,"warnings" and ,"status". */
+static void answer_tail(struct buf *o, const struct mutate_result *res)
 {
-    json_t *tail = json_object();
-
-    if (tail == NULL)
-        return NULL;
     if (res->warnings.n > 0) {
-        if (json_object_set_new(tail, "warnings", warnings_to_json(&res->warnings)) < 0)
-            goto fail;
+        jsonw_lit(o, ",\"warnings\":[");
+        for (size_t i = 0; i < res->warnings.n; i++) {
+            if (i > 0)
+                jsonw_lit(o, ",");
+            jsonw_cstring(o, res->warnings.items[i]); /* valid UTF-8: warnings_add */
+        }
+        jsonw_lit(o, "]");
     }
     if (!res->allowed) {
         /* A denial always carries a code; 500 if mutate left none. */
         int code = res->status_code > 0 ? res->status_code : 500;
         char msg[sizeof(res->message)];
+        char num[16];
 
         /* A message cut inside a character is not valid UTF-8: fall back to ASCII. */
         memcpy(msg, res->message, sizeof(msg));
         msg[sizeof(msg) - 1] = '\0';
         if (!utf8_valid(msg))
             sanitize_ascii(msg);
-        if (json_object_set_new(
-                tail, "status",
-                json_pack("{s:i, s:s, s:s}", "code", code, "message", msg, "status", "Failure"))
-            < 0)
-            goto fail;
+        snprintf(num, sizeof(num), "%d", code);
+        jsonw_lit(o, ",\"status\":{\"code\":");
+        jsonw_raw(o, num, strlen(num));
+        jsonw_lit(o, ",\"message\":");
+        jsonw_cstring(o, msg);
+        jsonw_lit(o, ",\"status\":\"Failure\"}");
     }
-    return tail;
-fail:
-    json_decref(tail);
-    return NULL;
 }
 
 /*
- * Encode the AdmissionReview answer for res into a malloc'd *out.
- * @return 0, WH_ETOOBIG (the patch is over ADMISSION_MAX_PATCH) or WH_ENOMEM;
- *         nothing allocated is left behind.
+ * Encode the AdmissionReview answer for res, with the patch's text (when res has
+ * ops), into a malloc'd *out.
+ * @return 0 or WH_ENOMEM; nothing allocated is left behind.
  */
 static int answer_encode(const char *api, const char *uid, const struct mutate_result *res,
-                         char **out, size_t *out_len)
+                         const struct buf *patch, char **out, size_t *out_len)
 {
     struct buf o;
-    json_t *head = json_pack("{s:s, s:s}", "apiVersion", api, "kind", "AdmissionReview");
-    json_t *first = json_pack("{s:s, s:b}", "uid", uid, "allowed", res->allowed);
-    json_t *tail = response_tail(res);
     char *text;
     size_t len;
-    int rc;
 
     buf_init(&o, BUF_NO_MAX);
-    outbuf_str(&o, "{");
-    outbuf_members(&o, head);
-    outbuf_str(&o, ",\"response\":{");
-    outbuf_members(&o, first);
-    if (json_is_array(res->patch) && json_array_size(res->patch) > 0) {
-        outbuf_str(&o, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
-        outbuf_patch_base64(&o, res->patch);
-        outbuf_str(&o, "\"");
+    jsonw_lit(&o, "{\"apiVersion\":");
+    jsonw_cstring(&o, api);
+    jsonw_lit(&o, ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
+    jsonw_cstring(&o, uid);
+    if (res->allowed)
+        jsonw_lit(&o, ",\"allowed\":true");
+    else
+        jsonw_lit(&o, ",\"allowed\":false");
+    if (res->patch_ops > 0 && patch != NULL) {
+        jsonw_lit(&o, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
+        answer_patch_base64(&o, patch);
+        jsonw_lit(&o, "\"");
     }
-    if (tail != NULL && json_object_size(tail) > 0) {
-        outbuf_str(&o, ",");
-        outbuf_members(&o, tail);
-    } else if (tail == NULL) {
-        buf_fail(&o, WH_ENOMEM);
-    }
-    outbuf_str(&o, "}}");
-    json_decref(head);
-    json_decref(first);
-    json_decref(tail);
-    rc = o.rc == WH_ETOOBIG ? WH_ETOOBIG : WH_ENOMEM; /* if buf_take gives NULL */
+    answer_tail(&o, res);
+    jsonw_lit(&o, "}}");
     text = buf_take(&o, &len);
     if (text == NULL)
-        return rc;
+        return WH_ENOMEM;
     *out = text;
     *out_len = len;
     return 0;
@@ -395,7 +357,7 @@ static void record(int status, const struct mutate_result *res, double started)
 
     if (status == 200 && !res->allowed)
         outcome = METRICS_DENIED;
-    else if (status == 200 && json_array_size(res->patch) > 0)
+    else if (status == 200 && res->patch_ops > 0)
         outcome = METRICS_PATCHED;
     else if (status == 200)
         outcome = METRICS_UNCHANGED;
@@ -418,6 +380,7 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
     char q[LOG_QUOTE_SIZE(sizeof(b.msg))]; /* b.msg quoted for the log */
     json_error_t jerr;
     json_t *review = NULL;
+    struct buf patch;
     const char *api = NULL;
     const char *job = "";
     const char *job_uid = "";
@@ -427,6 +390,7 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
     *out = NULL;
     *out_len = 0;
     mutate_result_init(&res);
+    buf_init(&patch, ADMISSION_MAX_PATCH);
 
     if (body == NULL || len == 0) {
         status = answer_status(400, "BadRequest", "request body is empty", out, out_len);
@@ -456,20 +420,18 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
         goto out;
     }
 
-    mutate_review(&req, src, opt, &res);
+    mutate_review_text(&req, src, opt, &patch, &res);
 
-    rc = answer_encode(api, req.uid, &res, out, out_len);
-    if (rc == WH_ETOOBIG) {
+    if (patch.rc == WH_ETOOBIG) {
         /* A patch no pod can take: denied, as a plugin error is (D7). */
         res.allowed = false;
         res.status_code = 400;
         snprintf(res.message, sizeof(res.message),
                  "the plugins' patch for this pod is over %u bytes, more than a pod can hold",
                  ADMISSION_MAX_PATCH);
-        json_decref(res.patch);
-        res.patch = NULL;
-        rc = answer_encode(api, req.uid, &res, out, out_len);
+        res.patch_ops = 0;
     }
+    rc = answer_encode(api, req.uid, &res, &patch, out, out_len);
     if (rc < 0) {
         status = answer_status(500, "InternalError", "out of memory", out, out_len);
         goto out;
@@ -493,12 +455,13 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
                   log_quote(qv[0], sizeof(qv[0]), req.uid), log_quote(qv[1], sizeof(qv[1]), req.ns),
                   log_quote(qv[2], sizeof(qv[2]), pod_name(req.pod)),
                   log_quote(qv[3], sizeof(qv[3]), job), res.allowed ? "true" : "false",
-                  json_is_array(res.patch) ? json_array_size(res.patch) : (size_t)0,
-                  plugins[0] != '\0' ? plugins : "none", (clock_mono_s() - started) * 1000);
+                  res.patch_ops, plugins[0] != '\0' ? plugins : "none",
+                  (clock_mono_s() - started) * 1000);
     }
 out:
     record(status, &res, started);
     json_decref(review);
+    buf_dispose(&patch);
     mutate_result_dispose(&res);
     return status;
 }

@@ -40,6 +40,7 @@ void mutate_result_dispose(struct mutate_result *r)
 {
     json_decref(r->patch);
     r->patch = NULL;
+    r->patch_ops = 0;
     json_decref(r->pod);
     r->pod = NULL;
 }
@@ -59,6 +60,7 @@ static void deny(struct mutate_result *out, int code, const char *fmt, ...)
     wh_utf8_sanitize(out->message);
     json_decref(out->patch);
     out->patch = NULL;
+    out->patch_ops = 0;
 }
 
 static const char *str_or_empty(const char *s)
@@ -493,7 +495,8 @@ static bool d15_deny(const struct chain *ch, const json_t *pod, const json_t *co
     return true;
 }
 
-void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
+/* mutate_pod_with_job; with text != NULL the patch is written there (mutate_review_text). */
+static void pod_with_job(const json_t *job, const json_t *pod, const char *ns, struct buf *text,
                          struct mutate_result *out)
 {
     struct chain ch = {.job = job};
@@ -534,10 +537,19 @@ void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
         return;
     }
 
+    if (text != NULL) {
+        /* WH_ETOOBIG stays in text->rc: the cap is the caller's, and so is the answer. */
+        rc = patch_diff_write(pod, copy, text, &out->patch_ops);
+        if (rc < 0 && rc != WH_ETOOBIG)
+            goto nomem;
+        out->pod = copy;
+        return;
+    }
     patch = patch_diff(pod, copy);
     if (patch == NULL)
         goto nomem;
-    if (json_array_size(patch) == 0) {
+    out->patch_ops = json_array_size(patch);
+    if (out->patch_ops == 0) {
         json_decref(patch);
         patch = NULL;
     }
@@ -547,6 +559,12 @@ void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
 nomem:
     json_decref(copy);
     deny(out, 500, "out of memory");
+}
+
+void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
+                         struct mutate_result *out)
+{
+    pod_with_job(job, pod, ns, NULL, out);
 }
 
 /* ---- D16: the Job's diagnostics, told on each of its pods ---- */
@@ -621,8 +639,9 @@ static void job_warnings(const struct jobsource *src, const json_t *job, struct 
     free(d);
 }
 
-void mutate_review(const struct mutate_request *req, const struct jobsource *src,
-                   const struct mutate_options *opt, struct mutate_result *out)
+/* mutate_review; with text != NULL the patch is written there (mutate_review_text). */
+static void review(const struct mutate_request *req, const struct jobsource *src,
+                   const struct mutate_options *opt, struct buf *text, struct mutate_result *out)
 {
     const char *job_name_ref = NULL;
     const char *owner_uid = NULL;
@@ -718,9 +737,22 @@ void mutate_review(const struct mutate_request *req, const struct jobsource *src
                  log_quote(qa, sizeof(qa), req->uid), key, uid,
                  log_quote(qb, sizeof(qb), owner_uid));
     } else {
-        mutate_pod_with_job(job, req->pod, ns, out);
+        pod_with_job(job, req->pod, ns, text, out);
         if (out->allowed)
             job_warnings(src, job, out);
     }
     json_decref(job);
+}
+
+void mutate_review(const struct mutate_request *req, const struct jobsource *src,
+                   const struct mutate_options *opt, struct mutate_result *out)
+{
+    review(req, src, opt, NULL, out);
+}
+
+void mutate_review_text(const struct mutate_request *req, const struct jobsource *src,
+                        const struct mutate_options *opt, struct buf *patch_text,
+                        struct mutate_result *out)
+{
+    review(req, src, opt, patch_text, out);
 }

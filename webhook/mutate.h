@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "base/buf.h"
 #include "base/error.h"
 #include "plugins/jobsource.h"
 #include "plugins/warnings.h"
@@ -44,7 +45,9 @@ struct mutate_result {
     bool allowed;
     int status_code;          /* response.status.code when denied (400, 500) */
     char message[512];        /* response.status.message when denied */
-    json_t *patch;            /* new reference: RFC 6902 ops; NULL when there are none */
+    json_t *patch;            /* new reference: RFC 6902 ops; NULL when there are none or
+                                 when they were written as text (mutate_review_text) */
+    size_t patch_ops;         /* ops in the patch, either form */
     json_t *pod;              /* new reference: the mutated pod; NULL when not served */
     struct warnings warnings; /* response.warnings */
     unsigned enabled;         /* bit k: plugin_registry[k] was in the effective set */
@@ -68,6 +71,19 @@ void mutate_result_dispose(struct mutate_result *r);
  */
 void mutate_review(const struct mutate_request *req, const struct jobsource *src,
                    const struct mutate_options *opt, struct mutate_result *out);
+
+/**
+ * mutate_review with the patch written as text, for the AdmissionResponse: the ops
+ * are appended to patch_text as the compact JSON of the op array as the diff finds
+ * them (base/patch.h patch_diff_write: no ops tree), out->patch stays NULL and
+ * out->patch_ops counts them; every other outcome is mutate_review's.
+ * @param patch_text  caller-owned, empty. Its max bounds the patch: a patch over it
+ *                    leaves WH_ETOOBIG in patch_text->rc with out still allowed, for
+ *                    the caller to answer. Left as it is when no diff is made.
+ */
+void mutate_review_text(const struct mutate_request *req, const struct jobsource *src,
+                        const struct mutate_options *opt, struct buf *patch_text,
+                        struct mutate_result *out);
 
 /**
  * Run the effective plugin chain of job on a copy of pod (D1, D2, D5, D13,

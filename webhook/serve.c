@@ -24,9 +24,7 @@
  * serve_apply_tls runs on the certwatch thread and calls the thread-safe
  * server_set_tls_pair (certwatch then sets the certificate-expiry gauge, an
  * atomic in metrics.c). With
- * --self-signed, the caBundle patch thread (certs/selfsigned.c, started after
- * the signal mask) uses the shared client; serve_ready reads its atomic flag.
- * With --cert-secret, the certificate keeper (controller/certkeeper.h) runs its
+ * --cert-secret or --self-signed, the certificate keeper (controller/certkeeper.h) runs its
  * rounds on the main thread until this replica has a pair, then on a thread of
  * its own, with the shared client; its on_pair (managed_on_pair) calls the
  * thread-safe server_set_tls_pair; serve_on_leading feeds it the Lease, and
@@ -48,8 +46,6 @@
 #include "base/log.h"
 #include "certs/certs.h"
 #include "certs/certwatch.h"
-#include "certs/selfsigned.h"
-#include "controller/cabundle.h"
 #include "controller/cache.h"
 #include "controller/certkeeper.h"
 #include "controller/informer.h"
@@ -70,22 +66,6 @@ static void on_signal(int sig)
 {
     stop_signal = sig;
 }
-
-/* ---- --self-signed: readiness flag ---- */
-
-/* The caBundle patcher of --self-signed, NULL without it. Set on the main thread
- * before server_run and cleared after server_stop, so MHD workers only read it. */
-static const struct cabundle_patcher *ready_patcher;
-
-/* NULL when our caBundle is in place (or --self-signed is off), else the reason. */
-static const char *selfsigned_not_ready(void)
-{
-    if (ready_patcher == NULL || cabundle_done(ready_patcher))
-        return NULL;
-    return "caBundle not patched yet";
-}
-
-/* ---- end of --self-signed readiness flag ---- */
 
 /* ---- --cert-secret: readiness ---- */
 
@@ -117,11 +97,9 @@ static const char *managed_not_ready(void)
  * MHD workers; cache_synced is atomic. */
 static const char *serve_ready(void *userdata)
 {
-    const char *why = selfsigned_not_ready(); /* --self-signed: once our CA is trusted */
+    /* --cert-secret, --self-signed: once the API server trusts what we serve */
+    const char *why = managed_not_ready();
 
-    if (why != NULL)
-        return why;
-    why = managed_not_ready(); /* --cert-secret: once the API server trusts what we serve */
     if (why != NULL)
         return why;
     return cache_synced(userdata) ? NULL : "jobs cache not synced";
@@ -274,70 +252,6 @@ static int reconcile_side_lead(struct serve_reconcile *rs, struct k8s_client *kc
     }
     return 0;
 }
-
-/* ---- --self-signed: in-memory pair and caBundle patch ---- */
-
-/* The --self-signed objects; main thread only. */
-struct serve_selfsigned {
-    const struct serve_options *opt;  /* the parsed flags, borrowed */
-    struct certs_pair ca;             /* the CA made at start-up */
-    struct cabundle_patcher *patcher; /* owned */
-};
-
-/* Make the CA and the serving pair for SERVICE.NS (ns: the Lease namespace). */
-static int selfsigned_side_generate(struct serve_selfsigned *ss, const char *ns,
-                                    struct certs_pair *leaf)
-{
-    struct selfsigned_config cfg;
-    struct wh_error err = {0, ""};
-
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.service = ss->opt->service_name;
-    cfg.ns = ns;
-    cfg.extra = ss->opt->tls_sans;
-    cfg.nextra = ss->opt->ntls_sans;
-    cfg.key_type = CERTS_KEY_ECDSA_P256;
-    if (selfsigned_generate(&cfg, &ss->ca, leaf, &err) < 0) {
-        LOG_ERROR("cannot make the self-signed serving certificate: %s", err.msg);
-        return -1;
-    }
-    LOG_INFO("self-signed serving certificate made service=%s namespace=%s extra_sans=%zu "
-             "webhook_config=%s",
-             ss->opt->service_name, ns, ss->opt->ntls_sans, ss->opt->webhook_config);
-    LOG_WARN("--self-signed: this replica made its own CA; with several replicas the last "
-             "to patch the caBundle wins (single-replica or test setups only)");
-    return 0;
-}
-
-/* Start patching the caBundle; /readyz waits for it. Main thread, before server_run. */
-static int selfsigned_side_start(struct serve_selfsigned *ss, struct k8s_client *kc)
-{
-    struct cabundle_config pcfg;
-    struct wh_error err = {0, ""};
-
-    if (!ss->opt->self_signed)
-        return 0;
-    memset(&pcfg, 0, sizeof(pcfg));
-    pcfg.webhook_config = ss->opt->webhook_config;
-    pcfg.ca_pem = ss->ca.cert_pem;
-    if (cabundle_start(&ss->patcher, kc, &pcfg, &err) < 0) {
-        LOG_ERROR("cannot start the caBundle patch: %s", err.msg);
-        return -1;
-    }
-    ready_patcher = ss->patcher;
-    return 0;
-}
-
-/* After server_stop (its readiness callback reads the patcher). */
-static void selfsigned_side_stop(struct serve_selfsigned *ss)
-{
-    ready_patcher = NULL;
-    cabundle_stop(ss->patcher);
-    ss->patcher = NULL;
-    certs_pair_dispose(&ss->ca);
-}
-
-/* ---- end of --self-signed ---- */
 
 /* ---- operations: TLS hot reload, metrics, connection limits, graceful shutdown,
  *      hostile clients ---- */
@@ -551,7 +465,36 @@ static void ops_stop(struct serve_ops *ops)
 
 /* ---- end of operations ---- */
 
-/* ---- --cert-secret: managed certificates (controller/certkeeper.h) ---- */
+/* ---- --cert-secret, --self-signed: managed certificates (controller/certkeeper.h) ---- */
+
+#define SELFSIGNED_SECRET "self-signed" /* the in-memory Secret's name, in logs only */
+
+/* Managed mode: the Secret in the API (--cert-secret) or in memory (--self-signed). */
+static bool managed_mode(const struct serve_options *o)
+{
+    return o->cert_secret != NULL || o->self_signed;
+}
+
+/* The Secret's name, for the keeper and the logs. */
+static const char *managed_secret(const struct serve_options *o)
+{
+    return o->cert_secret != NULL ? o->cert_secret : SELFSIGNED_SECRET;
+}
+
+/* This replica's record key in the Secret: $POD_NAME (the Deployment sets it from
+ * metadata.name), else the hostname (a pod's hostname is its name). */
+static void managed_replica(char *out, size_t len)
+{
+    const char *pod = getenv("POD_NAME");
+
+    if (pod != NULL && pod[0] != '\0' && strlen(pod) < len) {
+        snprintf(out, len, "%s", pod);
+        return;
+    }
+    if (gethostname(out, len) != 0 || out[0] == '\0')
+        snprintf(out, len, "unknown");
+    out[len - 1] = '\0';
+}
 
 #define MANAGED_WAIT_MS     120000L /* serving starts within this, else exit 1 (--help) */
 #define MANAGED_STEP_MS     500L    /* between rounds while waiting */
@@ -559,16 +502,18 @@ static void ops_stop(struct serve_ops *ops)
 #define MANAGED_MIN_POLL_MS 100L
 
 /*
- * The --cert-secret objects; main thread, except that on_pair runs on the keeper's
- * thread once started. first and srv are written on the main thread only, srv before
- * certkeeper_start, and not changed until the keeper is destroyed.
+ * The managed-mode objects; main thread, except that on_pair runs on the keeper's
+ * thread once started. srv is written on the main thread only, before the first
+ * round, and not changed until the keeper is destroyed; has_pair on the main
+ * thread (on_pair runs there until certkeeper_start).
  */
 struct serve_managed {
     const struct serve_options *opt; /* the parsed flags, borrowed */
     struct certkeeper *keeper;       /* owned */
     const char *ns;                  /* the Secret's (the Lease's); borrowed */
-    struct certs_pair *first;        /* where the pair goes before the server exists */
-    struct server *srv;              /* borrowed; NULL until the server exists */
+    char replica[256];               /* this replica's record key */
+    struct server *srv;              /* borrowed; created (not running) before the first round */
+    bool has_pair;                   /* on_pair loaded the Secret's pair into srv */
 };
 
 /*
@@ -587,52 +532,65 @@ static long managed_poll_ms(const struct serve_options *o)
 }
 
 /*
- * certkeeper_pair_fn: before the server exists (main thread), keep the pair for
- * server_create; after (keeper thread), hot-load it for new handshakes (open
- * connections keep theirs) and set the expiry gauge.
+ * certkeeper_pair_fn (main thread until the keeper's thread starts, then that
+ * thread): hot-load the pair into the server for new handshakes (open connections
+ * keep theirs) and set the expiry gauge. The server exists, not yet running, from
+ * before the first round (serve_server_create).
  */
 static int managed_on_pair(void *userdata, const struct certs_pair *pair, struct wh_error *err)
 {
     struct serve_managed *ms = userdata;
-    char *cert;
-    char *key;
     int rc;
 
-    if (ms->srv != NULL) {
-        rc = server_set_tls_pair(ms->srv, pair->cert_pem, pair->key_pem, err);
-        if (rc < 0)
-            return rc;
-        if (certwatch_check_expiry(pair->cert_pem, (long long)time(NULL), NULL) < 0)
-            LOG_WARN("tls: cannot read the serving certificate's notAfter");
-        return 0;
-    }
-    cert = strdup(pair->cert_pem);
-    key = strdup(pair->key_pem);
-    if (cert == NULL || key == NULL) {
-        free(cert);
-        free(key);
-        return wh_error_set(err, WH_ENOMEM, "out of memory");
-    }
-    certs_pair_dispose(ms->first);
-    ms->first->cert_pem = cert;
-    ms->first->key_pem = key;
+    rc = server_set_tls_pair(ms->srv, pair->cert_pem, pair->key_pem, err);
+    if (rc < 0)
+        return rc;
+    if (certwatch_check_expiry(pair->cert_pem, (long long)time(NULL), NULL) < 0)
+        LOG_WARN("tls: cannot read the serving certificate's notAfter");
+    ms->has_pair = true;
     return 0;
 }
 
-/* The keeper, not started, nothing sent (first: where its first pair goes). @return 0 or -1. */
-static int managed_side_create(struct serve_managed *ms, struct k8s_client *kc, const char *ns,
-                               struct certs_pair *first)
+/*
+ * A throwaway pair to create the server with before the Secret's (never served: the
+ * server runs only once on_pair has replaced it), so that the port is bound before
+ * the first request to the API server. @return 0 or -1 after logging.
+ */
+static int managed_placeholder_pair(struct certs_pair *out)
+{
+    static const char *const names[] = {"placeholder.invalid"};
+    struct certs_pair ca = {NULL, NULL};
+    struct wh_error err = {0, ""};
+    int rc;
+
+    rc = certs_generate_ca(&ca, CERTS_KEY_ECDSA_P256, 3600, &err);
+    if (rc == 0)
+        rc =
+            certs_generate_leaf_seconds(out, NULL, &ca, CERTS_KEY_ECDSA_P256, names, 1, 3600, &err);
+    certs_pair_dispose(&ca);
+    if (rc < 0) {
+        LOG_ERROR("cannot make a certificate: %s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* The keeper, not started, nothing sent. @return 0 or -1. */
+static int managed_side_create(struct serve_managed *ms, struct k8s_client *kc, const char *ns)
 {
     const struct serve_options *o = ms->opt;
     struct certkeeper_config cfg;
     struct wh_error err = {0, ""};
 
-    if (o->cert_secret == NULL)
+    if (!managed_mode(o))
         return 0;
+    managed_replica(ms->replica, sizeof(ms->replica));
     memset(&cfg, 0, sizeof(cfg));
     cfg.kc = kc;
     cfg.ns = ns;
-    cfg.secret = o->cert_secret;
+    cfg.secret = managed_secret(o);
+    cfg.replica = ms->replica;
+    cfg.in_memory = o->self_signed;
     cfg.service = o->service_name;
     cfg.extra_sans = o->tls_sans;
     cfg.nextra = o->ntls_sans;
@@ -646,7 +604,6 @@ static int managed_side_create(struct serve_managed *ms, struct k8s_client *kc, 
     cfg.repair_ms = o->cabundle_repair_ms - cfg.poll_ms;
     cfg.on_pair = managed_on_pair;
     cfg.userdata = ms;
-    ms->first = first;
     ms->ns = ns;
     if (certkeeper_create(&ms->keeper, &cfg, &err) < 0) {
         LOG_ERROR("cannot set up the managed certificates: %s", err.msg);
@@ -655,42 +612,50 @@ static int managed_side_create(struct serve_managed *ms, struct k8s_client *kc, 
     pthread_mutex_lock(&ready_keeper_mu);
     ready_keeper = ms->keeper;
     pthread_mutex_unlock(&ready_keeper_mu);
-    LOG_INFO("managed certificates secret=%s/%s service=%s webhook_config=%s validity_s=%lld "
-             "ca_validity_s=%lld renew_before_s=%lld poll_ms=%ld",
-             ns, o->cert_secret, o->service_name, o->webhook_config, cfg.validity_s,
-             cfg.ca_validity_s, cfg.renew_before_s, cfg.poll_ms);
+    if (o->self_signed) {
+        /* its Secret is its own: it keeps it whoever holds the Lease */
+        certkeeper_set_leading(ms->keeper, true);
+        LOG_WARN("--self-signed: this replica keeps its own CA in memory; with several "
+                 "replicas each would put its own in the caBundle (use --cert-secret)");
+    }
+    LOG_INFO("managed certificates secret=%s/%s in_memory=%s replica=%s service=%s "
+             "webhook_config=%s validity_s=%lld ca_validity_s=%lld renew_before_s=%lld "
+             "poll_ms=%ld",
+             ns, cfg.secret, o->self_signed ? "true" : "false", ms->replica, o->service_name,
+             o->webhook_config, cfg.validity_s, cfg.ca_validity_s, cfg.renew_before_s, cfg.poll_ms);
     return 0;
 }
 
 /*
- * Rounds on the main thread (leader election runs) until this replica has a pair,
- * at most MANAGED_WAIT_MS; a stop signal (block: blocked on every thread) ends the
- * wait. @return 0, or -1 after logging.
+ * Rounds on the main thread (leader election runs) until this replica has a pair
+ * in srv (created, not running), at most MANAGED_WAIT_MS; a stop signal (block:
+ * blocked on every thread) ends the wait. @return 0, or -1 after logging.
  */
-static int managed_side_wait(struct serve_managed *ms, const struct leader *leader,
-                             const sigset_t *block)
+static int managed_side_wait(struct serve_managed *ms, struct server *srv,
+                             const struct leader *leader, const sigset_t *block)
 {
     long long t0 = clock_mono_ms();
     long next_log = 0;
 
     if (ms->keeper == NULL)
         return 0;
+    ms->srv = srv;
     for (;;) {
         struct timespec step = {0, MANAGED_STEP_MS * 1000000L};
         struct wh_error err = {0, ""};
         bool leading = !ms->opt->leader_elect || leader_is_leading(leader);
 
         (void)certkeeper_sync(ms->keeper, &err); /* failures are logged there */
-        if (ms->first->cert_pem != NULL) {
+        if (ms->has_pair) {
             LOG_INFO("managed certificates: serving the pair of the secret secret=%s/%s "
                      "waited_ms=%ld",
-                     ms->ns, ms->opt->cert_secret, ms_since(t0));
+                     ms->ns, managed_secret(ms->opt), ms_since(t0));
             return 0;
         }
         if (ms_since(t0) >= MANAGED_WAIT_MS) {
             LOG_ERROR("managed certificates: no serving pair in time, giving up secret=%s/%s "
                       "waited_s=%ld leading=%s err=%s",
-                      ms->ns, ms->opt->cert_secret, MANAGED_WAIT_MS / 1000,
+                      ms->ns, managed_secret(ms->opt), MANAGED_WAIT_MS / 1000,
                       leading ? "true" : "false", LOG_QUOTED(err.msg));
             return -1;
         }
@@ -698,7 +663,8 @@ static int managed_side_wait(struct serve_managed *ms, const struct leader *lead
             /* the Lease holder writes the pair; serving starts once this replica has it */
             LOG_INFO("managed certificates: waiting for a serving pair before serving "
                      "secret=%s/%s leading=%s waited_s=%ld",
-                     ms->ns, ms->opt->cert_secret, leading ? "true" : "false", ms_since(t0) / 1000);
+                     ms->ns, managed_secret(ms->opt), leading ? "true" : "false",
+                     ms_since(t0) / 1000);
             next_log += MANAGED_LOG_MS;
         }
         if (sigtimedwait(block, NULL, &step) > 0) {
@@ -708,14 +674,13 @@ static int managed_side_wait(struct serve_managed *ms, const struct leader *lead
     }
 }
 
-/* Later pairs go to the running server (srv), from the keeper's own thread. @return 0 or -1. */
-static int managed_side_start(struct serve_managed *ms, struct server *srv)
+/* Later pairs go to the running server, from the keeper's own thread. @return 0 or -1. */
+static int managed_side_start(struct serve_managed *ms)
 {
     struct wh_error err = {0, ""};
 
     if (ms->keeper == NULL)
         return 0;
-    ms->srv = srv;
     if (certkeeper_start(ms->keeper, &err) < 0) {
         LOG_ERROR("cannot start the managed certificates: %s", err.msg);
         return -1;
@@ -740,28 +705,30 @@ static void managed_side_stop(struct serve_managed *ms)
  * One run of `serve`, in three steps over this struct (serve_main):
  *
  * serve_start owns everything below from the moment it makes it, and starts it
- * in this order: TLS pair (files, or --self-signed in memory) → Kubernetes
+ * in this order: TLS pair (files; none yet in managed mode) → Kubernetes
  * client (no request yet) → Jobs cache → server created (port bound, pair
  * parsed, nothing served yet) → stop signals blocked (before any thread) →
  * reconciler (idle) → informers (one, or one per --namespaces namespace) →
  * leader election (or reconcile at once) →
- * caBundle patch (--self-signed) → server runs → TLS files watcher → port file.
+ * server runs → TLS files watcher → port file.
  * Whatever can fail on its own (the pair, the client config, the port) fails
  * before the first request to the API server: a replica that cannot serve
  * never takes the Lease, lists no Job and patches no caBundle. It stops at the
  * first failure, leaving what it made for serve_stop.
  *
- * With --cert-secret the pair comes from the API server: the keeper is made after
- * the client (nothing sent), the server is created once the keeper has a pair,
- * after leader election has started (the Lease holder writes the first pair), and
- * the keeper's thread starts after the server runs.
+ * With --cert-secret (or --self-signed, its Secret in memory) the pair comes from
+ * the keeper: it is made after the client (nothing sent); the server is created
+ * with a throwaway pair (the port bound, nothing served); after leader election
+ * has started (the Lease holder writes the first pair) the keeper's rounds run on
+ * the main thread until the Secret's pair is in the server, which only then runs;
+ * the keeper's threads start after.
  *
  * serve_wait owns nothing: it sleeps until a stop signal, then drains the server.
  *
  * serve_stop undoes whatever serve_start got to, in this order: TLS files
  * watcher and /metrics reads → Lease (stops reconciling, released for the
  * successor) → certificate keeper (--cert-secret) → server → lookups → caBundle
- * patch → informers → reconciler →
+ * informers → reconciler →
  * client → cache → TLS pair → signal handlers and mask.
  *
  * Main thread only; the modules it points to have their own thread rules (top of file).
@@ -773,7 +740,6 @@ struct serve_state {
     struct serve_informers inf;      /* list/watch threads, owned */
     struct serve_reconcile rs;       /* reconciler and leader election */
     struct serve_ops ops;            /* TLS reload, metrics, limits, shutdown */
-    struct serve_selfsigned ss;      /* --self-signed */
     struct serve_managed ms;         /* --cert-secret */
     struct server_config scfg;       /* what server_create copies */
     struct certs_pair pair;          /* the TLS pair until the server has its copy */
@@ -792,7 +758,6 @@ static void serve_state_init(struct serve_state *st, const struct serve_options 
     memset(st, 0, sizeof(*st));
     st->opt = o;
     st->rs.opt = o;
-    st->ss.opt = o;
     st->ms.opt = o;
     ops_init(&st->ops, o);
     st->scfg.mutate.lookup_failure = o->lookup_failure;
@@ -812,10 +777,8 @@ static int serve_tls_pair(struct serve_state *st)
                  "kube-apiserver calls webhooks over HTTPS");
         return 0;
     }
-    if (o->cert_secret != NULL) /* from the Secret, once the keeper has it (serve_managed_wait) */
+    if (managed_mode(o)) /* from the Secret, once the keeper has it (serve_managed_wait) */
         return 0;
-    if (o->self_signed) /* SANs from the Service and the Lease (the pod's) namespace */
-        return selfsigned_side_generate(&st->ss, lease_namespace(&st->rs), &st->pair);
     if (!o->allow_insecure_key
         && (key_rc = certs_check_key_permissions(o->tls_key_file, &err)) < 0) {
         /* a key others can read is as good as published;
@@ -875,8 +838,8 @@ static void serve_signals_block(struct serve_state *st)
 
 /*
  * The cluster side, the first requests to the API server: reconciler (idle,
- * before the informer's first event), informer, then leader election and the
- * caBundle patch. @return 0 or -1.
+ * before the informer's first event), informer, then leader election.
+ * @return 0 or -1.
  */
 static int serve_cluster_start(struct serve_state *st)
 {
@@ -914,10 +877,7 @@ static int serve_cluster_start(struct serve_state *st)
                                     o->namespaces[k]);
         LOG_INFO("serving the jobs of these namespaces only namespaces=%s", names);
     }
-    if (reconcile_side_lead(&st->rs, st->lookup.client) < 0)
-        return -1;
-    /* --self-signed: patch the caBundle in the background (after the signal mask) */
-    return selfsigned_side_start(&st->ss, st->lookup.client);
+    return reconcile_side_lead(&st->rs, st->lookup.client);
 }
 
 /* The server created with st->pair: the port bound and the pair parsed, nothing
@@ -937,7 +897,7 @@ static int serve_server_bind(struct serve_state *st)
 
 /*
  * Jobs cache, lookups and the server created: the port bound and the pair
- * parsed, nothing served yet (with --cert-secret the server waits for the pair:
+ * parsed, nothing served yet (in managed mode a throwaway pair until
  * serve_managed_wait). No request to the API server. @return 0 or -1.
  */
 static int serve_server_create(struct serve_state *st)
@@ -970,28 +930,31 @@ static int serve_server_create(struct serve_state *st)
     scfg->ready = serve_ready;
     scfg->ready_userdata = st->cache;
     ops_server_config(&st->ops, scfg); /* operations: connection limits and /metrics */
-    if (o->cert_secret != NULL)
-        return 0; /* --cert-secret: once the keeper has a pair (serve_managed_wait) */
-    return serve_server_bind(st);
+    /* managed mode: bound with a throwaway pair now, the Secret's before it runs
+     * (serve_managed_wait), so that a port taken fails before any request */
+    if (managed_mode(o) && managed_placeholder_pair(&st->pair) < 0)
+        return -1;
+    if (serve_server_bind(st) < 0)
+        return -1;
+    if (managed_mode(o))
+        certs_pair_dispose(&st->pair); /* never served, nor in the expiry gauge */
+    return 0;
 }
 
 /* --cert-secret: the keeper, for the Secret in the Lease namespace. @return 0 or -1. */
 static int serve_managed_create(struct serve_state *st)
 {
-    if (managed_side_create(&st->ms, st->lookup.client, lease_namespace(&st->rs), &st->pair) < 0)
+    if (managed_side_create(&st->ms, st->lookup.client, lease_namespace(&st->rs)) < 0)
         return -1;
-    st->rs.keeper = st->ms.keeper; /* fed the Lease by serve_on_leading */
+    if (st->opt->cert_secret != NULL)  /* --self-signed's keeper leads its own Secret */
+        st->rs.keeper = st->ms.keeper; /* fed the Lease by serve_on_leading */
     return 0;
 }
 
-/* --cert-secret: rounds until this replica has a pair, then the server with it. @return 0 or -1. */
+/* Managed mode: rounds until the server has the Secret's pair. @return 0 or -1. */
 static int serve_managed_wait(struct serve_state *st)
 {
-    if (st->ms.keeper == NULL)
-        return 0;
-    if (managed_side_wait(&st->ms, st->rs.leader, &st->block) < 0)
-        return -1;
-    return serve_server_bind(st);
+    return managed_side_wait(&st->ms, st->srv, st->rs.leader, &st->block);
 }
 
 /* Serve, and what serves with it: expiry gauge, TLS files watcher, port file. @return 0 or -1. */
@@ -1008,14 +971,14 @@ static int serve_server_run(struct serve_state *st)
         return -1;
     }
     /* --cert-secret: later pairs are hot-loaded from the keeper's thread */
-    if (managed_side_start(&st->ms, st->srv) < 0)
+    if (managed_side_start(&st->ms) < 0)
         return -1;
     /* operations: the served certificate's notAfter gauge, and a warning when it is
-     * near (files or --self-signed; plain HTTP has none); certwatch re-checks daily */
+     * near (files; managed mode sets it in managed_on_pair); certwatch re-checks daily */
     if (st->pair.cert_pem != NULL
         && certwatch_check_expiry(st->pair.cert_pem, (long long)time(NULL), &err) < 0)
         LOG_WARN("tls: cannot read the serving certificate's notAfter err=%s", LOG_QUOTED(err.msg));
-    /* operations: TLS files hot reload (not for --self-signed or plain HTTP) */
+    /* operations: TLS files hot reload (not in managed mode or plain HTTP) */
     if (o->tls_cert_file != NULL && o->tls_key_file != NULL
         && ops_watch_start(&st->ops, st->srv, o->tls_cert_file, o->tls_key_file, &st->pair) < 0)
         return -1;
@@ -1071,8 +1034,7 @@ static void serve_stop(struct serve_state *st)
     managed_side_stop(&st->ms); /* before the server: its on_pair loads pairs into it */
     st->rs.keeper = NULL;
     server_stop(st->srv);
-    lookup_dispose(&st->lookup);   /* after the server: its workers were the lookups */
-    selfsigned_side_stop(&st->ss); /* after the server: its readiness reads the patcher */
+    lookup_dispose(&st->lookup); /* after the server: its workers were the lookups */
     /* joins the threads: nothing uses the client or the cache after */
     for (size_t k = 0; k < st->inf.n; k++)
         informer_stop(st->inf.v[k]);

@@ -112,11 +112,11 @@ static const struct flag serve_flag_table[] = {
      "--insecure-http)",
      NULL},
     {OPT_SELF_SIGNED, "self-signed", 0, no_argument, NULL,
-     "instead of the two flags above: make a CA and\n"
-     "serving certificate in memory at start-up and\n"
-     "patch the caBundle of --webhook-config-name;\n"
-     "single-replica or test setups only (each replica\n"
-     "makes its own CA, the last to patch wins)",
+     "instead of the two flags above: --cert-secret\n"
+     "with the Secret kept in memory (no Secret in the\n"
+     "API); renewed, rolled over and kept in the\n"
+     "caBundle the same way. One replica only: each\n"
+     "would keep its own CA (use --cert-secret)",
      NULL},
     {OPT_SERVICE_NAME, "service-name", 0, required_argument, "NAME",
      "with --self-signed or --cert-secret: the Service\n"
@@ -144,23 +144,23 @@ static const struct flag serve_flag_table[] = {
      "exit 1) (default: off)",
      NULL},
     {OPT_CERT_VALIDITY, "cert-validity", 0, required_argument, "DURATION",
-     "with --cert-secret: lifetime of a serving\n"
-     "certificate, whole seconds",
+     "with --cert-secret or --self-signed: lifetime\n"
+     "of a serving certificate, whole seconds",
      "8760h"},
     {OPT_CA_VALIDITY, "ca-validity", 0, required_argument, "DURATION",
-     "with --cert-secret: lifetime of a CA, at least\n"
-     "--cert-validity",
+     "with --cert-secret or --self-signed: lifetime\n"
+     "of a CA, at least --cert-validity",
      "87600h"},
     {OPT_CERT_RENEW_BEFORE, "cert-renew-before", 0, required_argument, "DURATION",
-     "with --cert-secret: a new serving certificate\n"
-     "when less than this is left, below\n"
-     "--cert-validity; a new CA when less than twice\n"
-     "this is left",
+     "with --cert-secret or --self-signed: a new\n"
+     "serving certificate when less than this is left,\n"
+     "below --cert-validity; a new CA when less than\n"
+     "twice this is left",
      "720h"},
     {OPT_CABUNDLE_REPAIR, "cabundle-repair-interval", 0, required_argument, "DURATION",
-     "with --cert-secret: a caBundle changed by\n"
-     "hand is repaired within this, whole seconds\n"
-     "from 1s to 24h",
+     "with --cert-secret or --self-signed: a caBundle\n"
+     "changed by hand is repaired within this, whole\n"
+     "seconds from 1s to 24h",
      "60s"},
     {OPT_ALLOW_INSECURE_KEY, "allow-insecure-key-permissions", 0, no_argument, NULL,
      "load --tls-private-key-file even when it\n"
@@ -486,9 +486,8 @@ static int selfsigned_flag(struct serve_options *o, unsigned *named, int opt, co
                 n = 0;
         if (n == 0 || n > 253)
             return bad_value(err_to, "--tls-san", arg, "want a DNS name or an IP address");
-        if (o->ntls_sans == SELFSIGNED_MAX_EXTRA) {
-            fprintf(err_to, WH_PROG ": serve: more than %d --tls-san flags\n",
-                    SELFSIGNED_MAX_EXTRA);
+        if (o->ntls_sans == CERTKEEPER_MAX_SANS) {
+            fprintf(err_to, WH_PROG ": serve: more than %d --tls-san flags\n", CERTKEEPER_MAX_SANS);
             return WH_EINVAL;
         }
         o->tls_sans[o->ntls_sans++] = arg;
@@ -571,15 +570,15 @@ static int certsecret_flags_check(const struct serve_options *o, unsigned named,
         : o->self_signed                         ? "--self-signed"
                                                  : NULL;
 
-    if (o->cert_secret == NULL) {
+    if (o->cert_secret == NULL && !o->self_signed) {
         if ((named & NAMED_MANAGED) == 0)
             return 0;
         fprintf(err_to,
                 WH_PROG ": serve: --cert-validity, --ca-validity, --cert-renew-before "
-                        "and --cabundle-repair-interval need --cert-secret\n");
+                        "and --cabundle-repair-interval need --cert-secret or --self-signed\n");
         return WH_EINVAL;
     }
-    if (other != NULL) {
+    if (o->cert_secret != NULL && other != NULL) {
         fprintf(err_to, WH_PROG ": serve: --cert-secret cannot be combined with %s\n", other);
         return WH_EINVAL;
     }

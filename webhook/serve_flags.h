@@ -17,7 +17,7 @@
 #include <stdio.h>
 
 #include "base/error.h"
-#include "certs/selfsigned.h"
+#include "controller/certkeeper.h"
 #include "k8s/names.h"
 #include "webhook/mutate.h"
 
@@ -71,9 +71,9 @@ struct serve_options {
     bool self_signed;           /* --self-signed */
     const char *service_name;   /* --service-name, default "volcano-plugin-webhook" */
     const char *webhook_config; /* --webhook-config-name, default "volcano-plugin-webhook" */
-    const char *tls_sans[SELFSIGNED_MAX_EXTRA]; /* --tls-san, in the order given (also
+    const char *tls_sans[CERTKEEPER_MAX_SANS]; /* --tls-san, in the order given (also
                                                    for --cert-secret) */
-    size_t ntls_sans;                           /* entries used in tls_sans */
+    size_t ntls_sans;                          /* entries used in tls_sans */
     /* --cert-secret: managed certificates (controller/certkeeper.h); whole seconds */
     const char *cert_secret;   /* --cert-secret, NULL = off */
     long cert_validity_ms;     /* --cert-validity 1s..876000h, default 8760h (1 year) */

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/buf.h"
 #include "base/patch.h"
 #include "tests/testutil.h"
 
@@ -37,6 +38,29 @@ static void assert_round_trip(const json_t *before, const json_t *ops, const jso
     free(g);
     free(w);
     json_decref(got);
+}
+
+/*
+ * The differential check of patch_diff_write: its text is byte for byte the dump of
+ * patch_diff's array (the oracle), and it counts the same ops. @return the text (free it).
+ */
+static char *assert_text_is_dump(const json_t *before, const json_t *after, const json_t *ops,
+                                 const char *name)
+{
+    struct buf text;
+    size_t n = 99;
+    char *want = dump(ops);
+    char *got;
+
+    buf_init(&text, BUF_NO_MAX);
+    ck_assert_int_eq(patch_diff_write(before, after, &text, &n), 0);
+    got = buf_take(&text, NULL);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_msg(strcmp(got, want) == 0, "%s: text differs from the dump\n got: %s\nwant: %s",
+                  name, got, want);
+    ck_assert_uint_eq(n, json_array_size(ops));
+    free(want);
+    return got;
 }
 
 /* ---- patch_diff: exact ops ----------------------------------------------- */
@@ -227,6 +251,7 @@ START_TEST(test_diff_table)
     /* Compare text so that key order (op, path, value) counts too. */
     ck_assert_msg(strcmp(g, w) == 0, "%s: ops differ\n got: %s\nwant: %s", c->name, g, w);
     assert_round_trip(before, ops, after, c->name);
+    free(assert_text_is_dump(before, after, ops, c->name));
     free(g);
     free(w);
     json_decref(ops);
@@ -261,6 +286,46 @@ START_TEST(test_diff_null_inputs)
     ck_assert_ptr_null(patch_diff(NULL, v));
     ck_assert_ptr_null(patch_diff(v, NULL));
     json_decref(v);
+}
+END_TEST
+
+/* NULL documents are WH_EINVAL for the text writer, kept in the buffer and counting no op. */
+START_TEST(test_diff_write_null_inputs)
+{
+    json_t *v = tu_json("{}");
+    struct buf text;
+    size_t n = 7;
+
+    buf_init(&text, BUF_NO_MAX);
+    ck_assert_int_eq(patch_diff_write(NULL, v, &text, &n), WH_EINVAL);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(text.rc, WH_EINVAL);
+    buf_dispose(&text);
+    json_decref(v);
+}
+END_TEST
+
+/* The buffer's max bounds the patch: WH_ETOOBIG, the walk stops; one byte more fits. */
+START_TEST(test_diff_write_cap)
+{
+    json_t *before = tu_json("{\"a\":1}");
+    json_t *after = tu_json("{\"a\":2,\"b\":\"x\\\"y\"}");
+    const char *want = "[{\"op\":\"replace\",\"path\":\"/a\",\"value\":2},"
+                       "{\"op\":\"add\",\"path\":\"/b\",\"value\":\"x\\\"y\"}]";
+    struct buf text;
+    size_t n;
+
+    buf_init(&text, strlen(want) - 1);
+    ck_assert_int_eq(patch_diff_write(before, after, &text, &n), WH_ETOOBIG);
+    ck_assert_int_eq(text.rc, WH_ETOOBIG);
+    buf_dispose(&text);
+    buf_init(&text, strlen(want));
+    ck_assert_int_eq(patch_diff_write(before, after, &text, &n), 0);
+    ck_assert_str_eq(buf_cstr(&text), want);
+    ck_assert_uint_eq(n, 2);
+    buf_dispose(&text);
+    json_decref(before);
+    json_decref(after);
 }
 END_TEST
 
@@ -635,6 +700,7 @@ START_TEST(test_random_round_trip)
         ck_assert_msg(json_equal(got, after), "iter %d:\nbefore %s\nafter %s\nops %s", iter, b, a,
                       o);
         nonempty += json_array_size(ops) > 0;
+        free(assert_text_is_dump(before, after, ops, "random"));
         free(b);
         free(a);
         free(o);
@@ -706,6 +772,8 @@ static Suite *patch_suite(void)
     tcase_add_loop_test(td, test_diff_table, 0, (int)(sizeof(dcases) / sizeof(dcases[0])));
     tcase_add_test(td, test_diff_values_are_references);
     tcase_add_test(td, test_diff_null_inputs);
+    tcase_add_test(td, test_diff_write_null_inputs);
+    tcase_add_test(td, test_diff_write_cap);
     tcase_add_test(td, test_diff_long_path);
     suite_add_tcase(s, td);
     tcase_add_test(te, test_escape_segment);

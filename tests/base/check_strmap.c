@@ -97,6 +97,50 @@ START_TEST(test_remove_and_take)
 }
 END_TEST
 
+/* Keeps the values whose text starts with 'k'; counts and records the visits. */
+static bool keep_k(const char *key, void *value, void *ctx)
+{
+    char *seen = ctx;
+
+    strcat(seen, key);
+    return ((const char *)value)[0] == 'k';
+}
+
+START_TEST(test_filter)
+{
+    struct strmap *m = strmap_create(counted_free);
+    char seen[64] = "";
+    char letters[8] = "";
+    size_t n = 0;
+
+    freed = 0;
+    for (const char *k = "abcdef"; *k != '\0'; k++) {
+        char key[2] = {*k, '\0'};
+
+        ck_assert_int_eq(strmap_set(m, key, dup_of(strchr("bdf", *k) ? "keep" : "drop")), 0);
+    }
+    strmap_filter(m, keep_k, seen);
+    /* every entry visited exactly once, in whatever order */
+    ck_assert_uint_eq(strlen(seen), 6);
+    for (const char *k = "abcdef"; *k != '\0'; k++)
+        ck_assert_ptr_nonnull(strchr(seen, *k));
+    ck_assert_int_eq(freed, 3); /* a, c, e removed through the destructor */
+    ck_assert_uint_eq(strmap_size(m), 3);
+    ck_assert_ptr_null(strmap_get(m, "a"));
+    ck_assert_str_eq(strmap_get(m, "d"), "keep");
+    /* the map stays usable: set after filtering, and filter everything away */
+    ck_assert_int_eq(strmap_set(m, "g", dup_of("drop")), 0);
+    seen[0] = '\0';
+    strmap_filter(m, keep_k, seen);
+    for (const char *k = "bdf"; *k != '\0'; k++, n++)
+        letters[n] = strmap_get(m, (char[]){*k, '\0'}) != NULL ? *k : '-';
+    ck_assert_str_eq(letters, "bdf");
+    ck_assert_int_eq(freed, 4);
+    strmap_destroy(m);
+    ck_assert_int_eq(freed, 7);
+}
+END_TEST
+
 START_TEST(test_many_entries)
 {
     struct strmap *m = strmap_create(counted_free);
@@ -213,6 +257,7 @@ static Suite *strmap_suite(void)
     tcase_add_test(t, test_set_get_replace);
     tcase_add_test(t, test_key_is_copied);
     tcase_add_test(t, test_remove_and_take);
+    tcase_add_test(t, test_filter);
     tcase_add_test(t, test_many_entries);
     tcase_add_test(t, test_destroy_null);
     tcase_add_test(t, test_chosen_keys_spread);

@@ -97,9 +97,13 @@ static void served_dispose(struct served *s)
 static const char *const extra_sans[] = {"vpw.example.org"};
 
 /* A keeper on the test server with short durations (seconds), handing pairs to s. */
+/* Each keeper a replica of its own: replica-1, replica-2, ... */
+static int nreplicas;
+
 static struct certkeeper *keeper(struct k8s_client *kc, struct served *s, long long validity_s,
                                  long long ca_validity_s, long long renew_before_s, long repair_ms)
 {
+    char name[32];
     struct certkeeper_config cfg = {
         .kc = kc,
         .ns = NS,
@@ -112,6 +116,8 @@ static struct certkeeper *keeper(struct k8s_client *kc, struct served *s, long l
         .ca_validity_s = ca_validity_s,
         .renew_before_s = renew_before_s,
         .drain_s = 1,
+        .record_ttl_s = 30,
+        .replica = name,
         .poll_ms = 100,
         .repair_ms = repair_ms,
         .request_timeout_ms = 5000,
@@ -121,6 +127,7 @@ static struct certkeeper *keeper(struct k8s_client *kc, struct served *s, long l
     struct certkeeper *ck = NULL;
     struct wh_error err = {0, ""};
 
+    snprintf(name, sizeof(name), "replica-%d", ++nreplicas);
     ck_assert_msg(certkeeper_create(&ck, &cfg, &err) == 0, "%s", err.msg);
     return ck;
 }
@@ -234,8 +241,12 @@ static void wait_until_left(const char *pem, long long left_s)
 START_TEST(test_create_refusals)
 {
     struct k8s_client *kc = apitest_client(&api);
-    struct certkeeper_config cfg = {
-        .kc = kc, .ns = NS, .secret = SECRET, .service = "vpw", .webhook_config = "vpw"};
+    struct certkeeper_config cfg = {.kc = kc,
+                                    .ns = NS,
+                                    .secret = SECRET,
+                                    .service = "vpw",
+                                    .webhook_config = "vpw",
+                                    .replica = "pod-a"};
     struct certkeeper *ck = NULL;
     struct wh_error err = {0, ""};
     char reason[256];
@@ -249,6 +260,10 @@ START_TEST(test_create_refusals)
     ck_assert_int_eq(certkeeper_create(&ck, &cfg, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "certkeeper: no webhook configuration name");
     cfg.webhook_config = "vpw";
+    cfg.replica = "";
+    ck_assert_int_eq(certkeeper_create(&ck, &cfg, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "certkeeper: no replica name");
+    cfg.replica = "pod-a";
     cfg.validity_s = 10;
     cfg.renew_before_s = 10;
     ck_assert_int_eq(certkeeper_create(&ck, &cfg, &err), WH_EINVAL);
@@ -281,8 +296,8 @@ START_TEST(test_create_refusals)
 }
 END_TEST
 
-/* An empty namespace: one round makes the Secret, sets every caBundle, serves, is ready;
- * a second round writes nothing. */
+/* An empty namespace: one round makes the Secret and sets every caBundle, the next issues
+ * the pair, serves it, is ready; a third writes nothing. */
 START_TEST(test_fresh_install)
 {
     struct k8s_client *kc = apitest_client(&api);
@@ -298,6 +313,14 @@ START_TEST(test_fresh_install)
     apitest_ctl(&api, "POST", "/_test/objects", vwc);
     ck = keeper(kc, &s, 0, 0, 0, 0);
     certkeeper_set_leading(ck, true);
+    sync_ok(ck);
+    /* The CA and the caBundles first; no pair until a round has seen them hold it. */
+    ca = secret_get("ca.crt");
+    assert_ca_bundle(MWC_PATH, 2, ca);
+    assert_ca_bundle(VWC_PATH, 1, ca);
+    ck_assert_int_eq(s.calls, 0);
+    ck_assert(!certkeeper_ready(ck, NULL, 0));
+    free(ca);
     sync_ok(ck);
 
     assert_secret_keys();
@@ -370,6 +393,7 @@ START_TEST(test_follower_waits_for_leader)
 
     certkeeper_set_leading(leader, true);
     sync_ok(leader);
+    sync_ok(leader); /* the pair a round after the caBundle holds its CA */
     /* The caller cannot serve it (on_pair fails): not served, offered again next round. */
     fs.refuse = 1;
     sync_ok(follower);
@@ -472,6 +496,7 @@ START_TEST(test_renewal)
     ck = keeper(kc, &s, 6, 3600, 3, 0);
     certkeeper_set_leading(ck, true);
     sync_ok(ck);
+    sync_ok(ck); /* the pair a round after the caBundle holds its CA */
     ca = secret_get("ca.crt");
     tls1 = secret_get("tls.crt");
     sync_ok(ck); /* more than 3 s left: nothing */
@@ -534,6 +559,7 @@ START_TEST(test_ca_rollover)
     follower = keeper(kc, &fs, 11, 12, 3, 0);
     certkeeper_set_leading(leader, true);
     sync_ok(leader);
+    sync_ok(leader); /* the pair a round after the caBundle holds its CA */
     sync_ok(follower);
     ca1 = secret_get("ca.crt");
     tls1 = secret_get("tls.crt");
@@ -561,10 +587,15 @@ START_TEST(test_ca_rollover)
     ck_assert(signed_by(fs.cert, ca1));
     ck_assert(certkeeper_ready(follower, NULL, 0));
 
-    /* Step 2: the PATCH lands: both CAs in every caBundle, a pair under CA2, served. */
+    /* Step 2: the PATCH lands: both CAs in every caBundle; a round later, a pair under
+     * CA2, served. */
     sync_ok(leader);
     assert_ca_bundle(MWC_PATH, 2, both);
     assert_ca_bundle(VWC_PATH, 1, both);
+    x = secret_get("tls.crt");
+    ck_assert_str_eq(x, tls1);
+    free(x);
+    sync_ok(leader);
     tls2 = secret_get("tls.crt");
     ck_assert(signed_by(tls2, ca2));
     ck_assert(!signed_by(tls2, ca1));
@@ -622,6 +653,7 @@ START_TEST(test_ca_bundle_repaired)
     follower = keeper(kc, &fs, 0, 0, 0, 5000);
     certkeeper_set_leading(leader, true);
     sync_ok(leader);
+    sync_ok(leader); /* the pair a round after the caBundle holds its CA */
     sync_ok(follower);
     ca = secret_get("ca.crt");
 
@@ -679,6 +711,9 @@ static void check_recovery(struct certkeeper *leader, struct served *ls,
     ck_assert_str_eq(x, both);
     free(x);
     assert_ca_bundle(MWC_PATH, 2, both);
+    sync_ok(follower); /* nothing under the new CA yet: keeps serving */
+    ck_assert_str_eq(fs->cert, old_tls);
+    sync_ok(leader); /* the pair a round after the caBundle holds the new CA */
     tls = secret_get("tls.crt");
     ck_assert(signed_by(tls, ca));
     ck_assert_str_eq(ls->cert, tls);
@@ -713,6 +748,7 @@ START_TEST(test_secret_deleted_and_garbage)
     follower = keeper(kc, &fs, 0, 0, 0, 0);
     certkeeper_set_leading(leader, true);
     sync_ok(leader);
+    sync_ok(leader); /* the pair a round after the caBundle holds its CA */
     sync_ok(follower);
 
     /* Deleted. */
@@ -871,6 +907,306 @@ START_TEST(test_thread)
 }
 END_TEST
 
+/* ---- the serving records: which CA each replica serves under ---- */
+
+#define FP_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define FP_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+/* A certificate's fingerprint is the SHA-256 of its DER, what
+ * `openssl x509 -noout -fingerprint -sha256` prints (here in lower case, no colons). */
+START_TEST(test_fingerprint)
+{
+    static const char *const pem =
+        "-----BEGIN CERTIFICATE-----\n"
+        "MIIBizCCATGgAwIBAgIUPHtTGhJ0SnZV/6aoxWfjFW3iAhIwCgYIKoZIzj0EAwIw\n"
+        "GzEZMBcGA1UEAwwQZmluZ2VycHJpbnQtdGVzdDAeFw0yNjEyMDIwMDAwMjNaFw0z\n"
+        "NjExMjkwMDAwMjNaMBsxGTAXBgNVBAMMEGZpbmdlcnByaW50LXRlc3QwWTATBgcq\n"
+        "hkjOPQIBBggqhkjOPQMBBwNCAAT3rPzk8F+Zfdywhl0M8ZbrTt7nUZobfor0/ENq\n"
+        "bBNLkeqxfmCFD6khtXcTTUrWFyzdt6OgMkJZkGBaKWkk0PwXo1MwUTAdBgNVHQ4E\n"
+        "FgQUThlxqisdgFczgOK4X1p21iTzopUwHwYDVR0jBBgwFoAUThlxqisdgFczgOK4\n"
+        "X1p21iTzopUwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiEAxtDu\n"
+        "sKMdVmX9bJSQCQfqF6a9+LfVwWdI7+bhNHTDCzgCIGIMQ2yrOnty+/DWbxCmT8wd\n"
+        "Y+d7IyHYiHCdkI2E72BM\n"
+        "-----END CERTIFICATE-----\n";
+    char fp[65];
+    struct wh_error err = {0, ""};
+
+    ck_assert_int_eq(certs_fingerprint_sha256(pem, fp, &err), 0);
+    ck_assert_str_eq(fp, "27b05c8660e18752fdeb5f7b48e034bc2227d98f6e35d3e9235a2b864dd032a7");
+    ck_assert_int_eq(certs_fingerprint_sha256("no certificate", fp, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "no PEM certificate found");
+    ck_assert_int_eq(certs_fingerprint_sha256(NULL, fp, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "no certificate");
+}
+END_TEST
+
+/* Parse keeps the well-formed records; fresh means within ttl either side of now; the
+ * old CA may go only when at least one record is fresh and every fresh one names the CA. */
+START_TEST(test_records_rules)
+{
+    json_t *r = certkeeper_records_parse("{\"pod-a\": {\"ca\": \"" FP_A "\", \"time\": 1000},"
+                                         " \"pod-b\": {\"ca\": \"" FP_B "\", \"time\": 1090},"
+                                         " \"short-ca\": {\"ca\": \"abc\", \"time\": 1000},"
+                                         " \"no-time\": {\"ca\": \"" FP_A "\", \"time\": \"1000\"},"
+                                         " \"not-an-object\": 7, \"\": {\"ca\": \"" FP_A
+                                         "\", \"time\": 1000}}");
+
+    ck_assert_ptr_nonnull(r);
+    tu_assert_json_eq(r,
+                      "{\"pod-a\": {\"ca\": \"" FP_A "\", \"time\": 1000},"
+                      " \"pod-b\": {\"ca\": \"" FP_B "\", \"time\": 1090}}");
+    /* at 1050 both are fresh and disagree: the old CA stays */
+    ck_assert(!certkeeper_records_all_on(r, FP_B, 1050, 60));
+    ck_assert(!certkeeper_records_all_on(r, FP_A, 1050, 60));
+    /* at 1061 pod-a (61 s old) is a replica gone: pod-b alone decides */
+    ck_assert(certkeeper_records_all_on(r, FP_B, 1061, 60));
+    ck_assert(!certkeeper_records_all_on(r, FP_A, 1061, 60));
+    /* the edge: exactly ttl old is still fresh */
+    ck_assert(!certkeeper_records_all_on(r, FP_B, 1060, 60));
+    ck_assert_uint_eq(certkeeper_records_prune(r, 1061, 60), 1);
+    tu_assert_json_eq(r, "{\"pod-b\": {\"ca\": \"" FP_B "\", \"time\": 1090}}");
+    /* a record more than ttl ahead of now is a clock gone wrong: pruned too */
+    ck_assert_uint_eq(certkeeper_records_prune(r, 1029, 60), 1);
+    ck_assert_uint_eq(json_object_size(r), 0);
+    /* no fresh record: nothing says the old CA is unused */
+    ck_assert(!certkeeper_records_all_on(r, FP_B, 1090, 60));
+    json_decref(r);
+    r = certkeeper_records_parse("{not json");
+    tu_assert_json_eq(r, "{}");
+    json_decref(r);
+    r = certkeeper_records_parse(NULL);
+    tu_assert_json_eq(r, "{}");
+    json_decref(r);
+}
+END_TEST
+
+/* The Secret's serving records (new reference; {} when none). */
+static json_t *records_read(void)
+{
+    json_t *obj = NULL;
+    json_t *r;
+
+    ck_assert_int_eq(apitest_call(&api, "GET", SECRET_PATH, NULL, true, &obj), 200);
+    r = certkeeper_records_parse(json_string_value(json_object_get(
+        json_object_get(json_object_get(obj, "metadata"), "annotations"), CERTKEEPER_ANNOTATION)));
+    json_decref(obj);
+    return r;
+}
+
+/* The CA fingerprint replica's record names ("" when it has none). */
+static const char *record_ca(const json_t *records, const char *replica)
+{
+    const char *ca = json_string_value(json_object_get(json_object_get(records, replica), "ca"));
+
+    return ca != NULL ? ca : "";
+}
+
+/* Add a record by hand (a replica gone long ago), keeping the other annotations. */
+static void hand_add_record(const char *replica, const char *fp, long long t)
+{
+    json_t *obj = NULL;
+    json_t *r = records_read();
+    json_t *ann;
+    char *text;
+    char *body;
+
+    json_object_set_new(r, replica, json_pack("{s:s, s:I}", "ca", fp, "time", (json_int_t)t));
+    text = json_dumps(r, JSON_COMPACT | JSON_SORT_KEYS);
+    ck_assert_int_eq(apitest_call(&api, "GET", SECRET_PATH, NULL, true, &obj), 200);
+    ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
+    json_object_set_new(ann, CERTKEEPER_ANNOTATION, json_string(text));
+    json_object_set_new(ann, "example.org/kept", json_string("yes"));
+    body = json_dumps(obj, JSON_COMPACT);
+    ck_assert_int_eq(apitest_call(&api, "PUT", SECRET_PATH, body, true, NULL), 200);
+    free(body);
+    free(text);
+    json_decref(obj);
+    json_decref(r);
+}
+
+/*
+ * A CA rollover where one replica cannot serve the new pair at first (its server
+ * refuses it): the old CA stays in the bundle past drain_s for as long as that
+ * replica's record names it, and leaves once it records the new CA; a stale record
+ * (a replica gone) is ignored and pruned, other annotations kept.
+ */
+START_TEST(test_old_ca_waits_for_every_replica)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct served ls;
+    struct served fs;
+    struct certkeeper *leader;
+    struct certkeeper *follower;
+    char leader_name[32];
+    char follower_name[32];
+    char fp1[65];
+    char fp2[65];
+    char *ca1;
+    char *ca2;
+    char *both;
+    char *tls1;
+    char *tls2;
+    char *x;
+    json_t *r;
+    json_t *obj = NULL;
+
+    served_init(&ls);
+    served_init(&fs);
+    apitest_ctl(&api, "POST", "/_test/objects", mwc);
+    apitest_ctl(&api, "POST", "/_test/objects", vwc);
+    leader = keeper(kc, &ls, 11, 12, 3, 0);
+    snprintf(leader_name, sizeof(leader_name), "replica-%d", nreplicas);
+    follower = keeper(kc, &fs, 11, 12, 3, 0);
+    snprintf(follower_name, sizeof(follower_name), "replica-%d", nreplicas);
+    certkeeper_set_leading(leader, true);
+    sync_ok(leader);
+    sync_ok(leader); /* the pair a round after the caBundle holds its CA */
+    sync_ok(follower);
+    ca1 = secret_get("ca.crt");
+    tls1 = secret_get("tls.crt");
+    ck_assert_int_eq(certs_fingerprint_sha256(ca1, fp1, NULL), 0);
+    r = records_read();
+    ck_assert_uint_eq(json_object_size(r), 2);
+    ck_assert_str_eq(record_ca(r, leader_name), fp1);
+    ck_assert_str_eq(record_ca(r, follower_name), fp1);
+    json_decref(r);
+
+    /* The rollover: CA2 trusted beside CA1, a pair under CA2; the follower refuses it. */
+    wait_until_left(ca1, 6);
+    fs.refuse = 1000;
+    sync_ok(leader);
+    sync_ok(leader); /* the pair under CA2 a round after the caBundle holds it */
+    ca2 = secret_get("ca.crt");
+    ck_assert_str_ne(ca2, ca1);
+    ck_assert_int_eq(certs_fingerprint_sha256(ca2, fp2, NULL), 0);
+    both = concat(ca1, ca2);
+    tls2 = secret_get("tls.crt");
+    ck_assert(signed_by(tls2, ca2));
+    ck_assert_str_eq(ls.cert, tls2);
+    sync_ok(follower);
+    ck_assert_str_eq(fs.cert, tls1); /* still under CA1 */
+    r = records_read();
+    ck_assert_str_eq(record_ca(r, leader_name), fp2);
+    ck_assert_str_eq(record_ca(r, follower_name), fp1);
+    json_decref(r);
+
+    /* drain_s (1 s) passed, but the follower serves under CA1: CA1 stays. */
+    apitest_nap(1100);
+    sync_ok(leader);
+    x = secret_get("ca-bundle.crt");
+    ck_assert_str_eq(x, both);
+    free(x);
+    assert_ca_bundle(MWC_PATH, 2, both);
+    sync_ok(follower);
+    ck_assert_str_eq(fs.cert, tls1);
+    ck_assert(certkeeper_ready(follower, NULL, 0)); /* CA1 is still trusted */
+
+    /* A replica gone an hour ago still names CA1: ignored, and pruned. */
+    hand_add_record("gone-pod", fp1, (long long)time(NULL) - 3600);
+
+    /* The follower takes the pair under CA2 and says so: CA1 leaves. */
+    fs.refuse = 0;
+    sync_ok(follower);
+    ck_assert_str_eq(fs.cert, tls2);
+    r = records_read();
+    ck_assert_str_eq(record_ca(r, follower_name), fp2);
+    ck_assert_str_eq(record_ca(r, "gone-pod"), fp1);
+    json_decref(r);
+    sync_ok(leader);
+    x = secret_get("ca-bundle.crt");
+    ck_assert_str_eq(x, ca2);
+    free(x);
+    assert_ca_bundle(MWC_PATH, 2, ca2);
+    assert_ca_bundle(VWC_PATH, 1, ca2);
+    r = records_read();
+    ck_assert_uint_eq(json_object_size(r), 2);
+    ck_assert_str_eq(record_ca(r, leader_name), fp2);
+    ck_assert_str_eq(record_ca(r, follower_name), fp2);
+    json_decref(r);
+    ck_assert_int_eq(apitest_call(&api, "GET", SECRET_PATH, NULL, true, &obj), 200);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(obj, "metadata"), "annotations"), "example.org/kept")),
+        "yes");
+    json_decref(obj);
+    sync_ok(follower);
+    ck_assert(certkeeper_ready(follower, NULL, 0));
+    ck_assert(certkeeper_ready(leader, NULL, 0));
+
+    certkeeper_destroy(leader);
+    certkeeper_destroy(follower);
+    free(ca1);
+    free(ca2);
+    free(both);
+    free(tls1);
+    free(tls2);
+    served_dispose(&ls);
+    served_dispose(&fs);
+    k8s_client_destroy(kc);
+}
+END_TEST
+
+/* In memory (--self-signed): a CA and pair of its own, the caBundles set through the API,
+ * ready; no Secret read or written through the API, and a second round writes nothing. */
+START_TEST(test_in_memory)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct certkeeper_config cfg = {.kc = kc,
+                                    .ns = NS,
+                                    .secret = "self-signed",
+                                    .service = "vpw",
+                                    .webhook_config = "vpw",
+                                    .replica = "pod-a",
+                                    .poll_ms = 100,
+                                    .request_timeout_ms = 5000,
+                                    .in_memory = true,
+                                    .on_pair = on_pair};
+    struct certkeeper *ck = NULL;
+    struct wh_error err = {0, ""};
+    struct served s;
+    json_t *reqs;
+    json_t *q;
+    json_t *cfgobj = NULL;
+    const char *b64;
+    char *bundle;
+    size_t i;
+
+    served_init(&s);
+    cfg.userdata = &s;
+    apitest_ctl(&api, "POST", "/_test/objects", mwc);
+    ck_assert_msg(certkeeper_create(&ck, &cfg, &err) == 0, "%s", err.msg);
+    certkeeper_set_leading(ck, true);
+    sync_ok(ck);
+    ck_assert_int_eq(s.calls, 0); /* the pair a round after the caBundle holds its CA */
+    sync_ok(ck);
+    ck_assert_int_eq(s.calls, 1);
+    ck_assert(certkeeper_ready(ck, NULL, 0));
+    ck_assert_int_eq(apitest_call(&api, "GET", MWC_PATH, NULL, true, &cfgobj), 200);
+    b64 = json_string_value(json_object_get(
+        json_object_get(json_array_get(json_object_get(cfgobj, "webhooks"), 0), "clientConfig"),
+        "caBundle"));
+    bundle = certs_base64_decode(b64, NULL);
+    ck_assert(signed_by(s.cert, bundle));
+    free(bundle);
+    json_decref(cfgobj);
+    apitest_clear_requests(&api);
+    sync_ok(ck);
+    ck_assert_int_eq(s.calls, 1);
+    reqs = apitest_requests(&api);
+    json_array_foreach(reqs, i, q) {
+        const char *path = json_string_value(json_object_get(q, "path"));
+
+        ck_assert_msg(strstr(path, "/secrets") == NULL, "%s", path);
+        ck_assert_str_eq(json_string_value(json_object_get(q, "method")), "GET");
+    }
+    json_decref(reqs);
+    ck_assert_int_eq(apitest_call(&api, "GET", SECRET_PATH, NULL, true, NULL), 404);
+    certkeeper_destroy(ck);
+    served_dispose(&s);
+    k8s_client_destroy(kc);
+}
+END_TEST
+
 static Suite *certkeeper_suite(void)
 {
     Suite *s = suite_create("certkeeper");
@@ -889,6 +1225,10 @@ static Suite *certkeeper_suite(void)
     tcase_add_test(tc, test_expired_pair_at_start);
     tcase_add_test(tc, test_no_configuration_yet);
     tcase_add_test(tc, test_thread);
+    tcase_add_test(tc, test_fingerprint);
+    tcase_add_test(tc, test_records_rules);
+    tcase_add_test(tc, test_old_ca_waits_for_every_replica);
+    tcase_add_test(tc, test_in_memory);
     suite_add_tcase(s, tc);
     return s;
 }

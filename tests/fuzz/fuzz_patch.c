@@ -7,13 +7,16 @@
  * patch_apply of it, sent through its JSON text as the webhook sends it, turns
  * the first document into one json_equal to the second and leaves the first
  * untouched; the diff of the result against the second is []; each op carries
- * "op" and "path", paths are RFC 6901 pointers ("" or starting with "/").
+ * "op" and "path", paths are RFC 6901 pointers ("" or starting with "/");
+ * patch_diff_write's text (the answer's patch) is byte for byte the dump of
+ * patch_diff's ops, with as many ops.
  */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/patch.h"
 #include "tests/fuzz/fuzzutil.h"
 
@@ -49,6 +52,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     text = json_dumps(ops, JSON_COMPACT);
     FUZZ_CHECK(text != NULL, "patch does not encode");
+    {
+        struct buf direct;
+        size_t n = 0;
+
+        buf_init(&direct, BUF_NO_MAX);
+        FUZZ_CHECK(patch_diff_write(a, b, &direct, &n) == 0, "patch_diff_write failed");
+        FUZZ_CHECK(strcmp(buf_cstr(&direct), text) == 0 && n == json_array_size(ops),
+                   "patch_diff_write differs from the dump\n text: %s\n dump: %s",
+                   buf_cstr(&direct), text);
+        buf_dispose(&direct);
+    }
     ops2 = json_loads(text, 0, NULL);
     FUZZ_CHECK(ops2 != NULL, "patch does not decode: %s", text);
 

@@ -73,7 +73,7 @@ START_TEST(arguments_ignored_without_warning)
 }
 END_TEST
 
-/* D5: another value is replaced in place, keeping the entries around it. */
+/* D5: another value is replaced in place, keeping the entries around it, and told (D16). */
 START_TEST(existing_other_value_replaced_in_place)
 {
     pc_ok_args(P, JOB, NULL, &POD3,
@@ -86,7 +86,8 @@ START_TEST(existing_other_value_replaced_in_place)
                "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"},"
                "  {\"name\":\"B\",\"value\":\"2\"},"
                "  {\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"}]}]}}",
-               "[]");
+               "[\"env plugin: container \\\"c\\\" sets VK_TASK_INDEX=\\\"9\\\", replaced by "
+               "\\\"3\\\": the plugin sets it, drop it from the pod template\"]");
 }
 END_TEST
 
@@ -101,7 +102,8 @@ START_TEST(existing_value_from_replaced)
                "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
                "  {\"name\":\"VC_TASK_INDEX\",\"value\":\"3\"},"
                "  {\"name\":\"VK_TASK_INDEX\",\"value\":\"3\"}]}]}}",
-               "[]");
+               "[\"env plugin: container \\\"c\\\" sets VC_TASK_INDEX=valueFrom.fieldRef, replaced "
+               "by \\\"3\\\": the plugin sets it, drop it from the pod template\"]");
 }
 END_TEST
 

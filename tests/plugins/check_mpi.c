@@ -232,7 +232,9 @@ START_TEST(mpi_host_replaced_in_place)
             22) "],\"env\":["
                 " {\"name\":\"MPI_HOST\",\"value\":\"" LM_HOSTS
                 "\"},{\"name\":\"X\",\"value\":\"x\"}]}]}}",
-        "[]");
+        "[\"mpi plugin: container \\\"c\\\" sets MPI_HOST=\\\"old\\\", replaced by "
+        "\\\"lm-mpi-job-mpiworker-0.lm-mpi-job,lm-mpi...\\\": the plugin sets it, drop it from the "
+        "pod template\"]");
 }
 END_TEST
 

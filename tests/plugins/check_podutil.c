@@ -71,26 +71,31 @@ START_TEST(upsert_env_results)
     json_t *c = tu_json("{\"name\":\"c\"}");
 
     /* ADDED creates the list. */
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("A", "1")), PODUTIL_UPSERT_ADDED);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("A", "1"), "t", NULL),
+                     PODUTIL_UPSERT_ADDED);
     tu_assert_json_eq(c, "{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"}]}");
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("B", "")), PODUTIL_UPSERT_ADDED);
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("C", "3")), PODUTIL_UPSERT_ADDED);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("B", ""), "t", NULL),
+                     PODUTIL_UPSERT_ADDED);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("C", "3"), "t", NULL),
+                     PODUTIL_UPSERT_ADDED);
     /* SAME: nothing changes. */
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("A", "1")), PODUTIL_UPSERT_SAME);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("A", "1"), "t", NULL),
+                     PODUTIL_UPSERT_SAME);
     /* REPLACED in place. */
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("B", "2")), PODUTIL_UPSERT_REPLACED);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("B", "2"), "t", NULL),
+                     PODUTIL_UPSERT_REPLACED);
     tu_assert_json_eq(c,
                       "{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"},"
                       "{\"name\":\"B\",\"value\":\"2\"},{\"name\":\"C\",\"value\":\"3\"}]}");
     /* A reference replaces a literal value whole. */
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_configmap("C", "cm", "k")),
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_configmap("C", "cm", "k"), "t", NULL),
                      PODUTIL_UPSERT_REPLACED);
     tu_assert_json_eq(
         c,
         "{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"},"
         "{\"name\":\"B\",\"value\":\"2\"},"
         "{\"name\":\"C\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"cm\",\"key\":\"k\"}}}]}");
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_configmap("C", "cm", "k")),
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_configmap("C", "cm", "k"), "t", NULL),
                      PODUTIL_UPSERT_SAME);
     json_decref(c);
 }
@@ -102,12 +107,15 @@ START_TEST(upsert_env_matches_last_entry)
     json_t *c = tu_json("{\"env\":[{\"name\":\"R\",\"value\":\"1\"},{\"name\":\"X\"},"
                         "{\"name\":\"R\",\"value\":\"2\"}]}");
 
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "2")), PODUTIL_UPSERT_SAME);
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "3")), PODUTIL_UPSERT_REPLACED);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "2"), "t", NULL),
+                     PODUTIL_UPSERT_SAME);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "3"), "t", NULL),
+                     PODUTIL_UPSERT_REPLACED);
     tu_assert_json_eq(c,
                       "{\"env\":[{\"name\":\"R\",\"value\":\"1\"},{\"name\":\"X\"},"
                       "{\"name\":\"R\",\"value\":\"3\"}]}");
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "1")), PODUTIL_UPSERT_REPLACED);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "1"), "t", NULL),
+                     PODUTIL_UPSERT_REPLACED);
     tu_assert_json_eq(c,
                       "{\"env\":[{\"name\":\"R\",\"value\":\"1\"},{\"name\":\"X\"},"
                       "{\"name\":\"R\",\"value\":\"1\"}]}");
@@ -122,14 +130,15 @@ START_TEST(upsert_env_empty_value_replaces_value_from)
     json_t *c = tu_json("{\"name\":\"c\",\"env\":[{\"name\":\"VK_TASK_INDEX\",\"valueFrom\":"
                         "{\"fieldRef\":{\"fieldPath\":\"metadata.name\"}}},{\"name\":\"B\"}]}");
 
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("VK_TASK_INDEX", "")),
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("VK_TASK_INDEX", ""), "t", NULL),
                      PODUTIL_UPSERT_REPLACED);
     tu_assert_json_eq(c,
                       "{\"name\":\"c\",\"env\":[{\"name\":\"VK_TASK_INDEX\",\"value\":\"\"},"
                       "{\"name\":\"B\"}]}");
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("VK_TASK_INDEX", "")),
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("VK_TASK_INDEX", ""), "t", NULL),
                      PODUTIL_UPSERT_SAME);
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("B", "")), PODUTIL_UPSERT_SAME);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("B", ""), "t", NULL),
+                     PODUTIL_UPSERT_SAME);
     json_decref(c);
 }
 END_TEST
@@ -167,8 +176,9 @@ START_TEST(upsert_envs_matches_single_upserts)
             json_array_append_new(envs, e);
         }
         for (size_t i = 0; i < json_array_size(envs); i++)
-            ck_assert_int_ge(podutil_upsert_env(c1, json_deep_copy(json_array_get(envs, i))), 0);
-        ck_assert_int_eq(podutil_upsert_envs(c2, envs, &failed), 0);
+            ck_assert_int_ge(
+                podutil_upsert_env(c1, json_deep_copy(json_array_get(envs, i)), "t", NULL), 0);
+        ck_assert_int_eq(podutil_upsert_envs(c2, envs, &failed, "t", NULL), 0);
         if (!json_equal(c1, c2)) {
             char *a = json_dumps(c1, JSON_COMPACT), *b = json_dumps(c2, JSON_COMPACT);
             ck_abort_msg("round %d: single %s, batch %s", round, a, b);
@@ -188,13 +198,13 @@ START_TEST(upsert_envs_edges)
     size_t failed = 99;
 
     /* nothing to add: no empty env list is created (it would be a patch op) */
-    ck_assert_int_eq(podutil_upsert_envs(c, none, NULL), 0);
+    ck_assert_int_eq(podutil_upsert_envs(c, none, NULL, "t", NULL), 0);
     tu_assert_json_eq(c, "{\"name\":\"c\"}");
-    ck_assert_int_eq(podutil_upsert_envs(c, bad, &failed), WH_EINVAL);
+    ck_assert_int_eq(podutil_upsert_envs(c, bad, &failed, "t", NULL), WH_EINVAL);
     ck_assert_uint_eq(failed, 1);
     tu_assert_json_eq(c, "{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"1\"}]}");
     json_object_set_new(c, "env", json_string("oops"));
-    ck_assert_int_eq(podutil_upsert_envs(c, bad, NULL), WH_EINVAL);
+    ck_assert_int_eq(podutil_upsert_envs(c, bad, NULL, "t", NULL), WH_EINVAL);
     json_decref(c);
     json_decref(none);
     json_decref(bad);
@@ -208,27 +218,30 @@ START_TEST(upsert_bad_input_no_leak)
     json_t *pod = tu_json("{\"spec\":{\"volumes\":\"x\",\"initContainers\":5}}");
     json_t *nospec = tu_json("{\"spec\":[]}");
 
-    ck_assert_int_eq(podutil_upsert_env(s, podutil_env_value("A", "1")), WH_EINVAL);
-    ck_assert_int_eq(podutil_upsert_env(NULL, podutil_env_value("A", "1")), WH_EINVAL);
-    ck_assert_int_eq(podutil_upsert_mount(s, json_pack("{s:s}", "mountPath", "/x")), WH_EINVAL);
+    ck_assert_int_eq(podutil_upsert_env(s, podutil_env_value("A", "1"), "t", NULL), WH_EINVAL);
+    ck_assert_int_eq(podutil_upsert_env(NULL, podutil_env_value("A", "1"), "t", NULL), WH_EINVAL);
+    ck_assert_int_eq(podutil_upsert_mount(s, json_pack("{s:s}", "mountPath", "/x"), NULL),
+                     WH_EINVAL);
     ck_assert_int_eq(
         podutil_add_port(s, json_pack("{s:s,s:i}", "name", "p", "containerPort", 1), "t", NULL),
         WH_EINVAL);
-    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("A", "1")), WH_EINVAL);
-    ck_assert_int_eq(podutil_upsert_mount(c, json_pack("{s:s}", "mountPath", "/x")), WH_EINVAL);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("A", "1"), "t", NULL), WH_EINVAL);
+    ck_assert_int_eq(podutil_upsert_mount(c, json_pack("{s:s}", "mountPath", "/x"), NULL),
+                     WH_EINVAL);
     ck_assert_int_eq(
         podutil_add_port(c, json_pack("{s:s,s:i}", "name", "p", "containerPort", 1), "t", NULL),
         WH_EINVAL);
-    ck_assert_int_eq(podutil_upsert_volume(pod, json_pack("{s:s}", "name", "v")), WH_EINVAL);
-    ck_assert_int_eq(podutil_upsert_volume(nospec, json_pack("{s:s}", "name", "v")), WH_EINVAL);
+    ck_assert_int_eq(podutil_upsert_volume(pod, json_pack("{s:s}", "name", "v"), NULL), WH_EINVAL);
+    ck_assert_int_eq(podutil_upsert_volume(nospec, json_pack("{s:s}", "name", "v"), NULL),
+                     WH_EINVAL);
     ck_assert_int_eq(podutil_add_init_container(nospec, json_pack("{s:s}", "name", "i")),
                      WH_EINVAL);
     ck_assert_int_eq(podutil_add_init_container(pod, json_pack("{s:s}", "name", "i")), WH_EINVAL);
     ck_assert_int_eq(podutil_set_string(s, "k", "v"), WH_EINVAL);
     /* NULL *_new (an allocation that failed upstream) is ENOMEM. */
-    ck_assert_int_eq(podutil_upsert_env(c, NULL), WH_ENOMEM);
-    ck_assert_int_eq(podutil_upsert_volume(pod, NULL), WH_ENOMEM);
-    ck_assert_int_eq(podutil_upsert_mount(c, NULL), WH_ENOMEM);
+    ck_assert_int_eq(podutil_upsert_env(c, NULL, "t", NULL), WH_ENOMEM);
+    ck_assert_int_eq(podutil_upsert_volume(pod, NULL, NULL), WH_ENOMEM);
+    ck_assert_int_eq(podutil_upsert_mount(c, NULL, NULL), WH_ENOMEM);
     ck_assert_int_eq(podutil_add_port(c, NULL, "t", NULL), WH_ENOMEM);
     ck_assert_int_eq(podutil_add_init_container(pod, NULL), WH_ENOMEM);
     ck_assert_int_eq(podutil_set(c, "k", NULL), WH_ENOMEM);
@@ -246,12 +259,12 @@ START_TEST(upsert_volume_results)
 {
     json_t *pod = tu_json("{\"spec\":{\"volumes\":null}}");
 
-    ck_assert_int_eq(podutil_upsert_volume(pod, tu_json("{\"name\":\"a\",\"emptyDir\":{}}")),
+    ck_assert_int_eq(podutil_upsert_volume(pod, tu_json("{\"name\":\"a\",\"emptyDir\":{}}"), NULL),
                      PODUTIL_UPSERT_ADDED);
-    ck_assert_int_eq(
-        podutil_upsert_volume(pod, tu_json("{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}}")),
-        PODUTIL_UPSERT_ADDED);
-    ck_assert_int_eq(podutil_upsert_volume(pod, tu_json("{\"name\":\"b\",\"emptyDir\":{}}")),
+    ck_assert_int_eq(podutil_upsert_volume(
+                         pod, tu_json("{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}}"), NULL),
+                     PODUTIL_UPSERT_ADDED);
+    ck_assert_int_eq(podutil_upsert_volume(pod, tu_json("{\"name\":\"b\",\"emptyDir\":{}}"), NULL),
                      PODUTIL_UPSERT_ADDED);
     tu_assert_json_eq(pod,
                       "{\"spec\":{\"volumes\":[{\"name\":\"a\",\"emptyDir\":{}},"
@@ -262,16 +275,67 @@ START_TEST(upsert_volume_results)
         json_object_get(json_array_get(json_object_get(json_object_get(pod, "spec"), "volumes"), 1),
                         "configMap"),
         "defaultMode", json_integer(420));
+    ck_assert_int_eq(podutil_upsert_volume(
+                         pod, tu_json("{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}}"), NULL),
+                     PODUTIL_UPSERT_SAME);
+    /* D5: the same source (ConfigMap c) with other fields is the plugin's: replaced in place. */
     ck_assert_int_eq(
-        podutil_upsert_volume(pod, tu_json("{\"name\":\"v\",\"configMap\":{\"name\":\"c\"}}")),
-        PODUTIL_UPSERT_SAME);
-    ck_assert_int_eq(
-        podutil_upsert_volume(pod, tu_json("{\"name\":\"v\",\"secret\":{\"secretName\":\"s\"}}")),
+        podutil_upsert_volume(pod,
+                              tu_json("{\"name\":\"v\",\"configMap\":{\"name\":"
+                                      "\"c\",\"items\":[{\"key\":\"k\",\"path\":\"p\"}]}}"),
+                              NULL),
         PODUTIL_UPSERT_REPLACED);
     tu_assert_json_eq(pod,
                       "{\"spec\":{\"volumes\":[{\"name\":\"a\",\"emptyDir\":{}},"
-                      "{\"name\":\"v\",\"secret\":{\"secretName\":\"s\"}},"
-                      "{\"name\":\"b\",\"emptyDir\":{}}]}}");
+                      "{\"name\":\"v\",\"configMap\":{\"name\":\"c\",\"items\":"
+                      "[{\"key\":\"k\",\"path\":\"p\"}]}},{\"name\":\"b\",\"emptyDir\":{}}]}}");
+    json_decref(pod);
+}
+END_TEST
+
+/* D5: a volume of the plugin's name with another source is the user's: never re-pointed. */
+START_TEST(upsert_volume_conflicts)
+{
+    static const char *const before =
+        "{\"spec\":{\"volumes\":[{\"name\":\"j-svc\",\"emptyDir\":{}},"
+        "{\"name\":\"j-ssh\",\"secret\":{\"secretName\":\"mine\"}},"
+        "{\"name\":\"x\",\"configMap\":{\"name\":\"other\"}}]}}";
+    json_t *pod = tu_json(before);
+    struct wh_error err;
+
+    wh_error_clear(&err);
+    ck_assert_int_eq(
+        podutil_upsert_volume(
+            pod, tu_json("{\"name\":\"j-svc\",\"configMap\":{\"name\":\"j-svc\"}}"), &err),
+        WH_ECONFLICT);
+    ck_assert_int_eq(err.code, WH_ECONFLICT);
+    ck_assert_str_eq(err.msg,
+                     "volume \"j-svc\" is your emptyDir, and the plugin needs that name for its "
+                     "ConfigMap \"j-svc\": rename yours or remove the plugin (Volcano would add a "
+                     "second one, which the API server refuses)");
+    ck_assert_int_eq(
+        podutil_upsert_volume(
+            pod, tu_json("{\"name\":\"j-ssh\",\"secret\":{\"secretName\":\"j-ssh\"}}"), &err),
+        WH_ECONFLICT);
+    ck_assert_str_eq(err.msg,
+                     "volume \"j-ssh\" is your Secret \"mine\", and the plugin needs that name for "
+                     "its Secret \"j-ssh\": rename yours or remove the plugin (Volcano would add a "
+                     "second one, which the API server refuses)");
+    /* Another kind of source with the same object name is another source. */
+    ck_assert_int_eq(
+        podutil_upsert_volume(
+            pod, tu_json("{\"name\":\"x\",\"secret\":{\"secretName\":\"other\"}}"), &err),
+        WH_ECONFLICT);
+    ck_assert_str_eq(err.msg,
+                     "volume \"x\" is your ConfigMap \"other\", and the plugin needs that name for "
+                     "its Secret \"other\": rename yours or remove the plugin (Volcano would add a "
+                     "second one, which the API server refuses)");
+    /* err may be NULL; nothing changed. */
+    ck_assert_int_eq(
+        podutil_upsert_volume(
+            pod, tu_json("{\"name\":\"j-svc\",\"configMap\":{\"name\":\"j-svc\"}}"), NULL),
+        WH_ECONFLICT);
+    tu_assert_json_eq(pod, before);
     json_decref(pod);
 }
 END_TEST
@@ -280,23 +344,115 @@ START_TEST(upsert_mount_keyed_by_path)
 {
     json_t *c = tu_json("{\"name\":\"c\"}");
 
-    ck_assert_int_eq(podutil_upsert_mount(c, tu_json("{\"name\":\"a\",\"mountPath\":\"/a\"}")),
-                     PODUTIL_UPSERT_ADDED);
-    ck_assert_int_eq(podutil_upsert_mount(c, tu_json("{\"name\":\"b\",\"mountPath\":\"/b\"}")),
-                     PODUTIL_UPSERT_ADDED);
-    /* Same name, another path: a new mount (the key is mountPath). */
-    ck_assert_int_eq(podutil_upsert_mount(c, tu_json("{\"name\":\"a\",\"mountPath\":\"/c\"}")),
-                     PODUTIL_UPSERT_ADDED);
-    ck_assert_int_eq(podutil_upsert_mount(c, tu_json("{\"name\":\"a\",\"mountPath\":\"/a\"}")),
-                     PODUTIL_UPSERT_SAME);
     ck_assert_int_eq(
-        podutil_upsert_mount(c, tu_json("{\"name\":\"z\",\"mountPath\":\"/a\",\"subPath\":\"s\"}")),
+        podutil_upsert_mount(c, tu_json("{\"name\":\"a\",\"mountPath\":\"/a\"}"), NULL),
+        PODUTIL_UPSERT_ADDED);
+    ck_assert_int_eq(
+        podutil_upsert_mount(c, tu_json("{\"name\":\"b\",\"mountPath\":\"/b\"}"), NULL),
+        PODUTIL_UPSERT_ADDED);
+    /* Same name, another path: a new mount (the key is mountPath). */
+    ck_assert_int_eq(
+        podutil_upsert_mount(c, tu_json("{\"name\":\"a\",\"mountPath\":\"/c\"}"), NULL),
+        PODUTIL_UPSERT_ADDED);
+    ck_assert_int_eq(
+        podutil_upsert_mount(c, tu_json("{\"name\":\"a\",\"mountPath\":\"/a\"}"), NULL),
+        PODUTIL_UPSERT_SAME);
+    /* The same volume at that path with other fields: the plugin's mount, replaced in place. */
+    ck_assert_int_eq(
+        podutil_upsert_mount(c, tu_json("{\"name\":\"a\",\"mountPath\":\"/a\",\"subPath\":\"s\"}"),
+                             NULL),
         PODUTIL_UPSERT_REPLACED);
     tu_assert_json_eq(
         c,
         "{\"name\":\"c\",\"volumeMounts\":["
-        "{\"name\":\"z\",\"mountPath\":\"/a\",\"subPath\":\"s\"},"
+        "{\"name\":\"a\",\"mountPath\":\"/a\",\"subPath\":\"s\"},"
         "{\"name\":\"b\",\"mountPath\":\"/b\"},{\"name\":\"a\",\"mountPath\":\"/c\"}]}");
+    json_decref(c);
+}
+END_TEST
+
+/* D5: a mount path taken by another volume is the user's: a conflict, nothing changed. */
+START_TEST(upsert_mount_conflict)
+{
+    static const char *const before =
+        "{\"name\":\"main\",\"volumeMounts\":[{\"name\":\"my-keys\",\"mountPath\":"
+        "\"/root/.ssh\",\"readOnly\":true}]}";
+    json_t *c = tu_json(before);
+    json_t *long_path;
+    struct wh_error err;
+
+    wh_error_clear(&err);
+    ck_assert_int_eq(
+        podutil_upsert_mount(c,
+                             tu_json("{\"name\":\"j-ssh\",\"mountPath\":\"/root/.ssh\",\"subPath\":"
+                                     "\".ssh\"}"),
+                             &err),
+        WH_ECONFLICT);
+    ck_assert_str_eq(err.msg,
+                     "container \"main\" mounts your volume \"my-keys\" at /root/.ssh, where the "
+                     "plugin mounts \"j-ssh\": mount yours elsewhere or remove the plugin (Volcano "
+                     "would add a second mount there, which the API server refuses; replacing "
+                     "yours would lose it)");
+    tu_assert_json_eq(c, before);
+    json_decref(c);
+    /* Long values are cut to PODUTIL_SHOWN_MAX bytes. */
+    long_path = tu_json("{\"name\":\"c\",\"volumeMounts\":[{\"name\":\"u\",\"mountPath\":"
+                        "\"/a/bbbbbbbbbbcccccccccceeeeeeeeeeffffffffffgggg\"}]}");
+    ck_assert_int_eq(
+        podutil_upsert_mount(long_path,
+                             tu_json("{\"name\":\"v\",\"mountPath\":"
+                                     "\"/a/bbbbbbbbbbcccccccccceeeeeeeeeeffffffffffgggg\"}"),
+                             &err),
+        WH_ECONFLICT);
+    /* ... and the message to WH_ERROR_MSG_MAX - 1 bytes, its end cut */
+    ck_assert_str_eq(err.msg,
+                     "container \"c\" mounts your volume \"u\" at "
+                     "/a/bbbbbbbbbbcccccccccceeeeeeeeeefffffff..., where the plugin mounts \"v\": "
+                     "mount yours elsewhere or remove the plugin (Volcano would add a second mount "
+                     "there, which the API server refuses; replacing yours would lose ");
+    json_decref(long_path);
+}
+END_TEST
+
+/* D5, D16: a replaced env value is told, with the old and the new value. */
+START_TEST(upsert_env_replaced_warns)
+{
+    json_t *c =
+        tu_json("{\"name\":\"main\",\"env\":[{\"name\":\"RANK\",\"value\":\"5\"},{\"name\":\"X\","
+                "\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.name\"}}},{\"name\":\"H\","
+                "\"value\":\"aaaaaaaaaabbbbbbbbbbccccccccccddddddddddeeee\"},{\"name\":\"S\","
+                "\"valueFrom\":{\"secretKeyRef\":{\"name\":\"s\",\"key\":\"k\"}}}]}");
+    json_t *envs = tu_json("[{\"name\":\"S\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":"
+                           "\"j-svc\",\"key\":\"S\"}}},{\"name\":\"NEW\",\"value\":\"1\"}]");
+    struct warnings w;
+    json_t *got;
+
+    warnings_init(&w);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("RANK", "0"), "pytorch", &w),
+                     PODUTIL_UPSERT_REPLACED);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("RANK", "0"), "pytorch", &w),
+                     PODUTIL_UPSERT_SAME);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("X", "3"), "env", &w),
+                     PODUTIL_UPSERT_REPLACED);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("H", "h"), "mpi", &w),
+                     PODUTIL_UPSERT_REPLACED);
+    ck_assert_int_eq(podutil_upsert_envs(c, envs, NULL, "svc", &w), 0);
+    /* Added entries give no warning. */
+    got = warnings_to_json(&w);
+    tu_assert_json_eq(
+        got,
+        "[\"pytorch plugin: container \\\"main\\\" sets RANK=\\\"5\\\", replaced by \\\"0\\\": the "
+        "plugin sets it, drop it from the pod template\","
+        "\"env plugin: container \\\"main\\\" sets X=valueFrom.fieldRef, replaced by \\\"3\\\": "
+        "the "
+        "plugin sets it, drop it from the pod template\","
+        "\"mpi plugin: container \\\"main\\\" sets "
+        "H=\\\"aaaaaaaaaabbbbbbbbbbccccccccccdddddddddd...\\\", replaced by \\\"h\\\": the plugin "
+        "sets it, drop it from the pod template\","
+        "\"svc plugin: container \\\"main\\\" sets S=valueFrom.secretKeyRef s/k, replaced by "
+        "valueFrom.configMapKeyRef j-svc/S: the plugin sets it, drop it from the pod template\"]");
+    json_decref(got);
+    json_decref(envs);
     json_decref(c);
 }
 END_TEST
@@ -425,7 +581,7 @@ START_TEST(upsert_allocation_failures)
 
         chaos_left = n;
         json_set_alloc_funcs(chaos_malloc, free);
-        rc = podutil_upsert_env(c, item);
+        rc = podutil_upsert_env(c, item, "t", NULL);
         json_set_alloc_funcs(malloc, free);
         if (rc != PODUTIL_UPSERT_ADDED) {
             ck_assert_int_eq(rc, WH_ENOMEM);
@@ -452,8 +608,11 @@ static Suite *podutil_suite(void)
     tcase_add_test(tc, upsert_envs_matches_single_upserts);
     tcase_add_test(tc, upsert_envs_edges);
     tcase_add_test(tc, upsert_bad_input_no_leak);
+    tcase_add_test(tc, upsert_env_replaced_warns);
     tcase_add_test(tc, upsert_volume_results);
+    tcase_add_test(tc, upsert_volume_conflicts);
     tcase_add_test(tc, upsert_mount_keyed_by_path);
+    tcase_add_test(tc, upsert_mount_conflict);
     tcase_add_test(tc, add_port_results);
     tcase_add_test(tc, add_init_container_results);
     tcase_add_test(tc, set_results);

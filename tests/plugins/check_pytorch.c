@@ -220,7 +220,7 @@ START_TEST(user_env_replaced_in_place)
           ENV("RANK", "1") "," ENV("MASTER_PORT", "23456") "," ENV("A", "a") ","
           ENV("MASTER_ADDR", "j-master-0.j") "," ENV("WORLD_SIZE", "2") "],"
           " 'ports':[" PORT(23456) "]}]}}",
-          "[]");
+          "['pytorch plugin: container \\'c\\' sets RANK=\\'5\\', replaced by \\'1\\': the plugin sets it, drop it from the pod template']");
 }
 END_TEST
 

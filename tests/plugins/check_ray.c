@@ -131,7 +131,11 @@ START_TEST(only_named_container_command_replaced)
           "  {'name':'head','command':" HEAD_CMD("6379", "8265", "10001") ",'args':['--a','b'],"
           "   'ports':[" PORTS3("6379", "8265", "10001") "]},"
           "  {'name':'worker','command':['w']}]}}",
-          "[]");
+          "['ray plugin: container \\'head\\' command [\\'python\\',\\'x.py\\'] replaced by "
+          "[\\'sh\\',\\'-c\\',\\'ray start --head --block --d...: run your program in another "
+          "container',"
+          " 'ray plugin: container \\'head\\' args [\\'--a\\',\\'b\\'] are ignored by the new "
+          "command (sh -c \\'ray start ...\\'): drop them from the pod template']");
     pc_ok(P, JOB_HW("[]"), &W1,
           "{'metadata':{'name':'j-worker-1'},'spec':{"
           " 'initContainers':[{'name':'worker'}],"
@@ -140,7 +144,11 @@ START_TEST(only_named_container_command_replaced)
           " 'initContainers':[{'name':'worker'}],"
           " 'containers':[{'name':'head'},"
           "  {'name':'worker','command':" WORKER_CMD("j-head-0.j:6379") ",'args':['x']}]}}",
-          "[]");
+          "['ray plugin: container \\'worker\\' command [\\'old\\'] replaced by "
+          "[\\'sh\\',\\'-c\\',\\'ray start --block --address=...: run your program in another "
+          "container',"
+          " 'ray plugin: container \\'worker\\' args [\\'x\\'] are ignored by the new command "
+          "(sh -c \\'ray start ...\\'): drop them from the pod template']");
     /* Pods of other tasks are untouched. */
     pc_ok(P, JOB("[]", TASK("head", 1) "," TASK("x", 1)), &(struct plugin_pod_info){"j-x-0", "ns1", "x", "0"},
           POD("j-x-0", "{'name':'head'},{'name':'worker'}"),
@@ -231,6 +239,24 @@ START_TEST(identical_command_no_change)
 }
 END_TEST
 
+/* D5, D16: args without a command (the image's entrypoint) are ignored by sh -c once the
+ * command is set: told, and left as they are; an identical command with args says nothing. */
+START_TEST(args_ignored_warned)
+{
+    pc_ok(P, JOB_HW("[]"), &W1, POD("j-worker-1", "{'name':'worker','args':['serve']}"),
+          POD("j-worker-1", "{'name':'worker','args':['serve'],"
+                            " 'command':" WORKER_CMD("j-head-0.j:6379") "}"),
+          "['ray plugin: container \\'worker\\' args [\\'serve\\'] are ignored by the new command "
+          "(sh -c \\'ray start ...\\'): drop them from the pod template']");
+    pc_ok(P, JOB_HW("[]"), &W1,
+          POD("j-worker-1", "{'name':'worker','args':['serve'],"
+                            " 'command':" WORKER_CMD("j-head-0.j:6379") "}"),
+          POD("j-worker-1", "{'name':'worker','args':['serve'],"
+                            " 'command':" WORKER_CMD("j-head-0.j:6379") "}"),
+          "[]");
+}
+END_TEST
+
 /* containerPort is narrowed to 32 bits; the command keeps the full value. */
 START_TEST(port_narrowed_command_full)
 {
@@ -256,6 +282,7 @@ static Suite *ray_suite(void)
     tcase_add_test(tc, unknown_flag_warning);
     tcase_add_test(tc, custom_containers);
     tcase_add_test(tc, identical_command_no_change);
+    tcase_add_test(tc, args_ignored_warned);
     tcase_add_test(tc, port_narrowed_command_full);
     suite_add_tcase(s, tc);
     return s;

@@ -134,7 +134,8 @@ START_TEST(identical_with_api_defaults_unchanged)
 }
 END_TEST
 
-/* D5: a different J-ssh volume (other mode) is replaced whole at its position. */
+/* D5: the plugin's own J-ssh volume (same Secret, other mode) and its own mount (other
+ * subPath) are replaced whole at their positions. */
 START_TEST(different_volume_replaced_at_position)
 {
     pc_ok_args(P, JOB, "[]", &POD,
@@ -142,12 +143,90 @@ START_TEST(different_volume_replaced_at_position)
                "  {\"name\":\"mpi-job-ssh\",\"secret\":{\"secretName\":\"mpi-job-ssh\",\"defaultMode\":420}},"
                "  {\"name\":\"b\",\"emptyDir\":{}}],"
                " \"containers\":[{\"name\":\"c\",\"volumeMounts\":["
-               "  {\"name\":\"x\",\"mountPath\":\"/root/.ssh\"},{\"name\":\"y\",\"mountPath\":\"/y\"}]}]}}",
+               "  {\"name\":\"mpi-job-ssh\",\"mountPath\":\"/root/.ssh\"},{\"name\":\"y\",\"mountPath\":\"/y\"}]}]}}",
                "{\"spec\":{\"volumes\":[{\"name\":\"a\",\"emptyDir\":{}}," VOLUME("384") ","
                "  {\"name\":\"b\",\"emptyDir\":{}}],"
                " \"containers\":[{\"name\":\"c\",\"volumeMounts\":["
                MOUNT("/root/.ssh") ",{\"name\":\"y\",\"mountPath\":\"/y\"}]}]}}",
                "[]");
+}
+END_TEST
+
+/* D5: the user's own Secret at the key path, or a volume J-ssh of another source, is a
+ * conflict: never re-pointed (the user's keys would be gone). */
+START_TEST(user_entries_are_conflicts)
+{
+    static const char *const job_other_path =
+        "{\"metadata\":{\"name\":\"mpi-job\",\"uid\":\"u1\"},"
+        " \"spec\":{\"plugins\":{\"ssh\":[\"--ssh-key-file-path=/home/u/.ssh\"]},\"tasks\":[]}}";
+
+    pc_err_rc(P, JOB, &POD,
+              "{\"spec\":{\"volumes\":[{\"name\":\"my-keys\",\"secret\":{\"secretName\":\"my-keys\"}}],"
+              " \"containers\":[{\"name\":\"main\",\"volumeMounts\":["
+              "  {\"name\":\"my-keys\",\"mountPath\":\"/root/.ssh\"}]}]}}",
+              WH_ECONFLICT,
+              "container \"main\" mounts your volume \"my-keys\" at /root/.ssh, where the plugin "
+              "mounts \"mpi-job-ssh\": mount yours elsewhere or remove the plugin (Volcano would "
+              "add a second mount there, which the API server refuses; replacing yours would "
+              "lose it)",
+              /* the volume went in first; the chain drops the copy on the error */
+              "{\"spec\":{\"volumes\":[{\"name\":\"my-keys\",\"secret\":{\"secretName\":\"my-keys\"}},"
+              VOLUME("384") "],"
+              " \"containers\":[{\"name\":\"main\",\"volumeMounts\":["
+              "  {\"name\":\"my-keys\",\"mountPath\":\"/root/.ssh\"}]}]}}",
+              "[]");
+    /* the same in an init container, at a path of --ssh-key-file-path */
+    pc_err_rc(P, job_other_path, &POD,
+              "{\"spec\":{\"initContainers\":[{\"name\":\"prep\",\"volumeMounts\":["
+              "  {\"name\":\"home\",\"mountPath\":\"/home/u/.ssh\"}]}]}}",
+              WH_ECONFLICT,
+              "container \"prep\" mounts your volume \"home\" at /home/u/.ssh, where the plugin "
+              "mounts \"mpi-job-ssh\": mount yours elsewhere or remove the plugin (Volcano would "
+              "add a second mount there, which the API server refuses; replacing yours would "
+              "lose it)",
+              "{\"spec\":{\"volumes\":[" VOLUME("420") "],"
+              " \"initContainers\":[{\"name\":\"prep\",\"volumeMounts\":["
+              "  {\"name\":\"home\",\"mountPath\":\"/home/u/.ssh\"}]}]}}",
+              "[]");
+    pc_err_rc(P, JOB, &POD,
+              "{\"spec\":{\"volumes\":[{\"name\":\"mpi-job-ssh\",\"secret\":{\"secretName\":\"mine\"}}],"
+              " \"containers\":[{\"name\":\"main\"}]}}",
+              WH_ECONFLICT,
+              "volume \"mpi-job-ssh\" is your Secret \"mine\", and the plugin needs that name for "
+              "its Secret \"mpi-job-ssh\": rename yours or remove the plugin (Volcano would add a "
+              "second one, which the API server refuses)",
+              NULL, "[]");
+}
+END_TEST
+
+/* --ssh-key-file-path=/etc/volcano with svc enabled: svc mounts its host files there, so
+ * the keys could not be mounted; the flag is named. Without svc the path is mounted. */
+START_TEST(key_path_of_svc)
+{
+    static const char *const with_svc =
+        "{\"metadata\":{\"name\":\"mpi-job\",\"uid\":\"u1\"},"
+        " \"spec\":{\"plugins\":{\"ssh\":[\"--ssh-key-file-path=/etc/volcano\"],\"svc\":[]},"
+        "  \"tasks\":[]}}";
+    static const char *const implied_svc =
+        "{\"metadata\":{\"name\":\"mpi-job\",\"uid\":\"u1\"},"
+        " \"spec\":{\"plugins\":{\"ssh\":[\"--ssh-key-file-path=/etc/volcano\"],\"mpi\":[]},"
+        "  \"tasks\":[]}}";
+    static const char *const without_svc =
+        "{\"metadata\":{\"name\":\"mpi-job\",\"uid\":\"u1\"},"
+        " \"spec\":{\"plugins\":{\"ssh\":[\"--ssh-key-file-path=/etc/volcano\"]},\"tasks\":[]}}";
+    static const char *const msg =
+        "--ssh-key-file-path=/etc/volcano is where the svc plugin mounts its host files, so the "
+        "ssh keys cannot be mounted there: choose another path in spec.plugins.ssh";
+
+    pc_err_rc(P, with_svc, &POD, "{\"spec\":{\"containers\":[{\"name\":\"main\"}]}}",
+              WH_ECONFLICT, msg, NULL, "[]");
+    /* svc implied by mpi (D1) */
+    pc_err_rc(P, implied_svc, &POD, "{\"spec\":{\"containers\":[{\"name\":\"main\"}]}}",
+              WH_ECONFLICT, msg, NULL, "[]");
+    pc_ok(P, without_svc, &POD, "{\"spec\":{\"containers\":[{\"name\":\"main\"}]}}",
+          "{\"spec\":{\"volumes\":[" VOLUME("420") "],"
+          " \"containers\":[{\"name\":\"main\",\"volumeMounts\":[" MOUNT("/etc/volcano") "]}]}}",
+          "[]");
 }
 END_TEST
 
@@ -216,6 +295,8 @@ static Suite *ssh_suite(void)
     tcase_add_test(tc, unknown_flag_warns_and_stops);
     tcase_add_test(tc, identical_with_api_defaults_unchanged);
     tcase_add_test(tc, different_volume_replaced_at_position);
+    tcase_add_test(tc, user_entries_are_conflicts);
+    tcase_add_test(tc, key_path_of_svc);
     tcase_add_test(tc, names_follow_job_name);
     tcase_add_test(tc, malformed_pod_is_an_error);
     tcase_add_test(tc, allocation_failures);

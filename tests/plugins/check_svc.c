@@ -162,20 +162,25 @@ START_TEST(already_mutated_with_api_defaults_unchanged)
 }
 END_TEST
 
-/* D5: a different entry with the same key is replaced whole, at its position. */
+/* D5: the plugin's own entries (its ConfigMap, its volume at /etc/volcano) with extra fields
+ * are identical and kept as they are; a user's env value replaced is told. */
 START_TEST(different_entries_replaced_in_place)
 {
     pc_ok_args(P, JOB, "[\"--inject-hosts-env=false\"]", &POD,
                "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\","
-               "  \"volumes\":[{\"name\":\"mpi-job-svc\",\"configMap\":{\"name\":\"other\"}},{\"name\":\"z\"}],"
+               "  \"volumes\":[{\"name\":\"mpi-job-svc\",\"configMap\":{\"name\":\"mpi-job-svc\","
+               "   \"items\":[{\"key\":\"k\",\"path\":\"p\"}]}},{\"name\":\"z\"}],"
                "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":["
-               "   {\"name\":\"cfg\",\"mountPath\":\"/etc/volcano\"},{\"name\":\"z\",\"mountPath\":\"/z\"}]}]}}",
+               "   {\"name\":\"mpi-job-svc\",\"mountPath\":\"/etc/volcano\",\"subPath\":\"x\"},"
+               "   {\"name\":\"z\",\"mountPath\":\"/z\"}]}]}}",
                "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\","
-               "  \"volumes\":[" VOLUME ",{\"name\":\"z\"}],"
+               "  \"volumes\":[{\"name\":\"mpi-job-svc\",\"configMap\":{\"name\":\"mpi-job-svc\","
+               "   \"items\":[{\"key\":\"k\",\"path\":\"p\"}]}},{\"name\":\"z\"}],"
                "  \"containers\":[{\"name\":\"c\",\"volumeMounts\":["
-               MOUNT ",{\"name\":\"z\",\"mountPath\":\"/z\"}]}]}}",
+               "   {\"name\":\"mpi-job-svc\",\"mountPath\":\"/etc/volcano\",\"subPath\":\"x\"},"
+               "   {\"name\":\"z\",\"mountPath\":\"/z\"}]}]}}",
                "[]");
-    /* An env entry of that name with a literal value becomes the reference. */
+    /* An env entry of that name with a literal value becomes the reference, with a warning. */
     pc_ok_args(P, "{\"metadata\":{\"name\":\"mpi-job\"},\"spec\":{\"tasks\":[{\"name\":\"mpimaster\"}]}}",
                NULL, &POD,
                "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\",\"containers\":[{\"name\":\"c\",\"env\":["
@@ -184,7 +189,47 @@ START_TEST(different_entries_replaced_in_place)
                "  \"containers\":[{\"name\":\"c\",\"env\":["
                REF("VC_MPIMASTER_NUM") ",{\"name\":\"B\"}," REF("VC_MPIMASTER_HOSTS") "],"
                "  \"volumeMounts\":[" MOUNT "]}]}}",
-               "[]");
+               "[\"svc plugin: container \\\"c\\\" sets VC_MPIMASTER_NUM=\\\"1\\\", replaced by "
+               "valueFrom.configMapKeyRef mpi-job-svc/VC_MPIMASTER_NUM: the plugin sets it, drop it "
+               "from the pod template\"]");
+}
+END_TEST
+
+/* D5: a user's volume named J-svc (an emptyDir, another ConfigMap), or a user's volume at
+ * /etc/volcano, is a conflict: never turned into the plugin's read-only ConfigMap. */
+START_TEST(user_entries_are_conflicts)
+{
+    pc_err_rc(P, JOB, &POD,
+              "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\","
+              "  \"volumes\":[{\"name\":\"mpi-job-svc\",\"emptyDir\":{}}],"
+              "  \"containers\":[{\"name\":\"c\"}]}}",
+              WH_ECONFLICT,
+              "volume \"mpi-job-svc\" is your emptyDir, and the plugin needs that name for its "
+              "ConfigMap \"mpi-job-svc\": rename yours or remove the plugin (Volcano would add a "
+              "second one, which the API server refuses)",
+              "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\","
+              "  \"volumes\":[{\"name\":\"mpi-job-svc\",\"emptyDir\":{}}],"
+              "  \"containers\":[{\"name\":\"c\",\"env\":[" REFS "]}]}}",
+              "[]");
+    pc_err_rc(P, JOB, &POD,
+              "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\","
+              "  \"volumes\":[{\"name\":\"mpi-job-svc\",\"configMap\":{\"name\":\"other\"}}]}}",
+              WH_ECONFLICT,
+              "volume \"mpi-job-svc\" is your ConfigMap \"other\", and the plugin needs that name "
+              "for its ConfigMap \"mpi-job-svc\": rename yours or remove the plugin (Volcano "
+              "would add a second one, which the API server refuses)",
+              NULL, "[]");
+    pc_err_rc(P, JOB, &POD,
+              "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\",\"containers\":[{\"name\":\"c\","
+              "  \"env\":[" REFS "],\"volumeMounts\":[{\"name\":\"cfg\",\"mountPath\":\"/etc/volcano\"}]}]}}",
+              WH_ECONFLICT,
+              "container \"c\" mounts your volume \"cfg\" at /etc/volcano, where the plugin mounts "
+              "\"mpi-job-svc\": mount yours elsewhere or remove the plugin (Volcano would add a "
+              "second mount there, which the API server refuses; replacing yours would lose it)",
+              "{\"spec\":{\"hostname\":\"h\",\"subdomain\":\"s\",\"volumes\":[" VOLUME "],"
+              "  \"containers\":[{\"name\":\"c\","
+              "  \"env\":[" REFS "],\"volumeMounts\":[{\"name\":\"cfg\",\"mountPath\":\"/etc/volcano\"}]}]}}",
+              "[]");
 }
 END_TEST
 
@@ -347,6 +392,7 @@ static Suite *svc_suite(void)
     tcase_add_test(tc, dashes_in_task_names);
     tcase_add_test(tc, already_mutated_with_api_defaults_unchanged);
     tcase_add_test(tc, different_entries_replaced_in_place);
+    tcase_add_test(tc, user_entries_are_conflicts);
     tcase_add_test(tc, malformed_pod_is_an_error);
     tcase_add_test(tc, allocation_failures);
     tcase_add_test(tc, plugin_table);

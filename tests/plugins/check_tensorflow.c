@@ -247,7 +247,9 @@ START_TEST(containers_only_and_upsert)
         config);
 
     /* a: different value replaced in place; b: identical kept; c: appended. */
-    pc_ok(P, JOB("[]", TASK("worker", 2)), &info, in, want, "[]");
+    pc_ok(P, JOB("[]", TASK("worker", 2)), &info, in, want,
+          "['tensorflow plugin: container \\'a\\' sets TF_CONFIG=\\'stale\\', replaced by "
+          "\\'{\\'cluster\\':{\\'worker\\':[\\'j-worker-0.j:2222...\\': the plugin sets it, drop it from the pod template']");
     free(in);
     free(want);
 }

@@ -14,7 +14,8 @@
  * For every object, its kubernetes-models class is found from apiVersion and kind
  * (`kubernetes-models/<group>/<version>/<Kind>`, core `kubernetes-models/v1/<Kind>`,
  * custom resources from the package of CRD_PACKAGES below: prometheus-operator's
- * monitoring.coreos.com); an apiVersion/kind without a shipped schema is a problem. Then:
+ * monitoring.coreos.com, cert-manager's cert-manager.io); an apiVersion/kind without a
+ * shipped schema is a problem. Then:
  *  (a) types and required fields, (b) no field outside the schema: as for pods, see
  *      schema-check.mjs;
  *  (c) API-server validation rules the OpenAPI schema cannot express: metadata.name
@@ -54,9 +55,13 @@ const KIND = /^[A-Z][A-Za-z0-9]*$/;
  * schema, laid out as kubernetes-models is (`<package>/<group>/<version>/<Kind>`).
  * @kubernetes-models/prometheus-operator: ServiceMonitor, PrometheusRule, ... of
  * manifests/overlays/prometheus.
+ * @kubernetes-models/cert-manager: Issuer, Certificate, ... of manifests/overlays/
+ * cert-manager (generated from cert-manager v1.11.2's published cert-manager.crds.yaml,
+ * as its package.json's crd-generate input says).
  */
 const CRD_PACKAGES = new Map([
     ['monitoring.coreos.com', '@kubernetes-models/prometheus-operator'],
+    ['cert-manager.io', '@kubernetes-models/cert-manager'],
 ]);
 
 const models = new Map();

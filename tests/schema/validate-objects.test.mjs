@@ -205,6 +205,37 @@ test('prometheus-operator kinds (manifests/overlays/prometheus): checked by thei
             '(not a kind kubernetes-models knows)' }]);
     });
 
+test('cert-manager kinds (manifests/overlays/cert-manager): checked by their CRD schema',
+    async () => {
+        const issuer = {
+            apiVersion: 'cert-manager.io/v1', kind: 'Issuer',
+            metadata: { name: 'hook-ca', namespace: 'hook-system' },
+            spec: { ca: { secretName: 'hook-ca' } },
+        };
+        const cert = {
+            apiVersion: 'cert-manager.io/v1', kind: 'Certificate',
+            metadata: { name: 'hook', namespace: 'hook-system' },
+            spec: { secretName: 'hook-tls', dnsNames: ['hook.hook-system.svc'],
+                duration: '8760h', privateKey: { algorithm: 'RSA', size: 2048 },
+                issuerRef: { name: 'hook-ca', kind: 'Issuer', group: 'cert-manager.io' } },
+        };
+        assert.deepEqual(await checkObject(issuer), []);
+        assert.deepEqual(await checkObject(cert), []);
+        cert.spec.dnsName = ['hook.hook-system.svc'];
+        cert.spec.privateKey.algorithm = 'DSA';
+        delete cert.spec.secretName;
+        assert.deepEqual(await checkObject(cert), [
+            { path: 'spec.secretName', message: 'required field missing' },
+            { path: 'spec.privateKey.algorithm', message: 'must be one of ["RSA","ECDSA","Ed25519"]' },
+            { path: 'spec.dnsName',
+              message: 'unknown field (not in the cert-manager.io/v1 Certificate schema)' },
+        ]);
+        assert.deepEqual(await checkObject({ apiVersion: 'cert-manager.io/v1',
+            kind: 'Certficate', metadata: { name: 'x' } }), [{ path: '', message:
+            'no schema for apiVersion cert-manager.io/v1 kind Certficate ' +
+            '(not a kind kubernetes-models knows)' }]);
+    });
+
 test('metadata.name: required, and well-formed for the kind', async () => {
     const [ns, sa, cr] = goodObjects();
     delete sa.metadata.name;

@@ -329,7 +329,7 @@ static const struct {
     {"--request-timeout", "10m", offsetof(struct serve_options, request_timeout_ms), 600000},
 };
 
-/* The --cert-secret durations (they need --cert-secret), in each unit they accept. */
+/* The managed durations (they need --cert-secret or --self-signed), in each unit they accept. */
 static const struct {
     const char *flag;
     const char *value;
@@ -808,8 +808,8 @@ END_TEST
 /* The checks across flags, in the order they run. */
 START_TEST(test_combinations)
 {
-    char *many[2 + 2 * (SELFSIGNED_MAX_EXTRA + 1) + 1];
-    char names[SELFSIGNED_MAX_EXTRA + 1][16];
+    char *many[2 + 2 * (CERTKEEPER_MAX_SANS + 1) + 1];
+    char names[CERTKEEPER_MAX_SANS + 1][16];
     size_t n = 0;
     struct serve_options o;
     struct result r;
@@ -851,15 +851,23 @@ START_TEST(test_combinations)
     PARSE(&o, &r, "--self-signed", "--cert-secret", "s");
     assert_usage_error(&r, P "--cert-secret cannot be combined with --self-signed\n");
     result_free(&r);
+    /* --self-signed is the same mode with the Secret in memory: the same durations */
     PARSE(&o, &r, "--self-signed", "--cert-validity", "20s");
-    assert_usage_error(&r,
-                       P "--cert-validity, --ca-validity, --cert-renew-before and "
-                         "--cabundle-repair-interval need --cert-secret\n");
+    assert_usage_error(&r, P "want --cert-renew-before (2592000s) < --cert-validity (20s)\n");
+    result_free(&r);
+    PARSE(&o, &r, "--self-signed", "--cert-validity", "20s", "--cert-renew-before", "10s",
+          "--ca-validity", "30s", "--cabundle-repair-interval", "2s");
+    assert_ok(&r);
+    ck_assert(o.self_signed);
+    ck_assert_int_eq(o.cert_validity_ms, 20000);
+    ck_assert_int_eq(o.cert_renew_before_ms, 10000);
+    ck_assert_int_eq(o.ca_validity_ms, 30000);
+    ck_assert_int_eq(o.cabundle_repair_ms, 2000);
     result_free(&r);
     PARSE(&o, &r, "--insecure-http", "--cabundle-repair-interval", "60s");
     assert_usage_error(&r,
                        P "--cert-validity, --ca-validity, --cert-renew-before and "
-                         "--cabundle-repair-interval need --cert-secret\n");
+                         "--cabundle-repair-interval need --cert-secret or --self-signed\n");
     result_free(&r);
     /* certkeeper_create's rules on the durations */
     PARSE(&o, &r, "--cert-secret", "s", "--cert-validity", "20s", "--cert-renew-before", "20s");
@@ -894,7 +902,7 @@ START_TEST(test_combinations)
     /* 32 --tls-san are accepted, the 33rd is refused */
     many[n++] = "serve";
     many[n++] = "--self-signed";
-    for (unsigned i = 0; i <= SELFSIGNED_MAX_EXTRA; i++) {
+    for (unsigned i = 0; i <= CERTKEEPER_MAX_SANS; i++) {
         snprintf(names[i], sizeof(names[i]), "s%u", i);
         many[n++] = "--tls-san";
         many[n++] = names[i];

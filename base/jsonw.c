@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * jsonw.c - JSON text written into a struct buf (see jsonw.h).
+ *
+ * Strings are copied run by run: the bytes that need no escape (all but `"`, `\`
+ * and U+0000-U+001F) go in with one memcpy per run, so a base64 or plain ASCII
+ * value costs a scan and a copy. The escapes are jansson's (dump.c dump_string
+ * without JSON_ESCAPE_SLASH or JSON_ENSURE_ASCII), so the text is byte for byte
+ * what json_dumps(JSON_COMPACT) writes.
+ */
+#include "base/jsonw.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "base/error.h"
+
+/* 1: the byte is written escaped in a JSON string (RFC 8259 §7). */
+static const unsigned char json_escaped[256] = {
+    1,         1,          1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x00-0x0f */
+    1,         1,          1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x10-0x1f */
+    ['"'] = 1, ['\\'] = 1,
+};
+
+/* The escape of one byte that json_escaped marks; seq holds at least 7 bytes. */
+static size_t escape_byte(unsigned char c, char *seq)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const char *named = NULL;
+
+    switch (c) {
+    case '"': named = "\\\""; break;
+    case '\\': named = "\\\\"; break;
+    case '\b': named = "\\b"; break;
+    case '\f': named = "\\f"; break;
+    case '\n': named = "\\n"; break;
+    case '\r': named = "\\r"; break;
+    case '\t': named = "\\t"; break;
+    default: break;
+    }
+    if (named != NULL) {
+        memcpy(seq, named, 2);
+        return 2;
+    }
+    memcpy(seq, "\\u00", 4);
+    seq[4] = hex[c >> 4];
+    seq[5] = hex[c & 0xf];
+    return 6;
+}
+
+/* Append; a failure stays in o->rc, which the public functions return. */
+static void put(struct buf *o, const char *s, size_t n)
+{
+    int rc = buf_append(o, s, n);
+
+    (void)rc;
+}
+
+int jsonw_raw(struct buf *o, const char *s, size_t n)
+{
+    put(o, s, n);
+    return o->rc;
+}
+
+/* 1: the byte is escaped in a JSON Pointer's reference token too (RFC 6901 §3). */
+static const unsigned char pointer_escaped[256] = {
+    1,         1,          1,         1,         1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x00-0x0f */
+    1,         1,          1,         1,         1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x10-0x1f */
+    ['"'] = 1, ['\\'] = 1, ['~'] = 1, ['/'] = 1,
+};
+
+/*
+ * The string's content, escaped, without quotes; table says which bytes are. Room
+ * for n bytes is made once (the text is never shorter), so a plain string is one
+ * reserve and one memcpy per run of plain bytes; escapes append their own bytes.
+ */
+static int string_content(struct buf *o, const char *s, size_t n, const unsigned char *table)
+{
+    size_t i = 0;
+
+    if (buf_reserve(o, n) < 0)
+        return o->rc;
+    while (i < n && o->rc == 0) {
+        size_t run = i;
+        char seq[8];
+        size_t k;
+        unsigned char c;
+
+        while (run < n && !table[(unsigned char)s[run]])
+            run++;
+        put(o, s + i, run - i);
+        if (run == n)
+            break;
+        c = (unsigned char)s[run];
+        if (c == '~' || c == '/') { /* only pointer_escaped marks them */
+            seq[0] = '~';
+            seq[1] = c == '~' ? '0' : '1';
+            k = 2;
+        } else {
+            k = escape_byte(c, seq);
+        }
+        put(o, seq, k);
+        i = run + 1;
+    }
+    return o->rc;
+}
+
+int jsonw_string(struct buf *o, const char *s, size_t n)
+{
+    put(o, "\"", 1);
+    (void)string_content(o, s, n, json_escaped);
+    put(o, "\"", 1);
+    return o->rc;
+}
+
+int jsonw_cstring(struct buf *o, const char *s)
+{
+    return jsonw_string(o, s, strlen(s));
+}
+
+int jsonw_pointer_segment(struct buf *o, const char *seg, size_t n)
+{
+    put(o, "/", 1);
+    return string_content(o, seg, n, pointer_escaped);
+}
+
+/* Decimal of v, as jansson's "%" JSON_INTEGER_FORMAT. */
+static int integer(struct buf *o, json_int_t v)
+{
+    char text[24];
+    char *c = text + sizeof(text);
+    /* Negated as unsigned, so the most negative value has a magnitude too. */
+    uint64_t m = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+
+    do {
+        *--c = (char)('0' + m % 10);
+        m /= 10;
+    } while (m > 0);
+    if (v < 0)
+        *--c = '-';
+    return jsonw_raw(o, c, (size_t)(text + sizeof(text) - c));
+}
+
+/* json_dump_callback_t appending to a struct buf. */
+static int dump_to_buf(const char *s, size_t n, void *data)
+{
+    return buf_append(data, s, n) < 0 ? -1 : 0;
+}
+
+int jsonw_value(struct buf *o, const json_t *v)
+{
+    const char *key;
+    json_t *item;
+    size_t i;
+    bool first = true;
+
+    if (o->rc < 0)
+        return o->rc;
+    if (v == NULL) {
+        buf_fail(o, WH_EINVAL);
+        return o->rc;
+    }
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        put(o, "{", 1);
+        /* json_object_foreach wants a non-const object; it only reads it. */
+        json_object_foreach((json_t *)v, key, item) {
+            if (!first)
+                put(o, ",", 1);
+            first = false;
+            (void)jsonw_cstring(o, key);
+            put(o, ":", 1);
+            if (jsonw_value(o, item) < 0)
+                return o->rc;
+        }
+        return jsonw_raw(o, "}", 1);
+    case JSON_ARRAY:
+        put(o, "[", 1);
+        json_array_foreach(v, i, item) {
+            if (i > 0)
+                put(o, ",", 1);
+            if (jsonw_value(o, item) < 0)
+                return o->rc;
+        }
+        return jsonw_raw(o, "]", 1);
+    case JSON_STRING: return jsonw_string(o, json_string_value(v), json_string_length(v));
+    case JSON_INTEGER: return integer(o, json_integer_value(v));
+    case JSON_TRUE: return jsonw_raw(o, "true", 4);
+    case JSON_FALSE: return jsonw_raw(o, "false", 5);
+    case JSON_NULL: return jsonw_raw(o, "null", 4);
+    case JSON_REAL:
+        /* jansson's "%.17g" and its ".0" rule: its own dumper, not a copy of it. */
+        if (json_dump_callback(v, dump_to_buf, o, JSON_COMPACT | JSON_ENCODE_ANY) < 0)
+            buf_fail(o, WH_ENOMEM);
+        return o->rc;
+    }
+    buf_fail(o, WH_EINVAL); /* not a jansson type */
+    return o->rc;
+}

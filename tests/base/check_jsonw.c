@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * check_jsonw.c - the JSON text writer (base/jsonw.h) against jansson's dumper.
+ *
+ * The writer promises json_dumps(JSON_COMPACT)'s bytes, so jansson is the oracle:
+ * every ASCII byte alone, UTF-8, NULs, the JSON Pointer escapes (RFC 6901), values
+ * of every type and a seeded random set of documents, each compared byte for byte,
+ * plus fixed expectations for the escapes themselves.
+ */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/buf.h"
+#include "base/jsonw.h"
+#include "tests/testutil.h"
+
+/* Compact dump of v (the oracle). Caller frees. */
+static char *dump(const json_t *v)
+{
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+    ck_assert_ptr_nonnull(s);
+    return s;
+}
+
+/* jsonw_value's text of v must be dump(v), byte for byte. */
+static void assert_value_is_dump(const json_t *v, const char *name)
+{
+    struct buf o;
+    char *want = dump(v);
+
+    buf_init(&o, BUF_NO_MAX);
+    ck_assert_int_eq(jsonw_value(&o, v), 0);
+    ck_assert_msg(strcmp(buf_cstr(&o), want) == 0, "%s:\n got: %s\nwant: %s", name, buf_cstr(&o),
+                  want);
+    free(want);
+    buf_dispose(&o);
+}
+
+/* jsonw_string of n bytes must be json_dumps of json_stringn of them. */
+static void assert_string_is_dump(const char *s, size_t n, const char *name)
+{
+    json_t *v = json_stringn(s, n);
+
+    ck_assert_msg(v != NULL, "%s: not valid UTF-8", name);
+    assert_value_is_dump(v, name);
+    json_decref(v);
+}
+
+START_TEST(test_every_ascii_byte)
+{
+    char s[4] = {'a', (char)_i, 'b', '\0'};
+    char name[32];
+
+    snprintf(name, sizeof(name), "byte 0x%02x", (unsigned)_i);
+    assert_string_is_dump(s, 3, name);
+}
+END_TEST
+
+START_TEST(test_escapes_exact)
+{
+    struct buf o;
+
+    buf_init(&o, BUF_NO_MAX);
+    ck_assert_int_eq(jsonw_string(&o, "q\"b\\s/\b\f\n\r\t\x01\x1f\x7f", 14), 0);
+    ck_assert_str_eq(buf_cstr(&o), "\"q\\\"b\\\\s/\\b\\f\\n\\r\\t\\u0001\\u001F\x7f\"");
+    buf_reset(&o);
+    ck_assert_int_eq(jsonw_string(&o, "a\0b", 3), 0);
+    ck_assert_str_eq(buf_cstr(&o), "\"a\\u0000b\"");
+    buf_reset(&o);
+    ck_assert_int_eq(jsonw_cstring(&o, ""), 0);
+    ck_assert_str_eq(buf_cstr(&o), "\"\"");
+    buf_dispose(&o);
+}
+END_TEST
+
+START_TEST(test_utf8_copied)
+{
+    /* 2-, 3- and 4-byte characters, U+2028 and U+FFFF: copied, never \u-escaped */
+    static const char s[] = "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xe2\x80\xa8\xef\xbf\xbf";
+    struct buf o;
+
+    assert_string_is_dump(s, sizeof(s) - 1, "utf-8");
+    buf_init(&o, BUF_NO_MAX);
+    ck_assert_int_eq(jsonw_cstring(&o, s), 0);
+    ck_assert_uint_eq(o.len, sizeof(s) + 1);
+    buf_dispose(&o);
+}
+END_TEST
+
+START_TEST(test_raw)
+{
+    struct buf o;
+
+    buf_init(&o, BUF_NO_MAX);
+    ck_assert_int_eq(jsonw_raw(&o, "{\"a\\u0041\":", 11), 0);
+    ck_assert_int_eq(jsonw_raw(&o, "1}", 2), 0);
+    ck_assert_str_eq(buf_cstr(&o), "{\"a\\u0041\":1}");
+    buf_dispose(&o);
+}
+END_TEST
+
+/* RFC 6901 §3 first (~0, ~1), then JSON escapes; "" is a valid reference token. */
+START_TEST(test_pointer_segment)
+{
+    struct buf o;
+
+    buf_init(&o, BUF_NO_MAX);
+    ck_assert_int_eq(jsonw_pointer_segment(&o, "metadata", 8), 0);
+    ck_assert_int_eq(jsonw_pointer_segment(&o, "volcano.sh/task-spec", 20), 0);
+    ck_assert_int_eq(jsonw_pointer_segment(&o, "~1/\"\\\n", 6), 0);
+    ck_assert_int_eq(jsonw_pointer_segment(&o, "", 0), 0);
+    ck_assert_str_eq(buf_cstr(&o), "/metadata/volcano.sh~1task-spec/~01~1\\\"\\\\\\n/");
+    buf_dispose(&o);
+}
+END_TEST
+
+static const char *const values[] = {
+    "null",
+    "true",
+    "false",
+    "0",
+    "-1",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "1.5",
+    "420.0",
+    "1e300",
+    "-0.0",
+    "0.1",
+    "123456789.123456789",
+    "\"\"",
+    "{}",
+    "[]",
+    "[[],{},[{}]]",
+    "{\"b\":1,\"a\":[1,2,{\"c\":null}],\"\":\"\"}",
+    "{\"z\":{\"y\":{\"x\":[true,false,\"\\u00e9\\n\"]}}}",
+    "{\"env\":[{\"name\":\"TF_CONFIG\",\"value\":\"{\\\"cluster\\\":{\\\"ps\\\":[\\\"a:2222\\\"]}}"
+    "\"}]}",
+};
+
+START_TEST(test_values)
+{
+    json_t *v = json_loads(values[_i], JSON_DECODE_ANY, NULL);
+
+    ck_assert_ptr_nonnull(v);
+    assert_value_is_dump(v, values[_i]);
+    json_decref(v);
+}
+END_TEST
+
+START_TEST(test_null_value)
+{
+    struct buf o;
+
+    buf_init(&o, BUF_NO_MAX);
+    ck_assert_int_eq(jsonw_value(&o, NULL), WH_EINVAL);
+    ck_assert_int_eq(o.rc, WH_EINVAL);
+    buf_dispose(&o);
+}
+END_TEST
+
+/* The cap: the first failing append is kept, later ones change nothing. */
+START_TEST(test_cap)
+{
+    struct buf o;
+
+    buf_init(&o, 5);
+    ck_assert_int_eq(jsonw_cstring(&o, "abc"), 0); /* "abc" with its quotes: 5 bytes */
+    ck_assert_int_eq(jsonw_raw(&o, ",", 1), WH_ETOOBIG);
+    ck_assert_int_eq(jsonw_cstring(&o, ""), WH_ETOOBIG);
+    ck_assert_str_eq(buf_cstr(&o), "\"abc\"");
+    buf_dispose(&o);
+}
+END_TEST
+
+/* ---- random documents: the writer's text is the dumper's ---------------- */
+
+static uint64_t rng_state;
+
+static uint32_t rnd(uint32_t n)
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(rng_state >> 33) % n;
+}
+
+/* A string of ASCII (control characters, quotes, slashes, ~ included) and some UTF-8. */
+static json_t *gen_string(void)
+{
+    static const char *const pieces[] = {
+        "a",    "Z", "0",        "\"",           "\\",
+        "/",    "~", "\n",       "\t",           "\x01",
+        "\x1f", " ", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+        "\x7f"};
+    char s[64] = "";
+    size_t n = rnd(8);
+
+    for (size_t i = 0; i < n; i++)
+        strcat(s, pieces[rnd(sizeof(pieces) / sizeof(pieces[0]))]);
+    return json_string(s);
+}
+
+static json_t *gen(int depth)
+{
+    uint32_t k = rnd(depth > 0 ? 9 : 6);
+    json_t *v;
+
+    switch (k) {
+    case 0: return json_null();
+    case 1: return rnd(2) ? json_true() : json_false();
+    case 2: return json_integer((json_int_t)rnd(2000000) - 1000000);
+    case 3: return json_real((double)rnd(100000) / 7.0);
+    case 4:
+    case 5: return gen_string();
+    case 6:
+    case 7:
+        v = json_object();
+        for (uint32_t i = rnd(5); i > 0; i--) {
+            json_t *key = gen_string();
+
+            json_object_set_new(v, json_string_value(key), gen(depth - 1));
+            json_decref(key);
+        }
+        return v;
+    default:
+        v = json_array();
+        for (uint32_t i = rnd(5); i > 0; i--)
+            json_array_append_new(v, gen(depth - 1));
+        return v;
+    }
+}
+
+START_TEST(test_random_documents)
+{
+    rng_state = 0x2545f4914f6cdd1dULL;
+    for (int iter = 0; iter < 3000; iter++) {
+        json_t *v = gen(4);
+        char name[32];
+
+        ck_assert_ptr_nonnull(v);
+        snprintf(name, sizeof(name), "iter %d", iter);
+        assert_value_is_dump(v, name);
+        json_decref(v);
+    }
+}
+END_TEST
+
+static Suite *jsonw_suite(void)
+{
+    Suite *s = suite_create("jsonw");
+    TCase *ts = tcase_create("strings");
+    TCase *tv = tcase_create("values");
+
+    tcase_add_loop_test(ts, test_every_ascii_byte, 0, 128);
+    tcase_add_test(ts, test_escapes_exact);
+    tcase_add_test(ts, test_utf8_copied);
+    tcase_add_test(ts, test_raw);
+    tcase_add_test(ts, test_pointer_segment);
+    tcase_add_test(ts, test_cap);
+    suite_add_tcase(s, ts);
+    tcase_add_loop_test(tv, test_values, 0, (int)(sizeof(values) / sizeof(values[0])));
+    tcase_add_test(tv, test_null_value);
+    tcase_add_test(tv, test_random_documents);
+    suite_add_tcase(s, tv);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(jsonw_suite());
+}
