@@ -53,6 +53,20 @@ static int bench_job_get(void *userdata, const char *ns, const char *name, const
     return rc < 0 ? wh_error_set(err, rc, "out of memory") : 0;
 }
 
+/* job_source.diagnose: the diagnostics the cache computed once per Job version, as
+ * controller/lookup.c serves them. */
+static int bench_job_diagnose(void *userdata, const json_t *job, struct diagnostics *out)
+{
+    const json_t *meta = json_object_get(job, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *uid = json_string_value(json_object_get(meta, "uid"));
+    const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
+
+    return cache_get_diagnostics(userdata, ns != NULL ? ns : "", name != NULL ? name : "",
+                                 uid != NULL ? uid : "", rv != NULL ? rv : "", out);
+}
+
 static int bench_load_jobs(const char *path, struct cache *cache)
 {
     json_error_t jerr;
@@ -161,7 +175,8 @@ int main(int argc, char **argv)
     struct cache *cache = cache_create();
     static struct bench_bodies bodies;
     struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
-    struct jobsource src = {.get = bench_job_get, .userdata = cache};
+    struct jobsource src = {
+        .get = bench_job_get, .diagnose = bench_job_diagnose, .userdata = cache};
     struct timespec t0, t1;
     long n, failed, patched = 0;
     double secs;

@@ -23,6 +23,11 @@
  * (jansson is the string-keyed hashtable here; the entry is released by hand when
  * its key goes). The synced flag is an atomic_bool, read without the lock.
  *
+ * Each entry also holds the Job's diagnostics (plugins/diagnose.h), computed once
+ * from the full Job when the entry is made (the kept text lacks the task
+ * templates many diagnostics read), so pod admission tells them (D16) at the
+ * cost of a copy, not of diagnose_job, per pod: once per Job resourceVersion.
+ *
  * A namespaced cache (cache_create_namespaced: --namespaces) holds the Jobs of
  * its namespaces only and has one writer per namespace (one informer each), so
  * the writers are serialised by write_mu: cache_replace_namespace builds the new
@@ -40,6 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugins/diagnose.h"
+
 #define KEY_MAX 512 /* namespace (63) + "/" + name (253) fit with room to spare */
 
 struct cache {
@@ -55,6 +62,8 @@ struct cache {
 
 struct cached_job {
     atomic_size_t refs; /* the map's (while it is in one) + one per reader */
+    char *diag;         /* owned: "uid\0resourceVersion\0" + diagnose_pack's block */
+    size_t diag_len;    /* bytes of diag */
     size_t len;         /* of text, without a terminator */
     char text[];        /* compact JSON of the kept fields; immutable */
 };
@@ -148,6 +157,44 @@ static json_t *copy_kept(const json_t *v, const struct keep *only)
     return c;
 }
 
+static const char *meta_string(const json_t *job, const char *key)
+{
+    const char *v = json_string_value(json_object_get(json_object_get(job, "metadata"), key));
+
+    return v != NULL ? v : "";
+}
+
+/*
+ * e->diag: the version of job and its diagnostics (diagnose_job on the full Job).
+ * @return 0 or WH_ENOMEM.
+ */
+static int entry_diagnose(struct cached_job *e, const json_t *job)
+{
+    const char *uid = meta_string(job, "uid");
+    const char *rv = meta_string(job, "resourceVersion");
+    size_t head = strlen(uid) + 1 + strlen(rv) + 1;
+    struct diagnostics *d = malloc(sizeof(*d)); /* 12 KiB: not on the stack */
+    char *packed = NULL;
+    size_t plen = 0;
+    int rc = WH_ENOMEM;
+
+    if (d == NULL || diagnose_job(job, d) < 0 || diagnose_pack(d, &packed, &plen) < 0)
+        goto out;
+    e->diag = malloc(head + plen);
+    if (e->diag == NULL)
+        goto out;
+    memcpy(e->diag, uid, strlen(uid) + 1);
+    memcpy(e->diag + strlen(uid) + 1, rv, strlen(rv) + 1);
+    if (plen > 0)
+        memcpy(e->diag + head, packed, plen);
+    e->diag_len = head + plen;
+    rc = 0;
+out:
+    free(packed);
+    free(d);
+    return rc;
+}
+
 /* A new entry with one reference: the kept fields of job as compact text. NULL on ENOMEM. */
 static struct cached_job *entry_new(const json_t *job)
 {
@@ -162,7 +209,13 @@ static struct cached_job *entry_new(const json_t *job)
         e = malloc(sizeof(*e) + len);
     if (e != NULL) {
         e->len = json_dumpb(kept, e->text, len, JSON_COMPACT);
+        e->diag = NULL;
+        e->diag_len = 0;
         atomic_init(&e->refs, 1);
+        if (entry_diagnose(e, job) < 0) {
+            free(e);
+            e = NULL;
+        }
     }
     json_decref(kept);
     return e;
@@ -174,8 +227,10 @@ static void entry_release(struct cached_job *e)
     if (e == NULL)
         return;
     /* acq_rel: every reader's reads happen before the free by the last one. */
-    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1)
+    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1) {
+        free(e->diag);
         free(e);
+    }
 }
 
 /* A private tree of e's Job: new reference, NULL on ENOMEM (the text is the cache's own). */
@@ -357,6 +412,37 @@ int cache_get(struct cache *c, const char *ns, const char *name, json_t **job_ou
     *job_out = entry_job(e);
     entry_release(e);
     return *job_out != NULL ? 0 : WH_ENOMEM;
+}
+
+int cache_get_diagnostics(struct cache *c, const char *ns, const char *name, const char *uid,
+                          const char *rv, struct diagnostics *out)
+{
+    char key[KEY_MAX];
+    struct cached_job *e;
+    int rc = WH_ENOTFOUND;
+
+    diagnose_init(out);
+    if (make_key(key, sizeof(key), ns, name) < 0)
+        return WH_ENOTFOUND;
+    pthread_rwlock_rdlock(&c->lock);
+    e = map_get(c->map, key);
+    if (e != NULL)
+        atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
+    pthread_rwlock_unlock(&c->lock);
+    if (e == NULL)
+        return WH_ENOTFOUND;
+    if (e->diag != NULL) {
+        const char *e_uid = e->diag;
+        const char *e_rv = e_uid + strlen(e_uid) + 1;
+        size_t head = (size_t)(e_rv + strlen(e_rv) + 1 - e->diag);
+
+        if (strcmp(e_uid, uid) == 0 && strcmp(e_rv, rv) == 0) {
+            diagnose_unpack(e->diag + head, e->diag_len - head, out);
+            rc = 0;
+        }
+    }
+    entry_release(e);
+    return rc;
 }
 
 json_t *cache_kept_job(const json_t *job)

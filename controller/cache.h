@@ -20,6 +20,7 @@
 #include "base/error.h"
 
 struct cache;
+struct diagnostics;
 
 /** @return a new empty cache, NULL on ENOMEM. */
 struct cache *cache_create(void);
@@ -62,6 +63,19 @@ int cache_get(struct cache *c, const char *ns, const char *name, json_t **job_ou
  *         cache does not serve), or WH_ENOMEM.
  */
 int cache_put(struct cache *c, json_t *job);
+/**
+ * The Job-level diagnostics (plugins/diagnose.h, D16/D17) of the cached Job
+ * ns/name, computed by diagnose_job from the full Job when cache_put or
+ * cache_batch_add was given it (once per version, not per reader).
+ * @param uid, rv  the version the caller holds (metadata.uid, .resourceVersion of a
+ *                 Job cache_get gave); borrowed
+ * @param out      filled from empty (caller-owned)
+ * @return 0; WH_ENOTFOUND (out empty) when the cache has no such Job, or holds
+ *         another version of it (the caller diagnoses its own copy).
+ */
+int cache_get_diagnostics(struct cache *c, const char *ns, const char *name, const char *uid,
+                          const char *rv, struct diagnostics *out);
+
 /**
  * The Job as the cache would keep it (the fields cache_put names), for a reader
  * that must hold a Job the cache no longer has (the informer's on_delete). job is

@@ -280,9 +280,23 @@ int lookup_job_get(void *userdata, const char *ns, const char *name, const char 
     return get_shared(l, ns, name, job_out, err);
 }
 
+int lookup_job_diagnose(void *userdata, const json_t *job, struct diagnostics *out)
+{
+    const struct lookup *l = userdata;
+    const json_t *meta = json_object_get(job, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *uid = json_string_value(json_object_get(meta, "uid"));
+    const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
+
+    if (l->cache == NULL || ns == NULL || name == NULL || uid == NULL || rv == NULL)
+        return WH_ENOTFOUND;
+    return cache_get_diagnostics(l->cache, ns, name, uid, rv, out);
+}
+
 struct jobsource lookup_job_source(struct lookup *l)
 {
-    struct jobsource src = {.get = lookup_job_get, .userdata = l};
+    struct jobsource src = {.get = lookup_job_get, .diagnose = lookup_job_diagnose, .userdata = l};
 
     return src;
 }

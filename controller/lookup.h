@@ -65,6 +65,15 @@ int lookup_job_get(void *userdata, const char *ns, const char *name, const char 
                    json_t **job_out, struct wh_error *err);
 
 /**
+ * The diagnose() of struct jobsource; userdata is a struct lookup (borrowed).
+ * The diagnostics the cache computed for job's version (cache_get_diagnostics,
+ * by job's metadata namespace, name, uid and resourceVersion), no diagnose_job
+ * run here. @return 0 (out filled); WH_ENOTFOUND when there is no cache, or it
+ * holds another version (a Job GET from the API after a miss, a newer watch event).
+ */
+int lookup_job_diagnose(void *userdata, const json_t *job, struct diagnostics *out);
+
+/**
  * Pods whose namespace the cache does not serve, since lookup_init (0 without it).
  * Any thread (an atomic read; monotonic). For GET /metrics.
  */

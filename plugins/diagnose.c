@@ -93,26 +93,128 @@ size_t diagnose_fatal_count(const struct diagnostics *d)
     return n;
 }
 
+/* Bytes of the first max code points of s (valid UTF-8); *chars_out: how many there are. */
+static size_t utf8_prefix(const char *s, size_t max, size_t *chars_out)
+{
+    size_t chars = 0;
+    size_t i = 0;
+
+    for (; s[i] != '\0'; i++) {
+        if (((unsigned char)s[i] & 0xC0) == 0x80)
+            continue; /* a continuation byte: part of the code point before */
+        if (chars == max)
+            break;
+        chars++;
+    }
+    *chars_out = chars;
+    return i;
+}
+
+/* Room kept for the last "N more diagnostics not shown" line. */
+#define MORE_LINE_CHARS 48
+
 json_t *diagnose_messages(const struct diagnostics *d, bool fatal_only)
 {
     json_t *arr = json_array();
+    size_t total = 0;
+    size_t hidden = d->dropped;
+    bool full = false;
 
     if (arr == NULL)
         return NULL;
     for (size_t i = 0; i < d->n; i++) {
+        const char *m = d->items[i].message;
+        size_t chars;
+        size_t bytes;
+
         if (fatal_only && !d->items[i].fatal)
             continue;
-        if (json_array_append_new(arr, json_string(d->items[i].message)) < 0)
+        bytes = utf8_prefix(m, DIAGNOSE_WARNING_CHARS, &chars);
+        full = full || total + chars > DIAGNOSE_WARNINGS_CHARS - MORE_LINE_CHARS;
+        if (full) {
+            hidden++; /* past what kube-apiserver passes on: counted, in order */
+            continue;
+        }
+        total += chars;
+        if (json_array_append_new(arr, json_stringn(m, bytes)) < 0)
             goto fail;
     }
-    if (d->dropped > 0
-        && json_array_append_new(arr, json_sprintf("%zu more diagnostics not shown", d->dropped))
-            < 0)
+    if (hidden > 0
+        && json_array_append_new(arr, json_sprintf("%zu more diagnostics not shown", hidden)) < 0)
         goto fail;
     return arr;
 fail:
     json_decref(arr);
     return NULL;
+}
+
+/*
+ * The block of diagnose_pack: the dropped count (8 bytes, host order: the block
+ * never leaves the process), then per entry the reason and fatal bytes, the
+ * plugin and the message, each NUL-terminated.
+ */
+int diagnose_pack(const struct diagnostics *d, char **buf_out, size_t *len_out)
+{
+    uint64_t dropped = d->dropped;
+    size_t len = sizeof(dropped);
+    char *buf;
+    char *p;
+
+    *buf_out = NULL;
+    *len_out = 0;
+    if (d->n == 0 && d->dropped == 0)
+        return 0;
+    for (size_t i = 0; i < d->n; i++)
+        len += 2 + strlen(d->items[i].plugin) + 1 + strlen(d->items[i].message) + 1;
+    buf = malloc(len);
+    if (buf == NULL)
+        return WH_ENOMEM;
+    memcpy(buf, &dropped, sizeof(dropped));
+    p = buf + sizeof(dropped);
+    for (size_t i = 0; i < d->n; i++) {
+        size_t pl = strlen(d->items[i].plugin) + 1;
+        size_t ml = strlen(d->items[i].message) + 1;
+
+        *p++ = (char)d->items[i].reason;
+        *p++ = d->items[i].fatal ? 1 : 0;
+        memcpy(p, d->items[i].plugin, pl);
+        p += pl;
+        memcpy(p, d->items[i].message, ml);
+        p += ml;
+    }
+    *buf_out = buf;
+    *len_out = len;
+    return 0;
+}
+
+void diagnose_unpack(const char *buf, size_t len, struct diagnostics *out)
+{
+    uint64_t dropped;
+    const char *p;
+    const char *end;
+
+    diagnose_init(out);
+    if (buf == NULL || len < sizeof(dropped))
+        return;
+    end = buf + len;
+    memcpy(&dropped, buf, sizeof(dropped));
+    out->dropped = (size_t)dropped;
+    for (p = buf + sizeof(dropped); end - p > 2 && out->n < DIAGNOSE_MAX;) {
+        struct diagnostic *e = &out->items[out->n];
+        const char *plugin = p + 2;
+        const char *pend = memchr(plugin, '\0', (size_t)(end - plugin));
+        const char *msg = pend != NULL ? pend + 1 : NULL;
+        const char *mend = msg != NULL ? memchr(msg, '\0', (size_t)(end - msg)) : NULL;
+
+        if (mend == NULL)
+            return; /* cut short: the entries before are whole */
+        e->reason = (enum diagnose_reason)(unsigned char)p[0];
+        e->fatal = p[1] != 0;
+        snprintf(e->plugin, sizeof(e->plugin), "%s", plugin);
+        snprintf(e->message, sizeof(e->message), "%s", msg);
+        out->n++;
+        p = mend + 1;
+    }
 }
 
 const json_t *diagnose_task_containers(const json_t *task, const char *list)
@@ -295,28 +397,54 @@ static const char *json_kind(const json_t *v)
     }
 }
 
-/* spec.plugins that is not a map: nothing runs (plugin_effective_set sees no names). */
+/*
+ * Append "name": args (args as compact JSON, [] when not a list) to the example
+ * map's text at *off. @return false when it does not fit (example cut back to *off).
+ */
+static bool example_entry(char *example, size_t len, size_t *off, const char *name,
+                          const json_t *args)
+{
+    char *text = json_is_array(args) ? json_dumps(args, JSON_COMPACT) : NULL;
+    int n = snprintf(example + *off, len - *off, "%s\"%s\": %s", *off > 0 ? ", " : "", name,
+                     text != NULL ? text : "[]");
+
+    free(text);
+    if (n < 0 || (size_t)n >= len - *off) {
+        example[*off] = '\0';
+        return false;
+    }
+    *off += (size_t)n;
+    return true;
+}
+
+/*
+ * spec.plugins that is not a map: nothing runs (plugin_effective_set sees no names).
+ * The message shows the map meant: the names of a list (`[ssh, svc]`), the members of
+ * a list of one-entry maps (`[{ssh: []}, {mpi: [--port=22]}]`), or a lone name.
+ */
 static void plugins_not_a_map(const json_t *plugins, struct diagnostics *out)
 {
     char example[160] = "";
     size_t off = 0;
     size_t i;
     const json_t *v;
+    bool fits = true;
 
-    /* The same names, written as the map they were meant to be: {"ssh": [], "svc": []}. */
+    if (json_is_string(plugins))
+        fits = example_entry(example, sizeof(example), &off, json_string_value(plugins), NULL);
     json_array_foreach(plugins, i, v) {
-        const char *name = json_string_value(v);
-        int n;
+        const char *name;
+        const json_t *args;
 
-        if (name == NULL)
-            continue;
-        n = snprintf(example + off, sizeof(example) - off, "%s\"%s\": []", off > 0 ? ", " : "",
-                     name);
-        if (n < 0 || (size_t)n >= sizeof(example) - off) {
-            example[off] = '\0';
+        if (!fits)
             break;
+        if (json_is_string(v)) {
+            fits = example_entry(example, sizeof(example), &off, json_string_value(v), NULL);
+            continue;
         }
-        off += (size_t)n;
+        json_object_foreach((json_t *)v, name, args) {
+            fits = fits && example_entry(example, sizeof(example), &off, name, args);
+        }
     }
     if (off == 0)
         snprintf(example, sizeof(example), "\"svc\": []");

@@ -28,6 +28,15 @@
 #define DIAGNOSE_OBJECT_MAX   1048576u /* data of one ConfigMap or Secret, bytes */
 #define DIAGNOSE_NEAR_PERCENT 80       /* "near the limit" from this share of it */
 
+/*
+ * What kube-apiserver passes on of an AdmissionResponse's `warnings` (k8s.io/apiserver
+ * pkg/endpoints/filters/warning.go; "Dynamic Admission Control", Response): once all
+ * the warnings of a request exceed 4096 characters each is cut to 256, and those
+ * past 4096 are dropped. An answer within both loses nothing.
+ */
+#define DIAGNOSE_WARNING_CHARS  256  /* characters (code points) of one warning */
+#define DIAGNOSE_WARNINGS_CHARS 4096 /* characters of all the warnings of one answer */
+
 /* Stable, machine-readable reasons (Kubernetes' CamelCase, as an Event's reason). */
 enum diagnose_reason {
     DIAGNOSE_PLUGIN_ARGUMENT_INVALID, /* PluginArgumentInvalid: a flag, or spec.plugins itself */
@@ -77,11 +86,29 @@ size_t diagnose_fatal_count(const struct diagnostics *d);
 
 /**
  * The messages as a JSON array of strings (AdmissionResponse `warnings`), in
- * order; all of them, or only the fatal ones. When entries were dropped, a last
- * string says how many.
+ * order; all of them, or only the fatal ones. Bounded as kube-apiserver passes
+ * warnings on: each cut to DIAGNOSE_WARNING_CHARS characters, and no more than
+ * DIAGNOSE_WARNINGS_CHARS in all; when entries were dropped (here or in d), a
+ * last string says how many and where to read them all (the Job's Events).
  * @return new reference; NULL on ENOMEM.
  */
 json_t *diagnose_messages(const struct diagnostics *d, bool fatal_only);
+
+/**
+ * d as one compact block of bytes, for a store that keeps the diagnostics of a Job
+ * version (the Jobs cache) and hands them to many readers: diagnose_unpack gives
+ * d back, entry for entry.
+ * @param[out] buf_out  new buffer (free()), NULL when d is empty (no entry, none dropped)
+ * @param[out] len_out  its length in bytes (0 when NULL)
+ * @return 0, or WH_ENOMEM (*buf_out NULL).
+ */
+int diagnose_pack(const struct diagnostics *d, char **buf_out, size_t *len_out);
+
+/**
+ * Fill out (from empty) from a diagnose_pack block; buf borrowed, may be NULL with
+ * len 0 (no diagnostics). A block cut short gives the entries it holds whole.
+ */
+void diagnose_unpack(const char *buf, size_t len, struct diagnostics *out);
 
 /**
  * Every Job-level diagnostic of job (D15-D17), framework's first, then each

@@ -10,6 +10,8 @@
 
 #include "base/error.h"
 
+struct diagnostics;
+
 /* Where Jobs come from: a GET per request, a cache, or a file (render). */
 struct jobsource {
     /**
@@ -24,6 +26,15 @@ struct jobsource {
      */
     int (*get)(void *userdata, const char *ns, const char *name, const char *uid, json_t **job_out,
                struct wh_error *err);
+    /**
+     * Optional (NULL: the caller runs diagnose_job itself). The Job-level
+     * diagnostics (plugins/diagnose.h) of job, a Job this source's get gave,
+     * kept from when the source stored that version (a cache computes them once
+     * per Job resourceVersion, from the full Job). job borrowed; out filled from
+     * empty. @return 0; WH_ENOTFOUND when the source has none for that version
+     * (the caller diagnoses job itself).
+     */
+    int (*diagnose)(void *userdata, const json_t *job, struct diagnostics *out);
     void *userdata;
 };
 

@@ -12,8 +12,10 @@
 #include <jansson.h>
 #include <stddef.h>
 
+/* kube-apiserver passes on 256 characters of each warning and 4096 of them all
+ * (plugins/diagnose.h DIAGNOSE_WARNING_CHARS): 16 entries of 256 bytes fit both. */
 #define WARNINGS_MAX     16  /* entries kept; later ones are dropped */
-#define WARNINGS_LEN_MAX 240 /* bytes per entry, longer text is cut */
+#define WARNINGS_LEN_MAX 257 /* bytes per entry with its NUL, longer text is cut */
 
 struct warnings {
     size_t n; /* entries in use */

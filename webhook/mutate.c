@@ -14,12 +14,14 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
 #include "base/patch.h"
 #include "k8s/names.h"
 #include "k8s/podcheck.h"
+#include "plugins/diagnose.h"
 #include "plugins/job.h"
 #include "plugins/plugin.h"
 
@@ -565,6 +567,78 @@ void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
     pod_with_job(job, pod, ns, NULL, out);
 }
 
+/* ---- D16: the Job's diagnostics, told on each of its pods ---- */
+
+/*
+ * Whether one of the chain's first n warnings already says what diagnostic m says:
+ * the same text, or m is it plus the diagnostics' "; fix spec.plugins.<name>" (a
+ * plugin's argument errors, which the chain's plugin_args gives too).
+ */
+static bool told_already(const struct warnings *w, size_t n, const char *m)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(w->items[i]);
+
+        if (strncmp(m, w->items[i], len) == 0 && (m[len] == '\0' || m[len] == ';'))
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Whether diagnostic e is for the pod's warnings: not when the chain tells it in its
+ * own words on every pod (unknown plugin names: plugin_effective_set), or better,
+ * for this pod's own containers (a user's env value replaced: the upserts, D5).
+ */
+static bool for_pod(const struct diagnostic *e, const struct warnings *w, size_t chain_n)
+{
+    if (e->reason == DIAGNOSE_PLUGIN_UNKNOWN || e->reason == DIAGNOSE_USER_VALUE_REPLACED)
+        return false;
+    return !told_already(w, chain_n, e->message);
+}
+
+/*
+ * D16 in pod admission: the Job-level diagnostics of job (plugins/diagnose.h), fatal
+ * ones too (this pod is allowed, so they are advice here), appended to out's warnings
+ * after the chain's. From src's store when it keeps them per Job version (the Jobs
+ * cache: no diagnose_job per pod), else computed. Bounded as struct warnings is (each
+ * under 256 characters, all under 4096: what kube-apiserver passes on): when they do
+ * not all fit, the last one says how many more the Job's Events hold.
+ */
+static void job_warnings(const struct jobsource *src, const json_t *job, struct mutate_result *out)
+{
+    struct diagnostics *d = malloc(sizeof(*d)); /* 12 KiB: not on an MHD worker's stack */
+    size_t chain_n = out->warnings.n;
+    size_t todo = 0;
+    size_t room = WARNINGS_MAX - chain_n;
+
+    if (d == NULL) {
+        LOG_WARN("admission job=%s outcome=diagnostics-skipped rc=\"out of memory\"",
+                 job_name(job));
+        return; /* advice only: the pod's answer stands */
+    }
+    if (src == NULL || src->diagnose == NULL || src->diagnose(src->userdata, job, d) != 0)
+        (void)diagnose_job(job, d); /* out of memory: what was found */
+    for (size_t i = 0; i < d->n; i++)
+        todo += for_pod(&d->items[i], &out->warnings, chain_n) ? 1 : 0;
+    todo += d->dropped;
+    for (size_t i = 0; i < d->n && room > 0; i++) {
+        if (!for_pod(&d->items[i], &out->warnings, chain_n))
+            continue;
+        if (todo > room && room == 1)
+            break; /* the last place says how many are left */
+        warnings_add(&out->warnings, "%s", d->items[i].message);
+        todo--;
+        room--;
+    }
+    if (todo > 0 && room > 0)
+        warnings_add(&out->warnings,
+                     "%zu more diagnostics of volcano job %s not shown: kubectl describe vcjob "
+                     "-n %s %s lists them",
+                     todo, job_name(job), job_namespace(job), job_name(job));
+    free(d);
+}
+
 /* mutate_review; with text != NULL the patch is written there (mutate_review_text). */
 static void review(const struct mutate_request *req, const struct jobsource *src,
                    const struct mutate_options *opt, struct buf *text, struct mutate_result *out)
@@ -664,6 +738,8 @@ static void review(const struct mutate_request *req, const struct jobsource *src
                  log_quote(qb, sizeof(qb), owner_uid));
     } else {
         pod_with_job(job, req->pod, ns, text, out);
+        if (out->allowed)
+            job_warnings(src, job, out);
     }
     json_decref(job);
 }

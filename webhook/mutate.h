@@ -61,7 +61,11 @@ void mutate_result_dispose(struct mutate_result *r);
 /**
  * Decide one AdmissionRequest (D6-D8): pods not served are allowed
  * unpatched; otherwise the Job is fetched through src, its uid compared with the
- * ownerReference's and the chain run (mutate_pod_with_job).
+ * ownerReference's and the chain run (mutate_pod_with_job). An allowed pod's
+ * warnings then get the Job's diagnostics (D16, plugins/diagnose.h): src->diagnose's
+ * when it keeps them for that Job version, else diagnose_job's; those the chain told
+ * already are left out, and at most WARNINGS_MAX in all are kept, the last saying
+ * how many more there are.
  * Never fails: every outcome, including ENOMEM, is expressed in *out
  * (ENOMEM → denied, code 500). The caller disposes *out.
  */

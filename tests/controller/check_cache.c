@@ -9,8 +9,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "controller/cache.h"
+#include "plugins/diagnose.h"
 #include "tests/testutil.h"
 
 /* A Job ns/name with resourceVersion rv (new reference). */
@@ -736,6 +739,47 @@ START_TEST(test_two_namespace_writers)
 }
 END_TEST
 
+/* The diagnostics of the full Job, kept with its entry: handed out for that version only. */
+START_TEST(test_diagnostics_per_version)
+{
+    struct cache *c = cache_create();
+    json_t *j = job("ns", "a", "5");
+    struct diagnostics *d = malloc(sizeof(*d));
+
+    ck_assert_ptr_nonnull(d);
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "5", d), WH_ENOTFOUND);
+    /* A ray container the cache does not keep (templates' containers): only the full Job
+     * tells that the head container is not there. */
+    json_object_set_new(json_object_get(j, "spec"), "plugins", tu_json("{\"ray\":[]}"));
+    json_array_append_new(
+        json_object_get(json_object_get(j, "spec"), "tasks"),
+        tu_json("{\"name\":\"head\",\"replicas\":1,\"template\":{\"spec\":{\"containers\":"
+                "[{\"name\":\"main\"}]}}}"));
+    ck_assert_int_eq(cache_put(c, j), 0);
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "5", d), 0);
+    ck_assert_uint_eq(d->n, 2);
+    ck_assert_int_eq(d->items[0].reason, DIAGNOSE_TASK_NOT_FOUND); /* no task "worker" */
+    ck_assert_int_eq(d->items[1].reason, DIAGNOSE_CONTAINER_NOT_FOUND);
+    ck_assert_str_eq(d->items[1].plugin, "ray");
+    ck_assert_ptr_nonnull(strstr(d->items[1].message, "no container named \"head\""));
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "4", d), WH_ENOTFOUND);
+    ck_assert_uint_eq(d->n, 0);
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-2", "5", d), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "b", "u-1", "5", d), WH_ENOTFOUND);
+    json_decref(j);
+
+    /* A clean Job: found, no diagnostics. */
+    j = job("ns", "a", "6");
+    ck_assert_int_eq(cache_put(c, j), 0);
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "6", d), 0);
+    ck_assert_uint_eq(d->n, 0);
+    ck_assert_uint_eq(d->dropped, 0);
+    json_decref(j);
+    free(d);
+    cache_destroy(c);
+}
+END_TEST
+
 static Suite *cache_suite(void)
 {
     Suite *s = suite_create("cache");
@@ -755,6 +799,7 @@ static Suite *cache_suite(void)
     tcase_add_test(tc, test_replace_namespace);
     tcase_add_test(tc, test_namespace_synced);
     tcase_add_test(tc, test_two_namespace_writers);
+    tcase_add_test(tc, test_diagnostics_per_version);
     suite_add_tcase(s, tc);
     return s;
 }

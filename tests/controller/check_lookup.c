@@ -11,6 +11,7 @@
 
 #include "controller/cache.h"
 #include "controller/lookup.h"
+#include "plugins/diagnose.h"
 #include "tests/apitest.h"
 
 #define JOB_PATH "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs/j1"
@@ -103,6 +104,40 @@ START_TEST(test_cached_job_makes_no_request)
     json_decref(got);
     ck_assert_uint_eq(apitest_total(&api), 0);
     json_decref(job);
+}
+END_TEST
+
+/* The diagnostics the cache computed for the version the pod's lookup got: no API request,
+ * no diagnose_job; another version, or no cache, is left to the caller (WH_ENOTFOUND). */
+START_TEST(test_diagnostics_of_the_cached_version)
+{
+    struct lookup l = {.cache = cache, .client = kc, .timeout_ms = 2000};
+    struct lookup none = {.cache = NULL, .client = kc, .timeout_ms = 2000};
+    struct jobsource src = lookup_job_source(&l);
+    struct wh_error err = {0, ""};
+    struct diagnostics *d = malloc(sizeof(*d));
+    json_t *job = cached_job(uid_of(stored));
+    json_t *got = NULL;
+
+    ck_assert_ptr_nonnull(d);
+    json_object_set_new(json_object_get(job, "spec"), "plugins", json_pack("[s]", "svc"));
+    ck_assert_int_eq(cache_put(cache, job), 0);
+    ck_assert_int_eq(get(&l, "j1", uid_of(stored), &got, &err), 0);
+    ck_assert(src.diagnose == lookup_job_diagnose);
+    ck_assert_int_eq(src.diagnose(src.userdata, got, d), 0);
+    ck_assert_uint_eq(d->n, 1);
+    ck_assert_str_eq(d->items[0].message,
+                     "spec.plugins is a list, not a map of plugin name to arguments, so no "
+                     "plugin runs: write it as {\"svc\": []}");
+    /* A newer version than the cache's (a GET after a miss raced a watch event). */
+    json_object_set_new(json_object_get(got, "metadata"), "resourceVersion", json_string("2"));
+    ck_assert_int_eq(src.diagnose(src.userdata, got, d), WH_ENOTFOUND);
+    ck_assert_uint_eq(d->n, 0);
+    ck_assert_int_eq(lookup_job_diagnose(&none, job, d), WH_ENOTFOUND);
+    ck_assert_uint_eq(apitest_total(&api), 0);
+    json_decref(got);
+    json_decref(job);
+    free(d);
 }
 END_TEST
 
@@ -385,6 +420,7 @@ static Suite *lookup_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_cached_job_makes_no_request);
+    tcase_add_test(tc, test_diagnostics_of_the_cached_version);
     tcase_add_test(tc, test_miss_makes_one_get);
     tcase_add_test(tc, test_stale_uid_reads_again);
     tcase_add_test(tc, test_errors);

@@ -93,6 +93,16 @@ START_TEST(plugins_as_a_list)
     CHECK(JOB("'ssh'", TASK("a", 1)),
           {"PluginArgumentInvalid", false, "",
            "spec.plugins is a string, not a map of plugin name to arguments, so no plugin runs: "
+           "write it as {\"ssh\": []}"});
+    /* A list of one-entry maps (a YAML "- ssh: []" too many): the same map, arguments kept. */
+    CHECK(JOB("[{'ssh':[]},{'mpi':['--port=22']},3]", TASK("a", 1)),
+          {"PluginArgumentInvalid", false, "",
+           "spec.plugins is a list, not a map of plugin name to arguments, so no plugin runs: "
+           "write it as {\"ssh\": [], \"mpi\": [\"--port=22\"]}"});
+    /* Nothing to show: an example. */
+    CHECK(JOB("7", TASK("a", 1)),
+          {"PluginArgumentInvalid", false, "",
+           "spec.plugins is a number, not a map of plugin name to arguments, so no plugin runs: "
            "write it as {\"svc\": []}"});
 }
 END_TEST
@@ -473,6 +483,90 @@ START_TEST(list_helpers)
 }
 END_TEST
 
+/* diagnose_unpack(diagnose_pack(d)) is d, entry for entry; an empty list packs to nothing. */
+START_TEST(pack_round_trip)
+{
+    static struct diagnostics d, back;
+    char *buf = NULL;
+    size_t len = 1;
+
+    diagnose_init(&d);
+    ck_assert_int_eq(diagnose_pack(&d, &buf, &len), 0);
+    ck_assert_ptr_null(buf);
+    ck_assert_uint_eq(len, 0);
+    diagnose_unpack(NULL, 0, &back);
+    ck_assert_uint_eq(back.n, 0);
+
+    diagnose_add(&d, DIAGNOSE_CONFLICT, true, "svc", "a \xc3\xa9 %d", 1);
+    diagnose_add(&d, DIAGNOSE_TASK_DUPLICATE, false, NULL, "b");
+    d.dropped = 3;
+    ck_assert_int_eq(diagnose_pack(&d, &buf, &len), 0);
+    ck_assert_ptr_nonnull(buf);
+    diagnose_unpack(buf, len, &back);
+    ck_assert_uint_eq(back.n, 2);
+    ck_assert_uint_eq(back.dropped, 3);
+    ck_assert_int_eq(back.items[0].reason, DIAGNOSE_CONFLICT);
+    ck_assert(back.items[0].fatal);
+    ck_assert_str_eq(back.items[0].plugin, "svc");
+    ck_assert_str_eq(back.items[0].message, "svc plugin: a \xc3\xa9 1");
+    ck_assert_int_eq(back.items[1].reason, DIAGNOSE_TASK_DUPLICATE);
+    ck_assert(!back.items[1].fatal);
+    ck_assert_str_eq(back.items[1].plugin, "");
+    ck_assert_str_eq(back.items[1].message, "b");
+    /* Cut short: the whole entries only. */
+    diagnose_unpack(buf, len - 1, &back);
+    ck_assert_uint_eq(back.n, 1);
+    free(buf);
+}
+END_TEST
+
+/* What kube-apiserver passes on: each warning cut to 256 characters (not bytes), all of
+ * them within 4096, the rest counted in a last line. */
+START_TEST(messages_bounded)
+{
+    static struct diagnostics d;
+    char text[DIAGNOSE_MSG_MAX];
+    json_t *msgs;
+    size_t total = 0;
+    size_t i;
+    json_t *m;
+
+    diagnose_init(&d);
+    /* 300 two-byte characters: cut at the 256th, 512 bytes. */
+    for (i = 0; i < 150; i++)
+        memcpy(text + 2 * i, "\xc3\xa9", 2);
+    text[300] = '\0';
+    diagnose_add(&d, DIAGNOSE_CONFLICT, true, NULL, "%s", text);
+    for (i = 0; i < 20; i++) {
+        memset(text, 'a' + (int)i, 250);
+        text[250] = '\0';
+        diagnose_add(&d, DIAGNOSE_CONFLICT, true, NULL, "%s", text);
+    }
+    msgs = diagnose_messages(&d, false);
+    ck_assert_ptr_nonnull(msgs);
+    /* 150 + 15 * 250 = 3900 characters; the 16th would pass 4096 - 48. */
+    ck_assert_uint_eq(json_array_size(msgs), 17);
+    ck_assert_uint_eq(json_string_length(json_array_get(msgs, 0)), 300);
+    json_array_foreach(msgs, i, m) {
+        if (i < 16)
+            total += i == 0 ? 150 : json_string_length(m);
+    }
+    ck_assert_uint_eq(total, 3900);
+    ck_assert_str_eq(json_string_value(json_array_get(msgs, 16)), "5 more diagnostics not shown");
+    json_decref(msgs);
+
+    /* One warning longer than 256 characters is cut there. */
+    diagnose_init(&d);
+    memset(text, 'x', DIAGNOSE_MSG_MAX - 1);
+    text[DIAGNOSE_MSG_MAX - 1] = '\0';
+    diagnose_add(&d, DIAGNOSE_CONFLICT, true, NULL, "%s", text);
+    msgs = diagnose_messages(&d, false);
+    ck_assert_uint_eq(json_array_size(msgs), 1);
+    ck_assert_uint_eq(json_string_length(json_array_get(msgs, 0)), DIAGNOSE_WARNING_CHARS);
+    json_decref(msgs);
+}
+END_TEST
+
 static Suite *diagnose_suite(void)
 {
     Suite *s = suite_create("diagnose");
@@ -496,6 +590,8 @@ static Suite *diagnose_suite(void)
     tcase_add_test(tc, user_values_replaced);
     tcase_add_test(tc, many_tasks_one_duplicate);
     tcase_add_test(tc, list_helpers);
+    tcase_add_test(tc, pack_round_trip);
+    tcase_add_test(tc, messages_bounded);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -667,6 +667,48 @@ START_TEST(test_job_deny_mode)
 }
 END_TEST
 
+/* More diagnostics than kube-apiserver passes on: each warning at most 256 characters, all
+ * of them at most 4096, the last one counting the rest. */
+START_TEST(test_job_warnings_bounded)
+{
+    char tasks[8192] = "[";
+    char name[61];
+    size_t off = 1;
+    size_t total = 0;
+    size_t n;
+    char *job;
+    char *body;
+    json_t *got;
+    json_t *warnings;
+
+    memset(name, 't', 60);
+    name[60] = '\0';
+    for (int i = 0; i < 30; i++)
+        off += (size_t)snprintf(tasks + off, sizeof(tasks) - off,
+                                "%s{\"name\":\"%s\",\"replicas\":1}", i > 0 ? "," : "", name);
+    snprintf(tasks + off, sizeof(tasks) - off, "]");
+    job = vc_job("ab", "{}", tasks);
+    body = job_review("admission.k8s.io/v1", "uid-b", "CREATE", job);
+    got = validate(body, JOB_VALIDATION_WARN, 200);
+    warnings = json_object_get(json_object_get(got, "response"), "warnings");
+    n = json_array_size(warnings);
+    /* 29 duplicates of 190 or 191 characters: 21 fit in 4096 - 48 (4002), 8 more counted */
+    ck_assert_uint_eq(n, 22);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = json_string_length(json_array_get(warnings, i));
+
+        ck_assert_uint_le(len, 256);
+        total += len;
+    }
+    ck_assert_uint_eq(total, 4002 + strlen("8 more diagnostics not shown"));
+    ck_assert_str_eq(json_string_value(json_array_get(warnings, n - 1)),
+                     "8 more diagnostics not shown");
+    json_decref(got);
+    free(body);
+    free(job);
+}
+END_TEST
+
 /* generateName: checked under the name it will get (generateName + 5 characters). */
 #define GEN55                                                                                      \
     "abcdefghij"                                                                                   \
@@ -824,6 +866,7 @@ static Suite *admission_suite(void)
     tcase_add_test(tc, test_job_good_no_warnings);
     tcase_add_test(tc, test_job_deny_mode);
     tcase_add_test(tc, test_job_generate_name);
+    tcase_add_test(tc, test_job_warnings_bounded);
     tcase_add_test(tc, test_job_not_served);
     tcase_add_test(tc, test_job_bad_request);
     tcase_add_test(tc, test_job_out_of_memory);

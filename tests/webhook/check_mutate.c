@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/patch.h"
+#include "plugins/diagnose.h"
 #include "tests/testutil.h"
 #include "webhook/mutate.h"
 
@@ -943,6 +944,165 @@ START_TEST(invalid_owner_name_not_looked_up)
 }
 END_TEST
 
+/* ---- D16 in pod admission: the Job's diagnostics as the pod's warnings ---- */
+
+/* A Job with three diagnostics: an unknown plugin, an argument error of svc, two tasks
+ * named worker. */
+static const char *JOB_DIAG =
+    "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+    " \"metadata\":{\"name\":\"j\",\"namespace\":\"ns1\",\"uid\":\"u-1\",\"resourceVersion\":\"7\"}"
+    ","
+    " \"spec\":{\"plugins\":{\"svc\":[\"--nope\"],\"zzz\":[]},"
+    "  \"tasks\":[{\"name\":\"worker\",\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{"
+    "\"name\":\"c\"}]}}},"
+    "   {\"name\":\"worker\",\"replicas\":1,\"template\":{\"spec\":{\"containers\":[{"
+    "\"name\":\"c\"}]}}}]}}";
+
+/* A source that keeps diagnostics per Job version: fake_get on fs (its first member,
+ * so one userdata serves both callbacks), and a diagnose that counts its calls. */
+struct diag_source {
+    struct fake_source fs;
+    int calls;
+    int rc;       /* what diagnose returns */
+    size_t count; /* diagnostics it gives when rc == 0 */
+};
+
+static int fake_diagnose(void *ud, const json_t *job, struct diagnostics *out)
+{
+    struct diag_source *ds = ud;
+
+    (void)job;
+    ds->calls++;
+    diagnose_init(out);
+    for (size_t i = 0; ds->rc == 0 && i < ds->count; i++)
+        diagnose_add(out, DIAGNOSE_TASK_NOT_FOUND, i == 0, "svc", "kept diagnostic %zu", i);
+    return ds->rc;
+}
+
+static void review_diag(struct diag_source *ds, json_t *pod, struct mutate_result *out)
+{
+    struct jobsource src = {.get = fake_get, .diagnose = fake_diagnose, .userdata = ds};
+    struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
+    struct mutate_request req = {
+        .uid = "req-1",
+        .operation = "CREATE",
+        .resource = "pods",
+        .group = "",
+        .sub_resource = "",
+        .ns = "ns1",
+        .pod = pod,
+    };
+
+    mutate_review(&req, &src, &opt, out);
+}
+
+START_TEST(job_diagnostics_are_pod_warnings)
+{
+    struct fake_source fs = {.job = tu_json(JOB_DIAG)};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    review(&fs, "CREATE", "pods", "ns1", pod, LOOKUP_FAILURE_DENY, &r);
+    ck_assert(r.allowed);
+    /* The chain's own warnings first (its argument error, the unknown plugin); then the Job's
+     * diagnostics, less those the chain told already in its words (the argument error, with
+     * "; fix spec.plugins.svc" added, and the unknown name). */
+    ck_assert_uint_eq(r.warnings.n, 3);
+    ck_assert_str_eq(r.warnings.items[0], "unknown plugin zzz in job spec.plugins ignored");
+    ck_assert_str_eq(r.warnings.items[1],
+                     "svc plugin: flag provided but not defined: -nope, later arguments ignored");
+    ck_assert_str_eq(r.warnings.items[2],
+                     "spec.tasks[1] has the name \"worker\" of spec.tasks[0]: the plugins see "
+                     "only the first and the pods of both get the same names; rename one");
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(fs.job);
+}
+END_TEST
+
+/* The source's kept diagnostics are used as they are (no diagnose_job per pod); a source
+ * without this version (WH_ENOTFOUND) leaves it to diagnose_job. */
+START_TEST(job_diagnostics_from_the_source)
+{
+    struct diag_source ds = {.fs = {.job = tu_json(JOB_SIMPLE)}, .count = 2};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    review_diag(&ds, pod, &r);
+    ck_assert(r.allowed);
+    ck_assert_int_eq(ds.calls, 1);
+    ck_assert_uint_eq(r.warnings.n, 2);
+    ck_assert_str_eq(r.warnings.items[0], "svc plugin: kept diagnostic 0"); /* fatal: advice here */
+    ck_assert_str_eq(r.warnings.items[1], "svc plugin: kept diagnostic 1");
+    mutate_result_dispose(&r);
+
+    json_decref(ds.fs.job);
+    ds.fs.job = tu_json(JOB_DIAG);
+    ds.rc = WH_ENOTFOUND;
+    review_diag(&ds, pod, &r);
+    ck_assert_int_eq(ds.calls, 2);
+    ck_assert_uint_eq(r.warnings.n, 3);
+    ck_assert_str_eq(r.warnings.items[2],
+                     "spec.tasks[1] has the name \"worker\" of spec.tasks[0]: the plugins see "
+                     "only the first and the pods of both get the same names; rename one");
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(ds.fs.job);
+}
+END_TEST
+
+/* More than fit: WARNINGS_MAX in all, the last one saying how many more there are. */
+START_TEST(job_diagnostics_bounded)
+{
+    struct diag_source ds = {.fs = {.job = tu_json(JOB_SIMPLE)}, .count = 30};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+    size_t total = 0;
+
+    review_diag(&ds, pod, &r);
+    ck_assert(r.allowed);
+    ck_assert_uint_eq(r.warnings.n, WARNINGS_MAX);
+    ck_assert_str_eq(r.warnings.items[0], "svc plugin: kept diagnostic 0");
+    ck_assert_str_eq(r.warnings.items[WARNINGS_MAX - 2], "svc plugin: kept diagnostic 14");
+    ck_assert_str_eq(r.warnings.items[WARNINGS_MAX - 1],
+                     "15 more diagnostics of volcano job j not shown: kubectl describe vcjob -n "
+                     "ns1 j lists them");
+    for (size_t i = 0; i < r.warnings.n; i++)
+        total += strlen(r.warnings.items[i]);
+    ck_assert_uint_le(total, DIAGNOSE_WARNINGS_CHARS);
+    mutate_result_dispose(&r);
+
+    /* Exactly as many as fit: no summary line. */
+    ds.count = WARNINGS_MAX;
+    review_diag(&ds, pod, &r);
+    ck_assert_uint_eq(r.warnings.n, WARNINGS_MAX);
+    ck_assert_str_eq(r.warnings.items[WARNINGS_MAX - 1], "svc plugin: kept diagnostic 15");
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(ds.fs.job);
+}
+END_TEST
+
+/* A denied pod gets its denial, not the Job's advice. */
+START_TEST(job_diagnostics_not_on_denied_pod)
+{
+    struct diag_source ds = {.fs = {.job = tu_json(JOB_SIMPLE)}, .count = 2};
+    json_t *pod = tu_json("{\"metadata\":{\"name\":\"j-worker-1\",\"ownerReferences\":[{"
+                          "\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+                          "\"name\":\"j\",\"uid\":\"u-1\",\"controller\":true}]}}");
+    struct mutate_result r;
+
+    review_diag(&ds, pod, &r);
+    ck_assert(!r.allowed);
+    ck_assert_str_eq(r.message, "pod has no spec");
+    ck_assert_int_eq(ds.calls, 0);
+    ck_assert_uint_eq(r.warnings.n, 0);
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(ds.fs.job);
+}
+END_TEST
+
 static Suite *mutate_suite(void)
 {
     Suite *s = suite_create("mutate");
@@ -973,6 +1133,10 @@ static Suite *mutate_suite(void)
     tcase_add_test(tc, invalid_owner_name_not_looked_up);
     tcase_add_test(tc, invalid_namespace_not_looked_up);
     tcase_add_test(tc, plugin_out_of_memory_denies_500_named);
+    tcase_add_test(tc, job_diagnostics_are_pod_warnings);
+    tcase_add_test(tc, job_diagnostics_from_the_source);
+    tcase_add_test(tc, job_diagnostics_bounded);
+    tcase_add_test(tc, job_diagnostics_not_on_denied_pod);
     suite_add_tcase(s, tc);
     return s;
 }
