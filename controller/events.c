@@ -21,6 +21,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/strmap.h"
+#include "controller/cache.h"
 #include "controller/events.h"
 
 #define DEFAULT_REQUEST_TIMEOUT_MS 2000L
@@ -589,6 +590,23 @@ int events_diagnose_job(struct events *ev, const json_t *job, struct wh_error *e
     }
     pthread_mutex_unlock(&ev->mu);
 
+    d = malloc(sizeof(*d)); /* 12 KiB: not on the stack */
+    if (d == NULL) {
+        rc = wh_error_set(err, WH_ENOMEM, "events: out of memory");
+        goto out;
+    }
+    /* The cache diagnosed this very version from the full Job when it stored it. */
+    if (ev->cfg.cache != NULL && cache_get_diagnostics(ev->cfg.cache, ns, name, uid, rv, d) == 0) {
+        events_record_diagnostics(ev, job, d);
+        pthread_mutex_lock(&ev->mu);
+        j = job_get(ev, uid, true, now);
+        if (j != NULL)
+            j->diagnosed_rv = h;
+        pthread_mutex_unlock(&ev->mu);
+        rc = 0;
+        goto out;
+    }
+
     path = k8s_path("batch.volcano.sh", "v1alpha1", ns, "jobs", name);
     if (path == NULL || (query = malloc(strlen(path) + sizeof("?resourceVersion=0"))) == NULL) {
         rc = wh_error_set(err, WH_ENOMEM, "events: out of memory");
@@ -602,11 +620,6 @@ int events_diagnose_job(struct events *ev, const json_t *job, struct wh_error *e
         goto out;
     if (strcmp(meta_str(full, "uid"), uid) != 0) {
         rc = WH_DECLINED; /* replaced by a new Job of that name: its own run tells it */
-        goto out;
-    }
-    d = malloc(sizeof(*d));
-    if (d == NULL) {
-        rc = wh_error_set(err, WH_ENOMEM, "events: out of memory");
         goto out;
     }
     (void)diagnose_job(full, d); /* out of memory: what was found */

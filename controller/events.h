@@ -45,6 +45,8 @@
 #define EVENTS_COMPONENT   "volcano-plugin-webhook" /* source.component, reportingComponent */
 #define EVENTS_MAX_PER_JOB 64                       /* distinct messages remembered per uid */
 
+struct cache;
+
 struct events_config {
     const char *instance;        /* source.host and reportingInstance; NULL: the host name */
     long request_timeout_ms;     /* per request; <= 0: 2000 */
@@ -53,6 +55,8 @@ struct events_config {
     long refill_ms;              /* one token back per this long; <= 0: 300000 */
     size_t max_jobs;             /* uids remembered; 0: 16384 */
     long long (*clock_ms)(void); /* monotonic ms for the bucket; NULL: clock_mono_ms */
+    struct cache *cache;         /* borrowed, may be NULL: the Jobs cache whose per-version
+                                  * diagnostics events_diagnose_job uses before any GET */
 };
 
 struct events;
@@ -95,13 +99,16 @@ size_t events_record_diagnostics(struct events *ev, const json_t *job, const str
 
 /**
  * Diagnose job and post its diagnostics (events_record_diagnostics), once per
- * resourceVersion of the Job: the cache's Job (controller/cache.h) keeps no
- * containers, volumes or env, which half the diagnostics read, so the whole Job
- * is read with one GET (?resourceVersion=0: kube-apiserver's watch cache answers);
- * a version already diagnosed (a resync) costs nothing. Time: the GET's
- * request_timeout_ms, then events_record_diagnostics' budget_ms.
+ * resourceVersion of the Job. The cache's Job (controller/cache.h) keeps no
+ * containers, volumes or env, which half the diagnostics read, but cfg.cache keeps
+ * each version's diagnostics, computed from the full Job when it was stored
+ * (cache_get_diagnostics): they are used when it holds this uid and resourceVersion.
+ * Otherwise (no cache, another version there, or none) the whole Job is read with
+ * one GET (?resourceVersion=0: kube-apiserver's watch cache answers) and diagnosed.
+ * A version already diagnosed (a resync) costs nothing. Time: the GET's
+ * request_timeout_ms when there is one, then events_record_diagnostics' budget_ms.
  * A Job of that name with another uid (deleted and created again) is left to its
- * own run. The GET's version is remembered even when there is nothing to say.
+ * own run. The version is remembered even when there is nothing to say.
  * @param job  borrowed Job (the cache's is enough: namespace, name, uid and
  *             resourceVersion are read); not modified
  * @return 0 diagnosed (posted or not); WH_DECLINED already diagnosed, or another

@@ -577,7 +577,8 @@ static int start(struct reconcile **out, struct k8s_client *kc, struct cache *ca
     r->ssh_keys = sshkeys_create();
     r->workers = calloc((size_t)r->cfg.workers, sizeof(*r->workers));
     if (r->ssh_keys == NULL || r->workers == NULL
-        || (with_events && kc != NULL && events_create(&r->events, kc, NULL, NULL) < 0)) {
+        || (with_events && kc != NULL
+            && events_create(&r->events, kc, &(struct events_config){.cache = cache}, NULL) < 0)) {
         rc = wh_error_set(err, WH_ENOMEM, "reconcile: out of memory");
         goto fail;
     }

@@ -4,7 +4,8 @@ holder: --leader-elect=false) against the test API server (tests/apiserver.py).
 
 A pytorch Job whose --master names no task gets one Warning Event on the Job with the
 diagnostic's exact reason and message; an update of the Job reconciles it again, which
-raises that Event's count (PATCH) instead of posting a second one. A hook that keeps
+raises that Event's count (PATCH) instead of posting a second one, and neither version
+is read with a GET (the Jobs cache keeps each version's diagnostics). A hook that keeps
 failing (every ConfigMap create answered 500) becomes a PluginError Event.
 
 Every wait polls with a deadline; nothing asserts how long something took.
@@ -80,6 +81,10 @@ class EventsTest(unittest.TestCase):
         self.assertEqual(len(self.events()), 1)
         self.assertEqual(len(self.webhook_requests("POST", EVENTS)), 1)
         self.assertEqual(len(self.webhook_requests("PATCH", EVENTS + "/" + name)), 1)
+        # Both versions were diagnosed from the Jobs cache, which keeps each version's
+        # diagnostics: the Job itself is never read for them.
+        path = "/apis/batch.volcano.sh/v1alpha1/namespaces/%s/jobs/%s" % (NS, job["metadata"]["name"])
+        self.assertEqual([r["query"] for r in self.webhook_requests("GET", path)], [])
 
     def test_hook_failing_after_its_retries(self):
         self.env.api.add_faults({"method": "POST", "path_regex": "/namespaces/%s/configmaps$" % NS,

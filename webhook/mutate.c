@@ -571,8 +571,9 @@ void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
 
 /*
  * Whether one of the chain's first n warnings already says what diagnostic m says:
- * the same text, or m is it plus the diagnostics' "; fix spec.plugins.<name>" (a
- * plugin's argument errors, which the chain's plugin_args gives too).
+ * the same text, or m is it plus "; " and what to change (a plugin's argument
+ * errors, which the chain's plugin_args gives too, with "; fix spec.plugins.<name>";
+ * ray's port name taken by another number, which podutil_add_port tells in head pods).
  */
 static bool told_already(const struct warnings *w, size_t n, const char *m)
 {

@@ -475,6 +475,84 @@ START_TEST(test_diagnose_job)
 }
 END_TEST
 
+/*
+ * With the Jobs cache, whose entry for the Job's version holds the diagnostics made
+ * from the full Job when it was stored: no GET, the same Event; a version the cache
+ * does not hold is read as before.
+ */
+START_TEST(test_diagnose_job_from_cache)
+{
+    json_t *stored = apitest_load(
+        &api,
+        "{\"apiVersion\": \"batch.volcano.sh/v1alpha1\", \"kind\": \"Job\", \"metadata\":"
+        " {\"name\": \"rp\", \"namespace\": \"ns1\"}, \"spec\": {\"plugins\":"
+        " {\"ray\": [], \"pytorch\": [\"--master=boss\", \"--worker=worker\"]},"
+        " \"tasks\": [{\"name\": \"head\", \"replicas\": 1, \"template\": {\"spec\":"
+        " {\"containers\": [{\"name\": \"head\", \"image\": \"ray\"}]}}},"
+        " {\"name\": \"worker\", \"replicas\": 2, \"template\": {\"spec\":"
+        " {\"containers\": [{\"name\": \"worker\", \"image\": \"ray\"}]}}}]}}");
+    struct cache *cache = cache_create();
+    struct events_config cfg = {.instance = "replica-0", .clock_ms = fake_clock, .cache = cache};
+    struct events *ev;
+    struct wh_error err = {0, ""};
+    json_t *kept = NULL;
+    json_t *newer;
+    json_t *list = NULL;
+    json_t *e;
+    char *text;
+    char name[300];
+
+    ck_assert_ptr_nonnull(cache);
+    ev = recorder(&cfg);
+    ck_assert_int_eq(cache_put(cache, stored), 0);
+    ck_assert_int_eq(cache_get(cache, "ns1", "rp", &kept), 0);
+    text = json_dumps(kept, JSON_COMPACT);
+    ck_assert_ptr_null(strstr(text, "containers")); /* what the cache keeps */
+    free(text);
+
+    apitest_clear_requests(&api);
+    ck_assert_int_eq(events_diagnose_job(ev, kept, &err), 0);
+    ck_assert_int_eq(
+        apitest_count(&api, "GET", "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs/rp"), 0);
+    ck_assert_int_eq(apitest_count(&api, "POST", EVENTS_PATH), 1);
+    ck_assert_uint_eq(apitest_total(&api), 1);
+    ck_assert_int_eq(apitest_call(&api, "GET", EVENTS_PATH, NULL, true, &list), 200);
+    ck_assert_uint_eq(json_array_size(json_object_get(list, "items")), 1);
+    e = json_array_get(json_object_get(list, "items"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "reason")), "TaskNotFound");
+    ck_assert_str_eq(json_string_value(json_object_get(e, "message")),
+                     "pytorch plugin: no task named \"boss\" (--master), so no pod gets "
+                     "MASTER_ADDR, MASTER_PORT, WORLD_SIZE or RANK: name the master task with "
+                     "--master in spec.plugins.pytorch, or rename the task");
+    ck_assert_int_eq(json_integer_value(json_object_get(e, "count")), 1);
+    snprintf(name, sizeof(name), "%s",
+             json_string_value(json_object_get(json_object_get(e, "metadata"), "name")));
+    json_decref(list);
+
+    /* The same version again: told already, nothing asked. */
+    apitest_clear_requests(&api);
+    ck_assert_int_eq(events_diagnose_job(ev, kept, &err), WH_DECLINED);
+    ck_assert_uint_eq(apitest_total(&api), 0);
+
+    /* A version the cache does not hold (it still has "rv"): one GET, as without a cache;
+     * the API server has the stored version, so the same Event is counted. */
+    newer = json_deep_copy(kept);
+    json_object_set_new(json_object_get(newer, "metadata"), "resourceVersion",
+                        json_string("999999"));
+    ck_assert_int_eq(events_diagnose_job(ev, newer, &err), 0);
+    ck_assert_int_eq(
+        apitest_count(&api, "GET", "/apis/batch.volcano.sh/v1alpha1/namespaces/ns1/jobs/rp"), 1);
+    ck_assert_int_eq(count_of(name), 2);
+    ck_assert_uint_eq(event_count(), 1);
+    json_decref(newer);
+
+    events_destroy(ev);
+    cache_destroy(cache);
+    json_decref(kept);
+    json_decref(stored);
+}
+END_TEST
+
 START_TEST(test_cap_and_bad_input)
 {
     struct events_config cfg = {.instance = "replica-0", .clock_ms = fake_clock, .max_jobs = 2};
@@ -535,6 +613,7 @@ static Suite *events_suite(void)
     tcase_add_test(tc, test_budget);
     tcase_add_test(tc, test_diagnostics);
     tcase_add_test(tc, test_diagnose_job);
+    tcase_add_test(tc, test_diagnose_job_from_cache);
     tcase_add_test(tc, test_cap_and_bad_input);
     suite_add_tcase(s, tc);
     return s;

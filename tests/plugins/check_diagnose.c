@@ -270,6 +270,26 @@ START_TEST(ray_containers)
            "ray plugin: container \"head\" of task head declares port 6379 as \"redis\", so the "
            "plugin does not add \"gcs\" and the Service's port gcs has no endpoints: name the "
            "port \"gcs\" in spec.tasks[0].template"});
+    /* The names gcs and client-server under other numbers (--clientPort=10005 is its
+     * number, so its name is fine; dashboard is free): the message opens with the chain's
+     * per-pod warning. */
+    CHECK(JOB("{'ray':['--port=6380']}",
+              TASK_SPEC("head", 1, "{'containers':[{'name':'head','ports':["
+                                   "{'name':'gcs','containerPort':7000},"
+                                   "{'name':'client-server','containerPort':10002}]}]}") ","
+              TASK_SPEC("worker", 2, "{'containers':[{'name':'worker'}]}")),
+          {"Conflict", false, "ray",
+           "ray plugin: port name gcs already used by port 7000 in container head, port 6380 not "
+           "added; the head Service sends gcs to 7000, where ray does not listen: make it 6380 "
+           "in spec.tasks[0].template or pass --port=7000"},
+          {"Conflict", false, "ray",
+           "ray plugin: port name client-server already used by port 10002 in container head, "
+           "port 10001 not added; the head Service sends client-server to 10002, where ray does "
+           "not listen: make it 10001 in spec.tasks[0].template or pass --clientPort=10002"});
+    CHECK_NONE(JOB("{'ray':['--clientPort=10002']}",
+                   TASK_SPEC("head", 1, "{'containers':[{'name':'head','ports':["
+                                        "{'name':'client-server','containerPort':10002}]}]}") ","
+                   TASK_SPEC("worker", 2, "{'containers':[{'name':'worker'}]}")));
     /* No head task: every pod is denied (docs/plugins.md §3.8). */
     CHECK(JOB("{'ray':['--head=boss']}", TASK("head", 1) ","
               TASK_SPEC("worker", 1, "{'containers':[{'name':'worker'}]}")),
