@@ -349,7 +349,8 @@ static bool record_fresh(const json_t *rec, long long now, long long ttl_s)
 {
     long long t = (long long)json_integer_value(json_object_get(rec, "time"));
 
-    return now - t <= ttl_s && t - now <= ttl_s;
+    /* t comes from the Secret, any int64: compared, never subtracted (signed overflow). */
+    return t >= now - ttl_s && t <= now + ttl_s;
 }
 
 size_t certkeeper_records_prune(json_t *records, long long now, long long ttl_s)
@@ -929,8 +930,8 @@ static int record_serving(struct certkeeper *ck, const struct secret_state *s, s
             rc = wh_error_set(err, WH_ENOMEM, "out of memory");
             goto out;
         }
-        if (ca != NULL && strcmp(ca, ck->served_ca_fp) == 0 && now - t >= 0
-            && now - t < ck->record_ttl_s / 3) {
+        if (ca != NULL && strcmp(ca, ck->served_ca_fp) == 0 && t <= now
+            && t > now - ck->record_ttl_s / 3) {
             json_decref(records);
             goto out; /* fresh and right */
         }
@@ -1323,6 +1324,7 @@ int certkeeper_create(struct certkeeper **out, const struct certkeeper_config *c
 {
     struct certkeeper *ck;
     const char *sns;
+    json_t *probe;
     int rc;
 
     *out = NULL;
@@ -1336,6 +1338,11 @@ int certkeeper_create(struct certkeeper **out, const struct certkeeper_config *c
         return wh_error_set(err, WH_EINVAL, "certkeeper: no webhook configuration name");
     if (empty(cfg->replica))
         return wh_error_set(err, WH_EINVAL, "certkeeper: no replica name");
+    /* The record's key in a JSON annotation: jansson would refuse it on every round. */
+    probe = json_string(cfg->replica);
+    if (probe == NULL)
+        return wh_error_set(err, WH_EINVAL, "certkeeper: replica name is not valid UTF-8");
+    json_decref(probe);
     if (cfg->nextra > CERTKEEPER_MAX_SANS)
         return wh_error_set(err, WH_EINVAL, "certkeeper: more than %d extra names",
                             CERTKEEPER_MAX_SANS);

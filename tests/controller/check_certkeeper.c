@@ -263,6 +263,11 @@ START_TEST(test_create_refusals)
     cfg.replica = "";
     ck_assert_int_eq(certkeeper_create(&ck, &cfg, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "certkeeper: no replica name");
+    /* Not a JSON string: its record could never be written (the annotation is JSON). */
+    cfg.replica = "pod-\xff";
+    ck_assert_int_eq(certkeeper_create(&ck, &cfg, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "certkeeper: replica name is not valid UTF-8");
+    ck_assert_ptr_null(ck);
     cfg.replica = "pod-a";
     cfg.validity_s = 10;
     cfg.renew_before_s = 10;
@@ -970,6 +975,14 @@ START_TEST(test_records_rules)
     ck_assert_uint_eq(json_object_size(r), 0);
     /* no fresh record: nothing says the old CA is unused */
     ck_assert(!certkeeper_records_all_on(r, FP_B, 1090, 60));
+    json_decref(r);
+    /* times at the ends of int64 (a hand-edited Secret): stale, no overflow */
+    r = certkeeper_records_parse("{\"min\": {\"ca\": \"" FP_A "\", \"time\": -9223372036854775808},"
+                                 " \"max\": {\"ca\": \"" FP_A
+                                 "\", \"time\": 9223372036854775807}}");
+    ck_assert_uint_eq(json_object_size(r), 2);
+    ck_assert(!certkeeper_records_all_on(r, FP_A, 1000, 60));
+    ck_assert_uint_eq(certkeeper_records_prune(r, 1000, 60), 2);
     json_decref(r);
     r = certkeeper_records_parse("{not json");
     tu_assert_json_eq(r, "{}");
