@@ -47,6 +47,7 @@
 #define RECORD_TRIES       3   /* a record's update, read again after a 409 */
 #define KICK_STEP_MS       50L /* how soon a watch event starts a round */
 #define WATCH_TIMEOUT_S    300L
+#define SHORT_WATCH_MS     1000L /* a watch over sooner with no event: a failure */
 
 static const char *const config_resources[NCONFIGS] = {"mutatingwebhookconfigurations",
                                                        "validatingwebhookconfigurations"};
@@ -1150,21 +1151,30 @@ static void *keeper_thread(void *arg)
     return NULL;
 }
 
+/* One watch request's view, on the watch thread. */
+struct watch_run {
+    struct certkeeper *ck;
+    unsigned events; /* delivered, bookmarks included */
+};
+
 /* watch_fn: any change of the Secret (made, written, deleted) starts a round. */
 static int watch_event(void *userdata, enum watch_event_type type, json_t *object)
 {
-    struct certkeeper *ck = userdata;
+    struct watch_run *run = userdata;
 
     (void)object;
+    run->events++;
     if (type != WATCH_BOOKMARK)
-        atomic_store(&ck->kick, true);
+        atomic_store(&run->ck->kick, true);
     return 0;
 }
 
 /*
  * The Secret's watch, from the last resourceVersion seen; 410 Gone starts again from
  * now (and a round, as the rounds read everything anyway). Failures back off to
- * poll_ms at most and are logged at debug: the rounds are the fallback.
+ * poll_ms at most and are logged at debug: the rounds are the fallback. A watch
+ * over at once with no event (a server that answers every watch with 410, or ends
+ * it) is a failure too, as in the informer: else the thread spins.
  */
 static void *watch_thread(void *arg)
 {
@@ -1176,8 +1186,11 @@ static void *watch_thread(void *arg)
         struct watch_params p = {ck->watch_path, rv, WATCH_TIMEOUT_S, 0,
                                  backoff_thread_flag(&ck->wth)};
         struct wh_error err = {0, ""};
+        struct watch_run run = {ck, 0};
         char *last = NULL;
-        int rc = k8s_watch(ck->kc, &p, watch_event, ck, &last, &err);
+        long long started = clock_mono_ms();
+        int rc = k8s_watch(ck->kc, &p, watch_event, &run, &last, &err);
+        bool quick = run.events == 0 && clock_mono_ms() - started < SHORT_WATCH_MS;
 
         if (last != NULL) {
             free(rv);
@@ -1187,13 +1200,13 @@ static void *watch_thread(void *arg)
             free(rv);
             rv = NULL;
             atomic_store(&ck->kick, true);
-            continue;
         }
-        if (rc == 0) {
+        if ((rc == 0 || rc == WH_EGONE) && !quick) {
             failures = 0;
             continue;
         }
-        failures++;
+        if (failures < 32)
+            failures++;
         LOG_DEBUG("certkeeper: watch of secret %s/%s failed code=\"%s\" err=%s", ck->ns, ck->secret,
                   wh_error_str(rc), LOG_QUOTED(err.msg));
         if (backoff_thread_sleep_ms(&ck->wth, backoff_delay_ms(200, ck->poll_ms, failures)))

@@ -912,6 +912,61 @@ START_TEST(test_thread)
 }
 END_TEST
 
+/* The WATCH requests of the Secret in the request log. */
+static size_t secret_watches(void)
+{
+    json_t *reqs = apitest_requests(&api);
+    json_t *q;
+    size_t i;
+    size_t n = 0;
+
+    json_array_foreach(reqs, i, q) {
+        const char *path = json_string_value(json_object_get(q, "path"));
+        const char *query = json_string_value(json_object_get(q, "query"));
+
+        if (path != NULL && strstr(path, "/secrets") != NULL && query != NULL
+            && strstr(query, "watch=") != NULL)
+            n++;
+    }
+    json_decref(reqs);
+    return n;
+}
+
+/* A server that answers every watch of the Secret with 410 at once: the watch backs
+ * off (200 ms, doubling) as after any failure, not a new watch at once forever. */
+START_TEST(test_watch_gone_at_once_backs_off)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct certkeeper_config cfg = {.kc = kc,
+                                    .ns = NS,
+                                    .secret = SECRET,
+                                    .service = "vpw",
+                                    .webhook_config = "vpw",
+                                    .replica = "pod-a",
+                                    .poll_ms = 5000,
+                                    .request_timeout_ms = 5000};
+    struct certkeeper *ck = NULL;
+    struct wh_error err = {0, ""};
+    size_t n;
+
+    apitest_ctl(&api, "POST", "/_test/objects", mwc);
+    apitest_ctl(&api, "POST", "/_test/faults",
+                "{\"method\":\"GET\",\"path_regex\":\"secrets.*watch=\",\"status\":410,"
+                "\"reason\":\"Expired\",\"message\":\"too old resource version\",\"count\":-1}");
+    ck_assert_msg(certkeeper_create(&ck, &cfg, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(certkeeper_start(ck, &err), 0);
+    while (secret_watches() == 0)
+        apitest_nap(20);
+    apitest_nap(1000);
+    certkeeper_destroy(ck);
+    /* At 0, 200, 600 ms after the first, 1400 after the nap: a slower machine makes
+     * fewer; a spin makes hundreds. */
+    n = secret_watches();
+    ck_assert_msg(n >= 1 && n <= 6, "%zu watches", n);
+    k8s_client_destroy(kc);
+}
+END_TEST
+
 /* ---- the serving records: which CA each replica serves under ---- */
 
 #define FP_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -1238,6 +1293,7 @@ static Suite *certkeeper_suite(void)
     tcase_add_test(tc, test_expired_pair_at_start);
     tcase_add_test(tc, test_no_configuration_yet);
     tcase_add_test(tc, test_thread);
+    tcase_add_test(tc, test_watch_gone_at_once_backs_off);
     tcase_add_test(tc, test_fingerprint);
     tcase_add_test(tc, test_records_rules);
     tcase_add_test(tc, test_old_ca_waits_for_every_replica);
