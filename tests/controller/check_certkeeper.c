@@ -932,8 +932,9 @@ static size_t secret_watches(void)
     return n;
 }
 
-/* A server that answers every watch of the Secret with 410 at once: the watch backs
- * off (200 ms, doubling) as after any failure, not a new watch at once forever. */
+/* A server that answers every watch of the Secret with 410 at once (_i = 0: HTTP 410,
+ * 1: 200 and an ERROR event with 410): the watch backs off (200 ms, doubling) as after
+ * any failure, not a new watch at once forever. */
 START_TEST(test_watch_gone_at_once_backs_off)
 {
     struct k8s_client *kc = apitest_client(&api);
@@ -950,9 +951,18 @@ START_TEST(test_watch_gone_at_once_backs_off)
     size_t n;
 
     apitest_ctl(&api, "POST", "/_test/objects", mwc);
-    apitest_ctl(&api, "POST", "/_test/faults",
-                "{\"method\":\"GET\",\"path_regex\":\"secrets.*watch=\",\"status\":410,"
-                "\"reason\":\"Expired\",\"message\":\"too old resource version\",\"count\":-1}");
+    if (_i == 0)
+        apitest_ctl(&api, "POST", "/_test/faults",
+                    "{\"method\":\"GET\",\"path_regex\":\"secrets.*watch=\",\"status\":410,"
+                    "\"reason\":\"Expired\",\"message\":\"too old resource version\","
+                    "\"count\":-1}");
+    else
+        apitest_ctl(&api, "POST", "/_test/faults",
+                    "{\"method\":\"GET\",\"path_regex\":\"secrets.*watch=\",\"count\":-1,"
+                    "\"body_override\":\"{\\\"type\\\":\\\"ERROR\\\",\\\"object\\\":{"
+                    "\\\"kind\\\":\\\"Status\\\",\\\"apiVersion\\\":\\\"v1\\\","
+                    "\\\"status\\\":\\\"Failure\\\",\\\"reason\\\":\\\"Expired\\\","
+                    "\\\"code\\\":410}}\\n\"}");
     ck_assert_msg(certkeeper_create(&ck, &cfg, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(certkeeper_start(ck, &err), 0);
     while (secret_watches() == 0)
@@ -1293,7 +1303,7 @@ static Suite *certkeeper_suite(void)
     tcase_add_test(tc, test_expired_pair_at_start);
     tcase_add_test(tc, test_no_configuration_yet);
     tcase_add_test(tc, test_thread);
-    tcase_add_test(tc, test_watch_gone_at_once_backs_off);
+    tcase_add_loop_test(tc, test_watch_gone_at_once_backs_off, 0, 2);
     tcase_add_test(tc, test_fingerprint);
     tcase_add_test(tc, test_records_rules);
     tcase_add_test(tc, test_old_ca_waits_for_every_replica);
