@@ -47,6 +47,7 @@
 #define RECORD_TRIES       3   /* a record's update, read again after a 409 */
 #define KICK_STEP_MS       50L /* how soon a watch event starts a round */
 #define WATCH_TIMEOUT_S    300L
+#define SHORT_WATCH_MS     1000L /* a watch over sooner with no event: a failure */
 
 static const char *const config_resources[NCONFIGS] = {"mutatingwebhookconfigurations",
                                                        "validatingwebhookconfigurations"};
@@ -349,7 +350,8 @@ static bool record_fresh(const json_t *rec, long long now, long long ttl_s)
 {
     long long t = (long long)json_integer_value(json_object_get(rec, "time"));
 
-    return now - t <= ttl_s && t - now <= ttl_s;
+    /* t comes from the Secret, any int64: compared, never subtracted (signed overflow). */
+    return t >= now - ttl_s && t <= now + ttl_s;
 }
 
 size_t certkeeper_records_prune(json_t *records, long long now, long long ttl_s)
@@ -929,8 +931,8 @@ static int record_serving(struct certkeeper *ck, const struct secret_state *s, s
             rc = wh_error_set(err, WH_ENOMEM, "out of memory");
             goto out;
         }
-        if (ca != NULL && strcmp(ca, ck->served_ca_fp) == 0 && now - t >= 0
-            && now - t < ck->record_ttl_s / 3) {
+        if (ca != NULL && strcmp(ca, ck->served_ca_fp) == 0 && t <= now
+            && t > now - ck->record_ttl_s / 3) {
             json_decref(records);
             goto out; /* fresh and right */
         }
@@ -1149,21 +1151,30 @@ static void *keeper_thread(void *arg)
     return NULL;
 }
 
+/* One watch request's view, on the watch thread. */
+struct watch_run {
+    struct certkeeper *ck;
+    unsigned events; /* delivered, bookmarks included */
+};
+
 /* watch_fn: any change of the Secret (made, written, deleted) starts a round. */
 static int watch_event(void *userdata, enum watch_event_type type, json_t *object)
 {
-    struct certkeeper *ck = userdata;
+    struct watch_run *run = userdata;
 
     (void)object;
+    run->events++;
     if (type != WATCH_BOOKMARK)
-        atomic_store(&ck->kick, true);
+        atomic_store(&run->ck->kick, true);
     return 0;
 }
 
 /*
  * The Secret's watch, from the last resourceVersion seen; 410 Gone starts again from
  * now (and a round, as the rounds read everything anyway). Failures back off to
- * poll_ms at most and are logged at debug: the rounds are the fallback.
+ * poll_ms at most and are logged at debug: the rounds are the fallback. A watch
+ * over at once with no event (a server that answers every watch with 410, or ends
+ * it) is a failure too, as in the informer: else the thread spins.
  */
 static void *watch_thread(void *arg)
 {
@@ -1175,8 +1186,11 @@ static void *watch_thread(void *arg)
         struct watch_params p = {ck->watch_path, rv, WATCH_TIMEOUT_S, 0,
                                  backoff_thread_flag(&ck->wth)};
         struct wh_error err = {0, ""};
+        struct watch_run run = {ck, 0};
         char *last = NULL;
-        int rc = k8s_watch(ck->kc, &p, watch_event, ck, &last, &err);
+        long long started = clock_mono_ms();
+        int rc = k8s_watch(ck->kc, &p, watch_event, &run, &last, &err);
+        bool quick = run.events == 0 && clock_mono_ms() - started < SHORT_WATCH_MS;
 
         if (last != NULL) {
             free(rv);
@@ -1186,13 +1200,13 @@ static void *watch_thread(void *arg)
             free(rv);
             rv = NULL;
             atomic_store(&ck->kick, true);
-            continue;
         }
-        if (rc == 0) {
+        if ((rc == 0 || rc == WH_EGONE) && !quick) {
             failures = 0;
             continue;
         }
-        failures++;
+        if (failures < 32)
+            failures++;
         LOG_DEBUG("certkeeper: watch of secret %s/%s failed code=\"%s\" err=%s", ck->ns, ck->secret,
                   wh_error_str(rc), LOG_QUOTED(err.msg));
         if (backoff_thread_sleep_ms(&ck->wth, backoff_delay_ms(200, ck->poll_ms, failures)))
@@ -1323,6 +1337,7 @@ int certkeeper_create(struct certkeeper **out, const struct certkeeper_config *c
 {
     struct certkeeper *ck;
     const char *sns;
+    json_t *probe;
     int rc;
 
     *out = NULL;
@@ -1336,6 +1351,11 @@ int certkeeper_create(struct certkeeper **out, const struct certkeeper_config *c
         return wh_error_set(err, WH_EINVAL, "certkeeper: no webhook configuration name");
     if (empty(cfg->replica))
         return wh_error_set(err, WH_EINVAL, "certkeeper: no replica name");
+    /* The record's key in a JSON annotation: jansson would refuse it on every round. */
+    probe = json_string(cfg->replica);
+    if (probe == NULL)
+        return wh_error_set(err, WH_EINVAL, "certkeeper: replica name is not valid UTF-8");
+    json_decref(probe);
     if (cfg->nextra > CERTKEEPER_MAX_SANS)
         return wh_error_set(err, WH_EINVAL, "certkeeper: more than %d extra names",
                             CERTKEEPER_MAX_SANS);

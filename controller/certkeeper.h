@@ -106,7 +106,7 @@ struct certkeeper_config {
     long long renew_before_s;      /* renew with less left; 0: 30 days; < validity_s */
     long long drain_s;             /* old CA kept after the new pair at least; 0: 3 * poll */
     long long record_ttl_s;        /* a record older is a replica gone; 0: 60 * poll, >= 3 */
-    const char *replica;           /* this replica's record key (the pod's name) */
+    const char *replica;           /* this replica's record key (the pod's name), valid UTF-8 */
     bool in_memory;                /* the Secret in memory, not in the API (--self-signed) */
     long poll_ms;                  /* between rounds; 0 or more than 10000: 10000 */
     long repair_ms;                /* between caBundle checks; 0: 60000 */
@@ -124,7 +124,7 @@ struct certkeeper;
  * @return 0; WH_EINVAL naming the field (no namespace, Secret, service or
  *         configuration name, too many SANs, renew_before not below validity,
  *         a CA validity below the serving one or not above 2 * renew_before,
- *         negative durations, no replica name); WH_ENOMEM.
+ *         negative durations, no replica name or one not valid UTF-8); WH_ENOMEM.
  */
 int certkeeper_create(struct certkeeper **out, const struct certkeeper_config *cfg,
                       struct wh_error *err) __attribute__((warn_unused_result));

@@ -263,6 +263,11 @@ START_TEST(test_create_refusals)
     cfg.replica = "";
     ck_assert_int_eq(certkeeper_create(&ck, &cfg, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "certkeeper: no replica name");
+    /* Not a JSON string: its record could never be written (the annotation is JSON). */
+    cfg.replica = "pod-\xff";
+    ck_assert_int_eq(certkeeper_create(&ck, &cfg, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "certkeeper: replica name is not valid UTF-8");
+    ck_assert_ptr_null(ck);
     cfg.replica = "pod-a";
     cfg.validity_s = 10;
     cfg.renew_before_s = 10;
@@ -907,6 +912,71 @@ START_TEST(test_thread)
 }
 END_TEST
 
+/* The WATCH requests of the Secret in the request log. */
+static size_t secret_watches(void)
+{
+    json_t *reqs = apitest_requests(&api);
+    json_t *q;
+    size_t i;
+    size_t n = 0;
+
+    json_array_foreach(reqs, i, q) {
+        const char *path = json_string_value(json_object_get(q, "path"));
+        const char *query = json_string_value(json_object_get(q, "query"));
+
+        if (path != NULL && strstr(path, "/secrets") != NULL && query != NULL
+            && strstr(query, "watch=") != NULL)
+            n++;
+    }
+    json_decref(reqs);
+    return n;
+}
+
+/* A server that answers every watch of the Secret with 410 at once (_i = 0: HTTP 410,
+ * 1: 200 and an ERROR event with 410): the watch backs off (200 ms, doubling) as after
+ * any failure, not a new watch at once forever. */
+START_TEST(test_watch_gone_at_once_backs_off)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct certkeeper_config cfg = {.kc = kc,
+                                    .ns = NS,
+                                    .secret = SECRET,
+                                    .service = "vpw",
+                                    .webhook_config = "vpw",
+                                    .replica = "pod-a",
+                                    .poll_ms = 5000,
+                                    .request_timeout_ms = 5000};
+    struct certkeeper *ck = NULL;
+    struct wh_error err = {0, ""};
+    size_t n;
+
+    apitest_ctl(&api, "POST", "/_test/objects", mwc);
+    if (_i == 0)
+        apitest_ctl(&api, "POST", "/_test/faults",
+                    "{\"method\":\"GET\",\"path_regex\":\"secrets.*watch=\",\"status\":410,"
+                    "\"reason\":\"Expired\",\"message\":\"too old resource version\","
+                    "\"count\":-1}");
+    else
+        apitest_ctl(&api, "POST", "/_test/faults",
+                    "{\"method\":\"GET\",\"path_regex\":\"secrets.*watch=\",\"count\":-1,"
+                    "\"body_override\":\"{\\\"type\\\":\\\"ERROR\\\",\\\"object\\\":{"
+                    "\\\"kind\\\":\\\"Status\\\",\\\"apiVersion\\\":\\\"v1\\\","
+                    "\\\"status\\\":\\\"Failure\\\",\\\"reason\\\":\\\"Expired\\\","
+                    "\\\"code\\\":410}}\\n\"}");
+    ck_assert_msg(certkeeper_create(&ck, &cfg, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(certkeeper_start(ck, &err), 0);
+    while (secret_watches() == 0)
+        apitest_nap(20);
+    apitest_nap(1000);
+    certkeeper_destroy(ck);
+    /* At 0, 200, 600 ms after the first, 1400 after the nap: a slower machine makes
+     * fewer; a spin makes hundreds. */
+    n = secret_watches();
+    ck_assert_msg(n >= 1 && n <= 6, "%zu watches", n);
+    k8s_client_destroy(kc);
+}
+END_TEST
+
 /* ---- the serving records: which CA each replica serves under ---- */
 
 #define FP_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -970,6 +1040,14 @@ START_TEST(test_records_rules)
     ck_assert_uint_eq(json_object_size(r), 0);
     /* no fresh record: nothing says the old CA is unused */
     ck_assert(!certkeeper_records_all_on(r, FP_B, 1090, 60));
+    json_decref(r);
+    /* times at the ends of int64 (a hand-edited Secret): stale, no overflow */
+    r = certkeeper_records_parse("{\"min\": {\"ca\": \"" FP_A "\", \"time\": -9223372036854775808},"
+                                 " \"max\": {\"ca\": \"" FP_A
+                                 "\", \"time\": 9223372036854775807}}");
+    ck_assert_uint_eq(json_object_size(r), 2);
+    ck_assert(!certkeeper_records_all_on(r, FP_A, 1000, 60));
+    ck_assert_uint_eq(certkeeper_records_prune(r, 1000, 60), 2);
     json_decref(r);
     r = certkeeper_records_parse("{not json");
     tu_assert_json_eq(r, "{}");
@@ -1225,6 +1303,7 @@ static Suite *certkeeper_suite(void)
     tcase_add_test(tc, test_expired_pair_at_start);
     tcase_add_test(tc, test_no_configuration_yet);
     tcase_add_test(tc, test_thread);
+    tcase_add_loop_test(tc, test_watch_gone_at_once_backs_off, 0, 2);
     tcase_add_test(tc, test_fingerprint);
     tcase_add_test(tc, test_records_rules);
     tcase_add_test(tc, test_old_ca_waits_for_every_replica);
