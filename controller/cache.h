@@ -149,6 +149,7 @@ int cache_replace_namespace(struct cache *c, const char *ns, struct cache_batch 
  *  NULL on ENOMEM. */
 json_t *cache_list(struct cache *c);
 
+/** @return the number of cached Jobs (all namespaces); c must not be NULL. Takes the read lock. */
 size_t cache_size(struct cache *c);
 
 /** Whether the first LIST has completed, of every namespace for a namespaced cache
