@@ -203,7 +203,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_bad_request(answer);
         goto out;
     }
-    in = json_loadb((const char *)data, size, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL); /* as the handler */
+    /* read as the handler reads it: a NUL inside a string is allowed */
+    in = json_loadb((const char *)data, size, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     FUZZ_CHECK(json_is_object(in), "200 for a body that is not a JSON object");
     resp = check_review(in, answer);
     object = json_object_get(json_object_get(in, "request"), "object");
