@@ -31,6 +31,9 @@ NETPOL = "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies"
 JOBS = "/apis/batch.volcano.sh/v1alpha1/namespaces/%s/jobs"
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation")
 WAIT = 20.0 if os.environ.get("SANITIZER") else 10.0
+# The informer's backoff cap (controller/informer.c DEFAULT_BACKOFF_MAX_MS): after an
+# outage that piled up failures, the next LIST may be up to this far away.
+INFORMER_BACKOFF_MAX = 30.0
 
 
 def wait_for(pred, what, timeout=WAIT, interval=0.05):
@@ -191,7 +194,7 @@ class Cluster:
         if status not in (200, 202):
             raise AssertionError("DELETE %s: %d %r" % (path, status, body))
 
-    def wait_objects(self, job):
+    def wait_objects(self, job, timeout=WAIT):
         """Wait until every expected object of job exists; returns {key: stored object}."""
         ns = job["metadata"]["namespace"]
         want = expected_objects(job)
@@ -199,7 +202,8 @@ class Cluster:
         def all_there():
             got = {k: self.get(ns, k[0], k[1]) for k in want}
             return got if all(v is not None for v in got.values()) else None
-        return wait_for(all_there, "objects of job %s/%s" % (ns, job["metadata"]["name"]))
+        return wait_for(all_there, "objects of job %s/%s" % (ns, job["metadata"]["name"]),
+                        timeout)
 
     def wait_gone(self, ns, keys):
         wait_for(lambda: all(self.get(ns, k, n) is None for k, n in keys),
@@ -417,8 +421,10 @@ class ReconcileTest(unittest.TestCase):
         api.create_objects([{"apiVersion": "v1", "kind": "ConfigMap",
                              "metadata": {"name": "unrelated", "namespace": "faults-x"}}])
         api._control("POST", "/_test/compact", {})
+        # Every dropped watch, 503 and the 410 right after (nothing watched since the LIST)
+        # is one more failure: the relist may come a whole backoff cap later.
         for job in jobs:
-            self.c.wait_objects(job)
+            self.c.wait_objects(job, INFORMER_BACKOFF_MAX + WAIT)
         relists = [r for r in api.requests()
                    if r["path"] == "/apis/batch.volcano.sh/v1alpha1/jobs"
                    and "watch=" not in r["query"]]
