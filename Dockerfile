@@ -19,7 +19,8 @@ FROM debian:12.12 AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         build-essential pkg-config \
-        libmicrohttpd-dev libgnutls28-dev libjansson-dev libcurl4-openssl-dev libssl-dev libyaml-dev \
+        libmicrohttpd-dev libgnutls28-dev libjansson-dev libjsmn-dev libcurl4-openssl-dev libssl-dev \
+        libyaml-dev \
         libmimalloc-dev \
  && rm -rf /var/lib/apt/lists/*
 # The build context has no .git (.dockerignore): `make image` passes what git says.
@@ -43,6 +44,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/volcano-plugin-webhook /usr/local/bin/volcano-plugin-webhook
 COPY LICENSE /usr/share/doc/volcano-plugin-webhook/LICENSE
+# jsmn (MIT) is a header compiled into the binary: its notice travels with it.
+COPY --from=build /usr/share/doc/libjsmn-dev/copyright /usr/share/doc/volcano-plugin-webhook/jsmn.copyright
 # 65532: the conventional "nonroot" uid/gid, as the Deployment's securityContext expects.
 USER 65532:65532
 EXPOSE 8443

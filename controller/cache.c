@@ -14,7 +14,7 @@
  * hashtable's buckets, the pairs, the mallocs), so even a pruned Job of ten tasks
  * took 15 KiB, 150 MiB for 10,000 Jobs (bench/RESULTS.md: target 64 MiB); its compact
  * text takes a few hundred bytes. A reader parses its own private tree from the
- * text (json_loadb of a pruned Job: a few microseconds, and nothing shared, so
+ * text (jsonr_loadb of a pruned Job: a few microseconds, and nothing shared, so
  * no jansson reference count is ever touched by two threads). An entry is
  * immutable; an update swaps in another. Each entry is reference-counted in a C11
  * atomic (the map's reference plus one per reader parsing it outside the lock);
@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/jsonr.h"
 #include "plugins/diagnose.h"
 
 #define KEY_MAX 512 /* namespace (63) + "/" + name (253) fit with room to spare */
@@ -236,8 +237,9 @@ static void entry_release(struct cached_job *e)
 /* A private tree of e's Job: new reference, NULL on ENOMEM (the text is the cache's own). */
 static json_t *entry_job(const struct cached_job *e)
 {
-    /* JSON_ALLOW_NUL: the text may carry a \u0000 the API sent (jansson kept it). */
-    return json_loadb(e->text, e->len, JSON_ALLOW_NUL, NULL);
+    /* As json_loadb with JSON_ALLOW_NUL (the text may carry a \u0000 the API sent),
+     * on the admission path's fast reader. */
+    return jsonr_loadb(e->text, e->len, NULL);
 }
 
 /* The entry a map value stands for; NULL for NULL. */

@@ -31,6 +31,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/jsonr.h"
 #include "base/jsonw.h"
 #include "base/log.h"
 #include "base/sanitize.h"
@@ -405,7 +406,7 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
         status = answer_status(400, "BadRequest", msg, out, out_len);
         goto out;
     }
-    review = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+    review = jsonr_loadb(body, len, &jerr);
     if (review == NULL) {
         sanitize_ascii(jerr.text); /* jansson may quote raw input bytes */
         snprintf(b.msg, sizeof(b.msg), "invalid JSON at line %d column %d: %s", jerr.line,
@@ -600,7 +601,7 @@ int admission_validate_job(const char *body, size_t len, const struct jobsource 
                  ADMISSION_MAX_CONTAINERS);
         return answer_status(400, "BadRequest", msg, out, out_len);
     }
-    review = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+    review = jsonr_loadb(body, len, &jerr);
     if (review == NULL) {
         sanitize_ascii(jerr.text); /* jansson may quote raw input bytes */
         snprintf(b.msg, sizeof(b.msg), "invalid JSON at line %d column %d: %s", jerr.line,

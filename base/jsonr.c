@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * jsonr.c - jansson's tree from jsmn's tokens (jsonr.h).
+ *
+ * jsmn (strict mode, parent links) splits the body into tokens: containers with
+ * their child count, strings with their content's bounds (escapes checked),
+ * primitives. It does not check what lies between tokens (`[1 2]` and `{"a" 1}` are
+ * two tokens to it), so the builder walks the tokens in order with a cursor over the
+ * text and requires each token to start where the grammar puts the next value, with
+ * exactly the separators of RFC 8259 §2 between them. A body the walk accepts is
+ * grammatical JSON and the tree follows its text; anything else is declined.
+ */
+#include "base/jsonr.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JSMN_STATIC
+#define JSMN_STRICT
+#define JSMN_PARENT_LINKS
+#include <jsmn.h>
+
+_Static_assert(sizeof(json_int_t) == sizeof(long long), "json_int_t is read with strtoll");
+
+struct reader {
+    const char *js;
+    size_t len;
+    const jsmntok_t *tok;
+    int ntok;
+    int next;      /* the next token to read */
+    size_t pos;    /* the text cursor: everything before it is read */
+    char *scratch; /* strings with escapes, decoded; len bytes, made on first use */
+    size_t top;    /* scratch in use by the keys of the objects being read */
+};
+
+static json_t *read_value(struct reader *r, int depth);
+
+static void skip_ws(struct reader *r)
+{
+    while (r->pos < r->len) {
+        char c = r->js[r->pos];
+
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+            break;
+        r->pos++;
+    }
+}
+
+/* Whitespace, then c. */
+static bool expect(struct reader *r, char c)
+{
+    skip_ws(r);
+    if (r->pos >= r->len || r->js[r->pos] != c)
+        return false;
+    r->pos++;
+    return true;
+}
+
+static int hex4(const char *p)
+{
+    int v = 0;
+
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+
+        v <<= 4;
+        if (c >= '0' && c <= '9')
+            v |= c - '0';
+        else if (c >= 'a' && c <= 'f')
+            v |= c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            v |= c - 'A' + 10;
+        else
+            return -1;
+    }
+    return v;
+}
+
+/* The UTF-8 bytes of code point cp (not a surrogate, at most U+10FFFF) at o. */
+static size_t utf8_put(long cp, char *o)
+{
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (char)(0xC0 | (cp >> 6));
+        o[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | (cp >> 12));
+        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | (cp >> 18));
+    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/*
+ * The decoded content of the raw bytes p..p+n of a string (RFC 8259 §7) at o, which
+ * has room for n bytes (decoding never lengthens). @return its length, or -1 to
+ * decline: an escape jansson refuses (an unpaired surrogate), or \u0000 in a key
+ * (jansson: "NUL byte in object key not supported").
+ */
+static long decode(const char *p, size_t n, bool key, char *o)
+{
+    size_t w = 0;
+
+    for (size_t i = 0; i < n;) {
+        long cp;
+
+        if (p[i] != '\\') {
+            o[w++] = p[i++];
+            continue;
+        }
+        if (i + 1 >= n)
+            return -1;
+        switch (p[i + 1]) {
+        case '"': o[w++] = '"'; break;
+        case '\\': o[w++] = '\\'; break;
+        case '/': o[w++] = '/'; break;
+        case 'b': o[w++] = '\b'; break;
+        case 'f': o[w++] = '\f'; break;
+        case 'n': o[w++] = '\n'; break;
+        case 'r': o[w++] = '\r'; break;
+        case 't': o[w++] = '\t'; break;
+        case 'u':
+            if (i + 6 > n || (cp = hex4(p + i + 2)) < 0)
+                return -1;
+            i += 6;
+            if (cp >= 0xDC00 && cp <= 0xDFFF)
+                return -1;
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                long low;
+
+                if (i + 6 > n || p[i] != '\\' || p[i + 1] != 'u' || (low = hex4(p + i + 2)) < 0xDC00
+                    || low > 0xDFFF)
+                    return -1;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+                i += 6;
+            }
+            if (cp == 0 && key)
+                return -1;
+            w += utf8_put(cp, o + w);
+            continue;
+        default: return -1;
+        }
+        i += 2;
+    }
+    return (long)w;
+}
+
+/*
+ * A string token's content: *s, *n point into the body when it has no escape, else
+ * into r->scratch (a key's stays there until the caller gives its scratch back).
+ * @return false to decline (a raw control character, which jansson refuses, or a
+ * declined escape).
+ */
+static bool string_content(struct reader *r, const jsmntok_t *t, bool key, const char **s,
+                           size_t *n)
+{
+    const char *p = r->js + t->start;
+    size_t raw = (size_t)(t->end - t->start);
+    bool escaped = false;
+    long w;
+
+    for (size_t i = 0; i < raw; i++) {
+        unsigned char c = (unsigned char)p[i];
+
+        if (c < 0x20)
+            return false;
+        escaped |= c == '\\';
+    }
+    if (!escaped) {
+        *s = p;
+        *n = raw;
+        return true;
+    }
+    if (r->scratch == NULL && (r->scratch = malloc(r->len)) == NULL)
+        return false;
+    w = decode(p, raw, key, r->scratch + r->top);
+    if (w < 0)
+        return false;
+    *s = r->scratch + r->top;
+    *n = (size_t)w;
+    if (key)
+        r->top += (size_t)w;
+    return true;
+}
+
+/* A string token at the cursor. @return whether it is one (then the cursor is past it). */
+static bool at_string(struct reader *r, const jsmntok_t *t)
+{
+    skip_ws(r);
+    if (t->type != JSMN_STRING || r->pos >= r->len || r->js[r->pos] != '"'
+        || (size_t)t->start != r->pos + 1 || (size_t)t->end >= r->len || r->js[t->end] != '"')
+        return false;
+    r->pos = (size_t)t->end + 1;
+    return true;
+}
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/*
+ * A primitive's n bytes at p: true, false, null or an integer (RFC 8259 §3, §6).
+ * @return new reference, or NULL to decline: any other text, reals (left to
+ * jansson, with its locale handling and range rules; pods hardly hold any),
+ * integers beyond 64 bits (jansson: "too big integer").
+ */
+static json_t *primitive(const char *p, size_t n)
+{
+    char text[24]; /* -9223372036854775808 and a NUL */
+    size_t i = 0;
+    long long v;
+    char *end;
+
+    if (n == 4 && memcmp(p, "true", 4) == 0)
+        return json_true();
+    if (n == 5 && memcmp(p, "false", 5) == 0)
+        return json_false();
+    if (n == 4 && memcmp(p, "null", 4) == 0)
+        return json_null();
+    if (n == 0 || n >= sizeof(text))
+        return NULL;
+    if (p[i] == '-')
+        i++;
+    if (i < n && p[i] == '0')
+        i++;
+    else if (i < n && p[i] >= '1' && p[i] <= '9')
+        while (i < n && is_digit(p[i]))
+            i++;
+    else
+        return NULL;
+    if (i != n)
+        return NULL; /* a fraction, an exponent or no number at all */
+    memcpy(text, p, n);
+    text[n] = '\0';
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return NULL;
+    return json_integer((json_int_t)v);
+}
+
+static json_t *read_array(struct reader *r, const jsmntok_t *t, int depth)
+{
+    json_t *a = json_array();
+
+    if (a == NULL)
+        return NULL;
+    for (int k = 0; k < t->size; k++) {
+        json_t *v;
+
+        if (k > 0 && !expect(r, ','))
+            goto fail;
+        v = read_value(r, depth + 1);
+        if (json_array_append_new(a, v) < 0) /* v NULL: -1 */
+            goto fail;
+    }
+    if (!expect(r, ']'))
+        goto fail;
+    return a;
+fail:
+    json_decref(a);
+    return NULL;
+}
+
+static json_t *read_object(struct reader *r, const jsmntok_t *t, int depth)
+{
+    json_t *o = json_object();
+
+    if (o == NULL)
+        return NULL;
+    for (int k = 0; k < t->size; k++) {
+        size_t mark = r->top;
+        const jsmntok_t *kt;
+        const char *key;
+        size_t key_len;
+        json_t *v;
+
+        if (k > 0 && !expect(r, ','))
+            goto fail;
+        if (r->next >= r->ntok)
+            goto fail;
+        kt = &r->tok[r->next++];
+        if (!at_string(r, kt) || !string_content(r, kt, true, &key, &key_len) || !expect(r, ':'))
+            goto fail;
+        v = read_value(r, depth + 1);
+        /* json_object_setn_new checks the key's UTF-8 as jansson's lexer does; a
+         * repeated key keeps its place and takes the new value, as in json_loadb. */
+        if (v == NULL || json_object_setn_new(o, key, key_len, v) < 0)
+            goto fail;
+        r->top = mark;
+    }
+    if (!expect(r, '}'))
+        goto fail;
+    return o;
+fail:
+    json_decref(o);
+    return NULL;
+}
+
+static json_t *read_value(struct reader *r, int depth)
+{
+    const jsmntok_t *t;
+    const char *s;
+    size_t n;
+    json_t *v;
+
+    if (depth > JSONR_MAX_DEPTH || r->next >= r->ntok)
+        return NULL;
+    t = &r->tok[r->next++];
+    switch (t->type) {
+    case JSMN_STRING:
+        if (!at_string(r, t) || !string_content(r, t, false, &s, &n))
+            return NULL;
+        return json_stringn(s, n); /* NULL for invalid UTF-8, as jansson refuses it */
+    case JSMN_PRIMITIVE:
+        skip_ws(r);
+        if ((size_t)t->start != r->pos)
+            return NULL;
+        r->pos = (size_t)t->end;
+        return primitive(r->js + t->start, (size_t)(t->end - t->start));
+    case JSMN_OBJECT:
+    case JSMN_ARRAY:
+        skip_ws(r);
+        if ((size_t)t->start != r->pos || r->pos >= r->len
+            || r->js[r->pos] != (t->type == JSMN_OBJECT ? '{' : '['))
+            return NULL;
+        r->pos++;
+        v = t->type == JSMN_OBJECT ? read_object(r, t, depth) : read_array(r, t, depth);
+        if (v != NULL && r->pos != (size_t)t->end) {
+            json_decref(v);
+            return NULL;
+        }
+        return v;
+    default: return NULL;
+    }
+}
+
+json_t *jsonr_fast(const char *body, size_t len)
+{
+    struct reader r = {0};
+    jsmn_parser p;
+    jsmntok_t *tok = NULL;
+    size_t cap = len / 4 + 16;
+    json_t *v = NULL;
+    int rc;
+
+    /* jsmn stops at a NUL byte and counts in int. */
+    if (body == NULL || len == 0 || len > INT_MAX / 2 || memchr(body, '\0', len) != NULL)
+        return NULL;
+    jsmn_init(&p);
+    for (;;) {
+        jsmntok_t *grown = realloc(tok, cap * sizeof(*tok));
+
+        if (grown == NULL)
+            goto out;
+        tok = grown;
+        rc = jsmn_parse(&p, body, len, tok, (unsigned int)cap);
+        if (rc != JSMN_ERROR_NOMEM)
+            break;
+        cap *= 2; /* jsmn goes on from where it stopped */
+    }
+    if (rc <= 0)
+        goto out;
+    r.js = body;
+    r.len = len;
+    r.tok = tok;
+    r.ntok = (int)p.toknext;
+    v = read_value(&r, 0);
+    skip_ws(&r);
+    if (v != NULL && (r.pos != len || r.next != r.ntok)) {
+        json_decref(v);
+        v = NULL;
+    }
+out:
+    free(r.scratch);
+    free(tok);
+    return v;
+}
+
+json_t *jsonr_loadb(const char *body, size_t len, json_error_t *err)
+{
+    json_t *v = jsonr_fast(body, len);
+
+    if (v != NULL)
+        return v;
+    return json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, err);
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * jsonr.h - the fast JSON reader of the admission request path: jansson's tree for
+ * a body, built from jsmn's tokens (Debian's libjsmn-dev) instead of jansson's own
+ * lexer, which spends most of a review's parse reading it byte by byte.
+ *
+ * One rule makes it safe: the fast path either builds exactly the tree
+ * json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL) builds (same values,
+ * types, key order; a repeated key keeps its first place and its last value), or it
+ * declines, and then jansson reads the body. It declines on anything it does not
+ * decide itself: invalid JSON of any kind (so every error message is jansson's),
+ * NUL bytes in the body, integers beyond 64 bits, reals out of range, unpaired
+ * surrogates, NUL in keys, nesting deeper than JSONR_MAX_DEPTH. Structure
+ * (separators between tokens, which jsmn does not check), literals and number
+ * grammar (RFC 8259 §3-§6) are checked here; UTF-8 is checked by jansson itself
+ * (json_stringn, json_object_setn_new use the lexer's own rules). The differential
+ * test (tests/base/check_jsonr.c) and fuzzer (tests/fuzz/fuzz_reader.c) hold the two
+ * paths to one answer.
+ *
+ * Pure functions; thread-safe.
+ */
+#ifndef WH_JSONR_H
+#define WH_JSONR_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* Deeper bodies are left to jansson (its own limit is 2048); a pod is ~12 deep. */
+#define JSONR_MAX_DEPTH 128
+
+/**
+ * The fast path alone: the tree of the len bytes at body (borrowed), or NULL when
+ * the fast path declines (see above; also out of memory). Never an error of its own.
+ * @return new reference or NULL.
+ */
+json_t *jsonr_fast(const char *body, size_t len);
+
+/**
+ * json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, err), same result: the
+ * fast path's tree when it builds one, else jansson's (and jansson's error in *err,
+ * which may be NULL). @return new reference, or NULL with *err filled.
+ */
+json_t *jsonr_loadb(const char *body, size_t len, json_error_t *err);
+
+#endif

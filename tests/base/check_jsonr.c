@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * check_jsonr.c - the fast reader (base/jsonr.h) against jansson's json_loadb.
+ *
+ * The property, everywhere: the fast path builds nothing, or exactly json_loadb's
+ * tree (its compact dump, which shows values, types and key order, byte for byte);
+ * jsonr_loadb then answers as json_loadb does, errors included. Checked on every
+ * JSON file of the fuzz corpora, regressions and fixtures (and the count read on
+ * the fast path, so that a reader that declines everything fails), on fixed inputs
+ * with exact trees, on inputs it must leave to jansson, on random documents written
+ * by jansson's dumper with and without escapes, and on seeded byte mutations.
+ */
+#include <glob.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/jsonr.h"
+#include "tests/testutil.h"
+
+#define FLAGS (JSON_DECODE_ANY | JSON_ALLOW_NUL)
+
+/* Compact dump of v, or "<null>". Caller frees. */
+static char *dump(const json_t *v)
+{
+    char *s = v != NULL ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("<null>");
+
+    ck_assert_ptr_nonnull(s);
+    return s;
+}
+
+/*
+ * The property for n bytes at body. @return whether the fast path built the tree.
+ * name labels failures.
+ */
+static bool check_same(const char *body, size_t n, const char *name)
+{
+    json_error_t e1;
+    json_error_t e2;
+    json_t *fast = jsonr_fast(body, n);
+    json_t *want = json_loadb(body, n, FLAGS, &e1);
+    json_t *got = jsonr_loadb(body, n, &e2);
+    bool built = fast != NULL;
+
+    if (fast != NULL) {
+        char *a = dump(fast);
+        char *b = dump(want);
+
+        ck_assert_msg(want != NULL, "%s: fast path built %s where jansson says %s", name, a,
+                      e1.text);
+        ck_assert_msg(strcmp(a, b) == 0, "%s:\n fast: %s\n json_loadb: %s", name, a, b);
+        ck_assert(json_equal(fast, want));
+        free(a);
+        free(b);
+    }
+    ck_assert_msg((got == NULL) == (want == NULL), "%s: jsonr_loadb and json_loadb disagree", name);
+    if (got == NULL) {
+        ck_assert_str_eq(e2.text, e1.text);
+        ck_assert_int_eq(e2.line, e1.line);
+        ck_assert_int_eq(e2.column, e1.column);
+    } else {
+        char *a = dump(got);
+        char *b = dump(want);
+
+        ck_assert_str_eq(a, b);
+        free(a);
+        free(b);
+    }
+    json_decref(fast);
+    json_decref(want);
+    json_decref(got);
+    return built;
+}
+
+/* ---- every corpus and fixture ---------------------------------------------- */
+
+struct files {
+    size_t total;
+    size_t fast;
+};
+
+static void check_glob(const char *pattern, struct files *f)
+{
+    glob_t g;
+
+    ck_assert_int_eq(glob(pattern, 0, NULL, &g), 0);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        FILE *fp = fopen(g.gl_pathv[i], "rb");
+        char buf[1 << 17];
+        size_t n;
+
+        ck_assert_ptr_nonnull(fp);
+        n = fread(buf, 1, sizeof(buf), fp);
+        fclose(fp);
+        ck_assert_uint_lt(n, sizeof(buf));
+        f->total++;
+        f->fast += check_same(buf, n, g.gl_pathv[i]) ? 1 : 0;
+    }
+    globfree(&g);
+}
+
+START_TEST(test_admission_seeds)
+{
+    struct files f = {0};
+
+    check_glob("tests/fuzz/corpus/admission/*", &f);
+    ck_assert_uint_eq(f.total, 50);
+    /* every one but not-json (invalid JSON: jansson's error) */
+    ck_assert_uint_eq(f.fast, 49);
+}
+END_TEST
+
+START_TEST(test_other_corpora)
+{
+    struct files f = {0};
+
+    check_glob("tests/fuzz/regressions/*/*", &f);
+    check_glob("tests/fuzz/corpus/watch/*", &f);
+    check_glob("tests/fuzz/corpus/patch/*", &f);
+    check_glob("tests/fixtures/*/*.json", &f);
+    ck_assert_uint_gt(f.total, 10);
+    ck_assert_uint_gt(f.fast, 0);
+}
+END_TEST
+
+/* ---- fixed inputs ------------------------------------------------------------ */
+
+/* Read on the fast path, with the tree's compact dump. */
+static const struct {
+    const char *in;
+    const char *tree;
+} accepted[] = {
+    {"{}", "{}"},
+    {" \t\r\n[ ] ", "[]"},
+    {"{\"a\":1,\"b\":[true,false,null],\"c\":{}}", "{\"a\":1,\"b\":[true,false,null],\"c\":{}}"},
+    {"{ \"a\" : 1 , \"b\" :\n[ 1 , 2 ] }", "{\"a\":1,\"b\":[1,2]}"},
+    /* a repeated key keeps its first place and takes the last value */
+    {"{\"a\":1,\"b\":2,\"a\":3}", "{\"a\":3,\"b\":2}"},
+    {"[-9223372036854775808,9223372036854775807,0,-0,10]",
+     "[-9223372036854775808,9223372036854775807,0,0,10]"},
+    {"[\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"]", "[\"\\\"\\\\/\\b\\f\\n\\r\\t\"]"},
+    {"\"\\u00e9\\u20AC\\ud83d\\ude00\"", "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\""},
+    {"\"a\\u0000b\"", "\"a\\u0000b\""},
+    {"\"\xc3\xa9\xf4\x8f\xbf\xbf\"", "\"\xc3\xa9\xf4\x8f\xbf\xbf\""},
+    /* escaped keys of nested objects, each decoded while the inner ones are read */
+    {"{\"k\\u00e9\":{\"x\\n\":\"v\\u00e9\",\"y\\t\":{\"\\\"\":\"\\\\\"}},\"z\\/\":\"\\u0041\"}",
+     "{\"k\xc3\xa9\":{\"x\\n\":\"v\xc3\xa9\",\"y\\t\":{\"\\\"\":\"\\\\\"}},\"z/\":\"A\"}"},
+    {"[[[[[]]]],{\"\":\"\"}]", "[[[[[]]]],{\"\":\"\"}]"},
+};
+
+START_TEST(test_accepted)
+{
+    const char *in = accepted[_i].in;
+    json_t *v = jsonr_fast(in, strlen(in));
+    char *got = dump(v);
+
+    ck_assert_msg(v != NULL, "declined: %s", in);
+    ck_assert_str_eq(got, accepted[_i].tree);
+    ck_assert(check_same(in, strlen(in), in));
+    free(got);
+    json_decref(v);
+}
+END_TEST
+
+/* Left to jansson: invalid JSON (jansson's error stands) and what the fast path does
+ * not decide (reals, big integers, deep nesting, NUL in a key). */
+static const char *const declined[] = {
+    "",
+    "   ",
+    "[1 2]",
+    "{\"a\" 1}",
+    "{\"a\":1,}",
+    "{\"a\":1 \"b\":2}",
+    "[,1]",
+    "[1,]",
+    "[1,,2]",
+    "{\"a\":1}}",
+    "{} {}",
+    "[1]x",
+    "{\"a\":[}",
+    "{\"a\":1:2}",
+    "{1:2}",
+    "{\"a\"}",
+    "{\"a\":}",
+    "[-]",
+    "[01]",
+    "[1.]",
+    "[.5]",
+    "[+1]",
+    "[1.5]",
+    "[1e5]",
+    "[-0.0]",
+    "[9223372036854775808]",
+    "[-9223372036854775809]",
+    "[123456789012345678901234567890]",
+    "[tru]",
+    "[nul]",
+    "[truex]",
+    "[True]",
+    "\"\\ud800\"",
+    "\"\\ud800x\"",
+    "\"\\ud800\\u0041\"",
+    "\"\\udc00\"",
+    "\"\\x\"",
+    "\"\\u12G4\"",
+    "{\"\\u0000\":1}",
+    "{\"a\\u0000\":1}",
+    "[\"a\tb\"]",
+    "[\"\x01\"]",
+    "[\"\xff\"]",
+    "[\"\xc0\x80\"]",
+    "[\"\xed\xa0\x80\"]",
+    "[\"\xf4\x90\x80\x80\"]",
+    "[\"\xc3\"]",
+    "{\"\xff\":1}",
+    "\xef\xbb\xbf{}",
+    "[",
+    "{\"a\":\"b",
+    "]",
+    "5",
+    "'a'",
+    "[\"a\"\"b\"]",
+};
+
+START_TEST(test_declined)
+{
+    const char *in = declined[_i];
+
+    ck_assert_msg(jsonr_fast(in, strlen(in)) == NULL, "not declined: %s", in);
+    check_same(in, strlen(in), in);
+}
+END_TEST
+
+START_TEST(test_nul_byte_declined)
+{
+    static const char in[] = "{\"a\":\"b\0\"}";
+
+    ck_assert_ptr_null(jsonr_fast(in, sizeof(in) - 1));
+    check_same(in, sizeof(in) - 1, "raw NUL");
+}
+END_TEST
+
+START_TEST(test_depth)
+{
+    char buf[2 * (JSONR_MAX_DEPTH + 2) + 1];
+    size_t n;
+
+    /* JSONR_MAX_DEPTH + 1 nested arrays: read fast; one more: left to jansson. */
+    for (int d = JSONR_MAX_DEPTH + 1; d <= JSONR_MAX_DEPTH + 2; d++) {
+        n = 0;
+        for (int i = 0; i < d; i++)
+            buf[n++] = '[';
+        for (int i = 0; i < d; i++)
+            buf[n++] = ']';
+        ck_assert_int_eq(check_same(buf, n, "nested"), d == JSONR_MAX_DEPTH + 1);
+    }
+}
+END_TEST
+
+/* ---- random documents and mutations ----------------------------------------- */
+
+static uint64_t rng_state;
+
+static uint32_t rnd(uint32_t n)
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(rng_state >> 33) % n;
+}
+
+static json_t *gen_string(void)
+{
+    static const char *const pieces[] = {
+        "a", "Z",        "0",    "\"",           "\\",
+        "/", "~",        "\n",   "\x01",         "\x1f",
+        " ", "\xc3\xa9", "\x7f", "\xe2\x82\xac", "\xf0\x9f\x98\x80"};
+    char s[64] = "";
+    size_t n = rnd(8);
+
+    for (size_t i = 0; i < n; i++)
+        strcat(s, pieces[rnd(sizeof(pieces) / sizeof(pieces[0]))]);
+    return json_string(s);
+}
+
+/* A value; at the top (top true) an object or an array, as a review is: jsmn's strict
+ * mode ends a primitive only at a delimiter, so a bare top-level number or literal is
+ * left to jansson. */
+static json_t *gen(int depth, bool top)
+{
+    uint32_t k = top ? 6 + rnd(3) : rnd(depth > 0 ? 9 : 6);
+    json_t *v;
+
+    switch (k) {
+    case 0: return json_null();
+    case 1: return rnd(2) ? json_true() : json_false();
+    case 2: return json_integer((json_int_t)rnd(2000000) - 1000000);
+    case 3: return json_integer(rnd(2) ? INT64_MIN : INT64_MAX);
+    case 4:
+    case 5: return gen_string();
+    case 6:
+    case 7:
+        v = json_object();
+        for (uint32_t i = rnd(5); i > 0; i--) {
+            json_t *key = gen_string();
+
+            json_object_set_new(v, json_string_value(key), gen(depth - 1, false));
+            json_decref(key);
+        }
+        return v;
+    default:
+        v = json_array();
+        for (uint32_t i = rnd(5); i > 0; i--)
+            json_array_append_new(v, gen(depth - 1, false));
+        return v;
+    }
+}
+
+/* Documents jansson writes (compact, indented, ASCII-only with \u escapes) are read
+ * on the fast path, to the same tree; each one mutated is read the same by both. */
+START_TEST(test_random_documents)
+{
+    static const size_t forms[] = {JSON_COMPACT, JSON_INDENT(2), JSON_ENSURE_ASCII | JSON_COMPACT};
+    static const char bytes[] = "{}[],:\"\\ u0123456789abcdefetrunl-+.\x01\xc3\xa9\xff";
+
+    rng_state = 0x9e3779b97f4a7c15ULL;
+    for (int iter = 0; iter < 2000; iter++) {
+        json_t *v = gen(4, true);
+        char *text = json_dumps(v, forms[iter % 3] | JSON_ENCODE_ANY);
+        size_t n = strlen(text);
+        char name[48];
+
+        snprintf(name, sizeof(name), "document %d", iter);
+        ck_assert_msg(check_same(text, n, name), "%s declined: %s", name, text);
+        for (int m = 0; m < 8 && n > 0; m++) {
+            char *t = malloc(n + 2);
+            size_t at = rnd((uint32_t)n);
+            size_t len = n;
+
+            memcpy(t, text, n);
+            switch (rnd(3)) {
+            case 0: t[at] = bytes[rnd(sizeof(bytes) - 1)]; break;
+            case 1:
+                memmove(t + at, t + at + 1, n - at - 1);
+                len--;
+                break;
+            default:
+                memmove(t + at + 1, t + at, n - at);
+                t[at] = bytes[rnd(sizeof(bytes) - 1)];
+                len++;
+                break;
+            }
+            snprintf(name, sizeof(name), "document %d mutation %d", iter, m);
+            check_same(t, len, name);
+            free(t);
+        }
+        free(text);
+        json_decref(v);
+    }
+}
+END_TEST
+
+static Suite *jsonr_suite(void)
+{
+    Suite *s = suite_create("jsonr");
+    TCase *tf = tcase_create("files");
+    TCase *tx = tcase_create("fixed");
+    TCase *tr = tcase_create("random");
+
+    tcase_add_test(tf, test_admission_seeds);
+    tcase_add_test(tf, test_other_corpora);
+    suite_add_tcase(s, tf);
+    tcase_add_loop_test(tx, test_accepted, 0, (int)(sizeof(accepted) / sizeof(accepted[0])));
+    tcase_add_loop_test(tx, test_declined, 0, (int)(sizeof(declined) / sizeof(declined[0])));
+    tcase_add_test(tx, test_nul_byte_declined);
+    tcase_add_test(tx, test_depth);
+    suite_add_tcase(s, tx);
+    tcase_add_test(tr, test_random_documents);
+    tcase_set_timeout(tr, 60);
+    suite_add_tcase(s, tr);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(jsonr_suite());
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fuzz_reader.c - the differential fuzzer of the fast JSON reader (base/jsonr.h):
+ * bytes → jsonr_fast and json_loadb (JSON_DECODE_ANY | JSON_ALLOW_NUL, as the
+ * admission path reads a review).
+ *
+ * Property: when the fast path builds a tree, jansson builds one too and the two
+ * have the same compact dump (values, types, key order) and are json_equal; and
+ * jsonr_loadb answers as json_loadb does (a tree with the same dump, or NULL with
+ * the same error text and position).
+ * Seeds: the admission harness's corpus (example pods, hostile reviews).
+ */
+#include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/jsonr.h"
+#include "tests/fuzz/fuzzutil.h"
+
+#define FLAGS (JSON_DECODE_ANY | JSON_ALLOW_NUL)
+
+static char *dump(const json_t *v)
+{
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+    FUZZ_CHECK(s != NULL, "json_dumps failed");
+    return s;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *body = (const char *)data;
+    json_error_t e1;
+    json_error_t e2;
+    json_t *fast = jsonr_fast(body, size);
+    json_t *want = json_loadb(body, size, FLAGS, &e1);
+    json_t *got = jsonr_loadb(body, size, &e2);
+
+    if (fast != NULL) {
+        char *a;
+        char *b;
+
+        FUZZ_CHECK(want != NULL, "the fast path built a tree where json_loadb says: %s", e1.text);
+        a = dump(fast);
+        b = dump(want);
+        FUZZ_CHECK(strcmp(a, b) == 0, "trees differ:\n fast: %.2000s\n json_loadb: %.2000s", a, b);
+        FUZZ_CHECK(json_equal(fast, want), "dumps agree but json_equal does not");
+        free(a);
+        free(b);
+    }
+    FUZZ_CHECK((got == NULL) == (want == NULL), "jsonr_loadb %s, json_loadb %s",
+               got != NULL ? "built" : "failed", want != NULL ? "built" : "failed");
+    if (got == NULL) {
+        FUZZ_CHECK(strcmp(e1.text, e2.text) == 0 && e1.line == e2.line && e1.column == e2.column,
+                   "errors differ: %s / %s", e2.text, e1.text);
+    } else {
+        char *a = dump(got);
+        char *b = dump(want);
+
+        FUZZ_CHECK(strcmp(a, b) == 0, "jsonr_loadb's tree is not json_loadb's");
+        free(a);
+        free(b);
+    }
+    json_decref(fast);
+    json_decref(want);
+    json_decref(got);
+    return 0;
+}
