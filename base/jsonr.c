@@ -13,7 +13,6 @@
 #include "base/jsonr.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,8 +357,8 @@ json_t *jsonr_fast(const char *body, size_t len)
     json_t *v = NULL;
     int rc;
 
-    /* jsmn stops at a NUL byte and counts in int. */
-    if (body == NULL || len == 0 || len > INT_MAX / 2 || memchr(body, '\0', len) != NULL)
+    /* jsmn stops at a NUL byte. */
+    if (body == NULL || len == 0 || len > JSONR_MAX_LEN || memchr(body, '\0', len) != NULL)
         return NULL;
     jsmn_init(&p);
     for (;;) {

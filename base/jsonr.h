@@ -9,7 +9,7 @@
  * types, key order; a repeated key keeps its first place and its last value), or it
  * declines, and then jansson reads the body. It declines on anything it does not
  * decide itself: invalid JSON of any kind (so every error message is jansson's),
- * NUL bytes in the body, integers beyond 64 bits, reals out of range, unpaired
+ * NUL bytes in the body, bodies over JSONR_MAX_LEN, integers beyond 64 bits, reals out of range, unpaired
  * surrogates, NUL in keys, nesting deeper than JSONR_MAX_DEPTH. Structure
  * (separators between tokens, which jsmn does not check), literals and number
  * grammar (RFC 8259 §3-§6) are checked here; UTF-8 is checked by jansson itself
@@ -27,6 +27,11 @@
 
 /* Deeper bodies are left to jansson (its own limit is 2048); a pod is ~12 deep. */
 #define JSONR_MAX_DEPTH 128
+
+/* Longer bodies are left to jansson: jsmn's tokens (20 bytes each, up to one per two
+ * bytes of text) would add up to 10 bytes per byte to the tree's own memory. A
+ * review is a few KiB; a pod at etcd's 1.5 MiB object limit is rare enough. */
+#define JSONR_MAX_LEN (1024 * 1024)
 
 /**
  * The fast path alone: the tree of the len bytes at body (borrowed), or NULL when

@@ -257,6 +257,31 @@ START_TEST(test_depth)
 }
 END_TEST
 
+START_TEST(test_length_limit)
+{
+    /* ["aaa...a"] of JSONR_MAX_LEN bytes: read fast; one byte more: left to jansson. */
+    size_t n = JSONR_MAX_LEN + 1;
+    char *buf = malloc(n);
+    json_t *v;
+
+    ck_assert_ptr_nonnull(buf);
+    for (size_t len = JSONR_MAX_LEN; len <= n; len++) {
+        buf[0] = '[';
+        buf[1] = '"';
+        memset(buf + 2, 'a', len - 4);
+        buf[len - 2] = '"';
+        buf[len - 1] = ']';
+        v = jsonr_fast(buf, len);
+        ck_assert_int_eq(v != NULL, len == JSONR_MAX_LEN);
+        json_decref(v);
+        v = jsonr_loadb(buf, len, NULL);
+        ck_assert_uint_eq(json_string_length(json_array_get(v, 0)), len - 4);
+        json_decref(v);
+    }
+    free(buf);
+}
+END_TEST
+
 /* ---- random documents and mutations ----------------------------------------- */
 
 static uint64_t rng_state;
@@ -372,6 +397,7 @@ static Suite *jsonr_suite(void)
     tcase_add_loop_test(tx, test_declined, 0, (int)(sizeof(declined) / sizeof(declined[0])));
     tcase_add_test(tx, test_nul_byte_declined);
     tcase_add_test(tx, test_depth);
+    tcase_add_test(tx, test_length_limit);
     suite_add_tcase(s, tx);
     tcase_add_test(tr, test_random_documents);
     tcase_set_timeout(tr, 60);
