@@ -160,15 +160,18 @@ static long decode(const char *p, size_t n, bool key, char *o)
 /*
  * A string token's content: *s, *n point into the body when it has no escape, else
  * into r->scratch (a key's stays there until the caller gives its scratch back).
- * @return false to decline (a raw control character, which jansson refuses, or a
- * declined escape).
+ * *utf8 is true when the content is valid UTF-8 for certain: no raw byte of it is
+ * over 0x7F (escapes decode to valid UTF-8, surrogates being refused); else jansson
+ * must check it. @return false to decline (a raw control character, which jansson
+ * refuses, or a declined escape).
  */
 static bool string_content(struct reader *r, const jsmntok_t *t, bool key, const char **s,
-                           size_t *n)
+                           size_t *n, bool *utf8)
 {
     const char *p = r->js + t->start;
     size_t raw = (size_t)(t->end - t->start);
     bool escaped = false;
+    unsigned char high = 0;
     long w;
 
     for (size_t i = 0; i < raw; i++) {
@@ -177,7 +180,9 @@ static bool string_content(struct reader *r, const jsmntok_t *t, bool key, const
         if (c < 0x20)
             return false;
         escaped |= c == '\\';
+        high |= c & 0x80;
     }
+    *utf8 = high == 0;
     if (!escaped) {
         *s = p;
         *n = raw;
@@ -286,6 +291,7 @@ static json_t *read_object(struct reader *r, const jsmntok_t *t, int depth)
         const jsmntok_t *kt;
         const char *key;
         size_t key_len;
+        bool utf8;
         json_t *v;
 
         if (k > 0 && !expect(r, ','))
@@ -293,12 +299,17 @@ static json_t *read_object(struct reader *r, const jsmntok_t *t, int depth)
         if (r->next >= r->ntok)
             goto fail;
         kt = &r->tok[r->next++];
-        if (!at_string(r, kt) || !string_content(r, kt, true, &key, &key_len) || !expect(r, ':'))
+        if (!at_string(r, kt) || !string_content(r, kt, true, &key, &key_len, &utf8)
+            || !expect(r, ':'))
             goto fail;
         v = read_value(r, depth + 1);
         /* json_object_setn_new checks the key's UTF-8 as jansson's lexer does; a
-         * repeated key keeps its place and takes the new value, as in json_loadb. */
-        if (v == NULL || json_object_setn_new(o, key, key_len, v) < 0)
+         * repeated key keeps its place and takes the new value, as in json_loadb.
+         * Both take v, even when they fail. */
+        if (v == NULL
+            || (utf8 ? json_object_setn_new_nocheck(o, key, key_len, v)
+                     : json_object_setn_new(o, key, key_len, v))
+                < 0)
             goto fail;
         r->top = mark;
     }
@@ -315,6 +326,7 @@ static json_t *read_value(struct reader *r, int depth)
     const jsmntok_t *t;
     const char *s;
     size_t n;
+    bool utf8;
     json_t *v;
 
     if (depth > JSONR_MAX_DEPTH || r->next >= r->ntok)
@@ -322,9 +334,10 @@ static json_t *read_value(struct reader *r, int depth)
     t = &r->tok[r->next++];
     switch (t->type) {
     case JSMN_STRING:
-        if (!at_string(r, t) || !string_content(r, t, false, &s, &n))
+        if (!at_string(r, t) || !string_content(r, t, false, &s, &n, &utf8))
             return NULL;
-        return json_stringn(s, n); /* NULL for invalid UTF-8, as jansson refuses it */
+        /* json_stringn: NULL for invalid UTF-8, which jansson's lexer refuses */
+        return utf8 ? json_stringn_nocheck(s, n) : json_stringn(s, n);
     case JSMN_PRIMITIVE:
         skip_ws(r);
         if ((size_t)t->start != r->pos)

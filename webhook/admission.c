@@ -253,20 +253,30 @@ static void answer_patch_base64(struct buf *o, const struct buf *text)
 static long json_container_count(const char *s, size_t len)
 {
     long n = 0;
-    bool in_string = false;
+    size_t i = 0;
 
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
+    while (i < len) {
+        char c = s[i++];
 
-        if (in_string) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '{' || c == '[') {
+        if (c == '{' || c == '[') {
             n++;
+        } else if (c == '"') {
+            /* Most of a review is string content: memchr to each quote; the closing one
+             * is the first not escaped, i.e. not after an odd run of backslashes. */
+            for (;;) {
+                const char *q = memchr(s + i, '"', len - i);
+                size_t at;
+                size_t run = 0;
+
+                if (q == NULL)
+                    return n;
+                at = (size_t)(q - s);
+                while (at - run > i && s[at - run - 1] == '\\')
+                    run++;
+                i = at + 1;
+                if (run % 2 == 0)
+                    break;
+            }
         }
     }
     return n;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "tests/testutil.h"
 #include "webhook/admission.h"
 
@@ -246,6 +247,43 @@ START_TEST(test_bad_request_too_many_containers)
         free(out);
     }
     free(body);
+}
+END_TEST
+
+/* The count finds each string's end past backslash runs: `\\` before a quote ends the
+ * string (the arrays after it count), `\\\"` does not (the text after it is string). */
+START_TEST(test_container_count_backslash_runs)
+{
+    static const char *const strings[] = {"\\\\", "\\\\\\\""};
+    size_t n = 200000;
+
+    for (size_t k = 0; k < 2; k++) {
+        struct buf b;
+        char *out = NULL;
+        size_t out_len = 0;
+        struct jobsource src = {.get = NULL};
+        struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
+        int status;
+
+        buf_init(&b, BUF_NO_MAX);
+        ck_assert_int_eq(buf_appendf(&b,
+                                     "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":"
+                                     "\"AdmissionReview\",\"request\":{\"uid\":\"u\",\"s\":\"%s%s",
+                                     strings[k], k == 0 ? "\",\"x\":[" : ""),
+                         0);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_int_eq(buf_append(&b, "[],", 3), 0);
+        ck_assert_int_eq(buf_appendf(&b, "%s}}", k == 0 ? "[]]" : "\""), 0);
+        status = admission_handle(buf_cstr(&b), b.len, &src, &opt, &out, &out_len);
+        if (k == 0) {
+            ck_assert_int_eq(status, 400);
+            ck_assert_ptr_nonnull(strstr(out, "more than 200000 JSON objects and arrays"));
+        } else {
+            ck_assert_int_eq(status, 200); /* one long string: a review, not served */
+        }
+        free(out);
+        buf_dispose(&b);
+    }
 }
 END_TEST
 
@@ -852,6 +890,7 @@ static Suite *admission_suite(void)
     tcase_add_loop_test(tc, test_bad_request, 0, (int)(sizeof(bad_cases) / sizeof(bad_cases[0])));
     tcase_add_test(tc, test_bad_request_binary);
     tcase_add_test(tc, test_bad_request_too_many_containers);
+    tcase_add_test(tc, test_container_count_backslash_runs);
     tcase_add_test(tc, test_bad_request_long_value);
     tcase_add_test(tc, test_len_honoured);
     tcase_add_loop_test(tc, test_version_echo_no_patch, 0, 2);
