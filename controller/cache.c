@@ -392,20 +392,31 @@ static bool key_in_namespace(const char *key, const char *ns)
     return strncmp(key, ns, n) == 0 && key[n] == '/';
 }
 
-int cache_get(struct cache *c, const char *ns, const char *name, json_t **job_out)
+/*
+ * The entry of ns/name with a reference of the caller's (entry_release it), taken
+ * under the read lock; NULL when there is none (or ns/name makes no key).
+ */
+static struct cached_job *entry_acquire(struct cache *c, const char *ns, const char *name)
 {
     char key[KEY_MAX];
     struct cached_job *e;
 
-    *job_out = NULL;
     if (make_key(key, sizeof(key), ns, name) < 0)
-        return WH_ENOTFOUND;
+        return NULL;
     pthread_rwlock_rdlock(&c->lock);
     e = map_get(c->map, key);
     /* Under the read lock the map's reference keeps e alive: a relaxed increment will do. */
     if (e != NULL)
         atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
     pthread_rwlock_unlock(&c->lock);
+    return e;
+}
+
+int cache_get(struct cache *c, const char *ns, const char *name, json_t **job_out)
+{
+    struct cached_job *e = entry_acquire(c, ns, name);
+
+    *job_out = NULL;
     if (e == NULL)
         return WH_ENOTFOUND;
     /* Parsed outside the lock: the informer's writes wait for no reader's parse. */
@@ -417,18 +428,11 @@ int cache_get(struct cache *c, const char *ns, const char *name, json_t **job_ou
 int cache_get_diagnostics(struct cache *c, const char *ns, const char *name, const char *uid,
                           const char *rv, struct diagnostics *out)
 {
-    char key[KEY_MAX];
     struct cached_job *e;
     int rc = WH_ENOTFOUND;
 
     diagnose_init(out);
-    if (make_key(key, sizeof(key), ns, name) < 0)
-        return WH_ENOTFOUND;
-    pthread_rwlock_rdlock(&c->lock);
-    e = map_get(c->map, key);
-    if (e != NULL)
-        atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
-    pthread_rwlock_unlock(&c->lock);
+    e = entry_acquire(c, ns, name);
     if (e == NULL)
         return WH_ENOTFOUND;
     if (e->diag != NULL) {
