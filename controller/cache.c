@@ -431,7 +431,8 @@ int cache_get_diagnostics(struct cache *c, const char *ns, const char *name, con
     struct cached_job *e;
     int rc = WH_ENOTFOUND;
 
-    diagnose_init(out);
+    if (out != NULL)
+        diagnose_init(out);
     e = entry_acquire(c, ns, name);
     if (e == NULL)
         return WH_ENOTFOUND;
@@ -440,7 +441,12 @@ int cache_get_diagnostics(struct cache *c, const char *ns, const char *name, con
         const char *e_rv = e_uid + strlen(e_uid) + 1;
         size_t head = (size_t)(e_rv + strlen(e_rv) + 1 - e->diag);
 
-        if (strcmp(e_uid, uid) == 0 && strcmp(e_rv, rv) == 0) {
+        /* No block after the version: diagnose_pack found nothing (no entry, none dropped). */
+        if (strcmp(e_uid, uid) != 0 || strcmp(e_rv, rv) != 0)
+            rc = WH_ENOTFOUND;
+        else if (out == NULL)
+            rc = e->diag_len > head ? 0 : WH_DECLINED;
+        else {
             diagnose_unpack(e->diag + head, e->diag_len - head, out);
             rc = 0;
         }

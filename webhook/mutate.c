@@ -602,23 +602,32 @@ static bool for_pod(const struct diagnostic *e, const struct warnings *w, size_t
  * D16 in pod admission: the Job-level diagnostics of job (plugins/diagnose.h), fatal
  * ones too (this pod is allowed, so they are advice here), appended to out's warnings
  * after the chain's. From src's store when it keeps them per Job version (the Jobs
- * cache: no diagnose_job per pod), else computed. Bounded as struct warnings is (each
- * under 256 characters, all under 4096: what kube-apiserver passes on): when they do
- * not all fit, the last one says how many more the Job's Events hold.
+ * cache: no diagnose_job per pod), else computed. A version the store knows to have
+ * none (most Jobs) costs one question and no allocation. Bounded as struct warnings
+ * is (each under 256 characters, all under 4096: what kube-apiserver passes on): when
+ * they do not all fit, the last one says how many more the Job's Events hold.
  */
 static void job_warnings(const struct jobsource *src, const json_t *job, struct mutate_result *out)
 {
-    struct diagnostics *d = malloc(sizeof(*d)); /* 12 KiB: not on an MHD worker's stack */
+    struct diagnostics *d;
     size_t chain_n = out->warnings.n;
     size_t todo = 0;
     size_t room = WARNINGS_MAX - chain_n;
+    int rc = WH_ENOTFOUND;
 
+    if (src != NULL && src->diagnose != NULL) {
+        rc = src->diagnose(src->userdata, job, NULL); /* any at all? nothing unpacked */
+        if (rc == WH_DECLINED)
+            return;
+    }
+    d = malloc(sizeof(*d)); /* 12 KiB: not on an MHD worker's stack */
     if (d == NULL) {
         LOG_WARN("admission job=%s outcome=diagnostics-skipped rc=\"out of memory\"",
                  job_name(job));
         return; /* advice only: the pod's answer stands */
     }
-    if (src == NULL || src->diagnose == NULL || src->diagnose(src->userdata, job, d) != 0)
+    /* rc != 0: no store, or not this version; a second answer != 0: replaced meanwhile. */
+    if (rc != 0 || src->diagnose(src->userdata, job, d) != 0)
         (void)diagnose_job(job, d); /* out of memory: what was found */
     for (size_t i = 0; i < d->n; i++)
         todo += for_pod(&d->items[i], &out->warnings, chain_n) ? 1 : 0;

@@ -762,6 +762,9 @@ START_TEST(test_diagnostics_per_version)
     ck_assert_int_eq(d->items[1].reason, DIAGNOSE_CONTAINER_NOT_FOUND);
     ck_assert_str_eq(d->items[1].plugin, "ray");
     ck_assert_ptr_nonnull(strstr(d->items[1].message, "no container named \"head\""));
+    /* Only whether there are any (out NULL): this version has. */
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "5", NULL), 0);
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "4", NULL), WH_ENOTFOUND);
     ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "4", d), WH_ENOTFOUND);
     ck_assert_uint_eq(d->n, 0);
     ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-2", "5", d), WH_ENOTFOUND);
@@ -774,6 +777,10 @@ START_TEST(test_diagnostics_per_version)
     ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "6", d), 0);
     ck_assert_uint_eq(d->n, 0);
     ck_assert_uint_eq(d->dropped, 0);
+    /* Asked with out NULL, the cache says "none" without unpacking anything. */
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "6", NULL), WH_DECLINED);
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "5", NULL), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "b", "u-1", "6", NULL), WH_ENOTFOUND);
     json_decref(j);
     free(d);
     cache_destroy(c);

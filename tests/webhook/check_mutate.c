@@ -959,11 +959,13 @@ static const char *JOB_DIAG =
     "\"name\":\"c\"}]}}}]}}";
 
 /* A source that keeps diagnostics per Job version: fake_get on fs (its first member,
- * so one userdata serves both callbacks), and a diagnose that counts its calls. */
+ * so one userdata serves both callbacks), and a diagnose that counts its calls: those
+ * that only ask whether there are any (out NULL) and those that fill out. */
 struct diag_source {
     struct fake_source fs;
-    int calls;
-    int rc;       /* what diagnose returns */
+    int calls;    /* all of them */
+    int fills;    /* with out set */
+    int rc;       /* what diagnose returns (WH_DECLINED when asked with none) */
     size_t count; /* diagnostics it gives when rc == 0 */
 };
 
@@ -973,6 +975,9 @@ static int fake_diagnose(void *ud, const json_t *job, struct diagnostics *out)
 
     (void)job;
     ds->calls++;
+    if (out == NULL)
+        return ds->rc == 0 && ds->count == 0 ? WH_DECLINED : ds->rc;
+    ds->fills++;
     diagnose_init(out);
     for (size_t i = 0; ds->rc == 0 && i < ds->count; i++)
         diagnose_add(out, DIAGNOSE_TASK_NOT_FOUND, i == 0, "svc", "kept diagnostic %zu", i);
@@ -1030,7 +1035,8 @@ START_TEST(job_diagnostics_from_the_source)
 
     review_diag(&ds, pod, &r);
     ck_assert(r.allowed);
-    ck_assert_int_eq(ds.calls, 1);
+    ck_assert_int_eq(ds.calls, 2); /* whether there are any, then the fill */
+    ck_assert_int_eq(ds.fills, 1);
     ck_assert_uint_eq(r.warnings.n, 2);
     ck_assert_str_eq(r.warnings.items[0], "svc plugin: kept diagnostic 0"); /* fatal: advice here */
     ck_assert_str_eq(r.warnings.items[1], "svc plugin: kept diagnostic 1");
@@ -1040,11 +1046,51 @@ START_TEST(job_diagnostics_from_the_source)
     ds.fs.job = tu_json(JOB_DIAG);
     ds.rc = WH_ENOTFOUND;
     review_diag(&ds, pod, &r);
-    ck_assert_int_eq(ds.calls, 2);
+    ck_assert_int_eq(ds.calls, 3); /* asked once: not this version, so no fill either */
+    ck_assert_int_eq(ds.fills, 1);
     ck_assert_uint_eq(r.warnings.n, 3);
     ck_assert_str_eq(r.warnings.items[2],
                      "spec.tasks[1] has the name \"worker\" of spec.tasks[0]: the plugins see "
                      "only the first and the pods of both get the same names; rename one");
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(ds.fs.job);
+}
+END_TEST
+
+/* A version the source knows to have none: one question, nothing filled (so job_warnings
+ * allocates no struct diagnostics), and the pod's warnings are the chain's alone. The
+ * same Job with diagnostics gets them. */
+START_TEST(job_without_diagnostics_is_asked_once)
+{
+    struct diag_source ds = {.fs = {.job = tu_json(JOB_SIMPLE)}, .count = 0};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    review_diag(&ds, pod, &r);
+    ck_assert(r.allowed);
+    ck_assert_int_eq(ds.fs.calls, 1);
+    ck_assert_int_eq(ds.calls, 1);
+    ck_assert_int_eq(ds.fills, 0);
+    ck_assert_uint_eq(r.warnings.n, 0);
+    ck_assert_uint_eq(r.patch_ops, 2); /* env's VK_TASK_INDEX and VC_TASK_INDEX */
+    mutate_result_dispose(&r);
+
+    /* The same source without the version (WH_ENOTFOUND): diagnose_job, which finds none. */
+    ds.rc = WH_ENOTFOUND;
+    review_diag(&ds, pod, &r);
+    ck_assert_int_eq(ds.calls, 2);
+    ck_assert_int_eq(ds.fills, 0);
+    ck_assert_uint_eq(r.warnings.n, 0);
+    mutate_result_dispose(&r);
+
+    ds.rc = 0;
+    ds.count = 1;
+    review_diag(&ds, pod, &r);
+    ck_assert_int_eq(ds.calls, 4);
+    ck_assert_int_eq(ds.fills, 1);
+    ck_assert_uint_eq(r.warnings.n, 1);
+    ck_assert_str_eq(r.warnings.items[0], "svc plugin: kept diagnostic 0");
     mutate_result_dispose(&r);
     json_decref(pod);
     json_decref(ds.fs.job);
@@ -1135,6 +1181,7 @@ static Suite *mutate_suite(void)
     tcase_add_test(tc, plugin_out_of_memory_denies_500_named);
     tcase_add_test(tc, job_diagnostics_are_pod_warnings);
     tcase_add_test(tc, job_diagnostics_from_the_source);
+    tcase_add_test(tc, job_without_diagnostics_is_asked_once);
     tcase_add_test(tc, job_diagnostics_bounded);
     tcase_add_test(tc, job_diagnostics_not_on_denied_pod);
     suite_add_tcase(s, tc);
