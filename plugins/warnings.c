@@ -3,6 +3,7 @@
 #include "plugins/warnings.h"
 
 #include "base/error.h"
+#include "base/sanitize.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,8 +24,11 @@ void warnings_add(struct warnings *w, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    /* Cut to fit, or built from user text: it must stay valid UTF-8 for JSON. */
+    /* Cut to fit, or built from user text: it must stay valid UTF-8 for JSON, and one
+     * printable line for kube-apiserver's Warning header and the user's terminal (C0,
+     * DEL and C1 controls, which sanitize_controls finds in valid UTF-8 only). */
     wh_utf8_sanitize(buf);
+    sanitize_controls(buf);
     for (size_t i = 0; i < w->n; i++)
         if (strcmp(w->items[i], buf) == 0)
             return;

@@ -27,7 +27,11 @@ void warnings_init(struct warnings *w);
 
 /**
  * Append a printf-formatted warning unless an identical one is already there or
- * the list is full. w may be NULL (then nothing happens).
+ * the list is full. The text is cut to WARNINGS_LEN_MAX - 1 bytes, made valid UTF-8
+ * (wh_utf8_sanitize) and its control characters, C0, DEL and C1, replaced by '?'
+ * (sanitize_controls): a warning is one printable line ("Dynamic Admission
+ * Control", Response: warnings are shown to the client as HTTP Warning headers).
+ * w may be NULL (then nothing happens).
  */
 void warnings_add(struct warnings *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
