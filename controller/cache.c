@@ -173,7 +173,7 @@ static int entry_diagnose(struct cached_job *e, const json_t *job)
     const char *uid = meta_string(job, "uid");
     const char *rv = meta_string(job, "resourceVersion");
     size_t head = strlen(uid) + 1 + strlen(rv) + 1;
-    struct diagnostics *d = malloc(sizeof(*d)); /* 12 KiB: not on the stack */
+    struct diagnostics *d = malloc(sizeof(*d)); /* 17 KiB: not on the stack */
     char *packed = NULL;
     size_t plen = 0;
     int rc = WH_ENOMEM;

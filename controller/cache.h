@@ -71,7 +71,7 @@ int cache_put(struct cache *c, json_t *job);
  *                 Job cache_get gave); borrowed
  * @param out      filled from empty (caller-owned); NULL to ask only whether that
  *                 version has any (nothing is unpacked: most Jobs have none, and a
- *                 struct diagnostics is 12 KiB)
+ *                 struct diagnostics is 17 KiB)
  * @return 0 (with out NULL: the version has some); WH_DECLINED (> 0) only with out
  *         NULL: the version has none; WH_ENOTFOUND (out empty) when the cache has no
  *         such Job, or holds another version of it (the caller diagnoses its own copy).

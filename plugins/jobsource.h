@@ -32,7 +32,7 @@ struct jobsource {
      * kept from when the source stored that version (a cache computes them once
      * per Job resourceVersion, from the full Job). job borrowed; out filled from
      * empty, or NULL to ask only whether that version has any (nothing unpacked,
-     * so a caller allocates its 12 KiB struct diagnostics only when there are).
+     * so a caller allocates its 17 KiB struct diagnostics only when there are).
      * @return 0 (with out NULL: it has some); WH_DECLINED (> 0) only with out NULL:
      *         it has none; WH_ENOTFOUND when the source has none for that version
      *         (the caller diagnoses job itself).

@@ -54,6 +54,41 @@ START_TEST(duplicates_and_cap)
 }
 END_TEST
 
+/* The key of the finding a warning tells (warnings_add_keyed), for matching the Job's
+ * diagnostic of it (webhook/mutate.c). */
+START_TEST(keys)
+{
+    struct warnings w;
+    char long_key[WARNINGS_KEY_MAX + 10];
+
+    warnings_init(&w);
+    warnings_add(&w, "plain");
+    warnings_add_keyed(&w, "spec.plugins.ray", "ray plugin: %s", "bad flag");
+    ck_assert_uint_eq(w.n, 2);
+    ck_assert_str_eq(w.keys[0], "");
+    ck_assert_str_eq(w.keys[1], "spec.plugins.ray");
+    ck_assert(warnings_has_key(&w, 2, "spec.plugins.ray"));
+    ck_assert(!warnings_has_key(&w, 1, "spec.plugins.ray")); /* only the first n */
+    ck_assert(!warnings_has_key(&w, 2, "spec.plugins.ra"));
+    ck_assert(!warnings_has_key(&w, 2, ""));
+    ck_assert(!warnings_has_key(&w, 2, NULL));
+    ck_assert(!warnings_has_key(NULL, 2, "spec.plugins.ray"));
+    /* The same text again, keyed: one warning, which gets the key it lacked. */
+    warnings_add_keyed(&w, "k", "plain");
+    ck_assert_uint_eq(w.n, 2);
+    ck_assert_str_eq(w.keys[0], "k");
+    warnings_add_keyed(&w, "other", "plain");
+    ck_assert_str_eq(w.keys[0], "k");
+    /* A key longer than fits is cut; looked up by the same long key, it is found. */
+    memset(long_key, 'k', sizeof(long_key) - 1);
+    long_key[sizeof(long_key) - 1] = '\0';
+    warnings_add_keyed(&w, long_key, "long");
+    ck_assert_uint_eq(strlen(w.keys[2]), WARNINGS_KEY_MAX - 1);
+    ck_assert(warnings_has_key(&w, 3, long_key));
+    warnings_add_keyed(NULL, "k", "nothing");
+}
+END_TEST
+
 static Suite *warnings_suite(void)
 {
     Suite *s = suite_create("warnings");
@@ -61,6 +96,7 @@ static Suite *warnings_suite(void)
 
     tcase_add_test(tc, controls_replaced);
     tcase_add_test(tc, duplicates_and_cap);
+    tcase_add_test(tc, keys);
     suite_add_tcase(s, tc);
     return s;
 }

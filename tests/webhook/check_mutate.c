@@ -967,6 +967,7 @@ struct diag_source {
     int fills;    /* with out set */
     int rc;       /* what diagnose returns (WH_DECLINED when asked with none) */
     size_t count; /* diagnostics it gives when rc == 0 */
+    void (*fill)(struct diagnostics *out); /* gives these instead (count ignored) */
 };
 
 static int fake_diagnose(void *ud, const json_t *job, struct diagnostics *out)
@@ -976,9 +977,13 @@ static int fake_diagnose(void *ud, const json_t *job, struct diagnostics *out)
     (void)job;
     ds->calls++;
     if (out == NULL)
-        return ds->rc == 0 && ds->count == 0 ? WH_DECLINED : ds->rc;
+        return ds->rc == 0 && ds->count == 0 && ds->fill == NULL ? WH_DECLINED : ds->rc;
     ds->fills++;
     diagnose_init(out);
+    if (ds->fill != NULL) {
+        ds->fill(out);
+        return ds->rc;
+    }
     for (size_t i = 0; ds->rc == 0 && i < ds->count; i++)
         diagnose_add(out, DIAGNOSE_TASK_NOT_FOUND, i == 0, "svc", "kept diagnostic %zu", i);
     return ds->rc;
@@ -1097,6 +1102,46 @@ START_TEST(job_without_diagnostics_is_asked_once)
 }
 END_TEST
 
+/* Diagnostics for the finding of a chain warning by key, not by text: the chain's
+ * argument error of svc is keyed spec.plugins.svc (plugin_args). */
+static void fill_keyed(struct diagnostics *out)
+{
+    /* Same key, other words: the chain told it. */
+    diagnose_add_keyed(out, "spec.plugins.svc", DIAGNOSE_PLUGIN_ARGUMENT_INVALID, false, "svc",
+                       "told in other words");
+    /* The chain's text and more, but no key: another finding, shown. */
+    diagnose_add(out, DIAGNOSE_CONFLICT, false, "svc",
+                 "flag provided but not defined: -nope, later arguments ignored; and more");
+    /* A key no chain warning has. */
+    diagnose_add_keyed(out, "spec.plugins.ssh", DIAGNOSE_PLUGIN_ARGUMENT_INVALID, false, "ssh",
+                       "not told");
+}
+
+START_TEST(job_diagnostics_told_by_the_chain_matched_by_key)
+{
+    struct diag_source ds = {.fs = {.job = tu_json(JOB_SIMPLE)}, .fill = fill_keyed};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    json_object_set_new(json_object_get(ds.fs.job, "spec"), "plugins",
+                        tu_json("{\"svc\":[\"--nope\"]}"));
+    review_diag(&ds, pod, &r);
+    ck_assert(r.allowed);
+    ck_assert_int_eq(ds.fills, 1);
+    ck_assert_uint_eq(r.warnings.n, 3);
+    ck_assert_str_eq(r.warnings.items[0],
+                     "svc plugin: flag provided but not defined: -nope, later arguments ignored");
+    ck_assert_str_eq(r.warnings.keys[0], "spec.plugins.svc");
+    ck_assert_str_eq(r.warnings.items[1],
+                     "svc plugin: flag provided but not defined: -nope, "
+                     "later arguments ignored; and more");
+    ck_assert_str_eq(r.warnings.items[2], "ssh plugin: not told");
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(ds.fs.job);
+}
+END_TEST
+
 /* More than fit: WARNINGS_MAX in all, the last one saying how many more there are. */
 START_TEST(job_diagnostics_bounded)
 {
@@ -1182,6 +1227,7 @@ static Suite *mutate_suite(void)
     tcase_add_test(tc, job_diagnostics_are_pod_warnings);
     tcase_add_test(tc, job_diagnostics_from_the_source);
     tcase_add_test(tc, job_without_diagnostics_is_asked_once);
+    tcase_add_test(tc, job_diagnostics_told_by_the_chain_matched_by_key);
     tcase_add_test(tc, job_diagnostics_bounded);
     tcase_add_test(tc, job_diagnostics_not_on_denied_pod);
     suite_add_tcase(s, tc);
