@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/sanitize.h"
 #include "k8s/names.h"
 #include "plugins/job.h"
 #include "plugins/plugin.h"
@@ -58,8 +59,11 @@ static void add(struct diagnostics *d, const char *key, enum diagnose_reason rea
         off = n > 0 && (size_t)n < sizeof(buf) ? (size_t)n : 0;
     }
     vsnprintf(buf + off, sizeof(buf) - off, fmt, ap);
-    /* Built from the user's names and cut to fit: it must stay valid UTF-8 for JSON. */
+    /* Built from the user's names and cut to fit: it must stay valid UTF-8 for JSON, and
+     * one printable line, as every warning (warnings_add): the Job webhook answers with
+     * these as they are (diagnose_messages), and Events and render print them. */
     wh_utf8_sanitize(buf);
+    sanitize_controls(buf);
     for (size_t i = 0; i < d->n; i++)
         if (strcmp(d->items[i].message, buf) == 0)
             return;

@@ -74,8 +74,8 @@ void diagnose_init(struct diagnostics *d);
 
 /**
  * Append one diagnostic: message = "<plugin> plugin: " + the printf-formatted text
- * when plugin is non-NULL, else the text alone; cut to DIAGNOSE_MSG_MAX - 1 bytes
- * and made valid UTF-8. An identical message is not added twice; a full list
+ * when plugin is non-NULL, else the text alone; cut to DIAGNOSE_MSG_MAX - 1 bytes,
+ * made valid UTF-8 and its C0, DEL and C1 controls replaced by '?' (sanitize_controls). An identical message is not added twice; a full list
  * counts it in d->dropped. d may be NULL (nothing happens). Never fails.
  */
 void diagnose_add(struct diagnostics *d, enum diagnose_reason reason, bool fatal,

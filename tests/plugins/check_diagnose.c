@@ -547,6 +547,26 @@ START_TEST(keys_of_findings_the_chain_tells)
 }
 END_TEST
 
+/* A message is one printable line whatever names it quotes: C0, DEL and C1 controls '?'
+ * (the Job webhook answers with the messages as they are: diagnose_messages). */
+START_TEST(messages_have_no_controls)
+{
+    static struct diagnostics d;
+    json_t *job = pc_json(JOB("{'ray':['--head=b\\u001b[2Jx\\u009by\\n']}", TASK("head", 1)));
+
+    diagnose_init(&d);
+    diagnose_add(&d, DIAGNOSE_CONFLICT, false, "svc", "a\tb\xc2\x85" "c\x7f\xc3\xa9");
+    ck_assert_str_eq(d.items[0].message, "svc plugin: a?b??c?\xc3\xa9");
+    ck_assert_int_eq(diagnose_job(job, &d), 0);
+    ck_assert_uint_ge(d.n, 1);
+    ck_assert_str_eq(d.items[0].message,
+                     "ray plugin: no task named \"b?[2Jx??y?\" (--head), so every pod of the job "
+                     "is denied: name the head task with --head in spec.plugins.ray, or rename the "
+                     "task");
+    json_decref(job);
+}
+END_TEST
+
 /* diagnose_unpack(diagnose_pack(d)) is d, entry for entry; an empty list packs to nothing. */
 START_TEST(pack_round_trip)
 {
@@ -657,6 +677,7 @@ static Suite *diagnose_suite(void)
     tcase_add_test(tc, many_tasks_one_duplicate);
     tcase_add_test(tc, list_helpers);
     tcase_add_test(tc, keys_of_findings_the_chain_tells);
+    tcase_add_test(tc, messages_have_no_controls);
     tcase_add_test(tc, pack_round_trip);
     tcase_add_test(tc, messages_bounded);
     suite_add_tcase(s, tc);
