@@ -18,11 +18,27 @@ static bool replaced(unsigned char c, unsigned flags)
     return false;
 }
 
+/*
+ * Whether s[i] opens a C1 control (U+0080-U+009F: 0xC2 0x80-0x9F in UTF-8), which
+ * terminals act on as they do on C0 ones (0x9B is CSI) and which is no printable
+ * text in a warning; its two bytes become "??" (a replaced byte becomes '?').
+ */
+static bool c1_control(const char *s, size_t i, size_t n)
+{
+    return i + 1 < n && (unsigned char)s[i] == 0xC2 && (unsigned char)s[i + 1] >= 0x80
+        && (unsigned char)s[i + 1] <= 0x9F;
+}
+
 static void filter(char *s, size_t n, unsigned flags)
 {
-    for (size_t i = 0; i < n; i++)
-        if (replaced((unsigned char)s[i], flags))
+    for (size_t i = 0; i < n; i++) {
+        if ((flags & SANITIZE_CONTROLS) && !(flags & SANITIZE_ASCII) && c1_control(s, i, n)) {
             s[i] = '?';
+            s[++i] = '?';
+        } else if (replaced((unsigned char)s[i], flags)) {
+            s[i] = '?';
+        }
+    }
 }
 
 void sanitize_controls(char *s)

@@ -7,7 +7,9 @@
  * use needs one of three things: no control bytes (a CR/LF would forge a second
  * log line), printable ASCII only (where the bytes may not be UTF-8 at all, as a
  * URL-decoded path), or a length cap that never cuts a UTF-8 character (a JSON
- * string must stay valid UTF-8). A replaced byte becomes '?'.
+ * string must stay valid UTF-8). A replaced byte becomes '?'. "Control" means
+ * C0 (< 0x20), DEL and C1 (U+0080-U+009F, the two bytes 0xC2 0x80-0x9F): a
+ * terminal acts on all three, and none is printable text.
  *
  * For making arbitrary bytes valid UTF-8 see wh_utf8_sanitize (base/error.h); for
  * a log field value that must not close its quotes, log_quote (base/log.h).
@@ -18,7 +20,7 @@
 
 #include <stddef.h>
 
-#define SANITIZE_CONTROLS 0x1u /* C0 controls (< 0x20) and DEL become '?'; UTF-8 stays */
+#define SANITIZE_CONTROLS 0x1u /* C0, DEL and C1 controls become '?'; other UTF-8 stays */
 #define SANITIZE_ASCII    0x2u /* every byte outside printable ASCII (0x20-0x7E) becomes '?' */
 #define SANITIZE_ELLIPSIS 0x4u /* a cut copy ends in "..." */
 

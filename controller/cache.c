@@ -174,7 +174,7 @@ static int entry_diagnose(struct cached_job *e, const json_t *job)
     const char *uid = meta_string(job, "uid");
     const char *rv = meta_string(job, "resourceVersion");
     size_t head = strlen(uid) + 1 + strlen(rv) + 1;
-    struct diagnostics *d = malloc(sizeof(*d)); /* 12 KiB: not on the stack */
+    struct diagnostics *d = malloc(sizeof(*d)); /* 17 KiB: not on the stack */
     char *packed = NULL;
     size_t plen = 0;
     int rc = WH_ENOMEM;
@@ -394,20 +394,31 @@ static bool key_in_namespace(const char *key, const char *ns)
     return strncmp(key, ns, n) == 0 && key[n] == '/';
 }
 
-int cache_get(struct cache *c, const char *ns, const char *name, json_t **job_out)
+/*
+ * The entry of ns/name with a reference of the caller's (entry_release it), taken
+ * under the read lock; NULL when there is none (or ns/name makes no key).
+ */
+static struct cached_job *entry_acquire(struct cache *c, const char *ns, const char *name)
 {
     char key[KEY_MAX];
     struct cached_job *e;
 
-    *job_out = NULL;
     if (make_key(key, sizeof(key), ns, name) < 0)
-        return WH_ENOTFOUND;
+        return NULL;
     pthread_rwlock_rdlock(&c->lock);
     e = map_get(c->map, key);
     /* Under the read lock the map's reference keeps e alive: a relaxed increment will do. */
     if (e != NULL)
         atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
     pthread_rwlock_unlock(&c->lock);
+    return e;
+}
+
+int cache_get(struct cache *c, const char *ns, const char *name, json_t **job_out)
+{
+    struct cached_job *e = entry_acquire(c, ns, name);
+
+    *job_out = NULL;
     if (e == NULL)
         return WH_ENOTFOUND;
     /* Parsed outside the lock: the informer's writes wait for no reader's parse. */
@@ -419,18 +430,12 @@ int cache_get(struct cache *c, const char *ns, const char *name, json_t **job_ou
 int cache_get_diagnostics(struct cache *c, const char *ns, const char *name, const char *uid,
                           const char *rv, struct diagnostics *out)
 {
-    char key[KEY_MAX];
     struct cached_job *e;
     int rc = WH_ENOTFOUND;
 
-    diagnose_init(out);
-    if (make_key(key, sizeof(key), ns, name) < 0)
-        return WH_ENOTFOUND;
-    pthread_rwlock_rdlock(&c->lock);
-    e = map_get(c->map, key);
-    if (e != NULL)
-        atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
-    pthread_rwlock_unlock(&c->lock);
+    if (out != NULL)
+        diagnose_init(out);
+    e = entry_acquire(c, ns, name);
     if (e == NULL)
         return WH_ENOTFOUND;
     if (e->diag != NULL) {
@@ -438,7 +443,12 @@ int cache_get_diagnostics(struct cache *c, const char *ns, const char *name, con
         const char *e_rv = e_uid + strlen(e_uid) + 1;
         size_t head = (size_t)(e_rv + strlen(e_rv) + 1 - e->diag);
 
-        if (strcmp(e_uid, uid) == 0 && strcmp(e_rv, rv) == 0) {
+        /* No block after the version: diagnose_pack found nothing (no entry, none dropped). */
+        if (strcmp(e_uid, uid) != 0 || strcmp(e_rv, rv) != 0)
+            rc = WH_ENOTFOUND;
+        else if (out == NULL)
+            rc = e->diag_len > head ? 0 : WH_DECLINED;
+        else {
             diagnose_unpack(e->diag + head, e->diag_len - head, out);
             rc = 0;
         }

@@ -69,9 +69,12 @@ int cache_put(struct cache *c, json_t *job);
  * cache_batch_add was given it (once per version, not per reader).
  * @param uid, rv  the version the caller holds (metadata.uid, .resourceVersion of a
  *                 Job cache_get gave); borrowed
- * @param out      filled from empty (caller-owned)
- * @return 0; WH_ENOTFOUND (out empty) when the cache has no such Job, or holds
- *         another version of it (the caller diagnoses its own copy).
+ * @param out      filled from empty (caller-owned); NULL to ask only whether that
+ *                 version has any (nothing is unpacked: most Jobs have none, and a
+ *                 struct diagnostics is 17 KiB)
+ * @return 0 (with out NULL: the version has some); WH_DECLINED (> 0) only with out
+ *         NULL: the version has none; WH_ENOTFOUND (out empty) when the cache has no
+ *         such Job, or holds another version of it (the caller diagnoses its own copy).
  */
 int cache_get_diagnostics(struct cache *c, const char *ns, const char *name, const char *uid,
                           const char *rv, struct diagnostics *out);

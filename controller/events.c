@@ -590,7 +590,7 @@ int events_diagnose_job(struct events *ev, const json_t *job, struct wh_error *e
     }
     pthread_mutex_unlock(&ev->mu);
 
-    d = malloc(sizeof(*d)); /* 12 KiB: not on the stack */
+    d = malloc(sizeof(*d)); /* 17 KiB: not on the stack */
     if (d == NULL) {
         rc = wh_error_set(err, WH_ENOMEM, "events: out of memory");
         goto out;

@@ -68,8 +68,10 @@ int lookup_job_get(void *userdata, const char *ns, const char *name, const char 
  * The diagnose() of struct jobsource; userdata is a struct lookup (borrowed).
  * The diagnostics the cache computed for job's version (cache_get_diagnostics,
  * by job's metadata namespace, name, uid and resourceVersion), no diagnose_job
- * run here. @return 0 (out filled); WH_ENOTFOUND when there is no cache, or it
- * holds another version (a Job GET from the API after a miss, a newer watch event).
+ * run here. out NULL: only whether that version has any (cache_get_diagnostics).
+ * @return 0 (out filled; with out NULL: it has some); WH_DECLINED (> 0) only with
+ * out NULL: it has none; WH_ENOTFOUND when there is no cache, or it holds another
+ * version (a Job GET from the API after a miss, a newer watch event).
  */
 int lookup_job_diagnose(void *userdata, const json_t *job, struct diagnostics *out);
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/sanitize.h"
 #include "k8s/names.h"
 #include "plugins/job.h"
 #include "plugins/plugin.h"
@@ -42,25 +43,27 @@ void diagnose_init(struct diagnostics *d)
     d->dropped = 0;
 }
 
-void diagnose_add(struct diagnostics *d, enum diagnose_reason reason, bool fatal,
-                  const char *plugin, const char *fmt, ...)
+static void add(struct diagnostics *d, const char *key, enum diagnose_reason reason, bool fatal,
+                const char *plugin, const char *fmt, va_list ap)
+    __attribute__((format(printf, 6, 0)));
+
+static void add(struct diagnostics *d, const char *key, enum diagnose_reason reason, bool fatal,
+                const char *plugin, const char *fmt, va_list ap)
 {
     char buf[DIAGNOSE_MSG_MAX];
     size_t off = 0;
-    va_list ap;
 
-    if (d == NULL)
-        return;
     if (plugin != NULL) {
         int n = snprintf(buf, sizeof(buf), "%s plugin: ", plugin);
 
         off = n > 0 && (size_t)n < sizeof(buf) ? (size_t)n : 0;
     }
-    va_start(ap, fmt);
     vsnprintf(buf + off, sizeof(buf) - off, fmt, ap);
-    va_end(ap);
-    /* Built from the user's names and cut to fit: it must stay valid UTF-8 for JSON. */
+    /* Built from the user's names and cut to fit: it must stay valid UTF-8 for JSON, and
+     * one printable line, as every warning (warnings_add): the Job webhook answers with
+     * these as they are (diagnose_messages), and Events and render print them. */
     wh_utf8_sanitize(buf);
+    sanitize_controls(buf);
     for (size_t i = 0; i < d->n; i++)
         if (strcmp(d->items[i].message, buf) == 0)
             return;
@@ -73,7 +76,32 @@ void diagnose_add(struct diagnostics *d, enum diagnose_reason reason, bool fatal
     snprintf(d->items[d->n].plugin, sizeof(d->items[d->n].plugin), "%s",
              plugin != NULL ? plugin : "");
     memcpy(d->items[d->n].message, buf, sizeof(buf));
+    snprintf(d->items[d->n].key, sizeof(d->items[d->n].key), "%s", key != NULL ? key : "");
     d->n++;
+}
+
+void diagnose_add(struct diagnostics *d, enum diagnose_reason reason, bool fatal,
+                  const char *plugin, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (d == NULL)
+        return;
+    va_start(ap, fmt);
+    add(d, NULL, reason, fatal, plugin, fmt, ap);
+    va_end(ap);
+}
+
+void diagnose_add_keyed(struct diagnostics *d, const char *key, enum diagnose_reason reason,
+                        bool fatal, const char *plugin, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (d == NULL)
+        return;
+    va_start(ap, fmt);
+    add(d, key, reason, fatal, plugin, fmt, ap);
+    va_end(ap);
 }
 
 const char *diagnose_reason_name(enum diagnose_reason reason)
@@ -151,7 +179,7 @@ fail:
 /*
  * The block of diagnose_pack: the dropped count (8 bytes, host order: the block
  * never leaves the process), then per entry the reason and fatal bytes, the
- * plugin and the message, each NUL-terminated.
+ * plugin, the message and the key, each NUL-terminated.
  */
 int diagnose_pack(const struct diagnostics *d, char **buf_out, size_t *len_out)
 {
@@ -165,7 +193,8 @@ int diagnose_pack(const struct diagnostics *d, char **buf_out, size_t *len_out)
     if (d->n == 0 && d->dropped == 0)
         return 0;
     for (size_t i = 0; i < d->n; i++)
-        len += 2 + strlen(d->items[i].plugin) + 1 + strlen(d->items[i].message) + 1;
+        len += 2 + strlen(d->items[i].plugin) + 1 + strlen(d->items[i].message) + 1
+            + strlen(d->items[i].key) + 1;
     buf = malloc(len);
     if (buf == NULL)
         return WH_ENOMEM;
@@ -174,6 +203,7 @@ int diagnose_pack(const struct diagnostics *d, char **buf_out, size_t *len_out)
     for (size_t i = 0; i < d->n; i++) {
         size_t pl = strlen(d->items[i].plugin) + 1;
         size_t ml = strlen(d->items[i].message) + 1;
+        size_t kl = strlen(d->items[i].key) + 1;
 
         *p++ = (char)d->items[i].reason;
         *p++ = d->items[i].fatal ? 1 : 0;
@@ -181,6 +211,8 @@ int diagnose_pack(const struct diagnostics *d, char **buf_out, size_t *len_out)
         p += pl;
         memcpy(p, d->items[i].message, ml);
         p += ml;
+        memcpy(p, d->items[i].key, kl);
+        p += kl;
     }
     *buf_out = buf;
     *len_out = len;
@@ -205,15 +237,18 @@ void diagnose_unpack(const char *buf, size_t len, struct diagnostics *out)
         const char *pend = memchr(plugin, '\0', (size_t)(end - plugin));
         const char *msg = pend != NULL ? pend + 1 : NULL;
         const char *mend = msg != NULL ? memchr(msg, '\0', (size_t)(end - msg)) : NULL;
+        const char *key = mend != NULL ? mend + 1 : NULL;
+        const char *kend = key != NULL ? memchr(key, '\0', (size_t)(end - key)) : NULL;
 
-        if (mend == NULL)
+        if (kend == NULL)
             return; /* cut short: the entries before are whole */
         e->reason = (enum diagnose_reason)(unsigned char)p[0];
         e->fatal = p[1] != 0;
         snprintf(e->plugin, sizeof(e->plugin), "%s", plugin);
         snprintf(e->message, sizeof(e->message), "%s", msg);
+        snprintf(e->key, sizeof(e->key), "%s", key);
         out->n++;
-        p = mend + 1;
+        p = kend + 1;
     }
 }
 
@@ -540,8 +575,9 @@ static void argument_errors(const struct plugin *p, const struct warnings *w,
 
         if (strncmp(text, prefix, plen) == 0)
             text += plen;
-        diagnose_add(out, DIAGNOSE_PLUGIN_ARGUMENT_INVALID, false, p->name,
-                     "%s; fix spec.plugins.%s", text, p->name);
+        /* Keyed as plugin_args keyed the warning: the pod chain tells it in those words. */
+        diagnose_add_keyed(out, w->keys[i], DIAGNOSE_PLUGIN_ARGUMENT_INVALID, false, p->name,
+                           "%s; fix spec.plugins.%s", text, p->name);
     }
 }
 

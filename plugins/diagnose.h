@@ -22,6 +22,7 @@
 
 #define DIAGNOSE_MAX     32  /* entries kept; later ones are counted in `dropped` */
 #define DIAGNOSE_MSG_MAX 384 /* bytes of one message, NUL included; longer is cut */
+#define DIAGNOSE_KEY_MAX 128 /* bytes of one key, NUL included (WARNINGS_KEY_MAX) */
 
 /* Limits the messages refer to. */
 #define DIAGNOSE_ENV_MAX      131072u  /* MAX_ARG_STRLEN: one "NAME=value\0" string, bytes */
@@ -58,6 +59,8 @@ struct diagnostic {
                                      * (D15 class): what --job-validation=deny refuses */
     char plugin[16];                /* the plugin concerned, "" for the framework */
     char message[DIAGNOSE_MSG_MAX]; /* "<plugin> plugin: ..." or "spec...: ...", valid UTF-8 */
+    char key[DIAGNOSE_KEY_MAX];     /* the finding, when the pod chain's warning of it
+                                     * records the same key (warnings_add_keyed); "" none */
 };
 
 struct diagnostics {
@@ -71,12 +74,22 @@ void diagnose_init(struct diagnostics *d);
 
 /**
  * Append one diagnostic: message = "<plugin> plugin: " + the printf-formatted text
- * when plugin is non-NULL, else the text alone; cut to DIAGNOSE_MSG_MAX - 1 bytes
- * and made valid UTF-8. An identical message is not added twice; a full list
+ * when plugin is non-NULL, else the text alone; cut to DIAGNOSE_MSG_MAX - 1 bytes,
+ * made valid UTF-8 and its C0, DEL and C1 controls replaced by '?' (sanitize_controls). An identical message is not added twice; a full list
  * counts it in d->dropped. d may be NULL (nothing happens). Never fails.
  */
 void diagnose_add(struct diagnostics *d, enum diagnose_reason reason, bool fatal,
                   const char *plugin, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/**
+ * diagnose_add with the entry's key (struct diagnostic): the key under which the
+ * plugin's pod hook records its own warning of the same finding, so pod admission
+ * tells it once (webhook/mutate.c, D16). key borrowed; NULL or "" is none; cut to
+ * DIAGNOSE_KEY_MAX - 1 bytes. Never fails.
+ */
+void diagnose_add_keyed(struct diagnostics *d, const char *key, enum diagnose_reason reason,
+                        bool fatal, const char *plugin, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
 
 /** @return the reason's stable name ("PluginArgumentInvalid", ...); never NULL. */
 const char *diagnose_reason_name(enum diagnose_reason reason);

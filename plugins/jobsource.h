@@ -31,8 +31,11 @@ struct jobsource {
      * diagnostics (plugins/diagnose.h) of job, a Job this source's get gave,
      * kept from when the source stored that version (a cache computes them once
      * per Job resourceVersion, from the full Job). job borrowed; out filled from
-     * empty. @return 0; WH_ENOTFOUND when the source has none for that version
-     * (the caller diagnoses job itself).
+     * empty, or NULL to ask only whether that version has any (nothing unpacked,
+     * so a caller allocates its 17 KiB struct diagnostics only when there are).
+     * @return 0 (with out NULL: it has some); WH_DECLINED (> 0) only with out NULL:
+     *         it has none; WH_ENOTFOUND when the source has none for that version
+     *         (the caller diagnoses job itself).
      */
     int (*diagnose)(void *userdata, const json_t *job, struct diagnostics *out);
     void *userdata;

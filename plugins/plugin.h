@@ -105,7 +105,9 @@ extern const struct plugin plugin_ray;
  * the defaults (docs/plugins.md §3.4, the rules of args_parse in plugins/args.h). A parse
  * error is no error of the hook: values set before it stay set, the rest keep
  * their defaults, and c->warnings (may be NULL) gets the one warning
- * "<name> plugin: <Go's message>, later arguments ignored" (D4).
+ * "<name> plugin: <Go's message>, later arguments ignored" (D4), keyed
+ * "spec.plugins.<name>" (warnings_add_keyed): diagnose_job's PluginArgumentInvalid
+ * of it carries that key, so pod admission does not tell it twice.
  * Every plugin but env calls it at the start of each hook (plugins keep no state).
  * @param c     borrowed; only name, args and warnings are read
  * @param defs  borrowed table of ndefs flags (plugins/args.h)

@@ -458,13 +458,16 @@ int podutil_add_port(json_t *container, json_t *port_new, const char *plugin, st
     }
     json_array_foreach(ports, i, p) {
         if (name[0] != '\0' && strcmp(podutil_str(p, "name"), name) == 0) {
+            char key[WARNINGS_KEY_MAX];
+
             /* Port names are unique per container: adding would get the pod rejected. */
-            warnings_add(w,
-                         "%s plugin: port name %s already used by port %lld in container %s, port "
-                         "%lld not added",
-                         plugin, name,
-                         (long long)json_integer_value(json_object_get(p, "containerPort")),
-                         podutil_str(container, "name"), (long long)json_integer_value(number));
+            podutil_port_key(key, sizeof(key), plugin, podutil_str(container, "name"), name);
+            warnings_add_keyed(
+                w, key,
+                "%s plugin: port name %s already used by port %lld in container %s, port %lld "
+                "not added",
+                plugin, name, (long long)json_integer_value(json_object_get(p, "containerPort")),
+                podutil_str(container, "name"), (long long)json_integer_value(number));
             json_decref(port_new);
             return PODUTIL_UPSERT_SKIPPED;
         }
@@ -475,6 +478,13 @@ int podutil_add_port(json_t *container, json_t *port_new, const char *plugin, st
                      "%s plugin: container port %lld is outside 1-65535, the pod will be rejected",
                      plugin, (long long)json_integer_value(number));
     return upsert_keyed(container, "ports", "containerPort", port_new, false);
+}
+
+char *podutil_port_key(char *buf, size_t len, const char *plugin, const char *container,
+                       const char *port_name)
+{
+    snprintf(buf, len, "%s:spec.containers[%s].ports[%s]", plugin, container, port_name);
+    return buf;
 }
 
 int podutil_add_init_container(json_t *pod, json_t *container_new)

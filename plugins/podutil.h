@@ -128,12 +128,22 @@ char *podutil_shown(char *buf, size_t len, const char *s);
  * Container port keyed by number (docs/plugins.md §4.4-4.7): a port with the same
  * containerPort exists → SKIPPED (left alone, whatever its name); else a port
  * whose name equals the new port's name exists with another number → SKIPPED and
- * a warning "PLUGIN plugin: port name NAME already used by port N in container C" (D5);
+ * a warning "PLUGIN plugin: port name NAME already used by port N in container C" (D5),
+ * keyed podutil_port_key(PLUGIN, C, NAME) (warnings_add_keyed);
  * else appended, with a warning when the number is outside 1-65535 (a bad --port
  * that Go's flag parsing turned into 0, docs/plugins.md §6). port_new must have "name" and
  * "containerPort".
  */
 int podutil_add_port(json_t *container, json_t *port_new, const char *plugin, struct warnings *w);
+
+/**
+ * The key of podutil_add_port's "port name already used" warning (plugins/warnings.h):
+ * "<plugin>:spec.containers[<container>].ports[<port_name>]" into buf (cut to len), for
+ * a plugin's Job-level diagnostic of the same conflict (diagnose_add_keyed).
+ * @return buf
+ */
+char *podutil_port_key(char *buf, size_t len, const char *plugin, const char *container,
+                       const char *port_name);
 
 /** Init container keyed by name: present → SKIPPED (D5), absent → appended. */
 int podutil_add_init_container(json_t *pod, json_t *container_new);

@@ -339,22 +339,25 @@ static void ray_diagnose_container(const json_t *task, size_t k, const char *rol
     }
     /* The name under another number: the port is not added either (port names are unique
      * per container), and J-head-svc's port of that name forwards where ray does not
-     * listen. The message opens with the chain's own warning (podutil_add_port), so a
-     * head pod that gets that one does not get this too (webhook/mutate.c). */
+     * listen. Keyed as the chain's own warning of it (podutil_add_port), so a head pod
+     * that gets that one does not get this too (webhook/mutate.c). */
     json_array_foreach(json_object_get(found, "ports"), i, ctr) {
         json_int_t number = json_integer_value(json_object_get(ctr, "containerPort"));
+        char key[DIAGNOSE_KEY_MAX];
 
         for (size_t p = 0; p < 3; p++) {
             if (strcmp(podutil_str(ctr, "name"), port_names[p]) != 0
                 || number == (json_int_t)(int32_t)ports[p])
                 continue;
-            diagnose_add(out, DIAGNOSE_CONFLICT, false, "ray",
-                         "port name %s already used by port %lld in container %s, port %lld not "
-                         "added; the head Service sends %s to %lld, where ray does not listen: "
-                         "make it %lld in spec.tasks[%zu].template or pass --%s=%lld",
-                         port_names[p], (long long)number, container, (long long)(int32_t)ports[p],
-                         port_names[p], (long long)number, (long long)(int32_t)ports[p], k,
-                         port_flags[p], (long long)number);
+            podutil_port_key(key, sizeof(key), "ray", container, port_names[p]);
+            diagnose_add_keyed(
+                out, key, DIAGNOSE_CONFLICT, false, "ray",
+                "port name %s already used by port %lld in container %s, port %lld not "
+                "added; the head Service sends %s to %lld, where ray does not listen: "
+                "make it %lld in spec.tasks[%zu].template or pass --%s=%lld",
+                port_names[p], (long long)number, container, (long long)(int32_t)ports[p],
+                port_names[p], (long long)number, (long long)(int32_t)ports[p], k, port_flags[p],
+                (long long)number);
         }
     }
 }

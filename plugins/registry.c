@@ -5,6 +5,7 @@
  * through plugins/plugin.h: its argument parsing (plugin_args) and the plugin's
  * name in its errors (plugin_error_name).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "plugins/args.h"
@@ -27,10 +28,13 @@ const struct plugin *plugin_find(const char *name)
 void plugin_args(const struct plugin_ctx *c, const struct args_def *defs, size_t ndefs)
 {
     char msg[200];
+    char key[WARNINGS_KEY_MAX];
 
-    if (args_parse(defs, ndefs, c->args, msg, sizeof(msg)) < 0)
-        warnings_add(c->warnings, "%s plugin: %s, later arguments ignored",
-                     c->name != NULL ? c->name : "", msg);
+    if (args_parse(defs, ndefs, c->args, msg, sizeof(msg)) < 0) {
+        snprintf(key, sizeof(key), "spec.plugins.%s", c->name != NULL ? c->name : "");
+        warnings_add_keyed(c->warnings, key, "%s plugin: %s, later arguments ignored",
+                           c->name != NULL ? c->name : "", msg);
+    }
 }
 
 int plugin_error_name(struct wh_error *err, const char *name, int rc)

@@ -570,55 +570,50 @@ void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
 /* ---- D16: the Job's diagnostics, told on each of its pods ---- */
 
 /*
- * Whether one of the chain's first n warnings already says what diagnostic m says:
- * the same text, or m is it plus "; " and what to change (a plugin's argument
- * errors, which the chain's plugin_args gives too, with "; fix spec.plugins.<name>";
- * ray's port name taken by another number, which podutil_add_port tells in head pods).
- */
-static bool told_already(const struct warnings *w, size_t n, const char *m)
-{
-    for (size_t i = 0; i < n; i++) {
-        size_t len = strlen(w->items[i]);
-
-        if (strncmp(m, w->items[i], len) == 0 && (m[len] == '\0' || m[len] == ';'))
-            return true;
-    }
-    return false;
-}
-
-/*
  * Whether diagnostic e is for the pod's warnings: not when the chain tells it in its
  * own words on every pod (unknown plugin names: plugin_effective_set), or better,
- * for this pod's own containers (a user's env value replaced: the upserts, D5).
+ * for this pod's own containers (a user's env value replaced: the upserts, D5), nor
+ * when one of the chain's warnings of this pod has e's key (the same finding: a
+ * plugin's argument error, plugin_args; ray's port name taken by another number,
+ * podutil_add_port in head pods).
  */
 static bool for_pod(const struct diagnostic *e, const struct warnings *w, size_t chain_n)
 {
     if (e->reason == DIAGNOSE_PLUGIN_UNKNOWN || e->reason == DIAGNOSE_USER_VALUE_REPLACED)
         return false;
-    return !told_already(w, chain_n, e->message);
+    return !warnings_has_key(w, chain_n, e->key);
 }
 
 /*
  * D16 in pod admission: the Job-level diagnostics of job (plugins/diagnose.h), fatal
  * ones too (this pod is allowed, so they are advice here), appended to out's warnings
  * after the chain's. From src's store when it keeps them per Job version (the Jobs
- * cache: no diagnose_job per pod), else computed. Bounded as struct warnings is (each
- * under 256 characters, all under 4096: what kube-apiserver passes on): when they do
- * not all fit, the last one says how many more the Job's Events hold.
+ * cache: no diagnose_job per pod), else computed. A version the store knows to have
+ * none (most Jobs) costs one question and no allocation. Bounded as struct warnings
+ * is (each under 256 characters, all under 4096: what kube-apiserver passes on): when
+ * they do not all fit, the last one says how many more the Job's Events hold.
  */
 static void job_warnings(const struct jobsource *src, const json_t *job, struct mutate_result *out)
 {
-    struct diagnostics *d = malloc(sizeof(*d)); /* 12 KiB: not on an MHD worker's stack */
+    struct diagnostics *d;
     size_t chain_n = out->warnings.n;
     size_t todo = 0;
     size_t room = WARNINGS_MAX - chain_n;
+    int rc = WH_ENOTFOUND;
 
+    if (src != NULL && src->diagnose != NULL) {
+        rc = src->diagnose(src->userdata, job, NULL); /* any at all? nothing unpacked */
+        if (rc == WH_DECLINED)
+            return;
+    }
+    d = malloc(sizeof(*d)); /* 17 KiB: not on an MHD worker's stack */
     if (d == NULL) {
         LOG_WARN("admission job=%s outcome=diagnostics-skipped rc=\"out of memory\"",
                  job_name(job));
         return; /* advice only: the pod's answer stands */
     }
-    if (src == NULL || src->diagnose == NULL || src->diagnose(src->userdata, job, d) != 0)
+    /* rc != 0: no store, or not this version; a second answer != 0: replaced meanwhile. */
+    if (rc != 0 || src->diagnose(src->userdata, job, d) != 0)
         (void)diagnose_job(job, d); /* out of memory: what was found */
     for (size_t i = 0; i < d->n; i++)
         todo += for_pod(&d->items[i], &out->warnings, chain_n) ? 1 : 0;

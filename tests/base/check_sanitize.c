@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * check_sanitize.c - base/sanitize.c: controls and non-ASCII replaced by '?',
+ * check_sanitize.c - base/sanitize.c: controls (C0, DEL, C1) and non-ASCII replaced by '?',
  * copies cut at the cap (with "..." when asked) and never inside a UTF-8
  * character unless the copy is ASCII anyway.
  */
@@ -16,6 +16,36 @@ START_TEST(test_controls)
 
     sanitize_controls(s);
     ck_assert_str_eq(s, "job x??X-Injected: 1??? caf\xc3\xa9"); /* UTF-8 kept */
+}
+END_TEST
+
+/* C1 controls (U+0080-U+009F: 0xC2 0x80-0x9F) are controls too: NEL, CSI; each byte '?'.
+ * U+00A0 (0xC2 0xA0) and other two-byte characters are printable and stay. */
+START_TEST(test_controls_c1)
+{
+    char s[] = "a\xc2\x85"
+               "b\xc2\x9b[31mc\xc2\x80\xc2\x9f \xc2\xa0\xc2\xa9\xc3\x85";
+    char lone[] = "x\xc2"; /* a lead byte at the end: no C1, left to wh_utf8_sanitize */
+    char buf[32];
+
+    sanitize_controls(s);
+    ck_assert_str_eq(s, "a??b??[31mc???? \xc2\xa0\xc2\xa9\xc3\x85");
+    sanitize_controls(lone);
+    ck_assert_str_eq(lone, "x\xc2");
+    ck_assert_str_eq(sanitize_copy(buf, sizeof(buf),
+                                   "\xc2\x9b"
+                                   "2J",
+                                   8, SANITIZE_CONTROLS),
+                     "??2J");
+    /* a cut never splits a C1 control either: kept whole, and replaced whole */
+    ck_assert_str_eq(sanitize_copy(buf, sizeof(buf), "aaaaaa\xc2\x85zz", 7,
+                                   SANITIZE_CONTROLS | SANITIZE_ELLIPSIS),
+                     "aaaaaa...");
+    ck_assert_str_eq(sanitize_copy(buf, sizeof(buf), "aaaaaa\xc2\x85zz", 8,
+                                   SANITIZE_CONTROLS | SANITIZE_ELLIPSIS),
+                     "aaaaaa??...");
+    /* no filter asked: the bytes stay */
+    ck_assert_str_eq(sanitize_copy(buf, sizeof(buf), "\xc2\x85", 8, 0), "\xc2\x85");
 }
 END_TEST
 
@@ -92,6 +122,7 @@ static Suite *sanitize_suite(void)
     TCase *t = tcase_create("sanitize");
 
     tcase_add_test(t, test_controls);
+    tcase_add_test(t, test_controls_c1);
     tcase_add_test(t, test_ascii);
     tcase_add_test(t, test_copy_whole);
     tcase_add_test(t, test_copy_cut);

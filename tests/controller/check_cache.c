@@ -762,6 +762,9 @@ START_TEST(test_diagnostics_per_version)
     ck_assert_int_eq(d->items[1].reason, DIAGNOSE_CONTAINER_NOT_FOUND);
     ck_assert_str_eq(d->items[1].plugin, "ray");
     ck_assert_ptr_nonnull(strstr(d->items[1].message, "no container named \"head\""));
+    /* Only whether there are any (out NULL): this version has. */
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "5", NULL), 0);
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "4", NULL), WH_ENOTFOUND);
     ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "4", d), WH_ENOTFOUND);
     ck_assert_uint_eq(d->n, 0);
     ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-2", "5", d), WH_ENOTFOUND);
@@ -774,6 +777,41 @@ START_TEST(test_diagnostics_per_version)
     ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "6", d), 0);
     ck_assert_uint_eq(d->n, 0);
     ck_assert_uint_eq(d->dropped, 0);
+    /* Asked with out NULL, the cache says "none" without unpacking anything. */
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "6", NULL), WH_DECLINED);
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "5", NULL), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "b", "u-1", "6", NULL), WH_ENOTFOUND);
+    json_decref(j);
+    free(d);
+    cache_destroy(c);
+}
+END_TEST
+
+/* The lookup cache_get and cache_get_diagnostics share: no key, no entry; a removed Job. */
+START_TEST(test_diagnostics_lookup_misses)
+{
+    struct cache *c = cache_create();
+    json_t *j = job("ns", "a", "5");
+    struct diagnostics *d = malloc(sizeof(*d));
+    char long_name[600];
+    json_t *got = NULL;
+
+    ck_assert_ptr_nonnull(d);
+    memset(long_name, 'n', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+    ck_assert_int_eq(cache_put(c, j), 0);
+    ck_assert_int_eq(cache_get_diagnostics(c, "", "a", "u-1", "5", d), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_get_diagnostics(c, NULL, "a", "u-1", "5", d), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "", "u-1", "5", d), WH_ENOTFOUND);
+    /* "ns/" + 599 bytes is past the key buffer: no key, so no entry (not a cut key's). */
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", long_name, "u-1", "5", d), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_get(c, "ns", long_name, &got), WH_ENOTFOUND);
+    ck_assert_ptr_null(got);
+    ck_assert_uint_eq(d->n, 0);
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "5", d), 0);
+    ck_assert_int_eq(cache_remove(c, "ns", "a"), 0);
+    ck_assert_int_eq(cache_get_diagnostics(c, "ns", "a", "u-1", "5", d), WH_ENOTFOUND);
+    ck_assert_int_eq(cache_get(c, "ns", "a", &got), WH_ENOTFOUND);
     json_decref(j);
     free(d);
     cache_destroy(c);
@@ -800,6 +838,7 @@ static Suite *cache_suite(void)
     tcase_add_test(tc, test_namespace_synced);
     tcase_add_test(tc, test_two_namespace_writers);
     tcase_add_test(tc, test_diagnostics_per_version);
+    tcase_add_test(tc, test_diagnostics_lookup_misses);
     suite_add_tcase(s, tc);
     return s;
 }

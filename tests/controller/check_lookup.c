@@ -124,6 +124,7 @@ START_TEST(test_diagnostics_of_the_cached_version)
     ck_assert_int_eq(cache_put(cache, job), 0);
     ck_assert_int_eq(get(&l, "j1", uid_of(stored), &got, &err), 0);
     ck_assert(src.diagnose == lookup_job_diagnose);
+    ck_assert_int_eq(src.diagnose(src.userdata, got, NULL), 0); /* there are some */
     ck_assert_int_eq(src.diagnose(src.userdata, got, d), 0);
     ck_assert_uint_eq(d->n, 1);
     ck_assert_str_eq(d->items[0].message,
@@ -133,7 +134,16 @@ START_TEST(test_diagnostics_of_the_cached_version)
     json_object_set_new(json_object_get(got, "metadata"), "resourceVersion", json_string("2"));
     ck_assert_int_eq(src.diagnose(src.userdata, got, d), WH_ENOTFOUND);
     ck_assert_uint_eq(d->n, 0);
+    ck_assert_int_eq(src.diagnose(src.userdata, got, NULL), WH_ENOTFOUND);
     ck_assert_int_eq(lookup_job_diagnose(&none, job, d), WH_ENOTFOUND);
+    ck_assert_int_eq(lookup_job_diagnose(&none, job, NULL), WH_ENOTFOUND);
+    /* A clean version: "none", nothing to unpack. */
+    json_object_set_new(json_object_get(job, "spec"), "plugins", json_pack("{s:[]}", "svc"));
+    json_object_set_new(json_object_get(job, "metadata"), "resourceVersion", json_string("3"));
+    ck_assert_int_eq(cache_put(cache, job), 0);
+    ck_assert_int_eq(lookup_job_diagnose(&l, job, NULL), WH_DECLINED);
+    ck_assert_int_eq(lookup_job_diagnose(&l, job, d), 0);
+    ck_assert_uint_eq(d->n, 0);
     ck_assert_uint_eq(apitest_total(&api), 0);
     json_decref(got);
     json_decref(job);

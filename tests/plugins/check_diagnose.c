@@ -15,6 +15,7 @@
 #include "plugins/diagnose.h"
 #include "plugins/job.h"
 #include "plugins/plugin.h"
+#include "plugins/podutil.h"
 #include "plugins/svc.h"
 #include "tests/plugincase.h"
 
@@ -503,6 +504,69 @@ START_TEST(list_helpers)
 }
 END_TEST
 
+/* The keys of the findings a pod's chain tells in its own words (its warning records the
+ * same key): a plugin's argument error, ray's port name taken by another number. Others
+ * have none, the port flag out of range among them (the chain says another thing). */
+START_TEST(keys_of_findings_the_chain_tells)
+{
+    json_t *job = pc_json(JOB("{'ray':['--port=6380','--nope']}",
+                              TASK_SPEC("head", 1, "{'containers':[{'name':'head','ports':["
+                                                   "{'name':'gcs','containerPort':7000}]}]}") ","
+                              TASK_SPEC("worker", 2, "{'containers':[{'name':'worker'}]}")));
+    static struct diagnostics d;
+    char key[DIAGNOSE_KEY_MAX];
+    char long_key[DIAGNOSE_KEY_MAX + 10];
+
+    ck_assert_int_eq(diagnose_job(job, &d), 0);
+    ck_assert_uint_eq(d.n, 2);
+    ck_assert_int_eq(d.items[0].reason, DIAGNOSE_PLUGIN_ARGUMENT_INVALID);
+    ck_assert_str_eq(d.items[0].key, "spec.plugins.ray");
+    ck_assert_int_eq(d.items[1].reason, DIAGNOSE_CONFLICT);
+    ck_assert_str_eq(d.items[1].key, "ray:spec.containers[head].ports[gcs]");
+    ck_assert_str_eq(d.items[1].key, podutil_port_key(key, sizeof(key), "ray", "head", "gcs"));
+    json_decref(job);
+
+    job = pc_json(JOB("{'ssh':['--ssh-port=0']}", TASK("a", 1)));
+    ck_assert_int_eq(diagnose_job(job, &d), 0);
+    ck_assert_uint_eq(d.n, 1);
+    ck_assert_str_eq(d.items[0].key, "");
+    json_decref(job);
+
+    /* diagnose_add has no key; diagnose_add_keyed's is cut to fit. */
+    diagnose_init(&d);
+    diagnose_add(&d, DIAGNOSE_CONFLICT, false, NULL, "a");
+    ck_assert_str_eq(d.items[0].key, "");
+    memset(long_key, 'k', sizeof(long_key) - 1);
+    long_key[sizeof(long_key) - 1] = '\0';
+    diagnose_add_keyed(&d, "x", DIAGNOSE_CONFLICT, false, NULL, "b");
+    diagnose_add_keyed(&d, NULL, DIAGNOSE_CONFLICT, false, NULL, "c");
+    diagnose_add_keyed(&d, long_key, DIAGNOSE_CONFLICT, false, NULL, "d");
+    ck_assert_str_eq(d.items[1].key, "x");
+    ck_assert_str_eq(d.items[2].key, "");
+    ck_assert_uint_eq(strlen(d.items[3].key), DIAGNOSE_KEY_MAX - 1);
+}
+END_TEST
+
+/* A message is one printable line whatever names it quotes: C0, DEL and C1 controls '?'
+ * (the Job webhook answers with the messages as they are: diagnose_messages). */
+START_TEST(messages_have_no_controls)
+{
+    static struct diagnostics d;
+    json_t *job = pc_json(JOB("{'ray':['--head=b\\u001b[2Jx\\u009by\\n']}", TASK("head", 1)));
+
+    diagnose_init(&d);
+    diagnose_add(&d, DIAGNOSE_CONFLICT, false, "svc", "a\tb\xc2\x85" "c\x7f\xc3\xa9");
+    ck_assert_str_eq(d.items[0].message, "svc plugin: a?b??c?\xc3\xa9");
+    ck_assert_int_eq(diagnose_job(job, &d), 0);
+    ck_assert_uint_ge(d.n, 1);
+    ck_assert_str_eq(d.items[0].message,
+                     "ray plugin: no task named \"b?[2Jx??y?\" (--head), so every pod of the job "
+                     "is denied: name the head task with --head in spec.plugins.ray, or rename the "
+                     "task");
+    json_decref(job);
+}
+END_TEST
+
 /* diagnose_unpack(diagnose_pack(d)) is d, entry for entry; an empty list packs to nothing. */
 START_TEST(pack_round_trip)
 {
@@ -517,7 +581,7 @@ START_TEST(pack_round_trip)
     diagnose_unpack(NULL, 0, &back);
     ck_assert_uint_eq(back.n, 0);
 
-    diagnose_add(&d, DIAGNOSE_CONFLICT, true, "svc", "a \xc3\xa9 %d", 1);
+    diagnose_add_keyed(&d, "svc:k", DIAGNOSE_CONFLICT, true, "svc", "a \xc3\xa9 %d", 1);
     diagnose_add(&d, DIAGNOSE_TASK_DUPLICATE, false, NULL, "b");
     d.dropped = 3;
     ck_assert_int_eq(diagnose_pack(&d, &buf, &len), 0);
@@ -529,10 +593,12 @@ START_TEST(pack_round_trip)
     ck_assert(back.items[0].fatal);
     ck_assert_str_eq(back.items[0].plugin, "svc");
     ck_assert_str_eq(back.items[0].message, "svc plugin: a \xc3\xa9 1");
+    ck_assert_str_eq(back.items[0].key, "svc:k");
     ck_assert_int_eq(back.items[1].reason, DIAGNOSE_TASK_DUPLICATE);
     ck_assert(!back.items[1].fatal);
     ck_assert_str_eq(back.items[1].plugin, "");
     ck_assert_str_eq(back.items[1].message, "b");
+    ck_assert_str_eq(back.items[1].key, "");
     /* Cut short: the whole entries only. */
     diagnose_unpack(buf, len - 1, &back);
     ck_assert_uint_eq(back.n, 1);
@@ -610,6 +676,8 @@ static Suite *diagnose_suite(void)
     tcase_add_test(tc, user_values_replaced);
     tcase_add_test(tc, many_tasks_one_duplicate);
     tcase_add_test(tc, list_helpers);
+    tcase_add_test(tc, keys_of_findings_the_chain_tells);
+    tcase_add_test(tc, messages_have_no_controls);
     tcase_add_test(tc, pack_round_trip);
     tcase_add_test(tc, messages_bounded);
     suite_add_tcase(s, tc);

@@ -490,6 +490,8 @@ START_TEST(add_port_results)
                       "[\"mpi plugin: port name mpijob-port already used by port 22 in "
                       "container main, port 2222 not added\"]");
     json_decref(warns);
+    /* Keyed by what it is about, as a Job-level diagnostic of it is (podutil_port_key). */
+    ck_assert_str_eq(w.keys[0], "mpi:spec.containers[main].ports[mpijob-port]");
     /* A NULL warnings list is allowed. */
     ck_assert_int_eq(podutil_add_port(c, port("gcs", 1), "ray plugin", NULL),
                      PODUTIL_UPSERT_SKIPPED);

@@ -959,12 +959,15 @@ static const char *JOB_DIAG =
     "\"name\":\"c\"}]}}}]}}";
 
 /* A source that keeps diagnostics per Job version: fake_get on fs (its first member,
- * so one userdata serves both callbacks), and a diagnose that counts its calls. */
+ * so one userdata serves both callbacks), and a diagnose that counts its calls: those
+ * that only ask whether there are any (out NULL) and those that fill out. */
 struct diag_source {
     struct fake_source fs;
-    int calls;
-    int rc;       /* what diagnose returns */
+    int calls;    /* all of them */
+    int fills;    /* with out set */
+    int rc;       /* what diagnose returns (WH_DECLINED when asked with none) */
     size_t count; /* diagnostics it gives when rc == 0 */
+    void (*fill)(struct diagnostics *out); /* gives these instead (count ignored) */
 };
 
 static int fake_diagnose(void *ud, const json_t *job, struct diagnostics *out)
@@ -973,7 +976,14 @@ static int fake_diagnose(void *ud, const json_t *job, struct diagnostics *out)
 
     (void)job;
     ds->calls++;
+    if (out == NULL)
+        return ds->rc == 0 && ds->count == 0 && ds->fill == NULL ? WH_DECLINED : ds->rc;
+    ds->fills++;
     diagnose_init(out);
+    if (ds->fill != NULL) {
+        ds->fill(out);
+        return ds->rc;
+    }
     for (size_t i = 0; ds->rc == 0 && i < ds->count; i++)
         diagnose_add(out, DIAGNOSE_TASK_NOT_FOUND, i == 0, "svc", "kept diagnostic %zu", i);
     return ds->rc;
@@ -1030,7 +1040,8 @@ START_TEST(job_diagnostics_from_the_source)
 
     review_diag(&ds, pod, &r);
     ck_assert(r.allowed);
-    ck_assert_int_eq(ds.calls, 1);
+    ck_assert_int_eq(ds.calls, 2); /* whether there are any, then the fill */
+    ck_assert_int_eq(ds.fills, 1);
     ck_assert_uint_eq(r.warnings.n, 2);
     ck_assert_str_eq(r.warnings.items[0], "svc plugin: kept diagnostic 0"); /* fatal: advice here */
     ck_assert_str_eq(r.warnings.items[1], "svc plugin: kept diagnostic 1");
@@ -1040,11 +1051,91 @@ START_TEST(job_diagnostics_from_the_source)
     ds.fs.job = tu_json(JOB_DIAG);
     ds.rc = WH_ENOTFOUND;
     review_diag(&ds, pod, &r);
-    ck_assert_int_eq(ds.calls, 2);
+    ck_assert_int_eq(ds.calls, 3); /* asked once: not this version, so no fill either */
+    ck_assert_int_eq(ds.fills, 1);
     ck_assert_uint_eq(r.warnings.n, 3);
     ck_assert_str_eq(r.warnings.items[2],
                      "spec.tasks[1] has the name \"worker\" of spec.tasks[0]: the plugins see "
                      "only the first and the pods of both get the same names; rename one");
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(ds.fs.job);
+}
+END_TEST
+
+/* A version the source knows to have none: one question, nothing filled (so job_warnings
+ * allocates no struct diagnostics), and the pod's warnings are the chain's alone. The
+ * same Job with diagnostics gets them. */
+START_TEST(job_without_diagnostics_is_asked_once)
+{
+    struct diag_source ds = {.fs = {.job = tu_json(JOB_SIMPLE)}, .count = 0};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    review_diag(&ds, pod, &r);
+    ck_assert(r.allowed);
+    ck_assert_int_eq(ds.fs.calls, 1);
+    ck_assert_int_eq(ds.calls, 1);
+    ck_assert_int_eq(ds.fills, 0);
+    ck_assert_uint_eq(r.warnings.n, 0);
+    ck_assert_uint_eq(r.patch_ops, 2); /* env's VK_TASK_INDEX and VC_TASK_INDEX */
+    mutate_result_dispose(&r);
+
+    /* The same source without the version (WH_ENOTFOUND): diagnose_job, which finds none. */
+    ds.rc = WH_ENOTFOUND;
+    review_diag(&ds, pod, &r);
+    ck_assert_int_eq(ds.calls, 2);
+    ck_assert_int_eq(ds.fills, 0);
+    ck_assert_uint_eq(r.warnings.n, 0);
+    mutate_result_dispose(&r);
+
+    ds.rc = 0;
+    ds.count = 1;
+    review_diag(&ds, pod, &r);
+    ck_assert_int_eq(ds.calls, 4);
+    ck_assert_int_eq(ds.fills, 1);
+    ck_assert_uint_eq(r.warnings.n, 1);
+    ck_assert_str_eq(r.warnings.items[0], "svc plugin: kept diagnostic 0");
+    mutate_result_dispose(&r);
+    json_decref(pod);
+    json_decref(ds.fs.job);
+}
+END_TEST
+
+/* Diagnostics for the finding of a chain warning by key, not by text: the chain's
+ * argument error of svc is keyed spec.plugins.svc (plugin_args). */
+static void fill_keyed(struct diagnostics *out)
+{
+    /* Same key, other words: the chain told it. */
+    diagnose_add_keyed(out, "spec.plugins.svc", DIAGNOSE_PLUGIN_ARGUMENT_INVALID, false, "svc",
+                       "told in other words");
+    /* The chain's text and more, but no key: another finding, shown. */
+    diagnose_add(out, DIAGNOSE_CONFLICT, false, "svc",
+                 "flag provided but not defined: -nope, later arguments ignored; and more");
+    /* A key no chain warning has. */
+    diagnose_add_keyed(out, "spec.plugins.ssh", DIAGNOSE_PLUGIN_ARGUMENT_INVALID, false, "ssh",
+                       "not told");
+}
+
+START_TEST(job_diagnostics_told_by_the_chain_matched_by_key)
+{
+    struct diag_source ds = {.fs = {.job = tu_json(JOB_SIMPLE)}, .fill = fill_keyed};
+    json_t *pod = tu_json(POD_SIMPLE);
+    struct mutate_result r;
+
+    json_object_set_new(json_object_get(ds.fs.job, "spec"), "plugins",
+                        tu_json("{\"svc\":[\"--nope\"]}"));
+    review_diag(&ds, pod, &r);
+    ck_assert(r.allowed);
+    ck_assert_int_eq(ds.fills, 1);
+    ck_assert_uint_eq(r.warnings.n, 3);
+    ck_assert_str_eq(r.warnings.items[0],
+                     "svc plugin: flag provided but not defined: -nope, later arguments ignored");
+    ck_assert_str_eq(r.warnings.keys[0], "spec.plugins.svc");
+    ck_assert_str_eq(r.warnings.items[1],
+                     "svc plugin: flag provided but not defined: -nope, "
+                     "later arguments ignored; and more");
+    ck_assert_str_eq(r.warnings.items[2], "ssh plugin: not told");
     mutate_result_dispose(&r);
     json_decref(pod);
     json_decref(ds.fs.job);
@@ -1135,6 +1226,8 @@ static Suite *mutate_suite(void)
     tcase_add_test(tc, plugin_out_of_memory_denies_500_named);
     tcase_add_test(tc, job_diagnostics_are_pod_warnings);
     tcase_add_test(tc, job_diagnostics_from_the_source);
+    tcase_add_test(tc, job_without_diagnostics_is_asked_once);
+    tcase_add_test(tc, job_diagnostics_told_by_the_chain_matched_by_key);
     tcase_add_test(tc, job_diagnostics_bounded);
     tcase_add_test(tc, job_diagnostics_not_on_denied_pod);
     suite_add_tcase(s, tc);
