@@ -34,7 +34,9 @@ Env: BUILD (build), BENCH_DURATION (10 s per wrk run), BENCH_ADMISSIONS (1,000,0
 capped when unset, see memory_stage), BENCH_WORKDIR (scratch directory, made by
 bench/run), BENCH_GO_BIN, BENCH_ADMISSION_BIN, BENCH_TRANSPORT_BIN (built by
 bench/run), BENCH_RESULTS (bench/RESULTS.md), BENCH_STAGES (names of the stages to
-run; all when unset), BENCH_COMMANDS (file with the build commands bench/run ran).
+run; all when unset), BENCH_COMMANDS (file with the build commands bench/run ran),
+BENCH_BASELINE_BIN and BENCH_BASELINE (bench_admission built from another revision, and
+that revision's name: its callgrind counts go beside this build's).
 Processes are started through tests/harness.py (new session each, stopped by pid).
 """
 
@@ -1027,31 +1029,67 @@ class Bench:
         ns = float(re.search(r"ns_per_admission=([0-9.]+)", timing.stdout).group(1))
         cg["us_per_admission"] = ns / 1000
         say("in-process, one thread, no socket: %s" % cg["timing"])
+        base_exe = os.environ.get("BENCH_BASELINE_BIN")
         for label, bodies in (("all plugins", self.full_bodies), ("pytorch set", self.pt_bodies)):
-            out = os.path.join(WORK, "callgrind-%s.out" % label.split()[0])
-            cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
-                   "--collect-atstart=no", "--toggle-collect=bench_loop*", exe, jobs, bodies,
-                   str(n)]
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-            if r.returncode != 0:
-                raise AssertionError("callgrind: %s" % r.stderr[-2000:])
-            total, top = annotate(out, inclusive=True)
-            _, self_top = annotate(out, inclusive=False)
-            cg[label] = {"per_admission": total / n, "cmd": " ".join(cmd).replace(WORK, "$W"),
-                         "top": top[:18], "self": self_top[:12], "n": n}
+            cg[label] = run_callgrind(exe, jobs, bodies, n, label.split()[0])
             say("callgrind, %s: %.0f instructions per admission (%d admissions)" % (
-                label, total / n, n))
+                label, cg[label]["per_admission"], n))
+            if base_exe:
+                cg.setdefault("baseline", {"rev": os.environ.get("BENCH_BASELINE", "?")})
+                cg["baseline"][label] = run_callgrind(base_exe, jobs, bodies, n,
+                                                      "baseline-" + label.split()[0])
+                say("callgrind, %s, baseline %s: %.0f instructions per admission" % (
+                    label, cg["baseline"]["rev"], cg["baseline"][label]["per_admission"]))
         for cost, fn in cg["all plugins"]["top"][:10]:
             say("  %6.1f%%  %s" % (100.0 * cost / (cg["all plugins"]["per_admission"] * n),
                                   short_fn(fn)))
 
 
-def annotate(out, inclusive):
+# The parts of an admission the callgrind section names, by the functions whose inclusive
+# counts they are (the first one found; older trees read JSON with json_loadb).
+COMPONENTS = (
+    ("reading JSON: the review and the Job's kept text", ("jsonr_loadb", "json_loadb")),
+    ("the containers pre-scan", ("json_container_count",)),
+    ("the Job from the cache (its parse included)", ("cache_get",)),
+    ("the pod's copy for the plugins", ("copy_edited",)),
+    ("the plugin chain", ("chain_run",)),
+    ("the diff, ops written as text", ("patch_diff_write",)),
+    ("base64 of the patch", ("EVP_EncodeBlock",)),
+)
+
+
+def run_callgrind(exe, jobs, bodies, n, tag):
+    """callgrind over n admissions of exe: per admission total, the top functions and the
+    COMPONENTS (Ir per admission, None where no function matched)."""
+    out = os.path.join(WORK, "callgrind-%s.out" % tag)
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
+           "--collect-atstart=no", "--toggle-collect=bench_loop*", exe, jobs, bodies, str(n)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if r.returncode != 0:
+        raise AssertionError("callgrind: %s" % r.stderr[-2000:])
+    total, top = annotate(out, inclusive=True)
+    _, self_top = annotate(out, inclusive=False)
+    _, every = annotate(out, inclusive=True, limit=None)
+    parts = {}
+    for name, fns in COMPONENTS:
+        parts[name] = None
+        for want in fns:
+            hit = [c for c, fn in every if re.match(r"(.*:)?%s(\.\w+)*( |$)" % want,
+                                                     short_fn(fn))]
+            if hit:
+                parts[name] = hit[0] / n
+                break
+    return {"per_admission": total / n, "cmd": " ".join(cmd).replace(WORK, "$W"),
+            "top": top[:18], "self": self_top[:12], "n": n, "parts": parts}
+
+
+def annotate(out, inclusive, limit=50):
     """(total Ir, [(Ir, function)] best first) from callgrind_annotate's function table,
-    without the frames around the measured loop."""
-    ann = subprocess.run(["callgrind_annotate", "--auto=no",
-                          "--inclusive=" + ("yes" if inclusive else "no"), out],
-                         capture_output=True, text=True).stdout
+    without the frames around the measured loop; limit=None: every function."""
+    args = ["callgrind_annotate", "--auto=no", "--inclusive=" + ("yes" if inclusive else "no")]
+    if limit is None:
+        args.append("--threshold=100")
+    ann = subprocess.run(args + [out], capture_output=True, text=True).stdout
     total = int(re.search(r"^\s*([\d,]+)\s.*PROGRAM TOTALS", ann, re.M)
                 .group(1).replace(",", ""))
     lines = ann.splitlines()
@@ -1543,11 +1581,43 @@ def write_results(b, started, elapsed):
             "other counts: glibc's malloc gave 17.6%% more per admission)." % cg.get(
                 "allocator", "unknown"))
         add("")
-        add("| bodies | instructions per admission |")
-        add("|---|---|")
+        base = cg.get("baseline") or {}
+        if base:
+            add("| bodies | instructions per admission | baseline %s | change |" % base["rev"])
+            add("|---|---|---|---|")
+        else:
+            add("| bodies | instructions per admission |")
+            add("|---|---|")
         for label in ("all plugins", "pytorch set"):
-            if label in cg:
+            if label not in cg:
+                continue
+            if label in base:
+                b = base[label]["per_admission"]
+                add("| %s | **%.0f** | %.0f | %+.1f%% |" % (
+                    label, cg[label]["per_admission"], b,
+                    100.0 * (cg[label]["per_admission"] - b) / b))
+            else:
                 add("| %s | **%.0f** |" % (label, cg[label]["per_admission"]))
+        add("")
+        add("The parts of an admission (all plugins, inclusive instructions per admission; "
+            "they overlap where one calls another: the Job from the cache includes its "
+            "parse, which reading JSON counts too):")
+        add("")
+        if "all plugins" in base:
+            add("| part | this build | baseline %s |" % base["rev"])
+            add("|---|---|---|")
+        else:
+            add("| part | this build |")
+            add("|---|---|")
+        for name, _ in COMPONENTS:
+            now = cg["all plugins"].get("parts", {}).get(name)
+            cell = "%.1fk" % (now / 1000) if now is not None else "—"
+            if "all plugins" in base:
+                was = base["all plugins"].get("parts", {}).get(name)
+                add("| %s | %s | %s |" % (name, cell,
+                                          "%.1fk" % (was / 1000) if was is not None else "—"))
+            else:
+                add("| %s | %s |" % (name, cell))
         add("")
         add("Without valgrind, one thread: `%s` (%.1f µs per admission)." % (
             cg.get("timing"), cg.get("us_per_admission", 0)))
