@@ -1256,7 +1256,7 @@ def throughput_limits(r):
     out.append("")
     parse = None
     for cost, fn in (cg.get("all plugins") or {}).get("top", []):
-        if short_fn(fn).startswith("json_loadb "):
+        if re.match(r"jsonr?_loadb ", short_fn(fn)):
             parse = 100.0 * cost / (cg["all plugins"]["per_admission"] * cg["all plugins"]["n"])
             break
     out.append("\"CPU left per admission\" is %d cores / rate − %d cores / the transport's "
@@ -1264,7 +1264,7 @@ def throughput_limits(r):
                "machine with this HTTP and TLS layer. \"One admission now\" is "
                "bench_admission's time in-process on one thread (below)%s." % (
                    cores, cores,
-                   "; jansson's parse (json_loadb, the review and the Job's kept text) is "
+                   "; reading JSON (the review and the Job's kept text) is "
                    "%.0f%% of its instructions" % parse if parse else ""))
     return out
 
