@@ -257,6 +257,35 @@ START_TEST(test_depth)
 }
 END_TEST
 
+/* jsmn closes a bracket by walking up from the last token to the open container, one
+ * step per level: `[[[...]]]` costs it the square of its depth (half a MiB deep: over ten minutes).
+ * Bodies nested beyond the reader's depth are declined before jsmn reads them, so these
+ * run in a few milliseconds; unclosed, jsmn's tokens (one per byte) would also take 20
+ * bytes per byte of body. A timeout here is the bug back. */
+START_TEST(test_deep_body)
+{
+    size_t n = JSONR_MAX_LEN;
+    char *buf = malloc(n);
+
+    ck_assert_ptr_nonnull(buf);
+    memset(buf, '[', n / 2);
+    memset(buf + n / 2, ']', n / 2);
+    ck_assert_ptr_null(jsonr_fast(buf, n));
+    check_same(buf, n, "half a MiB deep");
+    memset(buf, '[', n);
+    ck_assert_ptr_null(jsonr_fast(buf, n));
+    check_same(buf, n, "a MiB of [");
+    /* deep nesting after a string, and after a primitive holding a quote (jsmn reads
+     * `1"` as one primitive, so the quote opens no string) */
+    memcpy(buf, "[\"[\",1\"]", 8);
+    memset(buf + 8, '[', (n - 8) / 2);
+    memset(buf + 8 + (n - 8) / 2, ']', (n - 8) / 2);
+    ck_assert_ptr_null(jsonr_fast(buf, n));
+    check_same(buf, n, "deep after a quote in a primitive");
+    free(buf);
+}
+END_TEST
+
 START_TEST(test_length_limit)
 {
     /* ["aaa...a"] of JSONR_MAX_LEN bytes: read fast; one byte more: left to jansson. */
@@ -397,6 +426,7 @@ static Suite *jsonr_suite(void)
     tcase_add_loop_test(tx, test_declined, 0, (int)(sizeof(declined) / sizeof(declined[0])));
     tcase_add_test(tx, test_nul_byte_declined);
     tcase_add_test(tx, test_depth);
+    tcase_add_test(tx, test_deep_body);
     tcase_add_test(tx, test_length_limit);
     suite_add_tcase(s, tx);
     tcase_add_test(tr, test_random_documents);
