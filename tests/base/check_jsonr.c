@@ -286,6 +286,38 @@ START_TEST(test_deep_body)
 }
 END_TEST
 
+/* jsmn's token array starts at a quarter of the body's length and grows when jsmn
+ * asks (it goes on where it stopped), up to the most tokens a body the reader accepts
+ * can have: (len + 1) / 2, as `[1,1,...,1]` has. Arrays of k items of each kind, so
+ * that jsmn runs out of tokens at a primitive, a string, a bracket, a key, and
+ * `[1,...]` at exactly that bound, are all read fast. */
+START_TEST(test_token_bound)
+{
+    static const char *const items[] = {"1", "\"\"", "[]", "{}", "{\"k\":[1]}", "\"\\n\""};
+    char *buf = malloc(16 * 700 + 2);
+
+    ck_assert_ptr_nonnull(buf);
+    for (size_t kind = 0; kind < sizeof(items) / sizeof(items[0]); kind++) {
+        for (size_t k = 1; k <= 700; k += kind == 0 ? 1 : 7) {
+            size_t n = 0;
+            char name[48];
+
+            buf[n++] = '[';
+            for (size_t i = 0; i < k; i++) {
+                if (i > 0)
+                    buf[n++] = ',';
+                memcpy(buf + n, items[kind], strlen(items[kind]));
+                n += strlen(items[kind]);
+            }
+            buf[n++] = ']';
+            snprintf(name, sizeof(name), "%zu of %s", k, items[kind]);
+            ck_assert_msg(check_same(buf, n, name), "%s declined", name);
+        }
+    }
+    free(buf);
+}
+END_TEST
+
 START_TEST(test_length_limit)
 {
     /* ["aaa...a"] of JSONR_MAX_LEN bytes: read fast; one byte more: left to jansson. */
@@ -427,6 +459,7 @@ static Suite *jsonr_suite(void)
     tcase_add_test(tx, test_nul_byte_declined);
     tcase_add_test(tx, test_depth);
     tcase_add_test(tx, test_deep_body);
+    tcase_add_test(tx, test_token_bound);
     tcase_add_test(tx, test_length_limit);
     suite_add_tcase(s, tx);
     tcase_add_test(tr, test_random_documents);
