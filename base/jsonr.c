@@ -391,7 +391,12 @@ json_t *jsonr_fast(const char *body, size_t len)
     struct reader r = {0};
     jsmn_parser p;
     jsmntok_t *tok = NULL;
-    size_t cap = len / 4 + 16;
+    /* A body the reader accepts has at most (len + 1) / 2 tokens: a scalar takes a
+     * byte, a key three, a container of n members n + 1 bytes of brackets and commas.
+     * jsmn gets no more, whatever else it would tokenize (`[1][1]...`: two tokens per
+     * three bytes, 13 bytes of tokens per byte of body). */
+    size_t max = len / 2 + 1;
+    size_t cap = len / 4 + 16 < max ? len / 4 + 16 : max;
     json_t *v = NULL;
     int rc;
 
@@ -407,9 +412,9 @@ json_t *jsonr_fast(const char *body, size_t len)
             goto out;
         tok = grown;
         rc = jsmn_parse(&p, body, len, tok, (unsigned int)cap);
-        if (rc != JSMN_ERROR_NOMEM)
+        if (rc != JSMN_ERROR_NOMEM || cap == max)
             break;
-        cap *= 2; /* jsmn goes on from where it stopped */
+        cap = cap * 2 < max ? cap * 2 : max; /* jsmn goes on from where it stopped */
     }
     if (rc <= 0)
         goto out;
