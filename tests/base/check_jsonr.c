@@ -146,6 +146,21 @@ static const struct {
     {"{\"k\\u00e9\":{\"x\\n\":\"v\\u00e9\",\"y\\t\":{\"\\\"\":\"\\\\\"}},\"z\\/\":\"\\u0041\"}",
      "{\"k\xc3\xa9\":{\"x\\n\":\"v\xc3\xa9\",\"y\\t\":{\"\\\"\":\"\\\\\"}},\"z/\":\"A\"}"},
     {"[[[[[]]]],{\"\":\"\"}]", "[[[[[]]]],{\"\":\"\"}]"},
+    /* escapes at the very end of the body */
+    {"\"\\\\\"", "\"\\\\\""},
+    {"\"\\u0041\"", "\"A\""},
+    {"\"\\\"\"", "\"\\\"\""},
+    /* a repeated key, spelt with and without escapes, around nested values */
+    {"{\"a\":1,\"\\u0061\":{\"b\":2},\"c\":3,\"a\":[4]}", "{\"a\":[4],\"c\":3}"},
+    /* escaped keys three deep, each held in the scratch while the next is decoded */
+    {"{\"\\\\\":{\"\\\\\":{\"\\\\\":\"\\\\\\\\\"}}}",
+     "{\"\\\\\":{\"\\\\\":{\"\\\\\":\"\\\\\\\\\"}}}"},
+    /* a top-level scalar that jsmn ends at whitespace */
+    {"1 ", "1"},
+    {"-9223372036854775808\n", "-9223372036854775808"},
+    {"true\t", "true"},
+    {"null\r", "null"},
+    {" \"x\" ", "\"x\""},
 };
 
 START_TEST(test_accepted)
@@ -220,6 +235,47 @@ static const char *const declined[] = {
     "5",
     "'a'",
     "[\"a\"\"b\"]",
+    /* whitespace jansson does not accept */
+    "[1,\f2]",
+    "[1,\v2]",
+    "[\xc2\xa0"
+    "1]",
+    "\f[1]",
+    "[1]\v",
+    /* separators jsmn does not check */
+    "[\"a\"1]",
+    "[1\"a\"]",
+    "[true\"x\"]",
+    "[[1]2]",
+    "[1:2]",
+    "{\"a\"::1}",
+    "{\"a\":1,:2}",
+    "{\"a\":{\"b\":1}\"c\":2}",
+    "{\"a\":true:1}",
+    "\"a\" \"b\"",
+    "\"a\",",
+    "\"a\":",
+    "1,",
+    "1",
+    /* strings cut at the end of the body */
+    "\"\\u00",
+    "\"abc\\",
+    "[\"\\u00\"]",
+    /* UTF-8 split by an escape; a surrogate pair split by an escaped backslash */
+    "[\"\xc3\\u00a9\"]",
+    "[\"\\u00e9\xa9\"]",
+    "[\"\\ud83d\\\\ude00\"]",
+    "{\"\\udc00\":1}",
+    /* numbers */
+    "[00]",
+    "[-00]",
+    "[--1]",
+    "[1-]",
+    "[0x1]",
+    "[1e]",
+    "[nan]",
+    "[-0000000000000000000001]",
+    "[10000000000000000000]",
 };
 
 START_TEST(test_declined)
