@@ -361,17 +361,61 @@ static json_t *read_value(struct reader *r, int depth)
     }
 }
 
+static bool delimits_primitive(char c)
+{
+    return c == '\t' || c == '\r' || c == '\n' || c == ' ' || c == ',' || c == ']' || c == '}';
+}
+
+/*
+ * Whether the brackets of the len bytes at js nest at most JSONR_MAX_DEPTH + 1 deep
+ * (the reader's limit), counted as jsmn's strict mode lexes the text: a string runs
+ * to its first unescaped quote, a primitive to a delimiter (quotes and brackets in it
+ * are its own). jsmn closes a bracket by walking up from its last token one level
+ * per step, so a body d deep costs it d * d steps: deeper bodies are declined before
+ * jsmn reads them. Where this count and jsmn part ways, jsmn has already failed.
+ */
+static bool shallow(const char *js, size_t len)
+{
+    size_t depth = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        char c = js[i];
+
+        if (c == '[' || c == '{') {
+            if (++depth > JSONR_MAX_DEPTH + 1)
+                return false;
+        } else if (c == ']' || c == '}') {
+            if (depth > 0)
+                depth--;
+        } else if (c == '"') {
+            for (i++; i < len && js[i] != '"'; i++)
+                if (js[i] == '\\')
+                    i++;
+        } else if (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n') {
+            while (i + 1 < len && !delimits_primitive(js[i + 1]))
+                i++;
+        }
+    }
+    return true;
+}
+
 json_t *jsonr_fast(const char *body, size_t len)
 {
     struct reader r = {0};
     jsmn_parser p;
     jsmntok_t *tok = NULL;
-    size_t cap = len / 4 + 16;
+    /* A body the reader accepts has at most (len + 1) / 2 tokens: a scalar takes a
+     * byte, a key three, a container of n members n + 1 bytes of brackets and commas.
+     * jsmn gets no more, whatever else it would tokenize (`[1][1]...`: two tokens per
+     * three bytes, 13 bytes of tokens per byte of body). */
+    size_t max = len / 2 + 1;
+    size_t cap = len / 4 + 16 < max ? len / 4 + 16 : max;
     json_t *v = NULL;
     int rc;
 
     /* jsmn stops at a NUL byte. */
-    if (body == NULL || len == 0 || len > JSONR_MAX_LEN || memchr(body, '\0', len) != NULL)
+    if (body == NULL || len == 0 || len > JSONR_MAX_LEN || memchr(body, '\0', len) != NULL
+        || !shallow(body, len))
         return NULL;
     jsmn_init(&p);
     for (;;) {
@@ -381,9 +425,9 @@ json_t *jsonr_fast(const char *body, size_t len)
             goto out;
         tok = grown;
         rc = jsmn_parse(&p, body, len, tok, (unsigned int)cap);
-        if (rc != JSMN_ERROR_NOMEM)
+        if (rc != JSMN_ERROR_NOMEM || cap == max)
             break;
-        cap *= 2; /* jsmn goes on from where it stopped */
+        cap = cap * 2 < max ? cap * 2 : max; /* jsmn goes on from where it stopped */
     }
     if (rc <= 0)
         goto out;

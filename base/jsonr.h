@@ -25,12 +25,15 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* Deeper bodies are left to jansson (its own limit is 2048); a pod is ~12 deep. */
+/* Deeper bodies are left to jansson (its own limit is 2048); a pod is ~12 deep. They
+ * are found before jsmn reads them: jsmn closes a bracket by walking up one level per
+ * step, so a body d deep costs it d * d steps. */
 #define JSONR_MAX_DEPTH 128
 
-/* Longer bodies are left to jansson: jsmn's tokens (20 bytes each, up to one per two
- * bytes of text) would add up to 10 bytes per byte to the tree's own memory. A
- * review is a few KiB; a pod at etcd's 1.5 MiB object limit is rare enough. */
+/* Longer bodies are left to jansson: jsmn's tokens (20 bytes each, at most one per two
+ * bytes of text, the most a body read here has) add up to 10 bytes per byte to the
+ * tree's own memory. A review is a few KiB; a pod at etcd's 1.5 MiB object limit is
+ * rare enough. */
 #define JSONR_MAX_LEN (1024 * 1024)
 
 /**

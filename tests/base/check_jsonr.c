@@ -146,6 +146,21 @@ static const struct {
     {"{\"k\\u00e9\":{\"x\\n\":\"v\\u00e9\",\"y\\t\":{\"\\\"\":\"\\\\\"}},\"z\\/\":\"\\u0041\"}",
      "{\"k\xc3\xa9\":{\"x\\n\":\"v\xc3\xa9\",\"y\\t\":{\"\\\"\":\"\\\\\"}},\"z/\":\"A\"}"},
     {"[[[[[]]]],{\"\":\"\"}]", "[[[[[]]]],{\"\":\"\"}]"},
+    /* escapes at the very end of the body */
+    {"\"\\\\\"", "\"\\\\\""},
+    {"\"\\u0041\"", "\"A\""},
+    {"\"\\\"\"", "\"\\\"\""},
+    /* a repeated key, spelt with and without escapes, around nested values */
+    {"{\"a\":1,\"\\u0061\":{\"b\":2},\"c\":3,\"a\":[4]}", "{\"a\":[4],\"c\":3}"},
+    /* escaped keys three deep, each held in the scratch while the next is decoded */
+    {"{\"\\\\\":{\"\\\\\":{\"\\\\\":\"\\\\\\\\\"}}}",
+     "{\"\\\\\":{\"\\\\\":{\"\\\\\":\"\\\\\\\\\"}}}"},
+    /* a top-level scalar that jsmn ends at whitespace */
+    {"1 ", "1"},
+    {"-9223372036854775808\n", "-9223372036854775808"},
+    {"true\t", "true"},
+    {"null\r", "null"},
+    {" \"x\" ", "\"x\""},
 };
 
 START_TEST(test_accepted)
@@ -220,6 +235,47 @@ static const char *const declined[] = {
     "5",
     "'a'",
     "[\"a\"\"b\"]",
+    /* whitespace jansson does not accept */
+    "[1,\f2]",
+    "[1,\v2]",
+    "[\xc2\xa0"
+    "1]",
+    "\f[1]",
+    "[1]\v",
+    /* separators jsmn does not check */
+    "[\"a\"1]",
+    "[1\"a\"]",
+    "[true\"x\"]",
+    "[[1]2]",
+    "[1:2]",
+    "{\"a\"::1}",
+    "{\"a\":1,:2}",
+    "{\"a\":{\"b\":1}\"c\":2}",
+    "{\"a\":true:1}",
+    "\"a\" \"b\"",
+    "\"a\",",
+    "\"a\":",
+    "1,",
+    "1",
+    /* strings cut at the end of the body */
+    "\"\\u00",
+    "\"abc\\",
+    "[\"\\u00\"]",
+    /* UTF-8 split by an escape; a surrogate pair split by an escaped backslash */
+    "[\"\xc3\\u00a9\"]",
+    "[\"\\u00e9\xa9\"]",
+    "[\"\\ud83d\\\\ude00\"]",
+    "{\"\\udc00\":1}",
+    /* numbers */
+    "[00]",
+    "[-00]",
+    "[--1]",
+    "[1-]",
+    "[0x1]",
+    "[1e]",
+    "[nan]",
+    "[-0000000000000000000001]",
+    "[10000000000000000000]",
 };
 
 START_TEST(test_declined)
@@ -254,6 +310,67 @@ START_TEST(test_depth)
             buf[n++] = ']';
         ck_assert_int_eq(check_same(buf, n, "nested"), d == JSONR_MAX_DEPTH + 1);
     }
+}
+END_TEST
+
+/* jsmn closes a bracket by walking up from the last token to the open container, one
+ * step per level: `[[[...]]]` costs it the square of its depth (half a MiB deep: over ten minutes).
+ * Bodies nested beyond the reader's depth are declined before jsmn reads them, so these
+ * run in a few milliseconds; unclosed, jsmn's tokens (one per byte) would also take 20
+ * bytes per byte of body. A timeout here is the bug back. */
+START_TEST(test_deep_body)
+{
+    size_t n = JSONR_MAX_LEN;
+    char *buf = malloc(n);
+
+    ck_assert_ptr_nonnull(buf);
+    memset(buf, '[', n / 2);
+    memset(buf + n / 2, ']', n / 2);
+    ck_assert_ptr_null(jsonr_fast(buf, n));
+    check_same(buf, n, "half a MiB deep");
+    memset(buf, '[', n);
+    ck_assert_ptr_null(jsonr_fast(buf, n));
+    check_same(buf, n, "a MiB of [");
+    /* deep nesting after a string, and after a primitive holding a quote (jsmn reads
+     * `1"` as one primitive, so the quote opens no string) */
+    memcpy(buf, "[\"[\",1\"]", 8);
+    memset(buf + 8, '[', (n - 8) / 2);
+    memset(buf + 8 + (n - 8) / 2, ']', (n - 8) / 2);
+    ck_assert_ptr_null(jsonr_fast(buf, n));
+    check_same(buf, n, "deep after a quote in a primitive");
+    free(buf);
+}
+END_TEST
+
+/* jsmn's token array starts at a quarter of the body's length and grows when jsmn
+ * asks (it goes on where it stopped), up to the most tokens a body the reader accepts
+ * can have: (len + 1) / 2, as `[1,1,...,1]` has. Arrays of k items of each kind, so
+ * that jsmn runs out of tokens at a primitive, a string, a bracket, a key, and
+ * `[1,...]` at exactly that bound, are all read fast. */
+START_TEST(test_token_bound)
+{
+    static const char *const items[] = {"1", "\"\"", "[]", "{}", "{\"k\":[1]}", "\"\\n\""};
+    char *buf = malloc(16 * 700 + 2);
+
+    ck_assert_ptr_nonnull(buf);
+    for (size_t kind = 0; kind < sizeof(items) / sizeof(items[0]); kind++) {
+        for (size_t k = 1; k <= 700; k += kind == 0 ? 1 : 7) {
+            size_t n = 0;
+            char name[48];
+
+            buf[n++] = '[';
+            for (size_t i = 0; i < k; i++) {
+                if (i > 0)
+                    buf[n++] = ',';
+                memcpy(buf + n, items[kind], strlen(items[kind]));
+                n += strlen(items[kind]);
+            }
+            buf[n++] = ']';
+            snprintf(name, sizeof(name), "%zu of %s", k, items[kind]);
+            ck_assert_msg(check_same(buf, n, name), "%s declined", name);
+        }
+    }
+    free(buf);
 }
 END_TEST
 
@@ -397,6 +514,8 @@ static Suite *jsonr_suite(void)
     tcase_add_loop_test(tx, test_declined, 0, (int)(sizeof(declined) / sizeof(declined[0])));
     tcase_add_test(tx, test_nul_byte_declined);
     tcase_add_test(tx, test_depth);
+    tcase_add_test(tx, test_deep_body);
+    tcase_add_test(tx, test_token_bound);
     tcase_add_test(tx, test_length_limit);
     suite_add_tcase(s, tx);
     tcase_add_test(tr, test_random_documents);
