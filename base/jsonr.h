@@ -25,10 +25,12 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* Deeper bodies are left to jansson (its own limit is 2048); a pod is ~12 deep. They
- * are found before jsmn reads them: jsmn closes a bracket by walking up one level per
- * step, so a body d deep costs it d * d steps. */
-#define JSONR_MAX_DEPTH 128
+/* Deeper bodies are left to jansson (its own limit is 2048); a review's deepest pod
+ * field (affinity's matchExpressions values) is 13 deep. They are found before jsmn
+ * reads them: jsmn closes a bracket by walking up one level per step, so a body d
+ * deep costs it d * d steps, and even at the limit every bracket of a 1 MiB body of
+ * nests costs up to the limit's steps (at 128: 0.56 s, twice jansson's time). */
+#define JSONR_MAX_DEPTH 32
 
 /* Longer bodies are left to jansson: jsmn's tokens (20 bytes each, at most one per two
  * bytes of text, the most a body read here has) add up to 10 bytes per byte to the
