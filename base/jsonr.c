@@ -388,9 +388,7 @@ static bool shallow(const char *js, size_t len)
             if (depth > 0)
                 depth--;
         } else if (c == '"') {
-            for (i++; i < len && js[i] != '"'; i++)
-                if (js[i] == '\\')
-                    i++;
+            i = jsonr_string_end(js, len, i + 1);
         } else if (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n') {
             while (i + 1 < len && !delimits_primitive(js[i + 1]))
                 i++;

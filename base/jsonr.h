@@ -24,6 +24,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <string.h>
 
 /* Deeper bodies are left to jansson (its own limit is 2048); a review's deepest pod
  * field (affinity's matchExpressions values) is 13 deep. They are found before jsmn
@@ -37,6 +38,35 @@
  * tree's own memory. A review is a few KiB; a pod at etcd's 1.5 MiB object limit is
  * rare enough. */
 #define JSONR_MAX_LEN (1024 * 1024)
+
+/**
+ * Where the JSON string whose content starts at js[from] ends: the index of its
+ * closing quote, the first `"` not escaped (not after an odd run of backslashes,
+ * RFC 8259 §7), or len when there is none. For the scans that skip strings before
+ * any parse (the reader's depth check, admission's container count). Reads only
+ * js[from..len). Inline: called once per string of a body.
+ */
+static inline size_t jsonr_string_end(const char *js, size_t len, size_t from)
+{
+    size_t i = from;
+
+    /* memchr to each quote: most of a review is string content */
+    while (i < len) {
+        const char *q = memchr(js + i, '"', len - i);
+        size_t at;
+        size_t run = 0;
+
+        if (q == NULL)
+            return len;
+        at = (size_t)(q - js);
+        while (at - run > from && js[at - run - 1] == '\\')
+            run++;
+        if (run % 2 == 0)
+            return at;
+        i = at + 1;
+    }
+    return len;
+}
 
 /**
  * The fast path alone: the tree of the len bytes at body (borrowed), or NULL when

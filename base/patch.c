@@ -165,6 +165,8 @@ static int diff_object(struct diff *d, const json_t *a, const json_t *b)
     json_object_foreach(mb, key, v) {
         const json_t *old = json_object_get(a, key);
 
+        if (old == v)
+            continue; /* shared by the copy: no op, and no path to build */
         rc = path_push(d, key, &mark);
         if (rc < 0)
             return rc;
@@ -200,6 +202,8 @@ static int diff_array(struct diff *d, const json_t *a, const json_t *b)
     if (nb < na)
         return emit(d, "replace", b);
     for (i = 0; i < nb; i++) {
+        if (i < na && json_array_get(a, i) == json_array_get(b, i))
+            continue; /* shared by the copy */
         rc = path_push(d, i < na ? index_text(idx, i) : "-", &mark);
         if (rc < 0)
             return rc;

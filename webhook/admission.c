@@ -261,22 +261,7 @@ static long json_container_count(const char *s, size_t len)
         if (c == '{' || c == '[') {
             n++;
         } else if (c == '"') {
-            /* Most of a review is string content: memchr to each quote; the closing one
-             * is the first not escaped, i.e. not after an odd run of backslashes. */
-            for (;;) {
-                const char *q = memchr(s + i, '"', len - i);
-                size_t at;
-                size_t run = 0;
-
-                if (q == NULL)
-                    return n;
-                at = (size_t)(q - s);
-                while (at - run > i && s[at - run - 1] == '\\')
-                    run++;
-                i = at + 1;
-                if (run % 2 == 0)
-                    break;
-            }
+            i = jsonr_string_end(s, len, i) + 1;
         }
     }
     return n;

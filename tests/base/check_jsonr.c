@@ -399,6 +399,27 @@ START_TEST(test_length_limit)
 }
 END_TEST
 
+/* The closing quote: the first not after an odd run of backslashes; len when none. */
+START_TEST(test_string_end)
+{
+    static const struct {
+        const char *s;
+        size_t from;
+        size_t end;
+    } cases[] = {
+        {"abc\"", 0, 3},   {"\"", 0, 0},           {"a\\\"b\"", 0, 4},
+        {"a\\\\\"", 0, 3}, {"a\\\\\\\"x\"", 0, 6}, {"abc", 0, 3},
+        {"x\"ab\"", 2, 4}, {"\\\"", 1, 1}, /* the run counts from `from` only */
+        {"a\\", 0, 2},
+    };
+
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+        ck_assert_msg(jsonr_string_end(cases[k].s, strlen(cases[k].s), cases[k].from)
+                          == cases[k].end,
+                      "case %zu: %s", k, cases[k].s);
+}
+END_TEST
+
 /* ---- random documents and mutations ----------------------------------------- */
 
 static uint64_t rng_state;
@@ -514,6 +535,7 @@ static Suite *jsonr_suite(void)
     tcase_add_loop_test(tx, test_declined, 0, (int)(sizeof(declined) / sizeof(declined[0])));
     tcase_add_test(tx, test_nul_byte_declined);
     tcase_add_test(tx, test_depth);
+    tcase_add_test(tx, test_string_end);
     tcase_add_test(tx, test_deep_body);
     tcase_add_test(tx, test_token_bound);
     tcase_add_test(tx, test_length_limit);
