@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "base/jsonr.h"
+#include "tests/jsongen.h"
 #include "tests/testutil.h"
 
 #define FLAGS (JSON_DECODE_ANY | JSON_ALLOW_NUL)
@@ -422,71 +423,16 @@ END_TEST
 
 /* ---- random documents and mutations ----------------------------------------- */
 
-static uint64_t rng_state;
-
-static uint32_t rnd(uint32_t n)
-{
-    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(rng_state >> 33) % n;
-}
-
-static json_t *gen_string(void)
-{
-    static const char *const pieces[] = {
-        "a", "Z",        "0",    "\"",           "\\",
-        "/", "~",        "\n",   "\x01",         "\x1f",
-        " ", "\xc3\xa9", "\x7f", "\xe2\x82\xac", "\xf0\x9f\x98\x80"};
-    char s[64] = "";
-    size_t n = rnd(8);
-
-    for (size_t i = 0; i < n; i++)
-        strcat(s, pieces[rnd(sizeof(pieces) / sizeof(pieces[0]))]);
-    return json_string(s);
-}
-
-/* A value; at the top (top true) an object or an array, as a review is: jsmn's strict
- * mode ends a primitive only at a delimiter, so a bare top-level number or literal is
- * left to jansson. */
-static json_t *gen(int depth, bool top)
-{
-    uint32_t k = top ? 6 + rnd(3) : rnd(depth > 0 ? 9 : 6);
-    json_t *v;
-
-    switch (k) {
-    case 0: return json_null();
-    case 1: return rnd(2) ? json_true() : json_false();
-    case 2: return json_integer((json_int_t)rnd(2000000) - 1000000);
-    case 3: return json_integer(rnd(2) ? INT64_MIN : INT64_MAX);
-    case 4:
-    case 5: return gen_string();
-    case 6:
-    case 7:
-        v = json_object();
-        for (uint32_t i = rnd(5); i > 0; i--) {
-            json_t *key = gen_string();
-
-            json_object_set_new(v, json_string_value(key), gen(depth - 1, false));
-            json_decref(key);
-        }
-        return v;
-    default:
-        v = json_array();
-        for (uint32_t i = rnd(5); i > 0; i--)
-            json_array_append_new(v, gen(depth - 1, false));
-        return v;
-    }
-}
-
 /* Documents jansson writes (compact, indented, ASCII-only with \u escapes) are read
  * on the fast path, to the same tree; each one mutated is read the same by both. */
 START_TEST(test_random_documents)
 {
     static const size_t forms[] = {JSON_COMPACT, JSON_INDENT(2), JSON_ENSURE_ASCII | JSON_COMPACT};
     static const char bytes[] = "{}[],:\"\\ u0123456789abcdefetrunl-+.\x01\xc3\xa9\xff";
+    struct jsongen g = {.state = 0x9e3779b97f4a7c15ULL, .reals = false};
 
-    rng_state = 0x9e3779b97f4a7c15ULL;
     for (int iter = 0; iter < 2000; iter++) {
-        json_t *v = gen(4, true);
+        json_t *v = jsongen_value(&g, 4, true);
         char *text = json_dumps(v, forms[iter % 3] | JSON_ENCODE_ANY);
         size_t n = strlen(text);
         char name[48];
@@ -495,19 +441,19 @@ START_TEST(test_random_documents)
         ck_assert_msg(check_same(text, n, name), "%s declined: %s", name, text);
         for (int m = 0; m < 8 && n > 0; m++) {
             char *t = malloc(n + 2);
-            size_t at = rnd((uint32_t)n);
+            size_t at = jsongen_rnd(&g, (uint32_t)n);
             size_t len = n;
 
             memcpy(t, text, n);
-            switch (rnd(3)) {
-            case 0: t[at] = bytes[rnd(sizeof(bytes) - 1)]; break;
+            switch (jsongen_rnd(&g, 3)) {
+            case 0: t[at] = bytes[jsongen_rnd(&g, sizeof(bytes) - 1)]; break;
             case 1:
                 memmove(t + at, t + at + 1, n - at - 1);
                 len--;
                 break;
             default:
                 memmove(t + at + 1, t + at, n - at);
-                t[at] = bytes[rnd(sizeof(bytes) - 1)];
+                t[at] = bytes[jsongen_rnd(&g, sizeof(bytes) - 1)];
                 len++;
                 break;
             }

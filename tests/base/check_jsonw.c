@@ -12,6 +12,7 @@
 
 #include "base/buf.h"
 #include "base/jsonw.h"
+#include "tests/jsongen.h"
 #include "tests/testutil.h"
 
 /* Compact dump of v (the oracle). Caller frees. */
@@ -176,65 +177,12 @@ END_TEST
 
 /* ---- random documents: the writer's text is the dumper's ---------------- */
 
-static uint64_t rng_state;
-
-static uint32_t rnd(uint32_t n)
-{
-    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(rng_state >> 33) % n;
-}
-
-/* A string of ASCII (control characters, quotes, slashes, ~ included) and some UTF-8. */
-static json_t *gen_string(void)
-{
-    static const char *const pieces[] = {
-        "a",    "Z", "0",        "\"",           "\\",
-        "/",    "~", "\n",       "\t",           "\x01",
-        "\x1f", " ", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
-        "\x7f"};
-    char s[64] = "";
-    size_t n = rnd(8);
-
-    for (size_t i = 0; i < n; i++)
-        strcat(s, pieces[rnd(sizeof(pieces) / sizeof(pieces[0]))]);
-    return json_string(s);
-}
-
-static json_t *gen(int depth)
-{
-    uint32_t k = rnd(depth > 0 ? 9 : 6);
-    json_t *v;
-
-    switch (k) {
-    case 0: return json_null();
-    case 1: return rnd(2) ? json_true() : json_false();
-    case 2: return json_integer((json_int_t)rnd(2000000) - 1000000);
-    case 3: return json_real((double)rnd(100000) / 7.0);
-    case 4:
-    case 5: return gen_string();
-    case 6:
-    case 7:
-        v = json_object();
-        for (uint32_t i = rnd(5); i > 0; i--) {
-            json_t *key = gen_string();
-
-            json_object_set_new(v, json_string_value(key), gen(depth - 1));
-            json_decref(key);
-        }
-        return v;
-    default:
-        v = json_array();
-        for (uint32_t i = rnd(5); i > 0; i--)
-            json_array_append_new(v, gen(depth - 1));
-        return v;
-    }
-}
-
 START_TEST(test_random_documents)
 {
-    rng_state = 0x2545f4914f6cdd1dULL;
+    struct jsongen g = {.state = 0x2545f4914f6cdd1dULL, .reals = true};
+
     for (int iter = 0; iter < 3000; iter++) {
-        json_t *v = gen(4);
+        json_t *v = jsongen_value(&g, 4, false);
         char name[32];
 
         ck_assert_ptr_nonnull(v);
