@@ -17,6 +17,9 @@ Hostile clients (slowloris and the TLS profile are in test_operations.py):
     connection, then normal service.
   - Chunked bodies that never end: closed by --request-timeout (a trickle) or by the
     3 MiB cap (a flood); one that ends past the cap gets 413.
+  - Slow uploads holding --max-body-bytes-in-flight: the next request gets 503 with a
+    Status and Retry-After: 1 before its body; served again once they end or vanish,
+    and webhook_http_body_bytes_in_flight returns to 0.
   - Deeply nested JSON, huge arrays within 3 MiB, duplicate keys (the last one wins, as
     in Go's decoder), invalid UTF-8, numbers out of range: a Status 400 naming the
     problem, or a correct AdmissionReview.
@@ -701,6 +704,101 @@ class EndlessChunkedTest(SharedServerCase):
         self.assertEqual(status, 413)
         self.assertEqual(json.loads(body)["reason"], "RequestEntityTooLarge")
         self.assert_good(self.good, 1)
+
+
+# ---------------------------------------------------------------- body budget
+
+def metric_value(wh, name):
+    """The unlabelled sample name (or name{labels}) from GET /metrics, None when absent."""
+    conn = wh.connection()
+    try:
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
+    return float(m.group(1)) if m else None
+
+
+class BodyBudgetTest(HostileCase):
+    """--max-body-bytes-in-flight: two slow uploads that announced 3 MiB each hold the
+    whole 6 MiB budget from their headers on; the next request is answered 503 before
+    its body (the Status, Retry-After: 1, Connection: close), counted as a 503 error and
+    logged as a refusal. Once one slow upload finishes (200) and the other vanishes, a
+    normal review is served again and webhook_http_body_bytes_in_flight is back to 0."""
+
+    BUDGET = 2 * CAP
+
+    def wait_body_bytes(self, wh, want):
+        deadline = time.monotonic() + 15
+        value = metric_value(wh, "webhook_http_body_bytes_in_flight")
+        while value != want and time.monotonic() < deadline:
+            time.sleep(0.05)
+            value = metric_value(wh, "webhook_http_body_bytes_in_flight")
+        self.assertEqual(value, want)
+
+    def test_slow_uploads_hold_the_budget(self):
+        env = self.make_env(["--max-body-bytes-in-flight", str(self.BUDGET),
+                             "--request-timeout", "60s"])
+        self.addCleanup(env.close)
+        wh, ctx, job = env.webhook, tls_context(env.certs), env.jobs[0]
+        ns = job["metadata"]["namespace"]
+        pod = harness.build_pod(job, "mpimaster", 0)
+        self.wait_body_bytes(wh, 0)
+
+        revs = [harness.review(pod, ns) for _ in range(2)]
+        bodies = [json.dumps(r).encode() for r in revs]
+        bodies = [b + b" " * (CAP - len(b)) for b in bodies]   # exactly the cap
+        slow = []
+        for i, body in enumerate(bodies):
+            s = tls_socket(wh.port, ctx, timeout=30)
+            self.addCleanup(s.close)
+            data = post_bytes(body)
+            head = len(data) - len(body)
+            s.sendall(data[:head + 1000])                        # and then nothing
+            slow.append((s, data[head + 1000:]))
+            self.wait_body_bytes(wh, (i + 1) * CAP)
+
+        rev = harness.review(pod, ns)
+        body = json.dumps(rev).encode()
+        s = tls_socket(wh.port, ctx, timeout=30)
+        try:
+            s.sendall(post_bytes(body)[:-len(body)])             # headers only: answered now
+            status, headers, answer = read_response(s.makefile("rb"))
+            rest, how = drain(s, 15)
+        finally:
+            s.close()
+        self.assertEqual(status, 503)
+        self.assertEqual(headers.get("retry-after"), "1")
+        self.assertEqual(headers.get("connection", "").lower(), "close")
+        self.assertEqual(headers.get("content-type"), "application/json")
+        message = ("request bodies in memory would exceed %d bytes "
+                   "(--max-body-bytes-in-flight), retry later" % self.BUDGET)
+        self.assertEqual(json.loads(answer), {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": "ServiceUnavailable", "code": 503})
+        self.assertEqual((rest, how), (b"", "eof"))
+        self.wait_body_bytes(wh, self.BUDGET)                    # the refused one held nothing
+        self.assertEqual(metric_value(
+            wh, 'webhook_admission_requests_total{code="503",outcome="error"}'), 1)
+        lines = log_lines(wh, "http: refused request")
+        self.assertEqual([(l["level"], l["code"], l["reason"], l["message"]) for l in lines],
+                         [("info", "503", "ServiceUnavailable", message)])
+        self.assertTrue(lines[0]["client"].startswith("127.0.0.1:"), lines[0])
+
+        # One slow upload finishes: served; the other vanishes: its bytes come back too.
+        s, rest = slow[0]
+        s.sendall(rest)
+        status, _, answer = read_response(s.makefile("rb"))
+        self.assertIsNone(check_answer(revs[0], status, json.loads(answer)))
+        self.wait_body_bytes(wh, CAP)
+        slow[1][0].close()
+        self.wait_body_bytes(wh, 0)
+        status, answer = wh.post(rev)
+        self.assertIsNone(check_answer(rev, status, answer))
+        self.wait_body_bytes(wh, 0)
+        self.assertEqual(metric_value(
+            wh, 'webhook_admission_requests_total{code="503",outcome="error"}'), 1)
 
 
 # ---------------------------------------------------------------- hostile JSON

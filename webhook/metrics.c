@@ -113,6 +113,7 @@ void metrics_reset(void)
             for (size_t r = 0; r < 2; r++)
                 atomic_store(&objects_ops[k][o][r].n, 0);
     atomic_store(&server_metrics.evicted.n, 0);
+    atomic_store(&server_metrics.body_bytes, 0);
     for (size_t r = 0; r < SERVER_REFUSED_N; r++)
         atomic_store(&server_metrics.handshakes_refused[r].n, 0);
 }
@@ -287,6 +288,9 @@ static void render_own(void *userdata, struct metric_writer *w)
                  "Connections closed to make room for new ones near --max-connections (idle "
                  "or not yet sent a whole request).",
                  NULL, (double)metric_counter_get(&server_metrics.evicted));
+    metric_write(w, "webhook_http_body_bytes_in_flight", "gauge",
+                 "Request body bytes held in memory now, of --max-body-bytes-in-flight.", NULL,
+                 (double)atomic_load(&server_metrics.body_bytes));
     for (size_t r = 0; r < SERVER_REFUSED_N; r++) {
         snprintf(labels, sizeof(labels), "reason=\"%s\"", server_refusal_name(r));
         metric_write(w, "webhook_tls_handshakes_refused_total", "counter",

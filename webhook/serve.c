@@ -340,6 +340,7 @@ static void ops_server_config(struct serve_ops *ops, struct server_config *scfg)
     scfg->per_ip_limit = (unsigned)ops->opt->max_per_ip;
     scfg->connection_timeout = (unsigned)(ops->opt->idle_timeout_ms / 1000);
     scfg->request_timeout_ms = (unsigned)ops->opt->request_timeout_ms;
+    scfg->max_body_in_flight = (size_t)ops->opt->max_body_in_flight;
     scfg->metrics_collect = serve_collect;
     scfg->metrics_userdata = ops;
 }

@@ -90,6 +90,7 @@ enum {
     OPT_MAX_CONNECTIONS_PER_IP,
     OPT_CONNECTION_IDLE_TIMEOUT,
     OPT_REQUEST_TIMEOUT,
+    OPT_MAX_BODY_IN_FLIGHT,
 };
 
 /* The flags, in --help order (webhook/flags.h); one_flag acts on each. */
@@ -260,6 +261,16 @@ static const struct flag serve_flag_table[] = {
      "body; for a new connection also the TLS\n"
      "handshake) has not arrived within this\n",
      "10s"},
+    /* The default is SERVER_DEFAULT_BODY_BYTES_IN_FLIGHT (64 MiB): a quarter of the
+     * Deployment's 256Mi memory limit, beside the 16 MiB that connections take at
+     * the default --max-connections (bench/RESULTS.md). */
+    {OPT_MAX_BODY_IN_FLIGHT, "max-body-bytes-in-flight", 0, required_argument, "BYTES",
+     "request body bytes held in memory by all\n"
+     "connections together, at least the 3 MiB\n"
+     "body cap: slow uploads cannot exhaust the\n"
+     "memory limit; past it a request gets 503\n"
+     "with Retry-After: 1",
+     "67108864"},
     /* not in --help: a watch with no byte (event or bookmark) for this long is dead; the
      * default (90s) suits kube-apiserver's one-minute bookmarks (tests, advanced) */
     {OPT_WATCH_IDLE_TIMEOUT, "watch-idle-timeout", 0, required_argument, "DURATION", NULL, NULL},
@@ -332,6 +343,7 @@ static void options_init(struct serve_options *o)
     o->max_per_ip = 0;
     o->idle_timeout_ms = (long)SERVER_DEFAULT_TIMEOUT * 1000;
     o->request_timeout_ms = (long)SERVER_DEFAULT_REQUEST_TIMEOUT_MS;
+    o->max_body_in_flight = (long)SERVER_DEFAULT_BODY_BYTES_IN_FLIGHT;
 }
 
 /* ---- reconcile side: leader election, resync, API client limits ---- */
@@ -605,6 +617,10 @@ static int certsecret_flags_check(const struct serve_options *o, unsigned named,
 
 /* ---- operations: shutdown, connection limits ---- */
 
+/* --max-body-bytes-in-flight's upper bound: 1 TiB, far past any memory limit. */
+#define MAX_BODY_IN_FLIGHT (1L << 40)
+_Static_assert((long)SERVER_MAX_BODY <= MAX_BODY_IN_FLIGHT, "the body cap fits the budget");
+
 /* One operations flag. @return 0, or WH_EINVAL after the message. */
 static int ops_flag(struct serve_options *o, int opt, const char *arg, FILE *err_to)
 {
@@ -632,6 +648,15 @@ static int ops_flag(struct serve_options *o, int opt, const char *arg, FILE *err
         return flags_parse_duration_ms(arg, 100, 600000L, &o->request_timeout_ms) < 0 ? bad_value(
                    err_to, "--request-timeout", arg, "want a duration from 100ms to 10m, like 10s")
                                                                                       : 0;
+    case OPT_MAX_BODY_IN_FLIGHT:
+        /* No body of the largest size could ever be served below the cap. */
+        return flags_parse_long(arg, (long)SERVER_MAX_BODY, MAX_BODY_IN_FLIGHT,
+                                &o->max_body_in_flight)
+                < 0
+            ? bad_value(err_to, "--max-body-bytes-in-flight", arg,
+                        "want a byte count from 3145728 (the 3 MiB body cap) to "
+                        "1099511627776 (1 TiB), like 67108864")
+            : 0;
     default: return WH_EINVAL;
     }
 }
@@ -725,7 +750,8 @@ static int one_flag(struct serve_options *o, unsigned *named, int opt, const cha
     case OPT_MAX_CONNECTIONS:
     case OPT_MAX_CONNECTIONS_PER_IP:
     case OPT_CONNECTION_IDLE_TIMEOUT:
-    case OPT_REQUEST_TIMEOUT: return ops_flag(o, opt, arg, err_to);
+    case OPT_REQUEST_TIMEOUT:
+    case OPT_MAX_BODY_IN_FLIGHT: return ops_flag(o, opt, arg, err_to);
     case OPT_BIND:
     case OPT_PORT:
     case OPT_CERT:

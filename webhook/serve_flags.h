@@ -87,6 +87,8 @@ struct serve_options {
                                      (default) */
     long idle_timeout_ms;    /* --connection-idle-timeout, whole s 1s..1h, default 30000 */
     long request_timeout_ms; /* --request-timeout 100ms..10m, default 10000 */
+    long max_body_in_flight; /* --max-body-bytes-in-flight SERVER_MAX_BODY..1 TiB, default
+                                SERVER_DEFAULT_BODY_BYTES_IN_FLIGHT */
 };
 
 /**

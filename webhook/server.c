@@ -13,7 +13,12 @@
  * last call (no more data) runs admission_handle. A chunked body (no
  * Content-Length) that passes the cap is dropped from there on and answered
  * 413 at its end, since MHD 0.9 cannot answer mid-body; one that goes on for
- * another cap's worth has the connection closed.
+ * another cap's worth has the connection closed. The body also reserves its
+ * bytes of the budget all requests share (max_body_in_flight,
+ * server_body_reserve): its Content-Length in the first call, so a request
+ * over the budget is answered 503 before its body, else as bytes arrive (a
+ * chunked body over the budget is dropped from there on and answered 503 at
+ * its end, as one over the cap).
  *
  * Threads: server_create/server_run/server_stop on the main thread.
  * access_handler and mhd_log run on MHD worker threads (a pool with one
@@ -25,6 +30,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -124,10 +130,13 @@ static const char *echo_safe(const char *s, char *buf, size_t len)
 
 /* ---- answers ---- */
 
-/* Queue body (copied unless must_free, then freed by MHD) with status and type. */
-static enum MHD_Result queue(struct server *s, struct MHD_Connection *c, unsigned status,
-                             const char *type, const char *allow, char *body, size_t len,
-                             bool must_free)
+/*
+ * Queue body (copied unless must_free, then freed by MHD) with status and type;
+ * busy adds "Retry-After: 1" and "Connection: close" (over the body budget).
+ */
+static enum MHD_Result queue_ex(struct server *s, struct MHD_Connection *c, unsigned status,
+                                const char *type, const char *allow, bool busy, char *body,
+                                size_t len, bool must_free)
 {
     struct MHD_Response *r;
     enum MHD_Result ret;
@@ -141,8 +150,10 @@ static enum MHD_Result queue(struct server *s, struct MHD_Connection *c, unsigne
     }
     if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) == MHD_NO
         || (allow != NULL && MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow) == MHD_NO)
-        /* Draining: send clients to another replica for their next request. */
-        || (atomic_load(&s->draining)
+        || (busy && MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1") == MHD_NO)
+        /* Draining: send clients to another replica for their next request; busy:
+         * a connection that was refused its body goes too. */
+        || ((busy || atomic_load(&s->draining))
             && MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_NO)) {
         MHD_destroy_response(r);
         return MHD_NO;
@@ -152,9 +163,18 @@ static enum MHD_Result queue(struct server *s, struct MHD_Connection *c, unsigne
     return ret;
 }
 
-/* Answer with a Kubernetes Status (docs/kube-api.md §2). */
-static enum MHD_Result queue_status(struct server *s, struct MHD_Connection *c, unsigned code,
-                                    const char *reason, const char *allow, const char *message)
+/* queue_ex without the busy headers. */
+static enum MHD_Result queue(struct server *s, struct MHD_Connection *c, unsigned status,
+                             const char *type, const char *allow, char *body, size_t len,
+                             bool must_free)
+{
+    return queue_ex(s, c, status, type, allow, false, body, len, must_free);
+}
+
+/* Answer with a Kubernetes Status (docs/kube-api.md §2); busy as queue_ex. */
+static enum MHD_Result queue_status_ex(struct server *s, struct MHD_Connection *c, unsigned code,
+                                       const char *reason, const char *allow, bool busy,
+                                       const char *message)
 {
     json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion",
                            "v1", "metadata", "status", "Failure", "message", message, "reason",
@@ -163,14 +183,22 @@ static enum MHD_Result queue_status(struct server *s, struct MHD_Connection *c, 
 
     json_decref(st);
     if (text == NULL)
-        return queue(s, c, code, "application/json", allow, (char *)status_enomem,
-                     sizeof(status_enomem) - 1, false);
-    return queue(s, c, code, "application/json", allow, text, strlen(text), true);
+        return queue_ex(s, c, code, "application/json", allow, busy, (char *)status_enomem,
+                        sizeof(status_enomem) - 1, false);
+    return queue_ex(s, c, code, "application/json", allow, busy, text, strlen(text), true);
+}
+
+/* queue_status_ex without the busy headers. */
+static enum MHD_Result queue_status(struct server *s, struct MHD_Connection *c, unsigned code,
+                                    const char *reason, const char *allow, const char *message)
+{
+    return queue_status_ex(s, c, code, reason, allow, false, message);
 }
 
 /*
- * Log a 4xx answer at info with the client's address and why, at most one line
- * per LOG_PERIOD_MS (http_log) with the count of those not logged since.
+ * Log a 4xx answer (or the body budget's 503) at info with the client's address
+ * and why, at most one line per LOG_PERIOD_MS (http_log) with the count of those
+ * not logged since.
  */
 static void log_refusal(struct server *s, struct MHD_Connection *c, unsigned code,
                         const char *reason, const char *message)
@@ -179,8 +207,8 @@ static void log_refusal(struct server *s, struct MHD_Connection *c, unsigned cod
     char q[LOG_QUOTE_SIZE(384)];
     unsigned long suppressed = 0;
 
-    /* a 5xx (out of memory) is no refusal of the client's request */
-    if (code >= 500 || log_level_current < LOG_LEVEL_INFO
+    /* another 5xx (out of memory) is no refusal of the client's request */
+    if ((code >= 500 && code != MHD_HTTP_SERVICE_UNAVAILABLE) || log_level_current < LOG_LEVEL_INFO
         || !server_log_take(&s->http_log, &suppressed))
         return;
     LOG_INFO("http: refused request client=%s code=%u reason=%s message=%s suppressed=%lu",
@@ -195,6 +223,21 @@ static enum MHD_Result refuse(struct server *s, struct MHD_Connection *c, unsign
     metrics_admission((int)code, METRICS_ERROR, 0);
     log_refusal(s, c, code, reason, message);
     return queue_status(s, c, code, reason, allow, message);
+}
+
+/* The request's body would take the bodies in memory past the budget: 503, closed. */
+static enum MHD_Result refuse_busy(struct server *s, struct MHD_Connection *c)
+{
+    char msg[160];
+
+    snprintf(msg, sizeof(msg),
+             "request bodies in memory would exceed %zu bytes (--max-body-bytes-in-flight), "
+             "retry later",
+             s->body_budget);
+    metrics_admission(MHD_HTTP_SERVICE_UNAVAILABLE, METRICS_ERROR, 0);
+    log_refusal(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "ServiceUnavailable", msg);
+    return queue_status_ex(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "ServiceUnavailable", NULL, true,
+                           msg);
 }
 
 /* admission_handle answered 4xx (a Status, e.g. 400 for a body that is not an
@@ -271,18 +314,30 @@ static enum MHD_Result answer_probe(struct server *s, struct MHD_Connection *c, 
     return queue(s, c, MHD_HTTP_OK, "text/plain; charset=utf-8", NULL, (char *)"ok", 2, false);
 }
 
-/* The request announces a Content-Length over the body cap. */
-static bool length_over_cap(const struct server *s, struct MHD_Connection *c)
+/*
+ * The request's Content-Length into *n (ULLONG_MAX when it overflows).
+ * @return false when it has none (chunked, or no body).
+ */
+static bool content_length(struct MHD_Connection *c, unsigned long long *n)
 {
     /* MHD has checked Content-Length already (400 on a malformed one). */
     const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    unsigned long long n;
 
     if (v == NULL)
         return false;
     errno = 0;
-    n = strtoull(v, NULL, 10);
-    return errno != 0 || n > s->max_body;
+    *n = strtoull(v, NULL, 10);
+    if (errno != 0)
+        *n = ULLONG_MAX;
+    return true;
+}
+
+/* The request announces a Content-Length over the body cap. */
+static bool length_over_cap(const struct server *s, struct MHD_Connection *c)
+{
+    unsigned long long n;
+
+    return content_length(c, &n) && n > s->max_body;
 }
 
 /*
@@ -401,6 +456,16 @@ static enum MHD_Result request_begin(struct server *s, struct MHD_Connection *c,
         snprintf(msg, sizeof(msg), "request body is larger than %zu bytes", s->max_body);
         return refuse(s, c, MHD_HTTP_CONTENT_TOO_LARGE, "RequestEntityTooLarge", NULL, msg);
     }
+    /* Within the cap: the announced length is reserved of the budget now, so a
+     * request that would pass it is refused before its body is read. */
+    {
+        unsigned long long n;
+
+        if (content_length(c, &n) && !server_body_reserve(s, ctx, (size_t)n)) {
+            ctx->answered = true;
+            return refuse_busy(s, c);
+        }
+    }
     return MHD_YES;
 }
 
@@ -450,17 +515,27 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
         }
         if (ctx->answered)
             return MHD_YES;
-        if (ctx->too_big || ctx->probe) {
+        if (ctx->too_big || ctx->over_budget || ctx->probe) {
             /* Dropped (a probe's body is ignored); an endless chunked body is not
              * drained: closed after another cap's worth. */
             ctx->discarded += n < s->max_body - ctx->discarded ? n : s->max_body - ctx->discarded;
             return ctx->discarded < s->max_body ? MHD_YES : MHD_NO;
+        }
+        /* A chunked body reserves as it arrives (one with a Content-Length holds it
+         * all); past the budget it is dropped like one past the cap. */
+        if (n <= s->max_body - ctx->body.len && !server_body_reserve(s, ctx, ctx->body.len + n)) {
+            buf_dispose(&ctx->body);
+            server_body_release(s, ctx);
+            ctx->over_budget = true;
+            ctx->discarded = n;
+            return MHD_YES;
         }
         /* Memory follows what arrived, not what was announced (buf.h doubles). */
         rc = buf_append(&ctx->body, upload_data, n);
         if (rc == WH_ETOOBIG) {
             /* Stop buffering at once; free what we have. */
             buf_dispose(&ctx->body);
+            server_body_release(s, ctx);
             if (queue_too_big(s, c) == MHD_YES) {
                 ctx->answered = true;
                 return MHD_YES;
@@ -489,11 +564,14 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
         return answer_probe(s, c, url != NULL ? url : "", method != NULL ? method : "");
     if (ctx->too_big)
         return queue_too_big(s, c);
+    if (ctx->over_budget)
+        return refuse_busy(s, c);
     /* admission_handle records the request in the metrics (outcome, latency). */
     status = ctx->handler(buf_cstr(&ctx->body), ctx->body.len, &s->src, &s->mutate, &out, &out_len);
     log_admission_refusal(s, c, status, out, out_len);
     /* The body is no longer needed: release it before the answer is sent. */
     buf_dispose(&ctx->body);
+    server_body_release(s, ctx);
     if (out == NULL)
         return queue(s, c, (unsigned)status, "application/json", NULL, (char *)status_enomem,
                      sizeof(status_enomem) - 1, false);
@@ -713,6 +791,9 @@ int server_create(struct server **out, const struct server_config *cfg, struct w
     bool tls = cfg->tls_cert_pem != NULL || cfg->tls_key_pem != NULL;
     unsigned timeout_s =
         cfg->connection_timeout > 0 ? cfg->connection_timeout : SERVER_DEFAULT_TIMEOUT;
+    size_t max_body = cfg->max_body > 0 ? cfg->max_body : SERVER_MAX_BODY;
+    size_t budget =
+        cfg->max_body_in_flight > 0 ? cfg->max_body_in_flight : SERVER_DEFAULT_BODY_BYTES_IN_FLIGHT;
     int rc;
 
     *out = NULL;
@@ -726,6 +807,11 @@ int server_create(struct server **out, const struct server_config *cfg, struct w
         && (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES
             || MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) != MHD_YES))
         return wh_error_set(err, WH_EINVAL, "this libmicrohttpd was built without TLS");
+    if (budget < max_body)
+        return wh_error_set(err, WH_EINVAL,
+                            "body bytes in flight %zu are below the body cap %zu: no body of "
+                            "the largest size could be served",
+                            budget, max_body);
     rc = parse_bind(addr, cfg->port, &ss, err);
     if (rc < 0)
         return rc;
@@ -751,7 +837,9 @@ int server_create(struct server **out, const struct server_config *cfg, struct w
     s->ready_userdata = cfg->ready_userdata;
     s->metrics_collect = cfg->metrics_collect;
     s->metrics_userdata = cfg->metrics_userdata;
-    s->max_body = cfg->max_body > 0 ? cfg->max_body : SERVER_MAX_BODY;
+    s->max_body = max_body;
+    s->body_budget = budget;
+    atomic_init(&s->body_bytes, 0);
     s->tls = tls;
     s->request_timeout_ms =
         cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : SERVER_DEFAULT_REQUEST_TIMEOUT_MS;

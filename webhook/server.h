@@ -9,7 +9,9 @@
  * was called); GET (or HEAD) /metrics → metrics_render in the Prometheus text
  * format 0.0.4. Anything else gets a Kubernetes Status body: 404 unknown path,
  * 405 (with Allow) wrong method, 413 body over the cap, 415 Content-Type not
- * application/json. Query strings (?timeout=10s) are ignored. Every 4xx
+ * application/json, 503 (with Retry-After: 1, and the connection closed) when
+ * the body would take the bodies held by all connections together past
+ * max_body_in_flight. Query strings (?timeout=10s) are ignored. Every 4xx
  * answer (and every refused TLS handshake) is logged at info with the
  * client's address and the reason, one line per 5 s for each of the two
  * kinds with the count of those left out; refused handshakes are counted by
@@ -35,7 +37,10 @@
  * is closed; a request whose headers and body have not all arrived within
  * request_timeout_ms of its start is closed (a new connection's first request
  * starts at accept, so the TLS handshake counts too); the body buffer grows as
- * data arrives, never past max_body.
+ * data arrives, never past max_body, and the bodies of all requests together
+ * never past max_body_in_flight (a request reserves its Content-Length when it
+ * has one, else its bytes as they arrive, and releases them when it ends on
+ * any path), so slow uploads on many connections cannot exhaust memory.
  *
  * Threads: server_create, server_run, server_start and server_stop on the main
  * thread; requests are served on MHD's own worker pool, each request entirely
@@ -45,6 +50,7 @@
 #ifndef WH_SERVER_H
 #define WH_SERVER_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "base/error.h"
@@ -61,6 +67,14 @@
  */
 #define SERVER_DEFAULT_CONNECTIONS        1000
 #define SERVER_DEFAULT_REQUEST_TIMEOUT_MS 10000u /* headers + body of one request */
+/*
+ * Request body bytes all connections may hold at once (--max-body-bytes-in-flight):
+ * a quarter of the Deployment's 256Mi memory limit, beside the 16 MiB that
+ * SERVER_DEFAULT_CONNECTIONS idle TLS connections take (bench/RESULTS.md,
+ * "Connections"). Without it 1000 slow 3 MiB uploads would hold 3 GB, and an
+ * OOM-killed webhook with failurePolicy: Fail refuses every Volcano pod.
+ */
+#define SERVER_DEFAULT_BODY_BYTES_IN_FLIGHT ((size_t)64 * 1024 * 1024)
 
 /*
  * GnuTLS priority string of the HTTPS server: Mozilla's "intermediate" profile
@@ -93,6 +107,8 @@ struct server_config {
                                      start, else the connection is closed;
                                      0 → SERVER_DEFAULT_REQUEST_TIMEOUT_MS */
     size_t max_body;              /* bytes; 0 → SERVER_MAX_BODY */
+    size_t max_body_in_flight;    /* request body bytes held by all connections together, at
+                                     least max_body; 0 → SERVER_DEFAULT_BODY_BYTES_IN_FLIGHT */
     struct jobsource src;         /* copied; src.userdata is borrowed and must outlive the
                                      server, and src.get must be callable from any worker */
     struct mutate_options mutate; /* copied */
@@ -145,6 +161,7 @@ const char *server_refusal_name(enum server_refusal r);
 struct server_metrics {
     struct metric_counter evicted; /* connections closed to make room near connection_limit */
     struct metric_counter handshakes_refused[SERVER_REFUSED_N]; /* by reason */
+    atomic_llong body_bytes; /* request body bytes reserved now (max_body_in_flight) */
 };
 extern struct server_metrics server_metrics;
 
@@ -177,7 +194,7 @@ bool server_address_valid(const char *addr);
  * and cfg->ready_userdata, which must be usable once server_run is called.
  * @param[out] out the bound server (server_port works), freed by server_stop.
  * @return 0; WH_EINVAL (bad address, only one of cert/key, TLS unsupported by
- *         this libmicrohttpd); WH_ERROR when the pair does not parse or the
+ *         this libmicrohttpd, max_body_in_flight below max_body); WH_ERROR when the pair does not parse or the
  *         socket cannot listen (err: "cannot listen on ADDR port N: " and the
  *         kernel's reason, e.g. "Address already in use"); WH_ENOMEM.
  */

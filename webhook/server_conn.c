@@ -33,6 +33,12 @@
  * which MHD calls on every path once uri_log ran, aborted connections
  * included, frees it.
  *
+ * The body budget: s->body_bytes counts the body bytes reserved by every
+ * request (server_body_reserve: a compare-and-swap loop, so concurrent
+ * requests never pass s->body_budget together). A request gives its bytes back
+ * when its body is no longer needed and, whatever happened to it, in
+ * server_request_completed (server_body_release is idempotent).
+ *
  * Threads: everything here but the reaper runs on MHD workers (each
  * connection stays on one); reaper_main is the server's own thread, started
  * by server_run and joined by server_stop.
@@ -305,18 +311,43 @@ struct req_ctx *server_req_ctx_create(const struct server *s)
     return ctx;
 }
 
+bool server_body_reserve(struct server *s, struct req_ctx *req, size_t total)
+{
+    size_t need = total > req->reserved ? total - req->reserved : 0;
+    size_t cur = atomic_load(&s->body_bytes);
+
+    if (need == 0)
+        return true;
+    do {
+        if (cur > s->body_budget || need > s->body_budget - cur)
+            return false;
+    } while (!atomic_compare_exchange_weak(&s->body_bytes, &cur, cur + need));
+    req->reserved += need;
+    atomic_fetch_add(&server_metrics.body_bytes, (long long)need);
+    return true;
+}
+
+void server_body_release(struct server *s, struct req_ctx *req)
+{
+    if (req->reserved == 0)
+        return;
+    atomic_fetch_sub(&s->body_bytes, req->reserved);
+    atomic_fetch_sub(&server_metrics.body_bytes, (long long)req->reserved);
+    req->reserved = 0;
+}
+
 void server_request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                               enum MHD_RequestTerminationCode toe)
 {
     struct req_ctx *ctx = *req_cls;
 
-    (void)cls;
     (void)toe;
     server_conn_set_state(ctx != NULL ? ctx->conn : server_conn_of(c), CONN_IDLE);
     if (ctx == NULL)
         return;
     if (ctx->admission)
         metrics_inflight_add(-1);
+    server_body_release(cls, ctx); /* answered, refused or aborted: every path ends here */
     buf_dispose(&ctx->body);
     free(ctx);
     *req_cls = NULL;

@@ -96,6 +96,8 @@ struct server {
     metric_collect_fn metrics_collect;
     void *metrics_userdata;
     size_t max_body;                    /* bytes */
+    size_t body_budget;                 /* max_body_in_flight, bytes */
+    atomic_size_t body_bytes;           /* reserved by all requests now (server_body_reserve) */
     unsigned port;                      /* bound (the OS's choice for port 0) */
     char address[INET6_ADDRSTRLEN + 2]; /* listened on: as configured, or 0.0.0.0 for "::"
                                            without IPv6 */
@@ -138,7 +140,9 @@ struct req_ctx {
     bool answered;         /* a response is queued: discard the rest */
     bool probe;            /* GET/HEAD of a probe path: answered once the request is whole */
     bool too_big;          /* over the cap and the 413 could not be queued yet */
-    size_t discarded;      /* bytes dropped since too_big was set */
+    size_t discarded;      /* bytes dropped since too_big or over_budget was set */
+    size_t reserved;       /* bytes of s->body_bytes this request holds */
+    bool over_budget;      /* the body would pass max_body_in_flight: 503 at its end */
 };
 
 /* ---- server_tls.c ---- */
@@ -229,14 +233,27 @@ void *server_uri_log(void *cls, const char *uri, struct MHD_Connection *c);
 
 /**
  * MHD_OPTION_NOTIFY_COMPLETED: the request is over (answered or aborted): its
- * connection is idle, its admission leaves the in-flight gauge, its req_ctx
- * and body are freed.
+ * connection is idle, its admission leaves the in-flight gauge, its bytes of
+ * the body budget are released (server_body_release), its req_ctx and body are
+ * freed.
  */
 void server_request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                               enum MHD_RequestTerminationCode toe);
 
 /** A zeroed request context whose body may grow to s->max_body; NULL on ENOMEM. */
 struct req_ctx *server_req_ctx_create(const struct server *s);
+
+/**
+ * Make req hold at least total bytes of the server's body budget (its
+ * Content-Length up front, or its body so far as it arrives): reserves what it
+ * lacks, all or nothing. Any worker.
+ * @return true when req holds total bytes now; false when that would take the
+ *         requests' bodies together past s->body_budget (nothing reserved).
+ */
+bool server_body_reserve(struct server *s, struct req_ctx *req, size_t total);
+
+/** Give back every byte req holds of the body budget (idempotent). Any worker. */
+void server_body_release(struct server *s, struct req_ctx *req);
 
 /** Start the reaper thread (server_run). @return 0 or WH_ERROR. */
 int server_reaper_start(struct server *s, struct wh_error *err) WH_WARN_UNUSED;

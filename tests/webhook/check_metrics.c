@@ -6,6 +6,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "tests/testutil.h"
 #include "webhook/metrics.h"
 #include "webhook/metrics_internal.h"
+#include "webhook/server.h"
 #include "webhook/version.h"
 
 static char *render(void (*collect)(void *, struct metric_writer *))
@@ -60,6 +62,7 @@ START_TEST(counters_after_known_traffic)
     objects_count_op("Secret", "ensure", false);
     objects_count_op("NetworkPolicy", "delete", true);
     objects_count_op("Lease", "delete", false);
+    atomic_fetch_add(&server_metrics.body_bytes, 4096);
     text = render(NULL);
     assert_line(text, "# TYPE webhook_admission_requests_total counter");
     assert_line(text, "webhook_admission_requests_total{code=\"200\",outcome=\"patched\"} 2");
@@ -75,6 +78,8 @@ START_TEST(counters_after_known_traffic)
     assert_line(text, "webhook_admission_duration_seconds_count 6");
     assert_line(text, "webhook_admission_duration_seconds_sum 20.002650000");
     assert_line(text, "webhook_admission_in_flight 2");
+    assert_line(text, "# TYPE webhook_http_body_bytes_in_flight gauge");
+    assert_line(text, "webhook_http_body_bytes_in_flight 4096");
     assert_line(text, "webhook_plugin_patches_total{plugin=\"ssh\"} 1");
     assert_line(text, "webhook_plugin_patches_total{plugin=\"pytorch\"} 2");
     assert_line(text, "webhook_plugin_patches_total{plugin=\"ray\"} 0");

@@ -128,6 +128,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(o.max_per_ip, 0);
     ck_assert_int_eq(o.idle_timeout_ms, 30000);
     ck_assert_int_eq(o.request_timeout_ms, 10000);
+    ck_assert_int_eq(o.max_body_in_flight, 64L * 1024 * 1024);
     ck_assert_uint_eq(o.nnamespaces, 0);
     result_free(&r);
 }
@@ -184,6 +185,8 @@ START_TEST(test_every_flag)
                     "2m",
                     "--request-timeout",
                     "250ms",
+                    "--max-body-bytes-in-flight",
+                    "8388608",
                     "--job-validation",
                     "deny",
                     NULL};
@@ -220,6 +223,7 @@ START_TEST(test_every_flag)
     ck_assert_int_eq(o.max_per_ip, 3);
     ck_assert_int_eq(o.idle_timeout_ms, 120000);
     ck_assert_int_eq(o.request_timeout_ms, 250);
+    ck_assert_int_eq(o.max_body_in_flight, 8388608);
     result_free(&r);
 }
 END_TEST
@@ -491,6 +495,18 @@ static const struct {
     {"--kube-api-burst", "1000001",
      P "invalid --kube-api-burst \"1000001\": want an integer 1..1000000\n"},
     {"--max-connections", "0", P "invalid --max-connections \"0\": want an integer 1..1000000\n"},
+#define BUDGET_WANT                                                                                \
+    "want a byte count from 3145728 (the 3 MiB body cap) to 1099511627776 (1 TiB), like "          \
+    "67108864\n"
+    /* below the per-request body cap: no body of the largest size could be served */
+    {"--max-body-bytes-in-flight", "3145727",
+     P "invalid --max-body-bytes-in-flight \"3145727\": " BUDGET_WANT},
+    {"--max-body-bytes-in-flight", "0", P "invalid --max-body-bytes-in-flight \"0\": " BUDGET_WANT},
+    {"--max-body-bytes-in-flight", "1099511627777",
+     P "invalid --max-body-bytes-in-flight \"1099511627777\": " BUDGET_WANT},
+    {"--max-body-bytes-in-flight", "64Mi",
+     P "invalid --max-body-bytes-in-flight \"64Mi\": " BUDGET_WANT},
+    {"--max-body-bytes-in-flight", "", P "invalid --max-body-bytes-in-flight \"\": " BUDGET_WANT},
     {"--max-connections", "1000001",
      P "invalid --max-connections \"1000001\": want an integer 1..1000000\n"},
     {"--max-connections-per-ip", "-1",
@@ -582,8 +598,9 @@ START_TEST(test_integer_bounds)
 
     PARSE(&o, &r, "--insecure-http", "--port", "0", "--reconcile-workers", "1", "--kube-api-burst",
           "1000000", "--max-connections", "1000000", "--max-connections-per-ip", "1000000", "-v",
-          "0", "--kube-api-qps", "0");
+          "0", "--kube-api-qps", "0", "--max-body-bytes-in-flight", "3145728");
     assert_ok(&r);
+    ck_assert_int_eq(o.max_body_in_flight, 3145728);
     ck_assert_int_eq(o.port, 0);
     ck_assert_int_eq(o.reconcile_workers, 1);
     ck_assert_int_eq(o.kube_api_burst, 1000000);
@@ -593,8 +610,9 @@ START_TEST(test_integer_bounds)
     ck_assert_double_eq(o.kube_api_qps, 0.0);
     result_free(&r);
     PARSE(&o, &r, "--insecure-http", "--port", "65535", "-v", "10", "--kube-api-qps", "1e6",
-          "--max-connections", "1");
+          "--max-connections", "1", "--max-body-bytes-in-flight", "1099511627776");
     assert_ok(&r);
+    ck_assert_int_eq(o.max_body_in_flight, 1099511627776L);
     ck_assert_int_eq(o.port, 65535);
     ck_assert_int_eq(o.verbosity, 10);
     ck_assert_double_eq(o.kube_api_qps, 1e6);
@@ -961,7 +979,7 @@ static void options_text(const struct serve_options *o, char *buf, size_t len)
              "renew=%ld retry=%ld lease_ns=%s resync=%ld workers=%ld qps=%g burst=%ld "
              "self_signed=%d service=%s config=%s sans=%zu cert_secret=%s cert_validity=%ld "
              "ca_validity=%ld renew_before=%ld repair=%ld grace=%ld conns=%ld per_ip=%ld "
-             "idle=%ld request=%ld",
+             "idle=%ld request=%ld body_in_flight=%ld",
              S(o->bind_address), o->port, S(o->tls_cert_file), S(o->tls_key_file), o->insecure_http,
              o->allow_insecure_key, S(o->kubeconfig), S(o->port_file), o->verbosity,
              (int)o->lookup_failure, (int)o->job_validation, o->lookup_timeout_ms, o->watch_idle_ms,
@@ -970,7 +988,8 @@ static void options_text(const struct serve_options *o, char *buf, size_t len)
              o->kube_api_burst, o->self_signed, S(o->service_name), S(o->webhook_config),
              o->ntls_sans, S(o->cert_secret), o->cert_validity_ms, o->ca_validity_ms,
              o->cert_renew_before_ms, o->cabundle_repair_ms, o->shutdown_grace_ms,
-             o->max_connections, o->max_per_ip, o->idle_timeout_ms, o->request_timeout_ms);
+             o->max_connections, o->max_per_ip, o->idle_timeout_ms, o->request_timeout_ms,
+             o->max_body_in_flight);
 #undef S
 }
 
@@ -1056,8 +1075,8 @@ START_TEST(test_help_states_the_defaults)
     }
     /* bind, port, service and config names, the four --cert-secret durations, lookup
      * failure and timeout, leader-elect and its three durations, resync, workers, qps,
-     * burst, -v, grace, connections, per-ip, idle and request timeouts */
-    ck_assert_int_eq(checked, 25);
+     * burst, -v, grace, connections, per-ip, idle and request timeouts, body bytes in flight */
+    ck_assert_int_eq(checked, 26);
     result_free(&help);
 }
 END_TEST

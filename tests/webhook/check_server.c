@@ -634,6 +634,140 @@ START_TEST(test_body_cap)
 }
 END_TEST
 
+static int connect_loopback(unsigned port);
+
+/* Poll (bounded) until the server's body bytes in flight are want; then assert it. */
+static void wait_body_bytes(struct server *s, size_t want)
+{
+    for (int i = 0; i < 500 && atomic_load(&s->body_bytes) != want; i++)
+        usleep(10000);
+    ck_assert_uint_eq(atomic_load(&s->body_bytes), want);
+    ck_assert_int_eq(atomic_load(&server_metrics.body_bytes), (long long)want);
+}
+
+/* Read from fd until the server closes it or a whole answer (headers, Content-Length) is in. */
+static size_t read_answer(int fd, char *buf, size_t blen)
+{
+    struct timeval tv = {.tv_sec = 10};
+    size_t got = 0;
+    ssize_t n;
+
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    while (got + 1 < blen && (n = recv(fd, buf + got, blen - 1 - got, 0)) > 0) {
+        const char *end;
+        const char *cl;
+
+        got += (size_t)n;
+        buf[got] = '\0';
+        end = strstr(buf, "\r\n\r\n");
+        cl = strstr(buf, "\r\nContent-Length: ");
+        if (end != NULL && cl != NULL
+            && got >= (size_t)(end + 4 - buf) + strtoul(cl + 18, NULL, 10))
+            break;
+    }
+    buf[got] = '\0';
+    return got;
+}
+
+/*
+ * max_body_in_flight: two slow uploads that announced 1024 bytes each hold the
+ * whole 2048-byte budget from their headers on; a third request is refused 503
+ * before its body (Retry-After: 1, Connection: close, the Status), and a chunked
+ * one once its first bytes would pass it; both count as 503 errors. When the
+ * slow ones finish they are served and the budget is back to 0.
+ */
+START_TEST(test_body_budget)
+{
+    static const char busy_body[] =
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        "\"message\":\"request bodies in memory would exceed 2048 bytes "
+        "(--max-body-bytes-in-flight), retry later\",\"reason\":\"ServiceUnavailable\","
+        "\"code\":503}";
+    static const char head[] = "POST /pods/mutate HTTP/1.1\r\nHost: x\r\n"
+                               "Content-Type: application/json\r\nContent-Length: 1024\r\n\r\n";
+    static const char chunked[] = "POST /pods/mutate HTTP/1.1\r\nHost: x\r\n"
+                                  "Content-Type: application/json\r\n"
+                                  "Transfer-Encoding: chunked\r\n\r\n"
+                                  "a\r\n0123456789\r\n0\r\n\r\n";
+    struct server_config cfg = {
+        .bind_address = "127.0.0.1",
+        .threads = 2,
+        .max_body = 1024,
+        .max_body_in_flight = 2048,
+        .src = {.get = fake_get},
+        .mutate = {.lookup_failure = LOOKUP_FAILURE_DENY},
+    };
+    struct wh_error err = {0, ""};
+    struct server *s = NULL;
+    char *body = padded_review(1024);
+    char buf[4096];
+    char *metrics;
+    size_t len;
+    int slow[2];
+
+    metrics_reset();
+    ck_assert_int_eq(server_start(&s, &cfg, &err), 0);
+    for (int i = 0; i < 2; i++) {
+        slow[i] = connect_loopback(server_port(s));
+        ck_assert_int_ge(slow[i], 0);
+        ck_assert_int_eq(send(slow[i], head, sizeof(head) - 1, MSG_NOSIGNAL),
+                         (ssize_t)sizeof(head) - 1);
+        ck_assert_int_eq(send(slow[i], body, 100, MSG_NOSIGNAL), 100); /* and then nothing */
+        wait_body_bytes(s, 1024 * (size_t)(i + 1));
+    }
+    /* Announced: refused before the body. */
+    len = raw_exchange(server_port(s),
+                       "POST /pods/mutate HTTP/1.1\r\nHost: x\r\n"
+                       "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+                       sizeof("POST /pods/mutate HTTP/1.1\r\nHost: x\r\n"
+                              "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+                           - 1,
+                       buf, sizeof(buf));
+    ck_assert_uint_gt(len, 0);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 503 Service Unavailable\r\n", 34) == 0, "%s", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\r\nRetry-After: 1\r\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "\r\nConnection: close\r\n"));
+    ck_assert_str_eq(strstr(buf, "\r\n\r\n") + 4, busy_body);
+    /* Chunked: dropped once it would pass the budget, answered at its end. */
+    len = raw_exchange(server_port(s), chunked, sizeof(chunked) - 1, buf, sizeof(buf));
+    ck_assert_uint_gt(len, 0);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 503 Service Unavailable\r\n", 34) == 0, "%s", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\r\nRetry-After: 1\r\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "\r\nConnection: close\r\n"));
+    ck_assert_str_eq(strstr(buf, "\r\n\r\n") + 4, busy_body);
+    wait_body_bytes(s, 2048); /* the refused ones held nothing */
+    /* The slow ones finish: served in full, and the budget is free again. */
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(send(slow[i], body + 100, 1024 - 100, MSG_NOSIGNAL), 1024 - 100);
+        len = read_answer(slow[i], buf, sizeof(buf));
+        ck_assert_msg(strncmp(buf, "HTTP/1.1 200 OK\r\n", 17) == 0, "%s", buf);
+        {
+            json_t *got = tu_json(strstr(buf, "\r\n\r\n") + 4);
+
+            tu_assert_json_eq(got, valid_answer);
+            json_decref(got);
+        }
+        close(slow[i]);
+    }
+    wait_body_bytes(s, 0);
+    metrics = metrics_render(NULL, NULL, &len);
+    ck_assert_ptr_nonnull(strstr(metrics, "\nwebhook_http_body_bytes_in_flight 0\n"));
+    ck_assert_ptr_nonnull(
+        strstr(metrics, "\nwebhook_admission_requests_total{code=\"503\",outcome=\"error\"} 2\n"));
+    free(metrics);
+    /* A client that vanishes mid-body gives its reservation back too. */
+    slow[0] = connect_loopback(server_port(s));
+    ck_assert_int_ge(slow[0], 0);
+    ck_assert_int_eq(send(slow[0], head, sizeof(head) - 1, MSG_NOSIGNAL),
+                     (ssize_t)sizeof(head) - 1);
+    wait_body_bytes(s, 1024);
+    close(slow[0]);
+    wait_body_bytes(s, 0);
+    server_stop(s);
+    free(body);
+}
+END_TEST
+
 START_TEST(test_keep_alive)
 {
     CURL *h = curl_easy_init();
@@ -757,6 +891,21 @@ START_TEST(test_start_errors)
     ck_assert_int_eq(server_start(&s, &cfg, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "port 70000 is out of range");
     cfg.port = 0;
+    /* A budget below the body cap could never hold a body of the largest size. */
+    cfg.max_body = 1024;
+    cfg.max_body_in_flight = 1023;
+    ck_assert_int_eq(server_start(&s, &cfg, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg,
+                     "body bytes in flight 1023 are below the body cap 1024: no body of "
+                     "the largest size could be served");
+    ck_assert_ptr_null(s);
+    cfg.max_body_in_flight = 0; /* the default, 64 MiB, over the 3 MiB cap */
+    cfg.max_body = 64 * MiB + 1;
+    ck_assert_int_eq(server_start(&s, &cfg, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg,
+                     "body bytes in flight 67108864 are below the body cap 67108865: "
+                     "no body of the largest size could be served");
+    cfg.max_body = 0;
     cfg.tls_cert_pem = "x";
     ck_assert_int_eq(server_start(&s, &cfg, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "TLS needs both a certificate and a key");
@@ -1410,6 +1559,7 @@ static Suite *server_suite(void)
     tcase_add_test(plain, test_admission_handler);
     tcase_add_test(plain, test_job_validate_route);
     tcase_add_test(plain, test_body_cap);
+    tcase_add_test(plain, test_body_budget);
     tcase_add_test(plain, test_keep_alive);
     tcase_add_test(plain, test_garbage_survives);
     tcase_add_test(plain, test_start_errors);
