@@ -420,6 +420,8 @@ void diagnose_template_conflicts(struct diagnostics *out, const char *plugin, co
 /* "a list", "a string", ...: what the user wrote instead of what was wanted. */
 static const char *json_kind(const json_t *v)
 {
+    if (v == NULL)
+        return "null";
     switch (json_typeof(v)) {
     case JSON_OBJECT: return "a map";
     case JSON_ARRAY: return "a list";

@@ -479,7 +479,7 @@ static void d15_message(char *buf, size_t len, const char *plugin,
 static bool d15_deny(const struct chain *ch, const json_t *pod, const json_t *copy,
                      struct mutate_result *out)
 {
-    struct podcheck_violation v;
+    struct podcheck_violation v = {0};
     const struct plugin *p;
     char msg[sizeof(out->message)];
     char qp[LOG_QUOTE_SIZE(128)]; /* the pod's name, quoted */
