@@ -404,12 +404,12 @@ START_TEST(upsert_mount_conflict)
                                      "\"/a/bbbbbbbbbbcccccccccceeeeeeeeeeffffffffffgggg\"}"),
                              &err),
         WH_ECONFLICT);
-    /* ... and the message to WH_ERROR_MSG_MAX - 1 bytes, its end cut */
+    /* ... and the message whole: four values at their longest fit WH_ERROR_MSG_MAX */
     ck_assert_str_eq(err.msg,
                      "container \"c\" mounts your volume \"u\" at "
                      "/a/bbbbbbbbbbcccccccccceeeeeeeeeefffffff..., where the plugin mounts \"v\": "
                      "mount yours elsewhere or remove the plugin (Volcano would add a second mount "
-                     "there, which the API server refuses; replacing yours would lose ");
+                     "there, which the API server refuses; replacing yours would lose it)");
     json_decref(long_path);
 }
 END_TEST
