@@ -39,6 +39,11 @@ INFORMER_BACKOFF_MAX = 30.0
 INFORMER_BACKOFF_MIN = 0.5
 
 
+# The reconciler's first retry of a failed run (controller/reconcile.c
+# DEFAULT_BACKOFF_MIN_MS), doubled per failure in a row.
+RECONCILE_BACKOFF_MIN = 0.5
+
+
 def informer_backoffs(failures):
     """Longest total the informer sleeps over `failures` failures in a row, in seconds
     (controller/informer.c backoff(): min * 2^(n-1) for the n-th, at most the cap)."""
@@ -483,8 +488,10 @@ class IncarnationTest(unittest.TestCase):
 
     def test_previous_incarnation_waits_for_gc(self):
         # Objects of the first Job; then, with the webhook down, the Job is deleted (its
-        # dependents are collected 4 s later) and created again: a new uid.
-        self.api._control("POST", "/_test/gc", {"enabled": True, "delay_ms": 4000})
+        # dependents are collected gc_delay seconds later) and created again: a new uid.
+        gc_delay = 4.0
+        self.api._control("POST", "/_test/gc",
+                          {"enabled": True, "delay_ms": int(gc_delay * 1000)})
         self.start_webhook()
         job1 = self.c.create_job("pytorch-job", "inc")
         wait_for(lambda: self.owned_by(job1), "objects of the first Job")
@@ -494,8 +501,10 @@ class IncarnationTest(unittest.TestCase):
         self.assertNotEqual(job1["metadata"]["uid"], job2["metadata"]["uid"])
         os.unlink(os.path.join(self.env.dir, "webhook.port"))  # the old one's port
         self.start_webhook()
+        # Each run fails until the collection, retried after a doubling backoff: the first
+        # retry after the collection comes less than one more doubling later.
         got = wait_for(lambda: self.owned_by(job2), "objects of the new Job after GC",
-                       timeout=WAIT + 4)
+                       timeout=2 * gc_delay + RECONCILE_BACKOFF_MIN + WAIT)
         for key, want in expected_objects(job2).items():
             self.assertEqual(strip(got[key]), want, key)
         self.assertEqual(self.c.names("inc"), sorted(expected_objects(job2)))
