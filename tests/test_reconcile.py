@@ -37,8 +37,6 @@ INFORMER_BACKOFF_MAX = 30.0
 # The informer's first backoff (controller/informer.c DEFAULT_BACKOFF_MIN_MS), doubled per
 # failure up to the cap and drawn from [d/2, d].
 INFORMER_BACKOFF_MIN = 0.5
-
-
 # The reconciler's first retry of a failed run (controller/reconcile.c
 # DEFAULT_BACKOFF_MIN_MS), doubled per failure in a row.
 RECONCILE_BACKOFF_MIN = 0.5
