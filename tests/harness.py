@@ -80,6 +80,19 @@ def startup_timeout():
     return 30.0 if os.environ.get("SANITIZER") else 10.0
 
 
+# How long `serve` may take to exit after SIGTERM: its default --shutdown-grace
+# (webhook/serve_flags.c DEFAULT_SHUTDOWN_GRACE_MS), then the Lease release
+# (k8s/leader.c RELEASE_TIMEOUT_MS).
+SHUTDOWN_GRACE = 15.0
+LEASE_RELEASE = 5.0
+
+
+def stop_timeout():
+    """Seconds between SIGTERM and SIGKILL in Process.stop(): what serve may take to
+    exit, plus the start-up allowance for the rest of its own stopping."""
+    return SHUTDOWN_GRACE + LEASE_RELEASE + startup_timeout()
+
+
 # ---------------------------------------------------------------- Jobs and pods
 
 def load_job(path, namespace="default", uid=None):
@@ -649,10 +662,12 @@ class Process:
         raise AssertionError("%s did not write %s within %.0fs:\n%s" %
                              (self.name, path, timeout or startup_timeout(), self.log()))
 
-    def stop(self, timeout=10.0):
-        """SIGTERM, wait, then SIGKILL; returns the exit code (None if never started)."""
+    def stop(self, timeout=None):
+        """SIGTERM, wait up to `timeout` seconds (default stop_timeout()), then SIGKILL;
+        returns the exit code (None if never started)."""
         if self.proc is None:
             return None
+        timeout = stop_timeout() if timeout is None else timeout
         try:
             if self.proc.poll() is None:
                 try:

@@ -72,9 +72,9 @@ class FaultTestBase(unittest.TestCase):
         s = self.c.get(ns, "secrets", job["metadata"]["name"] + "-ssh")
         return None if s is None else s["data"]["id_rsa"]
 
-    def wait_converged(self, ns, jobs):
+    def wait_converged(self, ns, jobs, timeout=WAIT):
         """Wait until ns holds exactly the objects of `jobs` (fresh copies from the API
-        server), with exact content; assert it."""
+        server), with exact content, for up to `timeout` seconds; assert it."""
         jobs = [self.api.job(ns, j["metadata"]["name"]) for j in jobs]
         want = sorted(k for j in jobs for k in tr.expected_objects(j))
 
@@ -94,7 +94,7 @@ class FaultTestBase(unittest.TestCase):
                         return None
             return True
         try:
-            tr.wait_for(exact, "objects of %s to converge" % ns, timeout=WAIT, interval=0.2)
+            tr.wait_for(exact, "objects of %s to converge" % ns, timeout=timeout, interval=0.2)
         except AssertionError:
             self.assertEqual(self.c.names(ns), want)  # the more telling message
             raise
@@ -226,9 +226,13 @@ class ApiFaultsTest(FaultTestBase):
         ])
         self.restart_webhook()
         self.wait_converged(ns, [job])
-        # a Job created now must arrive through a working watch
+        # A Job created now must arrive through a working watch, which comes after the
+        # three bad watches: failures 3 to 5 in a row (the LIST's 429 is retried inside
+        # the client, k8s/client.c retry_max 2), each followed by the informer's backoff,
+        # and the 429's Retry-After (2 s) waited out on top.
         job2 = self.c.create_job("ray-cluster-job", ns)
-        self.wait_converged(ns, [job, job2])
+        watch_faults = tr.informer_backoffs(5) - tr.informer_backoffs(2) + 2
+        self.wait_converged(ns, [job, job2], timeout=watch_faults + WAIT)
         reqs = self.api.requests()
         lists = [r["time"] for r in reqs if r["path"].endswith("/v1alpha1/jobs")
                  and "watch=" not in r["query"]]
@@ -260,7 +264,9 @@ class ApiFaultsTest(FaultTestBase):
                     and ("watch=" in r["query"]) == watch]
 
         self.restart_webhook()
-        tr.wait_for(lambda: len(jobs_requests(True)) >= 5, "the fifth watch")
+        # four 410s, each a failure followed by the informer's backoff, before the fifth
+        tr.wait_for(lambda: len(jobs_requests(True)) >= 5, "the fifth watch",
+                    timeout=tr.informer_backoffs(4) + WAIT)
         job = self.c.create_job("pytorch-job", ns)
         self.wait_converged(ns, [job])
         lists, watches = jobs_requests(False), jobs_requests(True)

@@ -27,6 +27,7 @@ import unittest
 
 import harness
 from test_cache import WebhookEnv, job_gets, wait_for
+from test_reconcile import INFORMER_BACKOFF_MAX
 
 LIST = r"^/apis/batch\.volcano\.sh/v1alpha1/jobs\?"
 EXPIRED = json.dumps({"type": "ERROR", "object": {
@@ -223,7 +224,10 @@ class HostileJobsTest(WebhookEnv, unittest.TestCase):
             env.api.clear_requests()
             env.webhook.admit(gone)
             return job_gets(env.api) != []
-        wait_for(looked_up, "a deleted Job to leave the cache")
+        # Each 410 with nothing watched since the LIST was one more informer failure: when
+        # the faults lapse, the backoff under way may be up to its cap before the LIST.
+        wait_for(looked_up, "a deleted Job to leave the cache",
+                 timeout=INFORMER_BACKOFF_MAX + harness.startup_timeout() * 2)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,19 @@ WAIT = 20.0 if os.environ.get("SANITIZER") else 10.0
 # The informer's backoff cap (controller/informer.c DEFAULT_BACKOFF_MAX_MS): after an
 # outage that piled up failures, the next LIST may be up to this far away.
 INFORMER_BACKOFF_MAX = 30.0
+# The informer's first backoff (controller/informer.c DEFAULT_BACKOFF_MIN_MS), doubled per
+# failure up to the cap and drawn from [d/2, d].
+INFORMER_BACKOFF_MIN = 0.5
+# The reconciler's first retry of a failed run (controller/reconcile.c
+# DEFAULT_BACKOFF_MIN_MS), doubled per failure in a row.
+RECONCILE_BACKOFF_MIN = 0.5
+
+
+def informer_backoffs(failures):
+    """Longest total the informer sleeps over `failures` failures in a row, in seconds
+    (controller/informer.c backoff(): min * 2^(n-1) for the n-th, at most the cap)."""
+    return sum(min(INFORMER_BACKOFF_MIN * 2 ** (n - 1), INFORMER_BACKOFF_MAX)
+               for n in range(1, failures + 1))
 
 
 def wait_for(pred, what, timeout=WAIT, interval=0.05):
@@ -422,9 +435,10 @@ class ReconcileTest(unittest.TestCase):
                              "metadata": {"name": "unrelated", "namespace": "faults-x"}}])
         api._control("POST", "/_test/compact", {})
         # Every dropped watch, 503 and the 410 right after (nothing watched since the LIST)
-        # is one more failure: the relist may come a whole backoff cap later.
+        # is one more failure, and nothing resets them: the sleep under way when the
+        # outage ends, then the one after the 410, may each be a whole backoff cap.
         for job in jobs:
-            self.c.wait_objects(job, INFORMER_BACKOFF_MAX + WAIT)
+            self.c.wait_objects(job, 2 * INFORMER_BACKOFF_MAX + WAIT)
         relists = [r for r in api.requests()
                    if r["path"] == "/apis/batch.volcano.sh/v1alpha1/jobs"
                    and "watch=" not in r["query"]]
@@ -472,8 +486,10 @@ class IncarnationTest(unittest.TestCase):
 
     def test_previous_incarnation_waits_for_gc(self):
         # Objects of the first Job; then, with the webhook down, the Job is deleted (its
-        # dependents are collected 4 s later) and created again: a new uid.
-        self.api._control("POST", "/_test/gc", {"enabled": True, "delay_ms": 4000})
+        # dependents are collected gc_delay seconds later) and created again: a new uid.
+        gc_delay = 4.0
+        self.api._control("POST", "/_test/gc",
+                          {"enabled": True, "delay_ms": int(gc_delay * 1000)})
         self.start_webhook()
         job1 = self.c.create_job("pytorch-job", "inc")
         wait_for(lambda: self.owned_by(job1), "objects of the first Job")
@@ -483,8 +499,10 @@ class IncarnationTest(unittest.TestCase):
         self.assertNotEqual(job1["metadata"]["uid"], job2["metadata"]["uid"])
         os.unlink(os.path.join(self.env.dir, "webhook.port"))  # the old one's port
         self.start_webhook()
+        # Each run fails until the collection, retried after a doubling backoff: the first
+        # retry after the collection comes less than one more doubling later.
         got = wait_for(lambda: self.owned_by(job2), "objects of the new Job after GC",
-                       timeout=WAIT + 4)
+                       timeout=2 * gc_delay + RECONCILE_BACKOFF_MIN + WAIT)
         for key, want in expected_objects(job2).items():
             self.assertEqual(strip(got[key]), want, key)
         self.assertEqual(self.c.names("inc"), sorted(expected_objects(job2)))
@@ -511,8 +529,12 @@ class IncarnationTest(unittest.TestCase):
         self.api._control("POST", "/_test/compact", {})
         self.api.clear_requests()
         self.api.clear_faults()
-        # the relist sees a new uid: the old Job's teardown, then the new Job's add
-        got = wait_for(lambda: self.owned_by(job2), "objects of the new Job")
+        # the relist sees a new uid: the old Job's teardown, then the new Job's add. The
+        # dropped watches and 503s since the first Job's event are failures in a row: the
+        # sleep under way may be up to the backoff cap (the 410 then relists at once, as
+        # the first Job's event was watched since the LIST).
+        got = wait_for(lambda: self.owned_by(job2), "objects of the new Job",
+                       timeout=INFORMER_BACKOFF_MAX + WAIT)
         for key, want in expected_objects(job2).items():
             self.assertEqual(strip(got[key]), want, key)
         self.assertEqual(self.c.names("rel"), sorted(expected_objects(job2)))
