@@ -24,7 +24,8 @@
 #define WH_ETOOBIG   (-10) /* input over a size cap */
 #define WH_EBUSY     (-11) /* a local limit is reached; try again later */
 
-#define WH_ERROR_MSG_MAX 512 /* as an admission denial's message (mutate.h): conflicts name four values */
+/* As an admission denial's message (mutate.h): a conflict names four values. */
+#define WH_ERROR_MSG_MAX 512
 
 struct wh_error {
     int code;                   /* one of WH_E*, 0 when unset */
