@@ -145,7 +145,8 @@ class UsageErrors(unittest.TestCase):
             for name, items in (("empty.json", []), ("null.json", None)):
                 empty = write(name, {"apiVersion": "v1", "kind": "List", "items": items})
                 self.assertEqual(run("render", "-f", empty),
-                                 (1, "", P + "render: %s: not a Job object\n" % empty))
+                                 (1, "", P + "render: %s: a List with no items: no Job to "
+                                  "render\n" % empty))
             self.assertEqual(run("render", "-f", "-", "-f", "-"),
                              (2, "", P + "render: -f - (standard input) can be given once\n"))
             # the same file twice would render each of its Jobs twice: refused, however named
@@ -320,6 +321,22 @@ class UsageErrors(unittest.TestCase):
                                    stderr=subprocess.PIPE, text=True, timeout=30)
             self.assertEqual((p.returncode, p.stderr),
                              (1, P + "cannot write the output: No space left on device\n"))
+            # a reader that stops early (`render | head`): a failure, but no message
+            r, w = os.pipe()
+            os.close(r)
+            try:
+                p = subprocess.run([harness.binary(), "render", "-f", a], stdout=w,
+                                   stderr=subprocess.PIPE, text=True, timeout=30)
+            finally:
+                os.close(w)
+            self.assertEqual((p.returncode, p.stderr), (1, ""))
+            # a pod the API server would refuse: render's own message, no admission log line
+            dotted = json.loads(json.dumps(harness.load_job("mpi-job")))
+            dotted["metadata"]["name"] = "a.b"
+            rc, out, err = run("render", "-f", write_json(tmp, "dotted.json", dotted))
+            self.assertEqual(rc, 1)
+            self.assertTrue(err.startswith(P + "render: "), err)
+            self.assertNotIn('"level"', err)
             # 25 repeats of one key: 20 lines, then how many more
             yml = os.path.join(tmp, "dups.yaml")
             with open(yml, "w") as f:

@@ -130,10 +130,13 @@ int main(int argc, char **argv)
         rc = 2;
     }
     curl_global_cleanup();
-    /* Output that did not reach its file (a full disk, a closed pipe) is a failure: say so. */
+    /* Output that did not reach its file (a full disk) is a failure: say so. A closed
+     * pipe (`render | head`) is the reader's choice: still a failure, said by no one, as
+     * a process killed by SIGPIPE would be. */
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, WH_PROG ": cannot write the output: %s\n",
-                errno != 0 ? strerror(errno) : "write error");
+        if (errno != EPIPE)
+            fprintf(stderr, WH_PROG ": cannot write the output: %s\n",
+                    errno != 0 ? strerror(errno) : "write error");
         if (rc == 0 || rc == 1)
             rc = 1;
     }

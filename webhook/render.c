@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/log.h"
 #include "base/sanitize.h"
 #include "k8s/yaml.h"
 #include "plugins/diagnose.h"
@@ -341,7 +342,10 @@ static int load_jobs(const char *path, json_t *jobs)
             break;
     }
     if (rc == 0 && json_array_size(jobs) == before) {
-        render_err("%s: not a Job object", path);
+        if (json_array_size(docs) == 1 && is_list(json_array_get(docs, 0)))
+            render_err("%s: a List with no items: no Job to render", path);
+        else
+            render_err("%s: not a Job object", path);
         rc = 1;
     }
     json_decref(docs);
@@ -964,6 +968,9 @@ int render_main(int argc, char **argv)
     size_t ndiag = 0;
     int rc;
 
+    /* A command's stderr is for its own messages: the admission path's info lines
+     * (one per refused pod, as serve logs them) stay out; its warnings stay in. */
+    log_set_level(LOG_LEVEL_WARN);
     rc = parse_args(&a, argc, argv);
     if (rc == 0 && a.help)
         flags_print_help(&render_flags, stdout);
