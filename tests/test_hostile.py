@@ -708,15 +708,19 @@ class EndlessChunkedTest(SharedServerCase):
 
 # ---------------------------------------------------------------- body budget
 
-def metric_value(wh, name):
-    """The unlabelled sample name (or name{labels}) from GET /metrics, None when absent."""
+def metrics_text(wh):
+    """GET /metrics of wh, as text."""
     conn = wh.connection()
     try:
         conn.request("GET", "/metrics")
-        text = conn.getresponse().read().decode()
+        return conn.getresponse().read().decode()
     finally:
         conn.close()
-    m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
+
+
+def metric_value(wh, name):
+    """The unlabelled sample name (or name{labels}) from GET /metrics, None when absent."""
+    m = re.search(r"^%s (\S+)$" % re.escape(name), metrics_text(wh), re.M)
     return float(m.group(1)) if m else None
 
 
@@ -1035,14 +1039,9 @@ def log_lines(wh, msg):
 
 def refused_metrics(wh):
     """{reason: count} of webhook_tls_handshakes_refused_total."""
-    conn = wh.connection()
-    try:
-        conn.request("GET", "/metrics")
-        text = conn.getresponse().read().decode()
-    finally:
-        conn.close()
     return {m.group(1): float(m.group(2)) for m in re.finditer(
-        r'^webhook_tls_handshakes_refused_total\{reason="([a-z_]+)"\} (\S+)$', text, re.M)}
+        r'^webhook_tls_handshakes_refused_total\{reason="([a-z_]+)"\} (\S+)$', metrics_text(wh),
+        re.M)}
 
 
 class RefusedTrafficLogTest(HostileCase):
