@@ -9,8 +9,9 @@
  * types, key order; a repeated key keeps its first place and its last value), or it
  * declines, and then jansson reads the body. It declines on anything it does not
  * decide itself: invalid JSON of any kind (so every error message is jansson's),
- * NUL bytes in the body, bodies over JSONR_MAX_LEN, integers beyond 64 bits, reals out of range, unpaired
- * surrogates, NUL in keys, nesting deeper than JSONR_MAX_DEPTH. Structure
+ * NUL bytes in the body, bodies over JSONR_MAX_LEN, integers beyond 64 bits, every
+ * real (jansson's conversion and range rules stay its own; pods hardly hold any),
+ * unpaired surrogates, NUL in keys, nesting deeper than JSONR_MAX_DEPTH. Structure
  * (separators between tokens, which jsmn does not check), literals and number
  * grammar (RFC 8259 §3-§6) are checked here; UTF-8 is checked by jansson itself
  * (json_stringn, json_object_setn_new use the lexer's own rules). The differential
