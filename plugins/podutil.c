@@ -269,7 +269,6 @@ int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at
     json_array_foreach(envs, i, e) {
         const char *name = json_string_value(json_object_get(e, "name"));
         const json_t *pos = name != NULL ? json_object_get(index, name) : NULL;
-        json_t *copy;
 
         if (failed_at != NULL)
             *failed_at = i;
@@ -283,13 +282,11 @@ int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at
             if (env_same(have, e))
                 continue;
             warn_env_replaced(w, plugin, container, have, e);
-            copy = json_deep_copy(e);
-            if (copy == NULL || json_array_set_new(list, (size_t)json_integer_value(pos), copy) < 0)
+            if (json_array_set(list, (size_t)json_integer_value(pos), (json_t *)e) < 0)
                 goto nomem;
             continue;
         }
-        copy = json_deep_copy(e);
-        if (copy == NULL || json_array_append_new(list, copy) < 0
+        if (json_array_append(list, (json_t *)e) < 0
             || json_object_set_new(index, name, json_integer((json_int_t)json_array_size(list) - 1))
                 < 0)
             goto nomem;
@@ -536,18 +533,39 @@ int podutil_set_string(json_t *obj, const char *key, const char *value)
     return podutil_set(obj, key, json_string(value));
 }
 
+json_t *podutil_object(const char *k1, json_t *v1_new, const char *k2, json_t *v2_new)
+{
+    json_t *o = v1_new != NULL && (k2 == NULL || v2_new != NULL) ? json_object() : NULL;
+
+    if (o == NULL || json_object_set_new_nocheck(o, k1, v1_new) < 0) {
+        json_decref(o);
+        if (o == NULL)
+            json_decref(v1_new);
+        json_decref(v2_new);
+        return NULL;
+    }
+    if (k2 != NULL && json_object_set_new_nocheck(o, k2, v2_new) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 json_t *podutil_env_value(const char *name, const char *value)
 {
-    return json_pack("{s:s, s:s}", "name", name, "value", value);
+    return podutil_object("name", json_string(name), "value", json_string(value));
 }
 
 json_t *podutil_env_shared(const char *name, json_t *value)
 {
-    return value != NULL ? json_pack("{s:s, s:O}", "name", name, "value", value) : NULL;
+    return value != NULL ? podutil_object("name", json_string(name), "value", json_incref(value))
+                         : NULL;
 }
 
 json_t *podutil_env_configmap(const char *name, const char *cm, const char *key)
 {
-    return json_pack("{s:s, s:{s:{s:s, s:s}}}", "name", name, "valueFrom", "configMapKeyRef",
-                     "name", cm, "key", key);
+    json_t *ref = podutil_object("name", json_string(cm), "key", json_string(key));
+
+    return podutil_object("name", json_string(name), "valueFrom",
+                          podutil_object("configMapKeyRef", ref, NULL, NULL));
 }

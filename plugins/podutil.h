@@ -68,8 +68,9 @@ json_t *podutil_init_containers(json_t *pod);
 int podutil_upsert_env(json_t *container, json_t *env_new, const char *plugin, struct warnings *w);
 
 /**
- * podutil_upsert_env for every entry of envs (a borrowed array of env vars,
- * copied), in order, in O(existing + new) time: a Job with thousands of tasks
+ * podutil_upsert_env for every entry of envs (a borrowed array of env vars; each
+ * entry placed gets one more reference, not a copy: no code edits a pod's list
+ * entries in place, they are replaced whole, so the containers can share them), in order, in O(existing + new) time: a Job with thousands of tasks
  * gives svc thousands of entries per container. Each replaced entry gives
  * podutil_upsert_env's warning.
  * @param[out] failed_at  index in envs of the entry that failed (may be NULL)
@@ -157,7 +158,17 @@ int podutil_set(json_t *obj, const char *key, json_t *value_new);
 /** @return borrowed string member of obj, or "" when absent / not a string. */
 const char *podutil_str(const json_t *obj, const char *key);
 
-/** @return new reference {"name": name, "value": value}; NULL on ENOMEM. */
+/**
+ * {k1: v1_new, k2: v2_new} in that key order, or {k1: v1_new} when k2 is NULL (then
+ * v2_new must be NULL). Built member by member: json_pack's format parsing cost an
+ * admission more than the objects it built. The keys are the caller's ASCII
+ * literals (set unchecked); the values are stolen, even on failure, and may be NULL
+ * (a json_string that refused invalid UTF-8), which fails the whole object.
+ * @return new reference; NULL when a value is NULL or on ENOMEM.
+ */
+json_t *podutil_object(const char *k1, json_t *v1_new, const char *k2, json_t *v2_new);
+
+/** @return new reference {"name": name, "value": value}; NULL on ENOMEM or invalid UTF-8. */
 json_t *podutil_env_value(const char *name, const char *value);
 
 /**

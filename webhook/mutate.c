@@ -191,34 +191,53 @@ static json_t *copy_tree(const json_t *v)
  * container (ray's command), and whole new init containers (pytorch). A member
  * listed with sub == NULL is copied by copy_tree; with sub, an object becomes a new
  * object whose members are shared by reference except those sub lists, and an
- * array a new array of such objects. So the copy is new only on the way to what
- * plugins edit, and patch_diff skips the rest (labels, ownerReferences, affinity,
- * resources, probes, ...) by pointer. check_mutate's
- * chain_leaves_the_admitted_pod_as_it_was fails when a plugin edits anything else.
+ * array a new array of such objects; with items, a list becomes a new array of the
+ * same items: podutil (plugins/podutil.h) appends to those lists and replaces an
+ * entry whole (json_array_set), never edits one in place. So the copy is new only
+ * on the way to what plugins edit, and patch_diff skips the rest (labels,
+ * ownerReferences, affinity, resources, probes, every entry no plugin replaced,
+ * ...) by pointer. check_mutate's chain_leaves_the_admitted_pod_as_it_was fails
+ * when a plugin edits anything else.
  */
 struct edited {
     const char *key;
     const struct edited *sub;
+    bool items; /* a list whose entries are appended or replaced whole */
 };
 
-static const struct edited edited_metadata[] = {{"annotations", NULL}, {NULL, NULL}};
+static const struct edited edited_metadata[] = {{"annotations", NULL, false}, {NULL, NULL, false}};
 static const struct edited edited_container[] = {
-    {"env", NULL},
-    {"volumeMounts", NULL},
-    {"ports", NULL},
-    {NULL, NULL},
+    {"env", NULL, true},
+    {"volumeMounts", NULL, true},
+    {"ports", NULL, true},
+    {NULL, NULL, false},
 };
 static const struct edited edited_spec[] = {
-    {"containers", edited_container},
-    {"initContainers", edited_container},
-    {"volumes", NULL},
-    {NULL, NULL},
+    {"containers", edited_container, false},
+    {"initContainers", edited_container, false},
+    {"volumes", NULL, true},
+    {NULL, NULL, false},
 };
 static const struct edited edited_pod[] = {
-    {"metadata", edited_metadata},
-    {"spec", edited_spec},
-    {NULL, NULL},
+    {"metadata", edited_metadata, false},
+    {"spec", edited_spec, false},
+    {NULL, NULL, false},
 };
+
+/* A new array holding v's items (one more reference each). @return new reference, NULL on ENOMEM. */
+static json_t *copy_items(const json_t *v)
+{
+    size_t n = json_array_size(v);
+    json_t *c = json_array();
+
+    for (size_t i = 0; c != NULL && i < n; i++) {
+        if (json_array_append(c, json_array_get(v, i)) < 0) {
+            json_decref(c);
+            return NULL;
+        }
+    }
+    return c;
+}
 
 /* The copy the plugins edit (see struct edited). @return new reference, NULL on ENOMEM. */
 static json_t *copy_edited(const json_t *v, const struct edited *sub)
@@ -253,7 +272,12 @@ static json_t *copy_edited(const json_t *v, const struct edited *sub)
 
         while (e->key != NULL && (strlen(e->key) != klen || memcmp(e->key, key, klen) != 0))
             e++;
-        mc = e->key != NULL ? copy_edited(m, e->sub) : json_incref(m);
+        if (e->key == NULL)
+            mc = json_incref(m);
+        else if (e->items && json_is_array(m))
+            mc = copy_items(m);
+        else
+            mc = copy_edited(m, e->sub);
         if (json_object_setn_new_nocheck(c, key, klen, mc) < 0) {
             json_decref(c);
             return NULL;
