@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,7 +36,15 @@ struct reader {
     size_t top;    /* scratch in use by the keys of the objects being read */
 };
 
-static json_t *read_value(struct reader *r, int depth);
+/*
+ * What read_value does with a value: keep == NULL builds it whole; keep == &skipped
+ * checks it as the builder would and builds nothing (the answer is json_null(), a
+ * static value, or NULL to decline); any other keep builds an object with only
+ * keep's members (of each item, for an array of objects).
+ */
+static const struct jsonr_keep skipped[1] = {{NULL, NULL}};
+
+static json_t *read_value(struct reader *r, int depth, const struct jsonr_keep *keep);
 
 static void skip_ws(struct reader *r)
 {
@@ -173,14 +182,34 @@ static bool string_content(struct reader *r, const jsmntok_t *t, bool key, const
     bool escaped = false;
     unsigned char high = 0;
     long w;
+    size_t i = 0;
 
-    for (size_t i = 0; i < raw; i++) {
-        unsigned char c = (unsigned char)p[i];
+    /* Eight bytes at a time: a word with no control, backslash or byte over 0x7F (most
+     * of a review) needs no closer look (Anderson, "Bit Twiddling Hacks": hasless,
+     * haszero); the bytes of the others, and of the tail, are looked at one by one. */
+    while (i < raw) {
+        size_t end = i + 8 <= raw ? i + 8 : raw;
 
-        if (c < 0x20)
-            return false;
-        escaped |= c == '\\';
-        high |= c & 0x80;
+        if (end == i + 8) {
+            const uint64_t ones = 0x0101010101010101ULL;
+            uint64_t x;
+            uint64_t bs;
+
+            memcpy(&x, p + i, 8);
+            bs = x ^ (ones * '\\');
+            if (((((x - ones * 0x20) & ~x) | ((bs - ones) & ~bs) | x) & (ones * 0x80)) == 0) {
+                i = end;
+                continue;
+            }
+        }
+        for (; i < end; i++) {
+            unsigned char c = (unsigned char)p[i];
+
+            if (c < 0x20)
+                return false;
+            escaped |= c == '\\';
+            high |= c & 0x80;
+        }
     }
     *utf8 = high == 0;
     if (!escaped) {
@@ -257,9 +286,10 @@ static json_t *primitive(const char *p, size_t n)
     return json_integer((json_int_t)v);
 }
 
-static json_t *read_array(struct reader *r, const jsmntok_t *t, int depth)
+static json_t *read_array(struct reader *r, const jsmntok_t *t, int depth,
+                          const struct jsonr_keep *keep)
 {
-    json_t *a = json_array();
+    json_t *a = keep == skipped ? json_null() : json_array();
 
     if (a == NULL)
         return NULL;
@@ -268,8 +298,10 @@ static json_t *read_array(struct reader *r, const jsmntok_t *t, int depth)
 
         if (k > 0 && !expect(r, ','))
             goto fail;
-        v = read_value(r, depth + 1);
-        if (json_array_append_new(a, v) < 0) /* v NULL: -1 */
+        v = read_value(r, depth + 1, keep);
+        if (v == NULL)
+            goto fail;
+        if (keep != skipped && json_array_append_new(a, v) < 0)
             goto fail;
     }
     if (!expect(r, ']'))
@@ -280,9 +312,30 @@ fail:
     return NULL;
 }
 
-static json_t *read_object(struct reader *r, const jsmntok_t *t, int depth)
+/* The entry of keep named by the len bytes at key, or NULL. */
+static const struct jsonr_keep *kept_member(const struct jsonr_keep *keep, const char *key,
+                                            size_t len)
 {
-    json_t *o = json_object();
+    for (; keep->key != NULL; keep++) {
+        if (strncmp(keep->key, key, len) == 0 && keep->key[len] == '\0')
+            return keep;
+    }
+    return NULL;
+}
+
+/* Whether the n bytes at s are UTF-8 as jansson's lexer requires (its own check). */
+static bool jansson_utf8(const char *s, size_t n)
+{
+    json_t *v = json_stringn(s, n);
+
+    json_decref(v);
+    return v != NULL;
+}
+
+static json_t *read_object(struct reader *r, const jsmntok_t *t, int depth,
+                           const struct jsonr_keep *keep)
+{
+    json_t *o = keep == skipped ? json_null() : json_object();
 
     if (o == NULL)
         return NULL;
@@ -292,6 +345,7 @@ static json_t *read_object(struct reader *r, const jsmntok_t *t, int depth)
         const char *key;
         size_t key_len;
         bool utf8;
+        const struct jsonr_keep *member;
         json_t *v;
 
         if (k > 0 && !expect(r, ','))
@@ -302,14 +356,29 @@ static json_t *read_object(struct reader *r, const jsmntok_t *t, int depth)
         if (!at_string(r, kt) || !string_content(r, kt, true, &key, &key_len, &utf8)
             || !expect(r, ':'))
             goto fail;
-        v = read_value(r, depth + 1);
+        if (keep == skipped || keep == NULL) {
+            member = keep;
+        } else {
+            const struct jsonr_keep *e = kept_member(keep, key, key_len);
+
+            member = e != NULL ? e->sub : skipped;
+        }
+        v = read_value(r, depth + 1, member);
+        if (v == NULL)
+            goto fail;
+        if (member == skipped) {
+            /* Left out, but checked as json_object_setn_new would check its key. */
+            if (!utf8 && !jansson_utf8(key, key_len))
+                goto fail;
+            r->top = mark;
+            continue;
+        }
         /* json_object_setn_new checks the key's UTF-8 as jansson's lexer does; a
          * repeated key keeps its place and takes the new value, as in json_loadb.
          * Both take v, even when they fail. */
-        if (v == NULL
-            || (utf8 ? json_object_setn_new_nocheck(o, key, key_len, v)
-                     : json_object_setn_new(o, key, key_len, v))
-                < 0)
+        if ((utf8 ? json_object_setn_new_nocheck(o, key, key_len, v)
+                  : json_object_setn_new(o, key, key_len, v))
+            < 0)
             goto fail;
         r->top = mark;
     }
@@ -321,7 +390,7 @@ fail:
     return NULL;
 }
 
-static json_t *read_value(struct reader *r, int depth)
+static json_t *read_value(struct reader *r, int depth, const struct jsonr_keep *keep)
 {
     const jsmntok_t *t;
     const char *s;
@@ -336,6 +405,8 @@ static json_t *read_value(struct reader *r, int depth)
     case JSMN_STRING:
         if (!at_string(r, t) || !string_content(r, t, false, &s, &n, &utf8))
             return NULL;
+        if (keep == skipped)
+            return utf8 || jansson_utf8(s, n) ? json_null() : NULL;
         /* json_stringn: NULL for invalid UTF-8, which jansson's lexer refuses */
         return utf8 ? json_stringn_nocheck(s, n) : json_stringn(s, n);
     case JSMN_PRIMITIVE:
@@ -343,7 +414,12 @@ static json_t *read_value(struct reader *r, int depth)
         if ((size_t)t->start != r->pos)
             return NULL;
         r->pos = (size_t)t->end;
-        return primitive(r->js + t->start, (size_t)(t->end - t->start));
+        v = primitive(r->js + t->start, (size_t)(t->end - t->start));
+        if (keep == skipped && v != NULL) {
+            json_decref(v);
+            return json_null();
+        }
+        return v;
     case JSMN_OBJECT:
     case JSMN_ARRAY:
         skip_ws(r);
@@ -351,7 +427,8 @@ static json_t *read_value(struct reader *r, int depth)
             || r->js[r->pos] != (t->type == JSMN_OBJECT ? '{' : '['))
             return NULL;
         r->pos++;
-        v = t->type == JSMN_OBJECT ? read_object(r, t, depth) : read_array(r, t, depth);
+        /* An array passes keep on to each of its items. */
+        v = t->type == JSMN_OBJECT ? read_object(r, t, depth, keep) : read_array(r, t, depth, keep);
         if (v != NULL && r->pos != (size_t)t->end) {
             json_decref(v);
             return NULL;
@@ -397,7 +474,7 @@ static bool shallow(const char *js, size_t len)
     return true;
 }
 
-json_t *jsonr_fast(const char *body, size_t len)
+json_t *jsonr_fast_kept(const char *body, size_t len, const struct jsonr_keep *keep)
 {
     struct reader r = {0};
     jsmn_parser p;
@@ -433,7 +510,7 @@ json_t *jsonr_fast(const char *body, size_t len)
     r.len = len;
     r.tok = tok;
     r.ntok = (int)p.toknext;
-    v = read_value(&r, 0);
+    v = read_value(&r, 0, keep);
     skip_ws(&r);
     if (v != NULL && (r.pos != len || r.next != r.ntok)) {
         json_decref(v);
@@ -443,6 +520,21 @@ out:
     free(r.scratch);
     free(tok);
     return v;
+}
+
+json_t *jsonr_fast(const char *body, size_t len)
+{
+    return jsonr_fast_kept(body, len, NULL);
+}
+
+json_t *jsonr_loadb_kept(const char *body, size_t len, const struct jsonr_keep *keep,
+                         json_error_t *err)
+{
+    json_t *v = jsonr_fast_kept(body, len, keep);
+
+    if (v != NULL)
+        return v;
+    return json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, err);
 }
 
 json_t *jsonr_loadb(const char *body, size_t len, json_error_t *err)

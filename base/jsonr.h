@@ -69,12 +69,45 @@ static inline size_t jsonr_string_end(const char *js, size_t len, size_t from)
     return len;
 }
 
+/*
+ * What of a document a reader builds: the members named, each whole (sub NULL) or
+ * only sub's members of it. keep applies to an object's members; an array passes
+ * it on to each of its items (so {"containers", ctr} keeps ctr's members of every
+ * container). A list ends with {NULL, NULL}. Members not named are read and checked
+ * as the rest of the body (the fast path declines on them as anywhere), then left
+ * out of the tree: a caller declares what it reads, and reads nothing else.
+ */
+struct jsonr_keep {
+    const char *key;
+    const struct jsonr_keep *sub;
+};
+
 /**
  * The fast path alone: the tree of the len bytes at body (borrowed), or NULL when
  * the fast path declines (see above; also out of memory). Never an error of its own.
  * @return new reference or NULL.
  */
 json_t *jsonr_fast(const char *body, size_t len);
+
+/**
+ * jsonr_fast, building only what keep names (struct jsonr_keep; NULL: everything):
+ * json_loadb's tree with every member keep does not name left out, the rest as
+ * json_loadb gives it (values, types, key order, a repeated key's first place and
+ * last value), or NULL when the fast path declines. The whole body is checked all
+ * the same: what it declines on, it declines on in left-out members too.
+ * @return new reference or NULL.
+ */
+json_t *jsonr_fast_kept(const char *body, size_t len, const struct jsonr_keep *keep);
+
+/**
+ * jsonr_loadb, building only what keep names: jsonr_fast_kept's tree when the fast
+ * path builds one, else json_loadb's whole tree (which holds everything keep names,
+ * and more: a caller that reads only what keep names sees the same either way), or
+ * NULL with jansson's error in *err (which may be NULL).
+ * @return new reference, or NULL with *err filled.
+ */
+json_t *jsonr_loadb_kept(const char *body, size_t len, const struct jsonr_keep *keep,
+                         json_error_t *err);
 
 /**
  * json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, err), same result: the

@@ -1046,9 +1046,12 @@ class Bench:
 
 
 # The parts of an admission the callgrind section names, by the functions whose inclusive
-# counts they are (the first one found; older trees read JSON with json_loadb).
+# counts they are: the first alternative found, an alternative being one function or a
+# tuple of functions summed (the review is read with jsonr_loadb_kept and the Job's text
+# with jsonr_loadb; older trees read both with one of them, or with json_loadb).
 COMPONENTS = (
-    ("reading JSON: the review and the Job's kept text", ("jsonr_loadb", "json_loadb")),
+    ("reading JSON: the review and the Job's kept text",
+     (("jsonr_loadb_kept", "jsonr_loadb"), "jsonr_loadb", "json_loadb")),
     ("the containers pre-scan", ("json_container_count",)),
     ("the Job from the cache (its parse included)", ("cache_get",)),
     ("the pod's copy for the plugins", ("copy_edited",)),
@@ -1074,10 +1077,11 @@ def run_callgrind(exe, jobs, bodies, n, tag):
     for name, fns in COMPONENTS:
         parts[name] = None
         for want in fns:
-            hit = [c for c, fn in every if re.match(r"(.*:)?%s(\.\w+)*( |$)" % want,
-                                                     short_fn(fn))]
-            if hit:
-                parts[name] = hit[0] / n
+            names = want if isinstance(want, tuple) else (want,)
+            hits = [[c for c, fn in every if re.match(r"(.*:)?%s(\.\w+)*( |$)" % f,
+                                                       short_fn(fn))] for f in names]
+            if all(hits):
+                parts[name] = sum(h[0] for h in hits) / n
                 break
     return {"per_admission": total / n, "cmd": " ".join(cmd).replace(WORK, "$W"),
             "top": top[:18], "self": self_top[:12], "n": n, "parts": parts}

@@ -267,6 +267,22 @@ static long json_container_count(const char *s, size_t len)
     return n;
 }
 
+/*
+ * What admission_handle reads in a pod's AdmissionReview (parse_review, then
+ * mutate_pod_read in the pod): the rest (userInfo, options, the pod's resources,
+ * probes, affinity, managedFields, ...) is checked as JSON and not built.
+ */
+static const struct jsonr_keep request_read[] = {
+    {"uid", NULL},       {"operation", NULL},         {"resource", NULL}, {"subResource", NULL},
+    {"namespace", NULL}, {"object", mutate_pod_read}, {NULL, NULL},
+};
+static const struct jsonr_keep review_read[] = {
+    {"apiVersion", NULL},
+    {"kind", NULL},
+    {"request", request_read},
+    {NULL, NULL},
+};
+
 /* The members of the AdmissionResponse after the patch: ,"warnings" and ,"status". */
 static void answer_tail(struct buf *o, const struct mutate_result *res)
 {
@@ -401,7 +417,7 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
         status = answer_status(400, "BadRequest", msg, out, out_len);
         goto out;
     }
-    review = jsonr_loadb(body, len, &jerr);
+    review = jsonr_loadb_kept(body, len, review_read, &jerr);
     if (review == NULL) {
         sanitize_ascii(jerr.text); /* jansson may quote raw input bytes */
         snprintf(b.msg, sizeof(b.msg), "invalid JSON at line %d column %d: %s", jerr.line,

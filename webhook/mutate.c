@@ -224,6 +224,30 @@ static const struct edited edited_pod[] = {
     {NULL, NULL, false},
 };
 
+/* What the chain, the plugins and D15 read in a pod (mutate.h). */
+static const struct jsonr_keep read_container[] = {
+    {"name", NULL},    {"env", NULL},  {"volumeMounts", NULL}, {"ports", NULL},
+    {"command", NULL}, {"args", NULL}, {NULL, NULL},
+};
+static const struct jsonr_keep read_metadata[] = {
+    {"name", NULL},        {"generateName", NULL},    {"namespace", NULL}, {"labels", NULL},
+    {"annotations", NULL}, {"ownerReferences", NULL}, {NULL, NULL},
+};
+static const struct jsonr_keep read_spec[] = {
+    {"hostname", NULL},
+    {"subdomain", NULL},
+    {"volumes", NULL},
+    {"containers", read_container},
+    {"initContainers", read_container},
+    {"ephemeralContainers", read_container},
+    {NULL, NULL},
+};
+const struct jsonr_keep mutate_pod_read[] = {
+    {"metadata", read_metadata},
+    {"spec", read_spec},
+    {NULL, NULL},
+};
+
 /* A new array holding v's items (one more reference each). @return new reference, NULL on ENOMEM. */
 static json_t *copy_items(const json_t *v)
 {

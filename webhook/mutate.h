@@ -17,6 +17,7 @@
 
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/jsonr.h"
 #include "plugins/jobsource.h"
 #include "plugins/warnings.h"
 
@@ -52,6 +53,19 @@ struct mutate_result {
     struct warnings warnings; /* response.warnings */
     unsigned enabled;         /* bit k: plugin_registry[k] was in the effective set */
 };
+
+/**
+ * What an admission reads in a pod (base/jsonr.h struct jsonr_keep): the choice of
+ * Job and task (D6: metadata name, generateName, namespace, labels, annotations,
+ * ownerReferences), every plugin's on_pod_create (spec hostname, subdomain, volumes;
+ * each container's name, env, volumeMounts, ports, command, args) and D15's check
+ * (k8s/podcheck.h: the same, ephemeral containers too). admission_handle builds only
+ * these members of request.object; a plugin or check that reads another member of a
+ * pod must name it here. Every member the chain edits (struct edited, mutate.c) is
+ * among them, so an edit never meets a member left out. tests/webhook/check_answer.c
+ * compares every answer with the one the whole tree gives.
+ */
+extern const struct jsonr_keep mutate_pod_read[];
 
 /** Zero a result. */
 void mutate_result_init(struct mutate_result *r);

@@ -9,6 +9,11 @@
  * the fast path, so that a reader that declines everything fails), on fixed inputs
  * with exact trees, on inputs it must leave to jansson, on random documents written
  * by jansson's dumper with and without escapes, and on seeded byte mutations.
+ *
+ * Everywhere too, the reader that builds only what a keep list names
+ * (jsonr_fast_kept): it declines exactly where the whole reader declines, and
+ * otherwise builds json_loadb's tree with every member not named left out
+ * (tests/jsonprune.h, written with jansson alone).
  */
 #include <glob.h>
 #include <stdbool.h>
@@ -17,6 +22,7 @@
 
 #include "base/jsonr.h"
 #include "tests/jsongen.h"
+#include "tests/jsonprune.h"
 #include "tests/testutil.h"
 
 #define FLAGS (JSON_DECODE_ANY | JSON_ALLOW_NUL)
@@ -28,6 +34,42 @@ static char *dump(const json_t *v)
 
     ck_assert_ptr_nonnull(s);
     return s;
+}
+
+/* A keep list that names itself: "a" and "" kept with its rule again, "Z" whole. The
+ * random documents' keys are random strings of a few pieces, "a" and "Z" among them. */
+static const struct jsonr_keep test_keep[] = {
+    {"a", test_keep}, {"", test_keep}, {"Z", NULL}, {"\xc3\xa9", NULL}, {NULL, NULL},
+};
+
+/* The kept reader on the n bytes at body, against the whole one (fast) and json_loadb (want). */
+static void check_kept(const char *body, size_t n, const json_t *fast, const json_t *want,
+                       const char *name)
+{
+    json_t *kept = jsonr_fast_kept(body, n, test_keep);
+    json_error_t e;
+    json_t *loaded = jsonr_loadb_kept(body, n, test_keep, &e);
+
+    ck_assert_msg((kept != NULL) == (fast != NULL), "%s: the kept reader %s where the whole one %s",
+                  name, kept != NULL ? "built" : "declined", fast != NULL ? "built" : "declined");
+    if (kept != NULL) {
+        json_t *pruned = jsonprune(want, test_keep);
+        char *a = dump(kept);
+        char *b = dump(pruned);
+
+        ck_assert_msg(strcmp(a, b) == 0, "%s:\n kept: %s\n pruned: %s", name, a, b);
+        ck_assert(json_equal(loaded, kept));
+        free(a);
+        free(b);
+        json_decref(pruned);
+    } else {
+        /* declined: jansson's whole tree, or its error */
+        ck_assert_msg((loaded == NULL) == (want == NULL),
+                      "%s: jsonr_loadb_kept and json_loadb disagree", name);
+        ck_assert(loaded == NULL || json_equal(loaded, want));
+    }
+    json_decref(kept);
+    json_decref(loaded);
 }
 
 /*
@@ -55,6 +97,7 @@ static bool check_same(const char *body, size_t n, const char *name)
         free(b);
     }
     ck_assert_msg((got == NULL) == (want == NULL), "%s: jsonr_loadb and json_loadb disagree", name);
+    check_kept(body, n, fast, want, name);
     if (got == NULL) {
         ck_assert_str_eq(e2.text, e1.text);
         ck_assert_int_eq(e2.line, e1.line);
@@ -421,6 +464,52 @@ START_TEST(test_string_end)
 }
 END_TEST
 
+/* The kept reader on fixed inputs (test_keep): the exact tree, or declined ("" here)
+ * because a member left out holds what the whole reader declines on. */
+static const struct {
+    const char *in;
+    const char *tree;
+} kept_cases[] = {
+    {"{\"a\":{\"a\":1,\"b\":2},\"b\":{\"Z\":3},\"Z\":{\"q\":[1]},\"\":[{\"a\":1,\"c\":2},3]}",
+     "{\"a\":{\"a\":1},\"Z\":{\"q\":[1]},\"\":[{\"a\":1},3]}"},
+    /* a repeated kept key: its first place, its last value; a left-out one in between */
+    {"{\"a\":[1],\"x\":{\"y\":[true,null,\"s\\n\"]},\"a\":{\"Z\":\"\\u00e9\"}}",
+     "{\"a\":{\"Z\":\"\xc3\xa9\"}}"},
+    {"[{\"b\":1},{\"a\":2}]", "[{},{\"a\":2}]"},
+    {"{\"b\":1.5}", ""},
+    {"{\"b\":\"\xff\"}", ""},
+    {"{\"b\":{\"\xff\":1}}", ""},
+    {"{\"b\":{\"\\u0000\":1}}", ""},
+    {"{\"b\":\"\\ud800\"}", ""},
+    {"{\"b\":99999999999999999999}", ""},
+    {"{\"b\":[1 2]}", ""},
+    {"{\"b\":\"\x01\"}", ""},
+    /* strings long enough to be read eight bytes at a time: each class of byte that
+     * needs a closer look, in a word of its own, kept and left out */
+    {"{\"a\":\"abcdefgh\x1fijklmnop\"}", ""},
+    {"{\"b\":\"abcdefghijklmno\x1fpqrstuvw\"}", ""},
+    {"{\"Z\":\"abcdefgh\x7fijklmnop\"}", "{\"Z\":\"abcdefgh\x7fijklmnop\"}"},
+    {"{\"Z\":\"abcdefghijklmnop\\u0041rstuvwxyz\"}", "{\"Z\":\"abcdefghijklmnopArstuvwxyz\"}"},
+    {"{\"Z\":\"abcdefgh\xc3\xa9ijklmnopqrstuvwx\\\\\"}",
+     "{\"Z\":\"abcdefgh\xc3\xa9ijklmnopqrstuvwx\\\\\"}"},
+    {"{\"b\":\"abcdefghijklmnop\xc3qrstuvwx\"}", ""},
+    {"{\"Z\":\"abcdefghijklmnop\xc3qrstuvwx\"}", ""},
+};
+
+START_TEST(test_kept)
+{
+    const char *in = kept_cases[_i].in;
+    json_t *v = jsonr_fast_kept(in, strlen(in), test_keep);
+    char *got = v != NULL ? dump(v) : strdup("");
+
+    ck_assert_msg(strcmp(got, kept_cases[_i].tree) == 0, "%s: got %s, want %s", in, got,
+                  kept_cases[_i].tree);
+    check_same(in, strlen(in), in);
+    free(got);
+    json_decref(v);
+}
+END_TEST
+
 /* ---- random documents and mutations ----------------------------------------- */
 
 /* Documents jansson writes (compact, indented, ASCII-only with \u escapes) are read
@@ -479,6 +568,7 @@ static Suite *jsonr_suite(void)
     suite_add_tcase(s, tf);
     tcase_add_loop_test(tx, test_accepted, 0, (int)(sizeof(accepted) / sizeof(accepted[0])));
     tcase_add_loop_test(tx, test_declined, 0, (int)(sizeof(declined) / sizeof(declined[0])));
+    tcase_add_loop_test(tx, test_kept, 0, (int)(sizeof(kept_cases) / sizeof(kept_cases[0])));
     tcase_add_test(tx, test_nul_byte_declined);
     tcase_add_test(tx, test_depth);
     tcase_add_test(tx, test_string_end);

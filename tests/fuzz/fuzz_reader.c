@@ -7,7 +7,10 @@
  * Property: when the fast path builds a tree, jansson builds one too and the two
  * have the same compact dump (values, types, key order) and are json_equal; and
  * jsonr_loadb answers as json_loadb does (a tree with the same dump, or NULL with
- * the same error text and position).
+ * the same error text and position). And the reader that builds only what a keep
+ * list names, with the pod admission's list (mutate_pod_read inside a review):
+ * jsonr_fast_kept declines exactly where jsonr_fast does, and otherwise builds
+ * json_loadb's tree pruned by the list (tests/jsonprune.h).
  * Seeds: the admission harness's corpus (example pods, hostile reviews).
  */
 #include <jansson.h>
@@ -17,6 +20,8 @@
 
 #include "base/jsonr.h"
 #include "tests/fuzz/fuzzutil.h"
+#include "tests/jsonprune.h"
+#include "webhook/mutate.h"
 
 #define FLAGS (JSON_DECODE_ANY | JSON_ALLOW_NUL)
 
@@ -26,6 +31,31 @@ static char *dump(const json_t *v)
 
     FUZZ_CHECK(s != NULL, "json_dumps failed");
     return s;
+}
+
+/* A review as admission_handle reads one: the pod's members mutate_pod_read names. */
+static const struct jsonr_keep request_keep[] = {
+    {"uid", NULL}, {"resource", NULL}, {"object", mutate_pod_read}, {NULL, NULL}};
+static const struct jsonr_keep review_keep[] = {
+    {"apiVersion", NULL}, {"kind", NULL}, {"request", request_keep}, {NULL, NULL}};
+
+static void check_kept(const char *body, size_t size, const json_t *fast, const json_t *want)
+{
+    json_t *kept = jsonr_fast_kept(body, size, review_keep);
+
+    FUZZ_CHECK((kept != NULL) == (fast != NULL), "the kept reader %s where the whole one %s",
+               kept != NULL ? "built" : "declined", fast != NULL ? "built" : "declined");
+    if (kept != NULL) {
+        json_t *pruned = jsonprune(want, review_keep);
+        char *a = dump(kept);
+        char *b = dump(pruned);
+
+        FUZZ_CHECK(strcmp(a, b) == 0, "kept tree differs:\n kept: %.2000s\n pruned: %.2000s", a, b);
+        free(a);
+        free(b);
+        json_decref(pruned);
+    }
+    json_decref(kept);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -49,6 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(a);
         free(b);
     }
+    check_kept(body, size, fast, want);
     FUZZ_CHECK((got == NULL) == (want == NULL), "jsonr_loadb %s, json_loadb %s",
                got != NULL ? "built" : "failed", want != NULL ? "built" : "failed");
     if (got == NULL) {
