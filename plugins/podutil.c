@@ -230,6 +230,8 @@ int podutil_upsert_env(json_t *container, json_t *env_new, const char *plugin, s
             warn_env_replaced(w, plugin, container, e, env_new);
             return json_array_set_new(list, i, env_new) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_REPLACED;
         }
+        /* none of that name: appended, without upsert_keyed's second look */
+        return json_array_append_new(list, env_new) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_ADDED;
     }
     return upsert_keyed(container, "env", "name", env_new, true);
 }

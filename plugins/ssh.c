@@ -71,21 +71,60 @@ static void ssh_args_parse(const struct plugin_ctx *c, struct ssh_args *a)
     plugin_args(c, defs, sizeof(defs) / sizeof(defs[0]));
 }
 
+/* "<job>-ssh" as a JSON string. @return new reference, NULL on ENOMEM. */
+static json_t *ssh_secret_name(const char *job)
+{
+    size_t n = strlen(job);
+    char *s = malloc(n + sizeof("-ssh"));
+    json_t *v;
+
+    if (s == NULL)
+        return NULL;
+    memcpy(s, job, n);
+    memcpy(s + n, "-ssh", sizeof("-ssh"));
+    v = json_stringn(s, n + sizeof("-ssh") - 1);
+    free(s);
+    return v;
+}
+
+/* {"key": key, "path": path}. */
+static json_t *ssh_item(const char *key, const char *path)
+{
+    return podutil_object("key", json_string_nocheck(key), "path", json_string_nocheck(path));
+}
+
 static json_t *ssh_volume(const char *job, const char *key_path)
 {
     int mode = strcmp(key_path, SSH_DEFAULT_PATH) == 0 ? SSH_MODE_ROOT : SSH_MODE_OTHER;
+    json_t *items = json_array();
+    json_t *secret;
 
-    return json_pack("{s:s+, s:{s:s+, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}, {s:s, s:s}], s:i}}",
-                     "name", job, "-ssh", "secret", "secretName", job, "-ssh", "items", "key",
-                     "id_rsa", "path", ".ssh/id_rsa", "key", "id_rsa.pub", "path",
-                     ".ssh/id_rsa.pub", "key", "authorized_keys", "path", ".ssh/authorized_keys",
-                     "key", "config", "path", ".ssh/config", "defaultMode", mode);
+    /* Built member by member (podutil_object): json_pack cost more than the objects. */
+    if (items == NULL || json_array_append_new(items, ssh_item("id_rsa", ".ssh/id_rsa")) < 0
+        || json_array_append_new(items, ssh_item("id_rsa.pub", ".ssh/id_rsa.pub")) < 0
+        || json_array_append_new(items, ssh_item("authorized_keys", ".ssh/authorized_keys")) < 0
+        || json_array_append_new(items, ssh_item("config", ".ssh/config")) < 0) {
+        json_decref(items);
+        return NULL;
+    }
+    secret = podutil_object("secretName", ssh_secret_name(job), "items", items);
+    if (secret != NULL
+        && json_object_set_new_nocheck(secret, "defaultMode", json_integer(mode)) < 0) {
+        json_decref(secret);
+        return NULL;
+    }
+    return podutil_object("name", ssh_secret_name(job), "secret", secret);
 }
 
 static json_t *ssh_mount(const char *job, const char *key_path)
 {
-    return json_pack("{s:s+, s:s, s:s}", "name", job, "-ssh", "mountPath", key_path, "subPath",
-                     ".ssh");
+    json_t *m = podutil_object("name", ssh_secret_name(job), "mountPath", json_string(key_path));
+
+    if (m != NULL && json_object_set_new_nocheck(m, "subPath", json_string_nocheck(".ssh")) < 0) {
+        json_decref(m);
+        return NULL;
+    }
+    return m;
 }
 
 static int ssh_mount_list(json_t *list, const char *list_name, const char *job,

@@ -304,8 +304,10 @@ static int svc_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
         if (rc < 0)
             goto out;
     }
-    rc = podutil_upsert_volume(
-        pod, json_pack("{s:s, s:{s:s}}", "name", cm, "configMap", "name", cm), err);
+    rc = podutil_upsert_volume(pod,
+                               podutil_object("name", json_string(cm), "configMap",
+                                              podutil_object("name", json_string(cm), NULL, NULL)),
+                               err);
     if (rc == WH_ECONFLICT)
         goto out; /* D5: the user's volume, err says whose */
     if (rc < 0) {
@@ -313,7 +315,7 @@ static int svc_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
                           rc == WH_ENOMEM ? "out of memory" : "malformed pod spec");
         goto out;
     }
-    mount = json_pack("{s:s, s:s}", "name", cm, "mountPath", SVC_MOUNT_PATH);
+    mount = podutil_object("name", json_string(cm), "mountPath", json_string(SVC_MOUNT_PATH));
     if (mount == NULL)
         goto nomem;
     rc = svc_mount_list(podutil_containers(pod), "containers", mount, err);
