@@ -444,37 +444,45 @@ static bool delimits_primitive(char c)
 }
 
 /*
- * Whether the brackets of the len bytes at js nest at most JSONR_MAX_DEPTH + 1 deep
- * (the reader's limit), counted as jsmn's strict mode lexes the text: a string runs
- * to its first unescaped quote, a primitive to a delimiter (quotes and brackets in it
- * are its own). jsmn closes a bracket by walking up from its last token one level
- * per step, so a body d deep costs it d * d steps: deeper bodies are declined before
- * jsmn reads them. Where this count and jsmn part ways, jsmn has already failed.
+ * One pass over the bytes (jsonr.h). Depth is counted as jsmn's strict mode lexes
+ * the text: a string runs to its first unescaped quote, a primitive to a delimiter
+ * (quotes and brackets in it are its own). jsmn closes a bracket by walking up from
+ * its last token one level per step, so a body d deep costs it d * d steps: deeper
+ * bodies are declined before jsmn reads them. Where this count and jsmn part ways,
+ * jsmn has already failed. Containers are counted on every bracket outside strings,
+ * those inside a primitive (invalid JSON) too.
  */
-static bool shallow(const char *js, size_t len)
+void jsonr_scan_body(const char *js, size_t len, struct jsonr_scan *out)
 {
     size_t depth = 0;
 
+    out->containers = 0;
+    out->shallow = true;
     for (size_t i = 0; i < len; i++) {
         char c = js[i];
 
         if (c == '[' || c == '{') {
+            out->containers++;
             if (++depth > JSONR_MAX_DEPTH + 1)
-                return false;
+                out->shallow = false;
         } else if (c == ']' || c == '}') {
             if (depth > 0)
                 depth--;
         } else if (c == '"') {
             i = jsonr_string_end(js, len, i + 1);
         } else if (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n') {
-            while (i + 1 < len && !delimits_primitive(js[i + 1]))
+            while (i + 1 < len && !delimits_primitive(js[i + 1])) {
                 i++;
+                if (js[i] == '[' || js[i] == '{')
+                    out->containers++;
+            }
         }
     }
-    return true;
 }
 
-json_t *jsonr_fast_kept(const char *body, size_t len, const struct jsonr_keep *keep)
+/* jsonr_fast_kept with the body's scan made (scan) or to make (NULL). */
+static json_t *fast(const char *body, size_t len, const struct jsonr_keep *keep,
+                    const struct jsonr_scan *scan)
 {
     struct reader r = {0};
     jsmn_parser p;
@@ -488,9 +496,16 @@ json_t *jsonr_fast_kept(const char *body, size_t len, const struct jsonr_keep *k
     json_t *v = NULL;
     int rc;
 
+    struct jsonr_scan own;
+
     /* jsmn stops at a NUL byte. */
-    if (body == NULL || len == 0 || len > JSONR_MAX_LEN || memchr(body, '\0', len) != NULL
-        || !shallow(body, len))
+    if (body == NULL || len == 0 || len > JSONR_MAX_LEN || memchr(body, '\0', len) != NULL)
+        return NULL;
+    if (scan == NULL) {
+        jsonr_scan_body(body, len, &own);
+        scan = &own;
+    }
+    if (!scan->shallow)
         return NULL;
     jsmn_init(&p);
     for (;;) {
@@ -522,15 +537,20 @@ out:
     return v;
 }
 
+json_t *jsonr_fast_kept(const char *body, size_t len, const struct jsonr_keep *keep)
+{
+    return fast(body, len, keep, NULL);
+}
+
 json_t *jsonr_fast(const char *body, size_t len)
 {
-    return jsonr_fast_kept(body, len, NULL);
+    return fast(body, len, NULL, NULL);
 }
 
 json_t *jsonr_loadb_kept(const char *body, size_t len, const struct jsonr_keep *keep,
-                         json_error_t *err)
+                         const struct jsonr_scan *scan, json_error_t *err)
 {
-    json_t *v = jsonr_fast_kept(body, len, keep);
+    json_t *v = fast(body, len, keep, scan);
 
     if (v != NULL)
         return v;

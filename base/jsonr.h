@@ -24,6 +24,7 @@
 #define WH_JSONR_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -44,7 +45,7 @@
  * Where the JSON string whose content starts at js[from] ends: the index of its
  * closing quote, the first `"` not escaped (not after an odd run of backslashes,
  * RFC 8259 §7), or len when there is none. For the scans that skip strings before
- * any parse (the reader's depth check, admission's container count). Reads only
+ * any parse (jsonr_scan_body). Reads only
  * js[from..len). Inline: called once per string of a body.
  */
 static inline size_t jsonr_string_end(const char *js, size_t len, size_t from)
@@ -68,6 +69,20 @@ static inline size_t jsonr_string_end(const char *js, size_t len, size_t from)
     }
     return len;
 }
+
+/* What one pass over a body's bytes finds before any parse (jsonr_scan_body). */
+struct jsonr_scan {
+    size_t containers; /* objects and arrays opened */
+    bool shallow;      /* they nest at most JSONR_MAX_DEPTH + 1 deep: jsmn may read it */
+};
+
+/**
+ * One pass over the len bytes at js (string contents skipped, escapes honoured) for
+ * a caller that bounds a body's containers before reading it (admission: jansson
+ * spends ~500 bytes on each) and then hands the scan to jsonr_loadb_kept, which would
+ * make the same pass otherwise. Fills *out; any bytes, valid JSON or not.
+ */
+void jsonr_scan_body(const char *js, size_t len, struct jsonr_scan *out);
 
 /*
  * What of a document a reader builds: the members named, each whole (sub NULL) or
@@ -103,11 +118,12 @@ json_t *jsonr_fast_kept(const char *body, size_t len, const struct jsonr_keep *k
  * jsonr_loadb, building only what keep names: jsonr_fast_kept's tree when the fast
  * path builds one, else json_loadb's whole tree (which holds everything keep names,
  * and more: a caller that reads only what keep names sees the same either way), or
- * NULL with jansson's error in *err (which may be NULL).
+ * NULL with jansson's error in *err (which may be NULL). scan is jsonr_scan_body's
+ * of these bytes, or NULL to have it made here.
  * @return new reference, or NULL with *err filled.
  */
 json_t *jsonr_loadb_kept(const char *body, size_t len, const struct jsonr_keep *keep,
-                         json_error_t *err);
+                         const struct jsonr_scan *scan, json_error_t *err);
 
 /**
  * json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, err), same result: the

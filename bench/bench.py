@@ -1052,7 +1052,7 @@ class Bench:
 COMPONENTS = (
     ("reading JSON: the review and the Job's kept text",
      (("jsonr_loadb_kept", "jsonr_loadb"), "jsonr_loadb", "json_loadb")),
-    ("the containers pre-scan", ("json_container_count",)),
+    ("the pre-scan of the body (containers, depth)", ("jsonr_scan_body", "json_container_count")),
     ("the Job from the cache (its parse included)", ("cache_get",)),
     ("the pod's copy for the plugins", ("copy_edited",)),
     ("the plugin chain", ("chain_run",)),

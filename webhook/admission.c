@@ -246,26 +246,10 @@ static void answer_patch_base64(struct buf *o, const struct buf *text)
 
 /*
  * Objects and arrays in a JSON text, counted on the bytes before any decoding
- * (string contents skipped, escapes honoured). A real Pod has a few thousand.
+ * (jsonr_scan_body). A real Pod has a few thousand.
  */
 #define ADMISSION_MAX_CONTAINERS 200000
 
-static long json_container_count(const char *s, size_t len)
-{
-    long n = 0;
-    size_t i = 0;
-
-    while (i < len) {
-        char c = s[i++];
-
-        if (c == '{' || c == '[') {
-            n++;
-        } else if (c == '"') {
-            i = jsonr_string_end(s, len, i) + 1;
-        }
-    }
-    return n;
-}
 
 /*
  * What admission_handle reads in a pod's AdmissionReview (parse_review, then
@@ -391,6 +375,7 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
     struct bad_request b = {{0}};
     char q[LOG_QUOTE_SIZE(sizeof(b.msg))]; /* b.msg quoted for the log */
     json_error_t jerr;
+    struct jsonr_scan scan;
     json_t *review = NULL;
     struct buf patch;
     const char *api = NULL;
@@ -409,7 +394,8 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
         goto out;
     }
     /* jansson spends ~500 bytes per object: a 3 MiB body of `{}` would cost ~0.5 GB. */
-    if (json_container_count(body, len) > ADMISSION_MAX_CONTAINERS) {
+    jsonr_scan_body(body, len, &scan);
+    if (scan.containers > ADMISSION_MAX_CONTAINERS) {
         char msg[96];
 
         snprintf(msg, sizeof(msg), "request has more than %d JSON objects and arrays",
@@ -417,7 +403,7 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
         status = answer_status(400, "BadRequest", msg, out, out_len);
         goto out;
     }
-    review = jsonr_loadb_kept(body, len, review_read, &jerr);
+    review = jsonr_loadb_kept(body, len, review_read, &scan, &jerr);
     if (review == NULL) {
         sanitize_ascii(jerr.text); /* jansson may quote raw input bytes */
         snprintf(b.msg, sizeof(b.msg), "invalid JSON at line %d column %d: %s", jerr.line,
@@ -595,6 +581,7 @@ int admission_validate_job(const char *body, size_t len, const struct jobsource 
     struct bad_request b = {{0}};
     char q[LOG_QUOTE_SIZE(sizeof(b.msg))]; /* b.msg quoted for the log */
     json_error_t jerr;
+    struct jsonr_scan scan;
     json_t *review = NULL;
     json_t *answer = NULL;
     const char *api = NULL;
@@ -605,14 +592,15 @@ int admission_validate_job(const char *body, size_t len, const struct jobsource 
     *out_len = 0;
     if (body == NULL || len == 0)
         return answer_status(400, "BadRequest", "request body is empty", out, out_len);
-    if (json_container_count(body, len) > ADMISSION_MAX_CONTAINERS) {
+    jsonr_scan_body(body, len, &scan);
+    if (scan.containers > ADMISSION_MAX_CONTAINERS) {
         char msg[96];
 
         snprintf(msg, sizeof(msg), "request has more than %d JSON objects and arrays",
                  ADMISSION_MAX_CONTAINERS);
         return answer_status(400, "BadRequest", msg, out, out_len);
     }
-    review = jsonr_loadb(body, len, &jerr);
+    review = jsonr_loadb_kept(body, len, NULL, &scan, &jerr);
     if (review == NULL) {
         sanitize_ascii(jerr.text); /* jansson may quote raw input bytes */
         snprintf(b.msg, sizeof(b.msg), "invalid JSON at line %d column %d: %s", jerr.line,

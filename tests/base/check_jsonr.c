@@ -48,7 +48,12 @@ static void check_kept(const char *body, size_t n, const json_t *fast, const jso
 {
     json_t *kept = jsonr_fast_kept(body, n, test_keep);
     json_error_t e;
-    json_t *loaded = jsonr_loadb_kept(body, n, test_keep, &e);
+    struct jsonr_scan scan;
+    json_t *loaded;
+
+    /* with the caller's scan, as admission_handle reads a review */
+    jsonr_scan_body(body, n, &scan);
+    loaded = jsonr_loadb_kept(body, n, test_keep, &scan, &e);
 
     ck_assert_msg((kept != NULL) == (fast != NULL), "%s: the kept reader %s where the whole one %s",
                   name, kept != NULL ? "built" : "declined", fast != NULL ? "built" : "declined");
@@ -510,6 +515,55 @@ START_TEST(test_kept)
 }
 END_TEST
 
+/* jsonr_scan_body: containers outside strings (inside primitives too), depth as jsmn lexes. */
+START_TEST(test_scan_body)
+{
+    static const struct {
+        const char *s;
+        size_t containers;
+    } cases[] = {
+        {"{}", 1},
+        {"{\"a\":[1,{\"b\":\"[{\\\"[\"}],\"c\":[]}", 4},
+        {"[tru[e,n{ull]", 3}, /* invalid JSON: brackets in a primitive count */
+        {"\"{[\"", 0},
+        {"[\"\\\\\",[]]", 2},
+        {"", 0},
+    };
+    struct jsonr_scan sc;
+    char deep[2 * (JSONR_MAX_DEPTH + 2) + 1];
+    size_t n = 0;
+
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        jsonr_scan_body(cases[k].s, strlen(cases[k].s), &sc);
+        ck_assert_msg(sc.containers == cases[k].containers, "case %zu: %s: %zu containers", k,
+                      cases[k].s, sc.containers);
+        ck_assert(sc.shallow);
+    }
+    /* JSONR_MAX_DEPTH + 1 deep is shallow, one more is not; closing brackets do not undo it */
+    for (int d = 0; d < JSONR_MAX_DEPTH + 1; d++)
+        deep[n++] = '[';
+    for (int d = 0; d < JSONR_MAX_DEPTH + 1; d++)
+        deep[n++] = ']';
+    jsonr_scan_body(deep, n, &sc);
+    ck_assert(sc.shallow);
+    ck_assert_uint_eq(sc.containers, JSONR_MAX_DEPTH + 1);
+    memmove(deep + 1, deep, n);
+    deep[0] = '[';
+    deep[++n] = ']';
+    n++;
+    jsonr_scan_body(deep, n, &sc);
+    ck_assert(!sc.shallow);
+    ck_assert_ptr_null(jsonr_fast(deep, n));
+    /* declined by the fast path, read by jansson (its own limit is 2048) */
+    {
+        json_t *v = jsonr_loadb_kept(deep, n, NULL, &sc, NULL);
+
+        ck_assert_ptr_nonnull(v);
+        json_decref(v);
+    }
+}
+END_TEST
+
 /* ---- random documents and mutations ----------------------------------------- */
 
 /* Documents jansson writes (compact, indented, ASCII-only with \u escapes) are read
@@ -572,6 +626,7 @@ static Suite *jsonr_suite(void)
     tcase_add_test(tx, test_nul_byte_declined);
     tcase_add_test(tx, test_depth);
     tcase_add_test(tx, test_string_end);
+    tcase_add_test(tx, test_scan_body);
     tcase_add_test(tx, test_deep_body);
     tcase_add_test(tx, test_token_bound);
     tcase_add_test(tx, test_length_limit);
