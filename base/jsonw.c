@@ -49,11 +49,19 @@ static size_t escape_byte(unsigned char c, char *seq)
     return 6;
 }
 
-/* Append; a failure stays in o->rc, which the public functions return. */
-static void put(struct buf *o, const char *s, size_t n)
+/* Append; a failure stays in o->rc, which the public functions return. Most pieces
+ * are a few bytes into room already there: copied here, buf_append only to grow. */
+static inline void put(struct buf *o, const char *s, size_t n)
 {
-    int rc = buf_append(o, s, n);
+    int rc;
 
+    if (o->rc == 0 && o->data != NULL && n < o->alloc - o->len && n <= o->max - o->len) {
+        memcpy(o->data + o->len, s, n);
+        o->len += n;
+        o->data[o->len] = '\0';
+        return;
+    }
+    rc = buf_append(o, s, n);
     (void)rc;
 }
 
