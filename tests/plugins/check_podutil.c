@@ -143,25 +143,29 @@ START_TEST(upsert_env_empty_value_replaces_value_from)
 }
 END_TEST
 
-/* The batch upsert gives exactly what one podutil_upsert_env per entry gives. */
+/* The batch upsert gives exactly what one podutil_upsert_env per entry gives, on short
+ * lists and, from round 400, on long ones with many repeated names. */
 START_TEST(upsert_envs_matches_single_upserts)
 {
-    static const char *const names[] = {"A", "B", "C", "D"};
+    static const char *const names[] = {"A", "B", "C", "D", "E", "F", "G", "H",
+                                        "I", "J", "K", "L", "M", "N", "O", "P"};
     static const char *const values[] = {"", "1", "2"};
     unsigned seed = 12345;
 
-    for (int round = 0; round < 500; round++) {
+    for (int round = 0; round < 600; round++) {
         json_t *c1 = tu_json("{\"name\":\"c\"}");
         json_t *envs = json_array();
         json_t *c2;
         size_t failed = 99;
-        int n_existing = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 5;
-        int n_new = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 5;
+        bool large = round >= 400;
+        int n_existing = (int)((seed = seed * 1103515245u + 12345u) >> 16) % (large ? 60 : 5);
+        int n_new = (int)((seed = seed * 1103515245u + 12345u) >> 16) % (large ? 40 : 5);
+        unsigned n_names = large ? 16 : 4;
 
         for (int i = 0; i < n_existing; i++) {
             unsigned r = (seed = seed * 1103515245u + 12345u) >> 16;
-            json_t *e = (r & 8) ? podutil_env_configmap(names[r % 4], "cm", "k")
-                                : podutil_env_value(names[r % 4], values[(r >> 4) % 3]);
+            json_t *e = (r & 8) ? podutil_env_configmap(names[r % n_names], "cm", "k")
+                                : podutil_env_value(names[r % n_names], values[(r >> 4) % 3]);
 
             if (json_object_get(c1, "env") == NULL)
                 json_object_set_new(c1, "env", json_array());
@@ -170,8 +174,8 @@ START_TEST(upsert_envs_matches_single_upserts)
         c2 = json_deep_copy(c1);
         for (int i = 0; i < n_new; i++) {
             unsigned r = (seed = seed * 1103515245u + 12345u) >> 16;
-            json_t *e = (r & 8) ? podutil_env_configmap(names[r % 4], "cm", "k2")
-                                : podutil_env_value(names[r % 4], values[(r >> 4) % 3]);
+            json_t *e = (r & 8) ? podutil_env_configmap(names[r % n_names], "cm", "k2")
+                                : podutil_env_value(names[r % n_names], values[(r >> 4) % 3]);
 
             json_array_append_new(envs, e);
         }
