@@ -450,7 +450,8 @@ static bool delimits_primitive(char c)
  * its last token one level per step, so a body d deep costs it d * d steps: deeper
  * bodies are declined before jsmn reads them. Where this count and jsmn part ways,
  * jsmn has already failed. Containers are counted on every bracket outside strings,
- * those inside a primitive (invalid JSON) too.
+ * those inside a primitive (invalid JSON) too: up to the first byte that is not JSON,
+ * all that jansson ever builds of a body, the count is every container opened.
  */
 void jsonr_scan_body(const char *js, size_t len, struct jsonr_scan *out)
 {
@@ -494,9 +495,8 @@ static json_t *fast(const char *body, size_t len, const struct jsonr_keep *keep,
     size_t max = len / 2 + 1;
     size_t cap = len / 4 + 16 < max ? len / 4 + 16 : max;
     json_t *v = NULL;
-    int rc;
-
     struct jsonr_scan own;
+    int rc;
 
     /* jsmn stops at a NUL byte. */
     if (body == NULL || len == 0 || len > JSONR_MAX_LEN || memchr(body, '\0', len) != NULL)
