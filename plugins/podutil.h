@@ -70,8 +70,9 @@ int podutil_upsert_env(json_t *container, json_t *env_new, const char *plugin, s
 /**
  * podutil_upsert_env for every entry of envs (a borrowed array of env vars; each
  * entry placed gets one more reference, not a copy: no code edits a pod's list
- * entries in place, they are replaced whole, so the containers can share them), in order, in O(existing + new) time: a Job with thousands of tasks
- * gives svc thousands of entries per container. Each replaced entry gives
+ * entries in place, they are replaced whole, so the containers can share them), in
+ * order, in O(existing + new) time: a Job with thousands of tasks gives svc thousands
+ * of entries per container. Each replaced entry gives
  * podutil_upsert_env's warning.
  * @param[out] failed_at  index in envs of the entry that failed (may be NULL)
  * @param plugin          the plugin's name, for the warnings

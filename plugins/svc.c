@@ -218,7 +218,8 @@ static int svc_env_list(const struct plugin_ctx *c, json_t *list, const char *li
 
     json_array_foreach(list, i, ctr) {
         size_t k = 0;
-        /* Entries are copied per container, never shared between containers. */
+        /* The entries are shared by every container (podutil_upsert_envs places them by
+         * reference): no code may edit one in place, only replace it whole. */
         int rc = podutil_upsert_envs(ctr, env, &k, c->name, c->warnings);
 
         if (rc < 0)
