@@ -347,6 +347,34 @@ class UsageErrors(unittest.TestCase):
             self.assertEqual(len([ln for ln in lines if 'repeated key "name"' in ln]), 20)
             self.assertIn(P + "render: warning: %s: 5 more repeated keys not shown" % yml, lines)
 
+    def test_render_review_of_a_denied_pod_exits_1(self):
+        """--review prints the answer whatever it is; a denial also exits 1 with the
+        reason on stderr, as render of a denied pod does (README "render")."""
+        job = harness.load_job("ray-cluster-job")
+        pod = harness.build_pod(job, "worker", 0)
+        job["spec"]["tasks"] = [t for t in job["spec"]["tasks"] if t["name"] != "head"]
+        with tempfile.TemporaryDirectory() as tmp:
+            write = functools.partial(write_json, tmp)
+            review = write("review.json", harness.review(pod, "default"))
+            rc, out, err = run("render", "-f", write("job.json", job), "--review", review)
+            answer = json.loads(out)["response"]
+            self.assertEqual(rc, 1)
+            self.assertFalse(answer["allowed"])
+            self.assertEqual(answer["status"]["code"], 400)
+            self.assertEqual(answer["status"]["message"],
+                             "ray plugin: job ray-cluster-job doesn't have head task head")
+            self.assertEqual(err.splitlines(), [
+                P + "render: warning: job default/ray-cluster-job: ray plugin: no task named "
+                "\"head\" (--head), so every pod of the job is denied: name the head task with "
+                "--head in spec.plugins.ray, or rename the task",
+                P + "render: %s: pod denied (code 400): ray plugin: job ray-cluster-job doesn't "
+                "have head task head" % review])
+            # --namespace names the namespace of a Job or pod that has none; a review has its own
+            self.assertEqual(run("render", "-f", write("job2.json", job), "--review", review,
+                                 "--namespace", "default"),
+                             (2, "", P + "render: --namespace does not apply to --review (its "
+                              "request.namespace is the pod's)\n"))
+
     def test_render_warns_what_it_cannot_check(self):
         """--review with a Job file without a uid cannot compare the ownerReference's;
         --pod of a task the Job does not have gets nothing task-specific. Both say so."""

@@ -92,8 +92,9 @@ class HostileJobsTest(WebhookEnv, unittest.TestCase):
                 json.dump(rev, f)
             out = subprocess.run([harness.binary(), "render", "-f", jf, "--review", rf],
                                  capture_output=True, text=True, timeout=60)
-        self.assertEqual(out.returncode, 0, out.stderr)
         resp = json.loads(out.stdout)["response"]
+        # a denial is printed and exits 1, as render of a denied pod
+        self.assertEqual(out.returncode, 0 if resp["allowed"] else 1, out.stderr)
         resp.pop("uid")
         return resp
 

@@ -246,8 +246,9 @@ class Render(unittest.TestCase):
                         json.dump(rev, f)
                     p = subprocess.run([harness.binary(), "render", "-f", path, "--review", rpath],
                                        capture_output=True, text=True, timeout=120)
-                    self.assertEqual(p.returncode, 0, p.stderr)
                     resp = json.loads(p.stdout)["response"]
+                    # a denial is printed and exits 1, as render of a denied pod
+                    self.assertEqual(p.returncode, 0 if resp["allowed"] else 1, p.stderr)
                     self.assertEqual(resp["uid"], rev["request"]["uid"])
                     if outcome == "allowed":
                         self.assertTrue(resp["allowed"], resp)

@@ -99,9 +99,13 @@ static const struct flag render_flag_table[] = {
     {OPT_INDEX, "index", 0, required_argument, "N", "with --task: the pod's index, 0 to replicas-1",
      "0"},
     {OPT_REVIEW, "review", 0, required_argument, "REVIEW",
-     "print the AdmissionReview response serve would send", NULL},
+     "print the AdmissionReview response serve would send\n"
+     "(a denial also exits 1)",
+     NULL},
     {OPT_NAMESPACE, "namespace", 0, required_argument, "NS",
-     "namespace when the Job or pod has none, a DNS-1123 label\n", "\"default\""},
+     "namespace when the Job or pod has none, a DNS-1123 label\n"
+     "(not with --review: the review names it)",
+     "\"default\""},
     /* kubectl's short spelling of --namespace, kept out of --help */
     {'n', NULL, 'n', required_argument, NULL, NULL, NULL},
     {'o', "output", 'o', required_argument, "FORMAT",
@@ -581,6 +585,26 @@ static int file_job_get(void *userdata, const char *ns, const char *name, const 
     return 0;
 }
 
+/*
+ * A denial in the answer (out_len bytes at out) is said on stderr as render says a
+ * denied pod: "PATH: pod denied (code N): MESSAGE". @return 1 when it denies, else 0.
+ */
+static int review_denied(const char *path, const char *out, size_t out_len)
+{
+    json_t *answer = json_loadb(out, out_len, 0, NULL);
+    const json_t *response = json_object_get(answer, "response");
+    const json_t *status = json_object_get(response, "status");
+    const char *msg = json_string_value(json_object_get(status, "message"));
+    int rc = json_is_false(json_object_get(response, "allowed")) ? 1 : 0;
+
+    if (rc == 1)
+        render_err("%s: pod denied (code %d): %s", path,
+                   (int)json_integer_value(json_object_get(status, "code")),
+                   msg != NULL ? msg : "");
+    json_decref(answer);
+    return rc;
+}
+
 static int render_review(const json_t *job, const char *path)
 {
     struct file_job fj = {.job = job};
@@ -622,8 +646,9 @@ static int render_review(const json_t *job, const char *path)
     }
     fwrite(out, 1, out_len, stdout);
     fputc('\n', stdout);
+    rc = review_denied(path, out, out_len);
     free(out);
-    return 0;
+    return rc;
 }
 
 /* What the command line asks for. The strings point into argv. */
@@ -780,6 +805,10 @@ static int check_args(const struct render_args *a)
     }
     if (a->review_path != NULL && a->out_given) {
         render_err("--output does not apply to --review (it prints the AdmissionReview)");
+        return 2;
+    }
+    if (a->review_path != NULL && a->ns_flag != NULL) {
+        render_err("--namespace does not apply to --review (its request.namespace is the pod's)");
         return 2;
     }
     if (a->task != NULL && (a->pod_path != NULL || a->review_path != NULL)) {
