@@ -1043,6 +1043,34 @@ class Bench:
         for cost, fn in cg["all plugins"]["top"][:10]:
             say("  %6.1f%%  %s" % (100.0 * cost / (cg["all plugins"]["per_admission"] * n),
                                   short_fn(fn)))
+        go_exe = os.environ.get("BENCH_GO_BIN")
+        if go_exe and os.access(go_exe, os.X_OK):
+            cg["go"] = go_callgrind(go_exe, os.path.join(WORK, "jobs-pytorch.json"),
+                                    self.pt_bodies)
+            say("callgrind, the Go webhook's handler, pytorch set: %.0f instructions per "
+                "review" % cg["go"]["per_review"])
+
+
+def go_callgrind(exe, jobs, bodies, few=30, more=330):
+    """Instructions per review of the Go webhook's handler (bench/go-webhook --bench-bodies:
+    unmarshal, decide, marshal, no HTTP), as callgrind counts them: two runs, of few and of
+    more reviews, and the difference per review, so that the process's start, the Jobs'
+    loading and the file's reading cancel out. GOMAXPROCS=1 (callgrind runs one thread at a
+    time; more Ps only spin) and asyncpreemptoff=1 (callgrind asserts on Go's preemption
+    signal); the garbage collector's work is counted, as it is part of each request."""
+    totals = []
+    for k in (few, more):
+        out = os.path.join(WORK, "callgrind-go-%d.out" % k)
+        env = dict(os.environ, GOMAXPROCS="1", GODEBUG="asyncpreemptoff=1")
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, exe,
+                            "--jobs", jobs, "--bench-bodies", bodies, "--bench-n", str(k)],
+                           capture_output=True, text=True, timeout=900, env=env)
+        if r.returncode != 0 or "reviews=%d patched=%d" % (k, k) not in r.stdout:
+            raise AssertionError("go-webhook --bench-bodies: %s%s" % (r.stdout,
+                                                                     r.stderr[-2000:]))
+        totals.append(annotate(out, inclusive=True)[0])
+    return {"per_review": (totals[1] - totals[0]) / float(more - few), "few": few,
+            "more": more, "totals": totals}
 
 
 # The parts of an admission the callgrind section names, by the functions whose inclusive
@@ -1603,6 +1631,16 @@ def write_results(b, started, elapsed):
             else:
                 add("| %s | **%.0f** |" % (label, cg[label]["per_admission"]))
         add("")
+        gocg = cg.get("go")
+        if gocg:
+            add("The Go webhook's handler (bench/go-webhook `--bench-bodies`: the same pytorch "
+                "set reviews unmarshalled, decided and marshalled in-process, no HTTP) under "
+                "callgrind, counted the same way: **%.0f** instructions per review, its garbage "
+                "collector included (runs of %d and %d reviews, the difference per review; "
+                "GOMAXPROCS=1), so one admission here is **%.2f ×** the Go handler's."
+                % (gocg["per_review"], gocg["few"], gocg["more"],
+                   cg["pytorch set"]["per_admission"] / gocg["per_review"]))
+            add("")
         add("The parts of an admission (all plugins, inclusive instructions per admission; "
             "they overlap where one calls another: the Job from the cache includes its "
             "parse, which reading JSON counts too):")

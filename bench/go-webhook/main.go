@@ -485,6 +485,42 @@ func mutateHandler(w http.ResponseWriter, r *http.Request) {
 	w.Write(raw)
 }
 
+// benchLoop answers n reviews of the file (one JSON review a line, in rotation) as
+// mutateHandler does, without HTTP: unmarshal, decide, marshal. For callgrind: bench.py
+// runs it twice, with n and with more, and takes the difference per review, so the
+// process's start, the Jobs' loading and the file's reading cancel out.
+func benchLoop(path string, n int) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var bodies [][]byte
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) > 0 {
+			bodies = append(bodies, line)
+		}
+	}
+	if len(bodies) == 0 {
+		return fmt.Errorf("%s: no reviews", path)
+	}
+	patched := 0
+	for k := 0; k < n; k++ {
+		var rv review
+		if err := json.Unmarshal(bodies[k%len(bodies)], &rv); err != nil || rv.Request == nil {
+			return fmt.Errorf("review %d: not an AdmissionReview", k%len(bodies))
+		}
+		raw, err := json.Marshal(reviewOut{APIVersion: rv.APIVersion, Kind: rv.Kind, Response: decide(&rv)})
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(raw, []byte(`"patch"`)) {
+			patched++
+		}
+	}
+	fmt.Printf("reviews=%d patched=%d\n", n, patched)
+	return nil
+}
+
 func main() {
 	bind := flag.String("bind-address", "127.0.0.1", "address to listen on")
 	portFlag := flag.Int("port", 8443, "TCP port, 0 = any free port")
@@ -492,7 +528,18 @@ func main() {
 	certFile := flag.String("tls-cert-file", "", "PEM serving certificate")
 	keyFile := flag.String("tls-private-key-file", "", "PEM private key")
 	jobsFile := flag.String("jobs", "", "JSON file: a Job or an array of Jobs")
+	benchBodies := flag.String("bench-bodies", "", "answer these reviews in-process and exit (with --jobs)")
+	benchN := flag.Int("bench-n", 0, "with --bench-bodies: how many reviews to answer")
 	flag.Parse()
+	if *benchBodies != "" {
+		if err := loadJobs(*jobsFile); err != nil {
+			log.Fatal(err)
+		}
+		if err := benchLoop(*benchBodies, *benchN); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if *jobsFile == "" || *certFile == "" || *keyFile == "" {
 		log.Fatal("--jobs, --tls-cert-file and --tls-private-key-file are required")
 	}
