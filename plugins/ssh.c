@@ -71,35 +71,20 @@ static void ssh_args_parse(const struct plugin_ctx *c, struct ssh_args *a)
     plugin_args(c, defs, sizeof(defs) / sizeof(defs[0]));
 }
 
-/* "<job>-ssh" as a JSON string. @return new reference, NULL on ENOMEM. */
-static json_t *ssh_secret_name(const char *job)
-{
-    size_t n = strlen(job);
-    char *s = malloc(n + sizeof("-ssh"));
-    json_t *v;
-
-    if (s == NULL)
-        return NULL;
-    memcpy(s, job, n);
-    memcpy(s + n, "-ssh", sizeof("-ssh"));
-    v = json_stringn(s, n + sizeof("-ssh") - 1);
-    free(s);
-    return v;
-}
-
 /* {"key": key, "path": path}. */
 static json_t *ssh_item(const char *key, const char *path)
 {
     return podutil_object("key", json_string_nocheck(key), "path", json_string_nocheck(path));
 }
 
-static json_t *ssh_volume(const char *job, const char *key_path)
+/* The pod's volume of the Secret named secret (a JSON string, borrowed). Built member
+ * by member (podutil_object): json_pack cost more than the objects. */
+static json_t *ssh_volume(json_t *secret, const char *key_path)
 {
     int mode = strcmp(key_path, SSH_DEFAULT_PATH) == 0 ? SSH_MODE_ROOT : SSH_MODE_OTHER;
     json_t *items = json_array();
-    json_t *secret;
+    json_t *src;
 
-    /* Built member by member (podutil_object): json_pack cost more than the objects. */
     if (items == NULL || json_array_append_new(items, ssh_item("id_rsa", ".ssh/id_rsa")) < 0
         || json_array_append_new(items, ssh_item("id_rsa.pub", ".ssh/id_rsa.pub")) < 0
         || json_array_append_new(items, ssh_item("authorized_keys", ".ssh/authorized_keys")) < 0
@@ -107,18 +92,18 @@ static json_t *ssh_volume(const char *job, const char *key_path)
         json_decref(items);
         return NULL;
     }
-    secret = podutil_object("secretName", ssh_secret_name(job), "items", items);
-    if (secret != NULL
-        && json_object_set_new_nocheck(secret, "defaultMode", json_integer(mode)) < 0) {
-        json_decref(secret);
+    src = podutil_object("secretName", json_incref(secret), "items", items);
+    if (src != NULL && json_object_set_new_nocheck(src, "defaultMode", json_integer(mode)) < 0) {
+        json_decref(src);
         return NULL;
     }
-    return podutil_object("name", ssh_secret_name(job), "secret", secret);
+    return podutil_object("name", json_incref(secret), "secret", src);
 }
 
-static json_t *ssh_mount(const char *job, const char *key_path)
+/* A container's mount of the volume named secret (a JSON string, borrowed). */
+static json_t *ssh_mount(json_t *secret, const char *key_path)
 {
-    json_t *m = podutil_object("name", ssh_secret_name(job), "mountPath", json_string(key_path));
+    json_t *m = podutil_object("name", json_incref(secret), "mountPath", json_string(key_path));
 
     if (m != NULL && json_object_set_new_nocheck(m, "subPath", json_string_nocheck(".ssh")) < 0) {
         json_decref(m);
@@ -127,20 +112,21 @@ static json_t *ssh_mount(const char *job, const char *key_path)
     return m;
 }
 
-static int ssh_mount_list(json_t *list, const char *list_name, const char *job,
-                          const char *key_path, struct wh_error *err)
+static int ssh_mount_list(json_t *list, const char *list_name, json_t *secret, const char *key_path,
+                          struct wh_error *err)
 {
     size_t i;
     json_t *ctr;
 
     json_array_foreach(list, i, ctr) {
-        int rc = podutil_upsert_mount(ctr, ssh_mount(job, key_path), err);
+        int rc = podutil_upsert_mount(ctr, ssh_mount(secret, key_path), err);
 
         if (rc == WH_ECONFLICT)
             return rc; /* D5: the user's mount, err says whose */
         if (rc < 0)
-            return wh_error_set(err, rc, "cannot mount %s-ssh in spec.%s[%zu]: %s", job, list_name,
-                                i, rc == WH_ENOMEM ? "out of memory" : "malformed container");
+            return wh_error_set(err, rc, "cannot mount %s in spec.%s[%zu]: %s",
+                                json_string_value(secret), list_name, i,
+                                rc == WH_ENOMEM ? "out of memory" : "malformed container");
     }
     return 0;
 }
@@ -148,7 +134,8 @@ static int ssh_mount_list(json_t *list, const char *list_name, const char *job,
 static int ssh_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
 {
     struct ssh_args a;
-    const char *job = job_name(c->job);
+    char *name;
+    json_t *secret;
     int rc;
 
     ssh_args_parse(c, &a);
@@ -159,16 +146,29 @@ static int ssh_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
                             "--ssh-key-file-path=" SSH_SVC_PATH " is where the svc plugin mounts "
                             "its host files, so the ssh keys cannot be mounted there: choose "
                             "another path in spec.plugins.ssh");
-    rc = podutil_upsert_volume(pod, ssh_volume(job, a.key_path), err);
+    /* "<job>-ssh", made once and shared by the volume and every mount (strings are
+     * never edited in place). */
+    name = objects_name(c->job, "-ssh");
+    secret = name != NULL ? json_string(name) : NULL;
+    free(name);
+    if (secret == NULL)
+        return wh_error_set(err, WH_ENOMEM, "cannot add volume %s-ssh: out of memory",
+                            job_name(c->job));
+    rc = podutil_upsert_volume(pod, ssh_volume(secret, a.key_path), err);
     if (rc == WH_ECONFLICT)
-        return rc; /* D5: the user's volume, err says whose */
-    if (rc < 0)
-        return wh_error_set(err, rc, "cannot add volume %s-ssh: %s", job,
-                            rc == WH_ENOMEM ? "out of memory" : "malformed pod spec");
-    rc = ssh_mount_list(podutil_containers(pod), "containers", job, a.key_path, err);
-    if (rc < 0)
-        return rc;
-    return ssh_mount_list(podutil_init_containers(pod), "initContainers", job, a.key_path, err);
+        goto out; /* D5: the user's volume, err says whose */
+    if (rc < 0) {
+        rc = wh_error_set(err, rc, "cannot add volume %s: %s", json_string_value(secret),
+                          rc == WH_ENOMEM ? "out of memory" : "malformed pod spec");
+        goto out;
+    }
+    rc = ssh_mount_list(podutil_containers(pod), "containers", secret, a.key_path, err);
+    if (rc >= 0)
+        rc =
+            ssh_mount_list(podutil_init_containers(pod), "initContainers", secret, a.key_path, err);
+out:
+    json_decref(secret);
+    return rc;
 }
 
 /* ---- job hooks (reconcile side) ---- */
