@@ -1365,6 +1365,24 @@ def write_results(b, started, elapsed):
                         verdict(ratio <= 1 / 3.0)))
     except KeyError:
         add("| p99 latency at 16 connections | not measured | — |")
+    try:
+        c16 = w["webhook (all plugins)"][16]
+        n16 = w["nginx (ceiling)"][16]
+        ratio = c16["p99_us"] / n16["p99_us"]
+        add("| p99 latency at 16 connections ≤ 2 × nginx's | %s vs %s ms = **%.2f ×** "
+            "(all-plugins set) | %s |" % (fmt_ms(c16["p99_us"]), fmt_ms(n16["p99_us"]), ratio,
+                                          verdict(ratio <= 2)))
+    except KeyError:
+        add("| p99 latency at 16 connections ≤ 2 × nginx's | not measured | — |")
+    cg = r.get("callgrind") or {}
+    for label, limit in (("all plugins", 350000), ("pytorch set", 400000)):
+        if label in cg:
+            add("| instructions per admission ≤ %.2f M (%s bodies, callgrind) | **%.0f** | %s |"
+                % (limit / 1e6, label, cg[label]["per_admission"],
+                   verdict(cg[label]["per_admission"] <= limit)))
+        else:
+            add("| instructions per admission ≤ %.2f M (%s bodies) | not measured | — |"
+                % (limit / 1e6, label))
     if "api_calls_per_admission" in r:
         add("| no API call per admission when the Job is cached | **%.2f** Job GETs per "
             "admission (%s) | %s |" % (r["api_calls_per_admission"],
