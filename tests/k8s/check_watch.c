@@ -581,7 +581,7 @@ static Suite *k8s_watch_suite(void)
     suite_add_tcase(s, dec);
 
     tcase_add_unchecked_fixture(srv, server_start, server_stop);
-    tcase_set_timeout(srv, 30);
+    tcase_set_timeout(srv, 60); /* test_line_cap sends 17 MiB through tests/apiserver.py */
     tcase_add_test(srv, test_events_in_order);
     tcase_add_test(srv, test_bookmarks_update_rv);
     tcase_add_test(srv, test_gone);
