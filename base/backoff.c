@@ -94,7 +94,8 @@ bool backoff_thread_sleep_until(struct backoff_thread *t, long long at_ms)
 
 bool backoff_thread_sleep_ms(struct backoff_thread *t, long ms)
 {
-    return backoff_thread_sleep_until(t, clock_mono_ms() + ms);
+    /* clock_mono_ms counts whole milliseconds: now + ms may be as little as ms - 1 away. */
+    return backoff_thread_sleep_until(t, clock_mono_ms() + ms + 1);
 }
 
 void backoff_thread_stop(struct backoff_thread *t)

@@ -65,7 +65,10 @@ bool backoff_thread_stopping(const struct backoff_thread *t);
  */
 const atomic_bool *backoff_thread_flag(const struct backoff_thread *t);
 
-/** On t's thread: sleep ms, or less when stopped. @return true when stopping. */
+/**
+ * On t's thread: sleep at least ms (at most about a millisecond more: the clock counts
+ * whole milliseconds), or less when stopped. @return true when stopping.
+ */
 bool backoff_thread_sleep_ms(struct backoff_thread *t, long ms);
 
 /** On t's thread: sleep until at_ms (clock_mono_ms) or the stop. @return true when stopping. */

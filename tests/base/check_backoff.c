@@ -113,6 +113,54 @@ START_TEST(test_sleep_ends_without_stop)
 }
 END_TEST
 
+/* Twenty sleeps of 2 ms, each timed in nanoseconds; the shortest is kept. */
+struct timed {
+    struct backoff_thread th;
+    long long shortest_ns;
+    atomic_bool done;
+};
+
+static long long mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void *timed_main(void *arg)
+{
+    struct timed *s = arg;
+
+    s->shortest_ns = -1;
+    for (int i = 0; i < 20; i++) {
+        long long t0 = mono_ns();
+        long long took;
+
+        backoff_thread_sleep_ms(&s->th, 2);
+        took = mono_ns() - t0;
+        if (s->shortest_ns < 0 || took < s->shortest_ns)
+            s->shortest_ns = took;
+    }
+    atomic_store(&s->done, true);
+    return NULL;
+}
+
+/* At least ms, whatever fraction of a millisecond the clock is at (a sleep counted in
+ * whole milliseconds from a truncated now was up to 1 ms short: the informer's 25 ms
+ * backoff was seen at 24.97 ms). */
+START_TEST(test_sleep_lasts_at_least_ms)
+{
+    struct timed s = {0};
+
+    ck_assert_int_eq(backoff_thread_start(&s.th, timed_main, &s), 0);
+    while (!atomic_load(&s.done))
+        ; /* a stop would end a sleep early */
+    backoff_thread_stop(&s.th);
+    ck_assert_msg(s.shortest_ns >= 2000000, "a 2 ms sleep took %lld ns", s.shortest_ns);
+}
+END_TEST
+
 static Suite *backoff_suite(void)
 {
     Suite *s = suite_create("backoff");
@@ -125,6 +173,7 @@ static Suite *backoff_suite(void)
     suite_add_tcase(s, td);
     tcase_add_test(tt, test_stop_wakes_the_sleep);
     tcase_add_test(tt, test_sleep_ends_without_stop);
+    tcase_add_test(tt, test_sleep_lasts_at_least_ms);
     suite_add_tcase(s, tt);
     return s;
 }
