@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/jsonobj.h"
 #include "base/jsonw.h"
 
 /* ---- the diff ------------------------------------------------------------ */
@@ -163,7 +164,7 @@ static int diff_object(struct diff *d, const json_t *a, const json_t *b)
     int rc;
 
     json_object_foreach(mb, key, v) {
-        const json_t *old = json_object_get(a, key);
+        const json_t *old = json_member(a, key);
 
         if (old == v)
             continue; /* shared by the copy: no op, and no path to build */
@@ -176,7 +177,7 @@ static int diff_object(struct diff *d, const json_t *a, const json_t *b)
             return rc;
     }
     json_object_foreach(ma, key, v) {
-        if (json_object_get(b, key) != NULL)
+        if (json_member(b, key) != NULL)
             continue;
         rc = path_push(d, key, &mark);
         if (rc < 0)
@@ -304,7 +305,7 @@ static json_t *child(json_t *v, const char *seg)
     size_t i;
 
     if (json_is_object(v))
-        return json_object_get(v, seg);
+        return json_member(v, seg);
     if (json_is_array(v) && parse_index(seg, &i))
         return json_array_get(v, i);
     return NULL;
@@ -414,13 +415,13 @@ static int ptr_edit(json_t **root, const char *ptr, enum edit e, json_t *value_n
         goto out;
     }
     if (json_is_object(parent)) {
-        if (e != EDIT_ADD && json_object_get(parent, last) == NULL) {
+        if (e != EDIT_ADD && json_member(parent, last) == NULL) {
             *why = "path not found";
             rc = WH_EINVAL;
             goto out;
         }
         if (taken != NULL)
-            *taken = json_incref(json_object_get(parent, last));
+            *taken = json_incref(json_member(parent, last));
         if (e == EDIT_REMOVE)
             json_object_del(parent, last);
         else if (json_object_set_new(parent, last, value_new) < 0)
@@ -485,7 +486,7 @@ static bool equal_rfc(const json_t *a, const json_t *b)
         if (json_object_size(a) != json_object_size(b))
             return false;
         json_object_foreach((json_t *)a, key, v) {
-            const json_t *w = json_object_get(b, key);
+            const json_t *w = json_member(b, key);
 
             if (w == NULL || !equal_rfc(v, w))
                 return false;
@@ -498,10 +499,10 @@ static bool equal_rfc(const json_t *a, const json_t *b)
 /* Apply one op to *root; on failure *why says what went wrong. */
 static int apply_op(json_t **root, const json_t *op, const char **why)
 {
-    const char *name = json_string_value(json_object_get(op, "op"));
-    const char *path = json_string_value(json_object_get(op, "path"));
-    const char *from = json_string_value(json_object_get(op, "from"));
-    const json_t *value = json_object_get(op, "value");
+    const char *name = json_string_value(json_member(op, "op"));
+    const char *path = json_string_value(json_member(op, "path"));
+    const char *from = json_string_value(json_member(op, "from"));
+    const json_t *value = json_member(op, "value");
     json_t *v;
     json_t *moved = NULL;
     int rc;
@@ -594,8 +595,8 @@ json_t *patch_apply(const json_t *doc, const json_t *patch, struct wh_error *err
             rc = apply_op(&root, op, &why);
         }
         if (rc < 0) {
-            const char *name = json_string_value(json_object_get(op, "op"));
-            const char *path = json_string_value(json_object_get(op, "path"));
+            const char *name = json_string_value(json_member(op, "op"));
+            const char *path = json_string_value(json_member(op, "path"));
 
             wh_error_set(err, rc, "patch op %zu (%s %s): %s", i, name ? name : "?",
                          path ? path : "?", why);

@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/jsonobj.h"
 #include "base/jsonr.h"
 #include "plugins/diagnose.h"
 
@@ -136,7 +137,7 @@ static json_t *copy_kept(const json_t *v, const struct keep *only)
     if (c == NULL)
         return NULL;
     for (const struct keep *k = only; k->key != NULL; k++) {
-        const json_t *m = json_object_get(v, k->key);
+        const json_t *m = json_member(v, k->key);
         json_t *mc;
 
         if (m == NULL)
@@ -160,7 +161,7 @@ static json_t *copy_kept(const json_t *v, const struct keep *only)
 
 static const char *meta_string(const json_t *job, const char *key)
 {
-    const char *v = json_string_value(json_object_get(json_object_get(job, "metadata"), key));
+    const char *v = json_string_value(json_member(json_member(job, "metadata"), key));
 
     return v != NULL ? v : "";
 }
@@ -251,7 +252,7 @@ static struct cached_job *entry_of(const json_t *v)
 /* The entry stored under key in map, NULL when none. */
 static struct cached_job *map_get(const json_t *map, const char *key)
 {
-    return entry_of(json_object_get(map, key));
+    return entry_of(json_member(map, key));
 }
 
 /*
@@ -296,10 +297,10 @@ static int make_key(char *buf, size_t len, const char *ns, const char *name)
 /* The key of a Job from its metadata. */
 static int job_key(char *buf, size_t len, const json_t *job)
 {
-    const json_t *meta = json_object_get(job, "metadata");
+    const json_t *meta = json_member(job, "metadata");
 
-    return make_key(buf, len, json_string_value(json_object_get(meta, "namespace")),
-                    json_string_value(json_object_get(meta, "name")));
+    return make_key(buf, len, json_string_value(json_member(meta, "namespace")),
+                    json_string_value(json_member(meta, "name")));
 }
 
 struct cache *cache_create(void)
@@ -471,8 +472,7 @@ int cache_put(struct cache *c, json_t *job)
 
     if (!json_is_object(job) || job_key(key, sizeof(key), job) < 0)
         return WH_EINVAL;
-    if (!cache_serves(
-            c, json_string_value(json_object_get(json_object_get(job, "metadata"), "namespace"))))
+    if (!cache_serves(c, json_string_value(json_member(json_member(job, "metadata"), "namespace"))))
         return WH_EINVAL;
     e = entry_new(job); /* before the lock: readers wait only for the swap */
     if (e == NULL)
@@ -559,7 +559,7 @@ void cache_batch_destroy(struct cache_batch *b)
 /* metadata.uid of a parsed Job, "" when absent. */
 static const char *uid_of(const json_t *job)
 {
-    const char *uid = json_string_value(json_object_get(json_object_get(job, "metadata"), "uid"));
+    const char *uid = json_string_value(json_member(json_member(job, "metadata"), "uid"));
 
     return uid != NULL ? uid : "";
 }
@@ -607,7 +607,7 @@ static int report_changes(const json_t *old, const json_t *fresh, cache_change_f
     if (on_change == NULL)
         return 0;
     json_object_foreach((json_t *)old, key, v) {
-        if (rc == 0 && json_object_get(fresh, key) == NULL)
+        if (rc == 0 && json_member(fresh, key) == NULL)
             rc = report(on_change, userdata, entry_of(v), NULL);
     }
     json_object_foreach((json_t *)fresh, key, v) {

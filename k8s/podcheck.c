@@ -15,13 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/jsonobj.h"
 #include "k8s/names.h"
 
 static const char *const lists[] = {"containers", "initContainers", "ephemeralContainers"};
 
 static const char *str(const json_t *obj, const char *key)
 {
-    const char *s = json_string_value(json_object_get(obj, key));
+    const char *s = json_string_value(json_member(obj, key));
 
     return s != NULL ? s : "";
 }
@@ -74,7 +75,7 @@ static size_t *list_firsts(const json_t *arr, const char *key, bool skip_empty)
 
 static bool check_volumes(struct walk *w, const json_t *spec)
 {
-    const json_t *volumes = json_object_get(spec, "volumes");
+    const json_t *volumes = json_member(spec, "volumes");
     size_t *first = list_firsts(volumes, "name", false);
     bool stop = false;
     size_t i;
@@ -105,7 +106,7 @@ static bool check_container_names(struct walk *w, const json_t *spec)
     bool stop = false;
 
     for (size_t l = 0; l < 3; l++) {
-        counts[l] = json_array_size(json_object_get(spec, lists[l]));
+        counts[l] = json_array_size(json_member(spec, lists[l]));
         n += counts[l];
     }
     names = n > 0 ? malloc(n * sizeof(*names)) : NULL;
@@ -113,7 +114,7 @@ static bool check_container_names(struct walk *w, const json_t *spec)
         return false;
     for (size_t l = 0, k = 0; l < 3; l++)
         for (size_t i = 0; i < counts[l]; i++)
-            names[k++] = str(json_array_get(json_object_get(spec, lists[l]), i), "name");
+            names[k++] = str(json_array_get(json_member(spec, lists[l]), i), "name");
     first = k8s_name_first_positions(names, n);
     for (size_t l = 0, k = 0; first != NULL && l < 3 && !stop; l++) {
         for (size_t i = 0; i < counts[l] && !stop; i++, k++) {
@@ -135,8 +136,8 @@ static bool check_container_names(struct walk *w, const json_t *spec)
 static bool check_container(struct walk *w, const char *list, const json_t *ctr)
 {
     const char *cname = str(ctr, "name");
-    const json_t *mounts = json_object_get(ctr, "volumeMounts");
-    const json_t *ports = json_object_get(ctr, "ports");
+    const json_t *mounts = json_member(ctr, "volumeMounts");
+    const json_t *ports = json_member(ctr, "ports");
     size_t *first = list_firsts(mounts, "mountPath", false);
     bool stop = false;
     size_t i;
@@ -153,7 +154,7 @@ static bool check_container(struct walk *w, const char *list, const json_t *ctr)
     first = list_firsts(ports, "name", true);
     json_array_foreach(ports, i, e) {
         const char *name = str(e, "name");
-        const json_t *num = json_object_get(e, "containerPort");
+        const json_t *num = json_member(e, "containerPort");
         json_int_t n = json_integer_value(num);
         const char *why = name[0] != '\0' ? k8s_name_port_error(name) : NULL;
 
@@ -169,9 +170,9 @@ static bool check_container(struct walk *w, const char *list, const json_t *ctr)
     free(first);
     if (stop)
         return true;
-    json_array_foreach(json_object_get(ctr, "env"), i, e) {
+    json_array_foreach(json_member(ctr, "env"), i, e) {
         const char *name = str(e, "name");
-        const json_t *value = json_object_get(e, "value");
+        const json_t *value = json_member(e, "value");
         const char *why = k8s_name_env_error(name);
         /* "NAME=value" and its NUL: one string of the process's environment */
         size_t bytes = strlen(name) + 1 + json_string_length(value) + 1;
@@ -188,7 +189,7 @@ static bool check_container(struct walk *w, const char *list, const json_t *ctr)
 bool podcheck_each(const json_t *pod, bool (*fn)(const struct podcheck_violation *v, void *ud),
                    void *ud)
 {
-    const json_t *spec = json_object_get(pod, "spec");
+    const json_t *spec = json_member(pod, "spec");
     struct walk w = {fn, ud, {0}};
     const char *why;
 
@@ -211,7 +212,7 @@ bool podcheck_each(const json_t *pod, bool (*fn)(const struct podcheck_violation
         size_t i;
         const json_t *ctr;
 
-        json_array_foreach(json_object_get(spec, lists[l]), i, ctr)
+        json_array_foreach(json_member(spec, lists[l]), i, ctr)
             if (check_container(&w, lists[l], ctr))
                 return true;
     }

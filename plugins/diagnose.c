@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/jsonobj.h"
 #include "base/sanitize.h"
 #include "k8s/names.h"
 #include "plugins/job.h"
@@ -254,8 +255,7 @@ void diagnose_unpack(const char *buf, size_t len, struct diagnostics *out)
 
 const json_t *diagnose_task_containers(const json_t *task, const char *list)
 {
-    const json_t *l =
-        json_object_get(json_object_get(json_object_get(task, "template"), "spec"), list);
+    const json_t *l = json_member(json_member(json_member(task, "template"), "spec"), list);
 
     return json_is_array(l) ? l : NULL;
 }
@@ -337,8 +337,8 @@ static const json_t *env_of(const json_t *ctr, const char *name)
     size_t i;
     const json_t *e;
 
-    json_array_foreach(json_object_get(ctr, "env"), i, e) {
-        const char *n = json_string_value(json_object_get(e, "name"));
+    json_array_foreach(json_member(ctr, "env"), i, e) {
+        const char *n = json_string_value(json_member(e, "name"));
 
         if (n != NULL && strcmp(n, name) == 0)
             return e;
@@ -348,7 +348,7 @@ static const json_t *env_of(const json_t *ctr, const char *name)
 
 static const char *ctr_name(const json_t *ctr)
 {
-    const char *n = json_string_value(json_object_get(ctr, "name"));
+    const char *n = json_string_value(json_member(ctr, "name"));
 
     return n != NULL ? n : "";
 }
@@ -380,9 +380,9 @@ void diagnose_template_conflicts(struct diagnostics *out, const char *plugin, co
     const json_t *v;
 
     json_array_foreach(diagnose_task_containers(task, "volumes"), i, v) {
-        const json_t *src = json_object_get(v, source_key);
-        const char *src_name = json_string_value(json_object_get(src, source_name_key));
-        const char *vname = json_string_value(json_object_get(v, "name"));
+        const json_t *src = json_member(v, source_key);
+        const char *src_name = json_string_value(json_member(src, source_name_key));
+        const char *vname = json_string_value(json_member(v, "name"));
 
         if (vname == NULL || strcmp(vname, volume) != 0)
             continue;
@@ -400,9 +400,9 @@ void diagnose_template_conflicts(struct diagnostics *out, const char *plugin, co
             size_t m;
             const json_t *mnt;
 
-            json_array_foreach(json_object_get(ctr, "volumeMounts"), m, mnt) {
-                const char *path = json_string_value(json_object_get(mnt, "mountPath"));
-                const char *name = json_string_value(json_object_get(mnt, "name"));
+            json_array_foreach(json_member(ctr, "volumeMounts"), m, mnt) {
+                const char *path = json_string_value(json_member(mnt, "mountPath"));
+                const char *name = json_string_value(json_member(mnt, "name"));
 
                 if (path == NULL || strcmp(path, mount_path) != 0
                     || (name != NULL && strcmp(name, volume) == 0))
@@ -597,7 +597,7 @@ static void rotate(struct diagnostics *d, size_t from, size_t mid)
 
 int diagnose_job(const json_t *job, struct diagnostics *out)
 {
-    const json_t *plugins = json_object_get(json_object_get(job, "spec"), "plugins");
+    const json_t *plugins = json_member(json_member(job, "spec"), "plugins");
     bool enabled[16];
     const json_t *args[16];
 

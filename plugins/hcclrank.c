@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/jsonobj.h"
 #include "plugins/args.h"
 #include "plugins/diagnose.h"
 #include "plugins/job.h"
@@ -55,7 +56,7 @@ static const char *hccl_env_rank(json_t *pod)
     json_t *env;
 
     json_array_foreach(podutil_containers(pod), i, ctr) {
-        json_array_foreach(json_object_get(ctr, "env"), j, env) {
+        json_array_foreach(json_member(ctr, "env"), j, env) {
             if (strcmp(podutil_str(env, "name"), "RANK") == 0)
                 return podutil_str(env, "value");
         }
@@ -66,7 +67,7 @@ static const char *hccl_env_rank(json_t *pod)
 /* Set metadata.annotations[hccl/rankIndex], creating metadata/annotations when absent. */
 static int hccl_set_annotation(json_t *pod, const char *value, struct wh_error *err)
 {
-    json_t *meta = json_object_get(pod, "metadata");
+    json_t *meta = json_member(pod, "metadata");
     json_t *ann;
     int rc;
 
@@ -75,7 +76,7 @@ static int hccl_set_annotation(json_t *pod, const char *value, struct wh_error *
         if (json_object_set_new(pod, "metadata", meta) < 0)
             return wh_error_set(err, WH_ENOMEM, "out of memory");
     }
-    ann = json_object_get(meta, "annotations");
+    ann = json_member(meta, "annotations");
     if (json_is_object(meta) && (ann == NULL || json_is_null(ann))) {
         ann = json_object();
         if (json_object_set_new(meta, "annotations", ann) < 0)
@@ -93,7 +94,7 @@ static int hccl_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh
     struct hccl_args a;
     const char *task = c->pod != NULL ? c->pod->task : "default";
     const char *pod_name = c->pod != NULL ? c->pod->name : "";
-    const json_t *meta = json_object_get(pod, "metadata");
+    const json_t *meta = json_member(pod, "metadata");
     const json_t *label;
     const char *rank;
     int64_t index;
@@ -102,7 +103,7 @@ static int hccl_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh
 
     hccl_args_parse(c, &a);
     /* docs/plugins.md §4.8 step 1: an existing non-empty annotation wins; no Job, no change. */
-    if (podutil_str(json_object_get(meta, "annotations"), HCCL_KEY)[0] != '\0' || c->job == NULL)
+    if (podutil_str(json_member(meta, "annotations"), HCCL_KEY)[0] != '\0' || c->job == NULL)
         return 0;
     /* Step 2: a literal RANK (pytorch's, or the user's) is copied as is. */
     rank = hccl_env_rank(pod);
@@ -112,7 +113,7 @@ static int hccl_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh
     if (strcmp(task, a.master) != 0 && strcmp(task, a.worker) != 0)
         return 0;
     /* Step 4: the index comes from the label, not the pod name. */
-    label = json_object_get(json_object_get(meta, "labels"), HCCL_INDEX_KEY);
+    label = json_member(json_member(meta, "labels"), HCCL_INDEX_KEY);
     if (!json_is_string(label))
         return wh_error_set(err, WH_EINVAL, "pod %s has no %s label", pod_name, HCCL_INDEX_KEY);
     if (job_parse_index(json_string_value(label), &index) < 0)

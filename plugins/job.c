@@ -13,32 +13,33 @@
 
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/jsonobj.h"
 
 static const char *str_at(const json_t *obj, const char *key)
 {
-    const char *s = json_string_value(json_object_get(obj, key));
+    const char *s = json_string_value(json_member(obj, key));
 
     return s != NULL ? s : "";
 }
 
 const char *job_name(const json_t *job)
 {
-    return str_at(json_object_get(job, "metadata"), "name");
+    return str_at(json_member(job, "metadata"), "name");
 }
 
 const char *job_namespace(const json_t *job)
 {
-    return str_at(json_object_get(job, "metadata"), "namespace");
+    return str_at(json_member(job, "metadata"), "namespace");
 }
 
 const char *job_uid(const json_t *job)
 {
-    return str_at(json_object_get(job, "metadata"), "uid");
+    return str_at(json_member(job, "metadata"), "uid");
 }
 
 const json_t *job_tasks(const json_t *job)
 {
-    const json_t *tasks = json_object_get(json_object_get(job, "spec"), "tasks");
+    const json_t *tasks = json_member(json_member(job, "spec"), "tasks");
 
     return json_is_array(tasks) ? tasks : NULL;
 }
@@ -63,7 +64,7 @@ const json_t *job_find_task(const json_t *job, const char *task_name)
 
 int64_t job_task_replicas(const json_t *task)
 {
-    const json_t *r = json_object_get(task, "replicas");
+    const json_t *r = json_member(task, "replicas");
 
     return json_is_integer(r) ? (int64_t)json_integer_value(r) : 0;
 }
@@ -77,7 +78,7 @@ int64_t job_replicas_of(const json_t *job, const char *task_name)
 
 static const json_t *template_spec(const json_t *task)
 {
-    return json_object_get(json_object_get(task, "template"), "spec");
+    return json_member(json_member(task, "template"), "spec");
 }
 
 const char *job_task_hostname(const json_t *task)

@@ -9,11 +9,12 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/jsonobj.h"
 #include "plugins/job.h"
 
 static json_t *object_member(json_t *obj, const char *key)
 {
-    json_t *m = json_object_get(obj, key);
+    json_t *m = json_member(obj, key);
 
     if (json_is_object(m))
         return m;
@@ -30,7 +31,7 @@ static int set_str(json_t *obj, const char *key, const char *value)
 
 static const char *spec_str(const json_t *job, const char *key)
 {
-    const char *s = json_string_value(json_object_get(json_object_get(job, "spec"), key));
+    const char *s = json_string_value(json_member(json_member(job, "spec"), key));
 
     return s != NULL ? s : "";
 }
@@ -38,8 +39,7 @@ static const char *spec_str(const json_t *job, const char *key)
 /* metadata.<field>.<key> of the Job when it is a string, else NULL. */
 static const char *job_meta_str(const json_t *job, const char *field, const char *key)
 {
-    return json_string_value(
-        json_object_get(json_object_get(json_object_get(job, "metadata"), field), key));
+    return json_string_value(json_member(json_member(json_member(job, "metadata"), field), key));
 }
 
 /*
@@ -72,7 +72,7 @@ static int copy_job_keys(json_t *labels, json_t *annotations, const json_t *job)
 
 static long long status_int(const json_t *job, const char *key)
 {
-    return json_integer_value(json_object_get(json_object_get(job, "status"), key));
+    return json_integer_value(json_member(json_member(job, "status"), key));
 }
 
 /* 12 chars of [0-9a-z] derived from the claim name (Volcano uses random ones). */
@@ -90,7 +90,7 @@ static void volume_suffix(char out[13], const char *claim)
 
 static int add_job_volumes(json_t *spec, const json_t *job)
 {
-    const json_t *vols = json_object_get(json_object_get(job, "spec"), "volumes");
+    const json_t *vols = json_member(json_member(job, "spec"), "volumes");
     json_t *seen = json_object();
     size_t i;
     const json_t *v;
@@ -99,20 +99,20 @@ static int add_job_volumes(json_t *spec, const json_t *job)
     if (seen == NULL)
         return WH_ENOMEM;
     json_array_foreach(vols, i, v) {
-        const char *claim = json_string_value(json_object_get(v, "volumeClaimName"));
-        const char *mount = json_string_value(json_object_get(v, "mountPath"));
+        const char *claim = json_string_value(json_member(v, "volumeClaimName"));
+        const char *mount = json_string_value(json_member(v, "mountPath"));
         char name[300];
         char suffix[13];
         json_t *list;
         json_t *c;
         size_t k;
 
-        if (claim == NULL || mount == NULL || json_object_get(seen, claim) != NULL)
+        if (claim == NULL || mount == NULL || json_member(seen, claim) != NULL)
             continue; /* a claim seen before is skipped entirely (§2.3) */
         json_object_set_new(seen, claim, json_true());
         volume_suffix(suffix, claim);
         snprintf(name, sizeof(name), "%s-%s", job_name(job), suffix);
-        list = json_object_get(spec, "volumes");
+        list = json_member(spec, "volumes");
         if (!json_is_array(list)) {
             list = json_array();
             json_object_set_new(spec, "volumes", list);
@@ -124,8 +124,8 @@ static int add_job_volumes(json_t *spec, const json_t *job)
             rc = WH_ENOMEM;
             break;
         }
-        json_array_foreach(json_object_get(spec, "containers"), k, c) {
-            json_t *mounts = json_object_get(c, "volumeMounts");
+        json_array_foreach(json_member(spec, "containers"), k, c) {
+            json_t *mounts = json_member(c, "volumeMounts");
 
             if (!json_is_array(mounts)) {
                 mounts = json_array();
@@ -145,9 +145,9 @@ json_t *jobpods_build(const json_t *job, const json_t *task, int64_t index)
     const char *T = job_task_name(task);
     const char *ns = job_namespace(job);
     const char *queue = spec_str(job, "queue");
-    const json_t *tmpl = json_object_get(task, "template");
-    const json_t *tmpl_meta = json_object_get(tmpl, "metadata");
-    const json_t *partition = json_object_get(task, "partitionPolicy");
+    const json_t *tmpl = json_member(task, "template");
+    const json_t *tmpl_meta = json_member(tmpl, "metadata");
+    const json_t *partition = json_member(task, "partitionPolicy");
     json_t *pod = NULL;
     json_t *meta, *labels, *annotations, *spec;
     char name[512], idx[32], buf[512];
@@ -159,22 +159,21 @@ json_t *jobpods_build(const json_t *job, const json_t *task, int64_t index)
     pod = json_pack("{s:s, s:s, s:{}}", "apiVersion", "v1", "kind", "Pod", "metadata");
     if (pod == NULL)
         return NULL;
-    spec = json_is_object(json_object_get(tmpl, "spec"))
-        ? json_deep_copy(json_object_get(tmpl, "spec"))
-        : json_object();
+    spec = json_is_object(json_member(tmpl, "spec")) ? json_deep_copy(json_member(tmpl, "spec"))
+                                                     : json_object();
     if (spec == NULL || json_object_set_new(pod, "spec", spec) < 0)
         goto nomem;
-    meta = json_object_get(pod, "metadata");
+    meta = json_member(pod, "metadata");
     set_str(meta, "name", name);
     set_str(meta, "namespace", ns);
     labels = object_member(meta, "labels");
     annotations = object_member(meta, "annotations");
     if (labels == NULL || annotations == NULL)
         goto nomem;
-    if (json_is_object(json_object_get(tmpl_meta, "labels")))
-        json_object_update(labels, json_object_get(tmpl_meta, "labels"));
-    if (json_is_object(json_object_get(tmpl_meta, "annotations")))
-        json_object_update(annotations, json_object_get(tmpl_meta, "annotations"));
+    if (json_is_object(json_member(tmpl_meta, "labels")))
+        json_object_update(labels, json_member(tmpl_meta, "labels"));
+    if (json_is_object(json_member(tmpl_meta, "annotations")))
+        json_object_update(annotations, json_member(tmpl_meta, "annotations"));
 
     set_str(labels, "volcano.sh/task-index", idx);
     set_str(labels, "volcano.sh/job-name", J);
@@ -193,15 +192,15 @@ json_t *jobpods_build(const json_t *job, const json_t *task, int64_t index)
     set_str(annotations, "volcano.sh/template-uid", buf);
     snprintf(buf, sizeof(buf), "%lld", status_int(job, "retryCount"));
     set_str(annotations, "volcano.sh/job-retry-count", buf);
-    if (json_string_length(json_object_get(task, "topologyPolicy")) > 0
+    if (json_string_length(json_member(task, "topologyPolicy")) > 0
         && set_str(annotations, "volcano.sh/numa-topology-policy",
-                   json_string_value(json_object_get(task, "topologyPolicy")))
+                   json_string_value(json_member(task, "topologyPolicy")))
             < 0)
         goto nomem;
     if (copy_job_keys(labels, annotations, job) < 0)
         goto nomem;
     if (json_is_object(partition)) {
-        long long size = json_integer_value(json_object_get(partition, "partitionSize"));
+        long long size = json_integer_value(json_member(partition, "partitionSize"));
 
         snprintf(buf, sizeof(buf), "%lld", size > 0 ? (long long)index / size : 0LL);
         set_str(labels, "volcano.sh/partition-id", buf);
@@ -213,10 +212,10 @@ json_t *jobpods_build(const json_t *job, const json_t *task, int64_t index)
         < 0)
         goto nomem;
 
-    if (json_string_length(json_object_get(spec, "schedulerName")) == 0
+    if (json_string_length(json_member(spec, "schedulerName")) == 0
         && spec_str(job, "schedulerName")[0] != '\0')
         set_str(spec, "schedulerName", spec_str(job, "schedulerName"));
-    if (json_string_length(json_object_get(spec, "priorityClassName")) == 0
+    if (json_string_length(json_member(spec, "priorityClassName")) == 0
         && spec_str(job, "priorityClassName")[0] != '\0')
         set_str(spec, "priorityClassName", spec_str(job, "priorityClassName"));
     if (add_job_volumes(spec, job) < 0)
@@ -243,8 +242,8 @@ int jobpods_complete_job(json_t *job, const char *default_ns)
     if (job_namespace(job)[0] == '\0' && set_str(meta, "namespace", default_ns) < 0)
         return WH_ENOMEM;
     /* Volcano's Job webhook (mutate_job.go) defaults the queue before any pod exists. */
-    if (json_is_object(json_object_get(job, "spec")) && spec_str(job, "queue")[0] == '\0'
-        && set_str(json_object_get(job, "spec"), "queue", "default") < 0)
+    if (json_is_object(json_member(job, "spec")) && spec_str(job, "queue")[0] == '\0'
+        && set_str(json_member(job, "spec"), "queue", "default") < 0)
         return WH_ENOMEM;
     if (job_uid(job)[0] != '\0')
         return 0;

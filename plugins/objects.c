@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/jsonobj.h"
 #include "base/log.h"
 #include "plugins/plugin.h"
 
@@ -50,7 +51,7 @@ void objects_count_op(const char *kind, const char *op, bool ok)
 
 static const char *meta_str(const json_t *obj, const char *key)
 {
-    const char *s = json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
+    const char *s = json_string_value(json_member(json_member(obj, "metadata"), key));
 
     return s != NULL ? s : "";
 }
@@ -121,14 +122,14 @@ int objects_owner_init(struct objects_owner_ctx *out, const struct plugin_ctx *c
 
 bool objects_owned_by(const json_t *obj, const char *uid)
 {
-    const json_t *refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+    const json_t *refs = json_member(json_member(obj, "metadata"), "ownerReferences");
     const json_t *ref;
     size_t i;
 
     if (uid == NULL || uid[0] == '\0')
         return false;
     json_array_foreach(refs, i, ref) {
-        const char *u = json_string_value(json_object_get(ref, "uid"));
+        const char *u = json_string_value(json_member(ref, "uid"));
 
         if (u != NULL && strcmp(u, uid) == 0)
             return true;
@@ -145,15 +146,15 @@ bool objects_owned_by(const json_t *obj, const char *uid)
 static const char *previous_incarnation(const json_t *obj, const char *job_name,
                                         const char *job_uid)
 {
-    const json_t *refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+    const json_t *refs = json_member(json_member(obj, "metadata"), "ownerReferences");
     const json_t *ref;
     size_t i;
 
     json_array_foreach(refs, i, ref) {
-        const char *av = json_string_value(json_object_get(ref, "apiVersion"));
-        const char *kind = json_string_value(json_object_get(ref, "kind"));
-        const char *name = json_string_value(json_object_get(ref, "name"));
-        const char *uid = json_string_value(json_object_get(ref, "uid"));
+        const char *av = json_string_value(json_member(ref, "apiVersion"));
+        const char *kind = json_string_value(json_member(ref, "kind"));
+        const char *name = json_string_value(json_member(ref, "name"));
+        const char *uid = json_string_value(json_member(ref, "uid"));
 
         if (av != NULL && kind != NULL && name != NULL && uid != NULL
             && strcmp(av, JOB_API_VERSION) == 0 && strcmp(kind, "Job") == 0

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/jsonobj.h"
 #include "base/sanitize.h"
 
 bool podutil_covers(const json_t *have, const json_t *want)
@@ -23,7 +24,7 @@ bool podutil_covers(const json_t *have, const json_t *want)
         if (!json_is_object(have))
             return false;
         json_object_foreach((json_t *)want, key, wv) {
-            const json_t *hv = json_object_get(have, key);
+            const json_t *hv = json_member(have, key);
 
             if (hv == NULL) {
                 /* The API server omits empty strings: absent == "". */
@@ -50,28 +51,28 @@ bool podutil_covers(const json_t *have, const json_t *want)
 
 static json_t *pod_spec(json_t *pod)
 {
-    json_t *spec = json_object_get(pod, "spec");
+    json_t *spec = json_member(pod, "spec");
 
     return json_is_object(spec) ? spec : NULL;
 }
 
 json_t *podutil_containers(json_t *pod)
 {
-    json_t *a = json_object_get(pod_spec(pod), "containers");
+    json_t *a = json_member(pod_spec(pod), "containers");
 
     return json_is_array(a) ? a : NULL;
 }
 
 json_t *podutil_init_containers(json_t *pod)
 {
-    json_t *a = json_object_get(pod_spec(pod), "initContainers");
+    json_t *a = json_member(pod_spec(pod), "initContainers");
 
     return json_is_array(a) ? a : NULL;
 }
 
 const char *podutil_str(const json_t *obj, const char *key)
 {
-    const char *s = json_string_value(json_object_get(obj, key));
+    const char *s = json_string_value(json_member(obj, key));
 
     return s != NULL ? s : "";
 }
@@ -95,8 +96,8 @@ static int upsert_keyed(json_t *obj, const char *list_key, const char *key, json
         json_decref(item_new);
         return WH_EINVAL;
     }
-    want_key = json_object_get(item_new, key);
-    list = json_object_get(obj, list_key);
+    want_key = json_member(item_new, key);
+    list = json_member(obj, list_key);
     if (list == NULL || json_is_null(list)) {
         json_t *fresh = json_array();
 
@@ -118,7 +119,7 @@ static int upsert_keyed(json_t *obj, const char *list_key, const char *key, json
     for (size_t i = 0; i < n; i++) {
         size_t at = from_end ? n - 1 - i : i;
 
-        if (json_equal(json_object_get(json_array_get(list, at), key), want_key)) {
+        if (json_equal(json_member(json_array_get(list, at), key), want_key)) {
             found = at;
             break;
         }
@@ -152,7 +153,7 @@ char *podutil_shown(char *buf, size_t len, const char *s)
 /* An env entry's value for a message: the literal, quoted and cut, or its valueFrom kind. */
 static const char *env_shown(char *buf, size_t len, const json_t *e)
 {
-    const json_t *from = json_object_get(e, "valueFrom");
+    const json_t *from = json_member(e, "valueFrom");
     const char *kind;
     const json_t *ref;
     char name[PODUTIL_SHOWN_MAX + 8];
@@ -165,7 +166,7 @@ static const char *env_shown(char *buf, size_t len, const json_t *e)
         snprintf(buf, len, "valueFrom");
         return buf;
     }
-    ref = json_object_get(from, kind);
+    ref = json_member(from, kind);
     if (strcmp(kind, "configMapKeyRef") == 0 || strcmp(kind, "secretKeyRef") == 0) {
         sanitize_copy(name, sizeof(name), podutil_str(ref, "name"), PODUTIL_SHOWN_MAX,
                       SANITIZE_CONTROLS | SANITIZE_ELLIPSIS);
@@ -204,15 +205,15 @@ static void warn_env_replaced(struct warnings *w, const char *plugin, const json
  */
 static bool env_same(const json_t *have, const json_t *want)
 {
-    if (json_object_get(want, "valueFrom") == NULL && json_object_get(have, "valueFrom") != NULL)
+    if (json_member(want, "valueFrom") == NULL && json_member(have, "valueFrom") != NULL)
         return false;
     return podutil_covers(have, want);
 }
 
 int podutil_upsert_env(json_t *container, json_t *env_new, const char *plugin, struct warnings *w)
 {
-    json_t *list = json_object_get(container, "env");
-    const json_t *name = json_object_get(env_new, "name");
+    json_t *list = json_member(container, "env");
+    const json_t *name = json_member(env_new, "name");
 
     if (env_new == NULL)
         return WH_ENOMEM;
@@ -221,7 +222,7 @@ int podutil_upsert_env(json_t *container, json_t *env_new, const char *plugin, s
         for (size_t i = json_array_size(list); i-- > 0;) {
             const json_t *e = json_array_get(list, i);
 
-            if (!json_equal(json_object_get(e, "name"), name))
+            if (!json_equal(json_member(e, "name"), name))
                 continue;
             if (env_same(e, env_new)) {
                 json_decref(env_new);
@@ -251,7 +252,7 @@ int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at
         return WH_EINVAL;
     if (json_array_size(envs) == 0)
         return 0;
-    list = json_object_get(container, "env");
+    list = json_member(container, "env");
     if (list == NULL || json_is_null(list)) {
         list = json_array();
         if (list == NULL || json_object_set_new(container, "env", list) < 0)
@@ -263,14 +264,14 @@ int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at
     if (index == NULL)
         return WH_ENOMEM;
     json_array_foreach(list, i, e) {
-        const char *name = json_string_value(json_object_get(e, "name"));
+        const char *name = json_string_value(json_member(e, "name"));
 
         if (name != NULL && json_object_set_new(index, name, json_integer((json_int_t)i)) < 0)
             goto nomem;
     }
     json_array_foreach(envs, i, e) {
-        const char *name = json_string_value(json_object_get(e, "name"));
-        const json_t *pos = name != NULL ? json_object_get(index, name) : NULL;
+        const char *name = json_string_value(json_member(e, "name"));
+        const json_t *pos = name != NULL ? json_member(index, name) : NULL;
 
         if (failed_at != NULL)
             *failed_at = i;
@@ -345,14 +346,14 @@ static bool volume_same_source(const json_t *have, const json_t *want)
     static const char *const ids[] = {"secretName", "name"};
     const json_t *wsrc;
     const char *kind = volume_source(want, &wsrc);
-    const json_t *hsrc = kind != NULL ? json_object_get(have, kind) : NULL;
+    const json_t *hsrc = kind != NULL ? json_member(have, kind) : NULL;
 
     if (!json_is_object(hsrc))
         return false;
     for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
-        const json_t *id = json_object_get(wsrc, ids[i]);
+        const json_t *id = json_member(wsrc, ids[i]);
 
-        if (id != NULL && !json_equal(json_object_get(hsrc, ids[i]), id))
+        if (id != NULL && !json_equal(json_member(hsrc, ids[i]), id))
             return false;
     }
     return true;
@@ -361,12 +362,12 @@ static bool volume_same_source(const json_t *have, const json_t *want)
 /* The entry of list whose member key equals want's, or NULL. */
 static const json_t *find_keyed(const json_t *list, const char *key, const json_t *want)
 {
-    const json_t *want_key = json_object_get(want, key);
+    const json_t *want_key = json_member(want, key);
     size_t i;
     const json_t *e;
 
     json_array_foreach(list, i, e)
-        if (json_equal(json_object_get(e, key), want_key))
+        if (json_equal(json_member(e, key), want_key))
             return e;
     return NULL;
 }
@@ -382,7 +383,7 @@ int podutil_upsert_volume(json_t *pod, json_t *volume_new, struct wh_error *err)
         json_decref(volume_new);
         return WH_EINVAL;
     }
-    have = find_keyed(json_object_get(spec, "volumes"), "name", volume_new);
+    have = find_keyed(json_member(spec, "volumes"), "name", volume_new);
     if (have != NULL && !podutil_covers(have, volume_new)
         && !volume_same_source(have, volume_new)) {
         char name[PODUTIL_SHOWN_MAX + 8];
@@ -408,9 +409,8 @@ int podutil_upsert_mount(json_t *container, json_t *mount_new, struct wh_error *
 
     if (mount_new == NULL)
         return WH_ENOMEM;
-    have = find_keyed(json_object_get(container, "volumeMounts"), "mountPath", mount_new);
-    if (have != NULL
-        && !json_equal(json_object_get(have, "name"), json_object_get(mount_new, "name"))) {
+    have = find_keyed(json_member(container, "volumeMounts"), "mountPath", mount_new);
+    if (have != NULL && !json_equal(json_member(have, "name"), json_member(mount_new, "name"))) {
         char ctr[PODUTIL_SHOWN_MAX + 8];
         char yours[PODUTIL_SHOWN_MAX + 8];
         char path[PODUTIL_SHOWN_MAX + 8];
@@ -446,11 +446,11 @@ int podutil_add_port(json_t *container, json_t *port_new, const char *plugin, st
         json_decref(port_new);
         return WH_EINVAL;
     }
-    number = json_object_get(port_new, "containerPort");
+    number = json_member(port_new, "containerPort");
     name = podutil_str(port_new, "name");
-    ports = json_object_get(container, "ports");
+    ports = json_member(container, "ports");
     json_array_foreach(ports, i, p) {
-        if (json_equal(json_object_get(p, "containerPort"), number)) {
+        if (json_equal(json_member(p, "containerPort"), number)) {
             json_decref(port_new);
             return PODUTIL_UPSERT_SKIPPED;
         }
@@ -465,7 +465,7 @@ int podutil_add_port(json_t *container, json_t *port_new, const char *plugin, st
                 w, key,
                 "%s plugin: port name %s already used by port %lld in container %s, port %lld "
                 "not added",
-                plugin, name, (long long)json_integer_value(json_object_get(p, "containerPort")),
+                plugin, name, (long long)json_integer_value(json_member(p, "containerPort")),
                 podutil_str(container, "name"), (long long)json_integer_value(number));
             json_decref(port_new);
             return PODUTIL_UPSERT_SKIPPED;
@@ -499,9 +499,9 @@ int podutil_add_init_container(json_t *pod, json_t *container_new)
         json_decref(container_new);
         return WH_EINVAL;
     }
-    list = json_object_get(spec, "initContainers");
+    list = json_member(spec, "initContainers");
     json_array_foreach(list, i, c) {
-        if (json_equal(json_object_get(c, "name"), json_object_get(container_new, "name"))) {
+        if (json_equal(json_member(c, "name"), json_member(container_new, "name"))) {
             json_decref(container_new);
             return PODUTIL_UPSERT_SKIPPED;
         }
@@ -520,7 +520,7 @@ int podutil_set(json_t *obj, const char *key, json_t *value_new)
         json_decref(value_new);
         return WH_EINVAL;
     }
-    old = json_object_get(obj, key);
+    old = json_member(obj, key);
     if (json_equal(old, value_new)) {
         json_decref(value_new);
         return PODUTIL_UPSERT_SAME;

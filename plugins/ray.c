@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/jsonobj.h"
 #include "base/sanitize.h"
 #include "plugins/args.h"
 #include "plugins/diagnose.h"
@@ -100,8 +101,8 @@ static const char *ray_shown(char *buf, size_t len, const json_t *v)
  */
 static int ray_set_command(const struct plugin_ctx *c, json_t *ctr, const char *line)
 {
-    json_t *old = json_incref(json_object_get(ctr, "command"));
-    const json_t *args = json_object_get(ctr, "args");
+    json_t *old = json_incref(json_member(ctr, "command"));
+    const json_t *args = json_member(ctr, "args");
     char name[PODUTIL_SHOWN_MAX + 8];
     char was[PODUTIL_SHOWN_MAX + 8];
     char now[PODUTIL_SHOWN_MAX + 8];
@@ -114,7 +115,7 @@ static int ray_set_command(const struct plugin_ctx *c, json_t *ctr, const char *
                      "%s plugin: container %s command %s replaced by %s: run your program in "
                      "another container",
                      c->name, name, ray_shown(was, sizeof(was), old),
-                     ray_shown(now, sizeof(now), json_object_get(ctr, "command")));
+                     ray_shown(now, sizeof(now), json_member(ctr, "command")));
     if ((rc == PODUTIL_UPSERT_REPLACED || rc == PODUTIL_UPSERT_ADDED) && json_is_array(args)
         && json_array_size(args) > 0)
         warnings_add(c->warnings,
@@ -312,7 +313,7 @@ static void ray_diagnose_container(const json_t *task, size_t k, const char *rol
                      flag, names[0] != '\0' ? names : "none");
         return;
     }
-    if (json_object_get(found, "command") != NULL || json_object_get(found, "args") != NULL)
+    if (json_member(found, "command") != NULL || json_member(found, "args") != NULL)
         diagnose_add(out, DIAGNOSE_USER_VALUE_REPLACED, false, "ray",
                      "container \"%s\" of task %s has its own command or args, and the plugin "
                      "replaces the command with \"sh -c 'ray start ...'\" (sh then ignores the "
@@ -322,8 +323,8 @@ static void ray_diagnose_container(const json_t *task, size_t k, const char *rol
         return;
     /* A number declared under another name: the port is not added, and J-head-svc
      * targets it by name (D16). */
-    json_array_foreach(json_object_get(found, "ports"), i, ctr) {
-        json_int_t number = json_integer_value(json_object_get(ctr, "containerPort"));
+    json_array_foreach(json_member(found, "ports"), i, ctr) {
+        json_int_t number = json_integer_value(json_member(ctr, "containerPort"));
 
         for (size_t p = 0; p < 3; p++) {
             if (number != (json_int_t)(int32_t)ports[p]
@@ -341,8 +342,8 @@ static void ray_diagnose_container(const json_t *task, size_t k, const char *rol
      * per container), and J-head-svc's port of that name forwards where ray does not
      * listen. Keyed as the chain's own warning of it (podutil_add_port), so a head pod
      * that gets that one does not get this too (webhook/mutate.c). */
-    json_array_foreach(json_object_get(found, "ports"), i, ctr) {
-        json_int_t number = json_integer_value(json_object_get(ctr, "containerPort"));
+    json_array_foreach(json_member(found, "ports"), i, ctr) {
+        json_int_t number = json_integer_value(json_member(ctr, "containerPort"));
         char key[DIAGNOSE_KEY_MAX];
 
         for (size_t p = 0; p < 3; p++) {

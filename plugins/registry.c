@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/jsonobj.h"
 #include "plugins/args.h"
 #include "plugins/plugin.h"
 
@@ -59,7 +60,7 @@ static size_t registry_index(const char *name)
 
 void plugin_effective_set(const json_t *job, bool *enabled, const json_t **args, struct warnings *w)
 {
-    const json_t *plugins = json_object_get(json_object_get(job, "spec"), "plugins");
+    const json_t *plugins = json_member(json_member(job, "spec"), "plugins");
     const char *name;
     const json_t *value;
 

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/jsonobj.h"
 #include "certs/sshkey.h"
 #include "k8s/names.h"
 #include "plugins/args.h"
@@ -354,14 +355,14 @@ out:
 static int ssh_secret_update(json_t *obj, void *ud, struct wh_error *err)
 {
     const struct ssh_secret_job *sj = ud;
-    json_t *data = json_object_get(obj, "data");
-    const json_t *pub = json_object_get(data, "id_rsa.pub");
-    char *have = b64_decode(json_object_get(data, "config"));
+    json_t *data = json_member(obj, "data");
+    const json_t *pub = json_member(data, "id_rsa.pub");
+    char *have = b64_decode(json_member(data, "config"));
     bool same = have != NULL && strcmp(have, sj->config) == 0;
     /* D18: an older Volcano's Secret without authorized_keys gets it from its own public key
      * (Volcano writes the two with the same bytes); the pair itself is never replaced (D11). */
     bool add_authorized = json_is_string(pub) && json_string_length(pub) > 0
-        && !json_is_string(json_object_get(data, "authorized_keys"));
+        && !json_is_string(json_member(data, "authorized_keys"));
 
     free(have);
     if (same && !add_authorized)
@@ -383,15 +384,15 @@ static int ssh_secret_update(json_t *obj, void *ud, struct wh_error *err)
 static int ssh_adopt_keys(const struct plugin_ctx *c, const json_t *secret)
 {
     struct sshkeys_store *store = c->env != NULL ? c->env->ssh_keys : NULL;
-    const json_t *data = json_object_get(secret, "data");
+    const json_t *data = json_member(secret, "data");
     char *priv;
     char *pub;
     int rc = 0;
 
     if (store == NULL)
         return 0;
-    priv = b64_decode(json_object_get(data, "id_rsa"));
-    pub = b64_decode(json_object_get(data, "id_rsa.pub"));
+    priv = b64_decode(json_member(data, "id_rsa"));
+    pub = b64_decode(json_member(data, "id_rsa.pub"));
     /* a Secret without usable keys is adopted as is, but gives the store nothing */
     if (priv != NULL && pub != NULL && priv[0] != '\0' && pub[0] != '\0')
         rc = sshkeys_put(store, job_uid(c->job), priv, pub);

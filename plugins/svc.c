@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/jsonobj.h"
 #include "k8s/names.h"
 #include "plugins/args.h"
 #include "plugins/diagnose.h"
@@ -278,7 +279,7 @@ static int svc_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
 {
     struct svc_args a;
     const char *job = job_name(c->job);
-    json_t *spec = json_object_get(pod, "spec");
+    json_t *spec = json_member(pod, "spec");
     json_t *env = NULL;
     json_t *mount = NULL;
     char *cm = NULL;
@@ -378,7 +379,7 @@ static json_t *svc_network_policy(const json_t *job)
 static int svc_configmap_update(json_t *obj, void *ud, struct wh_error *err)
 {
     const json_t *want = ud;
-    const json_t *have = json_object_get(obj, "data");
+    const json_t *have = json_member(obj, "data");
 
     /* the API server drops an empty data map: absent equals {} */
     if (json_equal(have, want) || (have == NULL && json_object_size(want) == 0))
@@ -424,7 +425,7 @@ static int svc_job_sync(const struct plugin_ctx *c, struct wh_error *err)
                                               .name = cm_name,
                                               .desired = cm,
                                               .update = svc_configmap_update,
-                                              .ud = json_object_get(cm, "data")};
+                                              .ud = json_member(cm, "data")};
 
         rc = objects_ensure(&o, &s, NULL, err);
         if (rc < 0)

@@ -31,6 +31,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/jsonobj.h"
 #include "base/jsonr.h"
 #include "base/jsonw.h"
 #include "base/log.h"
@@ -129,7 +130,7 @@ static int answer_status(int code, const char *reason, const char *message, char
 static int opt_string(const json_t *obj, const char *key, const char *path, const char **out,
                       struct bad_request *b)
 {
-    const json_t *v = json_object_get(obj, key);
+    const json_t *v = json_member(obj, key);
 
     *out = "";
     if (v == NULL || json_is_null(v))
@@ -154,7 +155,7 @@ static int parse_review(const json_t *review, const char **api_out, struct mutat
     if (!json_is_object(review))
         return bad(b, "body is not a JSON object");
 
-    v = json_object_get(review, "apiVersion");
+    v = json_member(review, "apiVersion");
     if (v == NULL || json_is_null(v))
         return bad(b, "apiVersion missing");
     if (!json_is_string(v))
@@ -165,7 +166,7 @@ static int parse_review(const json_t *review, const char **api_out, struct mutat
                    quote_safe(s, q, sizeof(q)));
     *api_out = s;
 
-    v = json_object_get(review, "kind");
+    v = json_member(review, "kind");
     if (v == NULL || json_is_null(v))
         return bad(b, "kind missing");
     if (!json_is_string(v))
@@ -175,13 +176,13 @@ static int parse_review(const json_t *review, const char **api_out, struct mutat
         return bad(b, "unsupported kind \"%s\" (want AdmissionReview)",
                    quote_safe(s, q, sizeof(q)));
 
-    request = json_object_get(review, "request");
+    request = json_member(review, "request");
     if (request == NULL || json_is_null(request))
         return bad(b, "request missing");
     if (!json_is_object(request))
         return bad(b, "request must be an object");
 
-    v = json_object_get(request, "uid");
+    v = json_member(request, "uid");
     if (v == NULL || json_is_null(v))
         return bad(b, "request.uid missing");
     if (!json_is_string(v))
@@ -193,7 +194,7 @@ static int parse_review(const json_t *review, const char **api_out, struct mutat
     rc = opt_string(request, "operation", "request.operation", &req->operation, b);
     if (rc < 0)
         return rc;
-    resource = json_object_get(request, "resource");
+    resource = json_member(request, "resource");
     if (resource != NULL && !json_is_null(resource) && !json_is_object(resource))
         return bad(b, "request.resource must be an object");
     rc = opt_string(resource, "group", "request.resource.group", &req->group, b);
@@ -210,7 +211,7 @@ static int parse_review(const json_t *review, const char **api_out, struct mutat
         return rc;
 
     /* Absent or null object (e.g. DELETE) → NULL: mutate decides what that means. */
-    v = json_object_get(request, "object");
+    v = json_member(request, "object");
     if (v != NULL && !json_is_null(v) && !json_is_object(v))
         return bad(b, "request.object must be an object");
     req->pod = json_is_object(v) ? v : NULL;
@@ -338,11 +339,11 @@ static int answer_encode(const char *api, const char *uid, const struct mutate_r
 /* Pod name for the log line: metadata.name, else generateName, else "". */
 static const char *pod_name(const json_t *pod)
 {
-    const json_t *md = json_object_get(pod, "metadata");
-    const char *s = json_string_value(json_object_get(md, "name"));
+    const json_t *md = json_member(pod, "metadata");
+    const char *s = json_string_value(json_member(md, "name"));
 
     if (s == NULL)
-        s = json_string_value(json_object_get(md, "generateName"));
+        s = json_string_value(json_member(md, "generateName"));
     return s != NULL ? s : "";
 }
 
@@ -477,9 +478,9 @@ out:
  */
 static json_t *job_as_named(const json_t *job)
 {
-    const json_t *meta = json_object_get(job, "metadata");
-    const char *name = json_string_value(json_object_get(meta, "name"));
-    const char *gen = json_string_value(json_object_get(meta, "generateName"));
+    const json_t *meta = json_member(job, "metadata");
+    const char *name = json_string_value(json_member(meta, "name"));
+    const char *gen = json_string_value(json_member(meta, "generateName"));
     json_t *copy;
     json_t *meta_copy;
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/jsonobj.h"
 #include "base/log.h"
 #include "base/patch.h"
 #include "k8s/names.h"
@@ -70,22 +71,22 @@ static const char *str_or_empty(const char *s)
 
 int mutate_pod_owner(const json_t *pod, const char **name_out, const char **uid_out)
 {
-    const json_t *refs = json_object_get(json_object_get(pod, "metadata"), "ownerReferences");
+    const json_t *refs = json_member(json_member(pod, "metadata"), "ownerReferences");
     size_t i;
     const json_t *ref;
 
     json_array_foreach(refs, i, ref) {
-        const char *api = json_string_value(json_object_get(ref, "apiVersion"));
-        const char *kind = json_string_value(json_object_get(ref, "kind"));
-        const char *name = json_string_value(json_object_get(ref, "name"));
+        const char *api = json_string_value(json_member(ref, "apiVersion"));
+        const char *kind = json_string_value(json_member(ref, "kind"));
+        const char *name = json_string_value(json_member(ref, "name"));
 
-        if (!json_is_true(json_object_get(ref, "controller")) || api == NULL || kind == NULL
+        if (!json_is_true(json_member(ref, "controller")) || api == NULL || kind == NULL
             || name == NULL || name[0] == '\0')
             continue;
         if (strcmp(api, JOB_API_VERSION) != 0 || strcmp(kind, "Job") != 0)
             continue;
         *name_out = name;
-        *uid_out = str_or_empty(json_string_value(json_object_get(ref, "uid")));
+        *uid_out = str_or_empty(json_string_value(json_member(ref, "uid")));
         return 0;
     }
     return WH_DECLINED;
@@ -93,9 +94,9 @@ int mutate_pod_owner(const json_t *pod, const char **name_out, const char **uid_
 
 static const char *meta_str(const json_t *pod, const char *map, const char *key)
 {
-    const json_t *m = json_object_get(json_object_get(pod, "metadata"), map);
+    const json_t *m = json_member(json_member(pod, "metadata"), map);
 
-    return str_or_empty(json_string_value(json_object_get(m, key)));
+    return str_or_empty(json_string_value(json_member(m, key)));
 }
 
 /* docs/plugins.md §2.1 / D6: last '-' piece of the name when it has >= 3 pieces, else "". */
@@ -112,7 +113,7 @@ static const char *index_from_name(const char *name)
 static void pod_info_init(struct plugin_pod_info *info, const json_t *pod, const char *ns)
 {
     const char *name =
-        str_or_empty(json_string_value(json_object_get(json_object_get(pod, "metadata"), "name")));
+        str_or_empty(json_string_value(json_member(json_member(pod, "metadata"), "name")));
     const char *task = meta_str(pod, "annotations", TASK_SPEC_KEY);
 
     info->name = name;
@@ -130,10 +131,10 @@ static void pod_info_init(struct plugin_pod_info *info, const json_t *pod, const
 
 static size_t container_count(json_t *pod)
 {
-    const json_t *spec = json_object_get(pod, "spec");
+    const json_t *spec = json_member(pod, "spec");
 
-    return json_array_size(json_object_get(spec, "containers"))
-        + json_array_size(json_object_get(spec, "initContainers"));
+    return json_array_size(json_member(spec, "containers"))
+        + json_array_size(json_member(spec, "initContainers"));
 }
 
 /*
@@ -556,7 +557,7 @@ static void pod_with_job(const json_t *job, const json_t *pod, const char *ns, s
     int rc;
 
     out->allowed = true;
-    if (!json_is_object(json_object_get(pod, "spec"))) {
+    if (!json_is_object(json_member(pod, "spec"))) {
         deny(out, 400, "pod has no spec");
         return;
     }
@@ -715,7 +716,7 @@ static void review(const struct mutate_request *req, const struct jobsource *src
     ns = str_or_empty(req->ns);
     if (ns[0] == '\0')
         ns = str_or_empty(
-            json_string_value(json_object_get(json_object_get(req->pod, "metadata"), "namespace")));
+            json_string_value(json_member(json_member(req->pod, "metadata"), "namespace")));
     if (ns[0] == '\0') {
         deny(out, 400, "pod of job %s has no namespace and request.namespace is empty",
              job_name_ref);
@@ -774,7 +775,7 @@ static void review(const struct mutate_request *req, const struct jobsource *src
      * answer says just that, as for a missing Job: it must not tell a forger the uid
      * of the Job, nor that one of that name exists. The log, read by operators only,
      * says which. */
-    uid = json_string_value(json_object_get(json_object_get(job, "metadata"), "uid"));
+    uid = json_string_value(json_member(json_member(job, "metadata"), "uid"));
     if (uid != NULL && uid[0] != '\0' && strcmp(uid, owner_uid) != 0) {
         warnings_add(&out->warnings, "volcano job %s not found, pod not mutated", key);
         LOG_INFO("admission uid=%s job=%s outcome=uid-mismatch job_uid=%s owner_uid=%s",

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * check_jsonobj.c - base/jsonobj.h: json_member gives json_object_get's answer, on
+ * objects walked (up to JSON_MEMBER_SCAN_MAX members) and hashed (more), for keys
+ * that share a first byte or a prefix, the empty key, keys with a NUL inside, members
+ * removed and set again, and values that are not objects.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/jsonobj.h"
+#include "tests/testutil.h"
+
+/* Keys alike in every way json_member compares: first byte, length, prefix, NUL. */
+static const char *const probes[] = {
+    "",      "a",   "ab",    "abc",   "b",     "ba",        "name",
+    "names", "nam", "namea", "aname", "value", "valueFrom", "\xc3\xa9n",
+};
+
+static void same_for_every_probe(const json_t *obj, const char *what)
+{
+    for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++)
+        ck_assert_msg(json_member(obj, probes[i]) == json_object_get(obj, probes[i]),
+                      "%s: json_member(\"%s\") differs from json_object_get", what, probes[i]);
+}
+
+START_TEST(test_fixed_objects)
+{
+    json_t *o = json_object();
+    json_t *name = json_string("n");
+
+    ck_assert_ptr_nonnull(o);
+    same_for_every_probe(o, "empty");
+    ck_assert_int_eq(json_object_set_new(o, "name", name), 0);
+    ck_assert_int_eq(json_object_set_new(o, "names", json_integer(2)), 0);
+    ck_assert_int_eq(json_object_set_new(o, "", json_integer(3)), 0);
+    /* "a\0b": first byte 'a', three bytes: never "a" nor "ab" */
+    ck_assert_int_eq(json_object_setn_new(o, "a\0b", 3, json_integer(4)), 0);
+    /* "\0": the empty key's first byte, one byte long */
+    ck_assert_int_eq(json_object_setn_new(o, "\0", 1, json_integer(5)), 0);
+    same_for_every_probe(o, "fixed");
+    ck_assert_ptr_eq(json_member(o, "name"), name);
+    ck_assert_int_eq(json_integer_value(json_member(o, "")), 3);
+    ck_assert_ptr_null(json_member(o, "a"));
+    ck_assert_ptr_null(json_member(o, "nam"));
+    ck_assert_int_eq(json_object_del(o, "name"), 0);
+    ck_assert_ptr_null(json_member(o, "name"));
+    ck_assert_int_eq(json_object_set_new(o, "name", json_true()), 0);
+    ck_assert(json_is_true(json_member(o, "name")));
+    same_for_every_probe(o, "after del and set");
+    json_decref(o);
+}
+END_TEST
+
+START_TEST(test_not_objects)
+{
+    json_t *a = json_pack("[{s:i}]", "a", 1);
+    json_t *s = json_string("a");
+
+    ck_assert_ptr_null(json_member(NULL, "a"));
+    ck_assert_ptr_null(json_member(a, "a"));
+    ck_assert_ptr_null(json_member(s, "a"));
+    ck_assert_ptr_null(json_member(json_null(), "a"));
+    json_decref(a);
+    json_decref(s);
+}
+END_TEST
+
+/* Objects of 0 to 3 * JSON_MEMBER_SCAN_MAX members with keys made of the probes'
+ * pieces, some members removed: walked and hashed alike. */
+START_TEST(test_random_objects)
+{
+    static const char *const pieces[] = {"", "a", "b", "n", "name", "value", "\xc3\xa9"};
+    uint32_t seed = 20261202u;
+    size_t walked = 0;
+    size_t hashed = 0;
+
+    for (int round = 0; round < 2000; round++) {
+        json_t *o = json_object();
+        size_t members = (size_t)(round % (3 * JSON_MEMBER_SCAN_MAX + 1));
+        char what[64];
+
+        ck_assert_ptr_nonnull(o);
+        for (size_t m = 0; m < members; m++) {
+            char key[32] = "";
+
+            for (int p = 0; p < 2; p++) {
+                seed = seed * 1103515245u + 12345u;
+                strcat(key, pieces[(seed >> 16) % (sizeof(pieces) / sizeof(pieces[0]))]);
+            }
+            ck_assert_int_eq(json_object_set_new(o, key, json_integer((json_int_t)m)), 0);
+            seed = seed * 1103515245u + 12345u;
+            if ((seed >> 16) % 5 == 0)
+                (void)json_object_del(o, key);
+        }
+        if (json_object_size(o) > JSON_MEMBER_SCAN_MAX)
+            hashed++;
+        else
+            walked++;
+        snprintf(what, sizeof(what), "round %d (%zu members)", round, json_object_size(o));
+        same_for_every_probe(o, what);
+        json_decref(o);
+    }
+    /* both ways were taken, many times */
+    ck_assert_uint_gt(walked, 500);
+    ck_assert_uint_gt(hashed, 500);
+}
+END_TEST
+
+static Suite *jsonobj_suite(void)
+{
+    Suite *s = suite_create("jsonobj");
+    TCase *t = tcase_create("jsonobj");
+
+    tcase_add_test(t, test_fixed_objects);
+    tcase_add_test(t, test_not_objects);
+    tcase_add_test(t, test_random_objects);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(jsonobj_suite());
+}
