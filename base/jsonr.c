@@ -166,6 +166,51 @@ static long decode(const char *p, size_t n, bool key, char *o)
     return (long)w;
 }
 
+/* The bytes of x (eight of the body) that are below 0x20, a backslash or over 0x7F,
+ * each as its high bit; 0 when none (Anderson, "Bit Twiddling Hacks": hasless,
+ * haszero: a borrow can mark a byte above one marked already, never a lone byte). */
+static inline uint64_t special_bytes(uint64_t x)
+{
+    const uint64_t ones = 0x0101010101010101ULL;
+    uint64_t bs = x ^ (ones * '\\');
+
+    return (((x - ones * 0x20) & ~x) | ((bs - ones) & ~bs) | x) & (ones * 0x80);
+}
+
+/*
+ * Whether the n bytes at p (inside r's body) hold no control character, backslash or
+ * byte over 0x7F: most strings of a review, keys above all. Eight bytes at a time;
+ * a tail of fewer is read as a whole word too when eight bytes remain in the body
+ * (the string's closing quote among them), the bytes past the tail counted as 'a'.
+ * false also when it cannot tell that way (the caller then looks at each byte).
+ */
+static bool plain_text(const struct reader *r, const char *p, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101ULL;
+    size_t i = 0;
+    uint64_t x;
+
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&x, p + i, 8);
+        if (special_bytes(x) != 0)
+            return false;
+    }
+    if (i == n)
+        return true;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if ((size_t)(p + i - r->js) + 8 <= r->len) {
+        uint64_t tail = (1ULL << (8 * (n - i))) - 1; /* the first n - i bytes, 1 to 7 */
+
+        memcpy(&x, p + i, 8);
+        return special_bytes((x & tail) | (ones * 'a' & ~tail)) == 0;
+    }
+#else
+    (void)r;
+    (void)ones;
+#endif
+    return false;
+}
+
 /*
  * A string token's content: *s, *n point into the body when it has no escape, else
  * into r->scratch (a key's stays there until the caller gives its scratch back).
@@ -182,34 +227,20 @@ static bool string_content(struct reader *r, const jsmntok_t *t, bool key, const
     bool escaped = false;
     unsigned char high = 0;
     long w;
-    size_t i = 0;
 
-    /* Eight bytes at a time: a word with no control, backslash or byte over 0x7F (most
-     * of a review) needs no closer look (Anderson, "Bit Twiddling Hacks": hasless,
-     * haszero); the bytes of the others, and of the tail, are looked at one by one. */
-    while (i < raw) {
-        size_t end = i + 8 <= raw ? i + 8 : raw;
+    if (plain_text(r, p, raw)) {
+        *s = p;
+        *n = raw;
+        *utf8 = true;
+        return true;
+    }
+    for (size_t i = 0; i < raw; i++) {
+        unsigned char c = (unsigned char)p[i];
 
-        if (end == i + 8) {
-            const uint64_t ones = 0x0101010101010101ULL;
-            uint64_t x;
-            uint64_t bs;
-
-            memcpy(&x, p + i, 8);
-            bs = x ^ (ones * '\\');
-            if (((((x - ones * 0x20) & ~x) | ((bs - ones) & ~bs) | x) & (ones * 0x80)) == 0) {
-                i = end;
-                continue;
-            }
-        }
-        for (; i < end; i++) {
-            unsigned char c = (unsigned char)p[i];
-
-            if (c < 0x20)
-                return false;
-            escaped |= c == '\\';
-            high |= c & 0x80;
-        }
+        if (c < 0x20)
+            return false;
+        escaped |= c == '\\';
+        high |= c & 0x80;
     }
     *utf8 = high == 0;
     if (!escaped) {

@@ -208,6 +208,10 @@ static const struct {
     {"1 ", "1"},
     {"-9223372036854775808\n", "-9223372036854775808"},
     {"true\t", "true"},
+    /* short strings read a word at a time with the body's next bytes (string_content) */
+    {"[\"a\\u0041\",\"padding-padding\"]", "[\"aA\",\"padding-padding\"]"},
+    {"[\"\xc3\xa9\",\"padding-padding\"]", "[\"\xc3\xa9\",\"padding-padding\"]"},
+    {"{\"k\\\"\":1,\"padding\":\"padding\"}", "{\"k\\\"\":1,\"padding\":\"padding\"}"},
     {"null\r", "null"},
     {" \"x\" ", "\"x\""},
 };
@@ -271,6 +275,11 @@ static const char *const declined[] = {
     "{\"a\\u0000\":1}",
     "[\"a\tb\"]",
     "[\"\x01\"]",
+    /* a control character or invalid UTF-8 in a short string with the body going on */
+    "[\"\x01\",\"padding-padding\"]",
+    "[\"ab\xff\",\"padding-padding\"]",
+    "{\"k\x1f\":1,\"padding\":\"padding\"}",
+    "[\"abcdefgh\x7f\xff\",\"padding-padding\"]",
     "[\"\xff\"]",
     "[\"\xc0\x80\"]",
     "[\"\xed\xa0\x80\"]",
