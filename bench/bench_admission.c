@@ -47,7 +47,7 @@ static int bench_job_get(void *userdata, const char *ns, const char *name, const
     int rc;
 
     (void)uid; /* the Jobs of the file are current: nothing is stale */
-    rc = cache_get(cache, ns, name, job_out);
+    rc = cache_get_read(cache, ns, name, job_out);
     if (rc == WH_ENOTFOUND)
         return wh_error_set(err, WH_ENOTFOUND, "jobs.batch.volcano.sh \"%s\" not found", name);
     return rc < 0 ? wh_error_set(err, rc, "out of memory") : 0;

@@ -51,6 +51,19 @@ void cache_destroy(struct cache *c);
 int cache_get(struct cache *c, const char *ns, const char *name, json_t **job_out);
 
 /**
+ * cache_get for a reader that only reads the Job, on the calling thread (the
+ * admission path: controller/lookup.c): the same Job, as a tree this thread parsed
+ * when it first read that version of the entry, not parsed again per read. Each
+ * thread keeps trees of the last 16 Jobs it read (none for one of over 64 KiB of
+ * kept text), each with a reference to its entry, so an update (a new entry) is
+ * read anew and no tree is shared between threads; they are freed when the
+ * thread exits. @param[out] job_out new reference to a tree the caller must not
+ * change (this thread's later reads are given it again); json_decref it on this
+ * thread. @return 0, WH_ENOTFOUND, or WH_ENOMEM.
+ */
+int cache_get_read(struct cache *c, const char *ns, const char *name, json_t **job_out);
+
+/**
  * Insert or replace the Job (keyed by its metadata.namespace/name). job stays the
  * caller's (its reference count is not changed; the cache keeps text, not a
  * reference). Only what a reader of the cache uses is kept (cache.c keep_job):

@@ -256,7 +256,8 @@ int lookup_job_get(void *userdata, const char *ns, const char *name, const char 
         return WH_DECLINED;
     }
     if (l->cache != NULL) {
-        rc = cache_get(l->cache, ns, name, &job);
+        /* read only, here and by mutate_review: this thread's own tree of that version */
+        rc = cache_get_read(l->cache, ns, name, &job);
         if (rc == WH_ENOMEM)
             return wh_error_set(err, WH_ENOMEM, "out of memory");
         if (rc == 0) {

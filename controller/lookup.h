@@ -54,7 +54,9 @@ void lookup_dispose(struct lookup *l);
  * flight is waited for and its answer shared instead. A namespace the cache does
  * not serve (cache_serves: serve --namespaces) is never looked up: WH_DECLINED
  * at once, counted (lookup_not_served) and logged once per namespace, at info.
- * @param[out] job_out new reference on success (a private copy either way)
+ * @param[out] job_out new reference on success, for reading only: from the cache, this
+ *                     thread's own tree of that Job version (cache_get_read), which its
+ *                     later lookups are given again; from the API, a private tree
  * @return 0; WH_DECLINED (> 0, not an error; err untouched, *job_out NULL) for a
  *         namespace not served; WH_ENOTFOUND when the API says 404; WH_ETIMEOUT / WH_EAPI /
  *         WH_ENOMEM with err filled (k8s_get_job's reason); WH_EBUSY when

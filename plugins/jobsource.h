@@ -18,7 +18,9 @@ struct jobsource {
      * Look up Job ns/name. uid: the uid the pod's ownerReference names ("" when
      * none); a source that may be stale (a cache) reads again when its Job has
      * another uid (D6), others may ignore it. @param[out] job_out new reference
-     * on success.
+     * on success, which the caller only reads (a source may hand the same tree to
+     * its thread's later calls: controller/cache.h cache_get_read) and decrefs on
+     * the thread that got it.
      * @return 0; WH_DECLINED (> 0) when the source does not serve namespace ns
      *         (serve --namespaces: the pod is allowed unmutated, with no warning,
      *         and no API request was made); WH_ENOTFOUND when it does not exist;

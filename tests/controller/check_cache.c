@@ -8,6 +8,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,118 @@ START_TEST(test_reads_are_private)
     cache_destroy(c);
     json_decref(j1);
     json_decref(j1b);
+}
+END_TEST
+
+/* The tree another thread's cache_get_read gives for ns1/j1 (its address, for comparing). */
+static void *read_on_other_thread(void *arg)
+{
+    struct cache *c = arg;
+    json_t *got = NULL;
+    uintptr_t addr = 0;
+
+    if (cache_get_read(c, "ns1", "j1", &got) == 0 && strcmp(rv_of(got), "9") == 0)
+        addr = (uintptr_t)got;
+    json_decref(got);
+    return (void *)addr; /* the tree lives in that thread's memo until it exits */
+}
+
+/* A Job of n tasks with 90-byte names: over 64 KiB of kept text for n = 1000. */
+static json_t *big_job(const char *name, int n)
+{
+    json_t *j = job("ns1", name, "1");
+    json_t *tasks = json_array();
+    char tname[96];
+
+    for (int k = 0; k < n; k++) {
+        snprintf(tname, sizeof(tname), "%089d", k);
+        json_array_append_new(tasks, json_pack("{s:s, s:i}", "name", tname, "replicas", 1));
+    }
+    json_object_set_new(json_object_get(j, "spec"), "tasks", tasks);
+    return j;
+}
+
+START_TEST(test_read_keeps_a_tree_per_version)
+{
+    struct cache *c = cache_create();
+    json_t *j1 = job("ns1", "j1", "5");
+    json_t *j1b = job("ns1", "j1", "9");
+    json_t *big = big_job("big", 1000);
+    json_t *a = NULL;
+    json_t *b = NULL;
+    json_t *priv = NULL;
+    json_t *first[17];
+    pthread_t th;
+    void *other = NULL;
+    char name[16];
+
+    ck_assert_int_eq(cache_put(c, j1), 0);
+    /* one version, one tree on this thread; cache_get's stays private */
+    ck_assert_int_eq(cache_get_read(c, "ns1", "j1", &a), 0);
+    ck_assert_int_eq(cache_get_read(c, "ns1", "j1", &b), 0);
+    ck_assert_ptr_eq(a, b);
+    ck_assert_str_eq(rv_of(a), "5");
+    json_decref(b);
+    ck_assert_int_eq(cache_get(c, "ns1", "j1", &priv), 0);
+    ck_assert_ptr_ne(priv, a);
+    ck_assert(json_equal(priv, a));
+    json_decref(priv);
+
+    /* a new version is read anew; the old tree stays what it was for its holder */
+    ck_assert_int_eq(cache_put(c, j1b), 0);
+    ck_assert_int_eq(cache_get_read(c, "ns1", "j1", &b), 0);
+    ck_assert_ptr_ne(b, a);
+    ck_assert_str_eq(rv_of(b), "9");
+    ck_assert_str_eq(rv_of(a), "5");
+    json_decref(a);
+
+    /* another thread gets a tree of its own */
+    ck_assert_int_eq(pthread_create(&th, NULL, read_on_other_thread, c), 0);
+    ck_assert_int_eq(pthread_join(th, &other), 0);
+    ck_assert_ptr_nonnull(other);
+    ck_assert_ptr_ne(other, b);
+    json_decref(b);
+
+    /* gone from the cache: not found, whatever this thread kept */
+    ck_assert_int_eq(cache_remove(c, "ns1", "j1"), 0);
+    ck_assert_int_eq(cache_get_read(c, "ns1", "j1", &a), WH_ENOTFOUND);
+    ck_assert_ptr_null(a);
+
+    /* 17 Jobs read in turn: the first read again is a new tree (16 are kept), each right */
+    for (int k = 0; k < 17; k++) {
+        json_t *j;
+
+        snprintf(name, sizeof(name), "m%d", k);
+        j = job("ns1", name, "3");
+        ck_assert_int_eq(cache_put(c, j), 0);
+        json_decref(j);
+        ck_assert_int_eq(cache_get_read(c, "ns1", name, &first[k]), 0);
+        ck_assert_str_eq(name_of(first[k]), name);
+    }
+    ck_assert_int_eq(cache_get_read(c, "ns1", "m16", &a), 0);
+    ck_assert_ptr_eq(a, first[16]);
+    json_decref(a);
+    ck_assert_int_eq(cache_get_read(c, "ns1", "m0", &a), 0);
+    ck_assert_ptr_ne(a, first[0]);
+    ck_assert_str_eq(name_of(a), "m0");
+    json_decref(a);
+    for (int k = 0; k < 17; k++)
+        json_decref(first[k]);
+
+    /* a Job of over 64 KiB of kept text is parsed for each read */
+    ck_assert_int_eq(cache_put(c, big), 0);
+    ck_assert_int_eq(cache_get_read(c, "ns1", "big", &a), 0);
+    ck_assert_int_eq(cache_get_read(c, "ns1", "big", &b), 0);
+    ck_assert_ptr_ne(a, b);
+    ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(a, "spec"), "tasks")), 1000);
+    ck_assert(json_equal(a, b));
+    json_decref(a);
+    json_decref(b);
+
+    cache_destroy(c);
+    json_decref(j1);
+    json_decref(j1b);
+    json_decref(big);
 }
 END_TEST
 
@@ -426,20 +539,29 @@ static void *reader(void *arg)
     struct race *r = arg;
     char name[16];
     unsigned i = 0;
+    long last_rv[N_JOBS] = {0}; /* the newest version this reader saw of each Job */
 
     while (!atomic_load(&r->done)) {
         json_t *got = NULL;
         json_t *all;
         char *text;
 
-        snprintf(name, sizeof(name), "j%u", i++ % N_JOBS);
-        if (cache_get(r->c, "ns", name, &got) == 0) {
+        unsigned k = i++ % N_JOBS;
+        int rc;
+
+        snprintf(name, sizeof(name), "j%u", k);
+        /* every other round through the Jobs, the reader's own trees (cache_get_read) */
+        rc = (i / N_JOBS) % 2 == 0 ? cache_get(r->c, "ns", name, &got)
+                                   : cache_get_read(r->c, "ns", name, &got);
+        if (rc == 0) {
             /* Work on the Job outside the lock: read it, dump it. */
             const char *n = name_of(got);
             long rv = strtol(rv_of(got), NULL, 10);
 
-            if (n == NULL || strcmp(n, name) != 0 || rv < 1)
+            /* versions only grow: an older one after a newer is a stale tree */
+            if (n == NULL || strcmp(n, name) != 0 || rv < 1 || rv < last_rv[k])
                 atomic_fetch_add(&r->bad, 1);
+            last_rv[k] = rv;
             text = json_dumps(got, JSON_COMPACT);
             if (text == NULL)
                 atomic_fetch_add(&r->bad, 1);
@@ -827,6 +949,7 @@ static Suite *cache_suite(void)
     tcase_add_test(tc, test_empty);
     tcase_add_test(tc, test_put_get_replace_remove);
     tcase_add_test(tc, test_reads_are_private);
+    tcase_add_test(tc, test_read_keeps_a_tree_per_version);
     tcase_add_test(tc, test_put_prunes_unread_parts);
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_replace_all);
