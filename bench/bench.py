@@ -1081,7 +1081,8 @@ COMPONENTS = (
     ("reading JSON: the review and the Job's kept text",
      (("jsonr_loadb_kept", "jsonr_loadb"), "jsonr_loadb", "json_loadb")),
     ("the pre-scan of the body (containers, depth)", ("jsonr_scan_body", "json_container_count")),
-    ("the Job from the cache (its parse included)", ("cache_get",)),
+    ("the Job from the cache (its parse included, when the thread has no tree of it)",
+     ("cache_get_read", "cache_get")),
     ("the pod's copy for the plugins", ("copy_edited",)),
     ("the plugin chain", ("chain_run",)),
     ("the diff, ops written as text", ("patch_diff_write",)),
@@ -1624,8 +1625,8 @@ def write_results(b, started, elapsed):
     cg = r.get("callgrind") or {}
     if "all plugins" in cg:
         add("bench/bench_admission runs `admission_handle` in-process over the same bodies, "
-            "the Jobs served from the product's Jobs cache (each admission parses its Job's "
-            "kept text, as in the server; no API call); "
+            "the Jobs served from the product's Jobs cache as in the server (cache_get_read: "
+            "a Job's kept text parsed once per version and thread; no API call); "
             "callgrind counts only its loop, with the allocator the binary links "
             "(`%s`; callgrind runs the program's own malloc, so another allocator gives "
             "other counts: glibc's malloc gave 17.6%% more per admission)." % cg.get(
