@@ -469,9 +469,25 @@ static json_t *read_value(struct reader *r, int depth, const struct jsonr_keep *
     }
 }
 
+/* What a byte is to jsonr_scan_body outside strings: one table look-up, not a chain
+ * of compares, for each of the bytes between strings. */
+enum scan_class { SCAN_OTHER, SCAN_OPEN, SCAN_CLOSE, SCAN_QUOTE, SCAN_PRIMITIVE, SCAN_DELIMIT };
+
+static const unsigned char scan_class[256] = {
+    ['{'] = SCAN_OPEN,      ['['] = SCAN_OPEN,      ['}'] = SCAN_CLOSE,     [']'] = SCAN_CLOSE,
+    ['"'] = SCAN_QUOTE,     ['-'] = SCAN_PRIMITIVE, ['0'] = SCAN_PRIMITIVE, ['1'] = SCAN_PRIMITIVE,
+    ['2'] = SCAN_PRIMITIVE, ['3'] = SCAN_PRIMITIVE, ['4'] = SCAN_PRIMITIVE, ['5'] = SCAN_PRIMITIVE,
+    ['6'] = SCAN_PRIMITIVE, ['7'] = SCAN_PRIMITIVE, ['8'] = SCAN_PRIMITIVE, ['9'] = SCAN_PRIMITIVE,
+    ['t'] = SCAN_PRIMITIVE, ['f'] = SCAN_PRIMITIVE, ['n'] = SCAN_PRIMITIVE, ['\t'] = SCAN_DELIMIT,
+    ['\r'] = SCAN_DELIMIT,  ['\n'] = SCAN_DELIMIT,  [' '] = SCAN_DELIMIT,   [','] = SCAN_DELIMIT,
+};
+
+/* A primitive runs to whitespace, a comma or a closing bracket (jsmn's strict lexer). */
 static bool delimits_primitive(char c)
 {
-    return c == '\t' || c == '\r' || c == '\n' || c == ' ' || c == ',' || c == ']' || c == '}';
+    unsigned char k = scan_class[(unsigned char)c];
+
+    return k == SCAN_DELIMIT || k == SCAN_CLOSE;
 }
 
 /*
@@ -491,23 +507,25 @@ void jsonr_scan_body(const char *js, size_t len, struct jsonr_scan *out)
     out->containers = 0;
     out->shallow = true;
     for (size_t i = 0; i < len; i++) {
-        char c = js[i];
-
-        if (c == '[' || c == '{') {
+        switch (scan_class[(unsigned char)js[i]]) {
+        case SCAN_OPEN:
             out->containers++;
             if (++depth > JSONR_MAX_DEPTH + 1)
                 out->shallow = false;
-        } else if (c == ']' || c == '}') {
+            break;
+        case SCAN_CLOSE:
             if (depth > 0)
                 depth--;
-        } else if (c == '"') {
-            i = jsonr_string_end(js, len, i + 1);
-        } else if (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n') {
+            break;
+        case SCAN_QUOTE: i = jsonr_string_end(js, len, i + 1); break;
+        case SCAN_PRIMITIVE:
             while (i + 1 < len && !delimits_primitive(js[i + 1])) {
                 i++;
-                if (js[i] == '[' || js[i] == '{')
+                if (scan_class[(unsigned char)js[i]] == SCAN_OPEN)
                     out->containers++;
             }
+            break;
+        default: break;
         }
     }
 }

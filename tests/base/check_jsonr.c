@@ -478,6 +478,40 @@ START_TEST(test_string_end)
 }
 END_TEST
 
+/* The definition, byte by byte: an escape takes the next byte; the first other quote ends. */
+static size_t string_end_reference(const char *js, size_t len, size_t from)
+{
+    for (size_t i = from; i < len; i++) {
+        if (js[i] == '"')
+            return i;
+        if (js[i] == '\\')
+            i++;
+    }
+    return len;
+}
+
+/* Strings of quotes, backslashes and letters, up to 95 bytes, from every start:
+ * jsonr_string_end agrees with the definition. */
+START_TEST(test_string_end_random)
+{
+    static const char alphabet[] = "a\\\\\"xyz";
+    struct jsongen g = {.state = 0x2545f4914f6cdd1dULL, .reals = false};
+    char s[96];
+
+    for (int iter = 0; iter < 20000; iter++) {
+        size_t n = jsongen_rnd(&g, sizeof(s));
+
+        for (size_t k = 0; k < n; k++)
+            s[k] = alphabet[jsongen_rnd(&g, sizeof(alphabet) - 1)];
+        for (size_t from = 0; from <= n; from++)
+            ck_assert_msg(jsonr_string_end(s, n, from) == string_end_reference(s, n, from),
+                          "%.*s from %zu: %zu, want %zu", (int)n, s, from,
+                          jsonr_string_end(s, n, from), string_end_reference(s, n, from));
+    }
+    ck_assert_uint_eq(jsonr_string_end("ab", 2, 3), 2); /* from past the end: nothing read */
+}
+END_TEST
+
 /* The kept reader on fixed inputs (test_keep): the exact tree, or declined ("" here)
  * because a member left out holds what the whole reader declines on. */
 static const struct {
@@ -573,6 +607,66 @@ START_TEST(test_scan_body)
 }
 END_TEST
 
+/* jsonr_scan_body as first written, compare by compare: the oracle of its table. */
+static void scan_reference(const char *js, size_t len, struct jsonr_scan *out)
+{
+    size_t depth = 0;
+
+    out->containers = 0;
+    out->shallow = true;
+    for (size_t i = 0; i < len; i++) {
+        char c = js[i];
+
+        if (c == '[' || c == '{') {
+            out->containers++;
+            if (++depth > JSONR_MAX_DEPTH + 1)
+                out->shallow = false;
+        } else if (c == ']' || c == '}') {
+            if (depth > 0)
+                depth--;
+        } else if (c == '"') {
+            i = string_end_reference(js, len, i + 1);
+        } else if (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n') {
+            while (i + 1 < len && (js[i + 1] == '\0' || !strchr("\t\r\n ,]}", js[i + 1]))) {
+                i++;
+                if (js[i] == '[' || js[i] == '{')
+                    out->containers++;
+            }
+        }
+    }
+}
+
+/* Documents in jansson's three forms, each with bytes overwritten from the JSON
+ * alphabet (and NUL, high bytes): the scan counts what the reference counts. */
+START_TEST(test_scan_body_random)
+{
+    static const size_t forms[] = {JSON_COMPACT, JSON_INDENT(2), JSON_ENSURE_ASCII | JSON_COMPACT};
+    static const char bytes[] = "{}[],:\"\\ \t\r\nu0123456789etrunlf-+.\x01\xc3\xff";
+    struct jsongen g = {.state = 0x853c49e6748fea9bULL, .reals = true};
+
+    for (int iter = 0; iter < 3000; iter++) {
+        json_t *v = jsongen_value(&g, 5, true);
+        char *text = json_dumps(v, forms[iter % 3] | JSON_ENCODE_ANY);
+        size_t n = strlen(text);
+
+        for (int m = 0; m < 6; m++) {
+            struct jsonr_scan got;
+            struct jsonr_scan want;
+
+            jsonr_scan_body(text, n, &got);
+            scan_reference(text, n, &want);
+            ck_assert_msg(got.containers == want.containers && got.shallow == want.shallow,
+                          "%s: %zu containers, shallow %d; want %zu, %d", text, got.containers,
+                          got.shallow, want.containers, want.shallow);
+            if (n > 0)
+                text[jsongen_rnd(&g, (uint32_t)n)] = bytes[jsongen_rnd(&g, sizeof(bytes))];
+        }
+        free(text);
+        json_decref(v);
+    }
+}
+END_TEST
+
 /* ---- random documents and mutations ----------------------------------------- */
 
 /* Documents jansson writes (compact, indented, ASCII-only with \u escapes) are read
@@ -635,7 +729,9 @@ static Suite *jsonr_suite(void)
     tcase_add_test(tx, test_nul_byte_declined);
     tcase_add_test(tx, test_depth);
     tcase_add_test(tx, test_string_end);
+    tcase_add_test(tx, test_string_end_random);
     tcase_add_test(tx, test_scan_body);
+    tcase_add_test(tx, test_scan_body_random);
     tcase_add_test(tx, test_deep_body);
     tcase_add_test(tx, test_token_bound);
     tcase_add_test(tx, test_length_limit);
