@@ -23,7 +23,8 @@
  * json_object_get(obj, key), the same value for every obj and key.
  * @param obj  borrowed; NULL or not an object: NULL, as json_object_get
  * @param key  NUL-terminated; a key with a NUL inside it is never matched, as in
- *             json_object_get (the member's length must equal strlen(key))
+ *             json_object_get (the member's length must equal strlen(key)); NULL:
+ *             NULL, as json_object_get
  * @return borrowed member value, or NULL when obj has no member key.
  */
 static inline json_t *json_member(const json_t *obj, const char *key)
@@ -32,7 +33,7 @@ static inline json_t *json_member(const json_t *obj, const char *key)
     json_t *o = (json_t *)obj;
     size_t n;
 
-    if (!json_is_object(o))
+    if (!json_is_object(o) || key == NULL)
         return NULL;
     if (json_object_size(o) > JSON_MEMBER_SCAN_MAX)
         return json_object_get(o, key);

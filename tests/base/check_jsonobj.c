@@ -64,6 +64,24 @@ START_TEST(test_not_objects)
     ck_assert_ptr_null(json_member(a, "a"));
     ck_assert_ptr_null(json_member(s, "a"));
     ck_assert_ptr_null(json_member(json_null(), "a"));
+    /* a NULL key: NULL, as json_object_get, on a small object and a large one */
+    {
+        json_t *small = json_pack("{s:i}", "a", 1);
+        json_t *large = json_object();
+
+        for (int k = 0; k <= JSON_MEMBER_SCAN_MAX; k++) {
+            char key[8];
+
+            snprintf(key, sizeof(key), "k%d", k);
+            json_object_set_new(large, key, json_integer(k));
+        }
+        ck_assert_ptr_null(json_object_get(small, NULL));
+        ck_assert_ptr_null(json_member(small, NULL));
+        ck_assert_ptr_null(json_object_get(large, NULL));
+        ck_assert_ptr_null(json_member(large, NULL));
+        json_decref(small);
+        json_decref(large);
+    }
     json_decref(a);
     json_decref(s);
 }
