@@ -443,14 +443,30 @@ int cache_get(struct cache *c, const char *ns, const char *name, json_t **job_ou
  * Job version, and the tree parsed from it once serves every later read of that
  * version on this thread. No tree is ever seen by another thread.
  */
-#define MEMO_SLOTS    16          /* Jobs a thread keeps trees of; the oldest gives way */
-#define MEMO_TEXT_MAX (64 * 1024) /* a Job with more kept text is parsed per read */
+/* A tree costs some twenty times its Job's kept text (a 700-byte Job, ~15 KiB): the
+ * trees a thread keeps are bounded by their text, so 64 MHD threads keep at most
+ * ~20 MiB whatever the Jobs (a 700-byte Job: 16 fit). */
+#define MEMO_SLOTS      16          /* Jobs a thread keeps trees of; the oldest gives way */
+#define MEMO_TEXT_MAX   (8 * 1024)  /* a Job with more kept text is parsed per read */
+#define MEMO_TEXT_TOTAL (16 * 1024) /* the kept text of a thread's Jobs, all together */
 
 struct memo {
     struct cached_job *entry[MEMO_SLOTS]; /* one reference each; NULL: a free slot */
     json_t *tree[MEMO_SLOTS];             /* the thread's tree of entry[k] */
     size_t next;                          /* the slot the next new entry takes */
+    size_t text;                          /* the kept text of the entries held */
 };
+
+/* Slot k given up: its tree and its entry's reference go. */
+static void memo_drop(struct memo *m, size_t k)
+{
+    if (m->entry[k] != NULL)
+        m->text -= m->entry[k]->len;
+    json_decref(m->tree[k]);
+    entry_release(m->entry[k]);
+    m->tree[k] = NULL;
+    m->entry[k] = NULL;
+}
 
 static pthread_key_t memo_key;
 static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
@@ -461,10 +477,8 @@ static void memo_free(void *v)
 {
     struct memo *m = v;
 
-    for (size_t k = 0; k < MEMO_SLOTS; k++) {
-        json_decref(m->tree[k]);
-        entry_release(m->entry[k]);
-    }
+    for (size_t k = 0; k < MEMO_SLOTS; k++)
+        memo_drop(m, k);
     free(m);
 }
 
@@ -516,11 +530,15 @@ int cache_get_read(struct cache *c, const char *ns, const char *name, json_t **j
         entry_release(e);
     } else {
         k = m->next;
+        memo_drop(m, k);
+        /* the oldest after it give way until the text fits (e->len alone does) */
+        for (size_t j = (k + 1) % MEMO_SLOTS; m->text + e->len > MEMO_TEXT_TOTAL;
+             j = (j + 1) % MEMO_SLOTS)
+            memo_drop(m, j);
         m->next = (k + 1) % MEMO_SLOTS;
-        json_decref(m->tree[k]);
-        entry_release(m->entry[k]);
         m->entry[k] = e; /* entry_acquire's reference, now the memo's */
         m->tree[k] = json_incref(tree);
+        m->text += e->len;
     }
     *job_out = tree;
     return 0;

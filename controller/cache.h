@@ -54,8 +54,9 @@ int cache_get(struct cache *c, const char *ns, const char *name, json_t **job_ou
  * cache_get for a reader that only reads the Job, on the calling thread (the
  * admission path: controller/lookup.c): the same Job, as a tree this thread parsed
  * when it first read that version of the entry, not parsed again per read. Each
- * thread keeps trees of the last 16 Jobs it read (none for one of over 64 KiB of
- * kept text), each with a reference to its entry, so an update (a new entry) is
+ * thread keeps trees of the last 16 Jobs it read, as long as their kept text adds up
+ * to at most 16 KiB (the oldest give way; none for a Job of over 8 KiB, a hundred
+ * tasks or so: it is parsed per read), each with a reference to its entry, so an update (a new entry) is
  * read anew and no tree is shared between threads; they are freed when the
  * thread exits. @param[out] job_out new reference to a tree the caller must not
  * change (this thread's later reads are given it again); json_decref it on this

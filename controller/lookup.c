@@ -6,7 +6,7 @@
  *
  * Threads: lookup_job_get runs on MHD workers, concurrently. It reads the
  * struct lookup (not changed while serving), reads the Job from the cache
- * (cache.h: a private tree per read) and, on a miss, calls the shareable k8s
+ * (cache_get_read: this thread's own tree of that Job version) and, on a miss, calls the shareable k8s
  * client (one CURL handle per thread). The flights map is guarded by
  * flights->mu; a flight's result is written once by its leader, under mu, and
  * read by its followers under mu.

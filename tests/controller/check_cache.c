@@ -161,7 +161,8 @@ static void *read_on_other_thread(void *arg)
     return (void *)addr; /* the tree lives in that thread's memo until it exits */
 }
 
-/* A Job of n tasks with 90-byte names: over 64 KiB of kept text for n = 1000. */
+/* A Job of n tasks with 89-byte names, ~116 bytes of kept text each: 60 tasks ~7 KiB,
+ * 1000 over 100 KiB. */
 static json_t *big_job(const char *name, int n)
 {
     json_t *j = job("ns1", name, "1");
@@ -243,7 +244,32 @@ START_TEST(test_read_keeps_a_tree_per_version)
     for (int k = 0; k < 17; k++)
         json_decref(first[k]);
 
-    /* a Job of over 64 KiB of kept text is parsed for each read */
+    /* the kept text of a thread's trees adds up to 16 KiB at most: of three ~7 KiB
+     * Jobs the first gives way to the third, the second stays */
+    for (int k = 0; k < 3; k++) {
+        json_t *j;
+
+        snprintf(name, sizeof(name), "w%d", k);
+        j = big_job(name, 60);
+        ck_assert_int_eq(cache_put(c, j), 0);
+        json_decref(j);
+        ck_assert_int_eq(cache_get_read(c, "ns1", name, &first[k]), 0);
+        ck_assert_str_eq(name_of(first[k]), name);
+    }
+    ck_assert_int_eq(cache_get_read(c, "ns1", "w1", &a), 0);
+    ck_assert_ptr_eq(a, first[1]);
+    json_decref(a);
+    ck_assert_int_eq(cache_get_read(c, "ns1", "w2", &a), 0);
+    ck_assert_ptr_eq(a, first[2]);
+    json_decref(a);
+    ck_assert_int_eq(cache_get_read(c, "ns1", "w0", &a), 0);
+    ck_assert_ptr_ne(a, first[0]);
+    ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(a, "spec"), "tasks")), 60);
+    json_decref(a);
+    for (int k = 0; k < 3; k++)
+        json_decref(first[k]);
+
+    /* a Job of over 8 KiB of kept text is parsed for each read */
     ck_assert_int_eq(cache_put(c, big), 0);
     ck_assert_int_eq(cache_get_read(c, "ns1", "big", &a), 0);
     ck_assert_int_eq(cache_get_read(c, "ns1", "big", &b), 0);
