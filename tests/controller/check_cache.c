@@ -177,6 +177,20 @@ static json_t *big_job(const char *name, int n)
     return j;
 }
 
+/* Job j (taken) put in the cache, then read with cache_get_read: its tree (a new
+ * reference), checked to be the Job's. */
+static json_t *put_then_read(struct cache *c, json_t *j)
+{
+    const char *name = json_string_value(json_object_get(json_object_get(j, "metadata"), "name"));
+    json_t *tree = NULL;
+
+    ck_assert_int_eq(cache_put(c, j), 0);
+    ck_assert_int_eq(cache_get_read(c, "ns1", name, &tree), 0);
+    ck_assert_str_eq(name_of(tree), name);
+    json_decref(j);
+    return tree;
+}
+
 START_TEST(test_read_keeps_a_tree_per_version)
 {
     struct cache *c = cache_create();
@@ -225,14 +239,8 @@ START_TEST(test_read_keeps_a_tree_per_version)
 
     /* 17 Jobs read in turn: the first read again is a new tree (16 are kept), each right */
     for (int k = 0; k < 17; k++) {
-        json_t *j;
-
         snprintf(name, sizeof(name), "m%d", k);
-        j = job("ns1", name, "3");
-        ck_assert_int_eq(cache_put(c, j), 0);
-        json_decref(j);
-        ck_assert_int_eq(cache_get_read(c, "ns1", name, &first[k]), 0);
-        ck_assert_str_eq(name_of(first[k]), name);
+        first[k] = put_then_read(c, job("ns1", name, "3"));
     }
     ck_assert_int_eq(cache_get_read(c, "ns1", "m16", &a), 0);
     ck_assert_ptr_eq(a, first[16]);
@@ -247,14 +255,8 @@ START_TEST(test_read_keeps_a_tree_per_version)
     /* the kept text of a thread's trees adds up to 16 KiB at most: of three ~7 KiB
      * Jobs the first gives way to the third, the second stays */
     for (int k = 0; k < 3; k++) {
-        json_t *j;
-
         snprintf(name, sizeof(name), "w%d", k);
-        j = big_job(name, 60);
-        ck_assert_int_eq(cache_put(c, j), 0);
-        json_decref(j);
-        ck_assert_int_eq(cache_get_read(c, "ns1", name, &first[k]), 0);
-        ck_assert_str_eq(name_of(first[k]), name);
+        first[k] = put_then_read(c, big_job(name, 60));
     }
     ck_assert_int_eq(cache_get_read(c, "ns1", "w1", &a), 0);
     ck_assert_ptr_eq(a, first[1]);
