@@ -3,8 +3,8 @@
  * jsonw.c - JSON text written into a struct buf (see jsonw.h).
  *
  * Strings are copied run by run: the bytes that need no escape (all but `"`, `\`
- * and U+0000-U+001F) go in with one memcpy per run, so a base64 or plain ASCII
- * value costs a scan and a copy. The escapes are jansson's (dump.c dump_string
+ * and U+0000-U+001F) go in with one memcpy per run, found eight bytes at a time, so a
+ * base64 or plain ASCII value costs a scan and a copy. The escapes are jansson's (dump.c dump_string
  * without JSON_ESCAPE_SLASH or JSON_ENSURE_ASCII), so the text is byte for byte
  * what json_dumps(JSON_COMPACT) writes.
  */
@@ -78,6 +78,38 @@ static const unsigned char pointer_escaped[256] = {
     ['"'] = 1, ['\\'] = 1, ['~'] = 1, ['/'] = 1,
 };
 
+/* The bytes of x (eight of a string) that json_escaped marks, each as its high bit; 0
+ * when none (Anderson, "Bit Twiddling Hacks": hasless, haszero; a borrow can mark a
+ * byte above one marked already, never a lone byte, so 0 is exact). */
+static inline uint64_t escaped_bytes(uint64_t x)
+{
+    const uint64_t ones = 0x0101010101010101ULL;
+    uint64_t q = x ^ (ones * '"');
+    uint64_t b = x ^ (ones * '\\');
+
+    /* ~x: a byte over 0x7F is copied (its high bit is q's and b's too) */
+    return ((x - ones * 0x20) | (q - ones) | (b - ones)) & ~x & (ones * 0x80);
+}
+
+/* How many bytes from s on table marks none of (at most n): eight at a time while
+ * none of eight is escaped (JSON strings; a JSON Pointer's few bytes go one by one). */
+static size_t plain_run(const char *s, size_t n, const unsigned char *table)
+{
+    size_t i = 0;
+    uint64_t x;
+
+    if (table == json_escaped) {
+        for (; i + 8 <= n; i += 8) {
+            memcpy(&x, s + i, 8);
+            if (escaped_bytes(x) != 0)
+                break;
+        }
+    }
+    while (i < n && !table[(unsigned char)s[i]])
+        i++;
+    return i;
+}
+
 /*
  * The string's content, escaped, without quotes; table says which bytes are. Room
  * for n bytes is made once (the text is never shorter), so a plain string is one
@@ -95,8 +127,7 @@ static int string_content(struct buf *o, const char *s, size_t n, const unsigned
         size_t k;
         unsigned char c;
 
-        while (run < n && !table[(unsigned char)s[run]])
-            run++;
+        run += plain_run(s + run, n - run, table);
         put(o, s + i, run - i);
         if (run == n)
             break;
@@ -116,6 +147,20 @@ static int string_content(struct buf *o, const char *s, size_t n, const unsigned
 
 int jsonw_string(struct buf *o, const char *s, size_t n)
 {
+    /* Most strings (keys above all) need no escape: room made once, one copy. */
+    if (plain_run(s, n, json_escaped) == n) {
+        char *d;
+
+        if (buf_reserve(o, n + 2) < 0)
+            return o->rc;
+        d = o->data + o->len;
+        d[0] = '"';
+        memcpy(d + 1, s, n);
+        d[n + 1] = '"';
+        d[n + 2] = '\0';
+        o->len += n + 2;
+        return 0;
+    }
     put(o, "\"", 1);
     (void)string_content(o, s, n, json_escaped);
     put(o, "\"", 1);

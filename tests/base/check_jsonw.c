@@ -58,6 +58,26 @@ START_TEST(test_every_ascii_byte)
 }
 END_TEST
 
+/* Strings of 1-24 bytes with byte _i at each place and 'a' or a high byte around it: the
+ * eight-at-a-time scan (plain_run) meets it in a word, in a word's tail and alone. */
+START_TEST(test_every_ascii_byte_at_every_place)
+{
+    char s[32];
+    char name[64];
+
+    for (size_t n = 1; n <= 24; n++) {
+        for (size_t at = 0; at < n; at++) {
+            memset(s, 'a', n);
+            if (at >= 2) /* "é" before it: a high byte in the same word */
+                memcpy(s + at - 2, "\xc3\xa9", 2);
+            s[at] = (char)_i;
+            snprintf(name, sizeof(name), "byte 0x%02x at %zu of %zu", (unsigned)_i, at, n);
+            assert_string_is_dump(s, n, name);
+        }
+    }
+}
+END_TEST
+
 START_TEST(test_escapes_exact)
 {
     struct buf o;
@@ -172,6 +192,13 @@ START_TEST(test_cap)
     ck_assert_int_eq(jsonw_cstring(&o, ""), WH_ETOOBIG);
     ck_assert_str_eq(buf_cstr(&o), "\"abc\"");
     buf_dispose(&o);
+    buf_init(&o, 4); /* one byte short, plain and escaped: nothing of either written */
+    ck_assert_int_eq(jsonw_cstring(&o, "abc"), WH_ETOOBIG);
+    ck_assert_uint_eq(o.len, 0);
+    buf_dispose(&o);
+    buf_init(&o, 3);
+    ck_assert_int_eq(jsonw_cstring(&o, "a\n"), WH_ETOOBIG);
+    buf_dispose(&o);
 }
 END_TEST
 
@@ -200,6 +227,7 @@ static Suite *jsonw_suite(void)
     TCase *tv = tcase_create("values");
 
     tcase_add_loop_test(ts, test_every_ascii_byte, 0, 128);
+    tcase_add_loop_test(ts, test_every_ascii_byte_at_every_place, 0, 128);
     tcase_add_test(ts, test_escapes_exact);
     tcase_add_test(ts, test_utf8_copied);
     tcase_add_test(ts, test_raw);
