@@ -31,6 +31,7 @@ struct walk {
     bool (*fn)(const struct podcheck_violation *v, void *ud);
     void *ud;
     struct podcheck_violation v;
+    const json_t *before_spec; /* podcheck_first_new's first walk: see user_env */
 };
 
 static void fill(struct walk *w, enum podcheck_kind kind, const char *list, const char *ctr,
@@ -133,12 +134,29 @@ static bool check_container_names(struct walk *w, const json_t *spec)
     return stop;
 }
 
-static bool check_container(struct walk *w, const char *list, const json_t *ctr)
+/*
+ * The env list of before_ctr, a container at the same place of the pod before, when it
+ * has ctr's name: an entry of ctr's env that is the very object at the same place of
+ * this list (shared by reference: the webhook's copy of a pod, webhook/mutate.c) has
+ * every violation the pod had already, told with the same list, container and value,
+ * so the first walk of podcheck_first_new need not look at it (most of a pod's env
+ * entries are the user's). NULL when there is no such list.
+ */
+static const json_t *user_env(const json_t *before_ctr, const char *cname)
+{
+    if (before_ctr == NULL || strcmp(str(before_ctr, "name"), cname) != 0)
+        return NULL;
+    return json_member(before_ctr, "env");
+}
+
+static bool check_container(struct walk *w, const char *list, const json_t *ctr,
+                            const json_t *before_ctr)
 {
     const char *cname = str(ctr, "name");
     const json_t *mounts = json_member(ctr, "volumeMounts");
     const json_t *ports = json_member(ctr, "ports");
     size_t *first = list_firsts(mounts, "mountPath", false);
+    const json_t *before_env = user_env(before_ctr, cname);
     bool stop = false;
     size_t i;
     const json_t *e;
@@ -171,12 +189,18 @@ static bool check_container(struct walk *w, const char *list, const json_t *ctr)
     if (stop)
         return true;
     json_array_foreach(json_member(ctr, "env"), i, e) {
-        const char *name = str(e, "name");
-        const json_t *value = json_member(e, "value");
-        const char *why = k8s_name_env_error(name);
-        /* "NAME=value" and its NUL: one string of the process's environment */
-        size_t bytes = strlen(name) + 1 + json_string_length(value) + 1;
+        const char *name;
+        const json_t *value;
+        const char *why;
+        size_t bytes;
 
+        if (json_array_get(before_env, i) == e)
+            continue; /* the user's own (user_env) */
+        name = str(e, "name");
+        value = json_member(e, "value");
+        why = k8s_name_env_error(name);
+        /* "NAME=value" and its NUL: one string of the process's environment */
+        bytes = strlen(name) + 1 + json_string_length(value) + 1;
         if (why != NULL && report(w, PODCHECK_ENV_NAME, list, cname, name, why, 0))
             return true;
         if (json_is_string(value) && bytes > PODCHECK_ENV_MAX
@@ -186,11 +210,12 @@ static bool check_container(struct walk *w, const char *list, const json_t *ctr)
     return false;
 }
 
-bool podcheck_each(const json_t *pod, bool (*fn)(const struct podcheck_violation *v, void *ud),
-                   void *ud)
+/* podcheck_each; with before, the env entries user_env finds unchanged are passed. */
+static bool walk_pod(const json_t *pod, const json_t *before,
+                     bool (*fn)(const struct podcheck_violation *v, void *ud), void *ud)
 {
     const json_t *spec = json_member(pod, "spec");
-    struct walk w = {fn, ud, {0}};
+    struct walk w = {fn, ud, {0}, json_member(before, "spec")};
     const char *why;
 
     if (!json_is_object(spec))
@@ -212,11 +237,19 @@ bool podcheck_each(const json_t *pod, bool (*fn)(const struct podcheck_violation
         size_t i;
         const json_t *ctr;
 
+        const json_t *before_list = json_member(w.before_spec, lists[l]);
+
         json_array_foreach(json_member(spec, lists[l]), i, ctr)
-            if (check_container(&w, lists[l], ctr))
+            if (check_container(&w, lists[l], ctr, json_array_get(before_list, i)))
                 return true;
     }
     return false;
+}
+
+bool podcheck_each(const json_t *pod, bool (*fn)(const struct podcheck_violation *v, void *ud),
+                   void *ud)
+{
+    return walk_pod(pod, NULL, fn, ud);
 }
 
 static bool same(const struct podcheck_violation *a, const struct podcheck_violation *b)
@@ -330,8 +363,9 @@ bool podcheck_first_new(const json_t *before, const json_t *after, struct podche
     struct first_new f = {before, &seen, out};
     bool found;
 
-    /* The common case: a valid result, one walk. */
-    if (!podcheck_each(after, stop_at_first, NULL))
+    /* The common case: a valid result, one walk, which passes the user's own env
+     * entries (user_env: none can be new). */
+    if (!walk_pod(after, before, stop_at_first, NULL))
         return false;
     /* A pod may hold thousands of violations of its own: look each up in a sorted
      * set of before's (a 64-bit hash each) rather than walking before per one.

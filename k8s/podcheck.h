@@ -64,7 +64,10 @@ bool podcheck_has(const json_t *pod, const struct podcheck_violation *v);
 /**
  * The first violation of after that before does not have: what an edit of
  * before into after introduced (a pod that was invalid already stays the API
- * server's to refuse).
+ * server's to refuse). An env entry of after that is before's own object at the same
+ * place of the same container (after a copy sharing what it did not change, as the
+ * webhook's) is not looked at until a violation elsewhere makes the full comparison
+ * run: it cannot be new.
  * @param[out] out  the violation, when there is one
  * @return true when there is one.
  */

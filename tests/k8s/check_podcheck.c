@@ -165,6 +165,57 @@ START_TEST(many_old_violations)
 }
 END_TEST
 
+/*
+ * after shares before's env entries as the webhook's copy does (one object in both):
+ * a user's invalid one is not new in its place, but it is when it moves to another
+ * place or container, and an entry replaced or appended in its place is looked at.
+ */
+START_TEST(first_new_shared_env_entries)
+{
+    json_t *before = tu_json("{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":"
+                             "[{\"name\":\"1bad\"},{\"name\":\"OK\"}]},{\"name\":\"d\"}]}}");
+    json_t *benv = json_object_get(
+        json_array_get(json_object_get(json_object_get(before, "spec"), "containers"), 0), "env");
+    json_t *after = tu_json("{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":[]},"
+                            "{\"name\":\"d\",\"env\":[]}]}}");
+    json_t *ctrs = json_object_get(json_object_get(after, "spec"), "containers");
+    json_t *aenv = json_object_get(json_array_get(ctrs, 0), "env");
+    json_t *denv = json_object_get(json_array_get(ctrs, 1), "env");
+    struct podcheck_violation v;
+
+    /* the user's own entries, each in its place: nothing new */
+    json_array_append(aenv, json_array_get(benv, 0));
+    json_array_append(aenv, json_array_get(benv, 1));
+    ck_assert(!podcheck_first_new(before, after, &v));
+    /* an appended entry is looked at */
+    json_array_append_new(aenv, json_pack("{s:s}", "name", "2x"));
+    ck_assert(podcheck_first_new(before, after, &v));
+    ck_assert_int_eq(v.kind, PODCHECK_ENV_NAME);
+    ck_assert_str_eq(v.container, "c");
+    ck_assert_str_eq(v.value, "2x");
+    json_array_remove(aenv, 2);
+    /* the user's invalid entry in another container is new there */
+    json_array_append(denv, json_array_get(benv, 0));
+    ck_assert(podcheck_first_new(before, after, &v));
+    ck_assert_int_eq(v.kind, PODCHECK_ENV_NAME);
+    ck_assert_str_eq(v.container, "d");
+    ck_assert_str_eq(v.value, "1bad");
+    json_array_clear(denv);
+    /* an entry replaced in the user's place is looked at */
+    json_array_set_new(aenv, 1, json_pack("{s:s}", "name", "3y"));
+    ck_assert(podcheck_first_new(before, after, &v));
+    ck_assert_str_eq(v.value, "3y");
+    /* and a container renamed keeps no entry of the other name's */
+    json_array_set(aenv, 1, json_array_get(benv, 1));
+    json_object_set_new(json_array_get(ctrs, 0), "name", json_string("e"));
+    ck_assert(podcheck_first_new(before, after, &v));
+    ck_assert_str_eq(v.container, "e");
+    ck_assert_str_eq(v.value, "1bad");
+    json_decref(after);
+    json_decref(before);
+}
+END_TEST
+
 static Suite *podcheck_suite(void)
 {
     Suite *s = suite_create("podcheck");
@@ -174,6 +225,7 @@ static Suite *podcheck_suite(void)
     tcase_add_test(tc, env_value_limit);
     tcase_add_test(tc, first_new_ignores_what_was_there);
     tcase_add_test(tc, many_old_violations);
+    tcase_add_test(tc, first_new_shared_env_entries);
     suite_add_tcase(s, tc);
     return s;
 }
