@@ -218,11 +218,18 @@ int podutil_upsert_env(json_t *container, json_t *env_new, const char *plugin, s
     if (env_new == NULL)
         return WH_ENOMEM;
     if (json_is_object(container) && json_is_array(list)) {
+        /* json_equal's answer for a string name, without its call per entry */
+        const char *nv = json_string_value(name);
+        size_t nl = json_string_length(name);
+
         /* the last entry of that name counts (docs/plugins.md §6) */
         for (size_t i = json_array_size(list); i-- > 0;) {
             const json_t *e = json_array_get(list, i);
+            const json_t *en = json_member(e, "name");
 
-            if (!json_equal(json_member(e, "name"), name))
+            if (nv != NULL ? !json_is_string(en) || json_string_length(en) != nl
+                        || memcmp(json_string_value(en), nv, nl) != 0
+                           : !json_equal(en, name))
                 continue;
             if (env_same(e, env_new)) {
                 json_decref(env_new);
@@ -235,6 +242,68 @@ int podutil_upsert_env(json_t *container, json_t *env_new, const char *plugin, s
         return json_array_append_new(list, env_new) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_ADDED;
     }
     return upsert_keyed(container, "env", "name", env_new, true);
+}
+
+/*
+ * Up to this many name comparisons (entries there x entries to place), the batch finds
+ * each name by a scan of the list's names, which costs less than an index object (a
+ * hash table and an integer per entry) for the few names a plugin places in a few
+ * dozen entries; past it, by the index, so thousands of tasks stay O(existing + new).
+ */
+#define UPSERT_SCAN_MAX   1024
+#define UPSERT_SCAN_STACK 64 /* names kept on the stack; more are allocated */
+
+/* podutil_upsert_envs's placing (list: the container's env array) by a scan of names. */
+static int upsert_envs_scan(json_t *container, json_t *list, const json_t *envs, size_t *failed_at,
+                            const char *plugin, struct warnings *w)
+{
+    const char *stack[UPSERT_SCAN_STACK];
+    size_t n = json_array_size(list);
+    size_t cap = n + json_array_size(envs);
+    /* names[k]: the name of list entry k (NULL when none), kept as entries are placed */
+    const char **names = cap <= UPSERT_SCAN_STACK ? stack : malloc(cap * sizeof(*names));
+    size_t i;
+    const json_t *e;
+    int rc = 0;
+
+    if (names == NULL)
+        return WH_ENOMEM;
+    for (size_t k = 0; k < n; k++)
+        names[k] = json_string_value(json_member(json_array_get(list, k), "name"));
+    json_array_foreach(envs, i, e) {
+        const char *name = json_string_value(json_member(e, "name"));
+        size_t k = n;
+
+        if (failed_at != NULL)
+            *failed_at = i;
+        if (name == NULL) {
+            rc = WH_EINVAL;
+            break;
+        }
+        while (k > 0 && (names[k - 1] == NULL || strcmp(names[k - 1], name) != 0))
+            k--; /* the last entry of that name counts */
+        if (k > 0) {
+            const json_t *have = json_array_get(list, k - 1);
+
+            if (env_same(have, e))
+                continue;
+            warn_env_replaced(w, plugin, container, have, e);
+            if (json_array_set(list, k - 1, (json_t *)e) < 0) {
+                rc = WH_ENOMEM;
+                break;
+            }
+            names[k - 1] = name; /* the replaced entry's name may be gone with it */
+            continue;
+        }
+        if (json_array_append(list, (json_t *)e) < 0) {
+            rc = WH_ENOMEM;
+            break;
+        }
+        names[n++] = name;
+    }
+    if (names != stack)
+        free(names);
+    return rc;
 }
 
 int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at,
@@ -260,6 +329,8 @@ int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at
     } else if (!json_is_array(list)) {
         return WH_EINVAL;
     }
+    if (json_array_size(list) * json_array_size(envs) <= UPSERT_SCAN_MAX)
+        return upsert_envs_scan(container, list, envs, failed_at, plugin, w);
     index = json_object();
     if (index == NULL)
         return WH_ENOMEM;

@@ -123,6 +123,24 @@ START_TEST(upsert_env_matches_last_entry)
 }
 END_TEST
 
+/* A name is one whole string: "R" is not "RX" nor "XR", nor an entry's non-string name. */
+START_TEST(upsert_env_whole_name)
+{
+    json_t *c = tu_json("{\"env\":[{\"name\":\"RX\",\"value\":\"1\"},{\"name\":7},"
+                        "{\"name\":\"XR\",\"value\":\"1\"},{\"value\":\"R\"}]}");
+
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("R", "1"), "t", NULL),
+                     PODUTIL_UPSERT_ADDED);
+    ck_assert_int_eq(podutil_upsert_env(c, podutil_env_value("RX", "2"), "t", NULL),
+                     PODUTIL_UPSERT_REPLACED);
+    tu_assert_json_eq(c,
+                      "{\"env\":[{\"name\":\"RX\",\"value\":\"2\"},{\"name\":7},"
+                      "{\"name\":\"XR\",\"value\":\"1\"},{\"value\":\"R\"},"
+                      "{\"name\":\"R\",\"value\":\"1\"}]}");
+    json_decref(c);
+}
+END_TEST
+
 /* Bad input: error code, the stolen reference freed (ASan/LSan would report a leak). */
 START_TEST(upsert_env_empty_value_replaces_value_from)
 {
@@ -611,6 +629,7 @@ static Suite *podutil_suite(void)
     tcase_add_test(tc, upsert_env_results);
     tcase_add_test(tc, upsert_env_matches_last_entry);
     tcase_add_test(tc, upsert_env_empty_value_replaces_value_from);
+    tcase_add_test(tc, upsert_env_whole_name);
     tcase_add_test(tc, upsert_envs_matches_single_upserts);
     tcase_add_test(tc, upsert_envs_edges);
     tcase_add_test(tc, upsert_bad_input_no_leak);
