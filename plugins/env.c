@@ -20,23 +20,21 @@
 
 static const char *const env_names[] = {"VK_TASK_INDEX", "VC_TASK_INDEX"};
 
-/* Upsert both index variables into each container of list (NULL = no list). */
+/* Upsert both index variables (envs) into each container of list (NULL = no list). */
 static int env_upsert_list(const struct plugin_ctx *c, json_t *list, const char *list_name,
-                           const char *index, struct wh_error *err)
+                           const json_t *envs, struct wh_error *err)
 {
     size_t i;
     json_t *ctr;
 
     json_array_foreach(list, i, ctr) {
-        for (size_t k = 0; k < sizeof(env_names) / sizeof(env_names[0]); k++) {
-            int rc = podutil_upsert_env(ctr, podutil_env_value(env_names[k], index), c->name,
-                                        c->warnings);
+        size_t k = 0;
+        int rc = podutil_upsert_envs(ctr, envs, &k, c->name, c->warnings);
 
-            if (rc < 0)
-                return wh_error_set(err, rc, "cannot set env %s in spec.%s[%zu]: %s", env_names[k],
-                                    list_name, i,
-                                    rc == WH_ENOMEM ? "out of memory" : "malformed container");
-        }
+        if (rc < 0)
+            return wh_error_set(err, rc, "cannot set env %s in spec.%s[%zu]: %s", env_names[k],
+                                list_name, i,
+                                rc == WH_ENOMEM ? "out of memory" : "malformed container");
     }
     return 0;
 }
@@ -44,12 +42,23 @@ static int env_upsert_list(const struct plugin_ctx *c, json_t *list, const char 
 static int env_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
 {
     const char *index = c->pod != NULL && c->pod->index != NULL ? c->pod->index : "";
+    /* made once per pod, placed in every container by reference (podutil_upsert_envs) */
+    json_t *envs = json_array();
     int rc;
 
-    rc = env_upsert_list(c, podutil_containers(pod), "containers", index, err);
-    if (rc < 0)
-        return rc;
-    return env_upsert_list(c, podutil_init_containers(pod), "initContainers", index, err);
+    for (size_t k = 0; envs != NULL && k < sizeof(env_names) / sizeof(env_names[0]); k++) {
+        if (json_array_append_new(envs, podutil_env_value(env_names[k], index)) < 0) {
+            json_decref(envs);
+            envs = NULL;
+        }
+    }
+    if (envs == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    rc = env_upsert_list(c, podutil_containers(pod), "containers", envs, err);
+    if (rc >= 0)
+        rc = env_upsert_list(c, podutil_init_containers(pod), "initContainers", envs, err);
+    json_decref(envs);
+    return rc;
 }
 
 /* Job level (plugins/diagnose.h): a template's own index variables are replaced (D5). */

@@ -114,29 +114,42 @@ static json_t *pt_wait_container(const struct pt_args *a, const char *addr)
     return ctr;
 }
 
-/* Port, then env MASTER_ADDR, MASTER_PORT, WORLD_SIZE[, RANK] (docs/plugins.md §4.4 step 5). */
-static int pt_edit_container(const struct plugin_ctx *c, json_t *ctr, const struct pt_args *a,
-                             const char *addr, int64_t world, const char *rank)
+/*
+ * The env entries MASTER_ADDR, MASTER_PORT, WORLD_SIZE[, RANK] (docs/plugins.md §4.4
+ * step 5), made once per pod and placed in every container by reference
+ * (podutil_upsert_envs). @return new array, NULL on ENOMEM.
+ */
+static json_t *pt_envs(const struct pt_args *a, const char *addr, int64_t world, const char *rank)
 {
     char port[24];
     char size[24];
-    json_t *p;
-    int rc;
+    json_t *envs = json_array();
 
     snprintf(port, sizeof(port), "%lld", (long long)a->port);
     snprintf(size, sizeof(size), "%lld", (long long)world);
+    if (envs == NULL || json_array_append_new(envs, podutil_env_value("MASTER_ADDR", addr)) < 0
+        || json_array_append_new(envs, podutil_env_value("MASTER_PORT", port)) < 0
+        || json_array_append_new(envs, podutil_env_value("WORLD_SIZE", size)) < 0
+        || (rank != NULL && json_array_append_new(envs, podutil_env_value("RANK", rank)) < 0)) {
+        json_decref(envs);
+        return NULL;
+    }
+    return envs;
+}
+
+/* Port, then the env entries of pt_envs (docs/plugins.md §4.4 step 5). */
+static int pt_edit_container(const struct plugin_ctx *c, json_t *ctr, const struct pt_args *a,
+                             const json_t *envs)
+{
+    json_t *p;
+    int rc;
+
     /* docs/plugins.md §3.4 rule 10: the port is narrowed to 32 bits without checks. */
-    p = json_pack("{s:s, s:I}", "name", PT_PORT_NAME, "containerPort",
-                  (json_int_t)(int32_t)a->port);
+    p = podutil_object("name", json_string(PT_PORT_NAME), "containerPort",
+                       json_integer((json_int_t)(int32_t)a->port));
     rc = podutil_add_port(ctr, p, "pytorch", c->warnings);
     if (rc >= 0)
-        rc = podutil_upsert_env(ctr, podutil_env_value("MASTER_ADDR", addr), c->name, c->warnings);
-    if (rc >= 0)
-        rc = podutil_upsert_env(ctr, podutil_env_value("MASTER_PORT", port), c->name, c->warnings);
-    if (rc >= 0)
-        rc = podutil_upsert_env(ctr, podutil_env_value("WORLD_SIZE", size), c->name, c->warnings);
-    if (rc >= 0 && rank != NULL)
-        rc = podutil_upsert_env(ctr, podutil_env_value("RANK", rank), c->name, c->warnings);
+        rc = podutil_upsert_envs(ctr, envs, NULL, c->name, c->warnings);
     return rc;
 }
 
@@ -148,6 +161,7 @@ static int pt_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
     const char *pod_name = c->pod != NULL ? c->pod->name : "";
     const json_t *master;
     char *addr = NULL;
+    json_t *envs = NULL;
     char rank_buf[24];
     const char *rank = NULL;
     size_t i;
@@ -185,8 +199,13 @@ static int pt_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
         rank = "0"; /* every master replica, whatever its index */
     }
 
+    envs = pt_envs(&a, addr, pt_world_size(c->job, &a), rank);
+    if (envs == NULL) {
+        rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+        goto out;
+    }
     json_array_foreach(podutil_containers(pod), i, ctr) {
-        rc = pt_edit_container(c, ctr, &a, addr, pt_world_size(c->job, &a), rank);
+        rc = pt_edit_container(c, ctr, &a, envs);
         if (rc < 0) {
             rc = wh_error_set(err, rc, "cannot edit spec.containers[%zu]: %s", i,
                               rc == WH_ENOMEM ? "out of memory" : "malformed container");
@@ -195,6 +214,7 @@ static int pt_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
     }
     rc = 0;
 out:
+    json_decref(envs);
     free(addr);
     return rc;
 }
