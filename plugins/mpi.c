@@ -56,9 +56,10 @@ static int mpi_edit_list(const struct plugin_ctx *c, json_t *list, const char *l
     int rc;
 
     json_array_foreach(list, i, ctr) {
-        rc = podutil_add_port(
-            ctr, json_pack("{s:s, s:i}", "name", MPI_PORT_NAME, "containerPort", (int)port), "mpi",
-            c->warnings);
+        rc = podutil_add_port(ctr,
+                              podutil_object("name", json_string(MPI_PORT_NAME), "containerPort",
+                                             json_integer((json_int_t)(int)port)),
+                              "mpi", c->warnings);
         if (rc < 0)
             return wh_error_set(err, rc, "cannot add port %d to spec.%s[%zu]: %s", (int)port,
                                 list_name, i,

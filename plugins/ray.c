@@ -78,7 +78,8 @@ static void ray_args_parse(const struct plugin_ctx *c, struct ray_args *a)
 /* docs/plugins.md §3.4 rule 10: containerPort is the flag value narrowed to 32 bits. */
 static int ray_add_port(const struct plugin_ctx *c, json_t *ctr, const char *name, int64_t port)
 {
-    json_t *p = json_pack("{s:s, s:I}", "name", name, "containerPort", (json_int_t)(int32_t)port);
+    json_t *p = podutil_object("name", json_string(name), "containerPort",
+                               json_integer((json_int_t)(int32_t)port));
 
     return podutil_add_port(ctr, p, "ray", c->warnings);
 }

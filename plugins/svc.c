@@ -239,7 +239,8 @@ static int svc_mount_list(json_t *list, const char *list_name, const json_t *mou
     json_t *ctr;
 
     json_array_foreach(list, i, ctr) {
-        int rc = podutil_upsert_mount(ctr, json_deep_copy(mount), err);
+        /* shared, as the env entries: a mount is replaced whole, never edited */
+        int rc = podutil_upsert_mount(ctr, json_incref((json_t *)mount), err);
 
         if (rc == WH_ECONFLICT)
             return rc; /* D5: the user's mount, err says whose */
