@@ -90,6 +90,22 @@ int buf_append_str(struct buf *b, const char *s)
     return buf_append(b, s, strlen(s));
 }
 
+int buf_append_decimal(struct buf *b, long long v)
+{
+    char text[24];
+    char *c = text + sizeof(text);
+    /* Negated as unsigned, so the most negative value has a magnitude too. */
+    unsigned long long m = v < 0 ? 0 - (unsigned long long)v : (unsigned long long)v;
+
+    do {
+        *--c = (char)('0' + m % 10);
+        m /= 10;
+    } while (m > 0);
+    if (v < 0)
+        *--c = '-';
+    return buf_append(b, c, (size_t)(text + sizeof(text) - c));
+}
+
 int buf_vappendf(struct buf *b, const char *fmt, va_list ap)
 {
     va_list ap2;

@@ -57,6 +57,9 @@ int buf_append(struct buf *b, const void *data, size_t n) WH_WARN_UNUSED;
 /** Append the NUL-terminated string s (borrowed). @return as buf_reserve. */
 int buf_append_str(struct buf *b, const char *s) WH_WARN_UNUSED;
 
+/** Append v in decimal ("-" and its digits, as printf's "%lld"). @return as buf_reserve. */
+int buf_append_decimal(struct buf *b, long long v) WH_WARN_UNUSED;
+
 /**
  * Append printf-formatted text. @return as buf_reserve; WH_ERROR (kept in rc)
  * when vsnprintf fails (an invalid format or a wide character it cannot convert).

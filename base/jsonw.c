@@ -178,21 +178,10 @@ int jsonw_pointer_segment(struct buf *o, const char *seg, size_t n)
     return string_content(o, seg, n, pointer_escaped);
 }
 
-/* Decimal of v, as jansson's "%" JSON_INTEGER_FORMAT. */
+/* Decimal of v, as jansson's "%" JSON_INTEGER_FORMAT (json_int_t is long long). */
 static int integer(struct buf *o, json_int_t v)
 {
-    char text[24];
-    char *c = text + sizeof(text);
-    /* Negated as unsigned, so the most negative value has a magnitude too. */
-    uint64_t m = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-
-    do {
-        *--c = (char)('0' + m % 10);
-        m /= 10;
-    } while (m > 0);
-    if (v < 0)
-        *--c = '-';
-    return jsonw_raw(o, c, (size_t)(text + sizeof(text) - c));
+    return buf_append_decimal(o, (long long)v); /* o->rc, as buf_append's */
 }
 
 /* json_dump_callback_t appending to a struct buf. */

@@ -91,31 +91,35 @@ const char *job_task_subdomain(const json_t *task)
     return str_at(template_spec(task), "subdomain");
 }
 
-char *job_task_domain(const json_t *job, const json_t *task, int64_t i)
+int job_task_domain_append(struct buf *b, const json_t *job, const json_t *task, int64_t i)
 {
-    const char *host = job_task_hostname(task);
-    const char *domain = job_task_subdomain(task);
-    char *out;
-    int n;
+    const json_t *spec = template_spec(task);
+    const char *host = str_at(spec, "hostname");
+    const char *domain = str_at(spec, "subdomain");
+    const char *name = job_name(job);
 
     if (domain[0] == '\0')
-        domain = job_name(job);
-    if (host[0] != '\0')
-        n = snprintf(NULL, 0, "%s.%s", host, domain);
-    else
-        n = snprintf(NULL, 0, "%s-%s-%lld.%s", job_name(job), job_task_name(task), (long long)i,
-                     domain);
-    if (n < 0)
+        domain = name;
+    if (host[0] != '\0' ? buf_append_str(b, host) < 0
+                        : buf_append_str(b, name) < 0 || buf_append(b, "-", 1) < 0
+                || buf_append_str(b, job_task_name(task)) < 0 || buf_append(b, "-", 1) < 0
+                || buf_append_decimal(b, (long long)i) < 0)
+        return b->rc;
+    if (buf_append(b, ".", 1) < 0 || buf_append_str(b, domain) < 0)
+        return b->rc;
+    return 0;
+}
+
+char *job_task_domain(const json_t *job, const json_t *task, int64_t i)
+{
+    struct buf b;
+
+    buf_init(&b, BUF_NO_MAX);
+    if (job_task_domain_append(&b, job, task, i) < 0) {
+        buf_dispose(&b);
         return NULL;
-    out = malloc((size_t)n + 1);
-    if (out == NULL)
-        return NULL;
-    if (host[0] != '\0')
-        snprintf(out, (size_t)n + 1, "%s.%s", host, domain);
-    else
-        snprintf(out, (size_t)n + 1, "%s-%s-%lld.%s", job_name(job), job_task_name(task),
-                 (long long)i, domain);
-    return out;
+    }
+    return buf_take(&b, NULL);
 }
 
 int job_task_hosts(char **out, const json_t *job, const json_t *task, const char *sep,

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/buf.h"
+
 /** @return metadata.name / metadata.namespace / metadata.uid, or "" when absent. */
 const char *job_name(const json_t *job);
 const char *job_namespace(const json_t *job);
@@ -42,6 +44,9 @@ const char *job_task_subdomain(const json_t *task);
  * @return malloc'd string owned by the caller (free()), NULL on ENOMEM.
  */
 char *job_task_domain(const json_t *job, const json_t *task, int64_t i);
+
+/** job_task_domain's text appended to b (no allocation of its own). @return as buf_append. */
+int job_task_domain_append(struct buf *b, const json_t *job, const json_t *task, int64_t i);
 
 /* Longest host list built: a ConfigMap holds at most 1 MiB, and a Job with
  * absurd replicas must not make the webhook allocate without bound. */

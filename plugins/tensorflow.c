@@ -91,24 +91,31 @@ static int tf_task_hosts(json_t **out, const json_t *job, const json_t *task, in
 {
     int64_t replicas = job_task_replicas(task);
     json_t *hosts = json_array();
+    struct buf entry; /* "host.domain:port", written anew per replica */
+    int rc = 0;
 
     *out = NULL;
     if (hosts == NULL)
         return WH_ENOMEM;
+    buf_init(&entry, BUF_NO_MAX);
     for (int64_t i = 0; i < replicas; i++) {
-        char *dom = job_task_domain(job, task, i);
-        json_t *entry = dom != NULL ? json_sprintf("%s:%lld", dom, (long long)port) : NULL;
-
-        free(dom);
-        if (json_array_append_new(hosts, entry) < 0) {
-            json_decref(hosts);
-            return WH_ENOMEM;
+        buf_reset(&entry);
+        if (job_task_domain_append(&entry, job, task, i) < 0 || buf_append(&entry, ":", 1) < 0
+            || buf_append_decimal(&entry, (long long)port) < 0
+            || json_array_append_new(hosts, json_stringn(buf_cstr(&entry), entry.len)) < 0) {
+            rc = WH_ENOMEM;
+            break;
         }
-        *used += json_string_length(entry) + 3; /* quotes and comma */
+        *used += entry.len + 3; /* quotes and comma */
         if (*used > TF_CONFIG_MAX) {
-            json_decref(hosts);
-            return WH_ETOOBIG;
+            rc = WH_ETOOBIG;
+            break;
         }
+    }
+    buf_dispose(&entry);
+    if (rc < 0) {
+        json_decref(hosts);
+        return rc;
     }
     *out = hosts;
     return 0;

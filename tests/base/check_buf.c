@@ -5,6 +5,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,31 @@ START_TEST(test_appendf)
 }
 END_TEST
 
+/* buf_append_decimal is printf's "%lld", the extremes included, and honours the cap. */
+START_TEST(test_append_decimal)
+{
+    static const long long values[] = {
+        0, 7, -7, 10, 99, -100, 1234567890123LL, LLONG_MAX, LLONG_MIN, LLONG_MIN + 1};
+    struct buf b;
+    char want[32];
+
+    buf_init(&b, BUF_NO_MAX);
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        buf_reset(&b);
+        ck_assert_int_eq(buf_append_str(&b, "x"), 0);
+        ck_assert_int_eq(buf_append_decimal(&b, values[i]), 0);
+        snprintf(want, sizeof(want), "x%lld", values[i]);
+        ck_assert_str_eq(buf_cstr(&b), want);
+    }
+    buf_dispose(&b);
+    buf_init(&b, 3);
+    ck_assert_int_eq(buf_append_decimal(&b, -99), 0);
+    ck_assert_int_eq(buf_append_decimal(&b, 1), WH_ETOOBIG);
+    ck_assert_str_eq(buf_cstr(&b), "-99");
+    buf_dispose(&b);
+}
+END_TEST
+
 START_TEST(test_truncate)
 {
     struct buf b;
@@ -247,6 +273,7 @@ static Suite *buf_suite(void)
     tcase_add_test(t, test_fail_of_the_callers_own);
     tcase_add_test(t, test_reserve_then_write);
     tcase_add_test(t, test_appendf);
+    tcase_add_test(t, test_append_decimal);
     tcase_add_test(t, test_truncate);
     tcase_add_test(t, test_take);
     tcase_add_test(t, test_stream);
