@@ -67,6 +67,13 @@ static int bench_job_diagnose(void *userdata, const json_t *job, struct diagnost
                                  uid != NULL ? uid : "", rv != NULL ? rv : "", out);
 }
 
+/* job_source.job_memo: the slots beside this thread's trees, as controller/lookup.c. */
+static json_t **bench_job_memo(void *userdata, const json_t *job, size_t k)
+{
+    (void)userdata;
+    return cache_read_slot(job, k);
+}
+
 static int bench_load_jobs(const char *path, struct cache *cache)
 {
     json_error_t jerr;
@@ -175,8 +182,10 @@ int main(int argc, char **argv)
     struct cache *cache = cache_create();
     static struct bench_bodies bodies;
     struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
-    struct jobsource src = {
-        .get = bench_job_get, .diagnose = bench_job_diagnose, .userdata = cache};
+    struct jobsource src = {.get = bench_job_get,
+                            .diagnose = bench_job_diagnose,
+                            .job_memo = bench_job_memo,
+                            .userdata = cache};
     struct timespec t0, t1;
     long n, failed, patched = 0;
     double secs;

@@ -445,16 +445,19 @@ int cache_get(struct cache *c, const char *ns, const char *name, json_t **job_ou
  */
 /* A tree costs some twenty times its Job's kept text (a 700-byte Job, ~15 KiB): the
  * trees a thread keeps are bounded by their text, so 64 MHD threads keep at most
- * ~20 MiB whatever the Jobs (a 700-byte Job: 16 fit). */
+ * ~20 MiB whatever the Jobs (a 700-byte Job: 16 fit). What readers derive beside a tree
+ * (cache_read_slot) is bounded by the Job too: svc's two env entries per task (~1 KiB)
+ * for a task's ~100 bytes of kept text at least, so at most about as much again. */
 #define MEMO_SLOTS      16          /* Jobs a thread keeps trees of; the oldest gives way */
 #define MEMO_TEXT_MAX   (8 * 1024)  /* a Job with more kept text is parsed per read */
 #define MEMO_TEXT_TOTAL (16 * 1024) /* the kept text of a thread's Jobs, all together */
 
 struct memo {
-    struct cached_job *entry[MEMO_SLOTS]; /* one reference each; NULL: a free slot */
-    json_t *tree[MEMO_SLOTS];             /* the thread's tree of entry[k] */
-    size_t next;                          /* the slot the next new entry takes */
-    size_t text;                          /* the kept text of the entries held */
+    struct cached_job *entry[MEMO_SLOTS];       /* one reference each; NULL: a free slot */
+    json_t *tree[MEMO_SLOTS];                   /* the thread's tree of entry[k] */
+    json_t *slot[MEMO_SLOTS][CACHE_READ_SLOTS]; /* what readers derived from it */
+    size_t next;                                /* the slot the next new entry takes */
+    size_t text;                                /* the kept text of the entries held */
 };
 
 /* Slot k given up: its tree and its entry's reference go. */
@@ -462,6 +465,10 @@ static void memo_drop(struct memo *m, size_t k)
 {
     if (m->entry[k] != NULL)
         m->text -= m->entry[k]->len;
+    for (size_t j = 0; j < CACHE_READ_SLOTS; j++) {
+        json_decref(m->slot[k][j]);
+        m->slot[k][j] = NULL;
+    }
     json_decref(m->tree[k]);
     entry_release(m->entry[k]);
     m->tree[k] = NULL;
@@ -542,6 +549,21 @@ int cache_get_read(struct cache *c, const char *ns, const char *name, json_t **j
     }
     *job_out = tree;
     return 0;
+}
+
+json_t **cache_read_slot(const json_t *job, size_t k)
+{
+    struct memo *m;
+
+    if (job == NULL || k >= CACHE_READ_SLOTS)
+        return NULL;
+    (void)pthread_once(&memo_once, memo_key_make);
+    if (!memo_key_made || (m = pthread_getspecific(memo_key)) == NULL)
+        return NULL;
+    for (size_t i = 0; i < MEMO_SLOTS; i++)
+        if (m->entry[i] != NULL && m->tree[i] == job)
+            return &m->slot[i][k];
+    return NULL;
 }
 
 int cache_get_diagnostics(struct cache *c, const char *ns, const char *name, const char *uid,

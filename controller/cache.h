@@ -64,6 +64,24 @@ int cache_get(struct cache *c, const char *ns, const char *name, json_t **job_ou
  */
 int cache_get_read(struct cache *c, const char *ns, const char *name, json_t **job_out);
 
+/* Values a reader derives from a Job alone, kept beside this thread's tree of it. */
+#define CACHE_READ_SLOTS 16
+
+/**
+ * Where the calling thread keeps value k (< CACHE_READ_SLOTS; the admission path: a
+ * plugin's place in the registry) derived from job alone, a tree cache_get_read gave
+ * this thread and still keeps: what every pod of that Job version gets alike is then
+ * made once per thread and version, not per pod (plugins/jobsource.h job_memo). The
+ * slot holds NULL until the reader stores a new reference there; it is the thread's
+ * own as the tree is (never seen by another thread) and json_decref'd with the tree,
+ * when the version gives way or the thread exits. A value must be bounded by the Job
+ * (its kept text bounds the trees a thread keeps, MEMO_TEXT_TOTAL).
+ * @return the slot, or NULL when job is not such a tree (a Job parsed per read: over
+ *         8 KiB of kept text, or read from the API or a file) or k is out of range:
+ *         the reader then derives the value per read.
+ */
+json_t **cache_read_slot(const json_t *job, size_t k);
+
 /**
  * Insert or replace the Job (keyed by its metadata.namespace/name). job stays the
  * caller's (its reference count is not changed; the cache keeps text, not a

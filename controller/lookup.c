@@ -295,9 +295,20 @@ int lookup_job_diagnose(void *userdata, const json_t *job, struct diagnostics *o
     return cache_get_diagnostics(l->cache, ns, name, uid, rv, out);
 }
 
+/* jobsource.job_memo: the slots beside this thread's cached trees (cache_read_slot). */
+static json_t **lookup_job_memo(void *userdata, const json_t *job, size_t k)
+{
+    const struct lookup *l = userdata;
+
+    return l->cache != NULL ? cache_read_slot(job, k) : NULL;
+}
+
 struct jobsource lookup_job_source(struct lookup *l)
 {
-    struct jobsource src = {.get = lookup_job_get, .diagnose = lookup_job_diagnose, .userdata = l};
+    struct jobsource src = {.get = lookup_job_get,
+                            .diagnose = lookup_job_diagnose,
+                            .job_memo = lookup_job_memo,
+                            .userdata = l};
 
     return src;
 }

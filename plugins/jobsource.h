@@ -7,6 +7,7 @@
 #define WH_JOBSOURCE_H
 
 #include <jansson.h>
+#include <stddef.h>
 
 #include "base/error.h"
 
@@ -40,6 +41,15 @@ struct jobsource {
      *         (the caller diagnoses job itself).
      */
     int (*diagnose)(void *userdata, const json_t *job, struct diagnostics *out);
+    /**
+     * Optional (NULL: none). Where the calling thread keeps value k (a plugin's place
+     * in plugin_registry) derived from job alone, a Job this source's get gave this
+     * thread, for as long as the source keeps that tree (controller/cache.h
+     * cache_read_slot): NULL until the caller stores a new reference there, which
+     * the source decrefs with the tree. @return the slot, or NULL when the source
+     * keeps none for job (the caller derives per pod).
+     */
+    json_t **(*job_memo)(void *userdata, const json_t *job, size_t k);
     void *userdata;
 };
 

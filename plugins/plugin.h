@@ -64,6 +64,11 @@ struct plugin_ctx {
     struct warnings *warnings;         /* response warnings; may be NULL */
     struct k8s_client *kc;             /* job hooks only; NULL on the admission path */
     const struct plugin_job_env *env;  /* job hooks only; NULL on the admission path */
+    /* on_pod_create: where this thread keeps what the plugin derives from this Job
+     * version alone, for its later pods (plugins/jobsource.h job_memo: NULL until the
+     * plugin stores a new reference, which must never be edited, as the Job is not);
+     * NULL when the source keeps none (derive per pod). */
+    json_t **job_memo;
 };
 
 struct diagnostics; /* plugins/diagnose.h */

@@ -316,6 +316,7 @@ struct chain {
     const json_t *job;
     bool enabled[16];
     const json_t *args[16];
+    json_t **memo[16]; /* the source's job_memo slot per plugin, or NULL */
     const struct plugin_pod_info *info;
 };
 
@@ -348,6 +349,7 @@ static int chain_run(const struct chain *ch, json_t *copy, struct warnings *w,
                 .pod = ch->info,
                 .warnings = w,
                 .kc = NULL,
+                .job_memo = ch->memo[k],
             };
             int rc;
 
@@ -544,9 +546,10 @@ static bool d15_deny(const struct chain *ch, const json_t *pod, const json_t *co
     return true;
 }
 
-/* mutate_pod_with_job; with text != NULL the patch is written there (mutate_review_text). */
-static void pod_with_job(const json_t *job, const json_t *pod, const char *ns, struct buf *text,
-                         struct mutate_result *out)
+/* mutate_pod_with_job; with text != NULL the patch is written there (mutate_review_text);
+ * src (may be NULL): the Job's source, for the plugins' job_memo slots. */
+static void pod_with_job(const json_t *job, const json_t *pod, const char *ns,
+                         const struct jobsource *src, struct buf *text, struct mutate_result *out)
 {
     struct chain ch = {.job = job};
     struct plugin_pod_info info;
@@ -569,9 +572,13 @@ static void pod_with_job(const json_t *job, const json_t *pod, const char *ns, s
     plugin_effective_set(job, ch.enabled, ch.args, &out->warnings);
     /* enabled[] has 16 entries, out->enabled 32 bits */
     for (size_t k = 0; k < plugin_registry_len && k < sizeof(ch.enabled) / sizeof(ch.enabled[0]);
-         k++)
-        if (ch.enabled[k])
-            out->enabled |= 1u << k;
+         k++) {
+        if (!ch.enabled[k])
+            continue;
+        out->enabled |= 1u << k;
+        if (src != NULL && src->job_memo != NULL)
+            ch.memo[k] = src->job_memo(src->userdata, job, k);
+    }
 
     rc = chain_run(&ch, copy, &out->warnings, &p, NULL, NULL, &err);
     if (rc < 0) {
@@ -613,7 +620,7 @@ nomem:
 void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
                          struct mutate_result *out)
 {
-    pod_with_job(job, pod, ns, NULL, out);
+    pod_with_job(job, pod, ns, NULL, NULL, out);
 }
 
 /* ---- D16: the Job's diagnostics, told on each of its pods ---- */
@@ -782,7 +789,7 @@ static void review(const struct mutate_request *req, const struct jobsource *src
                  log_quote(qa, sizeof(qa), req->uid), key, uid,
                  log_quote(qb, sizeof(qb), owner_uid));
     } else {
-        pod_with_job(job, req->pod, ns, text, out);
+        pod_with_job(job, req->pod, ns, src, text, out);
         if (out->allowed)
             job_warnings(src, job, out);
     }

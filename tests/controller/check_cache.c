@@ -288,6 +288,86 @@ START_TEST(test_read_keeps_a_tree_per_version)
 }
 END_TEST
 
+/* Whether another thread's slot 3 for its tree of ns1/j1 is its own: empty, and not slot. */
+static void *slot_on_other_thread(void *arg)
+{
+    void **args = arg;
+    json_t *got = NULL;
+    json_t **slot;
+    uintptr_t own = 0;
+
+    if (cache_get_read(args[0], "ns1", "j1", &got) == 0) {
+        slot = cache_read_slot(got, 3);
+        own = slot != NULL && *slot == NULL && (void *)slot != args[1];
+    }
+    json_decref(got);
+    return (void *)own;
+}
+
+/* cache_read_slot: a slot per tree this thread keeps and value index, as long as the
+ * tree is kept (a new version has its own, empty), none for other trees. */
+START_TEST(test_read_slots)
+{
+    struct cache *c = cache_create();
+    json_t *a = put_then_read(c, job("ns1", "j1", "5"));
+    json_t *value = json_string("derived");
+    json_t *b = NULL;
+    json_t *priv = NULL;
+    json_t **slot = cache_read_slot(a, 3);
+    json_t *kept[16];
+    void *args[2] = {c, NULL};
+    pthread_t th;
+    void *own = NULL;
+    char name[16];
+
+    ck_assert_ptr_nonnull(slot);
+    ck_assert_ptr_null(*slot);
+    *slot = json_incref(value);
+    ck_assert_ptr_eq(cache_read_slot(a, 3), slot);
+    ck_assert_ptr_ne(cache_read_slot(a, 4), slot);
+    ck_assert_ptr_null(*cache_read_slot(a, 4));
+    ck_assert_ptr_null(cache_read_slot(a, CACHE_READ_SLOTS));
+    ck_assert_ptr_null(cache_read_slot(NULL, 0));
+    /* read again: the same tree, the value still there */
+    ck_assert_int_eq(cache_get_read(c, "ns1", "j1", &b), 0);
+    ck_assert_ptr_eq(b, a);
+    ck_assert_ptr_eq(*cache_read_slot(b, 3), value);
+    json_decref(b);
+    /* a private tree (cache_get) has none */
+    ck_assert_int_eq(cache_get(c, "ns1", "j1", &priv), 0);
+    ck_assert_ptr_null(cache_read_slot(priv, 3));
+    json_decref(priv);
+    /* another thread's tree has its own */
+    args[1] = slot;
+    ck_assert_int_eq(pthread_create(&th, NULL, slot_on_other_thread, args), 0);
+    ck_assert_int_eq(pthread_join(th, &own), 0);
+    ck_assert_ptr_nonnull(own);
+    /* a new version: a new tree with empty slots; the old one's value stays with it */
+    b = put_then_read(c, job("ns1", "j1", "9"));
+    ck_assert_ptr_ne(b, a);
+    ck_assert_ptr_nonnull(cache_read_slot(b, 3));
+    ck_assert_ptr_null(*cache_read_slot(b, 3));
+    ck_assert_ptr_eq(*cache_read_slot(a, 3), value);
+    json_decref(b);
+    json_decref(a);
+    /* when the old tree gives way (16 other Jobs read), its value is released */
+    ck_assert_int_eq(value->refcount, 2);
+    for (int k = 0; k < 16; k++) {
+        snprintf(name, sizeof(name), "s%d", k);
+        kept[k] = put_then_read(c, job("ns1", name, "1"));
+    }
+    ck_assert_int_eq(value->refcount, 1);
+    for (int k = 0; k < 16; k++)
+        json_decref(kept[k]);
+    /* a Job parsed per read (over 8 KiB of kept text) has none */
+    a = put_then_read(c, big_job("big", 1000));
+    ck_assert_ptr_null(cache_read_slot(a, 0));
+    json_decref(a);
+    json_decref(value);
+    cache_destroy(c);
+}
+END_TEST
+
 /* The cache keeps only what its readers use (cache.h cache_put); the caller's Job is untouched. */
 START_TEST(test_put_prunes_unread_parts)
 {
@@ -978,6 +1058,7 @@ static Suite *cache_suite(void)
     tcase_add_test(tc, test_put_get_replace_remove);
     tcase_add_test(tc, test_reads_are_private);
     tcase_add_test(tc, test_read_keeps_a_tree_per_version);
+    tcase_add_test(tc, test_read_slots);
     tcase_add_test(tc, test_put_prunes_unread_parts);
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_replace_all);

@@ -101,6 +101,13 @@ START_TEST(test_cached_job_makes_no_request)
     /* No uid to compare (an ownerReference without one): the cached Job too. */
     ck_assert_int_eq(get(&l, "j1", "", &got, &err), 0);
     ck_assert(json_equal(got, job));
+    /* and the plugins' slots beside this thread's tree of it (cache_read_slot) */
+    {
+        struct jobsource src = lookup_job_source(&l);
+
+        ck_assert_ptr_eq(src.job_memo(src.userdata, got, 2), cache_read_slot(got, 2));
+        ck_assert_ptr_nonnull(src.job_memo(src.userdata, got, 2));
+    }
     json_decref(got);
     ck_assert_uint_eq(apitest_total(&api), 0);
     json_decref(job);
@@ -159,6 +166,12 @@ START_TEST(test_miss_makes_one_get)
 
     ck_assert_int_eq(get(&l, "j1", uid_of(stored), &got, &err), 0);
     ck_assert(json_equal(got, stored));
+    {
+        /* a Job read from the API is the caller's alone: no slots (derived per pod) */
+        struct jobsource src = lookup_job_source(&l);
+
+        ck_assert_ptr_null(src.job_memo(src.userdata, got, 2));
+    }
     json_decref(got);
     ck_assert_int_eq(apitest_count(&api, "GET", JOB_PATH), 1);
     ck_assert_uint_eq(apitest_total(&api), 1);

@@ -9,6 +9,7 @@
 
 #include "base/patch.h"
 #include "plugins/diagnose.h"
+#include "plugins/plugin.h"
 #include "tests/testutil.h"
 #include "webhook/mutate.h"
 
@@ -103,6 +104,116 @@ START_TEST(served_pod_gets_env_patch)
     mutate_result_dispose(&r);
     json_decref(pod);
     json_decref(fs.job);
+}
+END_TEST
+
+/* A source as the Jobs cache is (cache_get_read, cache_read_slot): get hands out the
+ * same tree of a version each time, and job_memo a slot per plugin beside each tree. */
+struct memo_source {
+    json_t *tree[2]; /* two versions of the Job; get gives tree[version] */
+    json_t *slot[2][16];
+    int version;
+};
+
+static int memo_get(void *ud, const char *ns, const char *name, const char *uid, json_t **out,
+                    struct wh_error *err)
+{
+    struct memo_source *ms = ud;
+
+    (void)ns;
+    (void)name;
+    (void)uid;
+    (void)err;
+    *out = json_incref(ms->tree[ms->version]);
+    return 0;
+}
+
+static json_t **memo_slot(void *ud, const json_t *job, size_t k)
+{
+    struct memo_source *ms = ud;
+
+    for (int v = 0; v < 2; v++)
+        if (job == ms->tree[v] && k < 16)
+            return &ms->slot[v][k];
+    return NULL;
+}
+
+/* The patch of pod from src, as compact text (freed by the caller). */
+static char *patch_of(const struct jobsource *src, json_t *pod)
+{
+    struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
+    struct mutate_request req = {.uid = "req-1",
+                                 .operation = "CREATE",
+                                 .resource = "pods",
+                                 .group = "",
+                                 .sub_resource = "",
+                                 .ns = "ns1",
+                                 .pod = pod};
+    struct mutate_result r;
+    char *text;
+
+    mutate_review(&req, src, &opt, &r);
+    ck_assert_msg(r.allowed, "%s", r.message);
+    text = json_dumps(r.patch, JSON_COMPACT);
+    ck_assert_ptr_nonnull(text);
+    mutate_result_dispose(&r);
+    return text;
+}
+
+/* svc's env entries kept in the source's slot per Job version (jobsource.job_memo): the
+ * same patch as made per pod, first and second time, and a new version's own entries. */
+START_TEST(job_memo_keeps_svc_env_per_version)
+{
+    static const char *job_v1 =
+        "{\"metadata\":{\"name\":\"j\",\"namespace\":\"ns1\",\"uid\":\"u-1\"},"
+        " \"spec\":{\"plugins\":{\"svc\":[]},\"tasks\":[{\"name\":\"master\",\"replicas\":1},"
+        " {\"name\":\"worker\",\"replicas\":2}]}}";
+    static const char *job_v2 =
+        "{\"metadata\":{\"name\":\"j\",\"namespace\":\"ns1\",\"uid\":\"u-1\"},"
+        " \"spec\":{\"plugins\":{\"svc\":[]},\"tasks\":[{\"name\":\"master\",\"replicas\":1},"
+        " {\"name\":\"worker\",\"replicas\":2},{\"name\":\"ps\",\"replicas\":1}]}}";
+    struct memo_source ms = {.tree = {tu_json(job_v1), tu_json(job_v2)}};
+    struct jobsource memo = {.get = memo_get, .job_memo = memo_slot, .userdata = &ms};
+    struct jobsource plain = {.get = memo_get, .userdata = &ms};
+    json_t *pod =
+        tu_json("{\"metadata\":{\"name\":\"j-worker-1\",\"annotations\":{\"volcano.sh/task-spec\":"
+                "\"worker\"},\"ownerReferences\":[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\","
+                "\"kind\":\"Job\",\"name\":\"j\",\"uid\":\"u-1\",\"controller\":true}]},"
+                " \"spec\":{\"containers\":[{\"name\":\"c\"},{\"name\":\"d\",\"env\":[{\"name\":"
+                "\"VC_MASTER_NUM\",\"value\":\"9\"}]}],\"initContainers\":[{\"name\":\"i\"}]}}");
+    size_t svc = 0;
+    char *want = patch_of(&plain, pod);
+    char *got;
+
+    while (strcmp(plugin_registry[svc]->name, "svc") != 0)
+        svc++;
+    ck_assert_ptr_nonnull(strstr(want, "VC_WORKER_HOSTS"));
+    got = patch_of(&memo, pod);
+    ck_assert_str_eq(got, want);
+    free(got);
+    ck_assert_ptr_nonnull(ms.slot[0][svc]); /* kept for the next pod */
+    ck_assert_uint_eq(json_array_size(ms.slot[0][svc]), 4);
+    for (size_t k = 0; k < 16; k++)
+        ck_assert(k == svc || ms.slot[0][k] == NULL);
+    got = patch_of(&memo, pod);
+    ck_assert_str_eq(got, want);
+    free(got);
+    free(want);
+    /* the new version: its own entries, VC_PS_* among them */
+    ms.version = 1;
+    want = patch_of(&plain, pod);
+    ck_assert_ptr_nonnull(strstr(want, "VC_PS_HOSTS"));
+    got = patch_of(&memo, pod);
+    ck_assert_str_eq(got, want);
+    ck_assert_uint_eq(json_array_size(ms.slot[1][svc]), 6);
+    free(got);
+    free(want);
+    for (int v = 0; v < 2; v++) {
+        for (size_t k = 0; k < 16; k++)
+            json_decref(ms.slot[v][k]);
+        json_decref(ms.tree[v]);
+    }
+    json_decref(pod);
 }
 END_TEST
 
@@ -1202,6 +1313,7 @@ static Suite *mutate_suite(void)
     TCase *tc = tcase_create("core");
 
     tcase_add_test(tc, served_pod_gets_env_patch);
+    tcase_add_test(tc, job_memo_keeps_svc_env_per_version);
     tcase_add_test(tc, not_served_d8);
     tcase_add_test(tc, job_not_found_allows_with_warning_d7);
     tcase_add_test(tc, lookup_failure_policy_d7);
