@@ -113,14 +113,15 @@ static json_t *ssh_mount(json_t *secret, const char *key_path)
     return m;
 }
 
-static int ssh_mount_list(json_t *list, const char *list_name, json_t *secret, const char *key_path,
+/* The mount (shared by every container, as ssh_parts) in each container of list. */
+static int ssh_mount_list(json_t *list, const char *list_name, const json_t *secret, json_t *mount,
                           struct wh_error *err)
 {
     size_t i;
     json_t *ctr;
 
     json_array_foreach(list, i, ctr) {
-        int rc = podutil_upsert_mount(ctr, ssh_mount(secret, key_path), err);
+        int rc = podutil_upsert_mount(ctr, json_incref(mount), err);
 
         if (rc == WH_ECONFLICT)
             return rc; /* D5: the user's mount, err says whose */
@@ -132,10 +133,42 @@ static int ssh_mount_list(json_t *list, const char *list_name, json_t *secret, c
     return 0;
 }
 
+/*
+ * [secret name, volume, mount] of the Job's pods (the Job's alone: its name and
+ * --ssh-key-file-path), made once per thread and Job version where the source keeps
+ * them (c->job_memo): every pod and container shares them (never edited in place).
+ * @return new reference, NULL on ENOMEM.
+ */
+static json_t *ssh_parts(const struct plugin_ctx *c, const struct ssh_args *a)
+{
+    char *name;
+    json_t *secret;
+    json_t *parts;
+
+    if (c->job_memo != NULL && *c->job_memo != NULL)
+        return json_incref(*c->job_memo);
+    /* "<job>-ssh", shared by the volume and the mount (strings are never edited) */
+    name = objects_name(c->job, "-ssh");
+    secret = name != NULL ? json_string(name) : NULL;
+    free(name);
+    parts = secret != NULL ? json_array() : NULL;
+    if (parts == NULL || json_array_append(parts, secret) < 0
+        || json_array_append_new(parts, ssh_volume(secret, a->key_path)) < 0
+        || json_array_append_new(parts, ssh_mount(secret, a->key_path)) < 0) {
+        json_decref(parts);
+        json_decref(secret);
+        return NULL;
+    }
+    json_decref(secret);
+    if (c->job_memo != NULL)
+        *c->job_memo = json_incref(parts);
+    return parts;
+}
+
 static int ssh_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
 {
     struct ssh_args a;
-    char *name;
+    json_t *parts;
     json_t *secret;
     int rc;
 
@@ -147,15 +180,12 @@ static int ssh_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
                             "--ssh-key-file-path=" SSH_SVC_PATH " is where the svc plugin mounts "
                             "its host files, so the ssh keys cannot be mounted there: choose "
                             "another path in spec.plugins.ssh");
-    /* "<job>-ssh", made once and shared by the volume and every mount (strings are
-     * never edited in place). */
-    name = objects_name(c->job, "-ssh");
-    secret = name != NULL ? json_string(name) : NULL;
-    free(name);
-    if (secret == NULL)
+    parts = ssh_parts(c, &a);
+    if (parts == NULL)
         return wh_error_set(err, WH_ENOMEM, "cannot add volume %s-ssh: out of memory",
                             job_name(c->job));
-    rc = podutil_upsert_volume(pod, ssh_volume(secret, a.key_path), err);
+    secret = json_array_get(parts, 0);
+    rc = podutil_upsert_volume(pod, json_incref(json_array_get(parts, 1)), err);
     if (rc == WH_ECONFLICT)
         goto out; /* D5: the user's volume, err says whose */
     if (rc < 0) {
@@ -163,12 +193,13 @@ static int ssh_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
                           rc == WH_ENOMEM ? "out of memory" : "malformed pod spec");
         goto out;
     }
-    rc = ssh_mount_list(podutil_containers(pod), "containers", secret, a.key_path, err);
+    rc = ssh_mount_list(podutil_containers(pod), "containers", secret, json_array_get(parts, 2),
+                        err);
     if (rc >= 0)
-        rc =
-            ssh_mount_list(podutil_init_containers(pod), "initContainers", secret, a.key_path, err);
+        rc = ssh_mount_list(podutil_init_containers(pod), "initContainers", secret,
+                            json_array_get(parts, 2), err);
 out:
-    json_decref(secret);
+    json_decref(parts);
     return rc;
 }
 
