@@ -114,22 +114,59 @@ static json_t *pt_wait_container(const struct pt_args *a, const char *addr)
     return ctr;
 }
 
+/* What pt_parts holds, by place. */
+enum { PT_ADDR, PT_PORT, PT_ENV_ADDR, PT_ENV_PORT, PT_ENV_SIZE };
+
 /*
- * The env entries MASTER_ADDR, MASTER_PORT, WORLD_SIZE[, RANK] (docs/plugins.md §4.4
- * step 5), made once per pod and placed in every container by reference
- * (podutil_upsert_envs). @return new array, NULL on ENOMEM.
+ * [MASTER_ADDR's value, the port, env MASTER_ADDR, MASTER_PORT, WORLD_SIZE] of the Job's
+ * pods (docs/plugins.md §4.4 steps 2-5; the Job's alone: its tasks and arguments), made
+ * once per thread and Job version where the source keeps them (c->job_memo), shared by
+ * every pod and container (never edited in place). @return new reference, NULL on ENOMEM.
  */
-static json_t *pt_envs(const struct pt_args *a, const char *addr, int64_t world, const char *rank)
+static json_t *pt_parts(const struct plugin_ctx *c, const struct pt_args *a, const json_t *master)
 {
+    char *addr;
     char port[24];
     char size[24];
+    json_t *parts;
+
+    if (c->job_memo != NULL && *c->job_memo != NULL)
+        return json_incref(*c->job_memo);
+    addr = job_task_domain(c->job, master, 0);
+    parts = addr != NULL ? json_array() : NULL;
+    snprintf(port, sizeof(port), "%lld", (long long)a->port);
+    snprintf(size, sizeof(size), "%lld", (long long)pt_world_size(c->job, a));
+    /* docs/plugins.md §3.4 rule 10: the port is narrowed to 32 bits without checks. */
+    if (parts == NULL || json_array_append_new(parts, json_string(addr)) < 0
+        || json_array_append_new(parts,
+                                 podutil_object("name", json_string(PT_PORT_NAME), "containerPort",
+                                                json_integer((json_int_t)(int32_t)a->port)))
+            < 0
+        || json_array_append_new(parts, podutil_env_value("MASTER_ADDR", addr)) < 0
+        || json_array_append_new(parts, podutil_env_value("MASTER_PORT", port)) < 0
+        || json_array_append_new(parts, podutil_env_value("WORLD_SIZE", size)) < 0) {
+        json_decref(parts);
+        free(addr);
+        return NULL;
+    }
+    free(addr);
+    if (c->job_memo != NULL)
+        *c->job_memo = json_incref(parts);
+    return parts;
+}
+
+/*
+ * The env entries MASTER_ADDR, MASTER_PORT, WORLD_SIZE[, RANK] (docs/plugins.md §4.4
+ * step 5) of one pod: pt_parts' and the pod's rank, placed in every container by
+ * reference (podutil_upsert_envs). @return new array, NULL on ENOMEM.
+ */
+static json_t *pt_envs(const json_t *parts, const char *rank)
+{
     json_t *envs = json_array();
 
-    snprintf(port, sizeof(port), "%lld", (long long)a->port);
-    snprintf(size, sizeof(size), "%lld", (long long)world);
-    if (envs == NULL || json_array_append_new(envs, podutil_env_value("MASTER_ADDR", addr)) < 0
-        || json_array_append_new(envs, podutil_env_value("MASTER_PORT", port)) < 0
-        || json_array_append_new(envs, podutil_env_value("WORLD_SIZE", size)) < 0
+    if (envs == NULL || json_array_append(envs, json_array_get(parts, PT_ENV_ADDR)) < 0
+        || json_array_append(envs, json_array_get(parts, PT_ENV_PORT)) < 0
+        || json_array_append(envs, json_array_get(parts, PT_ENV_SIZE)) < 0
         || (rank != NULL && json_array_append_new(envs, podutil_env_value("RANK", rank)) < 0)) {
         json_decref(envs);
         return NULL;
@@ -138,16 +175,12 @@ static json_t *pt_envs(const struct pt_args *a, const char *addr, int64_t world,
 }
 
 /* Port, then the env entries of pt_envs (docs/plugins.md §4.4 step 5). */
-static int pt_edit_container(const struct plugin_ctx *c, json_t *ctr, const struct pt_args *a,
+static int pt_edit_container(const struct plugin_ctx *c, json_t *ctr, const json_t *parts,
                              const json_t *envs)
 {
-    json_t *p;
-    int rc;
+    int rc =
+        podutil_add_port(ctr, json_incref(json_array_get(parts, PT_PORT)), "pytorch", c->warnings);
 
-    /* docs/plugins.md §3.4 rule 10: the port is narrowed to 32 bits without checks. */
-    p = podutil_object("name", json_string(PT_PORT_NAME), "containerPort",
-                       json_integer((json_int_t)(int32_t)a->port));
-    rc = podutil_add_port(ctr, p, "pytorch", c->warnings);
     if (rc >= 0)
         rc = podutil_upsert_envs(ctr, envs, NULL, c->name, c->warnings);
     return rc;
@@ -160,7 +193,8 @@ static int pt_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
     const char *index_str = c->pod != NULL ? c->pod->index : "";
     const char *pod_name = c->pod != NULL ? c->pod->name : "";
     const json_t *master;
-    char *addr = NULL;
+    const char *addr;
+    json_t *parts;
     json_t *envs = NULL;
     char rank_buf[24];
     const char *rank = NULL;
@@ -172,9 +206,10 @@ static int pt_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
     master = job_find_task(c->job, a.master);
     if (master == NULL)
         return 0; /* docs/plugins.md §4.4 step 1: no master task, no change, no error */
-    addr = job_task_domain(c->job, master, 0);
-    if (addr == NULL)
+    parts = pt_parts(c, &a, master);
+    if (parts == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
+    addr = json_string_value(json_array_get(parts, PT_ADDR));
 
     if (strcmp(task, a.worker) == 0) {
         int64_t index;
@@ -199,13 +234,13 @@ static int pt_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
         rank = "0"; /* every master replica, whatever its index */
     }
 
-    envs = pt_envs(&a, addr, pt_world_size(c->job, &a), rank);
+    envs = pt_envs(parts, rank);
     if (envs == NULL) {
         rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto out;
     }
     json_array_foreach(podutil_containers(pod), i, ctr) {
-        rc = pt_edit_container(c, ctr, &a, envs);
+        rc = pt_edit_container(c, ctr, parts, envs);
         if (rc < 0) {
             rc = wh_error_set(err, rc, "cannot edit spec.containers[%zu]: %s", i,
                               rc == WH_ENOMEM ? "out of memory" : "malformed container");
@@ -215,7 +250,7 @@ static int pt_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
     rc = 0;
 out:
     json_decref(envs);
-    free(addr);
+    json_decref(parts);
     return rc;
 }
 

@@ -160,19 +160,21 @@ static char *patch_of(const struct jobsource *src, json_t *pod)
     return text;
 }
 
-/* svc's env entries and ssh's volume and mount kept in the source's slots per Job
- * version (jobsource.job_memo): the same patch as made per pod, first and second time,
- * and a new version's own entries. */
+/* svc's env entries, ssh's volume and mount, pytorch's port and env entries kept in the
+ * source's slots per Job version (jobsource.job_memo): the same patch as made per pod,
+ * first and second time, and a new version's own entries. */
 START_TEST(job_memo_keeps_svc_env_per_version)
 {
     static const char *job_v1 =
         "{\"metadata\":{\"name\":\"j\",\"namespace\":\"ns1\",\"uid\":\"u-1\"},"
-        " \"spec\":{\"plugins\":{\"svc\":[],\"ssh\":[]},\"tasks\":[{\"name\":\"master\","
+        " \"spec\":{\"plugins\":{\"svc\":[],\"ssh\":[],\"pytorch\":[]},\"tasks\":[{\"name\":"
+        "\"master\","
         "\"replicas\":1}, {\"name\":\"worker\",\"replicas\":2}]}}";
     static const char *job_v2 =
         "{\"metadata\":{\"name\":\"j\",\"namespace\":\"ns1\",\"uid\":\"u-1\"},"
-        " \"spec\":{\"plugins\":{\"svc\":[],\"ssh\":[]},\"tasks\":[{\"name\":\"master\","
-        "\"replicas\":1}, {\"name\":\"worker\",\"replicas\":2},{\"name\":\"ps\",\"replicas\":1}]}}";
+        " \"spec\":{\"plugins\":{\"svc\":[],\"ssh\":[],\"pytorch\":[]},\"tasks\":[{\"name\":"
+        "\"master\","
+        "\"replicas\":1}, {\"name\":\"worker\",\"replicas\":3},{\"name\":\"ps\",\"replicas\":1}]}}";
     struct memo_source ms = {.tree = {tu_json(job_v1), tu_json(job_v2)}};
     struct jobsource memo = {.get = memo_get, .job_memo = memo_slot, .userdata = &ms};
     struct jobsource plain = {.get = memo_get, .userdata = &ms};
@@ -184,6 +186,7 @@ START_TEST(job_memo_keeps_svc_env_per_version)
                 "\"VC_MASTER_NUM\",\"value\":\"9\"}]}],\"initContainers\":[{\"name\":\"i\"}]}}");
     size_t svc = 0;
     size_t ssh = 0;
+    size_t pt = 0;
     char *want = patch_of(&plain, pod);
     char *got;
 
@@ -191,24 +194,30 @@ START_TEST(job_memo_keeps_svc_env_per_version)
         svc++;
     while (strcmp(plugin_registry[ssh]->name, "ssh") != 0)
         ssh++;
+    while (strcmp(plugin_registry[pt]->name, "pytorch") != 0)
+        pt++;
     ck_assert_ptr_nonnull(strstr(want, "VC_WORKER_HOSTS"));
     ck_assert_ptr_nonnull(strstr(want, "\"secretName\":\"j-ssh\""));
+    ck_assert_ptr_nonnull(strstr(want, "{\"name\":\"RANK\",\"value\":\"2\"}"));
     got = patch_of(&memo, pod);
     ck_assert_str_eq(got, want);
     free(got);
-    /* kept for the next pod: svc's 4 entries, ssh's name, volume and mount */
+    /* kept for the next pod: svc's 4 entries, ssh's name, volume and mount, pytorch's
+     * address, port and 3 entries (RANK is the pod's own) */
     ck_assert_uint_eq(json_array_size(ms.slot[0][svc]), 4);
     ck_assert_uint_eq(json_array_size(ms.slot[0][ssh]), 3);
+    ck_assert_uint_eq(json_array_size(ms.slot[0][pt]), 5);
     for (size_t k = 0; k < 16; k++)
-        ck_assert(k == svc || k == ssh || ms.slot[0][k] == NULL);
+        ck_assert(k == svc || k == ssh || k == pt || ms.slot[0][k] == NULL);
     got = patch_of(&memo, pod);
     ck_assert_str_eq(got, want);
     free(got);
     free(want);
-    /* the new version: its own entries, VC_PS_* among them */
+    /* the new version: its own entries, VC_PS_* among them, and its WORLD_SIZE */
     ms.version = 1;
     want = patch_of(&plain, pod);
     ck_assert_ptr_nonnull(strstr(want, "VC_PS_HOSTS"));
+    ck_assert_ptr_nonnull(strstr(want, "{\"name\":\"WORLD_SIZE\",\"value\":\"4\"}"));
     got = patch_of(&memo, pod);
     ck_assert_str_eq(got, want);
     ck_assert_uint_eq(json_array_size(ms.slot[1][svc]), 6);
