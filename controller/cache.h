@@ -74,7 +74,8 @@ int cache_get_read(struct cache *c, const char *ns, const char *name, json_t **j
  * made once per thread and version, not per pod (plugins/jobsource.h job_memo). The
  * slot holds NULL until the reader stores a new reference there; it is the thread's
  * own as the tree is (never seen by another thread) and json_decref'd with the tree,
- * when the version gives way or the thread exits. A value must be bounded by the Job
+ * when the version gives way or the thread exits; the slot itself is valid until this
+ * thread's next cache_get_read (which may make the tree give way). A value must be bounded by the Job
  * (its kept text bounds the trees a thread keeps, MEMO_TEXT_TOTAL).
  * @return the slot, or NULL when job is not such a tree (a Job parsed per read: over
  *         8 KiB of kept text, or read from the API or a file) or k is out of range:

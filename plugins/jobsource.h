@@ -46,8 +46,10 @@ struct jobsource {
      * in plugin_registry) derived from job alone, a Job this source's get gave this
      * thread, for as long as the source keeps that tree (controller/cache.h
      * cache_read_slot): NULL until the caller stores a new reference there, which
-     * the source decrefs with the tree. @return the slot, or NULL when the source
-     * keeps none for job (the caller derives per pod).
+     * the source decrefs with the tree. The slot stays valid until this thread's next
+     * get (which may let the tree give way): a caller uses it within one admission.
+     * @return the slot, or NULL when the source keeps none for job (the caller
+     * derives per pod).
      */
     json_t **(*job_memo)(void *userdata, const json_t *job, size_t k);
     void *userdata;

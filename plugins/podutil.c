@@ -245,23 +245,41 @@ int podutil_upsert_env(json_t *container, json_t *env_new, const char *plugin, s
 }
 
 /*
- * Up to this many name comparisons (entries there x entries to place), the batch finds
- * each name by a scan of the list's names, which costs less than an index object (a
- * hash table and an integer per entry) for the few names a plugin places in a few
- * dozen entries; past it, by the index, so thousands of tasks stay O(existing + new).
+ * Up to this many name comparisons (the list's entries, those placed included, x entries
+ * to place), the batch finds each name by a scan of the list's names, which costs less
+ * than an index object (a hash table and an integer per entry) for the few names a
+ * plugin places in a few dozen entries; past it, by the index, so thousands of tasks
+ * stay O(existing + new).
  */
 #define UPSERT_SCAN_MAX   1024
 #define UPSERT_SCAN_STACK 64 /* names kept on the stack; more are allocated */
+
+/* Whether a and b are one name: both strings of the same bytes (json_equal's answer). */
+static bool same_name(const json_t *a, const json_t *b)
+{
+    size_t n = json_string_length(a);
+
+    return a != NULL && b != NULL && n == json_string_length(b)
+        && memcmp(json_string_value(a), json_string_value(b), n) == 0;
+}
+
+/* The "name" of env entry e when it is a string, else NULL. */
+static const json_t *env_name(const json_t *e)
+{
+    const json_t *name = json_member(e, "name");
+
+    return json_is_string(name) ? name : NULL;
+}
 
 /* podutil_upsert_envs's placing (list: the container's env array) by a scan of names. */
 static int upsert_envs_scan(json_t *container, json_t *list, const json_t *envs, size_t *failed_at,
                             const char *plugin, struct warnings *w)
 {
-    const char *stack[UPSERT_SCAN_STACK];
+    const json_t *stack[UPSERT_SCAN_STACK];
     size_t n = json_array_size(list);
     size_t cap = n + json_array_size(envs);
     /* names[k]: the name of list entry k (NULL when none), kept as entries are placed */
-    const char **names = cap <= UPSERT_SCAN_STACK ? stack : malloc(cap * sizeof(*names));
+    const json_t **names = cap <= UPSERT_SCAN_STACK ? stack : malloc(cap * sizeof(*names));
     size_t i;
     const json_t *e;
     int rc = 0;
@@ -269,9 +287,9 @@ static int upsert_envs_scan(json_t *container, json_t *list, const json_t *envs,
     if (names == NULL)
         return WH_ENOMEM;
     for (size_t k = 0; k < n; k++)
-        names[k] = json_string_value(json_member(json_array_get(list, k), "name"));
+        names[k] = env_name(json_array_get(list, k));
     json_array_foreach(envs, i, e) {
-        const char *name = json_string_value(json_member(e, "name"));
+        const json_t *name = env_name(e);
         size_t k = n;
 
         if (failed_at != NULL)
@@ -280,7 +298,7 @@ static int upsert_envs_scan(json_t *container, json_t *list, const json_t *envs,
             rc = WH_EINVAL;
             break;
         }
-        while (k > 0 && (names[k - 1] == NULL || strcmp(names[k - 1], name) != 0))
+        while (k > 0 && !same_name(names[k - 1], name))
             k--; /* the last entry of that name counts */
         if (k > 0) {
             const json_t *have = json_array_get(list, k - 1);
@@ -329,20 +347,26 @@ int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at
     } else if (!json_is_array(list)) {
         return WH_EINVAL;
     }
-    if (json_array_size(list) * json_array_size(envs) <= UPSERT_SCAN_MAX)
+    if ((json_array_size(list) + json_array_size(envs)) * json_array_size(envs) <= UPSERT_SCAN_MAX)
         return upsert_envs_scan(container, list, envs, failed_at, plugin, w);
+    /* keyed by the whole name, NUL bytes and all (json_object_setn), as same_name */
     index = json_object();
     if (index == NULL)
         return WH_ENOMEM;
     json_array_foreach(list, i, e) {
-        const char *name = json_string_value(json_member(e, "name"));
+        const json_t *name = env_name(e);
 
-        if (name != NULL && json_object_set_new(index, name, json_integer((json_int_t)i)) < 0)
+        if (name != NULL
+            && json_object_setn_new(index, json_string_value(name), json_string_length(name),
+                                    json_integer((json_int_t)i))
+                < 0)
             goto nomem;
     }
     json_array_foreach(envs, i, e) {
-        const char *name = json_string_value(json_member(e, "name"));
-        const json_t *pos = name != NULL ? json_member(index, name) : NULL;
+        const json_t *name = env_name(e);
+        const json_t *pos = name != NULL
+            ? json_object_getn(index, json_string_value(name), json_string_length(name))
+            : NULL;
 
         if (failed_at != NULL)
             *failed_at = i;
@@ -361,7 +385,8 @@ int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at
             continue;
         }
         if (json_array_append(list, (json_t *)e) < 0
-            || json_object_set_new(index, name, json_integer((json_int_t)json_array_size(list) - 1))
+            || json_object_setn_new(index, json_string_value(name), json_string_length(name),
+                                    json_integer((json_int_t)json_array_size(list) - 1))
                 < 0)
             goto nomem;
     }

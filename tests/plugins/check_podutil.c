@@ -212,6 +212,54 @@ START_TEST(upsert_envs_matches_single_upserts)
 }
 END_TEST
 
+/* {"name": the n bytes at name (NUL bytes and all), "value": value}: new reference. */
+static json_t *env_named(const char *name, size_t n, const char *value)
+{
+    return json_pack("{s:o, s:s}", "name", json_stringn(name, n), "value", value);
+}
+
+/*
+ * A name is all its bytes: "R" is not "R\0x" (json_equal's answer, podutil_upsert_env's),
+ * in the batch's scan of a short list and in its index of a long one.
+ */
+START_TEST(upsert_envs_whole_names)
+{
+    for (int big = 0; big < 2; big++) {
+        json_t *c1 = tu_json("{\"env\":[]}");
+        json_t *envs = json_array();
+        json_t *c2;
+        json_t *list;
+
+        json_array_append_new(json_object_get(c1, "env"), env_named("R\0x", 3, "1"));
+        json_array_append_new(json_object_get(c1, "env"), env_named("S", 1, "1"));
+        for (int k = 0; big && k < 40; k++) {
+            char name[16];
+
+            snprintf(name, sizeof(name), "E%d", k);
+            json_array_append_new(json_object_get(c1, "env"), podutil_env_value(name, "1"));
+            json_array_append_new(envs, podutil_env_value(name, "2"));
+        }
+        json_array_append_new(envs, env_named("R", 1, "2"));
+        json_array_append_new(envs, env_named("S\0", 2, "2"));
+        json_array_append_new(envs, env_named("R\0x", 3, "3"));
+        c2 = json_deep_copy(c1);
+        for (size_t i = 0; i < json_array_size(envs); i++)
+            ck_assert_int_ge(
+                podutil_upsert_env(c1, json_deep_copy(json_array_get(envs, i)), "t", NULL), 0);
+        ck_assert_int_eq(podutil_upsert_envs(c2, envs, NULL, "t", NULL), 0);
+        ck_assert_msg(json_equal(c1, c2), "big %d: single and batch differ", big);
+        list = json_object_get(c2, "env");
+        /* R\0x replaced in place (3), S kept, R and S\0 appended */
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "value")), "3");
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 1), "value")), "1");
+        ck_assert_uint_eq(json_array_size(list), big ? 44 : 4);
+        json_decref(c1);
+        json_decref(c2);
+        json_decref(envs);
+    }
+}
+END_TEST
+
 START_TEST(upsert_envs_edges)
 {
     json_t *c = tu_json("{\"name\":\"c\"}");
@@ -632,6 +680,7 @@ static Suite *podutil_suite(void)
     tcase_add_test(tc, upsert_env_whole_name);
     tcase_add_test(tc, upsert_envs_matches_single_upserts);
     tcase_add_test(tc, upsert_envs_edges);
+    tcase_add_test(tc, upsert_envs_whole_names);
     tcase_add_test(tc, upsert_bad_input_no_leak);
     tcase_add_test(tc, upsert_env_replaced_warns);
     tcase_add_test(tc, upsert_volume_results);
