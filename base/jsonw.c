@@ -240,3 +240,46 @@ int jsonw_value(struct buf *o, const json_t *v)
     buf_fail(o, WH_EINVAL); /* not a jansson type */
     return o->rc;
 }
+
+void jsonw_texts_add(struct jsonw_texts *t, const json_t *v, const char *text, size_t len)
+{
+    if (t == NULL || t->n >= JSONW_TEXTS_MAX)
+        return;
+    t->e[t->n++] = (struct jsonw_text){.value = v, .text = text, .len = len};
+}
+
+/* The known text of v in t, or NULL. */
+static const struct jsonw_text *known_text(const struct jsonw_texts *t, const json_t *v)
+{
+    for (size_t k = 0; k < t->n; k++)
+        if (t->e[k].value == v)
+            return &t->e[k];
+    return NULL;
+}
+
+/* v's known text, else jsonw_value's. */
+static int value_or_text(struct buf *o, const json_t *v, const struct jsonw_texts *t)
+{
+    const struct jsonw_text *k = known_text(t, v);
+
+    return k != NULL ? jsonw_raw(o, k->text, k->len) : jsonw_value(o, v);
+}
+
+int jsonw_value_texts(struct buf *o, const json_t *v, const struct jsonw_texts *t)
+{
+    json_t *item;
+    size_t i;
+
+    if (t == NULL || t->n == 0 || o->rc < 0 || v == NULL)
+        return jsonw_value(o, v);
+    if (!json_is_array(v) || known_text(t, v) != NULL)
+        return value_or_text(o, v, t);
+    put(o, "[", 1);
+    json_array_foreach(v, i, item) {
+        if (i > 0)
+            put(o, ",", 1);
+        if (value_or_text(o, item, t) < 0)
+            return o->rc;
+    }
+    return jsonw_raw(o, "]", 1);
+}

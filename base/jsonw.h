@@ -56,4 +56,35 @@ int jsonw_pointer_segment(struct buf *o, const char *seg, size_t n);
  */
 int jsonw_value(struct buf *o, const json_t *v);
 
+/* How many values a struct jsonw_texts holds; later ones are written the long way. */
+#define JSONW_TEXTS_MAX 64
+
+/*
+ * Values whose compact text is known already: nodes of trees no one edits (the
+ * plugins' Job-constant parts, plugins/plugin.h plugin_memo_get), each beside the
+ * text jsonw_value wrote for it once. Every pointer is borrowed. Set n to 0 to start.
+ */
+struct jsonw_texts {
+    size_t n;
+    struct jsonw_text {
+        const json_t *value;
+        const char *text;
+        size_t len;
+    } e[JSONW_TEXTS_MAX];
+};
+
+/**
+ * Remember that v's compact text is the len bytes at text (both borrowed: they must
+ * outlive t's use, and v must not change meanwhile). Ignored when t is NULL or full
+ * (the value is then written the long way, with the same bytes).
+ */
+void jsonw_texts_add(struct jsonw_texts *t, const json_t *v, const char *text, size_t len);
+
+/**
+ * jsonw_value(o, v), the same bytes, copying the known text (t, may be NULL) of v,
+ * or of each item when v is an array, in place of walking it: the patch writer's
+ * op values are such parts, or arrays of them. @return o->rc, as jsonw_value's.
+ */
+int jsonw_value_texts(struct buf *o, const json_t *v, const struct jsonw_texts *t);
+
 #endif

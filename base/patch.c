@@ -59,6 +59,7 @@ struct diff {
     struct buf path;
     json_t *ops;      /* patch_diff: the array the ops are appended to */
     struct buf *text; /* patch_diff_write: where the op array's text goes */
+    const struct jsonw_texts *known; /* patch_diff_write: op values' texts, or NULL */
     size_t n;         /* ops emitted */
 };
 
@@ -107,7 +108,7 @@ static int emit_text(struct diff *d, const char *op, const json_t *value)
     (void)jsonw_raw(o, buf_cstr(&d->path), d->path.len);
     if (value != NULL) {
         (void)jsonw_lit(o, "\",\"value\":");
-        (void)jsonw_value(o, value);
+        (void)jsonw_value_texts(o, value, d->known);
         (void)jsonw_lit(o, "}");
     } else {
         (void)jsonw_lit(o, "\"}");
@@ -256,9 +257,10 @@ fail:
     return NULL;
 }
 
-int patch_diff_write(const json_t *before, const json_t *after, struct buf *out, size_t *n_ops)
+int patch_diff_write(const json_t *before, const json_t *after, const struct jsonw_texts *known,
+                     struct buf *out, size_t *n_ops)
 {
-    struct diff d = {.text = out};
+    struct diff d = {.text = out, .known = known};
     int rc;
 
     if (n_ops != NULL)

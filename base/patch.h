@@ -12,6 +12,7 @@
 
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/jsonw.h"
 
 /**
  * Compute the RFC 6902 operations that turn `before` into `after`.
@@ -39,13 +40,17 @@ json_t *patch_diff(const json_t *before, const json_t *after);
  * exactly json_dumps(patch_diff(before, after), JSON_COMPACT) ("[]" when equal),
  * so the same rules and op order hold (docs/plugins.md §7.3).
  * @param before, after  borrowed, not changed
+ * @param known    may be NULL: values of after whose text is known (base/jsonw.h
+ *                 jsonw_value_texts: an op's value, or its array's items, copied
+ *                 from there; the bytes are the same)
  * @param out      caller-owned buffer; its max bounds the patch (WH_ETOOBIG)
  * @param n_ops    out, may be NULL: the ops written (0 when equal)
  * @return out->rc: 0; WH_EINVAL when before or after is NULL; WH_ENOMEM; WH_ETOOBIG
  *         when the text would pass out's max (the walk stops there). On failure out
  *         holds a partial text and keeps the failure in its rc (base/buf.h).
  */
-int patch_diff_write(const json_t *before, const json_t *after, struct buf *out, size_t *n_ops);
+int patch_diff_write(const json_t *before, const json_t *after, const struct jsonw_texts *known,
+                     struct buf *out, size_t *n_ops);
 
 /**
  * Append the RFC 6901 escaped form of segment to dst (capacity dstlen, NUL-terminated).

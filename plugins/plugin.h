@@ -37,6 +37,7 @@
 #include "plugins/warnings.h"
 
 struct args_def;
+struct jsonw_texts;
 struct k8s_client;
 struct sshkeys_store;
 
@@ -67,8 +68,12 @@ struct plugin_ctx {
     /* on_pod_create: where this thread keeps what the plugin derives from this Job
      * version alone, for its later pods (plugins/jobsource.h job_memo: NULL until the
      * plugin stores a new reference, which must never be edited, as the Job is not);
-     * NULL when the source keeps none (derive per pod). */
+     * NULL when the source keeps none (derive per pod). Use it through
+     * plugin_memo_get and plugin_memo_keep. */
     json_t **job_memo;
+    /* on_pod_create: where plugin_memo_get and plugin_memo_keep put the texts of the
+     * parts they hand out, for the patch writer (base/jsonw.h); may be NULL. */
+    struct jsonw_texts *texts;
 };
 
 struct diagnostics; /* plugins/diagnose.h */
@@ -130,6 +135,29 @@ void plugin_args(const struct plugin_ctx *c, const struct args_def *defs, size_t
  * @return rc
  */
 int plugin_error_name(struct wh_error *err, const char *name, int rc);
+
+/**
+ * The plugin's Job-constant parts kept in its slot (c->job_memo) by plugin_memo_keep
+ * for this thread and Job version: what it derives from the Job alone and places by
+ * reference in every pod (docs/plugins.md §3.1: the same for every pod of a version).
+ * The compact text of each item goes to c->texts (may be NULL), so the patch writer
+ * copies it (patch_diff_write) in place of walking the item again.
+ * @param c  borrowed; job_memo and texts are read
+ * @return new reference to the parts (an array, never to be edited), or NULL when
+ *         there are none yet, or no slot: the plugin then makes them and calls
+ *         plugin_memo_keep. The texts stay valid while the slot does (plugins/jobsource.h
+ *         job_memo: until this thread's next read of a Job), past the patch.
+ */
+json_t *plugin_memo_get(const struct plugin_ctx *c);
+
+/**
+ * Keep parts (an array, new reference taken; its items are shared by every pod and
+ * must never be edited) in c's slot, beside the compact text of each item (base/jsonw.h
+ * jsonw_value), and register those texts in c->texts as plugin_memo_get does. No slot
+ * (c->job_memo NULL), or no memory for the texts: nothing is kept.
+ * @return parts, the caller's reference (NULL when parts is NULL).
+ */
+json_t *plugin_memo_keep(const struct plugin_ctx *c, json_t *parts);
 
 /** The registry in execution order (D2): ssh, env, svc, tensorflow, mpi, pytorch, hcclrank, ray. */
 extern const struct plugin *const plugin_registry[];

@@ -120,7 +120,7 @@ enum { PT_ADDR, PT_PORT, PT_ENV_ADDR, PT_ENV_PORT, PT_ENV_SIZE };
 /*
  * [MASTER_ADDR's value, the port, env MASTER_ADDR, MASTER_PORT, WORLD_SIZE] of the Job's
  * pods (docs/plugins.md §4.4 steps 2-5; the Job's alone: its tasks and arguments), made
- * once per thread and Job version where the source keeps them (c->job_memo), shared by
+ * once per thread and Job version where the source keeps them (plugin_memo_get), shared by
  * every pod and container (never edited in place). @return new reference, NULL on ENOMEM.
  */
 static json_t *pt_parts(const struct plugin_ctx *c, const struct pt_args *a, const json_t *master)
@@ -130,8 +130,9 @@ static json_t *pt_parts(const struct plugin_ctx *c, const struct pt_args *a, con
     char size[24];
     json_t *parts;
 
-    if (c->job_memo != NULL && *c->job_memo != NULL)
-        return json_incref(*c->job_memo);
+    parts = plugin_memo_get(c);
+    if (parts != NULL)
+        return parts;
     addr = job_task_domain(c->job, master, 0);
     parts = addr != NULL ? json_array() : NULL;
     snprintf(port, sizeof(port), "%lld", (long long)a->port);
@@ -150,9 +151,7 @@ static json_t *pt_parts(const struct plugin_ctx *c, const struct pt_args *a, con
         return NULL;
     }
     free(addr);
-    if (c->job_memo != NULL)
-        *c->job_memo = json_incref(parts);
-    return parts;
+    return plugin_memo_keep(c, parts);
 }
 
 /*

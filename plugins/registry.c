@@ -3,12 +3,15 @@
  * registry.c - the plugin table. Its order is the execution order (D2);
  * immutable, no runtime registration, no lock. Also what every plugin shares
  * through plugins/plugin.h: its argument parsing (plugin_args) and the plugin's
- * name in its errors (plugin_error_name).
+ * name in its errors (plugin_error_name), and its Job-constant parts kept per Job
+ * version with their texts (plugin_memo_get, plugin_memo_keep).
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/jsonobj.h"
+#include "base/jsonw.h"
 #include "plugins/args.h"
 #include "plugins/plugin.h"
 
@@ -84,4 +87,77 @@ void plugin_effective_set(const json_t *job, bool *enabled, const json_t **args,
         enabled[registry_index("svc")] = true;
     if (enabled[registry_index("mpi")])
         enabled[registry_index("ssh")] = true;
+}
+
+/* A slot holds [parts, texts]: texts[i] is the compact text of parts[i]. */
+enum { MEMO_PARTS, MEMO_TEXTS };
+
+/* parts' item texts (kept in memo) registered in c->texts. */
+static void memo_register(const struct plugin_ctx *c, const json_t *memo)
+{
+    const json_t *parts = json_array_get(memo, MEMO_PARTS);
+    const json_t *texts = json_array_get(memo, MEMO_TEXTS);
+    const json_t *item;
+    size_t i;
+
+    if (c->texts == NULL)
+        return;
+    json_array_foreach(parts, i, item) {
+        const json_t *t = json_array_get(texts, i);
+
+        jsonw_texts_add(c->texts, item, json_string_value(t), json_string_length(t));
+    }
+}
+
+json_t *plugin_memo_get(const struct plugin_ctx *c)
+{
+    const json_t *memo = c->job_memo != NULL ? *c->job_memo : NULL;
+
+    if (memo == NULL)
+        return NULL;
+    memo_register(c, memo);
+    return json_incref(json_array_get(memo, MEMO_PARTS));
+}
+
+/* The compact text of each item of parts, as JSON strings; NULL on ENOMEM. */
+static json_t *item_texts(const json_t *parts)
+{
+    json_t *texts = json_array();
+    struct buf b;
+    const json_t *item;
+    size_t i;
+
+    if (texts == NULL)
+        return NULL;
+    buf_init(&b, BUF_NO_MAX);
+    json_array_foreach(parts, i, item) {
+        buf_truncate(&b, 0);
+        /* The text of valid strings is valid UTF-8: no second check. */
+        if (jsonw_value(&b, item) < 0
+            || json_array_append_new(texts, json_stringn_nocheck(buf_cstr(&b), b.len)) < 0) {
+            json_decref(texts);
+            texts = NULL;
+            break;
+        }
+    }
+    buf_dispose(&b);
+    return texts;
+}
+
+json_t *plugin_memo_keep(const struct plugin_ctx *c, json_t *parts)
+{
+    json_t *memo;
+
+    if (parts == NULL || c->job_memo == NULL)
+        return parts;
+    memo = json_array();
+    if (memo == NULL || json_array_append(memo, parts) < 0
+        || json_array_append_new(memo, item_texts(parts)) < 0) {
+        json_decref(memo);
+        return parts; /* ENOMEM: derived again for the next pod */
+    }
+    json_decref(*c->job_memo);
+    *c->job_memo = memo;
+    memo_register(c, memo);
+    return parts;
 }

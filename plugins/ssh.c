@@ -136,7 +136,7 @@ static int ssh_mount_list(json_t *list, const char *list_name, const json_t *sec
 /*
  * [secret name, volume, mount] of the Job's pods (the Job's alone: its name and
  * --ssh-key-file-path), made once per thread and Job version where the source keeps
- * them (c->job_memo): every pod and container shares them (never edited in place).
+ * them (plugin_memo_get): every pod and container shares them (never edited in place).
  * @return new reference, NULL on ENOMEM.
  */
 static json_t *ssh_parts(const struct plugin_ctx *c, const struct ssh_args *a)
@@ -145,8 +145,9 @@ static json_t *ssh_parts(const struct plugin_ctx *c, const struct ssh_args *a)
     json_t *secret;
     json_t *parts;
 
-    if (c->job_memo != NULL && *c->job_memo != NULL)
-        return json_incref(*c->job_memo);
+    parts = plugin_memo_get(c);
+    if (parts != NULL)
+        return parts;
     /* "<job>-ssh", shared by the volume and the mount (strings are never edited) */
     name = objects_name(c->job, "-ssh");
     secret = name != NULL ? json_string(name) : NULL;
@@ -160,9 +161,7 @@ static json_t *ssh_parts(const struct plugin_ctx *c, const struct ssh_args *a)
         return NULL;
     }
     json_decref(secret);
-    if (c->job_memo != NULL)
-        *c->job_memo = json_incref(parts);
-    return parts;
+    return plugin_memo_keep(c, parts);
 }
 
 static int ssh_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)

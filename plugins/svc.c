@@ -298,16 +298,12 @@ static int svc_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
         goto nomem;
     if (a.inject_hosts_env) {
         /* The Job's alone: made once per thread and Job version where the source keeps
-         * them (c->job_memo), shared by every pod as by every container. */
-        if (c->job_memo != NULL && *c->job_memo != NULL) {
-            env = json_incref(*c->job_memo);
-        } else {
-            env = svc_env_refs(c->job, cm);
-            if (env == NULL)
-                goto nomem;
-            if (c->job_memo != NULL)
-                *c->job_memo = json_incref(env);
-        }
+         * them (plugin_memo_get), shared by every pod as by every container. */
+        env = plugin_memo_get(c);
+        if (env == NULL)
+            env = plugin_memo_keep(c, svc_env_refs(c->job, cm));
+        if (env == NULL)
+            goto nomem;
         rc = svc_env_list(c, podutil_containers(pod), "containers", env, err);
         if (rc < 0)
             goto out;

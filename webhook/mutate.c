@@ -19,6 +19,7 @@
 
 #include "base/jsonobj.h"
 #include "base/log.h"
+#include "base/jsonw.h"
 #include "base/patch.h"
 #include "k8s/names.h"
 #include "k8s/podcheck.h"
@@ -317,6 +318,7 @@ struct chain {
     bool enabled[16];
     const json_t *args[16];
     json_t **memo[16]; /* the source's job_memo slot per plugin, or NULL */
+    struct jsonw_texts *texts; /* the slots' part texts, for the patch writer; or NULL */
     const struct plugin_pod_info *info;
 };
 
@@ -350,6 +352,7 @@ static int chain_run(const struct chain *ch, json_t *copy, struct warnings *w,
                 .warnings = w,
                 .kc = NULL,
                 .job_memo = ch->memo[k],
+                .texts = ch->texts,
             };
             int rc;
 
@@ -552,6 +555,7 @@ static void pod_with_job(const json_t *job, const json_t *pod, const char *ns,
                          const struct jobsource *src, struct buf *text, struct mutate_result *out)
 {
     struct chain ch = {.job = job};
+    struct jsonw_texts texts;
     struct plugin_pod_info info;
     const struct plugin *p = NULL;
     json_t *copy = NULL;
@@ -569,6 +573,9 @@ static void pod_with_job(const json_t *job, const json_t *pod, const char *ns,
         goto nomem;
     pod_info_init(&info, copy, ns);
     ch.info = &info;
+    texts.n = 0;
+    if (text != NULL)
+        ch.texts = &texts; /* only the text writer reads them */
     plugin_effective_set(job, ch.enabled, ch.args, &out->warnings);
     /* enabled[] has 16 entries, out->enabled 32 bits */
     for (size_t k = 0; k < plugin_registry_len && k < sizeof(ch.enabled) / sizeof(ch.enabled[0]);
@@ -595,7 +602,7 @@ static void pod_with_job(const json_t *job, const json_t *pod, const char *ns,
 
     if (text != NULL) {
         /* WH_ETOOBIG stays in text->rc: the cap is the caller's, and so is the answer. */
-        rc = patch_diff_write(pod, copy, text, &out->patch_ops);
+        rc = patch_diff_write(pod, copy, &texts, text, &out->patch_ops);
         if (rc < 0 && rc != WH_ETOOBIG)
             goto nomem;
         out->pod = copy;

@@ -202,6 +202,56 @@ START_TEST(test_cap)
 }
 END_TEST
 
+/* jsonw_value_texts copies a known text for the value itself or an array's item, and
+ * walks everything else: texts made unlike the values show which was copied. */
+START_TEST(test_known_texts)
+{
+    json_t *part = json_pack("{s:s}", "name", "a");
+    json_t *other = json_pack("{s:s}", "name", "b");
+    json_t *list = json_pack("[OO]", part, other);
+    json_t *nested = json_pack("{s:O}", "v", part);
+    struct jsonw_texts t = {.n = 0};
+    struct buf o;
+
+    ck_assert_ptr_nonnull(list);
+    ck_assert_ptr_nonnull(nested);
+    buf_init(&o, BUF_NO_MAX);
+    /* no texts: jsonw_value's bytes */
+    ck_assert_int_eq(jsonw_value_texts(&o, list, NULL), 0);
+    ck_assert_str_eq(buf_cstr(&o), "[{\"name\":\"a\"},{\"name\":\"b\"}]");
+    jsonw_texts_add(&t, part, "PART", 4);
+    buf_truncate(&o, 0);
+    ck_assert_int_eq(jsonw_value_texts(&o, part, &t), 0);
+    ck_assert_str_eq(buf_cstr(&o), "PART");
+    buf_truncate(&o, 0);
+    ck_assert_int_eq(jsonw_value_texts(&o, list, &t), 0);
+    ck_assert_str_eq(buf_cstr(&o), "[PART,{\"name\":\"b\"}]");
+    /* an object's members are walked: only op values and their items are looked up */
+    buf_truncate(&o, 0);
+    ck_assert_int_eq(jsonw_value_texts(&o, nested, &t), 0);
+    ck_assert_str_eq(buf_cstr(&o), "{\"v\":{\"name\":\"a\"}}");
+    /* a known array is copied whole */
+    jsonw_texts_add(&t, list, "LIST", 4);
+    buf_truncate(&o, 0);
+    ck_assert_int_eq(jsonw_value_texts(&o, list, &t), 0);
+    ck_assert_str_eq(buf_cstr(&o), "LIST");
+    /* a full table ignores more: the value is walked */
+    t.n = JSONW_TEXTS_MAX;
+    jsonw_texts_add(&t, other, "OTHER", 5);
+    ck_assert_uint_eq(t.n, JSONW_TEXTS_MAX);
+    t.n = 1;
+    buf_truncate(&o, 0);
+    ck_assert_int_eq(jsonw_value_texts(&o, other, &t), 0);
+    ck_assert_str_eq(buf_cstr(&o), "{\"name\":\"b\"}");
+    ck_assert_int_eq(jsonw_value_texts(&o, NULL, &t), WH_EINVAL);
+    buf_dispose(&o);
+    json_decref(nested);
+    json_decref(list);
+    json_decref(other);
+    json_decref(part);
+}
+END_TEST
+
 /* ---- random documents: the writer's text is the dumper's ---------------- */
 
 START_TEST(test_random_documents)
@@ -236,6 +286,7 @@ static Suite *jsonw_suite(void)
     suite_add_tcase(s, ts);
     tcase_add_loop_test(tv, test_values, 0, (int)(sizeof(values) / sizeof(values[0])));
     tcase_add_test(tv, test_null_value);
+    tcase_add_test(tv, test_known_texts);
     tcase_add_test(tv, test_random_documents);
     suite_add_tcase(s, tv);
     return s;

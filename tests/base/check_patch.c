@@ -53,7 +53,7 @@ static char *assert_text_is_dump(const json_t *before, const json_t *after, cons
     char *got;
 
     buf_init(&text, BUF_NO_MAX);
-    ck_assert_int_eq(patch_diff_write(before, after, &text, &n), 0);
+    ck_assert_int_eq(patch_diff_write(before, after, NULL, &text, &n), 0);
     got = buf_take(&text, NULL);
     ck_assert_ptr_nonnull(got);
     ck_assert_msg(strcmp(got, want) == 0, "%s: text differs from the dump\n got: %s\nwant: %s",
@@ -297,7 +297,7 @@ START_TEST(test_diff_write_null_inputs)
     size_t n = 7;
 
     buf_init(&text, BUF_NO_MAX);
-    ck_assert_int_eq(patch_diff_write(NULL, v, &text, &n), WH_EINVAL);
+    ck_assert_int_eq(patch_diff_write(NULL, v, NULL, &text, &n), WH_EINVAL);
     ck_assert_uint_eq(n, 0);
     ck_assert_int_eq(text.rc, WH_EINVAL);
     buf_dispose(&text);
@@ -316,11 +316,11 @@ START_TEST(test_diff_write_cap)
     size_t n;
 
     buf_init(&text, strlen(want) - 1);
-    ck_assert_int_eq(patch_diff_write(before, after, &text, &n), WH_ETOOBIG);
+    ck_assert_int_eq(patch_diff_write(before, after, NULL, &text, &n), WH_ETOOBIG);
     ck_assert_int_eq(text.rc, WH_ETOOBIG);
     buf_dispose(&text);
     buf_init(&text, strlen(want));
-    ck_assert_int_eq(patch_diff_write(before, after, &text, &n), 0);
+    ck_assert_int_eq(patch_diff_write(before, after, NULL, &text, &n), 0);
     ck_assert_str_eq(buf_cstr(&text), want);
     ck_assert_uint_eq(n, 2);
     buf_dispose(&text);

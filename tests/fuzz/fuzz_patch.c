@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t n = 0;
 
         buf_init(&direct, BUF_NO_MAX);
-        FUZZ_CHECK(patch_diff_write(a, b, &direct, &n) == 0, "patch_diff_write failed");
+        FUZZ_CHECK(patch_diff_write(a, b, NULL, &direct, &n) == 0, "patch_diff_write failed");
         FUZZ_CHECK(strcmp(buf_cstr(&direct), text) == 0 && n == json_array_size(ops),
                    "patch_diff_write differs from the dump\n text: %s\n dump: %s",
                    buf_cstr(&direct), text);

@@ -160,6 +160,32 @@ static char *patch_of(const struct jobsource *src, json_t *pod)
     return text;
 }
 
+/* The patch of pod from src as mutate_review_text writes it (freed by the caller). */
+static char *patch_text_of(const struct jobsource *src, json_t *pod)
+{
+    struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
+    struct mutate_request req = {.uid = "req-1",
+                                 .operation = "CREATE",
+                                 .resource = "pods",
+                                 .group = "",
+                                 .sub_resource = "",
+                                 .ns = "ns1",
+                                 .pod = pod};
+    struct mutate_result r;
+    struct buf b;
+    char *text;
+
+    buf_init(&b, BUF_NO_MAX);
+    mutate_review_text(&req, src, &opt, &b, &r);
+    ck_assert_msg(r.allowed, "%s", r.message);
+    ck_assert_int_eq(b.rc, 0);
+    text = strdup(buf_cstr(&b));
+    ck_assert_ptr_nonnull(text);
+    buf_dispose(&b);
+    mutate_result_dispose(&r);
+    return text;
+}
+
 /* svc's env entries, ssh's volume and mount, pytorch's port and env entries kept in the
  * source's slots per Job version (jobsource.job_memo): the same patch as made per pod,
  * first and second time, and a new version's own entries. */
@@ -202,25 +228,44 @@ START_TEST(job_memo_keeps_svc_env_per_version)
     got = patch_of(&memo, pod);
     ck_assert_str_eq(got, want);
     free(got);
+    /* the text writer copies the kept parts' texts (plugin_memo_keep): the same bytes */
+    got = patch_text_of(&memo, pod);
+    ck_assert_str_eq(got, want);
+    free(got);
     /* kept for the next pod: svc's 4 entries, ssh's name, volume and mount, pytorch's
      * address, port and 3 entries (RANK is the pod's own) */
-    ck_assert_uint_eq(json_array_size(ms.slot[0][svc]), 4);
-    ck_assert_uint_eq(json_array_size(ms.slot[0][ssh]), 3);
-    ck_assert_uint_eq(json_array_size(ms.slot[0][pt]), 5);
+    ck_assert_uint_eq(json_array_size(json_array_get(ms.slot[0][svc], 0)), 4);
+    ck_assert_uint_eq(json_array_size(json_array_get(ms.slot[0][ssh], 0)), 3);
+    ck_assert_uint_eq(json_array_size(json_array_get(ms.slot[0][pt], 0)), 5);
     for (size_t k = 0; k < 16; k++)
         ck_assert(k == svc || k == ssh || k == pt || ms.slot[0][k] == NULL);
     got = patch_of(&memo, pod);
     ck_assert_str_eq(got, want);
     free(got);
+    got = patch_text_of(&memo, pod);
+    ck_assert_str_eq(got, want);
+    free(got);
     free(want);
-    /* the new version: its own entries, VC_PS_* among them, and its WORLD_SIZE */
+    /* the texts are what the writer copies: ssh's volume text, changed in its slot, is
+     * the volume's op value (so the equality above is the texts' own) */
+    ck_assert_int_eq(json_array_set_new(json_array_get(ms.slot[0][ssh], 1), 1,
+                                        json_string("{\"name\":\"kept-text\"}")),
+                     0);
+    got = patch_text_of(&memo, pod);
+    ck_assert_ptr_nonnull(strstr(got, "\"path\":\"/spec/volumes\",\"value\":[{\"name\":\"kept-text\"},{"));
+    free(got);
+    /* the new version: its own entries, VC_PS_* among them, and its WORLD_SIZE; the text
+     * writer first, so its texts are the ones plugin_memo_keep made */
     ms.version = 1;
     want = patch_of(&plain, pod);
     ck_assert_ptr_nonnull(strstr(want, "VC_PS_HOSTS"));
     ck_assert_ptr_nonnull(strstr(want, "{\"name\":\"WORLD_SIZE\",\"value\":\"4\"}"));
+    got = patch_text_of(&memo, pod);
+    ck_assert_str_eq(got, want);
+    free(got);
     got = patch_of(&memo, pod);
     ck_assert_str_eq(got, want);
-    ck_assert_uint_eq(json_array_size(ms.slot[1][svc]), 6);
+    ck_assert_uint_eq(json_array_size(json_array_get(ms.slot[1][svc], 0)), 6);
     free(got);
     free(want);
     for (int v = 0; v < 2; v++) {
