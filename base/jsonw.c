@@ -241,20 +241,50 @@ int jsonw_value(struct buf *o, const json_t *v)
     return o->rc;
 }
 
+void jsonw_texts_init(struct jsonw_texts *t)
+{
+    t->n = 0;
+    memset(t->at, 0, sizeof(t->at));
+}
+
+/* The first place of v in t->at (Knuth's multiplicative hash of the address; its low
+ * bits are the allocator's alignment). */
+static size_t text_home(const json_t *v)
+{
+    const size_t places = sizeof(((struct jsonw_texts *)0)->at);
+
+    return (size_t)(((uint64_t)(uintptr_t)v * 0x9E3779B97F4A7C15ULL) >> 32) % places;
+}
+
+/* The place in t->at that holds v, or the free one where it would go. */
+static size_t text_place(const struct jsonw_texts *t, const json_t *v)
+{
+    size_t k = text_home(v);
+
+    while (t->at[k] != 0 && t->e[t->at[k] - 1].value != v)
+        k = (k + 1) % sizeof(t->at);
+    return k; /* ends: at most half the places are taken */
+}
+
 void jsonw_texts_add(struct jsonw_texts *t, const json_t *v, const char *text, size_t len)
 {
+    size_t k;
+
     if (t == NULL || t->n >= JSONW_TEXTS_MAX)
         return;
-    t->e[t->n++] = (struct jsonw_text){.value = v, .text = text, .len = len};
+    k = text_place(t, v);
+    if (t->at[k] != 0)
+        return;
+    t->e[t->n] = (struct jsonw_text){.value = v, .text = text, .len = len};
+    t->at[k] = (unsigned char)++t->n;
 }
 
 /* The known text of v in t, or NULL. */
 static const struct jsonw_text *known_text(const struct jsonw_texts *t, const json_t *v)
 {
-    for (size_t k = 0; k < t->n; k++)
-        if (t->e[k].value == v)
-            return &t->e[k];
-    return NULL;
+    size_t k = text_place(t, v);
+
+    return t->at[k] != 0 ? &t->e[t->at[k] - 1] : NULL;
 }
 
 /* v's known text, else jsonw_value's. */

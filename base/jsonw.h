@@ -62,7 +62,9 @@ int jsonw_value(struct buf *o, const json_t *v);
 /*
  * Values whose compact text is known already: nodes of trees no one edits (the
  * plugins' Job-constant parts, plugins/plugin.h plugin_memo_get), each beside the
- * text jsonw_value wrote for it once. Every pointer is borrowed. Set n to 0 to start.
+ * text jsonw_value wrote for it once. Every pointer is borrowed. Found by the value's
+ * address in an open-addressing table at most half full: one probe or two per value
+ * written, known or not, however many a Job with thousands of tasks registers.
  */
 struct jsonw_texts {
     size_t n;
@@ -71,12 +73,16 @@ struct jsonw_texts {
         const char *text;
         size_t len;
     } e[JSONW_TEXTS_MAX];
+    unsigned char at[2 * JSONW_TEXTS_MAX]; /* by address hash: 1 + index in e, 0 = free */
 };
+
+/** Make t empty. */
+void jsonw_texts_init(struct jsonw_texts *t);
 
 /**
  * Remember that v's compact text is the len bytes at text (both borrowed: they must
- * outlive t's use, and v must not change meanwhile). Ignored when t is NULL or full
- * (the value is then written the long way, with the same bytes).
+ * outlive t's use, and v must not change meanwhile). Ignored when t is NULL or full,
+ * or v is known already (the value is then written as before, with the same bytes).
  */
 void jsonw_texts_add(struct jsonw_texts *t, const json_t *v, const char *text, size_t len);
 

@@ -573,7 +573,7 @@ static void pod_with_job(const json_t *job, const json_t *pod, const char *ns,
         goto nomem;
     pod_info_init(&info, copy, ns);
     ch.info = &info;
-    texts.n = 0;
+    jsonw_texts_init(&texts);
     if (text != NULL)
         ch.texts = &texts; /* only the text writer reads them */
     plugin_effective_set(job, ch.enabled, ch.args, &out->warnings);

@@ -210,11 +210,13 @@ START_TEST(test_known_texts)
     json_t *other = json_pack("{s:s}", "name", "b");
     json_t *list = json_pack("[OO]", part, other);
     json_t *nested = json_pack("{s:O}", "v", part);
-    struct jsonw_texts t = {.n = 0};
+    json_t *many[JSONW_TEXTS_MAX];
+    struct jsonw_texts t;
     struct buf o;
 
     ck_assert_ptr_nonnull(list);
     ck_assert_ptr_nonnull(nested);
+    jsonw_texts_init(&t);
     buf_init(&o, BUF_NO_MAX);
     /* no texts: jsonw_value's bytes */
     ck_assert_int_eq(jsonw_value_texts(&o, list, NULL), 0);
@@ -235,11 +237,27 @@ START_TEST(test_known_texts)
     buf_truncate(&o, 0);
     ck_assert_int_eq(jsonw_value_texts(&o, list, &t), 0);
     ck_assert_str_eq(buf_cstr(&o), "LIST");
-    /* a full table ignores more: the value is walked */
-    t.n = JSONW_TEXTS_MAX;
+    /* a value known already keeps its first text */
+    jsonw_texts_add(&t, part, "AGAIN", 5);
+    ck_assert_uint_eq(t.n, 2);
+    buf_truncate(&o, 0);
+    ck_assert_int_eq(jsonw_value_texts(&o, part, &t), 0);
+    ck_assert_str_eq(buf_cstr(&o), "PART");
+    /* a full table ignores more (that value is walked), and finds every one it took */
+    jsonw_texts_init(&t);
+    for (int i = 0; i < JSONW_TEXTS_MAX; i++) {
+        many[i] = json_integer(i);
+        ck_assert_ptr_nonnull(many[i]);
+        jsonw_texts_add(&t, many[i], "K", 1);
+    }
     jsonw_texts_add(&t, other, "OTHER", 5);
     ck_assert_uint_eq(t.n, JSONW_TEXTS_MAX);
-    t.n = 1;
+    for (int i = 0; i < JSONW_TEXTS_MAX; i++) {
+        buf_truncate(&o, 0);
+        ck_assert_int_eq(jsonw_value_texts(&o, many[i], &t), 0);
+        ck_assert_str_eq(buf_cstr(&o), "K");
+        json_decref(many[i]);
+    }
     buf_truncate(&o, 0);
     ck_assert_int_eq(jsonw_value_texts(&o, other, &t), 0);
     ck_assert_str_eq(buf_cstr(&o), "{\"name\":\"b\"}");
