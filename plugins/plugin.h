@@ -153,8 +153,10 @@ json_t *plugin_memo_get(const struct plugin_ctx *c);
 /**
  * Keep parts (an array, new reference taken; its items are shared by every pod and
  * must never be edited) in c's slot, beside the compact text of each item (base/jsonw.h
- * jsonw_value), and register those texts in c->texts as plugin_memo_get does. No slot
- * (c->job_memo NULL), or no memory for the texts: nothing is kept.
+ * jsonw_value; of an array item, the texts of its items: a list placed entry by
+ * entry), and register those texts in c->texts as plugin_memo_get does. No slot
+ * (c->job_memo NULL), a slot filled already, or no memory for the texts: nothing is
+ * kept (the parts are the caller's alone).
  * @return parts, the caller's reference (NULL when parts is NULL).
  */
 json_t *plugin_memo_keep(const struct plugin_ctx *c, json_t *parts);

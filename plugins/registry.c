@@ -89,23 +89,23 @@ void plugin_effective_set(const json_t *job, bool *enabled, const json_t **args,
         enabled[registry_index("ssh")] = true;
 }
 
-/* A slot holds [parts, texts]: texts[i] is the compact text of parts[i]. */
+/* A slot holds [parts, texts]: texts[i] is the compact text of parts[i], or, for an
+ * array part (a list whose items are placed one by one), the texts of its items. */
 enum { MEMO_PARTS, MEMO_TEXTS };
 
-/* parts' item texts (kept in memo) registered in c->texts. */
-static void memo_register(const struct plugin_ctx *c, const json_t *memo)
+/* The texts of parts' items (item_texts) registered in c->texts. */
+static void memo_register(const struct plugin_ctx *c, const json_t *parts, const json_t *texts)
 {
-    const json_t *parts = json_array_get(memo, MEMO_PARTS);
-    const json_t *texts = json_array_get(memo, MEMO_TEXTS);
     const json_t *item;
     size_t i;
 
-    if (c->texts == NULL)
-        return;
     json_array_foreach(parts, i, item) {
         const json_t *t = json_array_get(texts, i);
 
-        jsonw_texts_add(c->texts, item, json_string_value(t), json_string_length(t));
+        if (json_is_array(t))
+            memo_register(c, item, t);
+        else
+            jsonw_texts_add(c->texts, item, json_string_value(t), json_string_length(t));
     }
 }
 
@@ -115,49 +115,59 @@ json_t *plugin_memo_get(const struct plugin_ctx *c)
 
     if (memo == NULL)
         return NULL;
-    memo_register(c, memo);
+    if (c->texts != NULL)
+        memo_register(c, json_array_get(memo, MEMO_PARTS), json_array_get(memo, MEMO_TEXTS));
     return json_incref(json_array_get(memo, MEMO_PARTS));
 }
 
-/* The compact text of each item of parts, as JSON strings; NULL on ENOMEM. */
-static json_t *item_texts(const json_t *parts)
+/* The compact text of each item of parts as a JSON string, an array item's as the
+ * texts of its own items; NULL on ENOMEM. */
+static json_t *item_texts(const json_t *parts, struct buf *b)
 {
     json_t *texts = json_array();
-    struct buf b;
     const json_t *item;
     size_t i;
 
     if (texts == NULL)
         return NULL;
-    buf_init(&b, BUF_NO_MAX);
     json_array_foreach(parts, i, item) {
-        buf_truncate(&b, 0);
-        /* The text of valid strings is valid UTF-8: no second check. */
-        if (jsonw_value(&b, item) < 0
-            || json_array_append_new(texts, json_stringn_nocheck(buf_cstr(&b), b.len)) < 0) {
+        json_t *t;
+
+        if (json_is_array(item)) {
+            t = item_texts(item, b);
+        } else {
+            buf_truncate(b, 0);
+            /* The text of valid strings is valid UTF-8: no second check. */
+            t = jsonw_value(b, item) == 0 ? json_stringn_nocheck(buf_cstr(b), b->len) : NULL;
+        }
+        if (json_array_append_new(texts, t) < 0) {
             json_decref(texts);
-            texts = NULL;
-            break;
+            return NULL;
         }
     }
-    buf_dispose(&b);
     return texts;
 }
 
 json_t *plugin_memo_keep(const struct plugin_ctx *c, json_t *parts)
 {
     json_t *memo;
+    struct buf b;
 
-    if (parts == NULL || c->job_memo == NULL)
+    /* A filled slot stays: texts registered from it may be in use (their values'
+     * addresses must not be freed, and so reused, within the admission). */
+    if (parts == NULL || c->job_memo == NULL || *c->job_memo != NULL)
         return parts;
+    buf_init(&b, BUF_NO_MAX);
     memo = json_array();
     if (memo == NULL || json_array_append(memo, parts) < 0
-        || json_array_append_new(memo, item_texts(parts)) < 0) {
+        || json_array_append_new(memo, item_texts(parts, &b)) < 0) {
         json_decref(memo);
+        buf_dispose(&b);
         return parts; /* ENOMEM: derived again for the next pod */
     }
-    json_decref(*c->job_memo);
+    buf_dispose(&b);
     *c->job_memo = memo;
-    memo_register(c, memo);
+    if (c->texts != NULL)
+        memo_register(c, parts, json_array_get(memo, MEMO_TEXTS));
     return parts;
 }

@@ -276,14 +276,53 @@ static int svc_set_names(const struct plugin_ctx *c, json_t *spec, const char *j
     return 0;
 }
 
+/* What svc_parts holds, by place. */
+enum { SVC_ENV, SVC_VOLUME, SVC_MOUNT };
+
+/*
+ * [the env references of step 3 ([] without inject-hosts-env), the ConfigMap's volume
+ * (step 4), its mount (step 5)] of the Job's pods (docs/plugins.md §4.2; the Job's
+ * alone: its name, tasks and arguments), made once per thread and Job version where the
+ * source keeps them (plugin_memo_get), shared by every pod as by every container (never
+ * edited in place). @return new reference, NULL on ENOMEM.
+ */
+static json_t *svc_parts(const struct plugin_ctx *c, const struct svc_args *a)
+{
+    json_t *parts = plugin_memo_get(c);
+    char *cm;
+
+    if (parts != NULL)
+        return parts;
+    cm = objects_name(c->job, "-svc");
+    parts = cm != NULL ? json_array() : NULL;
+    if (parts == NULL
+        || json_array_append_new(parts, a->inject_hosts_env ? svc_env_refs(c->job, cm)
+                                                            : json_array())
+               < 0
+        || json_array_append_new(parts, podutil_object("name", json_string(cm), "configMap",
+                                                       podutil_object("name", json_string(cm),
+                                                                      NULL, NULL)))
+               < 0
+        || json_array_append_new(
+               parts, podutil_object("name", json_string(cm), "mountPath",
+                                     json_string(SVC_MOUNT_PATH)))
+               < 0) {
+        json_decref(parts);
+        free(cm);
+        return NULL;
+    }
+    free(cm);
+    return plugin_memo_keep(c, parts);
+}
+
 static int svc_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
 {
     struct svc_args a;
     const char *job = job_name(c->job);
     json_t *spec = json_member(pod, "spec");
-    json_t *env = NULL;
-    json_t *mount = NULL;
-    char *cm = NULL;
+    json_t *parts = NULL;
+    json_t *env;
+    json_t *volume;
     int rc;
 
     svc_args_parse(c, &a);
@@ -291,51 +330,34 @@ static int svc_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
         return wh_error_set(err, WH_EINVAL, "pod has no spec object");
     rc = svc_set_names(c, spec, job, err);
     if (rc < 0)
+        return rc;
+    parts = svc_parts(c, &a);
+    if (parts == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    env = json_array_get(parts, SVC_ENV);
+    volume = json_array_get(parts, SVC_VOLUME);
+    rc = svc_env_list(c, podutil_containers(pod), "containers", env, err);
+    if (rc < 0)
         goto out;
-    rc = WH_ENOMEM;
-    cm = objects_name(c->job, "-svc");
-    if (cm == NULL)
-        goto nomem;
-    if (a.inject_hosts_env) {
-        /* The Job's alone: made once per thread and Job version where the source keeps
-         * them (plugin_memo_get), shared by every pod as by every container. */
-        env = plugin_memo_get(c);
-        if (env == NULL)
-            env = plugin_memo_keep(c, svc_env_refs(c->job, cm));
-        if (env == NULL)
-            goto nomem;
-        rc = svc_env_list(c, podutil_containers(pod), "containers", env, err);
-        if (rc < 0)
-            goto out;
-        rc = svc_env_list(c, podutil_init_containers(pod), "initContainers", env, err);
-        if (rc < 0)
-            goto out;
-    }
-    rc = podutil_upsert_volume(pod,
-                               podutil_object("name", json_string(cm), "configMap",
-                                              podutil_object("name", json_string(cm), NULL, NULL)),
-                               err);
+    rc = svc_env_list(c, podutil_init_containers(pod), "initContainers", env, err);
+    if (rc < 0)
+        goto out;
+    rc = podutil_upsert_volume(pod, json_incref(volume), err);
     if (rc == WH_ECONFLICT)
         goto out; /* D5: the user's volume, err says whose */
     if (rc < 0) {
-        rc = wh_error_set(err, rc, "cannot add volume %s: %s", cm,
+        rc = wh_error_set(err, rc, "cannot add volume %s: %s", podutil_str(volume, "name"),
                           rc == WH_ENOMEM ? "out of memory" : "malformed pod spec");
         goto out;
     }
-    mount = podutil_object("name", json_string(cm), "mountPath", json_string(SVC_MOUNT_PATH));
-    if (mount == NULL)
-        goto nomem;
-    rc = svc_mount_list(podutil_containers(pod), "containers", mount, err);
+    rc = svc_mount_list(podutil_containers(pod), "containers", json_array_get(parts, SVC_MOUNT),
+                        err);
     if (rc < 0)
         goto out;
-    rc = svc_mount_list(podutil_init_containers(pod), "initContainers", mount, err);
-    goto out;
-nomem:
-    rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+    rc = svc_mount_list(podutil_init_containers(pod), "initContainers",
+                        json_array_get(parts, SVC_MOUNT), err);
 out:
-    json_decref(env);
-    json_decref(mount);
-    free(cm);
+    json_decref(parts);
     return rc < 0 ? rc : 0;
 }
 

@@ -232,9 +232,10 @@ START_TEST(job_memo_keeps_svc_env_per_version)
     got = patch_text_of(&memo, pod);
     ck_assert_str_eq(got, want);
     free(got);
-    /* kept for the next pod: svc's 4 entries, ssh's name, volume and mount, pytorch's
-     * address, port and 3 entries (RANK is the pod's own) */
-    ck_assert_uint_eq(json_array_size(json_array_get(ms.slot[0][svc], 0)), 4);
+    /* kept for the next pod: svc's 4 entries, volume and mount, ssh's name, volume and
+     * mount, pytorch's address, port and 3 entries (RANK is the pod's own) */
+    ck_assert_uint_eq(json_array_size(json_array_get(ms.slot[0][svc], 0)), 3);
+    ck_assert_uint_eq(json_array_size(json_array_get(json_array_get(ms.slot[0][svc], 0), 0)), 4);
     ck_assert_uint_eq(json_array_size(json_array_get(ms.slot[0][ssh], 0)), 3);
     ck_assert_uint_eq(json_array_size(json_array_get(ms.slot[0][pt], 0)), 5);
     for (size_t k = 0; k < 16; k++)
@@ -251,8 +252,14 @@ START_TEST(job_memo_keeps_svc_env_per_version)
     ck_assert_int_eq(json_array_set_new(json_array_get(ms.slot[0][ssh], 1), 1,
                                         json_string("{\"name\":\"kept-text\"}")),
                      0);
+    /* and an env entry's, among the texts of svc's list of entries */
+    ck_assert_int_eq(
+        json_array_set_new(json_array_get(json_array_get(ms.slot[0][svc], 1), 0), 0,
+                           json_string("{\"name\":\"kept-env\"}")),
+        0);
     got = patch_text_of(&memo, pod);
     ck_assert_ptr_nonnull(strstr(got, "\"path\":\"/spec/volumes\",\"value\":[{\"name\":\"kept-text\"},{"));
+    ck_assert_ptr_nonnull(strstr(got, "{\"name\":\"kept-env\"}"));
     free(got);
     /* the new version: its own entries, VC_PS_* among them, and its WORLD_SIZE; the text
      * writer first, so its texts are the ones plugin_memo_keep made */
@@ -265,7 +272,7 @@ START_TEST(job_memo_keeps_svc_env_per_version)
     free(got);
     got = patch_of(&memo, pod);
     ck_assert_str_eq(got, want);
-    ck_assert_uint_eq(json_array_size(json_array_get(ms.slot[1][svc], 0)), 6);
+    ck_assert_uint_eq(json_array_size(json_array_get(json_array_get(ms.slot[1][svc], 0), 0)), 6);
     free(got);
     free(want);
     for (int v = 0; v < 2; v++) {
