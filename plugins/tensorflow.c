@@ -211,37 +211,80 @@ static char *tf_go_escape(const char *in)
 }
 
 /*
- * TF_CONFIG text (docs/plugins.md §4.5 step 5).
+ * The Job's part of TF_CONFIG (docs/plugins.md §4.5 step 5): the text up to its task,
+ * {"cluster":{...}, escaped as Go escapes it (tf_go_escape), kept as [that text] once
+ * per thread and Job version where the source keeps it (plugin_memo_get).
+ * @param[out] out  new reference
+ * @return 0, WH_ENOMEM, or WH_ETOOBIG (see TF_CONFIG_MAX; then nothing is kept).
+ */
+static int tf_cluster_part(const struct plugin_ctx *c, const struct tf_args *a, json_t **out)
+{
+    json_t *cluster = NULL;
+    struct buf text;
+    char *escaped;
+    int rc;
+
+    *out = plugin_memo_get(c);
+    if (*out != NULL)
+        return 0;
+    rc = tf_cluster(&cluster, c->job, a);
+    if (rc < 0)
+        return rc;
+    /* json_dumps(JSON_COMPACT)'s bytes (base/jsonw.h), at a tenth of its instructions */
+    buf_init(&text, BUF_NO_MAX);
+    (void)jsonw_lit(&text, "{\"cluster\":");
+    (void)jsonw_value(&text, cluster);
+    json_decref(cluster);
+    escaped = text.rc == 0 ? tf_go_escape(buf_cstr(&text)) : NULL;
+    buf_dispose(&text);
+    *out = escaped != NULL ? json_pack("[s]", escaped) : NULL;
+    free(escaped);
+    if (*out == NULL)
+        return WH_ENOMEM;
+    *out = plugin_memo_keep(c, *out);
+    return 0;
+}
+
+/*
+ * TF_CONFIG text (docs/plugins.md §4.5 step 5): the Job's part, then
+ * ,"task":{"type":T,"index":I}} (the order json_pack kept: cluster, task{type, index}),
+ * escaped as the part was (escapes are within strings: the two join as one text would).
  * @param[out] out  malloc'd string
  * @return 0, WH_ENOMEM, or WH_ETOOBIG (see TF_CONFIG_MAX).
  */
-static int tf_config(char **out, const json_t *job, const struct tf_args *a, const char *type,
-                     int64_t index)
+static int tf_config(char **out, const struct plugin_ctx *c, const struct tf_args *a,
+                     const char *type, int64_t index)
 {
-    json_t *cluster = NULL;
-    json_t *doc;
+    json_t *part = NULL;
     struct buf text;
-    char *raw;
+    char *task;
     int rc;
 
     *out = NULL;
-    rc = tf_cluster(&cluster, job, a);
+    rc = tf_cluster_part(c, a, &part);
     if (rc < 0)
         return rc;
-    /* json_pack keeps insertion order: cluster, task{type, index}. */
-    doc = json_pack("{s:o, s:{s:s, s:I}}", "cluster", cluster, "task", "type", type, "index",
-                    (json_int_t)index);
-    if (doc == NULL)
-        return WH_ENOMEM;
-    /* json_dumps(JSON_COMPACT)'s bytes (base/jsonw.h), at a tenth of its instructions */
     buf_init(&text, BUF_NO_MAX);
-    (void)jsonw_value(&text, doc);
-    raw = buf_take(&text, NULL);
-    json_decref(doc);
-    if (raw == NULL)
-        return WH_ENOMEM;
-    *out = tf_go_escape(raw);
-    free(raw);
+    (void)jsonw_lit(&text, ",\"task\":{\"type\":");
+    (void)jsonw_cstring(&text, type);
+    (void)jsonw_lit(&text, ",\"index\":");
+    if (buf_append_decimal(&text, (long long)index) == 0)
+        (void)jsonw_lit(&text, "}}"); /* a failure stays in text.rc (base/buf.h) */
+    task = text.rc == 0 ? tf_go_escape(buf_cstr(&text)) : NULL;
+    buf_dispose(&text);
+    if (task != NULL) {
+        const char *head = json_string_value(json_array_get(part, 0));
+        size_t hn = strlen(head);
+        size_t tn = strlen(task);
+
+        *out = malloc(hn + tn + 1);
+        if (*out != NULL) {
+            memcpy(*out, head, hn);
+            memcpy(*out + hn, task, tn + 1);
+        }
+    }
+    free(task);
+    json_decref(part);
     return *out != NULL ? 0 : WH_ENOMEM;
 }
 
@@ -264,7 +307,7 @@ static int tf_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
     if (job_parse_index(index_str, &index) < 0)
         return wh_error_set(err, WH_EINVAL, "pod index \"%s\" of pod %s is not a number", index_str,
                             pod_name[0] != '\0' ? pod_name : "(generateName)");
-    rc = tf_config(&config, c->job, &a, tf_task_type(&a, task), index);
+    rc = tf_config(&config, c, &a, tf_task_type(&a, task), index);
     if (rc == WH_ETOOBIG)
         return wh_error_set(err, rc, "TF_CONFIG would exceed %d bytes", TF_CONFIG_MAX);
     if (rc < 0)

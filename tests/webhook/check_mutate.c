@@ -193,12 +193,12 @@ START_TEST(job_memo_keeps_svc_env_per_version)
 {
     static const char *job_v1 =
         "{\"metadata\":{\"name\":\"j\",\"namespace\":\"ns1\",\"uid\":\"u-1\"},"
-        " \"spec\":{\"plugins\":{\"svc\":[],\"ssh\":[],\"pytorch\":[]},\"tasks\":[{\"name\":"
+        " \"spec\":{\"plugins\":{\"svc\":[],\"ssh\":[],\"pytorch\":[],\"tensorflow\":[]},\"tasks\":[{\"name\":"
         "\"master\","
         "\"replicas\":1}, {\"name\":\"worker\",\"replicas\":2}]}}";
     static const char *job_v2 =
         "{\"metadata\":{\"name\":\"j\",\"namespace\":\"ns1\",\"uid\":\"u-1\"},"
-        " \"spec\":{\"plugins\":{\"svc\":[],\"ssh\":[],\"pytorch\":[]},\"tasks\":[{\"name\":"
+        " \"spec\":{\"plugins\":{\"svc\":[],\"ssh\":[],\"pytorch\":[],\"tensorflow\":[]},\"tasks\":[{\"name\":"
         "\"master\","
         "\"replicas\":1}, {\"name\":\"worker\",\"replicas\":3},{\"name\":\"ps\",\"replicas\":1}]}}";
     struct memo_source ms = {.tree = {tu_json(job_v1), tu_json(job_v2)}};
@@ -210,9 +210,11 @@ START_TEST(job_memo_keeps_svc_env_per_version)
                 "\"kind\":\"Job\",\"name\":\"j\",\"uid\":\"u-1\",\"controller\":true}]},"
                 " \"spec\":{\"containers\":[{\"name\":\"c\"},{\"name\":\"d\",\"env\":[{\"name\":"
                 "\"VC_MASTER_NUM\",\"value\":\"9\"}]}],\"initContainers\":[{\"name\":\"i\"}]}}");
+    json_t *pod0 = json_deep_copy(pod);
     size_t svc = 0;
     size_t ssh = 0;
     size_t pt = 0;
+    size_t tf = 0;
     char *want = patch_of(&plain, pod);
     char *got;
 
@@ -222,9 +224,15 @@ START_TEST(job_memo_keeps_svc_env_per_version)
         ssh++;
     while (strcmp(plugin_registry[pt]->name, "pytorch") != 0)
         pt++;
+    while (strcmp(plugin_registry[tf]->name, "tensorflow") != 0)
+        tf++;
+    ck_assert_int_eq(json_object_set_new(json_object_get(pod0, "metadata"), "name",
+                                         json_string("j-worker-0")),
+                     0);
     ck_assert_ptr_nonnull(strstr(want, "VC_WORKER_HOSTS"));
     ck_assert_ptr_nonnull(strstr(want, "\"secretName\":\"j-ssh\""));
     ck_assert_ptr_nonnull(strstr(want, "{\"name\":\"RANK\",\"value\":\"2\"}"));
+    ck_assert_ptr_nonnull(strstr(want, "\"name\":\"TF_CONFIG\",\"value\":\"{\\\"cluster\\\":{\\\"worker\\\":[\\\"j-worker-0.j:2222\\\",\\\"j-worker-1.j:2222\\\"]},\\\"task\\\":{\\\"type\\\":\\\"worker\\\",\\\"index\\\":1}}\"}"));
     got = patch_of(&memo, pod);
     ck_assert_str_eq(got, want);
     free(got);
@@ -238,8 +246,18 @@ START_TEST(job_memo_keeps_svc_env_per_version)
     ck_assert_uint_eq(json_array_size(json_array_get(json_array_get(ms.slot[0][svc], 0), 0)), 4);
     ck_assert_uint_eq(json_array_size(json_array_get(ms.slot[0][ssh], 0)), 3);
     ck_assert_uint_eq(json_array_size(json_array_get(ms.slot[0][pt], 0)), 5);
+    /* tensorflow's: TF_CONFIG up to its task, the pod's own */
+    ck_assert_uint_eq(json_array_size(json_array_get(ms.slot[0][tf], 0)), 1);
     for (size_t k = 0; k < 16; k++)
-        ck_assert(k == svc || k == ssh || k == pt || ms.slot[0][k] == NULL);
+        ck_assert(k == svc || k == ssh || k == pt || k == tf || ms.slot[0][k] == NULL);
+    /* another pod of the version: its own index and rank, beside the kept parts */
+    want = patch_of(&plain, pod0);
+    ck_assert_ptr_nonnull(strstr(want, "\\\"index\\\":0}}"));
+    got = patch_text_of(&memo, pod0);
+    ck_assert_str_eq(got, want);
+    free(got);
+    free(want);
+    want = patch_of(&plain, pod);
     got = patch_of(&memo, pod);
     ck_assert_str_eq(got, want);
     free(got);
@@ -280,6 +298,7 @@ START_TEST(job_memo_keeps_svc_env_per_version)
             json_decref(ms.slot[v][k]);
         json_decref(ms.tree[v]);
     }
+    json_decref(pod0);
     json_decref(pod);
 }
 END_TEST
