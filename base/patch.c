@@ -57,10 +57,10 @@ size_t patch_escape_segment(char *dst, size_t dstlen, const char *segment)
  */
 struct diff {
     struct buf path;
-    json_t *ops;      /* patch_diff: the array the ops are appended to */
-    struct buf *text; /* patch_diff_write: where the op array's text goes */
+    json_t *ops;                     /* patch_diff: the array the ops are appended to */
+    struct buf *text;                /* patch_diff_write: where the op array's text goes */
     const struct jsonw_texts *known; /* patch_diff_write: op values' texts, or NULL */
-    size_t n;         /* ops emitted */
+    size_t n;                        /* ops emitted */
 };
 
 /* Append "/" and the escaped segment; the old length goes to *mark for path_cut. */

@@ -296,17 +296,18 @@ static json_t *svc_parts(const struct plugin_ctx *c, const struct svc_args *a)
     cm = objects_name(c->job, "-svc");
     parts = cm != NULL ? json_array() : NULL;
     if (parts == NULL
-        || json_array_append_new(parts, a->inject_hosts_env ? svc_env_refs(c->job, cm)
-                                                            : json_array())
-               < 0
-        || json_array_append_new(parts, podutil_object("name", json_string(cm), "configMap",
-                                                       podutil_object("name", json_string(cm),
-                                                                      NULL, NULL)))
-               < 0
+        || json_array_append_new(parts,
+                                 a->inject_hosts_env ? svc_env_refs(c->job, cm) : json_array())
+            < 0
         || json_array_append_new(
-               parts, podutil_object("name", json_string(cm), "mountPath",
-                                     json_string(SVC_MOUNT_PATH)))
-               < 0) {
+               parts,
+               podutil_object("name", json_string(cm), "configMap",
+                              podutil_object("name", json_string(cm), NULL, NULL)))
+            < 0
+        || json_array_append_new(
+               parts,
+               podutil_object("name", json_string(cm), "mountPath", json_string(SVC_MOUNT_PATH)))
+            < 0) {
         json_decref(parts);
         free(cm);
         return NULL;

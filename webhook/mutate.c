@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "base/jsonobj.h"
-#include "base/log.h"
 #include "base/jsonw.h"
+#include "base/log.h"
 #include "base/patch.h"
 #include "k8s/names.h"
 #include "k8s/podcheck.h"
@@ -317,7 +317,7 @@ struct chain {
     const json_t *job;
     bool enabled[16];
     const json_t *args[16];
-    json_t **memo[16]; /* the source's job_memo slot per plugin, or NULL */
+    json_t **memo[16];         /* the source's job_memo slot per plugin, or NULL */
     struct jsonw_texts *texts; /* the slots' part texts, for the patch writer; or NULL */
     const struct plugin_pod_info *info;
 };

@@ -193,12 +193,14 @@ START_TEST(job_memo_keeps_svc_env_per_version)
 {
     static const char *job_v1 =
         "{\"metadata\":{\"name\":\"j\",\"namespace\":\"ns1\",\"uid\":\"u-1\"},"
-        " \"spec\":{\"plugins\":{\"svc\":[],\"ssh\":[],\"pytorch\":[],\"tensorflow\":[]},\"tasks\":[{\"name\":"
+        " \"spec\":{\"plugins\":{\"svc\":[],\"ssh\":[],\"pytorch\":[],\"tensorflow\":[]},\"tasks\":"
+        "[{\"name\":"
         "\"master\","
         "\"replicas\":1}, {\"name\":\"worker\",\"replicas\":2}]}}";
     static const char *job_v2 =
         "{\"metadata\":{\"name\":\"j\",\"namespace\":\"ns1\",\"uid\":\"u-1\"},"
-        " \"spec\":{\"plugins\":{\"svc\":[],\"ssh\":[],\"pytorch\":[],\"tensorflow\":[]},\"tasks\":[{\"name\":"
+        " \"spec\":{\"plugins\":{\"svc\":[],\"ssh\":[],\"pytorch\":[],\"tensorflow\":[]},\"tasks\":"
+        "[{\"name\":"
         "\"master\","
         "\"replicas\":1}, {\"name\":\"worker\",\"replicas\":3},{\"name\":\"ps\",\"replicas\":1}]}}";
     struct memo_source ms = {.tree = {tu_json(job_v1), tu_json(job_v2)}};
@@ -226,13 +228,17 @@ START_TEST(job_memo_keeps_svc_env_per_version)
         pt++;
     while (strcmp(plugin_registry[tf]->name, "tensorflow") != 0)
         tf++;
-    ck_assert_int_eq(json_object_set_new(json_object_get(pod0, "metadata"), "name",
-                                         json_string("j-worker-0")),
-                     0);
+    ck_assert_int_eq(
+        json_object_set_new(json_object_get(pod0, "metadata"), "name", json_string("j-worker-0")),
+        0);
     ck_assert_ptr_nonnull(strstr(want, "VC_WORKER_HOSTS"));
     ck_assert_ptr_nonnull(strstr(want, "\"secretName\":\"j-ssh\""));
     ck_assert_ptr_nonnull(strstr(want, "{\"name\":\"RANK\",\"value\":\"2\"}"));
-    ck_assert_ptr_nonnull(strstr(want, "\"name\":\"TF_CONFIG\",\"value\":\"{\\\"cluster\\\":{\\\"worker\\\":[\\\"j-worker-0.j:2222\\\",\\\"j-worker-1.j:2222\\\"]},\\\"task\\\":{\\\"type\\\":\\\"worker\\\",\\\"index\\\":1}}\"}"));
+    ck_assert_ptr_nonnull(
+        strstr(want,
+               "\"name\":\"TF_CONFIG\",\"value\":\"{\\\"cluster\\\":{\\\"worker\\\":[\\\"j-worker-"
+               "0.j:2222\\\",\\\"j-worker-1.j:2222\\\"]},\\\"task\\\":{\\\"type\\\":\\\"worker\\\","
+               "\\\"index\\\":1}}\"}"));
     got = patch_of(&memo, pod);
     ck_assert_str_eq(got, want);
     free(got);
@@ -271,12 +277,12 @@ START_TEST(job_memo_keeps_svc_env_per_version)
                                         json_string("{\"name\":\"kept-text\"}")),
                      0);
     /* and an env entry's, among the texts of svc's list of entries */
-    ck_assert_int_eq(
-        json_array_set_new(json_array_get(json_array_get(ms.slot[0][svc], 1), 0), 0,
-                           json_string("{\"name\":\"kept-env\"}")),
-        0);
+    ck_assert_int_eq(json_array_set_new(json_array_get(json_array_get(ms.slot[0][svc], 1), 0), 0,
+                                        json_string("{\"name\":\"kept-env\"}")),
+                     0);
     got = patch_text_of(&memo, pod);
-    ck_assert_ptr_nonnull(strstr(got, "\"path\":\"/spec/volumes\",\"value\":[{\"name\":\"kept-text\"},{"));
+    ck_assert_ptr_nonnull(
+        strstr(got, "\"path\":\"/spec/volumes\",\"value\":[{\"name\":\"kept-text\"},{"));
     ck_assert_ptr_nonnull(strstr(got, "{\"name\":\"kept-env\"}"));
     free(got);
     /* the new version: its own entries, VC_PS_* among them, and its WORLD_SIZE; the text
