@@ -161,6 +161,13 @@ json_t *plugin_memo_get(const struct plugin_ctx *c);
  */
 json_t *plugin_memo_keep(const struct plugin_ctx *c, json_t *parts);
 
+/**
+ * plugin_memo_keep without texts: for parts no patch op carries as they are (tensorflow's
+ * head of TF_CONFIG, which each pod's value only begins with), so none is made, kept or
+ * registered. Same ownership, conditions and result as plugin_memo_keep.
+ */
+json_t *plugin_memo_keep_parts(const struct plugin_ctx *c, json_t *parts);
+
 /** The registry in execution order (D2): ssh, env, svc, tensorflow, mpi, pytorch, hcclrank, ray. */
 extern const struct plugin *const plugin_registry[];
 extern const size_t plugin_registry_len;

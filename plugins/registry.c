@@ -104,7 +104,7 @@ static void memo_register(const struct plugin_ctx *c, const json_t *parts, const
 
         if (json_is_array(t))
             memo_register(c, item, t);
-        else
+        else if (t != NULL) /* none past the texts kept (plugin_memo_keep_parts) */
             jsonw_texts_add(c->texts, item, json_string_value(t), json_string_length(t));
     }
 }
@@ -148,7 +148,8 @@ static json_t *item_texts(const json_t *parts, struct buf *b)
     return texts;
 }
 
-json_t *plugin_memo_keep(const struct plugin_ctx *c, json_t *parts)
+/* plugin_memo_keep, and plugin_memo_keep_parts when with_texts is false (texts: []). */
+static json_t *memo_keep(const struct plugin_ctx *c, json_t *parts, bool with_texts)
 {
     json_t *memo;
     struct buf b;
@@ -160,7 +161,7 @@ json_t *plugin_memo_keep(const struct plugin_ctx *c, json_t *parts)
     buf_init(&b, BUF_NO_MAX);
     memo = json_array();
     if (memo == NULL || json_array_append(memo, parts) < 0
-        || json_array_append_new(memo, item_texts(parts, &b)) < 0) {
+        || json_array_append_new(memo, with_texts ? item_texts(parts, &b) : json_array()) < 0) {
         json_decref(memo);
         buf_dispose(&b);
         return parts; /* ENOMEM: derived again for the next pod */
@@ -170,4 +171,14 @@ json_t *plugin_memo_keep(const struct plugin_ctx *c, json_t *parts)
     if (c->texts != NULL)
         memo_register(c, parts, json_array_get(memo, MEMO_TEXTS));
     return parts;
+}
+
+json_t *plugin_memo_keep(const struct plugin_ctx *c, json_t *parts)
+{
+    return memo_keep(c, parts, true);
+}
+
+json_t *plugin_memo_keep_parts(const struct plugin_ctx *c, json_t *parts)
+{
+    return memo_keep(c, parts, false);
 }

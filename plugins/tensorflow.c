@@ -210,10 +210,17 @@ static char *tf_go_escape(const char *in)
     return out;
 }
 
+/* The longest head of TF_CONFIG kept in the slot (some hundred hosts): a slot is bounded
+ * by its Job's text (controller/cache.c MEMO_SLOTS), and this head grows with the
+ * replicas, not the text (a 200-byte Job of 120,000 workers: ~3 MB per thread). A longer
+ * one is made per pod. */
+#define TF_KEPT_MAX (4 * 1024)
+
 /*
  * The Job's part of TF_CONFIG (docs/plugins.md §4.5 step 5): the text up to its task,
  * {"cluster":{...}, escaped as Go escapes it (tf_go_escape), kept as [that text] once
- * per thread and Job version where the source keeps it (plugin_memo_get).
+ * per thread and Job version where the source keeps it (plugin_memo_get) and it is at
+ * most TF_KEPT_MAX bytes; no text of it is kept beside it: no op value is the head alone.
  * @param[out] out  new reference
  * @return 0, WH_ENOMEM, or WH_ETOOBIG (see TF_CONFIG_MAX; then nothing is kept).
  */
@@ -238,11 +245,10 @@ static int tf_cluster_part(const struct plugin_ctx *c, const struct tf_args *a, 
     escaped = text.rc == 0 ? tf_go_escape(buf_cstr(&text)) : NULL;
     buf_dispose(&text);
     *out = escaped != NULL ? json_pack("[s]", escaped) : NULL;
+    if (*out != NULL && strlen(escaped) <= TF_KEPT_MAX)
+        *out = plugin_memo_keep_parts(c, *out);
     free(escaped);
-    if (*out == NULL)
-        return WH_ENOMEM;
-    *out = plugin_memo_keep(c, *out);
-    return 0;
+    return *out != NULL ? 0 : WH_ENOMEM;
 }
 
 /*

@@ -189,6 +189,46 @@ static char *patch_text_of(const struct jobsource *src, json_t *pod)
 /* svc's env entries, ssh's volume and mount, pytorch's port and env entries kept in the
  * source's slots per Job version (jobsource.job_memo): the same patch as made per pod,
  * first and second time, and a new version's own entries. */
+/* A head of TF_CONFIG past TF_KEPT_MAX (300 workers: ~8 KiB of a 200-byte Job) is made
+ * per pod, not kept: a slot is bounded by its Job's text (controller/cache.c). */
+START_TEST(job_memo_leaves_long_tf_config_head)
+{
+    static const char *job =
+        "{\"metadata\":{\"name\":\"j\",\"namespace\":\"ns1\",\"uid\":\"u-1\"},"
+        "\"spec\":{\"plugins\":{\"tensorflow\":[]},\"tasks\":[{\"name\":\"worker\","
+        "\"replicas\":300}]}}";
+    struct memo_source ms = {.tree = {tu_json(job), NULL}};
+    struct jobsource memo = {.get = memo_get, .job_memo = memo_slot, .userdata = &ms};
+    struct jobsource plain = {.get = memo_get, .userdata = &ms};
+    json_t *pod =
+        tu_json("{\"metadata\":{\"name\":\"j-worker-7\",\"annotations\":{\"volcano.sh/task-spec\":"
+                "\"worker\"},\"ownerReferences\":[{\"apiVersion\":\"batch.volcano.sh/v1alpha1\","
+                "\"kind\":\"Job\",\"name\":\"j\",\"uid\":\"u-1\",\"controller\":true}]},"
+                "\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    size_t tf = 0;
+    char *want = patch_of(&plain, pod);
+    char *got;
+
+    while (strcmp(plugin_registry[tf]->name, "tensorflow") != 0)
+        tf++;
+    ck_assert_ptr_nonnull(strstr(want,
+                                 "\\\"j-worker-299.j:2222\\\"]},\\\"task\\\":{\\\"type\\\":"
+                                 "\\\"worker\\\",\\\"index\\\":7}}\"}"));
+    got = patch_text_of(&memo, pod);
+    ck_assert_str_eq(got, want);
+    free(got);
+    ck_assert_ptr_null(ms.slot[0][tf]);
+    got = patch_of(&memo, pod);
+    ck_assert_str_eq(got, want);
+    free(got);
+    free(want);
+    for (size_t k = 0; k < 16; k++)
+        json_decref(ms.slot[0][k]);
+    json_decref(ms.tree[0]);
+    json_decref(pod);
+}
+END_TEST
+
 START_TEST(job_memo_keeps_svc_env_per_version)
 {
     static const char *job_v1 =
@@ -256,7 +296,10 @@ START_TEST(job_memo_keeps_svc_env_per_version)
     ck_assert_uint_eq(json_array_size(json_array_get(ms.slot[0][tf], 0)), 1);
     for (size_t k = 0; k < 16; k++)
         ck_assert(k == svc || k == ssh || k == pt || k == tf || ms.slot[0][k] == NULL);
+    /* ... without a text: no op value is the head alone (plugin_memo_keep_parts) */
+    ck_assert_uint_eq(json_array_size(json_array_get(ms.slot[0][tf], 1)), 0);
     /* another pod of the version: its own index and rank, beside the kept parts */
+    free(want);
     want = patch_of(&plain, pod0);
     ck_assert_ptr_nonnull(strstr(want, "\\\"index\\\":0}}"));
     got = patch_text_of(&memo, pod0);
@@ -1406,6 +1449,7 @@ static Suite *mutate_suite(void)
 
     tcase_add_test(tc, served_pod_gets_env_patch);
     tcase_add_test(tc, job_memo_keeps_svc_env_per_version);
+    tcase_add_test(tc, job_memo_leaves_long_tf_config_head);
     tcase_add_test(tc, not_served_d8);
     tcase_add_test(tc, job_not_found_allows_with_warning_d7);
     tcase_add_test(tc, lookup_failure_policy_d7);
