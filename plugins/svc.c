@@ -217,6 +217,8 @@ static int svc_env_list(const struct plugin_ctx *c, json_t *list, const char *li
     size_t i;
     json_t *ctr;
 
+    if (json_array_size(env) == 0)
+        return 0; /* inject-hosts-env=false: a malformed container is the mount's to name */
     json_array_foreach(list, i, ctr) {
         size_t k = 0;
         /* The entries are shared by every container (podutil_upsert_envs places them by

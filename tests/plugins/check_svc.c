@@ -286,6 +286,8 @@ START_TEST(malformed_pod_is_an_error)
     json_t *nospec = tu_json("{\"metadata\":{}}");
     json_t *badenv = tu_json("{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":\"x\"}]}}");
     json_t *badmount = tu_json("{\"spec\":{\"initContainers\":[{\"name\":\"c\",\"volumeMounts\":1}]}}");
+    json_t *badctr = tu_json("{\"spec\":{\"containers\":[1]}}");
+    json_t *noenv = tu_json("[\"--inject-hosts-env=false\"]");
     struct wh_error err = {0, ""};
     struct plugin_ctx c = {.name = "svc", .job = job, .args = NULL, .pod = &POD};
 
@@ -297,6 +299,13 @@ START_TEST(malformed_pod_is_an_error)
     ck_assert_int_eq(P->on_pod_create(&c, badmount, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "cannot mount /etc/volcano in spec.initContainers[0]: "
                               "malformed container");
+    /* no env to set: the container is the mount's to name, not an env entry's */
+    c.args = noenv;
+    ck_assert_int_eq(P->on_pod_create(&c, badctr, &err), WH_EINVAL);
+    ck_assert_str_eq(err.msg, "cannot mount /etc/volcano in spec.containers[0]: "
+                              "malformed container");
+    json_decref(badctr);
+    json_decref(noenv);
     json_decref(badmount);
     json_decref(badenv);
     json_decref(nospec);
