@@ -138,10 +138,9 @@ static json_t **memo_slot(void *ud, const json_t *job, size_t k)
     return NULL;
 }
 
-/* The patch of pod from src, as compact text (freed by the caller). */
-static char *patch_of(const struct jobsource *src, json_t *pod)
+/* A CREATE of pod in ns1, as patch_of and patch_text_of send it (pod borrowed). */
+static struct mutate_request create_request(json_t *pod)
 {
-    struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
     struct mutate_request req = {.uid = "req-1",
                                  .operation = "CREATE",
                                  .resource = "pods",
@@ -149,6 +148,15 @@ static char *patch_of(const struct jobsource *src, json_t *pod)
                                  .sub_resource = "",
                                  .ns = "ns1",
                                  .pod = pod};
+
+    return req;
+}
+
+/* The patch of pod from src, as compact text (freed by the caller). */
+static char *patch_of(const struct jobsource *src, json_t *pod)
+{
+    struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
+    struct mutate_request req = create_request(pod);
     struct mutate_result r;
     char *text;
 
@@ -164,13 +172,7 @@ static char *patch_of(const struct jobsource *src, json_t *pod)
 static char *patch_text_of(const struct jobsource *src, json_t *pod)
 {
     struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
-    struct mutate_request req = {.uid = "req-1",
-                                 .operation = "CREATE",
-                                 .resource = "pods",
-                                 .group = "",
-                                 .sub_resource = "",
-                                 .ns = "ns1",
-                                 .pod = pod};
+    struct mutate_request req = create_request(pod);
     struct mutate_result r;
     struct buf b;
     char *text;
@@ -186,9 +188,6 @@ static char *patch_text_of(const struct jobsource *src, json_t *pod)
     return text;
 }
 
-/* svc's env entries, ssh's volume and mount, pytorch's port and env entries kept in the
- * source's slots per Job version (jobsource.job_memo): the same patch as made per pod,
- * first and second time, and a new version's own entries. */
 /* A head of TF_CONFIG past TF_KEPT_MAX (300 workers: ~8 KiB of a 200-byte Job) is made
  * per pod, not kept: a slot is bounded by its Job's text (controller/cache.c). */
 START_TEST(job_memo_leaves_long_tf_config_head)
@@ -229,6 +228,9 @@ START_TEST(job_memo_leaves_long_tf_config_head)
 }
 END_TEST
 
+/* svc's env entries, ssh's volume and mount, pytorch's port and env entries kept in the
+ * source's slots per Job version (jobsource.job_memo): the same patch as made per pod,
+ * first and second time, and a new version's own entries. */
 START_TEST(job_memo_keeps_svc_env_per_version)
 {
     static const char *job_v1 =
