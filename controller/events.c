@@ -282,7 +282,9 @@ static json_t *event_body(const struct events *ev, const json_t *job, const char
 /* ---- requests ---- */
 
 /* One request within the deadline; an error other than 404 or 409 is tried once more
- * while time is left. */
+ * while time is left. An attempt that timed out at the deadline spent the budget: curl
+ * may give up a millisecond before the clock says so, and a second try of what is left
+ * would still reach a slow server (a second Event of the same name, or its 409). */
 static int request(struct events *ev, const char *method, const char *path, const json_t *body,
                    const char *ctype, long long deadline, json_t **out, struct wh_error *err)
 {
@@ -301,7 +303,7 @@ static int request(struct events *ev, const char *method, const char *path, cons
             timeout = (long)left;
         rc = k8s_request(ev->kc, method, path, body, ctype, timeout, out, err);
         if (rc == 0 || rc == WH_ENOTFOUND || rc == WH_EEXISTS || rc == WH_ECONFLICT
-            || rc == WH_ENOMEM || rc == WH_EINVAL)
+            || rc == WH_ENOMEM || rc == WH_EINVAL || (rc == WH_ETIMEOUT && timeout == left))
             break;
     }
     return rc;

@@ -340,6 +340,34 @@ START_TEST(test_budget)
 }
 END_TEST
 
+/* A POST that timed out at the budget is not tried again, however the clocks round:
+ * curl may give up just before the recorder's clock reaches the deadline (here a clock
+ * that stands still), and a second try would reach the slow server all the same. */
+START_TEST(test_budget_timeout_not_retried)
+{
+    json_t *job = tu_json(JOB_TEXT);
+    struct events_config cfg = {.instance = "replica-0",
+                                .clock_ms = fake_clock,
+                                .budget_ms = 300,
+                                .request_timeout_ms = 10000};
+    struct events *ev = recorder(&cfg);
+    struct wh_error err = {0, ""};
+    struct tu_stderr cap;
+    char *log;
+
+    apitest_fault(&api,
+                  "{\"method\": \"POST\", \"path_regex\": \"/events$\", \"delay_ms\": 3000,"
+                  " \"count\": -1}");
+    tu_stderr_begin(&cap);
+    ck_assert_int_eq(events_record(ev, job, "Conflict", "two volumes", &err), WH_ETIMEOUT);
+    log = tu_stderr_end(&cap);
+    free(log);
+    ck_assert_int_eq(apitest_count(&api, "POST", EVENTS_PATH), 1);
+    events_destroy(ev);
+    json_decref(job);
+}
+END_TEST
+
 /* diagnose_job's results, each under its reason; the same list again only counts. */
 START_TEST(test_diagnostics)
 {
@@ -611,6 +639,7 @@ static Suite *events_suite(void)
     tcase_add_test(tc, test_conflict_on_create);
     tcase_add_test(tc, test_server_errors);
     tcase_add_test(tc, test_budget);
+    tcase_add_test(tc, test_budget_timeout_not_retried);
     tcase_add_test(tc, test_diagnostics);
     tcase_add_test(tc, test_diagnose_job);
     tcase_add_test(tc, test_diagnose_job_from_cache);
