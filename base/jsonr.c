@@ -11,6 +11,7 @@
  * grammatical JSON and the tree follows its text; anything else is declined.
  */
 #include "base/jsonr.h"
+#include "base/jsonr_internal.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -539,19 +540,120 @@ void jsonr_scan_body(const char *js, size_t len, struct jsonr_scan *out)
     }
 }
 
-/* jsonr_fast_kept with the body's scan made (scan) or to make (NULL). */
-static json_t *fast(const char *body, size_t len, const struct jsonr_keep *keep,
-                    const struct jsonr_scan *scan)
+/* The open objects and arrays around jsmn's position: those up the parent links from
+ * toksuper (an open container, or the key whose value is being read). */
+static int open_depth(const jsmntok_t *tok, int super)
 {
-    struct reader r = {0};
-    jsmn_parser p;
-    jsmntok_t *tok = NULL;
+    int depth = 0;
+
+    for (int i = super; i >= 0; i = tok[i].parent) {
+        if (tok[i].type == JSMN_OBJECT || tok[i].type == JSMN_ARRAY)
+            depth++;
+    }
+    return depth;
+}
+
+/* Where the string or primitive starting at js[at] ends, as jsmn's strict lexer reads
+ * it: past its closing quote, or at the delimiter after it; len when it runs out. */
+static size_t token_end(const char *js, size_t len, size_t at)
+{
+    if (js[at] == '"') {
+        size_t q = jsonr_string_end(js, len, at + 1);
+
+        return q < len ? q + 1 : len;
+    }
+    while (at < len && !delimits_primitive(js[at]))
+        at++;
+    return at;
+}
+
+/*
+ * jsmn over the len bytes at js, *tok grown (from *cap) as jsmn asks, up to max
+ * tokens. stepped: jsmn reads JSONR_STEP bytes at a time (it goes on from where it
+ * stopped: a token the step's end cuts is read again whole in the next step, which
+ * reaches past it), and between steps the open containers are counted: deeper than
+ * JSONR_MAX_DEPTH + 1, the parse stops (JSMN_ERROR_INVAL; the builder would decline
+ * them anyway). That bounds jsmn's square cost of depth to one step's bytes, as
+ * jsonr_scan_body's count does before the parse, without a pass over the body.
+ * @return jsmn_parse's answer for the whole text.
+ */
+static int tokenize(jsmn_parser *p, const char *js, size_t len, bool stepped, jsmntok_t **tok,
+                    size_t *cap, size_t max)
+{
+    size_t end = stepped && len > JSONR_STEP ? JSONR_STEP : len;
+
+    for (;;) {
+        int rc = jsmn_parse(p, js, end, *tok, (unsigned int)*cap);
+        if (rc == JSMN_ERROR_NOMEM && *cap < max) {
+            size_t want = *cap * 2 < max ? *cap * 2 : max;
+            jsmntok_t *grown = realloc(*tok, want * sizeof(**tok));
+
+            if (grown == NULL)
+                return JSMN_ERROR_NOMEM;
+            *tok = grown;
+            *cap = want;
+            continue;
+        }
+        if (end == len || rc == JSMN_ERROR_INVAL || rc == JSMN_ERROR_NOMEM)
+            return rc;
+        /* JSMN_ERROR_PART (or a whole value with more text after it): a step on */
+        if (open_depth(*tok, p->toksuper) > JSONR_MAX_DEPTH + 1)
+            return JSMN_ERROR_INVAL;
+        if (p->pos < end) {
+            size_t cut = token_end(js, len, p->pos);
+
+            if (cut > end)
+                end = cut;
+        }
+        end = len - end > JSONR_STEP ? end + JSONR_STEP : len;
+    }
+}
+
+/*
+ * jsmn's tokens of the len bytes at js (tokenize), into *tok_out (malloc'd, the
+ * caller frees it; NULL when none could be had) and their number into *ntok.
+ * @return jsmn_parse's answer.
+ */
+static int tokens_of(const char *js, size_t len, bool stepped, jsmntok_t **tok_out, int *ntok)
+{
     /* A body the reader accepts has at most (len + 1) / 2 tokens: a scalar takes a
      * byte, a key three, a container of n members n + 1 bytes of brackets and commas.
      * jsmn gets no more, whatever else it would tokenize (`[1][1]...`: two tokens per
      * three bytes, 13 bytes of tokens per byte of body). */
     size_t max = len / 2 + 1;
     size_t cap = len / 4 + 16 < max ? len / 4 + 16 : max;
+    jsmn_parser p;
+    int rc;
+
+    *ntok = 0;
+    *tok_out = malloc(cap * sizeof(**tok_out));
+    if (*tok_out == NULL)
+        return JSMN_ERROR_NOMEM;
+    jsmn_init(&p);
+    rc = tokenize(&p, js, len, stepped, tok_out, &cap, max);
+    *ntok = (int)p.toknext;
+    return rc;
+}
+
+int jsonr_tokenize(const char *js, size_t len, bool stepped, size_t *tokens)
+{
+    jsmntok_t *tok;
+    int ntok;
+    int rc = tokens_of(js, len, stepped, &tok, &ntok);
+
+    *tokens = (size_t)ntok;
+    free(tok);
+    return rc;
+}
+
+/* jsonr_fast_kept with the body's scan made (scan), or none made (NULL): a body up to
+ * JSONR_STEPPED_MAX bytes is tokenized in steps, a longer one scanned first. */
+static json_t *fast(const char *body, size_t len, const struct jsonr_keep *keep,
+                    const struct jsonr_scan *scan)
+{
+    struct reader r = {0};
+    jsmntok_t *tok = NULL;
+    bool stepped = scan == NULL && len <= JSONR_STEPPED_MAX;
     json_t *v = NULL;
     struct jsonr_scan own;
     int rc;
@@ -559,30 +661,20 @@ static json_t *fast(const char *body, size_t len, const struct jsonr_keep *keep,
     /* jsmn stops at a NUL byte. */
     if (body == NULL || len == 0 || len > JSONR_MAX_LEN || memchr(body, '\0', len) != NULL)
         return NULL;
-    if (scan == NULL) {
-        jsonr_scan_body(body, len, &own);
-        scan = &own;
+    if (!stepped) {
+        if (scan == NULL) {
+            jsonr_scan_body(body, len, &own);
+            scan = &own;
+        }
+        if (!scan->shallow)
+            return NULL;
     }
-    if (!scan->shallow)
-        return NULL;
-    jsmn_init(&p);
-    for (;;) {
-        jsmntok_t *grown = realloc(tok, cap * sizeof(*tok));
-
-        if (grown == NULL)
-            goto out;
-        tok = grown;
-        rc = jsmn_parse(&p, body, len, tok, (unsigned int)cap);
-        if (rc != JSMN_ERROR_NOMEM || cap == max)
-            break;
-        cap = cap * 2 < max ? cap * 2 : max; /* jsmn goes on from where it stopped */
-    }
+    rc = tokens_of(body, len, stepped, &tok, &r.ntok);
     if (rc <= 0)
         goto out;
     r.js = body;
     r.len = len;
     r.tok = tok;
-    r.ntok = (int)p.toknext;
     v = read_value(&r, 0, keep);
     skip_ws(&r);
     if (v != NULL && (r.pos != len || r.next != r.ntok)) {

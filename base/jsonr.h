@@ -30,10 +30,20 @@
 
 /* Deeper bodies are left to jansson (its own limit is 2048); a review's deepest pod
  * field (affinity's matchExpressions values) is 13 deep. They are found before jsmn
- * reads them: jsmn closes a bracket by walking up one level per step, so a body d
+ * reads them, or within a step of it (JSONR_STEP): jsmn closes a bracket by walking up one level per step, so a body d
  * deep costs it d * d steps, and even at the limit every bracket of a 1 MiB body of
  * nests costs up to the limit's steps (at 128: 0.56 s, twice jansson's time). */
 #define JSONR_MAX_DEPTH 32
+
+/* A body of at most JSONR_STEPPED_MAX bytes is not scanned for its depth before the
+ * parse (jsonr_scan_body: a pass over every byte, 5 instructions per byte): jsmn reads
+ * it JSONR_STEP bytes at a time, and between steps the containers open around its
+ * position are counted up the tokens' parent links, so a body too deep is stopped
+ * within one step of where it went too deep. At each step's end jsmn also walks back
+ * over its tokens to the last container still open: at most JSONR_STEPPED_MAX / 2
+ * tokens, JSONR_STEPPED_MAX / JSONR_STEP times, for `[1,1,...]`; a few for a review. */
+#define JSONR_STEP        512
+#define JSONR_STEPPED_MAX (16 * 1024)
 
 /* Longer bodies are left to jansson: jsmn's tokens (20 bytes each, at most one per two
  * bytes of text, the most a body read here has) add up to 10 bytes per byte to the
@@ -119,7 +129,8 @@ json_t *jsonr_fast_kept(const char *body, size_t len, const struct jsonr_keep *k
  * path builds one, else json_loadb's whole tree (which holds everything keep names,
  * and more: a caller that reads only what keep names sees the same either way), or
  * NULL with jansson's error in *err (which may be NULL). scan is jsonr_scan_body's
- * of these bytes, or NULL to have it made here.
+ * of these bytes, or NULL to have it made here when it is needed (a body up to
+ * JSONR_STEPPED_MAX bytes is read in steps instead; the answer is the same).
  * @return new reference, or NULL with *err filled.
  */
 json_t *jsonr_loadb_kept(const char *body, size_t len, const struct jsonr_keep *keep,

@@ -251,6 +251,21 @@ static void answer_patch_base64(struct buf *o, const struct buf *text)
  */
 #define ADMISSION_MAX_CONTAINERS 200000
 
+/*
+ * Whether the len bytes at body hold more than ADMISSION_MAX_CONTAINERS objects and
+ * arrays. jsonr_scan_body counts at most one per byte, so only a longer body is
+ * scanned, into *scan; *used says whether it was (the reader then takes the scan
+ * instead of making its own).
+ */
+static bool too_many_containers(const char *body, size_t len, struct jsonr_scan *scan, bool *used)
+{
+    *used = len > ADMISSION_MAX_CONTAINERS;
+    if (!*used)
+        return false;
+    jsonr_scan_body(body, len, scan);
+    return scan->containers > ADMISSION_MAX_CONTAINERS;
+}
+
 
 /*
  * What admission_handle reads in a pod's AdmissionReview (parse_review, then
@@ -377,6 +392,7 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
     char q[LOG_QUOTE_SIZE(sizeof(b.msg))]; /* b.msg quoted for the log */
     json_error_t jerr;
     struct jsonr_scan scan;
+    bool scanned;
     json_t *review = NULL;
     struct buf patch;
     const char *api = NULL;
@@ -395,8 +411,7 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
         goto out;
     }
     /* jansson spends ~500 bytes per object: a 3 MiB body of `{}` would cost ~0.5 GB. */
-    jsonr_scan_body(body, len, &scan);
-    if (scan.containers > ADMISSION_MAX_CONTAINERS) {
+    if (too_many_containers(body, len, &scan, &scanned)) {
         char msg[96];
 
         snprintf(msg, sizeof(msg), "request has more than %d JSON objects and arrays",
@@ -404,7 +419,7 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
         status = answer_status(400, "BadRequest", msg, out, out_len);
         goto out;
     }
-    review = jsonr_loadb_kept(body, len, review_read, &scan, &jerr);
+    review = jsonr_loadb_kept(body, len, review_read, scanned ? &scan : NULL, &jerr);
     if (review == NULL) {
         sanitize_ascii(jerr.text); /* jansson may quote raw input bytes */
         snprintf(b.msg, sizeof(b.msg), "invalid JSON at line %d column %d: %s", jerr.line,
@@ -583,6 +598,7 @@ int admission_validate_job(const char *body, size_t len, const struct jobsource 
     char q[LOG_QUOTE_SIZE(sizeof(b.msg))]; /* b.msg quoted for the log */
     json_error_t jerr;
     struct jsonr_scan scan;
+    bool scanned;
     json_t *review = NULL;
     json_t *answer = NULL;
     const char *api = NULL;
@@ -593,15 +609,14 @@ int admission_validate_job(const char *body, size_t len, const struct jobsource 
     *out_len = 0;
     if (body == NULL || len == 0)
         return answer_status(400, "BadRequest", "request body is empty", out, out_len);
-    jsonr_scan_body(body, len, &scan);
-    if (scan.containers > ADMISSION_MAX_CONTAINERS) {
+    if (too_many_containers(body, len, &scan, &scanned)) {
         char msg[96];
 
         snprintf(msg, sizeof(msg), "request has more than %d JSON objects and arrays",
                  ADMISSION_MAX_CONTAINERS);
         return answer_status(400, "BadRequest", msg, out, out_len);
     }
-    review = jsonr_loadb_kept(body, len, NULL, &scan, &jerr);
+    review = jsonr_loadb_kept(body, len, NULL, scanned ? &scan : NULL, &jerr);
     if (review == NULL) {
         sanitize_ascii(jerr.text); /* jansson may quote raw input bytes */
         snprintf(b.msg, sizeof(b.msg), "invalid JSON at line %d column %d: %s", jerr.line,

@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "base/jsonr.h"
+#include "base/jsonr_internal.h"
 #include "tests/jsongen.h"
 #include "tests/jsonprune.h"
 #include "tests/testutil.h"
@@ -78,6 +79,31 @@ static void check_kept(const char *body, size_t n, const json_t *fast, const jso
 }
 
 /*
+ * jsmn read in steps (jsonr.h, JSONR_STEP) makes the tokens of one call on a body
+ * nested at most JSONR_MAX_DEPTH + 1 deep (jsonr_scan_body's rule), and on a deeper one
+ * the same or a stop (JSMN_ERROR_INVAL, at most a step past where it went too deep).
+ */
+static void check_steps(const char *body, size_t n, const char *name)
+{
+    struct jsonr_scan scan;
+    size_t whole_tokens;
+    size_t stepped_tokens;
+    int whole;
+    int stepped;
+
+    if (n == 0 || memchr(body, '\0', n) != NULL || n > JSONR_STEPPED_MAX)
+        return;
+    jsonr_scan_body(body, n, &scan);
+    whole = jsonr_tokenize(body, n, false, &whole_tokens);
+    stepped = jsonr_tokenize(body, n, true, &stepped_tokens);
+    if (!scan.shallow && stepped == -2 /* JSMN_ERROR_INVAL */)
+        return;
+    ck_assert_msg(stepped == whole, "%s: jsmn in steps says %d, in one call %d", name, stepped,
+                  whole);
+    ck_assert_uint_eq(stepped_tokens, whole_tokens);
+}
+
+/*
  * The property for n bytes at body. @return whether the fast path built the tree.
  * name labels failures.
  */
@@ -103,6 +129,7 @@ static bool check_same(const char *body, size_t n, const char *name)
     }
     ck_assert_msg((got == NULL) == (want == NULL), "%s: jsonr_loadb and json_loadb disagree", name);
     check_kept(body, n, fast, want, name);
+    check_steps(body, n, name);
     if (got == NULL) {
         ck_assert_str_eq(e2.text, e1.text);
         ck_assert_int_eq(e2.line, e1.line);
@@ -396,6 +423,76 @@ START_TEST(test_deep_body)
     memset(buf + 8 + (n - 8) / 2, ']', (n - 8) / 2);
     ck_assert_ptr_null(jsonr_fast(buf, n));
     check_same(buf, n, "deep after a quote in a primitive");
+    free(buf);
+}
+END_TEST
+
+/* A string, a primitive or an escape cut by a step's end is read whole in the next
+ * step: bodies whose tokens straddle the first and second steps' ends at every offset
+ * read as in one call, and build jansson's tree. */
+START_TEST(test_stepped_cuts)
+{
+    static const char *const tails[] = {
+        "\"k\":\"\\u00e9\\n\\\\\\\"x\",\"n\":-12345,\"t\":true,\"f\":false,\"z\":null",
+        "\"\\ud83d\\ude00\":[1,2,{\"\\u00e9\":[\"a\\\\\"]}],\"\xc3\xa9t\xc3\xa9\":\"\\/\"",
+        "\"deep\":[[[[[[[[[[{\"a\":[[[[1]]]]}]]]]]]]]]]",
+        "\"bad\":1.5e3",       /* a real: declined, jansson reads it */
+        "\"bad\":\"\\ud800\"", /* an unpaired surrogate: declined */
+        "\"bad\":tru",         /* not JSON */
+    };
+    char buf[2 * JSONR_STEP + 256];
+
+    for (size_t t = 0; t < sizeof(tails) / sizeof(tails[0]); t++) {
+        for (size_t pad = JSONR_STEP - 80; pad <= JSONR_STEP + 8; pad++) {
+            for (int second = 0; second < 2; second++) {
+                /* {"p":"<pad>","q":"<pad2>",<tail>}: the tail cut by the first step's end,
+                 * or (second) by the second's */
+                size_t pad2 = second ? JSONR_STEP - 13 : 0;
+                int n = snprintf(buf, sizeof(buf), "{\"p\":\"%0*d\",\"q\":\"%0*d\",%s}",
+                                 (int)pad - 8, 0, (int)pad2, 0, tails[t]);
+                char name[64];
+
+                ck_assert(n > 0 && (size_t)n < sizeof(buf));
+                snprintf(name, sizeof(name), "tail %zu at %zu (%s step)", t, pad,
+                         second ? "second" : "first");
+                ck_assert_int_eq(check_same(buf, (size_t)n, name), t < 3);
+            }
+        }
+    }
+}
+END_TEST
+
+/* A body too deep is stopped within a step of where it went too deep: jsmn, which
+ * walks up a level per closing bracket, never reads the rest (`[` x 8192 `]` x 8192 in
+ * one call: 33 million steps). Just deep enough after a long string, it is read. */
+START_TEST(test_stepped_deep)
+{
+    size_t n = JSONR_STEPPED_MAX;
+    char *buf = malloc(n);
+    size_t tokens;
+    size_t at;
+
+    ck_assert_ptr_nonnull(buf);
+    memset(buf, '[', n / 2);
+    memset(buf + n / 2, ']', n / 2);
+    ck_assert_int_eq(jsonr_tokenize(buf, n, true, &tokens), -2 /* JSMN_ERROR_INVAL */);
+    ck_assert_uint_le(tokens, JSONR_STEP);
+    ck_assert_ptr_null(jsonr_fast(buf, n));
+    /* the same depth after a string three steps long: stopped in the step after it */
+    memcpy(buf, "[\"", 2);
+    memset(buf + 2, 'a', 3 * JSONR_STEP);
+    memcpy(buf + 2 + 3 * JSONR_STEP, "\",", 2);
+    ck_assert_int_eq(jsonr_tokenize(buf, n, true, &tokens), -2);
+    ck_assert_uint_le(tokens, 2 + JSONR_STEP);
+    /* JSONR_MAX_DEPTH + 1 deep after it: read; one more: left to jansson */
+    for (int d = JSONR_MAX_DEPTH; d <= JSONR_MAX_DEPTH + 1; d++) {
+        at = 4 + 3 * JSONR_STEP;
+        for (int i = 0; i < d; i++)
+            buf[at++] = '[';
+        for (int i = 0; i <= d; i++)
+            buf[at++] = ']';
+        ck_assert_int_eq(check_same(buf, at, "deep after a long string"), d == JSONR_MAX_DEPTH);
+    }
     free(buf);
 }
 END_TEST
@@ -733,6 +830,8 @@ static Suite *jsonr_suite(void)
     tcase_add_test(tx, test_scan_body);
     tcase_add_test(tx, test_scan_body_random);
     tcase_add_test(tx, test_deep_body);
+    tcase_add_test(tx, test_stepped_cuts);
+    tcase_add_test(tx, test_stepped_deep);
     tcase_add_test(tx, test_token_bound);
     tcase_add_test(tx, test_length_limit);
     /* test_token_bound: 1,200 documents through every reader, seconds under ASan */

@@ -10,7 +10,9 @@
  * the same error text and position). And the reader that builds only what a keep
  * list names, with the pod admission's list (mutate_pod_read inside a review):
  * jsonr_fast_kept declines exactly where jsonr_fast does, and otherwise builds
- * json_loadb's tree pruned by the list (tests/jsonprune.h).
+ * json_loadb's tree pruned by the list (tests/jsonprune.h). And jsmn read in steps
+ * (JSONR_STEP) makes one call's tokens, unless the body nests too deep for the reader
+ * (then it may stop early); a scanned body builds the stepped one's tree.
  * Seeds: the admission harness's corpus (example pods, hostile reviews).
  */
 #include <jansson.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 
 #include "base/jsonr.h"
+#include "base/jsonr_internal.h"
 #include "tests/fuzz/fuzzutil.h"
 #include "tests/jsonprune.h"
 #include "webhook/mutate.h"
@@ -58,6 +61,30 @@ static void check_kept(const char *body, size_t size, const json_t *fast, const 
     json_decref(kept);
 }
 
+static void check_steps(const char *body, size_t size, const json_t *fast)
+{
+    struct jsonr_scan scan;
+    size_t whole_tokens;
+    size_t stepped_tokens;
+    int whole;
+    int stepped;
+    json_t *scanned;
+
+    if (size == 0 || size > JSONR_STEPPED_MAX || memchr(body, '\0', size) != NULL)
+        return;
+    jsonr_scan_body(body, size, &scan);
+    whole = jsonr_tokenize(body, size, false, &whole_tokens);
+    stepped = jsonr_tokenize(body, size, true, &stepped_tokens);
+    FUZZ_CHECK((stepped == whole && stepped_tokens == whole_tokens)
+                   || (!scan.shallow && stepped == -2 /* JSMN_ERROR_INVAL */),
+               "jsmn in steps: %d (%zu tokens), in one call: %d (%zu tokens)", stepped,
+               stepped_tokens, whole, whole_tokens);
+    /* with the scan made, the reader tokenizes in one call */
+    scanned = jsonr_loadb_kept(body, size, NULL, &scan, NULL);
+    FUZZ_CHECK(fast == NULL || json_equal(fast, scanned), "the scanned body's tree differs");
+    json_decref(scanned);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *body = (const char *)data;
@@ -80,6 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(b);
     }
     check_kept(body, size, fast, want);
+    check_steps(body, size, fast);
     FUZZ_CHECK((got == NULL) == (want == NULL), "jsonr_loadb %s, json_loadb %s",
                got != NULL ? "built" : "failed", want != NULL ? "built" : "failed");
     if (got == NULL) {
