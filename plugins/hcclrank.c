@@ -23,7 +23,7 @@
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
 
-#define HCCL_KEY       "hccl/rankIndex"
+#define HCCL_KEY       PLUGIN_HCCL_RANK_KEY
 #define HCCL_INDEX_KEY "volcano.sh/task-index"
 
 struct hccl_args {

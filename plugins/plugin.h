@@ -48,6 +48,11 @@ struct plugin_job_env {
     unsigned long *foreign;         /* D12: incremented (atomically) per foreign object */
 };
 
+/* hcclrank's annotation of the pod's rank. Besides it, plugins read no pod label or
+ * annotation of their own: the review's pod is read with only these and the
+ * framework's task keys (webhook/mutate.c, mutate_pod_read). */
+#define PLUGIN_HCCL_RANK_KEY "hccl/rankIndex"
+
 /* What the framework knows about the pod under admission (docs/plugins.md §3.6, D6, D14). */
 struct plugin_pod_info {
     const char *name;  /* metadata.name; "" for a generateName-only pod */

@@ -231,9 +231,23 @@ static const struct jsonr_keep read_container[] = {
     {"name", NULL},    {"env", NULL},  {"volumeMounts", NULL}, {"ports", NULL},
     {"command", NULL}, {"args", NULL}, {NULL, NULL},
 };
+/* A label or an annotation is read only here (pod_info_init) and by hcclrank; a pod
+ * carries a dozen of Volcano's own and its users', none of them read. */
+static const struct jsonr_keep read_labels[] = {{TASK_INDEX_KEY, NULL}, {NULL, NULL}};
+static const struct jsonr_keep read_annotations[] = {
+    {TASK_SPEC_KEY, NULL},
+    {TASK_INDEX_KEY, NULL},
+    {PLUGIN_HCCL_RANK_KEY, NULL},
+    {NULL, NULL},
+};
 static const struct jsonr_keep read_metadata[] = {
-    {"name", NULL},        {"generateName", NULL},    {"namespace", NULL}, {"labels", NULL},
-    {"annotations", NULL}, {"ownerReferences", NULL}, {NULL, NULL},
+    {"name", NULL},
+    {"generateName", NULL},
+    {"namespace", NULL},
+    {"labels", read_labels},
+    {"annotations", read_annotations},
+    {"ownerReferences", NULL},
+    {NULL, NULL},
 };
 static const struct jsonr_keep read_spec[] = {
     {"hostname", NULL},

@@ -213,6 +213,10 @@ static const char *const hostile[] = {
     "{\"metadata\":{}}",
     "{\"metadata\":{\"annotations\":{\"volcano.sh/task-spec\":\"no-such-task\"}},"
     "\"spec\":{\"containers\":[]}}",
+    /* hcclrank's annotation set already, beside labels and annotations no one reads */
+    "{\"metadata\":{\"labels\":{\"app\":\"a\",\"volcano.sh/task-index\":\"0\"},"
+    "\"annotations\":{\"x\":\"1\",\"hccl/rankIndex\":\"7\",\"volcano.sh/task-index\":\"0\"}},"
+    "\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
 };
 
 START_TEST(test_hostile_pods)
@@ -259,8 +263,8 @@ START_TEST(test_hostile_pods)
     free(body);
     /* denied in both versions: the pod without spec, and the one whose own volume "v" is
      * mounted at /root/.ssh (D5); the NUL uid's object is no pod */
-    ck_assert_int_eq(t.answered, 11);
-    ck_assert_int_eq(t.patched, 6);
+    ck_assert_int_eq(t.answered, 13);
+    ck_assert_int_eq(t.patched, 8);
     ck_assert_int_eq(t.denied, 4);
 }
 END_TEST
