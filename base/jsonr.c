@@ -45,6 +45,8 @@ struct reader {
  */
 static const struct jsonr_keep skipped[1] = {{NULL, NULL}};
 
+const struct jsonr_keep jsonr_keep_names[1] = {{NULL, NULL}};
+
 static json_t *read_value(struct reader *r, int depth, const struct jsonr_keep *keep);
 
 static void skip_ws_run(struct reader *r)
@@ -353,7 +355,7 @@ fail:
     return NULL;
 }
 
-/* The entry of keep named by the len bytes at key, or NULL. */
+/* The entry of keep named by the len bytes at key, or the list's end ({NULL, ...}). */
 static const struct jsonr_keep *kept_member(const struct jsonr_keep *keep, const char *key,
                                             size_t len)
 {
@@ -361,7 +363,7 @@ static const struct jsonr_keep *kept_member(const struct jsonr_keep *keep, const
         if (strncmp(keep->key, key, len) == 0 && keep->key[len] == '\0')
             return keep;
     }
-    return NULL;
+    return keep;
 }
 
 /* Whether the n bytes at s are UTF-8 as jansson's lexer requires (its own check). */
@@ -387,6 +389,7 @@ static json_t *read_object(struct reader *r, const jsmntok_t *t, int depth,
         size_t key_len;
         bool utf8;
         const struct jsonr_keep *member;
+        bool named; /* the member is in o, with v */
         json_t *v;
 
         if (k > 0 && !expect(r, ','))
@@ -399,15 +402,17 @@ static json_t *read_object(struct reader *r, const jsmntok_t *t, int depth,
             goto fail;
         if (keep == skipped || keep == NULL) {
             member = keep;
+            named = keep == NULL;
         } else {
             const struct jsonr_keep *e = kept_member(keep, key, key_len);
 
-            member = e != NULL ? e->sub : skipped;
+            member = e->key != NULL ? e->sub : skipped;
+            named = e->key != NULL || e->sub == JSONR_KEEP_NAMES; /* v: null */
         }
         v = read_value(r, depth + 1, member);
         if (v == NULL)
             goto fail;
-        if (member == skipped) {
+        if (member == skipped && !named) {
             /* Left out, but checked as json_object_setn_new would check its key. */
             if (!utf8 && !jansson_utf8(key, key_len))
                 goto fail;

@@ -107,6 +107,13 @@ struct jsonr_keep {
     const struct jsonr_keep *sub;
 };
 
+/* A list that ends with {NULL, JSONR_KEEP_NAMES} keeps the members it does not name
+ * too, each with the value null: for a caller that reads which members an object has
+ * and not what they hold (a volume's source: its kind, podutil). They are checked as
+ * left-out members are. */
+extern const struct jsonr_keep jsonr_keep_names[];
+#define JSONR_KEEP_NAMES jsonr_keep_names
+
 /**
  * The fast path alone: the tree of the len bytes at body (borrowed), or NULL when
  * the fast path declines (see above; also out of memory). Never an error of its own.

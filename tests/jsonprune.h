@@ -31,12 +31,14 @@ static inline json_t *jsonprune(const json_t *v, const struct jsonr_keep *keep)
     }
     out = json_object();
     json_object_keylen_foreach((json_t *)v, key, klen, m) {
-        for (const struct jsonr_keep *e = keep; e->key != NULL; e++) {
-            if (strlen(e->key) == klen && memcmp(e->key, key, klen) == 0) {
-                json_object_setn_new(out, key, klen, jsonprune(m, e->sub));
-                break;
-            }
-        }
+        const struct jsonr_keep *e = keep;
+
+        while (e->key != NULL && !(strlen(e->key) == klen && memcmp(e->key, key, klen) == 0))
+            e++;
+        if (e->key != NULL)
+            json_object_setn_new(out, key, klen, jsonprune(m, e->sub));
+        else if (e->sub == JSONR_KEEP_NAMES)
+            json_object_setn_new(out, key, klen, json_null());
     }
     return out;
 }

@@ -249,10 +249,18 @@ static const struct jsonr_keep read_metadata[] = {
     {"ownerReferences", NULL},
     {NULL, NULL},
 };
+/* A volume's name; its source whole when a plugin's kind (podutil_upsert_volume
+ * compares the Secret or ConfigMap it names), else only its kind, for the message. */
+static const struct jsonr_keep read_volume[] = {
+    {"name", NULL},
+    {"secret", NULL},
+    {"configMap", NULL},
+    {NULL, JSONR_KEEP_NAMES},
+};
 static const struct jsonr_keep read_spec[] = {
     {"hostname", NULL},
     {"subdomain", NULL},
-    {"volumes", NULL},
+    {"volumes", read_volume},
     {"containers", read_container},
     {"initContainers", read_container},
     {"ephemeralContainers", read_container},

@@ -58,7 +58,8 @@ struct mutate_result {
  * What an admission reads in a pod (base/jsonr.h struct jsonr_keep): the choice of
  * Job and task (D6: metadata name, generateName, namespace, the task-spec and
  * task-index labels and annotations, ownerReferences), hcclrank's rank annotation,
- * every plugin's on_pod_create (spec hostname, subdomain, volumes;
+ * every plugin's on_pod_create (spec hostname, subdomain, volumes: their names, their
+ * Secret and ConfigMap sources and only the kind of other sources;
  * each container's name, env, volumeMounts, ports, command, args) and D15's check
  * (k8s/podcheck.h: the same, ephemeral containers too). admission_handle builds only
  * these members of request.object; a plugin or check that reads another member of a

@@ -37,10 +37,18 @@ static char *dump(const json_t *v)
     return s;
 }
 
-/* A keep list that names itself: "a" and "" kept with its rule again, "Z" whole. The
- * random documents' keys are random strings of a few pieces, "a" and "Z" among them. */
-static const struct jsonr_keep test_keep[] = {
-    {"a", test_keep}, {"", test_keep}, {"Z", NULL}, {"\xc3\xa9", NULL}, {NULL, NULL},
+/* A keep list that names itself: "a" and "" kept with its rule again, "Z" whole, "0"
+ * with test_names (its other members kept as null). The random documents' keys are
+ * random strings of a few pieces, "a", "Z" and "0" among them. */
+static const struct jsonr_keep test_keep[6];
+static const struct jsonr_keep test_names[] = {
+    {"a", test_keep},
+    {"Z", NULL},
+    {NULL, JSONR_KEEP_NAMES},
+};
+static const struct jsonr_keep test_keep[6] = {
+    {"a", test_keep},   {"", test_keep},   {"Z", NULL},
+    {"\xc3\xa9", NULL}, {"0", test_names}, {NULL, NULL},
 };
 
 /* The kept reader on the n bytes at body, against the whole one (fast) and json_loadb (want). */
@@ -621,6 +629,14 @@ static const struct {
     {"{\"a\":[1],\"x\":{\"y\":[true,null,\"s\\n\"]},\"a\":{\"Z\":\"\\u00e9\"}}",
      "{\"a\":{\"Z\":\"\xc3\xa9\"}}"},
     {"[{\"b\":1},{\"a\":2}]", "[{},{\"a\":2}]"},
+    /* names kept: other members null, checked all the same; "a" and "Z" as named */
+    {"{\"0\":{\"p\":{\"q\":[1]},\"a\":{\"a\":1,\"b\":2},\"Z\":{\"q\":1},\"p\":\"s\"},\"0\":{}}",
+     "{\"0\":{}}"},
+    {"{\"0\":{\"p\":{\"q\":[1]},\"a\":{\"a\":1,\"b\":2},\"Z\":{\"q\":1},\"r\":\"s\"}}",
+     "{\"0\":{\"p\":null,\"a\":{\"a\":1},\"Z\":{\"q\":1},\"r\":null}}"},
+    {"{\"0\":[{\"p\":1},2]}", "{\"0\":[{\"p\":null},2]}"},
+    {"{\"0\":{\"p\":1.5}}", ""},
+    {"{\"0\":{\"\xff\":1}}", ""},
     {"{\"b\":1.5}", ""},
     {"{\"b\":\"\xff\"}", ""},
     {"{\"b\":{\"\xff\":1}}", ""},

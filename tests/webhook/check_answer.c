@@ -213,6 +213,13 @@ static const char *const hostile[] = {
     "{\"metadata\":{}}",
     "{\"metadata\":{\"annotations\":{\"volcano.sh/task-spec\":\"no-such-task\"}},"
     "\"spec\":{\"containers\":[]}}",
+    /* the plugins' volume names taken: a projected volume (its kind named in the denial),
+     * and the plugin's own ConfigMap with more fields (replaced whole) */
+    "{\"metadata\":{},\"spec\":{\"volumes\":[{\"name\":\"all-plugins-ssh\",\"projected\":"
+    "{\"sources\":[{\"configMap\":{\"name\":\"x\"}}]}}],\"containers\":[{\"name\":\"c\"}]}}",
+    "{\"metadata\":{},\"spec\":{\"volumes\":[{\"name\":\"all-plugins-svc\",\"configMap\":"
+    "{\"name\":\"all-plugins-svc\",\"defaultMode\":256},\"emptyDir\":{}}],"
+    "\"containers\":[{\"name\":\"c\"}]}}",
     /* hcclrank's annotation set already, beside labels and annotations no one reads */
     "{\"metadata\":{\"labels\":{\"app\":\"a\",\"volcano.sh/task-index\":\"0\"},"
     "\"annotations\":{\"x\":\"1\",\"hccl/rankIndex\":\"7\",\"volcano.sh/task-index\":\"0\"}},"
@@ -261,11 +268,12 @@ START_TEST(test_hostile_pods)
     memcpy(strstr(body, "NUL_HERE"), "a\\u0000b", 8);
     check_body(body, strlen(body), body, &t);
     free(body);
-    /* denied in both versions: the pod without spec, and the one whose own volume "v" is
-     * mounted at /root/.ssh (D5); the NUL uid's object is no pod */
-    ck_assert_int_eq(t.answered, 13);
-    ck_assert_int_eq(t.patched, 8);
-    ck_assert_int_eq(t.denied, 4);
+    /* denied in both versions: the pod without spec, the one whose own volume "v" is
+     * mounted at /root/.ssh (D5) and the one whose projected volume has ssh's name; the
+     * NUL uid's object is no pod */
+    ck_assert_int_eq(t.answered, 17);
+    ck_assert_int_eq(t.patched, 10);
+    ck_assert_int_eq(t.denied, 6);
 }
 END_TEST
 
