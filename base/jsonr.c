@@ -359,8 +359,10 @@ fail:
 static const struct jsonr_keep *kept_member(const struct jsonr_keep *keep, const char *key,
                                             size_t len)
 {
+    /* the first byte first: most of a body's members are named by no entry */
     for (; keep->key != NULL; keep++) {
-        if (strncmp(keep->key, key, len) == 0 && keep->key[len] == '\0')
+        if ((len == 0 ? keep->key[0] == '\0' : keep->key[0] == key[0])
+            && strncmp(keep->key, key, len) == 0 && keep->key[len] == '\0')
             return keep;
     }
     return keep;
