@@ -254,13 +254,17 @@ int podutil_upsert_env(json_t *container, json_t *env_new, const char *plugin, s
 #define UPSERT_SCAN_MAX   1024
 #define UPSERT_SCAN_STACK 64 /* names kept on the stack; more are allocated */
 
-/* Whether a and b are one name: both strings of the same bytes (json_equal's answer). */
-static bool same_name(const json_t *a, const json_t *b)
-{
-    size_t n = json_string_length(a);
+/* An env entry's name as the scan compares it: its bytes (NULL when the entry has no
+ * string name) and their length, read once per entry rather than once per compare. */
+struct env_key {
+    const char *s;
+    size_t len;
+};
 
-    return a != NULL && b != NULL && n == json_string_length(b)
-        && memcmp(json_string_value(a), json_string_value(b), n) == 0;
+/* Whether a and b are one name: both strings of the same bytes (json_equal's answer). */
+static bool same_name(struct env_key a, struct env_key b)
+{
+    return a.s != NULL && b.s != NULL && a.len == b.len && memcmp(a.s, b.s, a.len) == 0;
 }
 
 /* The "name" of env entry e when it is a string, else NULL. */
@@ -271,15 +275,28 @@ static const json_t *env_name(const json_t *e)
     return json_is_string(name) ? name : NULL;
 }
 
+/* The key of env entry e (struct env_key). */
+static struct env_key env_key(const json_t *e)
+{
+    const json_t *name = env_name(e);
+    struct env_key k = {NULL, 0};
+
+    if (name != NULL) {
+        k.s = json_string_value(name);
+        k.len = json_string_length(name);
+    }
+    return k;
+}
+
 /* podutil_upsert_envs's placing (list: the container's env array) by a scan of names. */
 static int upsert_envs_scan(json_t *container, json_t *list, const json_t *envs, size_t *failed_at,
                             const char *plugin, struct warnings *w)
 {
-    const json_t *stack[UPSERT_SCAN_STACK];
+    struct env_key stack[UPSERT_SCAN_STACK];
     size_t n = json_array_size(list);
     size_t cap = n + json_array_size(envs);
-    /* names[k]: the name of list entry k (NULL when none), kept as entries are placed */
-    const json_t **names = cap <= UPSERT_SCAN_STACK ? stack : malloc(cap * sizeof(*names));
+    /* names[k]: the name of list entry k, kept as entries are placed */
+    struct env_key *names = cap <= UPSERT_SCAN_STACK ? stack : malloc(cap * sizeof(*names));
     size_t i;
     const json_t *e;
     int rc = 0;
@@ -287,14 +304,14 @@ static int upsert_envs_scan(json_t *container, json_t *list, const json_t *envs,
     if (names == NULL)
         return WH_ENOMEM;
     for (size_t k = 0; k < n; k++)
-        names[k] = env_name(json_array_get(list, k));
+        names[k] = env_key(json_array_get(list, k));
     json_array_foreach(envs, i, e) {
-        const json_t *name = env_name(e);
+        struct env_key name = env_key(e);
         size_t k = n;
 
         if (failed_at != NULL)
             *failed_at = i;
-        if (name == NULL) {
+        if (name.s == NULL) {
             rc = WH_EINVAL;
             break;
         }
