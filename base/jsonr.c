@@ -272,12 +272,14 @@ static bool string_content(struct reader *r, const jsmntok_t *t, bool key, const
     return true;
 }
 
-/* A string token at the cursor. @return whether it is one (then the cursor is past it). */
+/* A string token at the cursor. @return whether it is one (then the cursor is past it).
+ * jsmn makes a string token only of a whole string: its content starts after an
+ * opening quote and ends at the closing one, inside the text, so the token starting
+ * right after the cursor is all there is to check. */
 static inline bool at_string(struct reader *r, const jsmntok_t *t)
 {
     skip_ws(r);
-    if (t->type != JSMN_STRING || r->pos >= r->len || r->js[r->pos] != '"'
-        || (size_t)t->start != r->pos + 1 || (size_t)t->end >= r->len || r->js[t->end] != '"')
+    if (t->type != JSMN_STRING || (size_t)t->start != r->pos + 1)
         return false;
     r->pos = (size_t)t->end + 1;
     return true;

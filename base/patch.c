@@ -95,16 +95,34 @@ static void path_cut(struct diff *d, size_t mark)
     buf_truncate(&d->path, mark);
 }
 
+/* The ops the diff writes (RFC 6902 §4.1-§4.3): the name, and the text that opens
+ * one after another op (the comma dropped for the first), up to the path's value. */
+enum op_kind { OP_ADD, OP_REMOVE, OP_REPLACE };
+
+static const struct {
+    const char *name;
+    const char *head;
+    size_t head_len;
+} ops[] = {
+#define OP_TEXT(name) ",{\"op\":\"" name "\",\"path\":\""
+#define OP_HEAD(name)                                                                              \
+    {                                                                                              \
+        name, OP_TEXT(name), sizeof(OP_TEXT(name)) - 1                                             \
+    }
+    [OP_ADD] = OP_HEAD("add"),
+    [OP_REMOVE] = OP_HEAD("remove"),
+    [OP_REPLACE] = OP_HEAD("replace"),
+#undef OP_HEAD
+#undef OP_TEXT
+};
+
 /* The op {"op", "path"[, "value"]} in that key order, written as text. */
-static int emit_text(struct diff *d, const char *op, const json_t *value)
+static int emit_text(struct diff *d, enum op_kind op, const json_t *value)
 {
     struct buf *o = d->text;
+    size_t first = d->n == 0; /* no comma before the first op */
 
-    if (d->n > 0)
-        (void)jsonw_lit(o, ",");
-    (void)jsonw_lit(o, "{\"op\":\"");
-    (void)jsonw_raw(o, op, strlen(op));
-    (void)jsonw_lit(o, "\",\"path\":\"");
+    (void)jsonw_raw(o, ops[op].head + first, ops[op].head_len - first);
     (void)jsonw_raw(o, buf_cstr(&d->path), d->path.len);
     if (value != NULL) {
         (void)jsonw_lit(o, "\",\"value\":");
@@ -118,7 +136,7 @@ static int emit_text(struct diff *d, const char *op, const json_t *value)
 }
 
 /* Append {"op", "path"[, "value"]} in that key order; value is referenced, not copied. */
-static int emit(struct diff *d, const char *op, const json_t *value)
+static int emit(struct diff *d, enum op_kind op, const json_t *value)
 {
     /* Built member by member: json_pack's format parsing cost more than the op itself. */
     json_t *o;
@@ -128,7 +146,7 @@ static int emit(struct diff *d, const char *op, const json_t *value)
     o = json_object();
     if (o == NULL)
         return WH_ENOMEM;
-    if (json_object_set_new_nocheck(o, "op", json_string_nocheck(op)) < 0
+    if (json_object_set_new_nocheck(o, "op", json_string_nocheck(ops[op].name)) < 0
         || json_object_set_new_nocheck(o, "path", json_stringn(buf_cstr(&d->path), d->path.len)) < 0
         || (value != NULL && json_object_set_nocheck(o, "value", (json_t *)value) < 0)) {
         json_decref(o);
@@ -172,7 +190,7 @@ static int diff_object(struct diff *d, const json_t *a, const json_t *b)
         rc = path_push(d, key, &mark);
         if (rc < 0)
             return rc;
-        rc = old == NULL ? emit(d, "add", v) : diff_value(d, old, v);
+        rc = old == NULL ? emit(d, OP_ADD, v) : diff_value(d, old, v);
         path_cut(d, mark);
         if (rc < 0)
             return rc;
@@ -183,7 +201,7 @@ static int diff_object(struct diff *d, const json_t *a, const json_t *b)
         rc = path_push(d, key, &mark);
         if (rc < 0)
             return rc;
-        rc = emit(d, "remove", NULL);
+        rc = emit(d, OP_REMOVE, NULL);
         path_cut(d, mark);
         if (rc < 0)
             return rc;
@@ -202,7 +220,7 @@ static int diff_array(struct diff *d, const json_t *a, const json_t *b)
     int rc;
 
     if (nb < na)
-        return emit(d, "replace", b);
+        return emit(d, OP_REPLACE, b);
     for (i = 0; i < nb; i++) {
         if (i < na && json_array_get(a, i) == json_array_get(b, i))
             continue; /* shared by the copy */
@@ -212,7 +230,7 @@ static int diff_array(struct diff *d, const json_t *a, const json_t *b)
         if (i < na)
             rc = diff_value(d, json_array_get(a, i), json_array_get(b, i));
         else
-            rc = emit(d, "add", json_array_get(b, i));
+            rc = emit(d, OP_ADD, json_array_get(b, i));
         path_cut(d, mark);
         if (rc < 0)
             return rc;
@@ -227,12 +245,12 @@ static int diff_value(struct diff *d, const json_t *a, const json_t *b)
         return 0;
     /* Integer vs real counts as a type change, so 420 -> 420.0 is a replace. */
     if (json_typeof(a) != json_typeof(b))
-        return emit(d, "replace", b);
+        return emit(d, OP_REPLACE, b);
     if (json_is_object(b))
         return diff_object(d, a, b);
     if (json_is_array(b))
         return diff_array(d, a, b);
-    return json_equal(a, b) ? 0 : emit(d, "replace", b);
+    return json_equal(a, b) ? 0 : emit(d, OP_REPLACE, b);
 }
 
 json_t *patch_diff(const json_t *before, const json_t *after)
