@@ -141,6 +141,40 @@ START_TEST(first_positions)
 }
 END_TEST
 
+/* Lists of up to 40 names from a three-name alphabet and NULL, so that short lists
+ * (compared pairwise) and long ones (sorted) repeat names, against the definition. */
+START_TEST(first_positions_random)
+{
+    static const char *const alphabet[] = {"x", "y", "xy", NULL};
+    const char *names[40];
+    unsigned seed = 7;
+
+    for (int round = 0; round < 400; round++) {
+        size_t n = 1 + (size_t)round % 40;
+        size_t *first;
+
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            names[i] = alphabet[(seed >> 16) % 4];
+        }
+        first = k8s_name_first_positions(names, n);
+        ck_assert_ptr_nonnull(first);
+        for (size_t i = 0; i < n; i++) {
+            size_t want = i;
+
+            for (size_t j = 0; names[i] != NULL && j < i; j++) {
+                if (names[j] != NULL && strcmp(names[j], names[i]) == 0) {
+                    want = j;
+                    break;
+                }
+            }
+            ck_assert_uint_eq(first[i], want);
+        }
+        free(first);
+    }
+}
+END_TEST
+
 static Suite *names_suite(void)
 {
     Suite *s = suite_create("names");
@@ -152,6 +186,7 @@ static Suite *names_suite(void)
     tcase_add_test(t, port_name);
     tcase_add_test(t, env_var_name);
     tcase_add_test(t, first_positions);
+    tcase_add_test(t, first_positions_random);
     suite_add_tcase(s, t);
     return s;
 }
