@@ -322,6 +322,14 @@ static json_t *primitive(const char *p, size_t n)
         return NULL;
     if (i != n)
         return NULL; /* a fraction, an exponent or no number at all */
+    if (n - (p[0] == '-') <= 18) {
+        /* at most 18 digits: within 64 bits, summed here (strtoll for longer ones) */
+        long long u = 0;
+
+        for (size_t k = p[0] == '-'; k < n; k++)
+            u = u * 10 + (p[k] - '0');
+        return json_integer((json_int_t)(p[0] == '-' ? -u : u));
+    }
     memcpy(text, p, n);
     text[n] = '\0';
     errno = 0;

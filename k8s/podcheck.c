@@ -58,11 +58,12 @@ static bool report(struct walk *w, enum podcheck_kind kind, const char *list, co
  * skip_empty). @return k8s_name_first_positions of them, NULL as it. */
 static size_t *list_firsts(const json_t *arr, const char *key, bool skip_empty)
 {
+    const char *stack[16]; /* a container's mounts and ports, a pod's volumes: a few */
     size_t n = json_array_size(arr);
-    const char **names = n > 0 ? malloc(n * sizeof(*names)) : NULL;
+    const char **names = n <= 16 ? stack : malloc(n * sizeof(*names));
     size_t *first;
 
-    if (names == NULL)
+    if (n == 0 || names == NULL)
         return NULL;
     for (size_t i = 0; i < n; i++) {
         const char *v = str(json_array_get(arr, i), key);
@@ -70,7 +71,8 @@ static size_t *list_firsts(const json_t *arr, const char *key, bool skip_empty)
         names[i] = skip_empty && v[0] == '\0' ? NULL : v;
     }
     first = k8s_name_first_positions(names, n);
-    free(names);
+    if (names != stack)
+        free(names);
     return first;
 }
 
