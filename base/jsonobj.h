@@ -5,9 +5,9 @@
  * json_object_get hashes the key (jansson's seeded lookup3) and searches its bucket:
  * about 160 instructions a call, paid some 500 times per admission on objects of a
  * few members (a container, an env entry, a port, an ownerReference). Walking the
- * object's members in order costs a few instructions per member, so objects of up to
- * JSON_MEMBER_SCAN_MAX members are walked and larger ones (labels, annotations) left
- * to jansson's hash. The answer is json_object_get's: keys are unique in a jansson
+ * object's members in order costs a few instructions per member, so the first
+ * JSON_MEMBER_SCAN_MAX members are walked and the rest of a larger object (labels,
+ * annotations) left to jansson's hash. The answer is json_object_get's: keys are unique in a jansson
  * object, so the member found is the same in either order.
  */
 #ifndef WH_JSONOBJ_H
@@ -31,16 +31,18 @@ static inline json_t *json_member(const json_t *obj, const char *key)
 {
     /* jansson's iterator functions take a non-const object; they only read it here. */
     json_t *o = (json_t *)obj;
+    size_t seen = 0;
     size_t n;
 
     if (!json_is_object(o) || key == NULL)
         return NULL;
-    if (json_object_size(o) > JSON_MEMBER_SCAN_MAX)
-        return json_object_get(o, key);
     n = strlen(key);
     for (void *it = json_object_iter(o); it != NULL; it = json_object_iter_next(o, it)) {
         const char *k = json_object_iter_key(it);
 
+        /* past the first members, the rest by the hash (no size asked first: a call) */
+        if (++seen > JSON_MEMBER_SCAN_MAX)
+            return json_object_get(o, key);
         if (k[0] == key[0] && json_object_iter_key_len(it) == n && memcmp(k, key, n) == 0)
             return json_object_iter_value(it);
     }
