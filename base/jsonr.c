@@ -196,7 +196,7 @@ static inline uint64_t special_bytes(uint64_t x)
  * (the string's closing quote among them), the bytes past the tail counted as 'a'.
  * false also when it cannot tell that way (the caller then looks at each byte).
  */
-static bool plain_text(const struct reader *r, const char *p, size_t n)
+static inline bool plain_text(const struct reader *r, const char *p, size_t n)
 {
     const uint64_t ones = 0x0101010101010101ULL;
     size_t i = 0;
@@ -223,29 +223,16 @@ static bool plain_text(const struct reader *r, const char *p, size_t n)
     return false;
 }
 
-/*
- * A string token's content: *s, *n point into the body when it has no escape, else
- * into r->scratch (a key's stays there until the caller gives its scratch back).
- * *utf8 is true when the content is valid UTF-8 for certain: no raw byte of it is
- * over 0x7F (escapes decode to valid UTF-8, surrogates being refused); else jansson
- * must check it. @return false to decline (a raw control character, which jansson
- * refuses, or a declined escape).
- */
-static bool string_content(struct reader *r, const jsmntok_t *t, bool key, const char **s,
-                           size_t *n, bool *utf8)
+/* string_content for a string that is not plain_text: looked at byte by byte, its
+ * escapes decoded. Out of line: most strings of a review never get here. */
+static __attribute__((noinline)) bool string_content_slow(struct reader *r, const char *p,
+                                                          size_t raw, bool key, const char **s,
+                                                          size_t *n, bool *utf8)
 {
-    const char *p = r->js + t->start;
-    size_t raw = (size_t)(t->end - t->start);
     bool escaped = false;
     unsigned char high = 0;
     long w;
 
-    if (plain_text(r, p, raw)) {
-        *s = p;
-        *n = raw;
-        *utf8 = true;
-        return true;
-    }
     for (size_t i = 0; i < raw; i++) {
         unsigned char c = (unsigned char)p[i];
 
@@ -270,6 +257,30 @@ static bool string_content(struct reader *r, const jsmntok_t *t, bool key, const
     if (key)
         r->top += (size_t)w;
     return true;
+}
+
+/*
+ * A string token's content: *s, *n point into the body when it has no escape, else
+ * into r->scratch (a key's stays there until the caller gives its scratch back).
+ * *utf8 is true when the content is valid UTF-8 for certain: no raw byte of it is
+ * over 0x7F (escapes decode to valid UTF-8, surrogates being refused); else jansson
+ * must check it. @return false to decline (a raw control character, which jansson
+ * refuses, or a declined escape). Inline: called for every string of a body, and
+ * most are plain.
+ */
+static inline bool string_content(struct reader *r, const jsmntok_t *t, bool key, const char **s,
+                                  size_t *n, bool *utf8)
+{
+    const char *p = r->js + t->start;
+    size_t raw = (size_t)(t->end - t->start);
+
+    if (plain_text(r, p, raw)) {
+        *s = p;
+        *n = raw;
+        *utf8 = true;
+        return true;
+    }
+    return string_content_slow(r, p, raw, key, s, n, utf8);
 }
 
 /* A string token at the cursor. @return whether it is one (then the cursor is past it).
