@@ -49,26 +49,10 @@ static size_t escape_byte(unsigned char c, char *seq)
     return 6;
 }
 
-/* Append; a failure stays in o->rc, which the public functions return. Most pieces
- * are a few bytes into room already there: copied here, buf_append only to grow. */
+/* Append; a failure stays in o->rc, which the public functions return. */
 static inline void put(struct buf *o, const char *s, size_t n)
 {
-    int rc;
-
-    if (o->rc == 0 && o->data != NULL && n < o->alloc - o->len && n <= o->max - o->len) {
-        memcpy(o->data + o->len, s, n);
-        o->len += n;
-        o->data[o->len] = '\0';
-        return;
-    }
-    rc = buf_append(o, s, n);
-    (void)rc;
-}
-
-int jsonw_raw(struct buf *o, const char *s, size_t n)
-{
-    put(o, s, n);
-    return o->rc;
+    (void)jsonw_raw(o, s, n);
 }
 
 /* 1: the byte is escaped in a JSON Pointer's reference token too (RFC 6901 §3). */

@@ -17,12 +17,29 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "base/buf.h"
 
 /** Append n bytes of JSON text as they are (borrowed): punctuation, or a string's
- * content already escaped (as it stood in a JSON body). @return o->rc. */
-int jsonw_raw(struct buf *o, const char *s, size_t n);
+ * content already escaped (as it stood in a JSON body). @return o->rc. Inline: most
+ * pieces are a few bytes into room already there, copied here (a literal's with a
+ * copy of known length); buf_append only to grow. */
+static inline int jsonw_raw(struct buf *o, const char *s, size_t n)
+{
+    if (o->rc == 0 && o->data != NULL && n < o->alloc - o->len && n <= o->max - o->len) {
+        memcpy(o->data + o->len, s, n);
+        o->len += n;
+        o->data[o->len] = '\0';
+        return 0;
+    }
+    {
+        int rc = buf_append(o, s, n); /* a failure stays in o->rc */
+
+        (void)rc;
+    }
+    return o->rc;
+}
 
 /** jsonw_raw of a string literal (its length known at compile time). @return o->rc. */
 #define jsonw_lit(o, lit) jsonw_raw((o), "" lit, sizeof(lit) - 1)
