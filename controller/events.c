@@ -284,14 +284,16 @@ static json_t *event_body(const struct events *ev, const json_t *job, const char
 /* One request within the deadline; an error other than 404 or 409 is tried once more
  * while time is left. An attempt that timed out at the deadline spent the budget: curl
  * may give up a millisecond before the clock says so, and a second try of what is left
- * would still reach a slow server (a second Event of the same name, or its 409). */
+ * would still reach a slow server (a second Event of the same name, or its 409), as
+ * would the call's next Event. So *deadline is moved to now: the budget is spent for
+ * the rest of the call too. */
 static int request(struct events *ev, const char *method, const char *path, const json_t *body,
-                   const char *ctype, long long deadline, json_t **out, struct wh_error *err)
+                   const char *ctype, long long *deadline, json_t **out, struct wh_error *err)
 {
     int rc = WH_ETIMEOUT;
 
     for (int attempt = 0; attempt < 2; attempt++) {
-        long long left = deadline - ev->cfg.clock_ms();
+        long long left = *deadline - ev->cfg.clock_ms();
         long timeout = ev->cfg.request_timeout_ms;
 
         if (left <= 0) {
@@ -302,15 +304,19 @@ static int request(struct events *ev, const char *method, const char *path, cons
         if (left < timeout)
             timeout = (long)left;
         rc = k8s_request(ev->kc, method, path, body, ctype, timeout, out, err);
+        if (rc == WH_ETIMEOUT && timeout == left) {
+            *deadline = ev->cfg.clock_ms();
+            break;
+        }
         if (rc == 0 || rc == WH_ENOTFOUND || rc == WH_EEXISTS || rc == WH_ECONFLICT
-            || rc == WH_ENOMEM || rc == WH_EINVAL || (rc == WH_ETIMEOUT && timeout == left))
+            || rc == WH_ENOMEM || rc == WH_EINVAL)
             break;
     }
     return rc;
 }
 
 /* PATCH the Event's count and lastTimestamp. *count_out: the count stored. */
-static int patch_count(struct events *ev, const char *path, long count, long long deadline,
+static int patch_count(struct events *ev, const char *path, long count, long long *deadline,
                        long *count_out, struct wh_error *err)
 {
     char now[32];
@@ -339,8 +345,8 @@ static int patch_count(struct events *ev, const char *path, long count, long lon
  * *created: whether it was created.
  */
 static int post(struct events *ev, const json_t *job, const char *name, const char *reason,
-                const char *message, long count, long long deadline, long *count_out, bool *created,
-                struct wh_error *err)
+                const char *message, long count, long long *deadline, long *count_out,
+                bool *created, struct wh_error *err)
 {
     char *coll = k8s_path("", "v1", meta_str(job, "namespace"), "events", NULL);
     char *path = k8s_path("", "v1", meta_str(job, "namespace"), "events", name);
@@ -387,7 +393,7 @@ out:
 }
 
 static int record(struct events *ev, const json_t *job, const char *reason, const char *message,
-                  long long deadline, struct wh_error *err)
+                  long long *deadline, struct wh_error *err)
 {
     const char *ns = meta_str(job, "namespace");
     const char *jname = meta_str(job, "name");
@@ -413,7 +419,7 @@ static int record(struct events *ev, const json_t *job, const char *reason, cons
     name_of(name, sizeof(name), jname, hash);
 
     pthread_mutex_lock(&ev->mu);
-    if (now >= deadline) {
+    if (now >= *deadline) {
         ev->stats.rate_limited++;
         pthread_mutex_unlock(&ev->mu);
         return WH_DECLINED;
@@ -522,9 +528,12 @@ void events_destroy(struct events *ev)
 int events_record(struct events *ev, const json_t *job, const char *reason, const char *message,
                   struct wh_error *err)
 {
+    long long deadline;
+
     if (ev == NULL)
         return WH_DECLINED;
-    return record(ev, job, reason, message, ev->cfg.clock_ms() + ev->cfg.budget_ms, err);
+    deadline = ev->cfg.clock_ms() + ev->cfg.budget_ms;
+    return record(ev, job, reason, message, &deadline, err);
 }
 
 size_t events_record_diagnostics(struct events *ev, const json_t *job, const struct diagnostics *d)
@@ -540,7 +549,7 @@ size_t events_record_diagnostics(struct events *ev, const json_t *job, const str
     for (size_t i = 0; i < d->n; i++) {
         struct wh_error err = {0, ""};
         int rc = record(ev, job, diagnose_reason_name(d->items[i].reason), d->items[i].message,
-                        deadline, &err);
+                        &deadline, &err);
 
         if (rc == 0)
             posted++;

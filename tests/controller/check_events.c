@@ -368,6 +368,40 @@ START_TEST(test_budget_timeout_not_retried)
 }
 END_TEST
 
+/* ... nor is the call's next Event posted: that timeout spent the budget of the whole
+ * call, whatever the clock says is left (it stands still here; in CI's test_budget
+ * curl gave up a millisecond early and the second Event's POST failed too). */
+START_TEST(test_budget_spent_for_the_rest)
+{
+    json_t *job = tu_json(JOB_TEXT);
+    struct events_config cfg = {.instance = "replica-0",
+                                .clock_ms = fake_clock,
+                                .budget_ms = 300,
+                                .request_timeout_ms = 10000};
+    struct events *ev = recorder(&cfg);
+    struct diagnostics d;
+    struct events_stats st;
+    struct tu_stderr cap;
+
+    diagnose_init(&d);
+    diagnose_add(&d, DIAGNOSE_TASK_NOT_FOUND, false, "pytorch", "first");
+    diagnose_add(&d, DIAGNOSE_TASK_NOT_FOUND, false, "pytorch", "second");
+    diagnose_add(&d, DIAGNOSE_TASK_NOT_FOUND, false, "pytorch", "third");
+    apitest_fault(&api,
+                  "{\"method\": \"POST\", \"path_regex\": \"/events$\", \"delay_ms\": 3000,"
+                  " \"count\": -1}");
+    tu_stderr_begin(&cap);
+    ck_assert_uint_eq(events_record_diagnostics(ev, job, &d), 0);
+    free(tu_stderr_end(&cap));
+    events_get_stats(ev, &st);
+    ck_assert_uint_eq(st.failed, 1);
+    ck_assert_uint_eq(st.rate_limited, 2);
+    ck_assert_int_eq(apitest_count(&api, "POST", EVENTS_PATH), 1);
+    events_destroy(ev);
+    json_decref(job);
+}
+END_TEST
+
 /* diagnose_job's results, each under its reason; the same list again only counts. */
 START_TEST(test_diagnostics)
 {
@@ -640,6 +674,7 @@ static Suite *events_suite(void)
     tcase_add_test(tc, test_server_errors);
     tcase_add_test(tc, test_budget);
     tcase_add_test(tc, test_budget_timeout_not_retried);
+    tcase_add_test(tc, test_budget_spent_for_the_rest);
     tcase_add_test(tc, test_diagnostics);
     tcase_add_test(tc, test_diagnose_job);
     tcase_add_test(tc, test_diagnose_job_from_cache);
