@@ -569,13 +569,15 @@ void jsonr_scan_body(const char *js, size_t len, struct jsonr_scan *out)
 }
 
 /* The open objects and arrays around jsmn's position: those up the parent links from
- * toksuper (an open container, or the key whose value is being read). */
+ * toksuper (an open container, or the key whose value is being read) that jsmn has not
+ * closed. In JSON all of them are open; jsmn also takes a ':' after any token
+ * (`[[]:[`), and then a closed container is among the parents. */
 static int open_depth(const jsmntok_t *tok, int super)
 {
     int depth = 0;
 
     for (int i = super; i >= 0; i = tok[i].parent) {
-        if (tok[i].type == JSMN_OBJECT || tok[i].type == JSMN_ARRAY)
+        if ((tok[i].type == JSMN_OBJECT || tok[i].type == JSMN_ARRAY) && tok[i].end == -1)
             depth++;
     }
     return depth;
@@ -713,6 +715,16 @@ out:
     free(r.scratch);
     free(tok);
     return v;
+}
+
+json_t *jsonr_fast_whole(const char *body, size_t len)
+{
+    struct jsonr_scan scan;
+
+    if (body == NULL || len == 0)
+        return NULL;
+    jsonr_scan_body(body, len, &scan);
+    return fast(body, len, NULL, &scan);
 }
 
 json_t *jsonr_fast_kept(const char *body, size_t len, const struct jsonr_keep *keep)

@@ -7,6 +7,7 @@
 #ifndef WH_JSONR_INTERNAL_H
 #define WH_JSONR_INTERNAL_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -19,5 +20,14 @@
  * end), or JSMN_ERROR_NOMEM when memory runs out.
  */
 int jsonr_tokenize(const char *js, size_t len, bool stepped, size_t *tokens);
+
+/**
+ * jsonr_fast with the body's scan made first (jsonr_scan_body), so jsmn reads it in one
+ * call whatever its length: the reader the stepped one must agree with. Where the two
+ * tokenizings differ (a body jsmn reads as invalid JSON in a way the depth count
+ * between steps meets, `[[]:[`), this one must decline too.
+ * @return new reference, or NULL when the fast path declines.
+ */
+json_t *jsonr_fast_whole(const char *body, size_t len);
 
 #endif

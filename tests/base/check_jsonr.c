@@ -87,28 +87,30 @@ static void check_kept(const char *body, size_t n, const json_t *fast, const jso
 }
 
 /*
- * jsmn read in steps (jsonr.h, JSONR_STEP) makes the tokens of one call on a body
- * nested at most JSONR_MAX_DEPTH + 1 deep (jsonr_scan_body's rule), and on a deeper one
- * the same or a stop (JSMN_ERROR_INVAL, at most a step past where it went too deep).
+ * jsmn read in steps (jsonr.h, JSONR_STEP) makes the tokens of one call, or stops
+ * (JSMN_ERROR_INVAL) on a body the reader declines with one call's tokens too: nested
+ * too deep, or not JSON in a way that makes jsmn count deeper (`[[]:[`).
  */
 static void check_steps(const char *body, size_t n, const char *name)
 {
-    struct jsonr_scan scan;
     size_t whole_tokens;
     size_t stepped_tokens;
+    json_t *one_call;
     int whole;
     int stepped;
 
     if (n == 0 || memchr(body, '\0', n) != NULL || n > JSONR_STEPPED_MAX)
         return;
-    jsonr_scan_body(body, n, &scan);
     whole = jsonr_tokenize(body, n, false, &whole_tokens);
     stepped = jsonr_tokenize(body, n, true, &stepped_tokens);
-    if (!scan.shallow && stepped == -2 /* JSMN_ERROR_INVAL */)
+    if (stepped == whole && stepped_tokens == whole_tokens)
         return;
-    ck_assert_msg(stepped == whole, "%s: jsmn in steps says %d, in one call %d", name, stepped,
-                  whole);
-    ck_assert_uint_eq(stepped_tokens, whole_tokens);
+    ck_assert_msg(stepped == -2 /* JSMN_ERROR_INVAL */,
+                  "%s: jsmn in steps says %d (%zu tokens), in one call %d (%zu tokens)", name,
+                  stepped, stepped_tokens, whole, whole_tokens);
+    one_call = jsonr_fast_whole(body, n);
+    ck_assert_msg(one_call == NULL,
+                  "%s: jsmn in steps stopped where one call's tokens build a tree", name);
 }
 
 /*
@@ -471,6 +473,39 @@ START_TEST(test_stepped_cuts)
                 ck_assert_int_eq(check_same(buf, (size_t)n, name), t < 3);
             }
         }
+    }
+}
+END_TEST
+
+/* jsmn takes a ':' after any token and makes the token before it the parent of what
+ * follows: then a container it has closed is among the parents, and only the open ones
+ * count (found by a review: counting all of them stopped these bodies, 33 deep at most,
+ * where one call reads them). Not JSON: the reader declines them either way. */
+START_TEST(test_stepped_colon)
+{
+    char buf[2 * JSONR_STEP];
+    size_t tokens_whole;
+    size_t tokens_stepped;
+
+    for (int arrays = 1; arrays <= 3; arrays++) {
+        size_t n = 0;
+
+        buf[n++] = '[';
+        for (int i = 0; i < JSONR_MAX_DEPTH; i++)
+            buf[n++] = '[';
+        for (int i = 0; i < JSONR_MAX_DEPTH; i++)
+            buf[n++] = ']';
+        buf[n++] = ':';
+        for (int i = 0; i < arrays; i++)
+            buf[n++] = '[';
+        memset(buf + n, ' ', JSONR_STEP + 100 - n);
+        n = JSONR_STEP + 100;
+        for (int i = 0; i <= arrays; i++)
+            buf[n++] = ']';
+        ck_assert_int_eq(jsonr_tokenize(buf, n, true, &tokens_stepped),
+                         jsonr_tokenize(buf, n, false, &tokens_whole));
+        ck_assert_uint_eq(tokens_stepped, tokens_whole);
+        ck_assert(!check_same(buf, n, "a colon after a closed array"));
     }
 }
 END_TEST
@@ -853,6 +888,7 @@ static Suite *jsonr_suite(void)
     tcase_add_test(tx, test_deep_body);
     tcase_add_test(tx, test_stepped_cuts);
     tcase_add_test(tx, test_stepped_deep);
+    tcase_add_test(tx, test_stepped_colon);
     tcase_add_test(tx, test_token_bound);
     tcase_add_test(tx, test_length_limit);
     /* test_token_bound: 1,200 documents through every reader, seconds under ASan */
