@@ -313,15 +313,15 @@ START_TEST(test_server_errors)
 }
 END_TEST
 
-/* A stalled API server: the call gives up at its budget and drops the rest. */
-START_TEST(test_budget)
+/* Three diagnostics for a stalled API server, recorded with cfg's clock: the first POST
+ * gives up at the budget, and the rest of the call is dropped. */
+static void check_budget_spent(const struct events_config *cfg)
 {
     json_t *job = tu_json(JOB_TEXT);
-    struct events_config cfg = {
-        .instance = "replica-0", .budget_ms = 300, .request_timeout_ms = 10000};
-    struct events *ev = recorder(&cfg);
+    struct events *ev = recorder(cfg);
     struct diagnostics d;
     struct events_stats st;
+    struct tu_stderr cap;
 
     diagnose_init(&d);
     diagnose_add(&d, DIAGNOSE_TASK_NOT_FOUND, false, "pytorch", "first");
@@ -330,13 +330,24 @@ START_TEST(test_budget)
     apitest_fault(&api,
                   "{\"method\": \"POST\", \"path_regex\": \"/events$\", \"delay_ms\": 3000,"
                   " \"count\": -1}");
+    tu_stderr_begin(&cap);
     ck_assert_uint_eq(events_record_diagnostics(ev, job, &d), 0);
+    free(tu_stderr_end(&cap));
     events_get_stats(ev, &st);
     ck_assert_uint_eq(st.failed, 1);
     ck_assert_uint_eq(st.rate_limited, 2);
     ck_assert_int_eq(apitest_count(&api, "POST", EVENTS_PATH), 1);
     events_destroy(ev);
     json_decref(job);
+}
+
+/* A stalled API server: the call gives up at its budget and drops the rest. */
+START_TEST(test_budget)
+{
+    struct events_config cfg = {
+        .instance = "replica-0", .budget_ms = 300, .request_timeout_ms = 10000};
+
+    check_budget_spent(&cfg);
 }
 END_TEST
 
@@ -373,32 +384,12 @@ END_TEST
  * curl gave up a millisecond early and the second Event's POST failed too). */
 START_TEST(test_budget_spent_for_the_rest)
 {
-    json_t *job = tu_json(JOB_TEXT);
     struct events_config cfg = {.instance = "replica-0",
                                 .clock_ms = fake_clock,
                                 .budget_ms = 300,
                                 .request_timeout_ms = 10000};
-    struct events *ev = recorder(&cfg);
-    struct diagnostics d;
-    struct events_stats st;
-    struct tu_stderr cap;
 
-    diagnose_init(&d);
-    diagnose_add(&d, DIAGNOSE_TASK_NOT_FOUND, false, "pytorch", "first");
-    diagnose_add(&d, DIAGNOSE_TASK_NOT_FOUND, false, "pytorch", "second");
-    diagnose_add(&d, DIAGNOSE_TASK_NOT_FOUND, false, "pytorch", "third");
-    apitest_fault(&api,
-                  "{\"method\": \"POST\", \"path_regex\": \"/events$\", \"delay_ms\": 3000,"
-                  " \"count\": -1}");
-    tu_stderr_begin(&cap);
-    ck_assert_uint_eq(events_record_diagnostics(ev, job, &d), 0);
-    free(tu_stderr_end(&cap));
-    events_get_stats(ev, &st);
-    ck_assert_uint_eq(st.failed, 1);
-    ck_assert_uint_eq(st.rate_limited, 2);
-    ck_assert_int_eq(apitest_count(&api, "POST", EVENTS_PATH), 1);
-    events_destroy(ev);
-    json_decref(job);
+    check_budget_spent(&cfg);
 }
 END_TEST
 
