@@ -49,12 +49,6 @@ static size_t escape_byte(unsigned char c, char *seq)
     return 6;
 }
 
-/* Append; a failure stays in o->rc, which the public functions return. */
-static inline void put(struct buf *o, const char *s, size_t n)
-{
-    (void)jsonw_raw(o, s, n);
-}
-
 /* 1: the byte is escaped in a JSON Pointer's reference token too (RFC 6901 §3). */
 static const unsigned char pointer_escaped[256] = {
     1,         1,          1,         1,         1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x00-0x0f */
@@ -112,7 +106,7 @@ static int string_content(struct buf *o, const char *s, size_t n, const unsigned
         unsigned char c;
 
         run += plain_run(s + run, n - run, table);
-        put(o, s + i, run - i);
+        (void)jsonw_raw(o, s + i, run - i);
         if (run == n)
             break;
         c = (unsigned char)s[run];
@@ -123,7 +117,7 @@ static int string_content(struct buf *o, const char *s, size_t n, const unsigned
         } else {
             k = escape_byte(c, seq);
         }
-        put(o, seq, k);
+        (void)jsonw_raw(o, seq, k);
         i = run + 1;
     }
     return o->rc;
@@ -145,9 +139,9 @@ int jsonw_string(struct buf *o, const char *s, size_t n)
         o->len += n + 2;
         return 0;
     }
-    put(o, "\"", 1);
+    (void)jsonw_raw(o, "\"", 1);
     (void)string_content(o, s, n, json_escaped);
-    put(o, "\"", 1);
+    (void)jsonw_raw(o, "\"", 1);
     return o->rc;
 }
 
@@ -158,7 +152,7 @@ int jsonw_cstring(struct buf *o, const char *s)
 
 int jsonw_pointer_segment(struct buf *o, const char *seg, size_t n)
 {
-    put(o, "/", 1);
+    (void)jsonw_raw(o, "/", 1);
     return string_content(o, seg, n, pointer_escaped);
 }
 
@@ -189,23 +183,23 @@ int jsonw_value(struct buf *o, const json_t *v)
     }
     switch (json_typeof(v)) {
     case JSON_OBJECT:
-        put(o, "{", 1);
+        (void)jsonw_raw(o, "{", 1);
         /* json_object_foreach wants a non-const object; it only reads it. */
         json_object_foreach((json_t *)v, key, item) {
             if (!first)
-                put(o, ",", 1);
+                (void)jsonw_raw(o, ",", 1);
             first = false;
             (void)jsonw_cstring(o, key);
-            put(o, ":", 1);
+            (void)jsonw_raw(o, ":", 1);
             if (jsonw_value(o, item) < 0)
                 return o->rc;
         }
         return jsonw_raw(o, "}", 1);
     case JSON_ARRAY:
-        put(o, "[", 1);
+        (void)jsonw_raw(o, "[", 1);
         json_array_foreach(v, i, item) {
             if (i > 0)
-                put(o, ",", 1);
+                (void)jsonw_raw(o, ",", 1);
             if (jsonw_value(o, item) < 0)
                 return o->rc;
         }
@@ -288,10 +282,10 @@ int jsonw_value_texts(struct buf *o, const json_t *v, const struct jsonw_texts *
         return jsonw_value(o, v);
     if (!json_is_array(v) || known_text(t, v) != NULL)
         return value_or_text(o, v, t);
-    put(o, "[", 1);
+    (void)jsonw_raw(o, "[", 1);
     json_array_foreach(v, i, item) {
         if (i > 0)
-            put(o, ",", 1);
+            (void)jsonw_raw(o, ",", 1);
         if (value_or_text(o, item, t) < 0)
             return o->rc;
     }

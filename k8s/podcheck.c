@@ -60,7 +60,7 @@ static size_t *list_firsts(const json_t *arr, const char *key, bool skip_empty)
 {
     const char *stack[16]; /* a container's mounts and ports, a pod's volumes: a few */
     size_t n = json_array_size(arr);
-    const char **names = n <= 16 ? stack : malloc(n * sizeof(*names));
+    const char **names = n <= sizeof(stack) / sizeof(stack[0]) ? stack : malloc(n * sizeof(*names));
     size_t *first;
 
     if (n == 0 || names == NULL)
