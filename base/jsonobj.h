@@ -7,8 +7,8 @@
  * few members (a container, an env entry, a port, an ownerReference). Walking the
  * object's members in order costs a few instructions per member, so the first
  * JSON_MEMBER_SCAN_MAX members are walked and the rest of a larger object (labels,
- * annotations) left to jansson's hash. The answer is json_object_get's: keys are unique in a jansson
- * object, so the member found is the same in either order.
+ * annotations) left to jansson's hash. The answer is json_object_get's: keys are
+ * unique in a jansson object, so the member found is the same in either order.
  */
 #ifndef WH_JSONOBJ_H
 #define WH_JSONOBJ_H

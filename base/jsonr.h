@@ -30,9 +30,10 @@
 
 /* Deeper bodies are left to jansson (its own limit is 2048); a review's deepest pod
  * field (affinity's matchExpressions values) is 13 deep. They are found before jsmn
- * reads them, or within a step of it (JSONR_STEP): jsmn closes a bracket by walking up one level per step, so a body d
- * deep costs it d * d steps, and even at the limit every bracket of a 1 MiB body of
- * nests costs up to the limit's steps (at 128: 0.56 s, twice jansson's time). */
+ * reads them, or within a step of it (JSONR_STEP): jsmn closes a bracket by walking
+ * up one level per step, so a body d deep costs it d * d steps, and even at the limit
+ * every bracket of a 1 MiB body of nests costs up to the limit's steps (at 128:
+ * 0.56 s, twice jansson's time). */
 #define JSONR_MAX_DEPTH 32
 
 /* A body of at most JSONR_STEPPED_MAX bytes is not scanned for its depth before the
