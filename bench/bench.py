@@ -11,7 +11,9 @@ Stages, each on 127.0.0.1 only, in one run on this machine:
                 (the ceiling),
               - the webhook's own HTTP and TLS layer (webhook/server.c, run by
                 bench/bench_transport) answering that same fixed answer: the most the
-                webhook could do with a free admission,
+                webhook could do with a free admission; then, at 16 connections, with
+                each answer spending SPINS_US of CPU first (an admission of that cost:
+                what an admission may cost for each target rate, throughput_limits),
               - the Go standard-library webhook of bench/go-webhook and the webhook on
                 the same pytorch+svc+env Jobs (the alternative).
   burst       one Job of 10,000 replicas, 500 AdmissionReviews at once.
@@ -64,6 +66,8 @@ import harness  # noqa: E402
 LUA = os.path.join(BENCH, "rotate.lua")
 DURATION = int(os.environ.get("BENCH_DURATION") or 10)
 CONNECTIONS = [1, 16, 128]
+# The admission costs (µs of CPU) bench_transport stands in for (transport_spin).
+SPINS_US = [10, 20, 30, 40]
 THREADS = 2
 ADMISSIONS_DEFAULT = 1000000
 ADMISSIONS_SET = bool(os.environ.get("BENCH_ADMISSIONS"))
@@ -719,6 +723,30 @@ class Bench:
             wrk_series("webhook transport (fixed answer)", url, self.full_bodies, t)
         finally:
             self.stop_proc(proc)
+        self.transport_spin(t)
+
+    def transport_spin(self, t):
+        """bench_transport at 16 connections with each answer spending SPIN_US of CPU
+        first, for each of SPINS_US: the rate the webhook would reach if an admission
+        cost that much (throughput_limits reads the curve). Fills r["spin"][us]."""
+        curve = self.r.setdefault("spin", {})
+        say("webhook HTTP+TLS layer with an admission of a known CPU cost (bench_transport "
+            "SPIN_US), 16 connections:")
+        for us in SPINS_US:
+            proc, port_file = self.start_built(
+                "bench_transport", "BENCH_TRANSPORT_BIN",
+                lambda exe, pf, us=us: [exe, self.certs["tls.crt"], self.certs["tls.key"],
+                                        self.fixed_path, pf, str(us)])
+            try:
+                port = proc.wait_port_file(port_file)
+                wait_tcp(port, proc)
+                url = "https://127.0.0.1:%d%s?timeout=10s" % (port, harness.WEBHOOK_PATH)
+                res = wrk(url, self.full_bodies, 16, DURATION)
+                curve[us] = res
+                say("  admission of %2d µs       c=16  %9.0f req/s  p50 %s ms  p99 %s ms" % (
+                    us, res["rps"], fmt_ms(res["p50_us"]), fmt_ms(res["p99_us"])))
+            finally:
+                self.stop_proc(proc)
 
     def go(self, t):
         proc, port_file = self.start_built("go-webhook", "BENCH_GO_BIN", lambda exe, pf: [
@@ -1254,12 +1282,35 @@ def reconcile_limits(rec):
     return "; ".join(out) + "."
 
 
+def spin_fit(r, cores):
+    """The line through bench_transport's curve (transport_spin): each request's share of
+    the cores, cores/rate in µs, against the admission's CPU time in µs, fitted by least
+    squares over the admissions measured (not the free transport: at its rate the load
+    generator is the limit, off the line). Returns (a, b) with cores/rate = a + b ×
+    admission, or None when fewer than two points were measured."""
+    pts = [(float(us), cores / res["rps"] * 1e6)
+           for us, res in sorted((r.get("spin") or {}).items()) if res.get("rps")]
+    if len(pts) < 2:
+        return None
+    n = len(pts)
+    mx = sum(x for x, _ in pts) / n
+    my = sum(y for _, y in pts) / n
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    if sxx == 0:
+        return None
+    b = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    return my - b * mx, b
+
+
 def throughput_limits(r):
-    """The arithmetic of the throughput targets against the run's own figures, as
-    RESULTS.md lines; [] when a figure is missing. At 16 connections the 2 cores are
-    saturated (wrk, server, kernel), so each request costs cores/rate core-seconds:
-    a server that serves T req/s with a free admission reaches a rate R only when an
-    admission costs at most cores/R - cores/T of CPU."""
+    """The throughput targets against the run's own figures, as RESULTS.md lines; []
+    when a figure is missing. Two answers to what an admission may cost for the webhook
+    to reach a rate R at 16 connections: measured, where bench_transport's curve of
+    rate against a known admission cost (transport_spin) crosses R; and the arithmetic
+    that takes the 2 cores as saturated, each request costing cores/rate core-seconds,
+    so an admission may cost cores/R - cores/T (T: the free transport's rate), which
+    leaves out that the kernel's and the load generator's share grows as each answer
+    takes longer."""
     w = r.get("wrk", {})
     cg = r.get("callgrind") or {}
     try:
@@ -1271,20 +1322,52 @@ def throughput_limits(r):
         return []
     cores = os.cpu_count() or 1
     us = cg.get("us_per_admission")
+    fit = spin_fit(r, cores)
+    spun = sorted(r.get("spin") or {})
 
     def budget(rate):
         return (cores / rate - cores / tr) * 1e6
+
+    def measured(rate):
+        if fit is None or fit[1] <= 0:
+            return "not measured"
+        x = (cores / rate * 1e6 - fit[0]) / fit[1]
+        if x <= 0:
+            return "none: over the transport's own rate"
+        return "%.1f µs%s" % (x, "" if spun[0] <= x <= spun[-1] else " (outside the "
+                              "%d-%d µs measured)" % (spun[0], spun[-1]))
 
     out = ["At 16 connections: nginx %.0f req/s; the webhook's own HTTP and TLS layer "
            "(libmicrohttpd with GnuTLS, webhook/server.c) answering nginx's fixed body "
            "%.0f req/s = %.2f × nginx, before any admission work; the webhook %.0f req/s = "
            "%.2f × its own transport." % (ng, tr, tr / ng, wh, wh / tr), ""]
-    out.append("| target | rate it needs | CPU left per admission | one admission now |")
-    out.append("|---|---|---|---|")
+    spins = sorted((r.get("spin") or {}).items())
+    if spins:
+        out.append("The same layer with each answer spending a known CPU time first (the "
+                   "admission it stands for; bench_transport SPIN_US):")
+        out.append("")
+        out.append("| admission | req/s | p50 ms | p99 ms |")
+        out.append("|---|---|---|---|")
+        free = w["webhook transport (fixed answer)"][16]
+        out.append("| free | %.0f | %s | %s |" % (tr, fmt_ms(free["p50_us"]),
+                                                 fmt_ms(free["p99_us"])))
+        for s_us, res in spins:
+            out.append("| %d µs | %.0f | %s | %s |" % (s_us, res["rps"], fmt_ms(res["p50_us"]),
+                                                      fmt_ms(res["p99_us"])))
+        out.append("")
+        if fit is not None:
+            out.append("Fitted: each request takes %.1f µs of the %d cores plus %.2f µs per µs "
+                       "of admission (cores/rate against the admission's time, least squares)."
+                       % (fit[0], cores, fit[1]))
+            out.append("")
+    out.append("| target | rate it needs | an admission may cost (measured) | "
+               "(cores/rate arithmetic) | one admission now |")
+    out.append("|---|---|---|---|---|")
     for name, rate in (("0.5 × nginx", 0.5 * ng), ("3 × the Go webhook", 3 * go)):
         b = budget(rate)
-        out.append("| %s | %.0f req/s | %s | %s |" % (
-            name, rate, "%.1f µs" % b if b > 0 else "none: over the transport's own rate",
+        out.append("| %s | %.0f req/s | %s | %s | %s |" % (
+            name, rate, measured(rate),
+            "%.1f µs" % b if b > 0 else "none: over the transport's own rate",
             "%.1f µs" % us if us else "not measured"))
     out.append("")
     parse = None
@@ -1292,11 +1375,14 @@ def throughput_limits(r):
         if re.match(r"jsonr?_loadb ", short_fn(fn)):
             parse = 100.0 * cost / (cg["all plugins"]["per_admission"] * cg["all plugins"]["n"])
             break
-    out.append("\"CPU left per admission\" is %d cores / rate − %d cores / the transport's "
-               "rate: what an admission may cost for the webhook to reach the rate on this "
-               "machine with this HTTP and TLS layer. \"One admission now\" is "
+    besides = ("; the fitted line puts it at %.1f µs (its value at no admission)" % fit[0]
+               if fit is not None else "")
+    out.append("\"Measured\" reads the fitted line at the rate. \"cores/rate arithmetic\" is "
+               "%d cores / rate − %d cores / the free transport's rate: it takes what a request "
+               "costs besides its admission (kernel, TLS, the load generator on the same "
+               "cores) as at the free transport's rate, %.1f µs%s. \"One admission now\" is "
                "bench_admission's time in-process on one thread (below)%s." % (
-                   cores, cores,
+                   cores, cores, cores / tr * 1e6, besides,
                    "; reading JSON (the review and the Job's kept text) is "
                    "%.0f%% of its instructions" % parse if parse else ""))
     return out

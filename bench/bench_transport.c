@@ -7,12 +7,16 @@
  * webhook and nginx, it shows what the server costs before any admission work:
  * the highest throughput this webhook could reach with a free admission.
  *
- *   bench_transport CERT KEY ANSWER PORT_FILE
+ *   bench_transport CERT KEY ANSWER PORT_FILE [SPIN_US]
  *
  * CERT and KEY are PEM files (the webhook's serving pair), ANSWER the body sent
  * with HTTP 200 to every POST /pods/mutate (nginx gets the same one); it listens on
  * 127.0.0.1 on a port the OS picks, written to PORT_FILE once listening. Every
- * other setting is server.c's default, as `serve` has them by default. Runs until
+ * other setting is server.c's default, as `serve` has them by default. With SPIN_US,
+ * each answer first spends that many microseconds of its thread's CPU time, standing
+ * for an admission of that cost: the rate it reaches against SPIN_US is what an
+ * admission may cost for the webhook to reach a rate (bench.py, "What limits
+ * throughput"). Runs until
  * SIGTERM or SIGINT; exit status 1 when a file cannot be read or the server does
  * not start, 2 on bad usage.
  * Built by bench/run (not by the Makefile) against build/libwebhook.a.
@@ -23,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -30,8 +35,25 @@
 
 static char *fixed_answer;
 static size_t fixed_answer_len;
+static long long spin_ns; /* CPU time each answer spends first (SPIN_US) */
 
-/* admission_fn: a copy of the fixed answer, whatever the body (owned by the server). */
+/* Spend ns of this thread's CPU time (CLOCK_THREAD_CPUTIME_ID: time the thread waits
+ * for a core does not count, as an admission's would not). */
+static void spin(long long ns)
+{
+    struct timespec from;
+    struct timespec now;
+
+    if (ns <= 0 || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &from) != 0)
+        return;
+    do {
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0)
+            return;
+    } while ((now.tv_sec - from.tv_sec) * 1000000000LL + (now.tv_nsec - from.tv_nsec) < ns);
+}
+
+/* admission_fn: a copy of the fixed answer, whatever the body (owned by the server),
+ * after spin_ns of CPU time. */
 static int transport_admission(const char *body, size_t len, const struct jobsource *src,
                                const struct mutate_options *opt, char **out, size_t *out_len)
 {
@@ -39,6 +61,7 @@ static int transport_admission(const char *body, size_t len, const struct jobsou
     (void)len;
     (void)src;
     (void)opt;
+    spin(spin_ns);
     *out = malloc(fixed_answer_len);
     if (*out == NULL) {
         *out_len = 0;
@@ -96,9 +119,19 @@ int main(int argc, char **argv)
     sigset_t stop;
     int sig;
 
-    if (argc != 5) {
-        fprintf(stderr, "usage: bench_transport CERT KEY ANSWER PORT_FILE\n");
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: bench_transport CERT KEY ANSWER PORT_FILE [SPIN_US]\n");
         return 2;
+    }
+    if (argc == 6) {
+        char *end;
+        long long us = strtoll(argv[5], &end, 10);
+
+        if (end == argv[5] || *end != '\0' || us < 0 || us > 1000000) {
+            fprintf(stderr, "bench_transport: SPIN_US must be 0..1000000, got %s\n", argv[5]);
+            return 2;
+        }
+        spin_ns = us * 1000;
     }
     cert = read_text(argv[1], NULL);
     key = read_text(argv[2], NULL);
