@@ -328,6 +328,12 @@ static int answer_encode(const char *api, const char *uid, const struct mutate_r
     size_t len;
 
     buf_init(&o, BUF_NO_MAX);
+    /* One allocation for most answers: the fixed text, uid, the patch in base64 (its
+     * warnings and message may still grow it). */
+    if (buf_reserve(&o, 192 + strlen(api) + strlen(uid)
+                            + (patch != NULL ? 4 * ((patch->len + 2) / 3) : 0))
+        < 0)
+        return WH_ENOMEM;
     jsonw_lit(&o, "{\"apiVersion\":");
     jsonw_cstring(&o, api);
     jsonw_lit(&o, ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
@@ -417,6 +423,11 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
         snprintf(msg, sizeof(msg), "request has more than %d JSON objects and arrays",
                  ADMISSION_MAX_CONTAINERS);
         status = answer_status(400, "BadRequest", msg, out, out_len);
+        goto out;
+    }
+    /* One allocation for most patches: a pod's is about as long as its review. */
+    if (buf_reserve(&patch, len < ADMISSION_MAX_PATCH ? len : ADMISSION_MAX_PATCH) < 0) {
+        status = answer_status(500, "InternalError", "out of memory", out, out_len);
         goto out;
     }
     review = jsonr_loadb_kept(body, len, review_read, scanned ? &scan : NULL, &jerr);
