@@ -234,6 +234,8 @@ static int parse_review(const json_t *review, const char **api_out, struct mutat
  * (a 3 MiB TF_CONFIG on each of 100 containers would be 300 MB).
  */
 #define ADMISSION_MAX_PATCH (3u << 20)
+/* The most reserved for a patch before it is written (a review is a few KiB). */
+#define ADMISSION_PATCH_RESERVE (64u << 10)
 
 /* base64 (RFC 4648, no line breaks) of the patch's text, appended to o. */
 static void answer_patch_base64(struct buf *o, const struct buf *text)
@@ -326,13 +328,14 @@ static int answer_encode(const char *api, const char *uid, const struct mutate_r
     struct buf o;
     char *text;
     size_t len;
+    size_t want = 192 + strlen(api) + strlen(uid);
 
     buf_init(&o, BUF_NO_MAX);
     /* One allocation for most answers: the fixed text, uid, the patch in base64 (its
      * warnings and message may still grow it). */
-    if (buf_reserve(&o, 192 + strlen(api) + strlen(uid)
-                            + (patch != NULL ? 4 * ((patch->len + 2) / 3) : 0))
-        < 0)
+    if (patch != NULL)
+        want += 4 * ((patch->len + 2) / 3);
+    if (buf_reserve(&o, want) < 0)
         return WH_ENOMEM;
     jsonw_lit(&o, "{\"apiVersion\":");
     jsonw_cstring(&o, api);
@@ -425,8 +428,9 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
         status = answer_status(400, "BadRequest", msg, out, out_len);
         goto out;
     }
-    /* One allocation for most patches: a pod's is about as long as its review. */
-    if (buf_reserve(&patch, len < ADMISSION_MAX_PATCH ? len : ADMISSION_MAX_PATCH) < 0) {
+    /* One allocation for most patches: a pod's is about as long as its review (a huge
+     * review's grows from ADMISSION_PATCH_RESERVE, as it is written). */
+    if (buf_reserve(&patch, len < ADMISSION_PATCH_RESERVE ? len : ADMISSION_PATCH_RESERVE) < 0) {
         status = answer_status(500, "InternalError", "out of memory", out, out_len);
         goto out;
     }
