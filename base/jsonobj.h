@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * jsonobj.h - a member of a small jansson object, read without hashing its key.
+ * jsonobj.h - a member of a small jansson object, read without hashing its key; the
+ * items of an array given as an expression, evaluated once.
  *
  * json_object_get hashes the key (jansson's seeded lookup3) and searches its bucket:
  * about 160 instructions a call, paid some 500 times per admission on objects of a
@@ -48,5 +49,24 @@ static inline json_t *json_member(const json_t *obj, const char *key)
     }
     return NULL;
 }
+
+/* A name of json_array_each's own per line, so that loops nest (-Wshadow). */
+#define JSON_ARRAY_EACH_PASTE(a, b) a##b
+#define JSON_ARRAY_EACH_NAME(line)  JSON_ARRAY_EACH_PASTE(json_array_each_, line)
+
+/**
+ * json_array_foreach(array, index, value) with array evaluated once. jansson's macro
+ * evaluates it twice per item (its size and its item), so a lookup given to it
+ * (json_member(ctr, "env"), job_tasks(job), podutil_containers(pod)) is walked again
+ * for every item: over the env entries of a container, twice each. Use this one when
+ * array is anything but a variable. index (size_t) and value (json_t * or
+ * const json_t *) are the caller's, as in json_array_foreach; break and continue work
+ * as in any for loop. At most one per source line.
+ */
+#define json_array_each(array, index, value)                                                       \
+    for (const json_t *JSON_ARRAY_EACH_NAME(__LINE__) = ((index) = 0, (array));                    \
+         (index) < json_array_size(JSON_ARRAY_EACH_NAME(__LINE__))                                 \
+         && ((value) = json_array_get(JSON_ARRAY_EACH_NAME(__LINE__), (index)));                   \
+         (index)++)
 
 #endif

@@ -28,6 +28,7 @@
 
 #include "base/backoff.h"
 #include "base/clock.h"
+#include "base/jsonobj.h"
 #include "base/log.h"
 #include "base/metric.h"
 #include "controller/cabundle.h"
@@ -536,7 +537,8 @@ static int configs_add_cas(const struct configs *c, struct pem_list *l, long lon
         const json_t *wh;
         size_t i;
 
-        json_array_foreach(json_object_get(c->obj[k], "webhooks"), i, wh) {
+        json_array_each(json_object_get(c->obj[k], "webhooks"), i, wh)
+        {
             const char *b64 =
                 json_string_value(json_object_get(json_object_get(wh, "clientConfig"), "caBundle"));
             char *pem = b64 != NULL ? certs_base64_decode(b64, NULL) : NULL;
@@ -565,7 +567,8 @@ static bool trusted_by_api(struct certkeeper *ck, const struct configs *c, const
         const json_t *wh;
         size_t i;
 
-        json_array_foreach(json_object_get(c->obj[k], "webhooks"), i, wh) {
+        json_array_each(json_object_get(c->obj[k], "webhooks"), i, wh)
+        {
             const char *name = json_string_value(json_object_get(wh, "name"));
             const char *b64 =
                 json_string_value(json_object_get(json_object_get(wh, "clientConfig"), "caBundle"));

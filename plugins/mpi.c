@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/jsonobj.h"
 #include "plugins/args.h"
 #include "plugins/diagnose.h"
 #include "plugins/job.h"
@@ -146,7 +147,8 @@ static int mpi_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
                          "environment string can hold (the kernel's MAX_ARG_STRLEN), so the master "
                          "cannot start: run fewer %s replicas and read /etc/volcano/%s.host",
                          env, a.worker, a.worker);
-        json_array_foreach(job_tasks(c->job), k, task) {
+        json_array_each(job_tasks(c->job), k, task)
+        {
             if (strcmp(job_task_name(task), a.master) != 0)
                 continue;
             diagnose_env_replaced(out, "mpi", task, k, "containers", "MPI_HOST");

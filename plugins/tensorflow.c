@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/jsonobj.h"
 #include "base/jsonw.h"
 #include "plugins/args.h"
 #include "plugins/diagnose.h"
@@ -137,7 +138,8 @@ static int tf_cluster(json_t **out, const json_t *job, const struct tf_args *a)
     const json_t *task;
     int rc = 0;
 
-    json_array_foreach(job_tasks(job), i, task) {
+    json_array_each(job_tasks(job), i, task)
+    {
         const char *name = job_task_name(task);
 
         for (size_t k = 0; k < TF_ROLES; k++) {
@@ -323,7 +325,8 @@ static int tf_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
         rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto out;
     }
-    json_array_foreach(podutil_containers(pod), i, ctr) {
+    json_array_each(podutil_containers(pod), i, ctr)
+    {
         rc = podutil_upsert_env(ctr, podutil_env_shared("TF_CONFIG", value), c->name, c->warnings);
         if (rc < 0) {
             rc = wh_error_set(err, rc, "cannot add env TF_CONFIG to spec.containers[%zu]: %s", i,
@@ -354,7 +357,8 @@ static unsigned long long tf_config_bytes(const json_t *job, const struct tf_arg
     const json_t *task;
 
     /* As tf_cluster: a task goes to the first role of its name; a later one replaces. */
-    json_array_foreach(job_tasks(job), i, task) {
+    json_array_each(job_tasks(job), i, task)
+    {
         for (size_t k = 0; k < TF_ROLES; k++) {
             if (strcmp(job_task_name(task), a->role[k]) == 0) {
                 lists[k] = task;
@@ -417,7 +421,7 @@ static int tf_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
                      "TF_CONFIG is %llu bytes, %llu%% of the 131072 (128 KiB) one environment "
                      "string can hold: with more replicas no container can start",
                      env, env * 100 / DIAGNOSE_ENV_MAX);
-    json_array_foreach(job_tasks(c->job), k, task)
+    json_array_each(job_tasks(c->job), k, task)
         diagnose_env_replaced(out, "tensorflow", task, k, "containers", "TF_CONFIG");
     return 0;
 }

@@ -3,7 +3,8 @@
  * check_jsonobj.c - base/jsonobj.h: json_member gives json_object_get's answer, on
  * objects walked (up to JSON_MEMBER_SCAN_MAX members) and hashed (more), for keys
  * that share a first byte or a prefix, the empty key, keys with a NUL inside, members
- * removed and set again, and values that are not objects.
+ * removed and set again, and values that are not objects; json_array_each visits what
+ * json_array_foreach visits with its array evaluated once.
  */
 #include <check.h>
 #include <stdint.h>
@@ -128,6 +129,70 @@ START_TEST(test_random_objects)
 }
 END_TEST
 
+/* The array given to json_array_each, counted each time it is evaluated. */
+static int evaluations;
+
+static const json_t *counted(const json_t *array)
+{
+    evaluations++;
+    return array;
+}
+
+START_TEST(test_array_each)
+{
+    json_t *arr = tu_json("[\"a\",\"b\",null,\"d\"]");
+    json_t *nested = tu_json("[[1,2],[],[3]]");
+    json_t *text = json_string("x");
+    const json_t *v;
+    const json_t *w;
+    size_t i;
+    size_t j;
+    char seen[16] = "";
+    size_t n = 0;
+
+    /* every item in order, index and value as json_array_foreach, the array once */
+    evaluations = 0;
+    json_array_each(counted(arr), i, v)
+    {
+        ck_assert_ptr_eq(v, json_array_get(arr, i));
+        seen[n++] = json_is_string(v) ? json_string_value(v)[0] : '-';
+    }
+    ck_assert_int_eq(evaluations, 1);
+    ck_assert_str_eq(seen, "ab-d");
+    ck_assert_uint_eq(i, 4);
+    /* break and continue, as in any for loop */
+    n = 0;
+    json_array_each(counted(arr), i, v)
+    {
+        if (i == 0)
+            continue;
+        if (json_is_null(v))
+            break;
+        n++;
+    }
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(i, 2);
+    /* nested, one per line; no items, not an array, NULL: no pass */
+    n = 0;
+    json_array_each(counted(nested), i, v)
+    {
+        json_array_each(counted(v), j, w)
+        {
+            n += (size_t)json_integer_value(w);
+        }
+    }
+    ck_assert_uint_eq(n, 6);
+    evaluations = 0;
+    json_array_each(counted(json_array_get(nested, 1)), i, v) ck_abort();
+    json_array_each(counted(text), i, v) ck_abort();
+    json_array_each(counted(NULL), i, v) ck_abort();
+    ck_assert_int_eq(evaluations, 3);
+    json_decref(text);
+    json_decref(nested);
+    json_decref(arr);
+}
+END_TEST
+
 static Suite *jsonobj_suite(void)
 {
     Suite *s = suite_create("jsonobj");
@@ -136,6 +201,7 @@ static Suite *jsonobj_suite(void)
     tcase_add_test(t, test_fixed_objects);
     tcase_add_test(t, test_not_objects);
     tcase_add_test(t, test_random_objects);
+    tcase_add_test(t, test_array_each);
     suite_add_tcase(s, t);
     return s;
 }
