@@ -31,7 +31,7 @@ struct walk {
     bool (*fn)(const struct podcheck_violation *v, void *ud);
     void *ud;
     struct podcheck_violation v;
-    const json_t *before_spec; /* podcheck_first_new's first walk: see user_env */
+    const json_t *before_spec; /* podcheck_first_new's first walk: see own_entry */
 };
 
 static void fill(struct walk *w, enum podcheck_kind kind, const char *list, const char *ctr,
@@ -54,70 +54,98 @@ static bool report(struct walk *w, enum podcheck_kind kind, const char *list, co
     return w->fn(&w->v, w->ud);
 }
 
-/* The key member of each element of arr (NULL for a missing or empty one when
- * skip_empty). @return k8s_name_first_positions of them, NULL as it. */
-static size_t *list_firsts(const json_t *arr, const char *key, bool skip_empty)
-{
-    const char *stack[16]; /* a container's mounts and ports, a pod's volumes: a few */
-    size_t n = json_array_size(arr);
-    const char **names = n <= sizeof(stack) / sizeof(stack[0]) ? stack : malloc(n * sizeof(*names));
-    size_t *first;
+/* Names of a list's entries (a container's mounts and ports, a pod's volumes or
+ * containers: a few), on the stack up to NAMES_ON_STACK. */
+#define NAMES_ON_STACK 16
 
-    if (n == 0 || names == NULL)
-        return NULL;
+struct names {
+    const char *stack[NAMES_ON_STACK];
+    const char **at; /* n of them: stack, or malloc'd */
+    size_t n;
+    size_t *first; /* k8s_name_first_positions of them; NULL when n == 0 or on ENOMEM */
+};
+
+/* The key member of each element of arr into nm->at (NULL for a missing or empty one
+ * when skip_empty), and which repeat (nm->first), each name fetched once for both.
+ * Without memory for the names, nm->n is 0: the list is passed as having none. */
+static void names_of(struct names *nm, const json_t *arr, const char *key, bool skip_empty)
+{
+    size_t n = json_array_size(arr);
+
+    nm->n = 0;
+    nm->first = NULL;
+    nm->at = n <= NAMES_ON_STACK ? nm->stack : malloc(n * sizeof(*nm->at));
+    if (n == 0 || nm->at == NULL)
+        return;
     for (size_t i = 0; i < n; i++) {
         const char *v = str(json_array_get(arr, i), key);
 
-        names[i] = skip_empty && v[0] == '\0' ? NULL : v;
+        nm->at[i] = skip_empty && v[0] == '\0' ? NULL : v;
     }
-    first = k8s_name_first_positions(names, n);
-    if (names != stack)
-        free(names);
-    return first;
+    nm->n = n;
+    nm->first = k8s_name_first_positions(nm->at, n);
+}
+
+static void names_dispose(struct names *nm)
+{
+    if (nm->at != nm->stack)
+        free(nm->at);
+    free(nm->first);
+}
+
+/* Whether entry i of list is the very object at place i of before_list: the entry of
+ * a pod before (shared by the webhook's copy) has every violation of its own that the
+ * pod had already, told with the same list, container and value, so the first walk of
+ * podcheck_first_new need not check it alone (whether it repeats a name still is). */
+static bool own_entry(const json_t *before_list, size_t i, const json_t *entry)
+{
+    return before_list != NULL && json_array_get(before_list, i) == entry;
 }
 
 static bool check_volumes(struct walk *w, const json_t *spec)
 {
     const json_t *volumes = json_member(spec, "volumes");
-    size_t *first = list_firsts(volumes, "name", false);
+    const json_t *before = json_member(w->before_spec, "volumes");
+    struct names nm;
     bool stop = false;
-    size_t i;
-    const json_t *v;
 
-    json_array_foreach(volumes, i, v) {
-        const char *name = str(v, "name");
-        const char *why = k8s_name_label_error(name);
+    names_of(&nm, volumes, "name", false);
+    for (size_t i = 0; i < nm.n && !stop; i++) {
+        const char *name = nm.at[i];
+        const char *why =
+            own_entry(before, i, json_array_get(volumes, i)) ? NULL : k8s_name_label_error(name);
 
         if (why != NULL)
             stop = report(w, PODCHECK_VOLUME_NAME, "", "", name, why, 0);
-        else if (first != NULL && first[i] != i)
+        else if (nm.first != NULL && nm.first[i] != i)
             stop = report(w, PODCHECK_VOLUME_DUPLICATE, "", "", name, NULL, 0);
-        if (stop)
-            break;
     }
-    free(first);
+    names_dispose(&nm);
     return stop;
 }
 
 /* Names unique over containers, initContainers, ephemeralContainers (in that order). */
 static bool check_container_names(struct walk *w, const json_t *spec)
 {
+    const json_t *list[3];
     size_t counts[3];
     size_t n = 0;
+    const char *stack[NAMES_ON_STACK];
     const char **names;
     size_t *first;
     bool stop = false;
 
     for (size_t l = 0; l < 3; l++) {
-        counts[l] = json_array_size(json_member(spec, lists[l]));
+        list[l] = json_member(spec, lists[l]);
+        counts[l] = json_array_size(list[l]);
         n += counts[l];
     }
-    names = n > 0 ? malloc(n * sizeof(*names)) : NULL;
-    if (names == NULL)
+    names = n <= NAMES_ON_STACK ? stack : malloc(n * sizeof(*names));
+    if (n == 0 || names == NULL)
         return false;
     for (size_t l = 0, k = 0; l < 3; l++)
         for (size_t i = 0; i < counts[l]; i++)
-            names[k++] = str(json_array_get(json_member(spec, lists[l]), i), "name");
+            names[k++] = str(json_array_get(list[l], i), "name");
     first = k8s_name_first_positions(names, n);
     for (size_t l = 0, k = 0; first != NULL && l < 3 && !stop; l++) {
         for (size_t i = 0; i < counts[l] && !stop; i++, k++) {
@@ -132,23 +160,22 @@ static bool check_container_names(struct walk *w, const json_t *spec)
         }
     }
     free(first);
-    free(names);
+    if (names != stack)
+        free(names);
     return stop;
 }
 
 /*
- * The env list of before_ctr, a container at the same place of the pod before, when it
- * has ctr's name: an entry of ctr's env that is the very object at the same place of
- * this list (shared by reference: the webhook's copy of a pod, webhook/mutate.c) has
- * every violation the pod had already, told with the same list, container and value,
- * so the first walk of podcheck_first_new need not look at it (most of a pod's env
- * entries are the user's). NULL when there is no such list.
+ * The list key (env, ports) of before_ctr, a container at the same place of the pod
+ * before, when it has ctr's name: an entry of ctr's that is the very object at the same
+ * place of this list is the user's own (own_entry). Most of a pod's env entries are.
+ * NULL when there is no such list.
  */
-static const json_t *user_env(const json_t *before_ctr, const char *cname)
+static const json_t *before_list(const json_t *before_ctr, const char *cname, const char *key)
 {
     if (before_ctr == NULL || strcmp(str(before_ctr, "name"), cname) != 0)
         return NULL;
-    return json_member(before_ctr, "env");
+    return json_member(before_ctr, key);
 }
 
 static bool check_container(struct walk *w, const char *list, const json_t *ctr,
@@ -157,47 +184,56 @@ static bool check_container(struct walk *w, const char *list, const json_t *ctr,
     const char *cname = str(ctr, "name");
     const json_t *mounts = json_member(ctr, "volumeMounts");
     const json_t *ports = json_member(ctr, "ports");
-    size_t *first = list_firsts(mounts, "mountPath", false);
-    const json_t *before_env = user_env(before_ctr, cname);
+    const json_t *before_ports = before_list(before_ctr, cname, "ports");
+    const json_t *before_env = before_list(before_ctr, cname, "env");
+    struct names nm;
     bool stop = false;
     size_t i;
     const json_t *e;
 
-    json_array_foreach(mounts, i, e) {
-        if (first != NULL && first[i] != i
-            && report(w, PODCHECK_MOUNT_DUPLICATE, list, cname, str(e, "mountPath"), NULL, 0)) {
-            free(first);
-            return true;
-        }
+    names_of(&nm, mounts, "mountPath", false);
+    for (i = 0; i < nm.n && !stop; i++) {
+        if (nm.first != NULL && nm.first[i] != i)
+            stop = report(w, PODCHECK_MOUNT_DUPLICATE, list, cname, nm.at[i], NULL, 0);
     }
-    free(first);
-    first = list_firsts(ports, "name", true);
-    json_array_foreach(ports, i, e) {
-        const char *name = str(e, "name");
-        const json_t *num = json_member(e, "containerPort");
-        json_int_t n = json_integer_value(num);
-        const char *why = name[0] != '\0' ? k8s_name_port_error(name) : NULL;
-
-        if (json_is_integer(num) && (n < 1 || n > 65535))
-            stop = report(w, PODCHECK_PORT_NUMBER, list, cname, name, NULL, (long long)n);
-        if (!stop && why != NULL)
-            stop = report(w, PODCHECK_PORT_NAME, list, cname, name, why, 0);
-        if (!stop && why == NULL && first != NULL && first[i] != i)
-            stop = report(w, PODCHECK_PORT_DUPLICATE, list, cname, name, NULL, 0);
-        if (stop)
-            break;
-    }
-    free(first);
+    names_dispose(&nm);
     if (stop)
         return true;
-    json_array_each(json_member(ctr, "env"), i, e) {
+    names_of(&nm, ports, "name", true);
+    for (i = 0; i < nm.n && !stop; i++) {
+        const char *name = nm.at[i] != NULL ? nm.at[i] : "";
+        const json_t *port = json_array_get(ports, i);
+        bool repeated = nm.first != NULL && nm.first[i] != i;
+        bool own = own_entry(before_ports, i, port);
+        const char *why = NULL;
+
+        /* A name repeated is checked for the duplicate only when valid, own port or not. */
+        if (name[0] != '\0' && (!own || repeated))
+            why = k8s_name_port_error(name);
+        if (!own) {
+            const json_t *num = json_member(port, "containerPort");
+            json_int_t n = json_integer_value(num);
+
+            if (json_is_integer(num) && (n < 1 || n > 65535))
+                stop = report(w, PODCHECK_PORT_NUMBER, list, cname, name, NULL, (long long)n);
+            if (!stop && why != NULL)
+                stop = report(w, PODCHECK_PORT_NAME, list, cname, name, why, 0);
+        }
+        if (!stop && why == NULL && repeated)
+            stop = report(w, PODCHECK_PORT_DUPLICATE, list, cname, name, NULL, 0);
+    }
+    names_dispose(&nm);
+    if (stop)
+        return true;
+    json_array_each(json_member(ctr, "env"), i, e)
+    {
         const char *name;
         const json_t *value;
         const char *why;
         size_t bytes;
 
-        if (json_array_get(before_env, i) == e)
-            continue; /* the user's own (user_env) */
+        if (own_entry(before_env, i, e))
+            continue; /* the user's own */
         name = str(e, "name");
         value = json_member(e, "value");
         why = k8s_name_env_error(name);
@@ -212,7 +248,8 @@ static bool check_container(struct walk *w, const char *list, const json_t *ctr,
     return false;
 }
 
-/* podcheck_each; with before, the env entries user_env finds unchanged are passed. */
+/* podcheck_each; with before, the user's own volumes, ports and env entries
+ * (own_entry) are not checked alone. */
 static bool walk_pod(const json_t *pod, const json_t *before,
                      bool (*fn)(const struct podcheck_violation *v, void *ud), void *ud)
 {
@@ -241,9 +278,9 @@ static bool walk_pod(const json_t *pod, const json_t *before,
 
         const json_t *before_list = json_member(w.before_spec, lists[l]);
 
-        json_array_each(json_member(spec, lists[l]), i, ctr)
-            if (check_container(&w, lists[l], ctr, json_array_get(before_list, i)))
-                return true;
+        json_array_each(json_member(spec, lists[l]), i,
+                        ctr) if (check_container(&w, lists[l], ctr,
+                                                 json_array_get(before_list, i))) return true;
     }
     return false;
 }
@@ -366,7 +403,7 @@ bool podcheck_first_new(const json_t *before, const json_t *after, struct podche
     bool found;
 
     /* The common case: a valid result, one walk, which passes the user's own env
-     * entries (user_env: none can be new). */
+     * entries, volumes and ports (own_entry: none of their own violations can be new). */
     if (!walk_pod(after, before, stop_at_first, NULL))
         return false;
     /* A pod may hold thousands of violations of its own: look each up in a sorted

@@ -216,6 +216,72 @@ START_TEST(first_new_shared_env_entries)
 }
 END_TEST
 
+/* The user's own volumes and ports (the very objects at their places, as in the
+ * webhook's copy) are not checked alone in the first walk: their invalid names and
+ * numbers were there before. A name they share with a new entry still is a new
+ * duplicate, wherever it is found. */
+START_TEST(first_new_shared_volumes_and_ports)
+{
+    json_t *before =
+        tu_json("{\"spec\":{\"volumes\":[{\"name\":\"Bad_Vol\"},{\"name\":\"data\"}],"
+                "\"containers\":[{\"name\":\"c\",\"ports\":[{\"name\":\"bad name!\","
+                "\"containerPort\":0},{\"name\":\"http\",\"containerPort\":8080}]}]}}");
+    const json_t *bspec = json_object_get(before, "spec");
+    json_t *bvols = json_object_get(bspec, "volumes");
+    json_t *bports =
+        json_object_get(json_array_get(json_object_get(bspec, "containers"), 0), "ports");
+    json_t *after = tu_json("{\"spec\":{\"volumes\":[],\"containers\":[{\"name\":\"c\","
+                            "\"ports\":[]}]}}");
+    json_t *spec = json_object_get(after, "spec");
+    json_t *vols = json_object_get(spec, "volumes");
+    json_t *ports =
+        json_object_get(json_array_get(json_object_get(spec, "containers"), 0), "ports");
+    struct podcheck_violation v;
+
+    /* the user's own, each in its place: nothing new */
+    json_array_extend(vols, bvols);
+    json_array_extend(ports, bports);
+    ck_assert(!podcheck_first_new(before, after, &v));
+    /* an appended volume with an invalid name, or the name of one there */
+    json_array_append_new(vols, json_pack("{s:s}", "name", "Bad_Vol2"));
+    ck_assert(podcheck_first_new(before, after, &v));
+    ck_assert_int_eq(v.kind, PODCHECK_VOLUME_NAME);
+    ck_assert_str_eq(v.value, "Bad_Vol2");
+    json_array_set_new(vols, 2, json_pack("{s:s}", "name", "data"));
+    ck_assert(podcheck_first_new(before, after, &v));
+    ck_assert_int_eq(v.kind, PODCHECK_VOLUME_DUPLICATE);
+    ck_assert_str_eq(v.value, "data");
+    json_array_remove(vols, 2);
+    /* a volume replaced in the user's first place by one of the second's name: the
+     * user's own second volume is the new duplicate */
+    json_array_set_new(vols, 0, json_pack("{s:s}", "name", "data"));
+    ck_assert(podcheck_first_new(before, after, &v));
+    ck_assert_int_eq(v.kind, PODCHECK_VOLUME_DUPLICATE);
+    ck_assert_str_eq(v.value, "data");
+    json_array_set(vols, 0, json_array_get(bvols, 0));
+    ck_assert(!podcheck_first_new(before, after, &v));
+    /* ports the same way: appended with a name there, and in the user's first place */
+    json_array_append_new(ports, json_pack("{s:s,s:i}", "name", "http", "containerPort", 9090));
+    ck_assert(podcheck_first_new(before, after, &v));
+    ck_assert_int_eq(v.kind, PODCHECK_PORT_DUPLICATE);
+    ck_assert_str_eq(v.container, "c");
+    ck_assert_str_eq(v.value, "http");
+    json_array_remove(ports, 2);
+    json_array_set_new(ports, 0, json_pack("{s:s,s:i}", "name", "http", "containerPort", 81));
+    ck_assert(podcheck_first_new(before, after, &v));
+    ck_assert_int_eq(v.kind, PODCHECK_PORT_DUPLICATE);
+    ck_assert_str_eq(v.value, "http");
+    /* a port of the user's number out of range, no longer the user's object: new */
+    json_array_set_new(ports, 0, json_pack("{s:s,s:i}", "name", "p", "containerPort", 0));
+    ck_assert(podcheck_first_new(before, after, &v));
+    ck_assert_int_eq(v.kind, PODCHECK_PORT_NUMBER);
+    json_array_set(ports, 0, json_array_get(bports, 0));
+    ck_assert(!podcheck_first_new(before, after, &v));
+    json_decref(after);
+    json_decref(before);
+}
+END_TEST
+
 static Suite *podcheck_suite(void)
 {
     Suite *s = suite_create("podcheck");
@@ -226,6 +292,7 @@ static Suite *podcheck_suite(void)
     tcase_add_test(tc, first_new_ignores_what_was_there);
     tcase_add_test(tc, many_old_violations);
     tcase_add_test(tc, first_new_shared_env_entries);
+    tcase_add_test(tc, first_new_shared_volumes_and_ports);
     suite_add_tcase(s, tc);
     return s;
 }
