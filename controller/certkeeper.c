@@ -537,8 +537,7 @@ static int configs_add_cas(const struct configs *c, struct pem_list *l, long lon
         const json_t *wh;
         size_t i;
 
-        json_array_each(json_object_get(c->obj[k], "webhooks"), i, wh)
-        {
+        json_array_each(json_object_get(c->obj[k], "webhooks"), i, wh) {
             const char *b64 =
                 json_string_value(json_object_get(json_object_get(wh, "clientConfig"), "caBundle"));
             char *pem = b64 != NULL ? certs_base64_decode(b64, NULL) : NULL;
@@ -567,8 +566,7 @@ static bool trusted_by_api(struct certkeeper *ck, const struct configs *c, const
         const json_t *wh;
         size_t i;
 
-        json_array_each(json_object_get(c->obj[k], "webhooks"), i, wh)
-        {
+        json_array_each(json_object_get(c->obj[k], "webhooks"), i, wh) {
             const char *name = json_string_value(json_object_get(wh, "name"));
             const char *b64 =
                 json_string_value(json_object_get(json_object_get(wh, "clientConfig"), "caBundle"));

@@ -225,8 +225,7 @@ static bool check_container(struct walk *w, const char *list, const json_t *ctr,
     names_dispose(&nm);
     if (stop)
         return true;
-    json_array_each(json_member(ctr, "env"), i, e)
-    {
+    json_array_each(json_member(ctr, "env"), i, e) {
         const char *name;
         const json_t *value;
         const char *why;
@@ -278,9 +277,9 @@ static bool walk_pod(const json_t *pod, const json_t *before,
 
         const json_t *before_list = json_member(w.before_spec, lists[l]);
 
-        json_array_each(json_member(spec, lists[l]), i,
-                        ctr) if (check_container(&w, lists[l], ctr,
-                                                 json_array_get(before_list, i))) return true;
+        json_array_each(json_member(spec, lists[l]), i, ctr)
+            if (check_container(&w, lists[l], ctr, json_array_get(before_list, i)))
+                return true;
     }
     return false;
 }

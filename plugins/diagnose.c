@@ -337,8 +337,7 @@ static const json_t *env_of(const json_t *ctr, const char *name)
     size_t i;
     const json_t *e;
 
-    json_array_each(json_member(ctr, "env"), i, e)
-    {
+    json_array_each(json_member(ctr, "env"), i, e) {
         const char *n = json_string_value(json_member(e, "name"));
 
         if (n != NULL && strcmp(n, name) == 0)
@@ -360,8 +359,7 @@ void diagnose_env_replaced(struct diagnostics *out, const char *plugin, const js
     size_t i;
     const json_t *ctr;
 
-    json_array_each(diagnose_task_containers(task, list), i, ctr)
-    {
+    json_array_each(diagnose_task_containers(task, list), i, ctr) {
         if (env_of(ctr, env_name) == NULL)
             continue;
         diagnose_add(out, DIAGNOSE_USER_VALUE_REPLACED, false, plugin,
@@ -381,8 +379,7 @@ void diagnose_template_conflicts(struct diagnostics *out, const char *plugin, co
     size_t i;
     const json_t *v;
 
-    json_array_each(diagnose_task_containers(task, "volumes"), i, v)
-    {
+    json_array_each(diagnose_task_containers(task, "volumes"), i, v) {
         const json_t *src = json_member(v, source_key);
         const char *src_name = json_string_value(json_member(src, source_name_key));
         const char *vname = json_string_value(json_member(v, "name"));
@@ -399,13 +396,11 @@ void diagnose_template_conflicts(struct diagnostics *out, const char *plugin, co
     for (size_t l = 0; l < 2; l++) {
         const json_t *ctr;
 
-        json_array_each(diagnose_task_containers(task, lists[l]), i, ctr)
-        {
+        json_array_each(diagnose_task_containers(task, lists[l]), i, ctr) {
             size_t m;
             const json_t *mnt;
 
-            json_array_each(json_member(ctr, "volumeMounts"), m, mnt)
-            {
+            json_array_each(json_member(ctr, "volumeMounts"), m, mnt) {
                 const char *path = json_string_value(json_member(mnt, "mountPath"));
                 const char *name = json_string_value(json_member(mnt, "name"));
 

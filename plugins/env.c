@@ -68,8 +68,7 @@ static int env_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
     size_t k;
     const json_t *task;
 
-    json_array_each(job_tasks(c->job), k, task)
-    {
+    json_array_each(job_tasks(c->job), k, task) {
         for (size_t n = 0; n < sizeof(env_names) / sizeof(env_names[0]); n++) {
             diagnose_env_replaced(out, "env", task, k, "containers", env_names[n]);
             diagnose_env_replaced(out, "env", task, k, "initContainers", env_names[n]);

@@ -55,10 +55,8 @@ static const char *hccl_env_rank(json_t *pod)
     json_t *ctr;
     json_t *env;
 
-    json_array_each(podutil_containers(pod), i, ctr)
-    {
-        json_array_each(json_member(ctr, "env"), j, env)
-        {
+    json_array_each(podutil_containers(pod), i, ctr) {
+        json_array_each(json_member(ctr, "env"), j, env) {
             if (strcmp(podutil_str(env, "name"), "RANK") == 0)
                 return podutil_str(env, "value");
         }

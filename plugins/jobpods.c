@@ -124,8 +124,7 @@ static int add_job_volumes(json_t *spec, const json_t *job)
             rc = WH_ENOMEM;
             break;
         }
-        json_array_each(json_member(spec, "containers"), k, c)
-        {
+        json_array_each(json_member(spec, "containers"), k, c) {
             json_t *mounts = json_member(c, "volumeMounts");
 
             if (!json_is_array(mounts)) {

@@ -147,8 +147,7 @@ static int mpi_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
                          "environment string can hold (the kernel's MAX_ARG_STRLEN), so the master "
                          "cannot start: run fewer %s replicas and read /etc/volcano/%s.host",
                          env, a.worker, a.worker);
-        json_array_each(job_tasks(c->job), k, task)
-        {
+        json_array_each(job_tasks(c->job), k, task) {
             if (strcmp(job_task_name(task), a.master) != 0)
                 continue;
             diagnose_env_replaced(out, "mpi", task, k, "containers", "MPI_HOST");

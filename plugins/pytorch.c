@@ -84,8 +84,7 @@ static int64_t pt_world_size(const json_t *job, const struct pt_args *a)
     size_t i;
     const json_t *task;
 
-    json_array_each(job_tasks(job), i, task)
-    {
+    json_array_each(job_tasks(job), i, task) {
         const char *name = job_task_name(task);
 
         if (strcmp(name, a->master) == 0 || strcmp(name, a->worker) == 0)
@@ -240,8 +239,7 @@ static int pt_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
         rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto out;
     }
-    json_array_each(podutil_containers(pod), i, ctr)
-    {
+    json_array_each(podutil_containers(pod), i, ctr) {
         rc = pt_edit_container(c, ctr, parts, envs);
         if (rc < 0) {
             rc = wh_error_set(err, rc, "cannot edit spec.containers[%zu]: %s", i,
@@ -290,8 +288,7 @@ static int pt_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
                      "put the others in the worker task",
                      a.master, (long long)job_task_replicas(master));
     diagnose_port_arg(out, "pytorch", "port", (long long)a.port, true);
-    json_array_each(job_tasks(c->job), k, task)
-    {
+    json_array_each(job_tasks(c->job), k, task) {
         const json_t *ctr;
         size_t i;
 
@@ -300,8 +297,7 @@ static int pt_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
         if (!a.wait_enabled || strcmp(job_task_name(task), a.worker) != 0)
             continue;
         /* The added init container would share its name with a container (D5, D15). */
-        json_array_each(diagnose_task_containers(task, "containers"), i, ctr)
-        {
+        json_array_each(diagnose_task_containers(task, "containers"), i, ctr) {
             if (strcmp(podutil_str(ctr, "name"), PT_WAIT_NAME) == 0)
                 diagnose_add(out, DIAGNOSE_CONFLICT, true, "pytorch",
                              "container \"%s\" of task %s has the name of the init container "

@@ -182,8 +182,7 @@ static int ray_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
         return wh_error_set(err, WH_ENOMEM, "out of memory");
 
     /* Both checks per container, as Volcano does (head == worker task is possible). */
-    json_array_each(podutil_containers(pod), i, ctr)
-    {
+    json_array_each(podutil_containers(pod), i, ctr) {
         const char *name = podutil_str(ctr, "name");
 
         if (strcmp(task, a.head) == 0 && strcmp(name, a.head_container) == 0)
@@ -278,8 +277,7 @@ static void ray_container_names(const json_t *task, char *buf, size_t len)
     const json_t *ctr;
 
     buf[0] = '\0';
-    json_array_each(diagnose_task_containers(task, "containers"), i, ctr)
-    {
+    json_array_each(diagnose_task_containers(task, "containers"), i, ctr) {
         int n =
             snprintf(buf + off, len - off, "%s%s", off > 0 ? ", " : "", podutil_str(ctr, "name"));
 
@@ -302,9 +300,9 @@ static void ray_diagnose_container(const json_t *task, size_t k, const char *rol
     size_t i;
     const json_t *ctr;
 
-    json_array_each(diagnose_task_containers(task, "containers"), i,
-                    ctr) if (found == NULL && strcmp(podutil_str(ctr, "name"), container) == 0)
-        found = ctr;
+    json_array_each(diagnose_task_containers(task, "containers"), i, ctr)
+        if (found == NULL && strcmp(podutil_str(ctr, "name"), container) == 0)
+            found = ctr;
     if (found == NULL) {
         ray_container_names(task, names, sizeof(names));
         diagnose_add(out, DIAGNOSE_CONTAINER_NOT_FOUND, false, "ray",
@@ -326,8 +324,7 @@ static void ray_diagnose_container(const json_t *task, size_t k, const char *rol
         return;
     /* A number declared under another name: the port is not added, and J-head-svc
      * targets it by name (D16). */
-    json_array_each(json_member(found, "ports"), i, ctr)
-    {
+    json_array_each(json_member(found, "ports"), i, ctr) {
         json_int_t number = json_integer_value(json_member(ctr, "containerPort"));
 
         for (size_t p = 0; p < 3; p++) {
@@ -346,8 +343,7 @@ static void ray_diagnose_container(const json_t *task, size_t k, const char *rol
      * per container), and J-head-svc's port of that name forwards where ray does not
      * listen. Keyed as the chain's own warning of it (podutil_add_port), so a head pod
      * that gets that one does not get this too (webhook/mutate.c). */
-    json_array_each(json_member(found, "ports"), i, ctr)
-    {
+    json_array_each(json_member(found, "ports"), i, ctr) {
         json_int_t number = json_integer_value(json_member(ctr, "containerPort"));
         char key[DIAGNOSE_KEY_MAX];
 
@@ -393,8 +389,7 @@ static int ray_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
     diagnose_port_arg(out, "ray", "port", (long long)a.port, true);
     diagnose_port_arg(out, "ray", "dashboardPort", (long long)a.dashboard_port, true);
     diagnose_port_arg(out, "ray", "clientPort", (long long)a.client_port, true);
-    json_array_each(job_tasks(c->job), k, task)
-    {
+    json_array_each(job_tasks(c->job), k, task) {
         /* The first task of each name is the one the plugin uses (docs/plugins.md §3.6). */
         if (task == head)
             ray_diagnose_container(task, k, "head", "--headContainer", a.head_container, &a, out);

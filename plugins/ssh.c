@@ -229,8 +229,7 @@ static char *ssh_config_text(const json_t *job, int64_t port)
     if (f == NULL)
         return NULL;
     fputs("StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\n", f);
-    json_array_each(job_tasks(job), k, task)
-    {
+    json_array_each(job_tasks(job), k, task) {
         const char *hostname = job_task_hostname(task);
         const char *domain = job_task_subdomain(task);
         int64_t replicas = job_task_replicas(task);
@@ -528,8 +527,7 @@ static unsigned long long ssh_secret_bytes(const json_t *job, const struct ssh_a
         bytes += strlen(a->private_key) + 2 * strlen(a->public_key);
     else
         bytes += SSH_KEYS_BYTES;
-    json_array_each(job_tasks(job), k, task)
-    {
+    json_array_each(job_tasks(job), k, task) {
         const char *subdomain = job_task_subdomain(task);
         size_t d = strlen(subdomain[0] != '\0' ? subdomain : job_name(job));
         unsigned long long n = 0;
@@ -594,8 +592,9 @@ static int ssh_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
                      vol, bytes, bytes * 100 / DIAGNOSE_OBJECT_MAX);
     if (a.key_path[0] == '\0')
         return 0;
-    json_array_each(job_tasks(c->job), k, task) diagnose_template_conflicts(
-        out, "ssh", task, k, vol, "secret", "secretName", a.key_path, "its ssh keys");
+    json_array_each(job_tasks(c->job), k, task)
+        diagnose_template_conflicts(out, "ssh", task, k, vol, "secret", "secretName", a.key_path,
+                                    "its ssh keys");
     return 0;
 }
 

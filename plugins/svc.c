@@ -157,8 +157,7 @@ int svc_configmap_data(const json_t *job, json_t **out)
     *out = NULL;
     if (data == NULL)
         return WH_ENOMEM;
-    json_array_each(job_tasks(job), k, task)
-    {
+    json_array_each(job_tasks(job), k, task) {
         rc = svc_data_add_task(data, job, task);
         if (rc < 0) {
             json_decref(data);
@@ -181,8 +180,7 @@ static json_t *svc_env_refs(const json_t *job, const char *cm)
 
     if (list == NULL)
         return NULL;
-    json_array_each(job_tasks(job), k, task)
-    {
+    json_array_each(job_tasks(job), k, task) {
         static const char *const suffixes[] = {"_HOSTS", "_NUM"};
         char *up = task_key(job_task_name(task), true);
 
@@ -541,8 +539,7 @@ static void svc_diagnose_names(const json_t *job, struct diagnostics *out)
     size_t k;
     const json_t *task;
 
-    json_array_each(job_tasks(job), k, task)
-    {
+    json_array_each(job_tasks(job), k, task) {
         const char *T = job_task_name(task);
         const char *hostname = job_task_hostname(task);
         const char *subdomain = job_task_subdomain(task);
@@ -608,8 +605,7 @@ static int svc_diagnose_sizes(const json_t *job, const struct svc_args *a, struc
     size_t k;
     const json_t *task;
 
-    json_array_each(job_tasks(job), k, task)
-    {
+    json_array_each(job_tasks(job), k, task) {
         const char *T = job_task_name(task);
         unsigned long long count = 0;
         unsigned long long list = diagnose_hosts_bytes(job, task, true, 0, &count);
@@ -663,8 +659,9 @@ static int svc_diagnose(const struct plugin_ctx *c, struct diagnostics *out)
     if (svc_diagnose_sizes(c->job, &a, out) < 0)
         return WH_ENOMEM;
     snprintf(cm, sizeof(cm), "%s-svc", job_name(c->job));
-    json_array_each(job_tasks(c->job), k, task) diagnose_template_conflicts(
-        out, "svc", task, k, cm, "configMap", "name", SVC_MOUNT_PATH, "its host files");
+    json_array_each(job_tasks(c->job), k, task)
+        diagnose_template_conflicts(out, "svc", task, k, cm, "configMap", "name", SVC_MOUNT_PATH,
+                                    "its host files");
     return 0;
 }
 

@@ -138,8 +138,7 @@ static int tf_cluster(json_t **out, const json_t *job, const struct tf_args *a)
     const json_t *task;
     int rc = 0;
 
-    json_array_each(job_tasks(job), i, task)
-    {
+    json_array_each(job_tasks(job), i, task) {
         const char *name = job_task_name(task);
 
         for (size_t k = 0; k < TF_ROLES; k++) {
@@ -325,8 +324,7 @@ static int tf_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
         rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto out;
     }
-    json_array_each(podutil_containers(pod), i, ctr)
-    {
+    json_array_each(podutil_containers(pod), i, ctr) {
         rc = podutil_upsert_env(ctr, podutil_env_shared("TF_CONFIG", value), c->name, c->warnings);
         if (rc < 0) {
             rc = wh_error_set(err, rc, "cannot add env TF_CONFIG to spec.containers[%zu]: %s", i,
@@ -357,8 +355,7 @@ static unsigned long long tf_config_bytes(const json_t *job, const struct tf_arg
     const json_t *task;
 
     /* As tf_cluster: a task goes to the first role of its name; a later one replaces. */
-    json_array_each(job_tasks(job), i, task)
-    {
+    json_array_each(job_tasks(job), i, task) {
         for (size_t k = 0; k < TF_ROLES; k++) {
             if (strcmp(job_task_name(task), a->role[k]) == 0) {
                 lists[k] = task;

@@ -193,8 +193,7 @@ static int check_job(const char *where, const json_t *job)
         render_err("%s: spec.tasks is not a list", where);
         return 1;
     }
-    json_array_each(job_tasks(job), i, task)
-    {
+    json_array_each(job_tasks(job), i, task) {
         char name[64];
 
         /* Volcano's job admission: "'replicas' < 0 in task: NAME" */
@@ -491,8 +490,7 @@ static bool too_many_pods(const json_t *jobs)
         const json_t *task;
         size_t t;
 
-        json_array_each(job_tasks(job), t, task)
-        {
+        json_array_each(job_tasks(job), t, task) {
             if (job_task_replicas(task) <= 0)
                 continue;
             pods += job_task_replicas(task) < RENDER_MAX_PODS ? job_task_replicas(task)
@@ -529,8 +527,7 @@ static int render_job_pods(json_t *jobs, enum output out)
         const json_t *task;
         size_t t;
 
-        json_array_each(job_tasks(job), t, task)
-        {
+        json_array_each(job_tasks(job), t, task) {
             for (int64_t i = 0; i < job_task_replicas(task) && rc == 0; i++) {
                 json_t *pod = jobpods_build(job, task, i);
                 json_t *item = NULL;

@@ -152,8 +152,7 @@ START_TEST(test_array_each)
 
     /* every item in order, index and value as json_array_foreach, the array once */
     evaluations = 0;
-    json_array_each(counted(arr), i, v)
-    {
+    json_array_each(counted(arr), i, v) {
         ck_assert_ptr_eq(v, json_array_get(arr, i));
         seen[n++] = json_is_string(v) ? json_string_value(v)[0] : '-';
     }
@@ -162,8 +161,7 @@ START_TEST(test_array_each)
     ck_assert_uint_eq(i, 4);
     /* break and continue, as in any for loop */
     n = 0;
-    json_array_each(counted(arr), i, v)
-    {
+    json_array_each(counted(arr), i, v) {
         if (i == 0)
             continue;
         if (json_is_null(v))
@@ -174,18 +172,19 @@ START_TEST(test_array_each)
     ck_assert_uint_eq(i, 2);
     /* nested, one per line; no items, not an array, NULL: no pass */
     n = 0;
-    json_array_each(counted(nested), i, v)
-    {
-        json_array_each(counted(v), j, w)
-        {
+    json_array_each(counted(nested), i, v) {
+        json_array_each(counted(v), j, w) {
             n += (size_t)json_integer_value(w);
         }
     }
     ck_assert_uint_eq(n, 6);
     evaluations = 0;
-    json_array_each(counted(json_array_get(nested, 1)), i, v) ck_abort();
-    json_array_each(counted(text), i, v) ck_abort();
-    json_array_each(counted(NULL), i, v) ck_abort();
+    json_array_each(counted(json_array_get(nested, 1)), i, v)
+        ck_abort();
+    json_array_each(counted(text), i, v)
+        ck_abort();
+    json_array_each(counted(NULL), i, v)
+        ck_abort();
     ck_assert_int_eq(evaluations, 3);
     json_decref(text);
     json_decref(nested);
