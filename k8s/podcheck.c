@@ -27,11 +27,91 @@ static const char *str(const json_t *obj, const char *key)
     return s != NULL ? s : "";
 }
 
+static const char *str_value(const json_t *v)
+{
+    const char *s = json_string_value(v);
+
+    return s != NULL ? s : "";
+}
+
+/* Each member of obj (an object, else none) to fn, in one pass: the members the checks
+ * read, found without a look-up each (a look-up walks the members before it). */
+static void members(const json_t *obj, void (*fn)(const char *key, const json_t *v, void *ud),
+                    void *ud)
+{
+    /* jansson's iterator functions take a non-const object; they only read it here. */
+    json_t *o = (json_t *)obj;
+
+    for (void *it = json_object_iter(o); it != NULL; it = json_object_iter_next(o, it))
+        fn(json_object_iter_key(it), json_object_iter_value(it), ud);
+}
+
+/* What the checks read in a pod's spec. */
+struct spec_view {
+    const char *hostname;  /* "" when unset */
+    const char *subdomain; /* "" when unset */
+    const json_t *volumes;
+    const json_t *lists[3]; /* containers, initContainers, ephemeralContainers (lists[]) */
+};
+
+static void spec_member(const char *key, const json_t *v, void *ud)
+{
+    struct spec_view *sv = ud;
+
+    if (strcmp(key, "hostname") == 0)
+        sv->hostname = str_value(v);
+    else if (strcmp(key, "subdomain") == 0)
+        sv->subdomain = str_value(v);
+    else if (strcmp(key, "volumes") == 0)
+        sv->volumes = v;
+    else
+        for (size_t l = 0; l < 3; l++)
+            if (strcmp(key, lists[l]) == 0)
+                sv->lists[l] = v;
+}
+
+/* spec's members the checks read (all unset when spec is no object). */
+static void spec_view(const json_t *spec, struct spec_view *sv)
+{
+    *sv = (struct spec_view){.hostname = "", .subdomain = ""};
+    members(spec, spec_member, sv);
+}
+
+/* What the checks read in a container. */
+struct ctr_view {
+    const char *name; /* "" when unset */
+    const json_t *mounts;
+    const json_t *ports;
+    const json_t *env;
+};
+
+static void ctr_member(const char *key, const json_t *v, void *ud)
+{
+    struct ctr_view *cv = ud;
+
+    if (strcmp(key, "name") == 0)
+        cv->name = str_value(v);
+    else if (strcmp(key, "env") == 0)
+        cv->env = v;
+    else if (strcmp(key, "volumeMounts") == 0)
+        cv->mounts = v;
+    else if (strcmp(key, "ports") == 0)
+        cv->ports = v;
+}
+
+/* ctr's members the checks read (all unset when ctr is no object). */
+static void ctr_view(const json_t *ctr, struct ctr_view *cv)
+{
+    *cv = (struct ctr_view){.name = ""};
+    members(ctr, ctr_member, cv);
+}
+
 struct walk {
     bool (*fn)(const struct podcheck_violation *v, void *ud);
     void *ud;
     struct podcheck_violation v;
-    const json_t *before_spec; /* podcheck_first_new's first walk: see own_entry */
+    /* podcheck_first_new's first walk: the pod before, for own_entry; else all unset */
+    struct spec_view before;
 };
 
 static void fill(struct walk *w, enum podcheck_kind kind, const char *list, const char *ctr,
@@ -102,18 +182,18 @@ static bool own_entry(const json_t *before_list, size_t i, const json_t *entry)
     return before_list != NULL && json_array_get(before_list, i) == entry;
 }
 
-static bool check_volumes(struct walk *w, const json_t *spec)
+static bool check_volumes(struct walk *w, const struct spec_view *sv)
 {
-    const json_t *volumes = json_member(spec, "volumes");
-    const json_t *before = json_member(w->before_spec, "volumes");
+    const json_t *volumes = sv->volumes;
     struct names nm;
     bool stop = false;
 
     names_of(&nm, volumes, "name", false);
     for (size_t i = 0; i < nm.n && !stop; i++) {
         const char *name = nm.at[i];
-        const char *why =
-            own_entry(before, i, json_array_get(volumes, i)) ? NULL : k8s_name_label_error(name);
+        const char *why = own_entry(w->before.volumes, i, json_array_get(volumes, i))
+            ? NULL
+            : k8s_name_label_error(name);
 
         if (why != NULL)
             stop = report(w, PODCHECK_VOLUME_NAME, "", "", name, why, 0);
@@ -125,9 +205,9 @@ static bool check_volumes(struct walk *w, const json_t *spec)
 }
 
 /* Names unique over containers, initContainers, ephemeralContainers (in that order). */
-static bool check_container_names(struct walk *w, const json_t *spec)
+static bool check_container_names(struct walk *w, const struct spec_view *sv)
 {
-    const json_t *list[3];
+    const json_t *const *list = sv->lists;
     size_t counts[3];
     size_t n = 0;
     const char *stack[NAMES_ON_STACK];
@@ -136,7 +216,6 @@ static bool check_container_names(struct walk *w, const json_t *spec)
     bool stop = false;
 
     for (size_t l = 0; l < 3; l++) {
-        list[l] = json_member(spec, lists[l]);
         counts[l] = json_array_size(list[l]);
         n += counts[l];
     }
@@ -166,32 +245,30 @@ static bool check_container_names(struct walk *w, const json_t *spec)
 }
 
 /*
- * The list key (env, ports) of before_ctr, a container at the same place of the pod
- * before, when it has ctr's name: an entry of ctr's that is the very object at the same
- * place of this list is the user's own (own_entry). Most of a pod's env entries are.
- * NULL when there is no such list.
+ * A container of the pod and the container at the same place of the pod before, when
+ * it has the same name (else before is all unset): an entry of the container's that is
+ * the very object at the same place of before's list is the user's own (own_entry).
+ * Most of a pod's env entries are.
  */
-static const json_t *before_list(const json_t *before_ctr, const char *cname, const char *key)
-{
-    if (before_ctr == NULL || strcmp(str(before_ctr, "name"), cname) != 0)
-        return NULL;
-    return json_member(before_ctr, key);
-}
-
 static bool check_container(struct walk *w, const char *list, const json_t *ctr,
                             const json_t *before_ctr)
 {
-    const char *cname = str(ctr, "name");
-    const json_t *mounts = json_member(ctr, "volumeMounts");
-    const json_t *ports = json_member(ctr, "ports");
-    const json_t *before_ports = before_list(before_ctr, cname, "ports");
-    const json_t *before_env = before_list(before_ctr, cname, "env");
+    struct ctr_view cv;
+    struct ctr_view before = {.name = ""};
+    const char *cname;
     struct names nm;
     bool stop = false;
     size_t i;
     const json_t *e;
 
-    names_of(&nm, mounts, "mountPath", false);
+    ctr_view(ctr, &cv);
+    cname = cv.name;
+    if (before_ctr != NULL) {
+        ctr_view(before_ctr, &before);
+        if (strcmp(before.name, cname) != 0)
+            before = (struct ctr_view){.name = ""};
+    }
+    names_of(&nm, cv.mounts, "mountPath", false);
     for (i = 0; i < nm.n && !stop; i++) {
         if (nm.first != NULL && nm.first[i] != i)
             stop = report(w, PODCHECK_MOUNT_DUPLICATE, list, cname, nm.at[i], NULL, 0);
@@ -199,12 +276,12 @@ static bool check_container(struct walk *w, const char *list, const json_t *ctr,
     names_dispose(&nm);
     if (stop)
         return true;
-    names_of(&nm, ports, "name", true);
+    names_of(&nm, cv.ports, "name", true);
     for (i = 0; i < nm.n && !stop; i++) {
         const char *name = nm.at[i] != NULL ? nm.at[i] : "";
-        const json_t *port = json_array_get(ports, i);
+        const json_t *port = json_array_get(cv.ports, i);
         bool repeated = nm.first != NULL && nm.first[i] != i;
-        bool own = own_entry(before_ports, i, port);
+        bool own = own_entry(before.ports, i, port);
         const char *why = NULL;
 
         /* A name repeated is checked for the duplicate only when valid, own port or not. */
@@ -225,13 +302,13 @@ static bool check_container(struct walk *w, const char *list, const json_t *ctr,
     names_dispose(&nm);
     if (stop)
         return true;
-    json_array_each(json_member(ctr, "env"), i, e) {
+    json_array_foreach(cv.env, i, e) {
         const char *name;
         const json_t *value;
         const char *why;
         size_t bytes;
 
-        if (own_entry(before_env, i, e))
+        if (own_entry(before.env, i, e))
             continue; /* the user's own */
         name = str(e, "name");
         value = json_member(e, "value");
@@ -253,33 +330,35 @@ static bool walk_pod(const json_t *pod, const json_t *before,
                      bool (*fn)(const struct podcheck_violation *v, void *ud), void *ud)
 {
     const json_t *spec = json_member(pod, "spec");
-    struct walk w = {fn, ud, {0}, json_member(before, "spec")};
+    struct walk w = {.fn = fn, .ud = ud};
+    struct spec_view sv;
     const char *why;
 
     if (!json_is_object(spec))
         return false;
+    spec_view(spec, &sv);
+    spec_view(json_member(before, "spec"), &w.before);
     /* Empty means unset: the API server checks them only when set. */
-    if (str(spec, "subdomain")[0] != '\0') {
-        why = k8s_name_label_error(str(spec, "subdomain"));
-        if (why != NULL && report(&w, PODCHECK_SUBDOMAIN, "", "", str(spec, "subdomain"), why, 0))
+    if (sv.subdomain[0] != '\0') {
+        why = k8s_name_label_error(sv.subdomain);
+        if (why != NULL && report(&w, PODCHECK_SUBDOMAIN, "", "", sv.subdomain, why, 0))
             return true;
     }
-    if (str(spec, "hostname")[0] != '\0') {
-        why = k8s_name_label_error(str(spec, "hostname"));
-        if (why != NULL && report(&w, PODCHECK_HOSTNAME, "", "", str(spec, "hostname"), why, 0))
+    if (sv.hostname[0] != '\0') {
+        why = k8s_name_label_error(sv.hostname);
+        if (why != NULL && report(&w, PODCHECK_HOSTNAME, "", "", sv.hostname, why, 0))
             return true;
     }
-    if (check_volumes(&w, spec) || check_container_names(&w, spec))
+    if (check_volumes(&w, &sv) || check_container_names(&w, &sv))
         return true;
     for (size_t l = 0; l < 3; l++) {
         size_t i;
         const json_t *ctr;
 
-        const json_t *before_list = json_member(w.before_spec, lists[l]);
-
-        json_array_each(json_member(spec, lists[l]), i, ctr)
-            if (check_container(&w, lists[l], ctr, json_array_get(before_list, i)))
+        json_array_foreach(sv.lists[l], i, ctr) {
+            if (check_container(&w, lists[l], ctr, json_array_get(w.before.lists[l], i)))
                 return true;
+        }
     }
     return false;
 }
