@@ -77,27 +77,40 @@ const char *podutil_str(const json_t *obj, const char *key)
     return s != NULL ? s : "";
 }
 
-/*
- * Upsert item_new into the array obj[list_key], keyed by the string or integer
- * member item_new[key]. With from_end the last match counts (env: the later
- * duplicate wins at run time, docs/plugins.md §6). Steals item_new.
- */
-static int upsert_keyed(json_t *obj, const char *list_key, const char *key, json_t *item_new,
-                        bool from_end)
-{
-    json_t *list;
-    const json_t *want_key;
-    size_t n;
-    size_t found = (size_t)-1;
+#define KEYED_NONE ((size_t)-1) /* keyed_at: no entry has the key */
 
+/*
+ * The place of the entry of list (an array, else none) whose member key equals
+ * want_key (json_equal), the first one, or with from_end the last. @return KEYED_NONE
+ * when there is none.
+ */
+static size_t keyed_at(const json_t *list, const char *key, const json_t *want_key, bool from_end)
+{
+    size_t n = json_array_size(list);
+
+    for (size_t i = 0; i < n; i++) {
+        size_t at = from_end ? n - 1 - i : i;
+
+        if (json_equal(json_member(json_array_get(list, at), key), want_key))
+            return at;
+    }
+    return KEYED_NONE;
+}
+
+/*
+ * upsert_keyed with the list's entry of item_new's key found already: list is
+ * obj[list_key] (NULL or null when there is none yet), found its place (KEYED_NONE:
+ * none has the key). Steals item_new.
+ */
+static int upsert_keyed_at(json_t *obj, const char *list_key, json_t *list, size_t found,
+                           json_t *item_new)
+{
     if (item_new == NULL)
         return WH_ENOMEM;
     if (!json_is_object(obj)) {
         json_decref(item_new);
         return WH_EINVAL;
     }
-    want_key = json_member(item_new, key);
-    list = json_member(obj, list_key);
     if (list == NULL || json_is_null(list)) {
         json_t *fresh = json_array();
 
@@ -115,22 +128,27 @@ static int upsert_keyed(json_t *obj, const char *list_key, const char *key, json
         json_decref(item_new);
         return WH_EINVAL;
     }
-    n = json_array_size(list);
-    for (size_t i = 0; i < n; i++) {
-        size_t at = from_end ? n - 1 - i : i;
-
-        if (json_equal(json_member(json_array_get(list, at), key), want_key)) {
-            found = at;
-            break;
-        }
-    }
-    if (found == (size_t)-1)
+    if (found == KEYED_NONE)
         return json_array_append_new(list, item_new) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_ADDED;
     if (podutil_covers(json_array_get(list, found), item_new)) {
         json_decref(item_new);
         return PODUTIL_UPSERT_SAME;
     }
     return json_array_set_new(list, found, item_new) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_REPLACED;
+}
+
+/*
+ * Upsert item_new into the array obj[list_key], keyed by the string or integer
+ * member item_new[key]. With from_end the last match counts (env: the later
+ * duplicate wins at run time, docs/plugins.md §6). Steals item_new.
+ */
+static int upsert_keyed(json_t *obj, const char *list_key, const char *key, json_t *item_new,
+                        bool from_end)
+{
+    json_t *list = json_member(obj, list_key);
+
+    return upsert_keyed_at(obj, list_key, list,
+                           keyed_at(list, key, json_member(item_new, key), from_end), item_new);
 }
 
 char *podutil_shown(char *buf, size_t len, const char *s)
@@ -473,21 +491,12 @@ static bool volume_same_source(const json_t *have, const json_t *want)
 }
 
 /* The entry of list whose member key equals want's, or NULL. */
-static const json_t *find_keyed(const json_t *list, const char *key, const json_t *want)
-{
-    const json_t *want_key = json_member(want, key);
-    size_t i;
-    const json_t *e;
-
-    json_array_foreach(list, i, e)
-        if (json_equal(json_member(e, key), want_key))
-            return e;
-    return NULL;
-}
 
 int podutil_upsert_volume(json_t *pod, json_t *volume_new, struct wh_error *err)
 {
     json_t *spec = pod_spec(pod);
+    json_t *list;
+    size_t at;
     const json_t *have;
 
     if (volume_new == NULL)
@@ -496,7 +505,9 @@ int podutil_upsert_volume(json_t *pod, json_t *volume_new, struct wh_error *err)
         json_decref(volume_new);
         return WH_EINVAL;
     }
-    have = find_keyed(json_member(spec, "volumes"), "name", volume_new);
+    list = json_member(spec, "volumes");
+    at = keyed_at(list, "name", json_member(volume_new, "name"), false);
+    have = at != KEYED_NONE ? json_array_get(list, at) : NULL;
     if (have != NULL && !podutil_covers(have, volume_new)
         && !volume_same_source(have, volume_new)) {
         char name[PODUTIL_SHOWN_MAX + 8];
@@ -513,16 +524,20 @@ int podutil_upsert_volume(json_t *pod, json_t *volume_new, struct wh_error *err)
                             "which the API server refuses)",
                             name, yours, ours);
     }
-    return upsert_keyed(spec, "volumes", "name", volume_new, false);
+    return upsert_keyed_at(spec, "volumes", list, at, volume_new);
 }
 
 int podutil_upsert_mount(json_t *container, json_t *mount_new, struct wh_error *err)
 {
+    json_t *list;
+    size_t at;
     const json_t *have;
 
     if (mount_new == NULL)
         return WH_ENOMEM;
-    have = find_keyed(json_member(container, "volumeMounts"), "mountPath", mount_new);
+    list = json_member(container, "volumeMounts");
+    at = keyed_at(list, "mountPath", json_member(mount_new, "mountPath"), false);
+    have = at != KEYED_NONE ? json_array_get(list, at) : NULL;
     if (have != NULL && !json_equal(json_member(have, "name"), json_member(mount_new, "name"))) {
         char ctr[PODUTIL_SHOWN_MAX + 8];
         char yours[PODUTIL_SHOWN_MAX + 8];
@@ -542,7 +557,7 @@ int podutil_upsert_mount(json_t *container, json_t *mount_new, struct wh_error *
                             "would lose it)",
                             ctr, yours, path, ours);
     }
-    return upsert_keyed(container, "volumeMounts", "mountPath", mount_new, false);
+    return upsert_keyed_at(container, "volumeMounts", list, at, mount_new);
 }
 
 int podutil_add_port(json_t *container, json_t *port_new, const char *plugin, struct warnings *w)
