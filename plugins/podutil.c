@@ -604,7 +604,8 @@ int podutil_add_port(json_t *container, json_t *port_new, const char *plugin, st
         warnings_add(w,
                      "%s plugin: container port %lld is outside 1-65535, the pod will be rejected",
                      plugin, (long long)json_integer_value(number));
-    return upsert_keyed(container, "ports", "containerPort", port_new, false);
+    /* no port has its number (the first loop): appended */
+    return upsert_keyed_at(container, "ports", ports, KEYED_NONE, port_new);
 }
 
 char *podutil_port_key(char *buf, size_t len, const char *plugin, const char *container,
