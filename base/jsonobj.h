@@ -50,6 +50,41 @@ static inline json_t *json_member(const json_t *obj, const char *key)
     return NULL;
 }
 
+/**
+ * json_member(obj, keys[i]) for each of the n keys, in one pass over obj's members: a
+ * look-up walks the members before its key, so reading several members of one object
+ * (an ownerReference's apiVersion, kind, name, uid, controller) walked them again for
+ * each. The pass stops when every key is found.
+ * @param obj   borrowed; NULL or not an object: every out[i] NULL
+ * @param keys  n NUL-terminated keys, each at most once
+ * @param[out] out  n borrowed values, NULL for a key obj has no member of
+ */
+static inline void json_members(const json_t *obj, const char *const *keys, size_t n,
+                                const json_t **out)
+{
+    /* jansson's iterator functions take a non-const object; they only read it here. */
+    json_t *o = (json_t *)obj;
+    size_t left = n;
+
+    for (size_t i = 0; i < n; i++)
+        out[i] = NULL;
+    if (!json_is_object(o))
+        return;
+    for (void *it = json_object_iter(o); it != NULL && left > 0;
+         it = json_object_iter_next(o, it)) {
+        const char *k = json_object_iter_key(it);
+
+        for (size_t i = 0; i < n; i++) {
+            if (out[i] == NULL && k[0] == keys[i][0] && strcmp(k, keys[i]) == 0
+                && json_object_iter_key_len(it) == strlen(keys[i])) {
+                out[i] = json_object_iter_value(it);
+                left--;
+                break;
+            }
+        }
+    }
+}
+
 /* A name of json_array_each's own per line, so that loops nest (-Wshadow). */
 #define JSON_ARRAY_EACH_PASTE(a, b) a##b
 #define JSON_ARRAY_EACH_NAME(line)  JSON_ARRAY_EACH_PASTE(json_array_each_, line)

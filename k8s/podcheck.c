@@ -34,18 +34,6 @@ static const char *str_value(const json_t *v)
     return s != NULL ? s : "";
 }
 
-/* Each member of obj (an object, else none) to fn, in one pass: the members the checks
- * read, found without a look-up each (a look-up walks the members before it). */
-static void members(const json_t *obj, void (*fn)(const char *key, const json_t *v, void *ud),
-                    void *ud)
-{
-    /* jansson's iterator functions take a non-const object; they only read it here. */
-    json_t *o = (json_t *)obj;
-
-    for (void *it = json_object_iter(o); it != NULL; it = json_object_iter_next(o, it))
-        fn(json_object_iter_key(it), json_object_iter_value(it), ud);
-}
-
 /* What the checks read in a pod's spec. */
 struct spec_view {
     const char *hostname;  /* "" when unset */
@@ -54,27 +42,20 @@ struct spec_view {
     const json_t *lists[3]; /* containers, initContainers, ephemeralContainers (lists[]) */
 };
 
-static void spec_member(const char *key, const json_t *v, void *ud)
-{
-    struct spec_view *sv = ud;
-
-    if (strcmp(key, "hostname") == 0)
-        sv->hostname = str_value(v);
-    else if (strcmp(key, "subdomain") == 0)
-        sv->subdomain = str_value(v);
-    else if (strcmp(key, "volumes") == 0)
-        sv->volumes = v;
-    else
-        for (size_t l = 0; l < 3; l++)
-            if (strcmp(key, lists[l]) == 0)
-                sv->lists[l] = v;
-}
-
-/* spec's members the checks read (all unset when spec is no object). */
+/* spec's members the checks read, in one pass (all unset when spec is no object). */
 static void spec_view(const json_t *spec, struct spec_view *sv)
 {
-    *sv = (struct spec_view){.hostname = "", .subdomain = ""};
-    members(spec, spec_member, sv);
+    /* the lists first, in lists[] order */
+    static const char *const keys[] = {"containers", "initContainers", "ephemeralContainers",
+                                       "volumes",    "hostname",       "subdomain"};
+    const json_t *m[6];
+
+    json_members(spec, keys, 6, m);
+    for (size_t l = 0; l < 3; l++)
+        sv->lists[l] = m[l];
+    sv->volumes = m[3];
+    sv->hostname = str_value(m[4]);
+    sv->subdomain = str_value(m[5]);
 }
 
 /* What the checks read in a container. */
@@ -85,25 +66,17 @@ struct ctr_view {
     const json_t *env;
 };
 
-static void ctr_member(const char *key, const json_t *v, void *ud)
-{
-    struct ctr_view *cv = ud;
-
-    if (strcmp(key, "name") == 0)
-        cv->name = str_value(v);
-    else if (strcmp(key, "env") == 0)
-        cv->env = v;
-    else if (strcmp(key, "volumeMounts") == 0)
-        cv->mounts = v;
-    else if (strcmp(key, "ports") == 0)
-        cv->ports = v;
-}
-
-/* ctr's members the checks read (all unset when ctr is no object). */
+/* ctr's members the checks read, in one pass (all unset when ctr is no object). */
 static void ctr_view(const json_t *ctr, struct ctr_view *cv)
 {
-    *cv = (struct ctr_view){.name = ""};
-    members(ctr, ctr_member, cv);
+    static const char *const keys[] = {"name", "env", "volumeMounts", "ports"};
+    const json_t *m[4];
+
+    json_members(ctr, keys, 4, m);
+    cv->name = str_value(m[0]);
+    cv->env = m[1];
+    cv->mounts = m[2];
+    cv->ports = m[3];
 }
 
 struct walk {

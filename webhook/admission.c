@@ -124,14 +124,11 @@ static int answer_status(int code, const char *reason, const char *message, char
 }
 
 /*
- * Optional string member: absent or null → "" (kube-apiserver omits empty
+ * Optional string member v: absent or null → "" (kube-apiserver omits empty
  * strings); any other non-string → a 400 naming path.
  */
-static int opt_string(const json_t *obj, const char *key, const char *path, const char **out,
-                      struct bad_request *b)
+static int opt_string(const json_t *v, const char *path, const char **out, struct bad_request *b)
 {
-    const json_t *v = json_member(obj, key);
-
     *out = "";
     if (v == NULL || json_is_null(v))
         return 0;
@@ -141,21 +138,33 @@ static int opt_string(const json_t *obj, const char *key, const char *path, cons
     return 0;
 }
 
-/* Validate the review and fill req (borrowing from review) and *api_out. */
+/* Validate the review and fill req (borrowing from review) and *api_out. Each object's
+ * members are read in one pass (json_members); the checks go in the order they are
+ * written, so a review with several faults is told its first. */
 static int parse_review(const json_t *review, const char **api_out, struct mutate_request *req,
                         struct bad_request *b)
 {
+    enum { API_VERSION, KIND, REQUEST };
+    static const char *const review_keys[] = {"apiVersion", "kind", "request"};
+    enum { UID, OPERATION, RESOURCE, SUB_RESOURCE, NAMESPACE, OBJECT };
+    static const char *const request_keys[] = {"uid",         "operation", "resource",
+                                               "subResource", "namespace", "object"};
+    enum { GROUP, RESOURCE_NAME };
+    static const char *const resource_keys[] = {"group", "resource"};
+    const json_t *top[3];
+    const json_t *r[6];
+    const json_t *res[2];
     const json_t *v;
     const json_t *request;
-    const json_t *resource;
     const char *s;
     char q[QUOTE_MAX + 4];
     int rc;
 
     if (!json_is_object(review))
         return bad(b, "body is not a JSON object");
+    json_members(review, review_keys, 3, top);
 
-    v = json_member(review, "apiVersion");
+    v = top[API_VERSION];
     if (v == NULL || json_is_null(v))
         return bad(b, "apiVersion missing");
     if (!json_is_string(v))
@@ -166,7 +175,7 @@ static int parse_review(const json_t *review, const char **api_out, struct mutat
                    quote_safe(s, q, sizeof(q)));
     *api_out = s;
 
-    v = json_member(review, "kind");
+    v = top[KIND];
     if (v == NULL || json_is_null(v))
         return bad(b, "kind missing");
     if (!json_is_string(v))
@@ -176,13 +185,14 @@ static int parse_review(const json_t *review, const char **api_out, struct mutat
         return bad(b, "unsupported kind \"%s\" (want AdmissionReview)",
                    quote_safe(s, q, sizeof(q)));
 
-    request = json_member(review, "request");
+    request = top[REQUEST];
     if (request == NULL || json_is_null(request))
         return bad(b, "request missing");
     if (!json_is_object(request))
         return bad(b, "request must be an object");
+    json_members(request, request_keys, 6, r);
 
-    v = json_member(request, "uid");
+    v = r[UID];
     if (v == NULL || json_is_null(v))
         return bad(b, "request.uid missing");
     if (!json_is_string(v))
@@ -191,27 +201,27 @@ static int parse_review(const json_t *review, const char **api_out, struct mutat
         return bad(b, "request.uid is empty");
     req->uid = json_string_value(v);
 
-    rc = opt_string(request, "operation", "request.operation", &req->operation, b);
+    rc = opt_string(r[OPERATION], "request.operation", &req->operation, b);
     if (rc < 0)
         return rc;
-    resource = json_member(request, "resource");
-    if (resource != NULL && !json_is_null(resource) && !json_is_object(resource))
+    if (r[RESOURCE] != NULL && !json_is_null(r[RESOURCE]) && !json_is_object(r[RESOURCE]))
         return bad(b, "request.resource must be an object");
-    rc = opt_string(resource, "group", "request.resource.group", &req->group, b);
+    json_members(r[RESOURCE], resource_keys, 2, res);
+    rc = opt_string(res[GROUP], "request.resource.group", &req->group, b);
     if (rc < 0)
         return rc;
-    rc = opt_string(resource, "resource", "request.resource.resource", &req->resource, b);
+    rc = opt_string(res[RESOURCE_NAME], "request.resource.resource", &req->resource, b);
     if (rc < 0)
         return rc;
-    rc = opt_string(request, "subResource", "request.subResource", &req->sub_resource, b);
+    rc = opt_string(r[SUB_RESOURCE], "request.subResource", &req->sub_resource, b);
     if (rc < 0)
         return rc;
-    rc = opt_string(request, "namespace", "request.namespace", &req->ns, b);
+    rc = opt_string(r[NAMESPACE], "request.namespace", &req->ns, b);
     if (rc < 0)
         return rc;
 
     /* Absent or null object (e.g. DELETE) → NULL: mutate decides what that means. */
-    v = json_member(request, "object");
+    v = r[OBJECT];
     if (v != NULL && !json_is_null(v) && !json_is_object(v))
         return bad(b, "request.object must be an object");
     req->pod = json_is_object(v) ? v : NULL;

@@ -77,17 +77,24 @@ int mutate_pod_owner(const json_t *pod, const char **name_out, const char **uid_
     const json_t *ref;
 
     json_array_foreach(refs, i, ref) {
-        const char *api = json_string_value(json_member(ref, "apiVersion"));
-        const char *kind = json_string_value(json_member(ref, "kind"));
-        const char *name = json_string_value(json_member(ref, "name"));
+        enum { API, KIND, NAME, CONTROLLER, UID };
+        static const char *const keys[] = {"apiVersion", "kind", "name", "controller", "uid"};
+        const json_t *m[5];
+        const char *api;
+        const char *kind;
+        const char *name;
 
-        if (!json_is_true(json_member(ref, "controller")) || api == NULL || kind == NULL
-            || name == NULL || name[0] == '\0')
+        json_members(ref, keys, 5, m);
+        api = json_string_value(m[API]);
+        kind = json_string_value(m[KIND]);
+        name = json_string_value(m[NAME]);
+        if (!json_is_true(m[CONTROLLER]) || api == NULL || kind == NULL || name == NULL
+            || name[0] == '\0')
             continue;
         if (strcmp(api, JOB_API_VERSION) != 0 || strcmp(kind, "Job") != 0)
             continue;
         *name_out = name;
-        *uid_out = str_or_empty(json_string_value(json_member(ref, "uid")));
+        *uid_out = str_or_empty(json_string_value(m[UID]));
         return 0;
     }
     return WH_DECLINED;

@@ -3,7 +3,8 @@
  * check_jsonobj.c - base/jsonobj.h: json_member gives json_object_get's answer, on
  * objects walked (up to JSON_MEMBER_SCAN_MAX members) and hashed (more), for keys
  * that share a first byte or a prefix, the empty key, keys with a NUL inside, members
- * removed and set again, and values that are not objects; json_array_each visits what
+ * removed and set again, and values that are not objects, and so does json_members for
+ * several keys in one pass; json_array_each visits what
  * json_array_foreach visits with its array evaluated once.
  */
 #include <check.h>
@@ -21,11 +22,28 @@ static const char *const probes[] = {
     "names", "nam", "namea", "aname", "value", "valueFrom", "\xc3\xa9n",
 };
 
+#define PROBES (sizeof(probes) / sizeof(probes[0]))
+
 static void same_for_every_probe(const json_t *obj, const char *what)
 {
-    for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++)
+    const json_t *all[PROBES];
+    const json_t *three[3];
+
+    for (size_t i = 0; i < PROBES; i++)
         ck_assert_msg(json_member(obj, probes[i]) == json_object_get(obj, probes[i]),
                       "%s: json_member(\"%s\") differs from json_object_get", what, probes[i]);
+    /* json_members: every probe in one pass, and every three in a row */
+    json_members(obj, probes, PROBES, all);
+    for (size_t i = 0; i < PROBES; i++)
+        ck_assert_msg(all[i] == json_object_get(obj, probes[i]),
+                      "%s: json_members(\"%s\") differs from json_object_get", what, probes[i]);
+    for (size_t i = 0; i + 3 <= PROBES; i++) {
+        json_members(obj, probes + i, 3, three);
+        for (size_t k = 0; k < 3; k++)
+            ck_assert_msg(three[k] == json_object_get(obj, probes[i + k]),
+                          "%s: json_members(\"%s\") of three differs from json_object_get", what,
+                          probes[i + k]);
+    }
 }
 
 START_TEST(test_fixed_objects)
@@ -65,6 +83,15 @@ START_TEST(test_not_objects)
     ck_assert_ptr_null(json_member(a, "a"));
     ck_assert_ptr_null(json_member(s, "a"));
     ck_assert_ptr_null(json_member(json_null(), "a"));
+    {
+        const json_t *out[2] = {a, s};
+        static const char *const keys[] = {"a", "b"};
+
+        json_members(a, keys, 2, out);
+        ck_assert(out[0] == NULL && out[1] == NULL);
+        json_members(NULL, keys, 2, out);
+        ck_assert(out[0] == NULL && out[1] == NULL);
+    }
     /* a NULL key: NULL, as json_object_get, on a small object and a large one */
     {
         json_t *small = json_pack("{s:i}", "a", 1);
