@@ -171,6 +171,25 @@ static const char *index_text(char *buf, size_t i)
 
 static int diff_value(struct diff *d, const json_t *a, const json_t *b);
 
+/*
+ * json_member(obj, key), looked for first at *at, an iterator of obj (or NULL), which
+ * steps on past a member found there: the webhook's copy keeps the members of the pod
+ * in their order and adds members at the end, so walking the two objects side by side
+ * finds each member at the step, with no look-up (which walks the members before it).
+ */
+static const json_t *member_at(json_t *obj, void **at, const char *key)
+{
+    size_t n = strlen(key);
+    const json_t *v;
+
+    if (*at == NULL || json_object_iter_key_len(*at) != n
+        || memcmp(json_object_iter_key(*at), key, n) != 0)
+        return json_member(obj, key);
+    v = json_object_iter_value(*at);
+    *at = json_object_iter_next(obj, *at);
+    return v;
+}
+
 /* Members in after's order (add or recurse), then members only before has (remove). */
 static int diff_object(struct diff *d, const json_t *a, const json_t *b)
 {
@@ -181,9 +200,10 @@ static int diff_object(struct diff *d, const json_t *a, const json_t *b)
     json_t *v;
     size_t mark;
     int rc;
+    void *at = json_object_iter(ma);
 
     json_object_foreach(mb, key, v) {
-        const json_t *old = json_member(a, key);
+        const json_t *old = member_at(ma, &at, key);
 
         if (old == v)
             continue; /* shared by the copy: no op, and no path to build */
@@ -195,8 +215,9 @@ static int diff_object(struct diff *d, const json_t *a, const json_t *b)
         if (rc < 0)
             return rc;
     }
+    at = json_object_iter(mb);
     json_object_foreach(ma, key, v) {
-        if (json_member(b, key) != NULL)
+        if (member_at(mb, &at, key) != NULL)
             continue;
         rc = path_push(d, key, &mark);
         if (rc < 0)
