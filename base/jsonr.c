@@ -39,9 +39,9 @@ struct reader {
 
 /*
  * What read_value does with a value: keep == NULL builds it whole; keep == &skipped
- * checks it as the builder would and builds nothing (the answer is json_null(), a
- * static value, or NULL to decline); any other keep builds an object with only
- * keep's members (of each item, for an array of objects).
+ * checks it as the builder would and builds nothing (skip_value; the answer is
+ * json_null(), a static value, or NULL to decline); any other keep builds an object
+ * with only keep's members (of each item, for an array of objects).
  */
 static const struct jsonr_keep skipped[1] = {{NULL, NULL}};
 
@@ -301,27 +301,30 @@ static bool is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
+/* What a primitive's text is (RFC 8259 §3, §6); PRIM_NONE for anything the reader
+ * declines. */
+enum prim { PRIM_NONE, PRIM_TRUE, PRIM_FALSE, PRIM_NULL, PRIM_INT };
+
 /*
- * A primitive's n bytes at p: true, false, null or an integer (RFC 8259 §3, §6).
- * @return new reference, or NULL to decline: any other text, reals (left to
- * jansson, with its locale handling and range rules; pods hardly hold any),
- * integers beyond 64 bits (jansson: "too big integer").
+ * The kind of the primitive's n bytes at p, and an integer's value in *v: true, false,
+ * null or an integer. PRIM_NONE to decline: any other text, reals (left to jansson,
+ * with its locale handling and range rules; pods hardly hold any), integers beyond 64
+ * bits (jansson: "too big integer").
  */
-static json_t *primitive(const char *p, size_t n)
+static enum prim primitive_kind(const char *p, size_t n, long long *v)
 {
     char text[24]; /* -9223372036854775808 and a NUL */
     size_t i = 0;
-    long long v;
     char *end;
 
     if (n == 4 && memcmp(p, "true", 4) == 0)
-        return json_true();
+        return PRIM_TRUE;
     if (n == 5 && memcmp(p, "false", 5) == 0)
-        return json_false();
+        return PRIM_FALSE;
     if (n == 4 && memcmp(p, "null", 4) == 0)
-        return json_null();
+        return PRIM_NULL;
     if (n == 0 || n >= sizeof(text))
-        return NULL;
+        return PRIM_NONE;
     if (p[i] == '-')
         i++;
     if (i < n && p[i] == '0')
@@ -330,30 +333,142 @@ static json_t *primitive(const char *p, size_t n)
         while (i < n && is_digit(p[i]))
             i++;
     else
-        return NULL;
+        return PRIM_NONE;
     if (i != n)
-        return NULL; /* a fraction, an exponent or no number at all */
+        return PRIM_NONE; /* a fraction, an exponent or no number at all */
     if (n - (p[0] == '-') <= 18) {
         /* at most 18 digits: within 64 bits, summed here (strtoll for longer ones) */
         long long u = 0;
 
         for (size_t k = p[0] == '-'; k < n; k++)
             u = u * 10 + (p[k] - '0');
-        return json_integer((json_int_t)(p[0] == '-' ? -u : u));
+        *v = p[0] == '-' ? -u : u;
+        return PRIM_INT;
     }
     memcpy(text, p, n);
     text[n] = '\0';
     errno = 0;
-    v = strtoll(text, &end, 10);
+    *v = strtoll(text, &end, 10);
     if (errno != 0 || *end != '\0')
-        return NULL;
-    return json_integer((json_int_t)v);
+        return PRIM_NONE;
+    return PRIM_INT;
+}
+
+/* A primitive's n bytes at p as a value (primitive_kind). @return new reference, or NULL
+ * to decline. */
+static json_t *primitive(const char *p, size_t n)
+{
+    long long v = 0;
+
+    switch (primitive_kind(p, n, &v)) {
+    case PRIM_TRUE: return json_true();
+    case PRIM_FALSE: return json_false();
+    case PRIM_NULL: return json_null();
+    case PRIM_INT: return json_integer((json_int_t)v);
+    default: return NULL;
+    }
+}
+
+/* Whether the n bytes at s are UTF-8 as jansson's lexer requires (its own check). */
+static bool jansson_utf8(const char *s, size_t n)
+{
+    json_t *v = json_stringn(s, n);
+
+    json_decref(v);
+    return v != NULL;
+}
+
+/*
+ * The value at the next token checked as read_value would read it, with nothing built:
+ * a member no keep list names, most of a review (its userInfo, the pod's resources,
+ * affinity, probes, ...). The same checks, in one loop, with the containers open around
+ * the cursor on a stack of its own: no call per token, no value made (and freed) per
+ * number. The order of the checks is not read_value's, and need not be: every failure
+ * is the same answer (the reader declines the body).
+ * @return false to decline.
+ */
+static bool skip_value(struct reader *r, int depth)
+{
+    struct {
+        const jsmntok_t *t;
+        int left; /* members or items still to read */
+    } open[JSONR_MAX_DEPTH + 2];
+    int n = 0; /* open containers; the next value is depth + n deep */
+
+    for (;;) {
+        const jsmntok_t *t;
+        const char *s;
+        size_t len;
+        bool utf8;
+        long long number;
+
+        if (depth + n > JSONR_MAX_DEPTH || r->next >= r->ntok)
+            return false;
+        t = &r->tok[r->next++];
+        switch (t->type) {
+        case JSMN_STRING:
+            if (!at_string(r, t) || !string_content(r, t, false, &s, &len, &utf8)
+                || (!utf8 && !jansson_utf8(s, len)))
+                return false;
+            break;
+        case JSMN_PRIMITIVE:
+            skip_ws(r);
+            if ((size_t)t->start != r->pos)
+                return false;
+            r->pos = (size_t)t->end;
+            if (primitive_kind(r->js + t->start, (size_t)(t->end - t->start), &number) == PRIM_NONE)
+                return false;
+            break;
+        case JSMN_OBJECT:
+        case JSMN_ARRAY:
+            skip_ws(r);
+            if ((size_t)t->start != r->pos || r->pos >= r->len
+                || r->js[r->pos] != (t->type == JSMN_OBJECT ? '{' : '['))
+                return false;
+            r->pos++;
+            open[n].t = t;
+            open[n].left = t->size;
+            n++;
+            break;
+        default: return false;
+        }
+        /* Close the containers read to their end, then step to the next value. */
+        for (;;) {
+            const jsmntok_t *c;
+            const jsmntok_t *kt;
+            size_t mark = r->top;
+
+            if (n == 0)
+                return true;
+            c = open[n - 1].t;
+            if (open[n - 1].left == 0) {
+                if (!expect(r, c->type == JSMN_OBJECT ? '}' : ']') || r->pos != (size_t)c->end)
+                    return false;
+                n--;
+                continue;
+            }
+            if (open[n - 1].left < c->size && !expect(r, ','))
+                return false;
+            open[n - 1].left--;
+            if (c->type == JSMN_OBJECT) {
+                /* a key, checked as json_object_setn_new would check it */
+                if (r->next >= r->ntok)
+                    return false;
+                kt = &r->tok[r->next++];
+                if (!at_string(r, kt) || !string_content(r, kt, true, &s, &len, &utf8)
+                    || !expect(r, ':') || (!utf8 && !jansson_utf8(s, len)))
+                    return false;
+                r->top = mark;
+            }
+            break;
+        }
+    }
 }
 
 static json_t *read_array(struct reader *r, const jsmntok_t *t, int depth,
                           const struct jsonr_keep *keep)
 {
-    json_t *a = keep == skipped ? json_null() : json_array();
+    json_t *a = json_array();
 
     if (a == NULL)
         return NULL;
@@ -365,7 +480,7 @@ static json_t *read_array(struct reader *r, const jsmntok_t *t, int depth,
         v = read_value(r, depth + 1, keep);
         if (v == NULL)
             goto fail;
-        if (keep != skipped && json_array_append_new(a, v) < 0)
+        if (json_array_append_new(a, v) < 0)
             goto fail;
     }
     if (!expect(r, ']'))
@@ -389,19 +504,10 @@ static const struct jsonr_keep *kept_member(const struct jsonr_keep *keep, const
     return keep;
 }
 
-/* Whether the n bytes at s are UTF-8 as jansson's lexer requires (its own check). */
-static bool jansson_utf8(const char *s, size_t n)
-{
-    json_t *v = json_stringn(s, n);
-
-    json_decref(v);
-    return v != NULL;
-}
-
 static json_t *read_object(struct reader *r, const jsmntok_t *t, int depth,
                            const struct jsonr_keep *keep)
 {
-    json_t *o = keep == skipped ? json_null() : json_object();
+    json_t *o = json_object();
 
     if (o == NULL)
         return NULL;
@@ -423,25 +529,26 @@ static json_t *read_object(struct reader *r, const jsmntok_t *t, int depth,
         if (!at_string(r, kt) || !string_content(r, kt, true, &key, &key_len, &utf8)
             || !expect(r, ':'))
             goto fail;
-        if (keep == skipped || keep == NULL) {
-            member = keep;
-            named = keep == NULL;
+        if (keep == NULL) {
+            member = NULL;
+            named = true;
         } else {
             const struct jsonr_keep *e = kept_member(keep, key, key_len);
 
             member = e->key != NULL ? e->sub : skipped;
             named = e->key != NULL || e->sub == JSONR_KEEP_NAMES; /* v: null */
         }
-        v = read_value(r, depth + 1, member);
-        if (v == NULL)
-            goto fail;
         if (member == skipped && !named) {
-            /* Left out, but checked as json_object_setn_new would check its key. */
-            if (!utf8 && !jansson_utf8(key, key_len))
+            /* Left out, but checked as read and as json_object_setn_new would check
+             * its key. */
+            if (!skip_value(r, depth + 1) || (!utf8 && !jansson_utf8(key, key_len)))
                 goto fail;
             r->top = mark;
             continue;
         }
+        v = read_value(r, depth + 1, member);
+        if (v == NULL)
+            goto fail;
         /* json_object_setn_new checks the key's UTF-8 as jansson's lexer does; a
          * repeated key keeps its place and takes the new value, as in json_loadb.
          * Both take v, even when they fail. */
@@ -467,6 +574,8 @@ static json_t *read_value(struct reader *r, int depth, const struct jsonr_keep *
     bool utf8;
     json_t *v;
 
+    if (keep == skipped)
+        return skip_value(r, depth) ? json_null() : NULL;
     if (depth > JSONR_MAX_DEPTH || r->next >= r->ntok)
         return NULL;
     t = &r->tok[r->next++];
@@ -474,8 +583,6 @@ static json_t *read_value(struct reader *r, int depth, const struct jsonr_keep *
     case JSMN_STRING:
         if (!at_string(r, t) || !string_content(r, t, false, &s, &n, &utf8))
             return NULL;
-        if (keep == skipped)
-            return utf8 || jansson_utf8(s, n) ? json_null() : NULL;
         /* json_stringn: NULL for invalid UTF-8, which jansson's lexer refuses */
         return utf8 ? json_stringn_nocheck(s, n) : json_stringn(s, n);
     case JSMN_PRIMITIVE:
@@ -483,12 +590,7 @@ static json_t *read_value(struct reader *r, int depth, const struct jsonr_keep *
         if ((size_t)t->start != r->pos)
             return NULL;
         r->pos = (size_t)t->end;
-        v = primitive(r->js + t->start, (size_t)(t->end - t->start));
-        if (keep == skipped && v != NULL) {
-            json_decref(v);
-            return json_null();
-        }
-        return v;
+        return primitive(r->js + t->start, (size_t)(t->end - t->start));
     case JSMN_OBJECT:
     case JSMN_ARRAY:
         skip_ws(r);
