@@ -296,6 +296,29 @@ static inline bool at_string(struct reader *r, const jsmntok_t *t)
     return true;
 }
 
+/* A primitive token at the cursor. @return whether it is there (then the cursor is past
+ * it): jsmn does not check what lies before a token. */
+static inline bool at_primitive(struct reader *r, const jsmntok_t *t)
+{
+    skip_ws(r);
+    if ((size_t)t->start != r->pos)
+        return false;
+    r->pos = (size_t)t->end;
+    return true;
+}
+
+/* An object's or an array's opening bracket at the cursor. @return whether it is there
+ * (then the cursor is past it). */
+static inline bool at_open(struct reader *r, const jsmntok_t *t)
+{
+    skip_ws(r);
+    if ((size_t)t->start != r->pos || r->pos >= r->len
+        || r->js[r->pos] != (t->type == JSMN_OBJECT ? '{' : '['))
+        return false;
+    r->pos++;
+    return true;
+}
+
 static bool is_digit(char c)
 {
     return c >= '0' && c <= '9';
@@ -412,20 +435,15 @@ static bool skip_value(struct reader *r, int depth)
                 return false;
             break;
         case JSMN_PRIMITIVE:
-            skip_ws(r);
-            if ((size_t)t->start != r->pos)
-                return false;
-            r->pos = (size_t)t->end;
-            if (primitive_kind(r->js + t->start, (size_t)(t->end - t->start), &number) == PRIM_NONE)
+            if (!at_primitive(r, t)
+                || primitive_kind(r->js + t->start, (size_t)(t->end - t->start), &number)
+                    == PRIM_NONE)
                 return false;
             break;
         case JSMN_OBJECT:
         case JSMN_ARRAY:
-            skip_ws(r);
-            if ((size_t)t->start != r->pos || r->pos >= r->len
-                || r->js[r->pos] != (t->type == JSMN_OBJECT ? '{' : '['))
+            if (!at_open(r, t))
                 return false;
-            r->pos++;
             open[n].t = t;
             open[n].left = t->size;
             n++;
@@ -586,18 +604,13 @@ static json_t *read_value(struct reader *r, int depth, const struct jsonr_keep *
         /* json_stringn: NULL for invalid UTF-8, which jansson's lexer refuses */
         return utf8 ? json_stringn_nocheck(s, n) : json_stringn(s, n);
     case JSMN_PRIMITIVE:
-        skip_ws(r);
-        if ((size_t)t->start != r->pos)
+        if (!at_primitive(r, t))
             return NULL;
-        r->pos = (size_t)t->end;
         return primitive(r->js + t->start, (size_t)(t->end - t->start));
     case JSMN_OBJECT:
     case JSMN_ARRAY:
-        skip_ws(r);
-        if ((size_t)t->start != r->pos || r->pos >= r->len
-            || r->js[r->pos] != (t->type == JSMN_OBJECT ? '{' : '['))
+        if (!at_open(r, t))
             return NULL;
-        r->pos++;
         /* An array passes keep on to each of its items. */
         v = t->type == JSMN_OBJECT ? read_object(r, t, depth, keep) : read_array(r, t, depth, keep);
         if (v != NULL && r->pos != (size_t)t->end) {
