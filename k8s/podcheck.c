@@ -113,36 +113,48 @@ static bool report(struct walk *w, enum podcheck_kind kind, const char *list, co
 
 struct names {
     const char *stack[NAMES_ON_STACK];
-    const char **at; /* n of them: stack, or malloc'd */
+    const char **at; /* n of them: stack, or malloc'd; NULL without memory for them */
     size_t n;
     size_t *first; /* k8s_name_first_positions of them; NULL when n == 0 or on ENOMEM */
+    const json_t *arr;
+    const char *key;
+    bool skip_empty;
 };
 
-/* The key member of each element of arr into nm->at (NULL for a missing or empty one
- * when skip_empty), and which repeat (nm->first), each name fetched once for both.
- * Without memory for the names, nm->n is 0: the list is passed as having none. */
+/* The key member of arr's entry i (NULL for a missing or empty one when skip_empty). */
+static const char *entry_name(const json_t *arr, size_t i, const char *key, bool skip_empty)
+{
+    const char *v = str(json_array_get(arr, i), key);
+
+    return skip_empty && v[0] == '\0' ? NULL : v;
+}
+
+/* The name of entry i of nm's list (entry_name). */
+static const char *name_at(const struct names *nm, size_t i)
+{
+    return nm->at != NULL ? nm->at[i] : entry_name(nm->arr, i, nm->key, nm->skip_empty);
+}
+
+/* The names of arr's entries (name_at) and which repeat (nm->first), each name fetched
+ * once for both. Without memory for them, each name is fetched when asked for and no
+ * repeat is found: the entries are still checked alone. */
 static void names_of(struct names *nm, const json_t *arr, const char *key, bool skip_empty)
 {
     size_t n = json_array_size(arr);
 
-    nm->n = 0;
-    nm->first = NULL;
+    *nm = (struct names){.n = n, .arr = arr, .key = key, .skip_empty = skip_empty};
     nm->at = n <= NAMES_ON_STACK ? nm->stack : malloc(n * sizeof(*nm->at));
     if (n == 0 || nm->at == NULL)
         return;
-    for (size_t i = 0; i < n; i++) {
-        const char *v = str(json_array_get(arr, i), key);
-
-        nm->at[i] = skip_empty && v[0] == '\0' ? NULL : v;
-    }
-    nm->n = n;
+    for (size_t i = 0; i < n; i++)
+        nm->at[i] = entry_name(arr, i, key, skip_empty);
     nm->first = k8s_name_first_positions(nm->at, n);
 }
 
 static void names_dispose(struct names *nm)
 {
     if (nm->at != nm->stack)
-        free(nm->at);
+        free(nm->at); /* NULL too */
     free(nm->first);
 }
 
@@ -163,7 +175,7 @@ static bool check_volumes(struct walk *w, const struct spec_view *sv)
 
     names_of(&nm, volumes, "name", false);
     for (size_t i = 0; i < nm.n && !stop; i++) {
-        const char *name = nm.at[i];
+        const char *name = name_at(&nm, i);
         const char *why = own_entry(w->before.volumes, i, json_array_get(volumes, i))
             ? NULL
             : k8s_name_label_error(name);
@@ -244,14 +256,14 @@ static bool check_container(struct walk *w, const char *list, const json_t *ctr,
     names_of(&nm, cv.mounts, "mountPath", false);
     for (i = 0; i < nm.n && !stop; i++) {
         if (nm.first != NULL && nm.first[i] != i)
-            stop = report(w, PODCHECK_MOUNT_DUPLICATE, list, cname, nm.at[i], NULL, 0);
+            stop = report(w, PODCHECK_MOUNT_DUPLICATE, list, cname, name_at(&nm, i), NULL, 0);
     }
     names_dispose(&nm);
     if (stop)
         return true;
     names_of(&nm, cv.ports, "name", true);
     for (i = 0; i < nm.n && !stop; i++) {
-        const char *name = nm.at[i] != NULL ? nm.at[i] : "";
+        const char *name = name_at(&nm, i) != NULL ? name_at(&nm, i) : "";
         const json_t *port = json_array_get(cv.ports, i);
         bool repeated = nm.first != NULL && nm.first[i] != i;
         bool own = own_entry(before.ports, i, port);

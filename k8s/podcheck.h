@@ -64,10 +64,11 @@ bool podcheck_has(const json_t *pod, const struct podcheck_violation *v);
 /**
  * The first violation of after that before does not have: what an edit of
  * before into after introduced (a pod that was invalid already stays the API
- * server's to refuse). An env entry of after that is before's own object at the same
- * place of the same container (after a copy sharing what it did not change, as the
- * webhook's) is not looked at until a violation elsewhere makes the full comparison
- * run: it cannot be new.
+ * server's to refuse). An env entry or port of after that is before's own object at the
+ * same place of the same container, or a volume at the same place of the pod (after a
+ * copy sharing what it did not change, as the webhook's), is not checked alone until a
+ * violation elsewhere makes the full comparison run: its own violations cannot be new
+ * (whether its name repeats one of another entry still is checked).
  * @param[out] out  the violation, when there is one
  * @return true when there is one.
  */

@@ -282,6 +282,33 @@ START_TEST(first_new_shared_volumes_and_ports)
 }
 END_TEST
 
+/* A list longer than names_of keeps on the stack: its names are fetched to the heap,
+ * and a repeat found as in a short one. */
+START_TEST(first_new_long_lists)
+{
+    json_t *before = tu_json("{\"spec\":{\"volumes\":[]}}");
+    json_t *after = tu_json("{\"spec\":{\"volumes\":[]}}");
+    json_t *bvols = json_object_get(json_object_get(before, "spec"), "volumes");
+    json_t *vols = json_object_get(json_object_get(after, "spec"), "volumes");
+    struct podcheck_violation v;
+
+    for (int i = 0; i < 40; i++) {
+        char name[16];
+
+        snprintf(name, sizeof(name), "v%d", i);
+        json_array_append_new(bvols, json_pack("{s:s}", "name", name));
+    }
+    json_array_extend(vols, bvols);
+    ck_assert(!podcheck_first_new(before, after, &v));
+    json_array_append_new(vols, json_pack("{s:s}", "name", "v17"));
+    ck_assert(podcheck_first_new(before, after, &v));
+    ck_assert_int_eq(v.kind, PODCHECK_VOLUME_DUPLICATE);
+    ck_assert_str_eq(v.value, "v17");
+    json_decref(after);
+    json_decref(before);
+}
+END_TEST
+
 static Suite *podcheck_suite(void)
 {
     Suite *s = suite_create("podcheck");
@@ -293,6 +320,7 @@ static Suite *podcheck_suite(void)
     tcase_add_test(tc, many_old_violations);
     tcase_add_test(tc, first_new_shared_env_entries);
     tcase_add_test(tc, first_new_shared_volumes_and_ports);
+    tcase_add_test(tc, first_new_long_lists);
     suite_add_tcase(s, tc);
     return s;
 }
