@@ -490,8 +490,6 @@ static bool volume_same_source(const json_t *have, const json_t *want)
     return true;
 }
 
-/* The entry of list whose member key equals want's, or NULL. */
-
 int podutil_upsert_volume(json_t *pod, json_t *volume_new, struct wh_error *err)
 {
     json_t *spec = pod_spec(pod);

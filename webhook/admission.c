@@ -343,7 +343,7 @@ static int answer_encode(const char *api, const char *uid, const struct mutate_r
     buf_init(&o, BUF_NO_MAX);
     /* One allocation for most answers: the fixed text, uid, the patch in base64 (its
      * warnings and message may still grow it). */
-    if (patch != NULL)
+    if (res->patch_ops > 0 && patch != NULL) /* as written below: a denial has none */
         want += 4 * ((patch->len + 2) / 3);
     if (buf_reserve(&o, want) < 0)
         return WH_ENOMEM;

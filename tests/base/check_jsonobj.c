@@ -199,12 +199,14 @@ START_TEST(test_array_each)
     ck_assert_uint_eq(i, 2);
     /* nested, one per line; no items, not an array, NULL: no pass */
     n = 0;
+    evaluations = 0;
     json_array_each(counted(nested), i, v) {
         json_array_each(counted(v), j, w) {
             n += (size_t)json_integer_value(w);
         }
     }
     ck_assert_uint_eq(n, 6);
+    ck_assert_int_eq(evaluations, 1 + 3); /* the outer array once, each inner one once */
     evaluations = 0;
     json_array_each(counted(json_array_get(nested, 1)), i, v)
         ck_abort();
