@@ -12,7 +12,7 @@ Stages, each on 127.0.0.1 only, in one run on this machine:
               - the webhook's own HTTP and TLS layer (webhook/server.c, run by
                 bench/bench_transport) answering that same fixed answer: the most the
                 webhook could do with a free admission; then, at 16 connections, with
-                each answer spending SPINS_US of CPU first (an admission of that cost:
+                each answer spending each of SPINS_US µs of CPU first (an admission of that cost:
                 what an admission may cost for each target rate, throughput_limits),
               - the Go standard-library webhook of bench/go-webhook and the webhook on
                 the same pytorch+svc+env Jobs (the alternative).
@@ -1410,7 +1410,7 @@ def write_results(b, started, elapsed):
     add("| kernel | %s |" % platform.release())
     add("| OS | Debian %s |" % sh("cat /etc/debian_version"))
     add("| webhook | %s, libmicrohttpd %s, jansson %s, OpenSSL %s |" % (
-        sh("git -C %s describe --always --dirty" % ROOT), sh("pkg-config --modversion libmicrohttpd"),
+        r.get("tree", "?"), sh("pkg-config --modversion libmicrohttpd"),
         sh("pkg-config --modversion jansson"), sh("pkg-config --modversion openssl")))
     add("| tools | %s; %s; %s; %s |" % (
         sh("wrk -v 2>&1 | head -1 | cut -d' ' -f1,2"), sh("nginx -v 2>&1"),
@@ -1858,6 +1858,8 @@ def main():
     b = Bench()
     with open("/proc/loadavg") as f:
         b.r["loadavg"] = " ".join(f.read().split()[:3])
+    # the tree bench/run built, as it was then: an edit during the run is not measured
+    b.r["tree"] = sh("git -C %s describe --always --dirty" % ROOT)
     say("load average before the run: %s (other processes share these %d cores)" % (
         b.r["loadavg"], os.cpu_count()))
     try:
