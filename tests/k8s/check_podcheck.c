@@ -216,6 +216,17 @@ START_TEST(first_new_shared_env_entries)
 }
 END_TEST
 
+/* podcheck_first_new(before, after) finds a new violation of kind, on value. */
+static void assert_new(const json_t *before, const json_t *after, enum podcheck_kind kind,
+                       const char *value)
+{
+    struct podcheck_violation v;
+
+    ck_assert(podcheck_first_new(before, after, &v));
+    ck_assert_int_eq(v.kind, kind);
+    ck_assert_str_eq(v.value, value);
+}
+
 /* The user's own volumes and ports (the very objects at their places, as in the
  * webhook's copy) are not checked alone in the first walk: their invalid names and
  * numbers were there before. A name they share with a new entry still is a new
@@ -244,20 +255,14 @@ START_TEST(first_new_shared_volumes_and_ports)
     ck_assert(!podcheck_first_new(before, after, &v));
     /* an appended volume with an invalid name, or the name of one there */
     json_array_append_new(vols, json_pack("{s:s}", "name", "Bad_Vol2"));
-    ck_assert(podcheck_first_new(before, after, &v));
-    ck_assert_int_eq(v.kind, PODCHECK_VOLUME_NAME);
-    ck_assert_str_eq(v.value, "Bad_Vol2");
+    assert_new(before, after, PODCHECK_VOLUME_NAME, "Bad_Vol2");
     json_array_set_new(vols, 2, json_pack("{s:s}", "name", "data"));
-    ck_assert(podcheck_first_new(before, after, &v));
-    ck_assert_int_eq(v.kind, PODCHECK_VOLUME_DUPLICATE);
-    ck_assert_str_eq(v.value, "data");
+    assert_new(before, after, PODCHECK_VOLUME_DUPLICATE, "data");
     json_array_remove(vols, 2);
     /* a volume replaced in the user's first place by one of the second's name: the
      * user's own second volume is the new duplicate */
     json_array_set_new(vols, 0, json_pack("{s:s}", "name", "data"));
-    ck_assert(podcheck_first_new(before, after, &v));
-    ck_assert_int_eq(v.kind, PODCHECK_VOLUME_DUPLICATE);
-    ck_assert_str_eq(v.value, "data");
+    assert_new(before, after, PODCHECK_VOLUME_DUPLICATE, "data");
     json_array_set(vols, 0, json_array_get(bvols, 0));
     ck_assert(!podcheck_first_new(before, after, &v));
     /* ports the same way: appended with a name there, and in the user's first place */
@@ -268,13 +273,10 @@ START_TEST(first_new_shared_volumes_and_ports)
     ck_assert_str_eq(v.value, "http");
     json_array_remove(ports, 2);
     json_array_set_new(ports, 0, json_pack("{s:s,s:i}", "name", "http", "containerPort", 81));
-    ck_assert(podcheck_first_new(before, after, &v));
-    ck_assert_int_eq(v.kind, PODCHECK_PORT_DUPLICATE);
-    ck_assert_str_eq(v.value, "http");
+    assert_new(before, after, PODCHECK_PORT_DUPLICATE, "http");
     /* a port of the user's number out of range, no longer the user's object: new */
     json_array_set_new(ports, 0, json_pack("{s:s,s:i}", "name", "p", "containerPort", 0));
-    ck_assert(podcheck_first_new(before, after, &v));
-    ck_assert_int_eq(v.kind, PODCHECK_PORT_NUMBER);
+    assert_new(before, after, PODCHECK_PORT_NUMBER, "p");
     json_array_set(ports, 0, json_array_get(bports, 0));
     ck_assert(!podcheck_first_new(before, after, &v));
     json_decref(after);
@@ -301,9 +303,7 @@ START_TEST(first_new_long_lists)
     json_array_extend(vols, bvols);
     ck_assert(!podcheck_first_new(before, after, &v));
     json_array_append_new(vols, json_pack("{s:s}", "name", "v17"));
-    ck_assert(podcheck_first_new(before, after, &v));
-    ck_assert_int_eq(v.kind, PODCHECK_VOLUME_DUPLICATE);
-    ck_assert_str_eq(v.value, "v17");
+    assert_new(before, after, PODCHECK_VOLUME_DUPLICATE, "v17");
     json_decref(after);
     json_decref(before);
 }
