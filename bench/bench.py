@@ -1776,8 +1776,9 @@ def write_results(b, started, elapsed):
             else:
                 add("| %s | %s |" % (name, cell))
         add("")
-        add("Without valgrind, one thread: `%s` (%.1f µs per admission)." % (
-            cg.get("timing"), cg.get("us_per_admission", 0)))
+        add("Without valgrind, one thread: `%s` (%.1f µs per admission); pytorch set `%s` "
+            "(%.1f µs)." % (cg.get("timing"), cg.get("us_per_admission", 0),
+                            cg.get("timing_pytorch"), cg.get("us_per_admission_pytorch", 0)))
         add("")
         add("Where the instructions go (all plugins, inclusive):")
         add("")
