@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * jsonobj.h - a member of a small jansson object, read without hashing its key; the
- * items of an array given as an expression, evaluated once.
+ * jsonobj.h - members of a small jansson object read without hashing their keys, one
+ * (json_member) or several in one pass (json_members); the items of an array given as an
+ * expression, evaluated once (json_array_each).
  *
  * json_object_get hashes the key (jansson's seeded lookup3) and searches its bucket:
  * about 160 instructions a call, paid some 500 times per admission on objects of a
