@@ -15,11 +15,26 @@
 #include "plugins/args.h"
 #include "plugins/plugin.h"
 
-const struct plugin *const plugin_registry[] = {
-    &plugin_ssh, &plugin_env,     &plugin_svc,      &plugin_tensorflow,
-    &plugin_mpi, &plugin_pytorch, &plugin_hcclrank, &plugin_ray,
+/* Each plugin's place in plugin_registry, the execution order (D2). */
+enum registry_place {
+    AT_SSH,
+    AT_ENV,
+    AT_SVC,
+    AT_TENSORFLOW,
+    AT_MPI,
+    AT_PYTORCH,
+    AT_HCCLRANK,
+    AT_RAY,
+    REGISTRY_LEN
 };
-const size_t plugin_registry_len = sizeof(plugin_registry) / sizeof(plugin_registry[0]);
+
+const struct plugin *const plugin_registry[REGISTRY_LEN] = {
+    [AT_SSH] = &plugin_ssh,           [AT_ENV] = &plugin_env,
+    [AT_SVC] = &plugin_svc,           [AT_TENSORFLOW] = &plugin_tensorflow,
+    [AT_MPI] = &plugin_mpi,           [AT_PYTORCH] = &plugin_pytorch,
+    [AT_HCCLRANK] = &plugin_hcclrank, [AT_RAY] = &plugin_ray,
+};
+const size_t plugin_registry_len = REGISTRY_LEN;
 
 const struct plugin *plugin_find(const char *name)
 {
@@ -82,11 +97,10 @@ void plugin_effective_set(const json_t *job, bool *enabled, const json_t **args,
         args[k] = json_is_array(value) ? value : NULL;
     }
     /* Implied plugins (docs/plugins.md §3.7, D1): what Volcano's Job webhook adds on CREATE. */
-    if (enabled[registry_index("tensorflow")] || enabled[registry_index("mpi")]
-        || enabled[registry_index("pytorch")] || enabled[registry_index("ray")])
-        enabled[registry_index("svc")] = true;
-    if (enabled[registry_index("mpi")])
-        enabled[registry_index("ssh")] = true;
+    if (enabled[AT_TENSORFLOW] || enabled[AT_MPI] || enabled[AT_PYTORCH] || enabled[AT_RAY])
+        enabled[AT_SVC] = true;
+    if (enabled[AT_MPI])
+        enabled[AT_SSH] = true;
 }
 
 /* A slot holds [parts, texts]: texts[i] is the compact text of parts[i], or, for an

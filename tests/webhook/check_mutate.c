@@ -527,6 +527,50 @@ START_TEST(owner_without_uid_not_looked_up_d6)
 }
 END_TEST
 
+/* The effective set of a Job whose spec.plugins is plugins_json (D1): the names of
+ * the registry in it, comma separated, in registry order. */
+static void effective_names(const char *plugins_json, char *out, size_t len, size_t *warned)
+{
+    json_t *job = json_pack("{s:{s:o}}", "spec", "plugins", tu_json(plugins_json));
+    bool enabled[16];
+    const json_t *args[16];
+    struct warnings w;
+
+    warnings_init(&w);
+    plugin_effective_set(job, enabled, args, &w);
+    out[0] = '\0';
+    for (size_t k = 0; k < plugin_registry_len; k++) {
+        if (!enabled[k])
+            continue;
+        if (out[0] != '\0')
+            strncat(out, ",", len - strlen(out) - 1);
+        strncat(out, plugin_registry[k]->name, len - strlen(out) - 1);
+    }
+    *warned = w.n;
+    json_decref(job);
+}
+
+/* D1: svc comes with tensorflow, mpi, pytorch or ray; ssh with mpi; unknown names are
+ * told and left out. */
+START_TEST(effective_set_implies_svc_and_ssh_d1)
+{
+    char names[128];
+    size_t warned;
+
+    effective_names("{\"mpi\":[]}", names, sizeof(names), &warned);
+    ck_assert_str_eq(names, "ssh,svc,mpi");
+    effective_names("{\"ray\":[]}", names, sizeof(names), &warned);
+    ck_assert_str_eq(names, "svc,ray");
+    effective_names("{\"pytorch\":[]}", names, sizeof(names), &warned);
+    ck_assert_str_eq(names, "svc,pytorch");
+    effective_names("{\"tensorflow\":[]}", names, sizeof(names), &warned);
+    ck_assert_str_eq(names, "svc,tensorflow");
+    effective_names("{\"hcclrank\":[],\"env\":[],\"gpu\":[]}", names, sizeof(names), &warned);
+    ck_assert_str_eq(names, "env,hcclrank");
+    ck_assert_uint_eq(warned, 1);
+}
+END_TEST
+
 START_TEST(unknown_plugin_warns_and_others_run_d3)
 {
     json_t *job = tu_json(JOB_SIMPLE);
@@ -1450,6 +1494,7 @@ static Suite *mutate_suite(void)
     TCase *tc = tcase_create("core");
 
     tcase_add_test(tc, served_pod_gets_env_patch);
+    tcase_add_test(tc, effective_set_implies_svc_and_ssh_d1);
     tcase_add_test(tc, job_memo_keeps_svc_env_per_version);
     tcase_add_test(tc, job_memo_leaves_long_tf_config_head);
     tcase_add_test(tc, not_served_d8);
