@@ -199,6 +199,9 @@ static int parse_review(const json_t *review, const char **api_out, struct mutat
         return bad(b, "request.uid must be a string");
     if (json_string_length(v) == 0)
         return bad(b, "request.uid is empty");
+    /* The answer echoes it as a C string: "\u0000" inside would cut it (a uid is a UUID). */
+    if (strlen(json_string_value(v)) != json_string_length(v))
+        return bad(b, "request.uid must not contain a NUL character");
     req->uid = json_string_value(v);
 
     rc = opt_string(r[OPERATION], "request.operation", &req->operation, b);

@@ -158,6 +158,13 @@ static const struct {
     {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
      "\"request\":{\"uid\":\"\"}}",
      "request.uid is empty"},
+    /* found by fuzz_admission: the answer's uid was "" */
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+     "\"request\":{\"uid\":\"\\u0000\",\"object\":{\"metadata\":{\"name\":\"p\"}}}}",
+     "request.uid must not contain a NUL character"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+     "\"request\":{\"uid\":\"u\\u0000v\"}}",
+     "request.uid must not contain a NUL character"},
     {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
      "\"request\":{\"uid\":\"u\",\"operation\":1}}",
      "request.operation must be a string"},
