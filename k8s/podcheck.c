@@ -20,18 +20,17 @@
 
 static const char *const lists[] = {"containers", "initContainers", "ephemeralContainers"};
 
-static const char *str(const json_t *obj, const char *key)
-{
-    const char *s = json_string_value(json_member(obj, key));
-
-    return s != NULL ? s : "";
-}
-
+/* v's string, "" when v is no string. */
 static const char *str_value(const json_t *v)
 {
     const char *s = json_string_value(v);
 
     return s != NULL ? s : "";
+}
+
+static const char *str(const json_t *obj, const char *key)
+{
+    return str_value(json_member(obj, key));
 }
 
 /* What the checks read in a pod's spec. */
