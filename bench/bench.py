@@ -1142,14 +1142,21 @@ def perf_parts(exe, jobs, bodies, n=40000):
     if shutil.which("perf") is None:
         return "perf is not installed"
     data = os.path.join(WORK, "perf-parts.data")
-    rec = subprocess.run(["perf", "record", "-q", "-F", "2999", "-e", "cpu-clock",
-                          "--call-graph", "dwarf,16384", "-o", data, exe, jobs, bodies, str(n)],
-                         capture_output=True, text=True, timeout=900)
-    if rec.returncode != 0:
-        return "perf record failed: %s" % rec.stderr.strip()[-300:]
-    rep = subprocess.run(["perf", "report", "-i", data, "--children", "--sort", "sym",
-                          "--stdio", "-g", "none"], capture_output=True, text=True, timeout=900)
-    os.unlink(data)
+    try:
+        rec = subprocess.run(["perf", "record", "-q", "-F", "2999", "-e", "cpu-clock",
+                              "--call-graph", "dwarf,16384", "-o", data, exe, jobs, bodies,
+                              str(n)], capture_output=True, text=True, timeout=900)
+        if rec.returncode != 0:
+            return "perf record failed (exit %d) %s" % (rec.returncode,
+                                                        rec.stderr.strip()[-300:])
+        rep = subprocess.run(["perf", "report", "-i", data, "--children", "--sort", "sym",
+                              "--stdio", "-g", "none"], capture_output=True, text=True,
+                             timeout=900)
+    except (OSError, subprocess.TimeoutExpired) as e:  # the callgrind figures stand without it
+        return "perf: %s" % e
+    finally:
+        if os.path.exists(data):
+            os.unlink(data)
     children = {}
     for line in rep.stdout.splitlines():
         m = re.match(r"^\s*([\d.]+)%\s+[\d.]+%\s+\[\.\]\s+(\S+)", line)
