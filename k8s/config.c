@@ -193,16 +193,25 @@ static int dup_string(char **out, const char *s, struct wh_error *err)
     return *out == NULL ? wh_error_set(err, WH_ENOMEM, "out of memory") : 0;
 }
 
-/* Copy server, dropping trailing slashes; only http and https. */
+/* Copy server, dropping trailing slashes; only http and https, with a host (RFC 3986
+ * §3.2: the authority after "//" up to the next '/'; "https://" alone would leave
+ * "https:" once its slash is dropped, and every request would go to no server). */
 static int set_server(struct k8s_config *out, const char *server, const char *kc,
                       const char *cluster, struct wh_error *err)
 {
     size_t n = strlen(server);
+    size_t scheme = strncmp(server, "https://", 8) == 0 ? 8
+        : strncmp(server, "http://", 7) == 0            ? 7
+                                                        : 0;
 
-    if (strncmp(server, "https://", 8) != 0 && strncmp(server, "http://", 7) != 0)
+    if (scheme == 0)
         return wh_error_set(err, WH_EINVAL,
                             "kubeconfig %s: cluster \"%s\": server \"%s\" is not an http(s) URL",
                             kc, cluster, server);
+    if (server[scheme] == '\0' || server[scheme] == '/')
+        return wh_error_set(err, WH_EINVAL,
+                            "kubeconfig %s: cluster \"%s\": server \"%s\" names no host", kc,
+                            cluster, server);
     while (n > 0 && server[n - 1] == '/')
         n--;
     out->server = strndup(server, n);

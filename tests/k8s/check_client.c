@@ -298,6 +298,13 @@ static const struct bad_kc bad_kcs[] = {
     {"current-context: c\ncontexts: [{name: c, context: {cluster: k}}]\n"
      "clusters: [{name: k, cluster: {server: 'ftp://x'}}]\n",
      "cluster \"k\": server \"ftp://x\" is not an http(s) URL"},
+    /* found by fuzz_kubeconfig: "https://" became "https:" once its slash was dropped */
+    {"current-context: c\ncontexts: [{name: c, context: {cluster: k}}]\n"
+     "clusters: [{name: k, cluster: {server: 'https://'}}]\n",
+     "cluster \"k\": server \"https://\" names no host"},
+    {"current-context: c\ncontexts: [{name: c, context: {cluster: k}}]\n"
+     "clusters: [{name: k, cluster: {server: 'http:///api'}}]\n",
+     "cluster \"k\": server \"http:///api\" names no host"},
     {"current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
      "clusters: [{name: k, cluster: {server: 'https://x'}}]\n",
      "user \"u\" not found"},
