@@ -36,12 +36,20 @@ const struct plugin *const plugin_registry[REGISTRY_LEN] = {
 };
 const size_t plugin_registry_len = REGISTRY_LEN;
 
-const struct plugin *plugin_find(const char *name)
+/* The place of the plugin named name in plugin_registry; plugin_registry_len when none. */
+static size_t registry_index(const char *name)
 {
     for (size_t k = 0; k < plugin_registry_len; k++)
         if (strcmp(plugin_registry[k]->name, name) == 0)
-            return plugin_registry[k];
-    return NULL;
+            return k;
+    return plugin_registry_len;
+}
+
+const struct plugin *plugin_find(const char *name)
+{
+    size_t k = registry_index(name);
+
+    return k < plugin_registry_len ? plugin_registry[k] : NULL;
 }
 
 void plugin_args(const struct plugin_ctx *c, const struct args_def *defs, size_t ndefs)
@@ -66,14 +74,6 @@ int plugin_error_name(struct wh_error *err, const char *name, int rc)
     cause[sizeof(cause) - 1] = '\0';
     return wh_error_set(err, rc, "%s plugin: %s", name,
                         cause[0] != '\0' ? cause : wh_error_str(rc));
-}
-
-static size_t registry_index(const char *name)
-{
-    for (size_t k = 0; k < plugin_registry_len; k++)
-        if (strcmp(plugin_registry[k]->name, name) == 0)
-            return k;
-    return plugin_registry_len;
 }
 
 void plugin_effective_set(const json_t *job, bool *enabled, const json_t **args, struct warnings *w)
