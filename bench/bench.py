@@ -1165,18 +1165,30 @@ def perf_parts(exe, jobs, bodies, n=40000):
     whole = children.get("admission_handle")
     if not whole:
         return "perf saw no admission_handle (no symbols?)"
-    shares = {}
-    for name, fns in COMPONENTS:
-        shares[name] = None
-        for want in PERF_COMPONENTS.get(name, fns):
-            names = want if isinstance(want, tuple) else (want,)
-            found = [max((v for k, v in children.items() if re.match(r"%s(\.\w+)*$" % f, k)),
-                         default=None) for f in names]
-            # a function that rarely runs may have no sample: any one found will do
-            if any(v is not None for v in found):
-                shares[name] = sum(v for v in found if v is not None) / whole
+    def share(f):  # the samples below a function named f, over admission_handle's
+        v = max((v for k, v in children.items() if re.match(r"%s(\.\w+)*$" % f, k)),
+                default=None)
+        return v / whole if v is not None else None
+
+    # a function that rarely runs may have no sample: any one found will do
+    return component_values([(name, PERF_COMPONENTS.get(name, fns)) for name, fns in COMPONENTS],
+                            share, every_one=False)
+
+
+def component_values(components, value_of, every_one):
+    """{part: the sum of value_of(f) over the functions f of its first alternative that
+    is found, or None}; an alternative is one function name or a tuple of them, found
+    when value_of gives a number for each of them (every_one) or for any one."""
+    values = {}
+    for name, fns in components:
+        values[name] = None
+        for want in fns:
+            found = [value_of(f) for f in (want if isinstance(want, tuple) else (want,))]
+            hits = [v for v in found if v is not None]
+            if hits and (len(hits) == len(found) or not every_one):
+                values[name] = sum(hits)
                 break
-    return shares
+    return values
 
 
 def run_callgrind(exe, jobs, bodies, n, tag):
@@ -1191,16 +1203,12 @@ def run_callgrind(exe, jobs, bodies, n, tag):
     total, top = annotate(out, inclusive=True)
     _, self_top = annotate(out, inclusive=False)
     _, every = annotate(out, inclusive=True, limit=None)
-    parts = {}
-    for name, fns in COMPONENTS:
-        parts[name] = None
-        for want in fns:
-            names = want if isinstance(want, tuple) else (want,)
-            hits = [[c for c, fn in every if re.match(r"(.*:)?%s(\.\w+)*( |$)" % f,
-                                                       short_fn(fn))] for f in names]
-            if all(hits):
-                parts[name] = sum(h[0] for h in hits) / n
-                break
+    def inclusive(f):  # the first (largest) count of a function named f, or None
+        return next((c for c, fn in every
+                     if re.match(r"(.*:)?%s(\.\w+)*( |$)" % f, short_fn(fn))), None)
+
+    parts = {name: (v / n if v is not None else None)
+             for name, v in component_values(COMPONENTS, inclusive, every_one=True).items()}
     return {"per_admission": total / n, "cmd": " ".join(cmd).replace(WORK, "$W"),
             "top": top[:18], "self": self_top[:12], "n": n, "parts": parts}
 
