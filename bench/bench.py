@@ -18,7 +18,9 @@ Stages, each on 127.0.0.1 only, in one run on this machine:
                 the same pytorch+svc+env Jobs (the alternative).
   burst       one Job of 10,000 replicas, 500 AdmissionReviews at once.
   memory      RSS with 10,000 Jobs of 10 tasks in the test API server, and before/after
-              BENCH_ADMISSIONS admissions.
+              BENCH_ADMISSIONS admissions; then the leak check: the bytes a glibc-malloc
+              build holds (bench/live_heap.c preloaded) after a warm-up and after each of
+              two runs of half as many admissions.
   reconcile   time until the auxiliary objects of 1,000 new Jobs exist, without and with
               ssh (an RSA key pair per Job), with the default --kube-api-qps 50 and
               unthrottled (--kube-api-qps 0), each against a fresh test API server; and
@@ -34,11 +36,11 @@ Then bench/RESULTS.md is written.
 
 Env: BUILD (build), BENCH_DURATION (10 s per wrk run), BENCH_ADMISSIONS (1,000,000;
 capped when unset, see memory_stage), BENCH_WORKDIR (scratch directory, made by
-bench/run), BENCH_GO_BIN, BENCH_ADMISSION_BIN, BENCH_TRANSPORT_BIN (built by
-bench/run), BENCH_RESULTS (bench/RESULTS.md), BENCH_STAGES (names of the stages to
-run; all when unset), BENCH_COMMANDS (file with the build commands bench/run ran),
-BENCH_BASELINE_BIN and BENCH_BASELINE (bench_admission built from another revision, and
-that revision's name: its callgrind counts go beside this build's).
+bench/run), BENCH_GO_BIN, BENCH_ADMISSION_BIN, BENCH_TRANSPORT_BIN, BENCH_GLIBC_WEBHOOK
+and BENCH_LIVE_HEAP (built by bench/run), BENCH_RESULTS (bench/RESULTS.md), BENCH_STAGES
+(names of the stages to run; all when unset), BENCH_COMMANDS (file with the build commands
+bench/run ran), BENCH_BASELINE_BIN and BENCH_BASELINE (bench_admission built from another
+revision, and that revision's name: its callgrind counts go beside this build's).
 Processes are started through tests/harness.py (new session each, stopped by pid).
 """
 
@@ -933,7 +935,7 @@ class Bench:
                     m["rss_after_kib"] / 1024, growth, m["hwm_kib"] / 1024))
         finally:
             self.stop_proc(wh.process)
-        m["held"] = self.held_bytes(n, warm)
+        m["held"] = self.held_bytes(max(1000, n // 2), warm)
 
     def held_bytes(self, n, warm):
         """The leak check of the memory stage: the bytes a webhook linked with glibc's
@@ -948,6 +950,8 @@ class Bench:
                 "live_heap.so: bench/run builds them)")
             return None
         report = os.path.join(WORK, "live-heap")
+        if os.path.exists(report):
+            os.remove(report)  # an earlier run's must not be read
         wrapper = os.path.join(WORK, "webhook-live-heap")
         with open(wrapper, "w") as f:
             f.write("#!/bin/sh\nLD_PRELOAD=%s LIVE_HEAP_FILE=%s exec %s \"$@\"\n" % (
@@ -959,11 +963,19 @@ class Bench:
 
             def held():
                 time.sleep(1)  # the connections closed; the report is at most 100 ms old
-                with open(report) as f:
-                    nbytes, blocks = f.read().split()
+                try:
+                    with open(report) as f:
+                        nbytes, blocks = f.read().split()
+                except FileNotFoundError:
+                    raise AssertionError("leak check: no %s: was %s preloaded (LD_PRELOAD)? "
+                                         "webhook log:\n%s" % (report, lib,
+                                                                wh.process.log()[-2000:]))
                 return int(nbytes), int(blocks)
 
-            done = wrk(url, self.full_bodies, 16, 3600, limit=warm)["requests"]
+            # The warm-up on 128 connections: MHD places connections on its threads by
+            # its accept race, and 16 can leave a thread without one, which then makes
+            # its trees of the Jobs (a bounded step) during a measured run instead.
+            done = wrk(url, self.full_bodies, 128, 3600, limit=warm)["requests"]
             points = [(done,) + held()]
             for _ in range(2):
                 res = wrk(url, self.full_bodies, 16, 3600, limit=n)
@@ -1614,7 +1626,7 @@ def write_results(b, started, elapsed):
             "after %s admissions%s%s | %s |" % (
                 m["growth_kib"], "{:,}".format(m["admissions"]),
                 " (fewer than 1,000,000: see Memory)" if m["admissions"] < 1000000 else "",
-                "; bytes held %+d over a second run of as many (see Memory)" % (
+                "; heap held %+d bytes over the leak check's second run (see Memory)" % (
                     held[2][1] - held[1][1]) if held else "",
                 verdict(flat)))
     add("")
@@ -1762,22 +1774,31 @@ def write_results(b, started, elapsed):
             add("| errors / denied during the run | %d / %d |" % (m["errors"], m["denied"]))
         held = m.get("held")
         if held:
-            for a, b, k in held:
-                add("| bytes held after %d admissions (glibc malloc, bench/live_heap.c) | "
-                    "%.2f MiB in %d blocks |" % (a, b / 2**20, k))
-            add("| bytes held, growth over the last %d admissions | **%+d bytes** (%+d blocks) |"
-                % (held[2][0] - held[1][0], held[2][1] - held[1][1], held[2][2] - held[1][2]))
+            for done, nbytes, blocks in held:
+                add("| heap blocks held after %s admissions (glibc malloc, bench/live_heap.c) | "
+                    "%.2f MiB in %s blocks |" % ("{:,}".format(done), nbytes / 2**20,
+                                                "{:,}".format(blocks)))
+            add("| heap held, growth over the last %s admissions | **%+d bytes** (%+d blocks; "
+                "one byte kept per admission would be %+d) |" % (
+                    "{:,}".format(held[2][0] - held[1][0]), held[2][1] - held[1][1],
+                    held[2][2] - held[1][2], held[2][0] - held[1][0]))
         add("")
         if held:
-            add("RSS counts what the allocator keeps of what was freed (each thread's pages) "
-                "beside what the webhook holds, so its growth over a run cannot tell a leak "
-                "from a heap settling. The bytes held can: a second webhook, linked with "
-                "glibc's malloc and with bench/live_heap.c preloaded (it counts every "
-                "block's malloc_usable_size at its allocation and its free), runs the same "
-                "warm-up and then the same count twice; a leak grows them over the second "
-                "run as over the first. What an admission keeps is bounded: each MHD "
-                "thread's trees of the last 16 Jobs it read (controller/cache.c "
-                "MEMO_SLOTS), filled as each thread first serves a Job's pods.")
+            add("RSS also counts what the allocator keeps of what was freed (the pages of "
+                "each thread's heap), so its growth over a run cannot tell a leak from a "
+                "heap settling. The heap held can: a second webhook, linked with glibc's "
+                "malloc (`make ALLOCATOR=`) and started as `LD_PRELOAD=$W/live_heap.so "
+                "LIVE_HEAP_FILE=$W/live-heap $W/build-glibc/volcano-plugin-webhook serve ...` "
+                "(bench/live_heap.c counts every malloc-family block's malloc_usable_size "
+                "at its allocation and its free; not the connections' mmap'd pools or the "
+                "thread stacks), runs the same warm-up, on 128 connections, and then half the "
+                "fixed count twice on 16; a leak grows it over the second run as over the "
+                "first. What an admission keeps is bounded: each worker thread's trees of "
+                "the last Jobs it read (at most 16 and 16 KiB of their text, "
+                "controller/cache.c), made when the thread first serves one of the Job's "
+                "pods. A thread that starts serving only in a measured run adds such a step "
+                "(about 1,800 blocks for these Jobs); the warm-up's 128 connections give "
+                "every thread some.")
             add("")
         if m.get("capped"):
             add("The default is 1,000,000 admissions, but at this build's 16-connection rate "

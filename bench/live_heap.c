@@ -18,7 +18,9 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +110,18 @@ void *valloc(size_t n)
     return memalign((size_t)sysconf(_SC_PAGESIZE), n);
 }
 
+/* glibc's own pvalloc would allocate past the counter, and its free be counted. */
+void *pvalloc(size_t n)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+    if (n > SIZE_MAX - page) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return memalign(page, n == 0 ? page : (n + page - 1) / page * page);
+}
+
 /* Every 100 ms: the counts into path (path.tmp renamed over it). No allocation. */
 static void *reporter(void *arg)
 {
@@ -135,13 +149,22 @@ static void *reporter(void *arg)
     return NULL;
 }
 
+/* The reporter starts with every signal blocked: the webhook blocks SIGTERM and SIGINT
+ * on all its threads and waits for them itself (webhook/serve.c), and this thread,
+ * made before main, must not take them. */
 __attribute__((constructor)) static void live_heap_start(void)
 {
     const char *path = getenv("LIVE_HEAP_FILE");
+    sigset_t all;
+    sigset_t old;
     pthread_t t;
 
     if (path == NULL || path[0] == '\0')
         return;
+    sigfillset(&all);
+    if (pthread_sigmask(SIG_BLOCK, &all, &old) != 0)
+        return;
     if (pthread_create(&t, NULL, reporter, (void *)path) == 0)
         pthread_detach(t);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
