@@ -974,7 +974,8 @@ class Bench:
 
             # The warm-up on 128 connections: MHD places connections on its threads by
             # its accept race, and 16 can leave a thread without one, which then makes
-            # its trees of the Jobs (a bounded step) during a measured run instead.
+            # its trees of the Jobs (a bounded step) during a measured run instead (one
+            # step still came in the first run once, none in the second).
             done = wrk(url, self.full_bodies, 128, 3600, limit=warm)["requests"]
             points = [(done,) + held()]
             for _ in range(2):
@@ -1797,8 +1798,8 @@ def write_results(b, started, elapsed):
                 "the last Jobs it read (at most 16 and 16 KiB of their text, "
                 "controller/cache.c), made when the thread first serves one of the Job's "
                 "pods. A thread that starts serving only in a measured run adds such a step "
-                "(about 1,800 blocks for these Jobs); the warm-up's 128 connections give "
-                "every thread some.")
+                "(about 1,800 blocks for these Jobs); the warm-up runs on 128 connections "
+                "to make that rare, and a leak, unlike a step, grows both runs.")
             add("")
         if m.get("capped"):
             add("The default is 1,000,000 admissions, but at this build's 16-connection rate "
