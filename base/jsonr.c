@@ -26,6 +26,14 @@
 
 _Static_assert(sizeof(json_int_t) == sizeof(long long), "json_int_t is read with strtoll");
 
+/* What jsonr_doc_read keeps of a token: a string's decoded content, or the place after a
+ * container's last token. */
+struct jsonr_tokinfo {
+    const char *text; /* strings: the content, in the body or the reader's scratch */
+    size_t len;
+    int after; /* objects and arrays: the index of the token after the last one inside */
+};
+
 struct reader {
     const char *js;
     size_t len;
@@ -35,6 +43,9 @@ struct reader {
     size_t pos;    /* the text cursor: everything before it is read */
     char *scratch; /* strings with escapes, decoded; len bytes, made on first use */
     size_t top;    /* scratch in use by the keys of the objects being read */
+    /* jsonr_doc_read: what skip_value learns of each token, kept (one per token); the
+     * decoded strings then stay in scratch. NULL for the tree builders. */
+    struct jsonr_tokinfo *info;
 };
 
 /*
@@ -254,7 +265,7 @@ static __attribute__((noinline)) bool string_content_slow(struct reader *r, cons
         return false;
     *s = r->scratch + r->top;
     *n = (size_t)w;
-    if (key)
+    if (key || r->info != NULL)
         r->top += (size_t)w;
     return true;
 }
@@ -401,6 +412,13 @@ static bool jansson_utf8(const char *s, size_t n)
     return v != NULL;
 }
 
+/* jsonr_doc_read: string token t's decoded content (in the body, or in scratch, kept). */
+static void keep_text(struct reader *r, const jsmntok_t *t, const char *s, size_t len)
+{
+    r->info[t - r->tok].text = s;
+    r->info[t - r->tok].len = len;
+}
+
 /*
  * The value at the next token checked as read_value would read it, with nothing built:
  * a member no keep list names, most of a review (its userInfo, the pod's resources,
@@ -433,6 +451,8 @@ static bool skip_value(struct reader *r, int depth)
             if (!at_string(r, t) || !string_content(r, t, false, &s, &len, &utf8)
                 || (!utf8 && !jansson_utf8(s, len)))
                 return false;
+            if (r->info != NULL)
+                keep_text(r, t, s, len);
             break;
         case JSMN_PRIMITIVE:
             if (!at_primitive(r, t)
@@ -462,6 +482,8 @@ static bool skip_value(struct reader *r, int depth)
             if (open[n - 1].left == 0) {
                 if (!expect(r, c->type == JSMN_OBJECT ? '}' : ']') || r->pos != (size_t)c->end)
                     return false;
+                if (r->info != NULL)
+                    r->info[c - r->tok].after = r->next;
                 n--;
                 continue;
             }
@@ -476,7 +498,10 @@ static bool skip_value(struct reader *r, int depth)
                 if (!at_string(r, kt) || !string_content(r, kt, true, &s, &len, &utf8)
                     || !expect(r, ':') || (!utf8 && !jansson_utf8(s, len)))
                     return false;
-                r->top = mark;
+                if (r->info != NULL)
+                    keep_text(r, kt, s, len);
+                else
+                    r->top = mark;
             }
             break;
         }
@@ -869,4 +894,213 @@ json_t *jsonr_loadb(const char *body, size_t len, json_error_t *err)
     if (v != NULL)
         return v;
     return json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, err);
+}
+
+/* ---- the document: the checked tokens, kept for reading in place (jsonr.h) ---- */
+
+struct jsonr_doc {
+    const char *js; /* the body, borrowed */
+    jsmntok_t *tok;
+    int ntok;
+    struct jsonr_tokinfo *info;
+    char *scratch; /* the decoded strings with escapes */
+};
+
+struct jsonr_doc *jsonr_doc_read(const char *body, size_t len, const struct jsonr_scan *scan)
+{
+    struct reader r = {0};
+    struct jsonr_doc *d;
+    jsmntok_t *tok = NULL;
+    bool stepped = scan == NULL && len <= JSONR_STEPPED_MAX;
+    struct jsonr_scan own;
+    bool ok;
+
+    /* fast()'s conditions: what it declines, the document declines */
+    if (body == NULL || len == 0 || len > JSONR_MAX_LEN || memchr(body, '\0', len) != NULL)
+        return NULL;
+    if (!stepped) {
+        if (scan == NULL) {
+            jsonr_scan_body(body, len, &own);
+            scan = &own;
+        }
+        if (!scan->shallow)
+            return NULL;
+    }
+    d = calloc(1, sizeof(*d));
+    if (d == NULL)
+        return NULL;
+    if (tokens_of(body, len, stepped, &tok, &r.ntok) <= 0)
+        goto fail;
+    r.js = body;
+    r.len = len;
+    r.tok = tok;
+    r.info = calloc((size_t)r.ntok, sizeof(*r.info));
+    if (r.info == NULL)
+        goto fail;
+    ok = skip_value(&r, 0);
+    skip_ws(&r);
+    if (!ok || r.pos != len || r.next != r.ntok)
+        goto fail;
+    d->js = body;
+    d->tok = tok;
+    d->ntok = r.ntok;
+    d->info = r.info;
+    d->scratch = r.scratch;
+    return d;
+fail:
+    free(r.info);
+    free(r.scratch);
+    free(tok);
+    free(d);
+    return NULL;
+}
+
+void jsonr_doc_free(struct jsonr_doc *d)
+{
+    if (d == NULL)
+        return;
+    free(d->tok);
+    free(d->info);
+    free(d->scratch);
+    free(d);
+}
+
+static bool in_doc(const struct jsonr_doc *d, int v)
+{
+    return d != NULL && v >= 0 && v < d->ntok;
+}
+
+/* A primitive token's kind (the document holds only those primitive_kind accepts). */
+static enum prim doc_primitive(const struct jsonr_doc *d, int v, long long *number)
+{
+    const jsmntok_t *t = &d->tok[v];
+
+    return primitive_kind(d->js + t->start, (size_t)(t->end - t->start), number);
+}
+
+enum jsonr_kind jsonr_doc_kind(const struct jsonr_doc *d, int v)
+{
+    long long number;
+
+    if (!in_doc(d, v))
+        return JSONR_NONE;
+    switch (d->tok[v].type) {
+    case JSMN_OBJECT: return JSONR_OBJECT;
+    case JSMN_ARRAY: return JSONR_ARRAY;
+    case JSMN_STRING: return JSONR_STRING;
+    default: break;
+    }
+    switch (doc_primitive(d, v, &number)) {
+    case PRIM_TRUE: return JSONR_TRUE;
+    case PRIM_FALSE: return JSONR_FALSE;
+    case PRIM_NULL: return JSONR_NULL;
+    default: return JSONR_INTEGER;
+    }
+}
+
+size_t jsonr_doc_size(const struct jsonr_doc *d, int v)
+{
+    if (!in_doc(d, v) || (d->tok[v].type != JSMN_OBJECT && d->tok[v].type != JSMN_ARRAY))
+        return 0;
+    return (size_t)d->tok[v].size;
+}
+
+int jsonr_doc_first(const struct jsonr_doc *d, int v)
+{
+    return jsonr_doc_size(d, v) > 0 ? v + 1 : -1;
+}
+
+int jsonr_doc_after(const struct jsonr_doc *d, int v)
+{
+    if (!in_doc(d, v))
+        return -1;
+    if (d->tok[v].type == JSMN_OBJECT || d->tok[v].type == JSMN_ARRAY)
+        return d->info[v].after;
+    return v + 1;
+}
+
+bool jsonr_doc_string(const struct jsonr_doc *d, int v, const char **s, size_t *n)
+{
+    if (!in_doc(d, v) || d->tok[v].type != JSMN_STRING)
+        return false;
+    *s = d->info[v].text;
+    *n = d->info[v].len;
+    return true;
+}
+
+bool jsonr_doc_integer(const struct jsonr_doc *d, int v, long long *number)
+{
+    return in_doc(d, v) && d->tok[v].type == JSMN_PRIMITIVE
+        && doc_primitive(d, v, number) == PRIM_INT;
+}
+
+int jsonr_doc_member(const struct jsonr_doc *d, int obj, const char *key)
+{
+    size_t klen = strlen(key);
+    size_t n;
+    int found = -1;
+    int k;
+
+    if (!in_doc(d, obj) || d->tok[obj].type != JSMN_OBJECT)
+        return -1;
+    n = (size_t)d->tok[obj].size;
+    k = obj + 1;
+    for (size_t m = 0; m < n; m++) {
+        /* json_loadb keeps a repeated key's last value: the last match counts */
+        if (d->info[k].len == klen && memcmp(d->info[k].text, key, klen) == 0)
+            found = k + 1;
+        k = jsonr_doc_after(d, k + 1);
+    }
+    return found;
+}
+
+json_t *jsonr_doc_value(const struct jsonr_doc *d, int v)
+{
+    long long number;
+    json_t *c;
+    size_t n;
+    int k;
+
+    if (!in_doc(d, v))
+        return NULL;
+    switch (d->tok[v].type) {
+    case JSMN_STRING:
+        /* checked as UTF-8 when read (skip_value) */
+        return json_stringn_nocheck(d->info[v].text, d->info[v].len);
+    case JSMN_OBJECT:
+        c = json_object();
+        n = (size_t)d->tok[v].size;
+        k = v + 1;
+        for (size_t m = 0; c != NULL && m < n; m++) {
+            /* a repeated key keeps its first place and takes the last value, as in json_loadb */
+            if (json_object_setn_new_nocheck(c, d->info[k].text, d->info[k].len,
+                                             jsonr_doc_value(d, k + 1))
+                < 0) {
+                json_decref(c);
+                return NULL;
+            }
+            k = jsonr_doc_after(d, k + 1);
+        }
+        return c;
+    case JSMN_ARRAY:
+        c = json_array();
+        n = (size_t)d->tok[v].size;
+        k = v + 1;
+        for (size_t m = 0; c != NULL && m < n; m++) {
+            if (json_array_append_new(c, jsonr_doc_value(d, k)) < 0) {
+                json_decref(c);
+                return NULL;
+            }
+            k = jsonr_doc_after(d, k);
+        }
+        return c;
+    default: break;
+    }
+    switch (doc_primitive(d, v, &number)) {
+    case PRIM_TRUE: return json_true();
+    case PRIM_FALSE: return json_false();
+    case PRIM_NULL: return json_null();
+    case PRIM_INT: return json_integer((json_int_t)number);
+    default: return NULL;
+    }
 }

@@ -151,4 +151,83 @@ json_t *jsonr_loadb_kept(const char *body, size_t len, const struct jsonr_keep *
  */
 json_t *jsonr_loadb(const char *body, size_t len, json_error_t *err);
 
+/*
+ * The document: a body read once and checked as jsonr_fast checks it, kept as jsmn's
+ * tokens for reading in place, with no tree built. A value is the index of its token
+ * (the body's root is 0; -1 is no value, and every function takes it). Strings come
+ * decoded (escapes undone), pointing into the body or into the document; primitives
+ * are true, false, null or an integer (the document declines reals, as jsonr_fast
+ * does). The reader of a pod's typed view (k8s/podview.h).
+ */
+struct jsonr_doc;
+
+/* What a value is (jsonr_doc_kind); JSONR_NONE for no value. */
+enum jsonr_kind {
+    JSONR_NONE,
+    JSONR_OBJECT,
+    JSONR_ARRAY,
+    JSONR_STRING,
+    JSONR_INTEGER,
+    JSONR_TRUE,
+    JSONR_FALSE,
+    JSONR_NULL,
+    JSONR_REAL, /* never in a document (it declines reals); for readers of jansson's trees */
+};
+
+/**
+ * Read the len bytes at body (borrowed: they must outlive the document) as a
+ * document. It declines exactly where jsonr_fast declines (invalid JSON of any kind,
+ * a body too long or too deep, reals, ...; jsonr.h), so a body it declines is left to
+ * jansson as there. scan: jsonr_scan_body's of these bytes, or NULL (as
+ * jsonr_loadb_kept takes it).
+ * @return the document (jsonr_doc_free frees it), or NULL when declined or out of memory.
+ */
+struct jsonr_doc *jsonr_doc_read(const char *body, size_t len, const struct jsonr_scan *scan);
+
+/** Free d (NULL: nothing). */
+void jsonr_doc_free(struct jsonr_doc *d);
+
+/** @return what value v of d is; JSONR_NONE when v is not one (-1, out of range). */
+enum jsonr_kind jsonr_doc_kind(const struct jsonr_doc *d, int v);
+
+/** @return how many members (object) or items (array) v has; 0 for anything else. */
+size_t jsonr_doc_size(const struct jsonr_doc *d, int v);
+
+/**
+ * @return the first item of array v, or the first key of object v (its value is the
+ *         next index); -1 when v is empty or no container. With jsonr_doc_after:
+ *         for (k = first, m = 0; m < size; m++, k = after(k)) walks an array's items,
+ *         and for (k = first ...; k = after(k + 1)) an object's keys in text order
+ *         (a repeated key as many times as it is written: jsonr_doc_member counts once).
+ */
+int jsonr_doc_first(const struct jsonr_doc *d, int v);
+
+/** @return the index after v's last token: the next item or key of v's container. */
+int jsonr_doc_after(const struct jsonr_doc *d, int v);
+
+/**
+ * The member key of object obj: its value, the last one written when the key is
+ * repeated (json_loadb keeps the last value). Keys compare by their decoded bytes.
+ * @return the value's index, or -1 when obj is no object or has no such member.
+ */
+int jsonr_doc_member(const struct jsonr_doc *d, int obj, const char *key);
+
+/**
+ * String v's decoded content into *s and *n: valid UTF-8, *n bytes, not NUL-terminated
+ * and possibly holding NUL (an escaped \u0000); borrowed from d and the body.
+ * @return false (nothing written) when v is no string.
+ */
+bool jsonr_doc_string(const struct jsonr_doc *d, int v, const char **s, size_t *n);
+
+/** Integer v into *number. @return false (nothing written) when v is no integer. */
+bool jsonr_doc_integer(const struct jsonr_doc *d, int v, long long *number);
+
+/**
+ * Value v as the tree json_loadb(JSON_DECODE_ANY | JSON_ALLOW_NUL) builds of its text
+ * (the same values, types and key order; a repeated key in its first place with its
+ * last value).
+ * @return new reference; NULL when v is no value or out of memory.
+ */
+json_t *jsonr_doc_value(const struct jsonr_doc *d, int v);
+
 #endif

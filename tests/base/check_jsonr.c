@@ -13,7 +13,9 @@
  * Everywhere too, the reader that builds only what a keep list names
  * (jsonr_fast_kept): it declines exactly where the whole reader declines, and
  * otherwise builds json_loadb's tree with every member not named left out
- * (tests/jsonprune.h, written with jansson alone).
+ * (tests/jsonprune.h, written with jansson alone). And everywhere the document
+ * (jsonr_doc_read): it declines where the fast path declines, and its root's tree is
+ * json_loadb's; test_doc_navigation reads one in place.
  */
 #include <glob.h>
 #include <stdbool.h>
@@ -113,6 +115,28 @@ static void check_steps(const char *body, size_t n, const char *name)
                   "%s: jsmn in steps stopped where one call's tokens build a tree", name);
 }
 
+/* The document (jsonr_doc_read) declines where the fast path does, and its root's tree
+ * (jsonr_doc_value) is json_loadb's. */
+static void check_doc(const char *body, size_t n, const json_t *fast, const json_t *want,
+                      const char *name)
+{
+    struct jsonr_doc *doc = jsonr_doc_read(body, n, NULL);
+
+    ck_assert_msg((doc != NULL) == (fast != NULL), "%s: the document %s where the fast path %s",
+                  name, doc != NULL ? "was read" : "declined", fast != NULL ? "built" : "declined");
+    if (doc != NULL) {
+        json_t *tree = jsonr_doc_value(doc, 0);
+        char *a = dump(tree);
+        char *b = dump(want);
+
+        ck_assert_msg(strcmp(a, b) == 0, "%s:\n document: %s\n json_loadb: %s", name, a, b);
+        free(a);
+        free(b);
+        json_decref(tree);
+    }
+    jsonr_doc_free(doc);
+}
+
 /*
  * The property for n bytes at body. @return whether the fast path built the tree.
  * name labels failures.
@@ -139,6 +163,7 @@ static bool check_same(const char *body, size_t n, const char *name)
     }
     ck_assert_msg((got == NULL) == (want == NULL), "%s: jsonr_loadb and json_loadb disagree", name);
     check_kept(body, n, fast, want, name);
+    check_doc(body, n, fast, want, name);
     check_steps(body, n, name);
     if (got == NULL) {
         ck_assert_str_eq(e2.text, e1.text);
@@ -384,6 +409,74 @@ START_TEST(test_declined)
 
     ck_assert_msg(jsonr_fast(in, strlen(in)) == NULL, "not declined: %s", in);
     check_same(in, strlen(in), in);
+}
+END_TEST
+
+/* The document read in place: kinds, members (a repeated key's last value), decoded
+ * strings, integers, and walking an object's keys and an array's items. */
+START_TEST(test_doc_navigation)
+{
+    static const char body[] = "{\"a\":[1,{\"x\":true},\"s\\u00e9\\n\"],\"b\":null,\"a\":{"
+                               "\"k\\\"\":-42,\"e\":[]},\"f\":false}";
+    struct jsonr_doc *d = jsonr_doc_read(body, sizeof(body) - 1, NULL);
+    const char *s;
+    size_t n;
+    long long number = 0;
+    int a0;
+    int a;
+    int k;
+    int item;
+
+    ck_assert_ptr_nonnull(d);
+    ck_assert_int_eq(jsonr_doc_kind(d, 0), JSONR_OBJECT);
+    ck_assert_uint_eq(jsonr_doc_size(d, 0), 4);
+    /* "a" twice: the member is the last value, the first one is still walked */
+    a = jsonr_doc_member(d, 0, "a");
+    ck_assert_int_eq(jsonr_doc_kind(d, a), JSONR_OBJECT);
+    ck_assert(jsonr_doc_integer(d, jsonr_doc_member(d, a, "k\""), &number));
+    ck_assert_int_eq(number, -42);
+    ck_assert_int_eq(jsonr_doc_kind(d, jsonr_doc_member(d, a, "e")), JSONR_ARRAY);
+    ck_assert_int_eq(jsonr_doc_first(d, jsonr_doc_member(d, a, "e")), -1);
+    ck_assert_int_eq(jsonr_doc_kind(d, jsonr_doc_member(d, 0, "b")), JSONR_NULL);
+    ck_assert_int_eq(jsonr_doc_kind(d, jsonr_doc_member(d, 0, "f")), JSONR_FALSE);
+    ck_assert_int_eq(jsonr_doc_member(d, 0, "c"), -1);
+    ck_assert_int_eq(jsonr_doc_member(d, a, "a"), -1);
+    /* the keys in text order */
+    k = jsonr_doc_first(d, 0);
+    ck_assert(jsonr_doc_string(d, k, &s, &n));
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(s[0], 'a');
+    a0 = k + 1;
+    k = jsonr_doc_after(d, k + 1);
+    ck_assert(jsonr_doc_string(d, k, &s, &n) && n == 1 && s[0] == 'b');
+    k = jsonr_doc_after(d, k + 1);
+    ck_assert(jsonr_doc_string(d, k, &s, &n) && n == 1 && s[0] == 'a');
+    ck_assert_int_eq(k + 1, a);
+    k = jsonr_doc_after(d, k + 1);
+    ck_assert(jsonr_doc_string(d, k, &s, &n) && n == 1 && s[0] == 'f');
+    ck_assert_int_eq(jsonr_doc_after(d, k + 1), 18); /* the token count: past the end */
+    /* the first "a": its items, the escaped string decoded */
+    ck_assert_uint_eq(jsonr_doc_size(d, a0), 3);
+    item = jsonr_doc_first(d, a0);
+    ck_assert(jsonr_doc_integer(d, item, &number));
+    ck_assert_int_eq(number, 1);
+    ck_assert(!jsonr_doc_string(d, item, &s, &n));
+    item = jsonr_doc_after(d, item);
+    ck_assert_int_eq(jsonr_doc_kind(d, jsonr_doc_member(d, item, "x")), JSONR_TRUE);
+    item = jsonr_doc_after(d, item);
+    ck_assert(jsonr_doc_string(d, item, &s, &n));
+    ck_assert_uint_eq(n, 4);
+    ck_assert_int_eq(memcmp(s, "s\xc3\xa9\n", 4), 0);
+    ck_assert(!jsonr_doc_integer(d, item, &number));
+    /* no value */
+    ck_assert_int_eq(jsonr_doc_kind(d, -1), JSONR_NONE);
+    ck_assert_int_eq(jsonr_doc_member(d, -1, "a"), -1);
+    ck_assert_ptr_null(jsonr_doc_value(d, -1));
+    jsonr_doc_free(d);
+    /* what the fast path declines, the document declines */
+    ck_assert_ptr_null(jsonr_doc_read("[1.5]", 5, NULL));
+    ck_assert_ptr_null(jsonr_doc_read("{\"a\" 1}", 7, NULL));
+    ck_assert_ptr_null(jsonr_doc_read("", 0, NULL));
 }
 END_TEST
 
@@ -879,6 +972,7 @@ static Suite *jsonr_suite(void)
     tcase_add_loop_test(tx, test_accepted, 0, (int)(sizeof(accepted) / sizeof(accepted[0])));
     tcase_add_loop_test(tx, test_declined, 0, (int)(sizeof(declined) / sizeof(declined[0])));
     tcase_add_loop_test(tx, test_kept, 0, (int)(sizeof(kept_cases) / sizeof(kept_cases[0])));
+    tcase_add_test(tx, test_doc_navigation);
     tcase_add_test(tx, test_nul_byte_declined);
     tcase_add_test(tx, test_depth);
     tcase_add_test(tx, test_string_end);
