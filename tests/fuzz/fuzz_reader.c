@@ -12,7 +12,10 @@
  * jsonr_fast_kept declines exactly where jsonr_fast does, and otherwise builds
  * json_loadb's tree pruned by the list (tests/jsonprune.h). And jsmn read in steps
  * (JSONR_STEP) makes one call's tokens, unless the body nests too deep for the reader
- * (then it may stop early); a scanned body builds the stepped one's tree.
+ * (then it may stop early); a scanned body builds the stepped one's tree. And the
+ * document (jsonr_doc_read) declines where jsonr_fast does, and its root's tree
+ * (jsonr_doc_value) is json_loadb's, and the pod view of it (k8s/podview.h) is the view
+ * of json_loadb's tree.
  * Seeds: the admission harness's corpus (example pods, hostile reviews).
  */
 #include <jansson.h>
@@ -24,6 +27,7 @@
 #include "base/jsonr_internal.h"
 #include "tests/fuzz/fuzzutil.h"
 #include "tests/jsonprune.h"
+#include "tests/podviewdump.h"
 #include "webhook/mutate.h"
 
 #define FLAGS (JSON_DECODE_ANY | JSON_ALLOW_NUL)
@@ -91,6 +95,56 @@ static void check_steps(const char *body, size_t size, const json_t *fast)
     json_decref(scanned);
 }
 
+/* The pod view of the document (at request.object, else the root) is the view of
+ * json_loadb's tree (k8s/podview.h: its two builders agree). */
+static void check_view(const struct jsonr_doc *doc, const json_t *want)
+{
+    int at = jsonr_doc_member(doc, jsonr_doc_member(doc, 0, "request"), "object");
+    const json_t *pod = json_object_get(json_object_get(want, "request"), "object");
+    struct pod_view a;
+    struct pod_view b;
+    char *da;
+    char *db;
+
+    if (at < 0) {
+        at = 0;
+        pod = want;
+    }
+    FUZZ_CHECK(podview_from_doc(&a, doc, at) == 0, "podview_from_doc failed");
+    FUZZ_CHECK(podview_from_json(&b, pod) == 0, "podview_from_json failed");
+    da = podview_dump(&a);
+    db = podview_dump(&b);
+    FUZZ_CHECK(da != NULL && db != NULL, "podview_dump failed");
+    FUZZ_CHECK(strcmp(da, db) == 0, "the views differ:\n document: %.2000s\n tree: %.2000s", da,
+               db);
+    free(da);
+    free(db);
+    podview_dispose(&a);
+    podview_dispose(&b);
+}
+
+/* The document declines where the fast path does, and its root's tree is json_loadb's. */
+static void check_doc(const char *body, size_t size, const json_t *fast, const json_t *want)
+{
+    struct jsonr_doc *doc = jsonr_doc_read(body, size, NULL);
+
+    FUZZ_CHECK((doc != NULL) == (fast != NULL), "the document %s where the fast path %s",
+               doc != NULL ? "was read" : "declined", fast != NULL ? "built" : "declined");
+    if (doc != NULL) {
+        json_t *tree = jsonr_doc_value(doc, 0);
+        char *a = dump(tree);
+        char *b = dump(want);
+
+        FUZZ_CHECK(strcmp(a, b) == 0,
+                   "the document's tree differs:\n doc: %.2000s\n json_loadb: %.2000s", a, b);
+        free(a);
+        free(b);
+        json_decref(tree);
+        check_view(doc, want);
+    }
+    jsonr_doc_free(doc);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *body = (const char *)data;
@@ -113,6 +167,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(b);
     }
     check_kept(body, size, fast, want);
+    check_doc(body, size, fast, want);
     check_steps(body, size, fast);
     FUZZ_CHECK((got == NULL) == (want == NULL), "jsonr_loadb %s, json_loadb %s",
                got != NULL ? "built" : "failed", want != NULL ? "built" : "failed");
