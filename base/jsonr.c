@@ -1054,6 +1054,38 @@ int jsonr_doc_member(const struct jsonr_doc *d, int obj, const char *key)
     return found;
 }
 
+/* Whether key tokens a and b of d are the same key (their decoded bytes). */
+static bool same_key(const struct jsonr_doc *d, int a, int b)
+{
+    return d->info[a].len == d->info[b].len
+        && memcmp(d->info[a].text, d->info[b].text, d->info[a].len) == 0;
+}
+
+long jsonr_doc_place(const struct jsonr_doc *d, int obj, const char *key)
+{
+    size_t klen = strlen(key);
+    size_t n;
+    long distinct = 0; /* the keys before k, each counted once */
+    int k;
+
+    if (!in_doc(d, obj) || d->tok[obj].type != JSMN_OBJECT)
+        return -1;
+    n = (size_t)d->tok[obj].size;
+    k = obj + 1;
+    for (size_t m = 0; m < n; m++) {
+        bool seen = false;
+
+        if (d->info[k].len == klen && memcmp(d->info[k].text, key, klen) == 0)
+            return distinct;
+        /* a repeated key keeps its first place (json_loadb): count k when it is new */
+        for (int j = obj + 1; j != k && !seen; j = jsonr_doc_after(d, j + 1))
+            seen = same_key(d, j, k);
+        distinct += seen ? 0 : 1;
+        k = jsonr_doc_after(d, k + 1);
+    }
+    return -1;
+}
+
 json_t *jsonr_doc_value(const struct jsonr_doc *d, int v)
 {
     long long number;

@@ -213,6 +213,14 @@ int jsonr_doc_after(const struct jsonr_doc *d, int v);
 int jsonr_doc_member(const struct jsonr_doc *d, int obj, const char *key);
 
 /**
+ * Where member key of object obj is in json_loadb's tree of obj: its place among the
+ * members in jansson's order (text order, a repeated key at its first place), from 0.
+ * Costs a walk of the keys before it, each compared with those before it.
+ * @return the place, or -1 when obj is no object or has no such member.
+ */
+long jsonr_doc_place(const struct jsonr_doc *d, int obj, const char *key);
+
+/**
  * String v's decoded content into *s and *n: valid UTF-8, *n bytes, not NUL-terminated
  * and possibly holding NUL (an escaped \u0000); borrowed from d and the body.
  * @return false (nothing written) when v is no string.

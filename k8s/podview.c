@@ -15,7 +15,7 @@
 const char *const podview_list_names[PV_LISTS] = {"containers", "initContainers",
                                                   "ephemeralContainers"};
 
-static const struct pv_value absent = {.kind = JSONR_NONE, .tok = -1};
+static const struct pv_value absent = {.kind = JSONR_NONE, .tok = -1, .place = -1};
 
 /* ---- the three steps, for either source ---- */
 
@@ -73,6 +73,27 @@ static struct pv_value member(const struct pod_view *v, const struct pv_value *o
     return value_at(v, -1, json_object_get(obj->json, key));
 }
 
+/* member, with its place among obj's members (pv_value.place). */
+static struct pv_value placed_member(const struct pod_view *v, const struct pv_value *obj,
+                                     const char *key)
+{
+    struct pv_value x = member(v, obj, key);
+    void *it;
+
+    if (x.kind == JSONR_NONE)
+        return x;
+    if (v->doc != NULL) {
+        x.place = jsonr_doc_place(v->doc, obj->tok, key);
+        return x;
+    }
+    x.place = 0;
+    for (it = json_object_iter((json_t *)obj->json);
+         it != NULL && json_object_iter_value(it) != x.json;
+         it = json_object_iter_next((json_t *)obj->json, it))
+        x.place++;
+    return x;
+}
+
 /* Where an array's walk is: the document's token of item i, or the tree's index i. */
 struct cursor {
     int tok;
@@ -113,14 +134,14 @@ static size_t list_size(const struct pod_view *v, const struct pv_value *list)
 
 /* The member key of obj as a list of n entries of size bytes each, filled by fill. */
 static int read_list(const struct pod_view *v, const struct pv_value *obj, const char *key,
-                     struct pv_value *list, size_t *n, void **at, size_t size,
+                     bool placed, struct pv_value *list, size_t *n, void **at, size_t size,
                      void (*fill)(const struct pod_view *, const struct pv_value *, void *))
 {
     struct cursor c = {-1, 0};
     struct pv_value item;
     char *entries;
 
-    *list = member(v, obj, key);
+    *list = placed ? placed_member(v, obj, key) : member(v, obj, key);
     *n = list_size(v, list);
     *at = NULL;
     if (*n == 0)
@@ -140,8 +161,8 @@ static int read_list(const struct pod_view *v, const struct pv_value *obj, const
     return 0;
 }
 
-#define READ_LIST(v, obj, key, field, fill)                                                        \
-    read_list((v), (obj), (key), &(field).list, &(field).n, (void **)&(field).at,                  \
+#define READ_LIST(v, obj, key, placed, field, fill)                                                \
+    read_list((v), (obj), (key), (placed), &(field).list, &(field).n, (void **)&(field).at,        \
               sizeof(*(field).at), (fill))
 
 static void fill_env(const struct pod_view *v, const struct pv_value *e, void *out)
@@ -197,11 +218,11 @@ static void fill_container(const struct pod_view *v, const struct pv_value *e, v
 
     c->entry = *e;
     c->name = member(v, e, "name");
-    c->command = member(v, e, "command");
+    c->command = placed_member(v, e, "command");
     c->args = member(v, e, "args");
-    if (READ_LIST(v, e, "env", c->env, fill_env) < 0
-        || READ_LIST(v, e, "volumeMounts", c->mounts, fill_mount) < 0
-        || READ_LIST(v, e, "ports", c->ports, fill_port) < 0)
+    if (READ_LIST(v, e, "env", true, c->env, fill_env) < 0
+        || READ_LIST(v, e, "volumeMounts", true, c->mounts, fill_mount) < 0
+        || READ_LIST(v, e, "ports", true, c->ports, fill_port) < 0)
         c->entry.kind = JSONR_NONE; /* the mark of a container not read whole */
 }
 
@@ -217,7 +238,7 @@ static void free_containers(struct pv_container *at, size_t n)
 
 static int read_containers(struct pod_view *v, enum pv_container_list l)
 {
-    int rc = READ_LIST(v, &v->spec, podview_list_names[l], v->containers[l], fill_container);
+    int rc = READ_LIST(v, &v->spec, podview_list_names[l], true, v->containers[l], fill_container);
 
     for (size_t i = 0; rc == 0 && i < v->containers[l].n; i++) {
         if (v->containers[l].at[i].entry.kind == JSONR_NONE)
@@ -231,7 +252,7 @@ static int walk(struct pod_view *v, struct pv_value pod)
     struct pv_value *md = &v->metadata;
 
     v->pod = pod;
-    v->metadata = member(v, &pod, "metadata");
+    v->metadata = placed_member(v, &pod, "metadata");
     v->name = member(v, md, "name");
     v->generate_name = member(v, md, "generateName");
     v->ns = member(v, md, "namespace");
@@ -241,11 +262,11 @@ static int walk(struct pod_view *v, struct pv_value pod)
     v->annotation_task_spec = member(v, &v->annotations, "volcano.sh/task-spec");
     v->annotation_task_index = member(v, &v->annotations, "volcano.sh/task-index");
     v->annotation_hccl_rank = member(v, &v->annotations, "hccl/rankIndex");
-    v->spec = member(v, &pod, "spec");
-    v->hostname = member(v, &v->spec, "hostname");
-    v->subdomain = member(v, &v->spec, "subdomain");
-    if (READ_LIST(v, md, "ownerReferences", v->owners, fill_owner) < 0
-        || READ_LIST(v, &v->spec, "volumes", v->volumes, fill_volume) < 0)
+    v->spec = placed_member(v, &pod, "spec");
+    v->hostname = placed_member(v, &v->spec, "hostname");
+    v->subdomain = placed_member(v, &v->spec, "subdomain");
+    if (READ_LIST(v, md, "ownerReferences", false, v->owners, fill_owner) < 0
+        || READ_LIST(v, &v->spec, "volumes", true, v->volumes, fill_volume) < 0)
         return WH_ENOMEM;
     for (int l = 0; l < PV_LISTS; l++) {
         if (read_containers(v, (enum pv_container_list)l) < 0)

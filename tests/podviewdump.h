@@ -14,7 +14,7 @@
 
 #include "k8s/podview.h"
 
-/* x as [kind, string or integer or null, podview_value's tree or null]. */
+/* x as [kind, string or integer or null, podview_value's tree or null, place]. */
 static inline json_t *pvd_value(const struct pod_view *v, const struct pv_value *x)
 {
     json_t *payload = x->kind == JSONR_STRING ? json_stringn_nocheck(x->s, x->n)
@@ -22,7 +22,8 @@ static inline json_t *pvd_value(const struct pod_view *v, const struct pv_value 
                                               : json_null();
     json_t *tree = podview_value(v, x);
 
-    return json_pack("[ioo]", (int)x->kind, payload, tree != NULL ? tree : json_null());
+    return json_pack("[iooI]", (int)x->kind, payload, tree != NULL ? tree : json_null(),
+                     (json_int_t)x->place);
 }
 
 #define PVD_LIST(v, field, each)                                                                   \

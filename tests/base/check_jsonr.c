@@ -441,6 +441,13 @@ START_TEST(test_doc_navigation)
     ck_assert_int_eq(jsonr_doc_kind(d, jsonr_doc_member(d, 0, "f")), JSONR_FALSE);
     ck_assert_int_eq(jsonr_doc_member(d, 0, "c"), -1);
     ck_assert_int_eq(jsonr_doc_member(d, a, "a"), -1);
+    /* places in json_loadb's order: the repeated "a" at its first place */
+    ck_assert_int_eq(jsonr_doc_place(d, 0, "a"), 0);
+    ck_assert_int_eq(jsonr_doc_place(d, 0, "b"), 1);
+    ck_assert_int_eq(jsonr_doc_place(d, 0, "f"), 2);
+    ck_assert_int_eq(jsonr_doc_place(d, 0, "c"), -1);
+    ck_assert_int_eq(jsonr_doc_place(d, a, "e"), 1);
+    ck_assert_int_eq(jsonr_doc_place(d, jsonr_doc_member(d, 0, "b"), "e"), -1); /* no object */
     /* the keys in text order */
     k = jsonr_doc_first(d, 0);
     ck_assert(jsonr_doc_string(d, k, &s, &n));

@@ -53,8 +53,17 @@ static void check_pod(const struct pod_view *v)
     ck_assert(podview_is(&v->owners.at[0].kind, "Job"));
     ck_assert(podview_is(&v->owners.at[0].uid, "u-1"));
     ck_assert_int_eq(v->owners.at[0].controller.kind, JSONR_TRUE);
-    /* spec.hostname is written twice: the last one counts, as in json_loadb */
+    /* spec.hostname is written twice: the last one counts, at the first one's place,
+     * as in json_loadb */
     ck_assert(podview_is(&v->hostname, "h2"));
+    ck_assert_int_eq(v->hostname.place, 0);
+    ck_assert_int_eq(v->metadata.place, 0);
+    ck_assert_int_eq(v->spec.place, 1);
+    ck_assert_int_eq(v->volumes.list.place, 1);
+    ck_assert_int_eq(v->containers[PV_CONTAINERS].list.place, 2);
+    ck_assert_int_eq(v->containers[PV_INIT_CONTAINERS].list.place, 3);
+    ck_assert_int_eq(v->subdomain.place, -1);
+    ck_assert_int_eq(v->owners.list.place, -1); /* not one a patch orders */
     ck_assert_int_eq(v->subdomain.kind, JSONR_NONE);
     ck_assert_uint_eq(v->volumes.n, 1);
     ck_assert(podview_is(&v->volumes.at[0].name, "v1"));
@@ -64,6 +73,11 @@ static void check_pod(const struct pod_view *v)
     ck_assert_int_eq(v->containers[PV_EPHEMERAL_CONTAINERS].list.kind, JSONR_NONE);
     c = &v->containers[PV_CONTAINERS].at[0];
     ck_assert(podview_is(&c->name, "c"));
+    ck_assert_int_eq(c->command.place, 1);
+    ck_assert_int_eq(c->env.list.place, 2);
+    ck_assert_int_eq(c->mounts.list.place, 3);
+    ck_assert_int_eq(c->ports.list.place, 4);
+    ck_assert_int_eq(c->args.place, -1);
     ck_assert_int_eq(c->command.kind, JSONR_ARRAY);
     ck_assert_int_eq(c->args.kind, JSONR_NONE);
     ck_assert_uint_eq(c->env.n, 2);
