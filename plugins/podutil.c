@@ -4,6 +4,7 @@
  * pod; no shared state, no locking.
  */
 #include "plugins/podutil.h"
+#include "plugins/podutil_internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -199,9 +200,8 @@ static const char *env_shown(char *buf, size_t len, const json_t *e)
     return buf;
 }
 
-/* D5, D16: the user's value of an env var is replaced; say so. */
-static void warn_env_replaced(struct warnings *w, const char *plugin, const json_t *container,
-                              const json_t *have, const json_t *want)
+void podutil_warn_env_replaced(struct warnings *w, const char *plugin, const char *container,
+                               const json_t *have, const json_t *want)
 {
     char ctr[PODUTIL_SHOWN_MAX + 8];
     char old[2 * PODUTIL_SHOWN_MAX + 48];
@@ -212,16 +212,11 @@ static void warn_env_replaced(struct warnings *w, const char *plugin, const json
     warnings_add(w,
                  "%s plugin: container %s sets %s=%s, replaced by %s: the plugin sets it, drop it "
                  "from the pod template",
-                 plugin, podutil_shown(ctr, sizeof(ctr), podutil_str(container, "name")),
-                 podutil_str(want, "name"), env_shown(old, sizeof(old), have),
-                 env_shown(now, sizeof(now), want));
+                 plugin, podutil_shown(ctr, sizeof(ctr), container), podutil_str(want, "name"),
+                 env_shown(old, sizeof(old), have), env_shown(now, sizeof(now), want));
 }
 
-/*
- * D5 "identical" for env: covered, except that "absent == empty" must not let a
- * literal "" match a valueFrom entry (the two are different variables).
- */
-static bool env_same(const json_t *have, const json_t *want)
+bool podutil_env_same(const json_t *have, const json_t *want)
 {
     if (json_member(want, "valueFrom") == NULL && json_member(have, "valueFrom") != NULL)
         return false;
@@ -249,11 +244,11 @@ int podutil_upsert_env(json_t *container, json_t *env_new, const char *plugin, s
                         || memcmp(json_string_value(en), nv, nl) != 0
                            : !json_equal(en, name))
                 continue;
-            if (env_same(e, env_new)) {
+            if (podutil_env_same(e, env_new)) {
                 json_decref(env_new);
                 return PODUTIL_UPSERT_SAME;
             }
-            warn_env_replaced(w, plugin, container, e, env_new);
+            podutil_warn_env_replaced(w, plugin, podutil_str(container, "name"), e, env_new);
             return json_array_set_new(list, i, env_new) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_REPLACED;
         }
         /* none of that name: appended, without upsert_keyed's second look */
@@ -338,9 +333,9 @@ static int upsert_envs_scan(json_t *container, json_t *list, const json_t *envs,
         if (k > 0) {
             const json_t *have = json_array_get(list, k - 1);
 
-            if (env_same(have, e))
+            if (podutil_env_same(have, e))
                 continue;
-            warn_env_replaced(w, plugin, container, have, e);
+            podutil_warn_env_replaced(w, plugin, podutil_str(container, "name"), have, e);
             if (json_array_set(list, k - 1, (json_t *)e) < 0) {
                 rc = WH_ENOMEM;
                 break;
@@ -412,9 +407,9 @@ int podutil_upsert_envs(json_t *container, const json_t *envs, size_t *failed_at
         if (pos != NULL) {
             const json_t *have = json_array_get(list, (size_t)json_integer_value(pos));
 
-            if (env_same(have, e))
+            if (podutil_env_same(have, e))
                 continue;
-            warn_env_replaced(w, plugin, container, have, e);
+            podutil_warn_env_replaced(w, plugin, podutil_str(container, "name"), have, e);
             if (json_array_set(list, (size_t)json_integer_value(pos), (json_t *)e) < 0)
                 goto nomem;
             continue;
@@ -490,6 +485,24 @@ static bool volume_same_source(const json_t *have, const json_t *want)
     return true;
 }
 
+int podutil_volume_conflict(const json_t *have, const json_t *want, struct wh_error *err)
+{
+    char name[PODUTIL_SHOWN_MAX + 8];
+    char yours[2 * PODUTIL_SHOWN_MAX + 32];
+    char ours[2 * PODUTIL_SHOWN_MAX + 32];
+
+    if (podutil_covers(have, want) || volume_same_source(have, want))
+        return 0;
+    podutil_shown(name, sizeof(name), podutil_str(want, "name"));
+    volume_shown(yours, sizeof(yours), have);
+    volume_shown(ours, sizeof(ours), want);
+    return wh_error_set(err, WH_ECONFLICT,
+                        "volume %s is your %s, and the plugin needs that name for its %s: "
+                        "rename yours or remove the plugin (Volcano would add a second one, "
+                        "which the API server refuses)",
+                        name, yours, ours);
+}
+
 int podutil_upsert_volume(json_t *pod, json_t *volume_new, struct wh_error *err)
 {
     json_t *spec = pod_spec(pod);
@@ -506,23 +519,32 @@ int podutil_upsert_volume(json_t *pod, json_t *volume_new, struct wh_error *err)
     list = json_member(spec, "volumes");
     at = keyed_at(list, "name", json_member(volume_new, "name"), false);
     have = at != KEYED_NONE ? json_array_get(list, at) : NULL;
-    if (have != NULL && !podutil_covers(have, volume_new)
-        && !volume_same_source(have, volume_new)) {
-        char name[PODUTIL_SHOWN_MAX + 8];
-        char yours[2 * PODUTIL_SHOWN_MAX + 32];
-        char ours[2 * PODUTIL_SHOWN_MAX + 32];
-
-        podutil_shown(name, sizeof(name), podutil_str(volume_new, "name"));
-        volume_shown(yours, sizeof(yours), have);
-        volume_shown(ours, sizeof(ours), volume_new);
+    if (have != NULL && podutil_volume_conflict(have, volume_new, err) < 0) {
         json_decref(volume_new);
-        return wh_error_set(err, WH_ECONFLICT,
-                            "volume %s is your %s, and the plugin needs that name for its %s: "
-                            "rename yours or remove the plugin (Volcano would add a second one, "
-                            "which the API server refuses)",
-                            name, yours, ours);
+        return WH_ECONFLICT;
     }
     return upsert_keyed_at(spec, "volumes", list, at, volume_new);
+}
+
+int podutil_mount_conflict(const char *container, const json_t *have, const json_t *want,
+                           struct wh_error *err)
+{
+    char ctr[PODUTIL_SHOWN_MAX + 8];
+    char yours[PODUTIL_SHOWN_MAX + 8];
+    char path[PODUTIL_SHOWN_MAX + 8];
+    char ours[PODUTIL_SHOWN_MAX + 8];
+
+    podutil_shown(ctr, sizeof(ctr), container);
+    podutil_shown(yours, sizeof(yours), podutil_str(have, "name"));
+    sanitize_copy(path, sizeof(path), podutil_str(have, "mountPath"), PODUTIL_SHOWN_MAX,
+                  SANITIZE_CONTROLS | SANITIZE_ELLIPSIS);
+    podutil_shown(ours, sizeof(ours), podutil_str(want, "name"));
+    return wh_error_set(err, WH_ECONFLICT,
+                        "container %s mounts your volume %s at %s, where the plugin mounts %s: "
+                        "mount yours elsewhere or remove the plugin (Volcano would add a "
+                        "second mount there, which the API server refuses; replacing yours "
+                        "would lose it)",
+                        ctr, yours, path, ours);
 }
 
 int podutil_upsert_mount(json_t *container, json_t *mount_new, struct wh_error *err)
@@ -537,25 +559,34 @@ int podutil_upsert_mount(json_t *container, json_t *mount_new, struct wh_error *
     at = keyed_at(list, "mountPath", json_member(mount_new, "mountPath"), false);
     have = at != KEYED_NONE ? json_array_get(list, at) : NULL;
     if (have != NULL && !json_equal(json_member(have, "name"), json_member(mount_new, "name"))) {
-        char ctr[PODUTIL_SHOWN_MAX + 8];
-        char yours[PODUTIL_SHOWN_MAX + 8];
-        char path[PODUTIL_SHOWN_MAX + 8];
-        char ours[PODUTIL_SHOWN_MAX + 8];
-
-        podutil_shown(ctr, sizeof(ctr), podutil_str(container, "name"));
-        podutil_shown(yours, sizeof(yours), podutil_str(have, "name"));
-        sanitize_copy(path, sizeof(path), podutil_str(have, "mountPath"), PODUTIL_SHOWN_MAX,
-                      SANITIZE_CONTROLS | SANITIZE_ELLIPSIS);
-        podutil_shown(ours, sizeof(ours), podutil_str(mount_new, "name"));
+        podutil_mount_conflict(podutil_str(container, "name"), have, mount_new, err);
         json_decref(mount_new);
-        return wh_error_set(err, WH_ECONFLICT,
-                            "container %s mounts your volume %s at %s, where the plugin mounts %s: "
-                            "mount yours elsewhere or remove the plugin (Volcano would add a "
-                            "second mount there, which the API server refuses; replacing yours "
-                            "would lose it)",
-                            ctr, yours, path, ours);
+        return WH_ECONFLICT;
     }
     return upsert_keyed_at(container, "volumeMounts", list, at, mount_new);
+}
+
+void podutil_warn_port_taken(struct warnings *w, const char *plugin, const char *container,
+                             const char *name, const json_t *taken_by, const json_t *number)
+{
+    char key[WARNINGS_KEY_MAX];
+
+    /* Port names are unique per container: adding would get the pod rejected. */
+    podutil_port_key(key, sizeof(key), plugin, container, name);
+    warnings_add_keyed(w, key,
+                       "%s plugin: port name %s already used by port %lld in container %s, port "
+                       "%lld not added",
+                       plugin, name, (long long)json_integer_value(taken_by), container,
+                       (long long)json_integer_value(number));
+}
+
+void podutil_warn_port_range(struct warnings *w, const char *plugin, const json_t *number)
+{
+    if (!json_is_integer(number) || json_integer_value(number) < 1
+        || json_integer_value(number) > 65535)
+        warnings_add(w,
+                     "%s plugin: container port %lld is outside 1-65535, the pod will be rejected",
+                     plugin, (long long)json_integer_value(number));
 }
 
 int podutil_add_port(json_t *container, json_t *port_new, const char *plugin, struct warnings *w)
@@ -583,25 +614,13 @@ int podutil_add_port(json_t *container, json_t *port_new, const char *plugin, st
     }
     json_array_foreach(ports, i, p) {
         if (name[0] != '\0' && strcmp(podutil_str(p, "name"), name) == 0) {
-            char key[WARNINGS_KEY_MAX];
-
-            /* Port names are unique per container: adding would get the pod rejected. */
-            podutil_port_key(key, sizeof(key), plugin, podutil_str(container, "name"), name);
-            warnings_add_keyed(
-                w, key,
-                "%s plugin: port name %s already used by port %lld in container %s, port %lld "
-                "not added",
-                plugin, name, (long long)json_integer_value(json_member(p, "containerPort")),
-                podutil_str(container, "name"), (long long)json_integer_value(number));
+            podutil_warn_port_taken(w, plugin, podutil_str(container, "name"), name,
+                                    json_member(p, "containerPort"), number);
             json_decref(port_new);
             return PODUTIL_UPSERT_SKIPPED;
         }
     }
-    if (!json_is_integer(number) || json_integer_value(number) < 1
-        || json_integer_value(number) > 65535)
-        warnings_add(w,
-                     "%s plugin: container port %lld is outside 1-65535, the pod will be rejected",
-                     plugin, (long long)json_integer_value(number));
+    podutil_warn_port_range(w, plugin, number);
     /* no port has its number (the first loop): appended */
     return upsert_keyed_at(container, "ports", ports, KEYED_NONE, port_new);
 }
