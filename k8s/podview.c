@@ -219,7 +219,7 @@ static void fill_container(const struct pod_view *v, const struct pv_value *e, v
     c->entry = *e;
     c->name = member(v, e, "name");
     c->command = placed_member(v, e, "command");
-    c->args = member(v, e, "args");
+    c->args = placed_member(v, e, "args");
     if (READ_LIST(v, e, "env", true, c->env, fill_env) < 0
         || READ_LIST(v, e, "volumeMounts", true, c->mounts, fill_mount) < 0
         || READ_LIST(v, e, "ports", true, c->ports, fill_port) < 0)

@@ -35,7 +35,7 @@ struct pv_value {
     int tok;            /* where it is in the view's document (-1: none, or no document) */
     const json_t *json; /* where it is in the view's tree (NULL: none, or no tree) */
     /* Of the members whose edits a patch orders (pod metadata and spec; spec hostname,
-     * subdomain, volumes and the container lists; a container's command, env,
+     * subdomain, volumes and the container lists; a container's command, args, env,
      * volumeMounts and ports): its place among its object's members in json_loadb's
      * order (from 0; a repeated key at its first place). -1 for every other value. */
     long place;

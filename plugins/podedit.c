@@ -1,0 +1,1013 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * podedit.c - edits recorded over a pod view, and their patch (podedit.h).
+ *
+ * The pod as edited so far is the view with the records laid over it: a list is the
+ * view's entries, each replaced or kept, then the entries appended; a member set whole
+ * hides the view's. Look-ups read the view's typed keys (names, mount paths, port
+ * numbers) and build a jansson value of a view entry only where a decision needs the
+ * whole entry (D5's "covers", a message). Each decision is podutil.c's, through
+ * podutil_internal.h, in podutil.c's order.
+ *
+ * The patch: two trees of the edited members alone, before and after, each member in
+ * the place the edited copy gives it (the view's members in their order, new members
+ * after them in the order they were made), every entry no edit touched standing as one
+ * shared placeholder on both sides; patch_diff_write of the two writes the ops the
+ * diff of the whole pod writes, as it skips what both sides share.
+ */
+#include "plugins/podedit.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/jsonobj.h"
+#include "base/patch.h"
+#include "plugins/plugin.h"
+#include "plugins/podutil.h"
+#include "plugins/podutil_internal.h"
+
+#define NONE ((size_t)-1) /* no entry has the key */
+
+/* ---- the view's values, compared as podutil compares jansson's ---- */
+
+/* json_equal(x's value, want): typed for a string or integer want, else by x's tree. */
+static bool pv_equal(const struct pod_view *v, const struct pv_value *x, const json_t *want)
+{
+    json_t *have;
+    bool same;
+
+    if (want == NULL || x->kind == JSONR_NONE)
+        return false;
+    if (json_is_string(want))
+        return x->kind == JSONR_STRING && x->n == json_string_length(want)
+            && memcmp(x->s, json_string_value(want), x->n) == 0;
+    if (json_is_integer(want))
+        return x->kind == JSONR_INTEGER && x->integer == (long long)json_integer_value(want);
+    have = podview_value(v, x);
+    same = json_equal(have, want);
+    json_decref(have);
+    return same;
+}
+
+/* podutil_str of x: its string up to its first NUL, or "", into buf (cut to len). */
+static const char *pv_cstr(const struct pv_value *x, char *buf, size_t len)
+{
+    size_t n = 0;
+
+    if (len == 0)
+        return "";
+    if (x->kind == JSONR_STRING) {
+        n = strnlen(x->s, x->n);
+        if (n >= len)
+            n = len - 1;
+        memcpy(buf, x->s, n);
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Longest container name a message or a warning key quotes whole (a DNS label has 63). */
+#define NAME_MAX_SHOWN 256
+
+/* ---- lists: the view's entries, replaced or kept, then the appended ones ---- */
+
+/* The view's entry structs of one list: their array, size, and where their key is. */
+struct view_entries {
+    const void *base;
+    size_t stride;
+    size_t key_off; /* offset of the struct pv_value of the key ("name", "mountPath") */
+};
+
+static void list_init(struct pe_list *l, const struct pv_value *orig, size_t n)
+{
+    memset(l, 0, sizeof(*l));
+    l->orig = orig;
+    l->n_orig = orig->kind == JSONR_ARRAY ? n : 0;
+}
+
+static void list_dispose(struct pe_list *l)
+{
+    for (size_t k = 0; l->now != NULL && k < l->n_orig; k++)
+        json_decref(l->now[k]);
+    free(l->now);
+    json_decref(l->added);
+    l->now = NULL;
+    l->added = NULL;
+}
+
+static size_t list_len(const struct pe_list *l)
+{
+    return l->n_orig + json_array_size(l->added);
+}
+
+/* Whether the list is an array now: the view's, or made by an upsert. */
+static bool list_is_array(const struct pe_list *l)
+{
+    return l->made || l->orig->kind == JSONR_ARRAY;
+}
+
+/* The view's struct for entry k (k < n_orig). */
+static const void *view_entry(const struct view_entries *ve, size_t k)
+{
+    return (const char *)ve->base + k * ve->stride;
+}
+
+/* Entry k (borrowed) when it is jansson's (replaced or appended), else NULL. */
+static json_t *edited_entry(const struct pe_list *l, size_t k)
+{
+    if (k < l->n_orig)
+        return l->now != NULL ? l->now[k] : NULL;
+    return json_array_get(l->added, k - l->n_orig);
+}
+
+/* Entry k as a tree: new reference (the view's entry built, or the edited one). */
+static json_t *entry_value(const struct pod_edits *e, const struct pe_list *l,
+                           const struct view_entries *ve, size_t k)
+{
+    json_t *j = edited_entry(l, k);
+
+    if (j != NULL)
+        return json_incref(j);
+    /* every view entry struct starts with the whole entry (struct pv_env.entry, ...) */
+    return podview_value(e->view, (const struct pv_value *)view_entry(ve, k));
+}
+
+/* Whether entry k's member key equals want (json_equal, as podutil's keyed_at). */
+static bool entry_key_is(const struct pod_edits *e, const struct pe_list *l,
+                         const struct view_entries *ve, size_t k, const char *key,
+                         const json_t *want)
+{
+    json_t *j = edited_entry(l, k);
+
+    if (j != NULL)
+        return json_equal(json_member(j, key), want);
+    return pv_equal(e->view,
+                    (const struct pv_value *)((const char *)view_entry(ve, k) + ve->key_off), want);
+}
+
+/* podutil's keyed_at over the list as it is now. */
+static size_t keyed_at(const struct pod_edits *e, const struct pe_list *l,
+                       const struct view_entries *ve, const char *key, const json_t *want,
+                       bool from_end)
+{
+    size_t n = list_len(l);
+
+    for (size_t i = 0; i < n; i++) {
+        size_t at = from_end ? n - 1 - i : i;
+
+        if (entry_key_is(e, l, ve, at, key, want))
+            return at;
+    }
+    return NONE;
+}
+
+/* Entry k becomes item (stolen). @return 0 or WH_ENOMEM. */
+static int list_set(struct pe_list *l, size_t k, json_t *item)
+{
+    if (k >= l->n_orig)
+        return json_array_set_new(l->added, k - l->n_orig, item) < 0 ? WH_ENOMEM : 0;
+    if (l->now == NULL && (l->now = calloc(l->n_orig, sizeof(*l->now))) == NULL) {
+        json_decref(item);
+        return WH_ENOMEM;
+    }
+    json_decref(l->now[k]);
+    l->now[k] = item;
+    return 0;
+}
+
+/* item (stolen) appended. @return 0 or WH_ENOMEM. */
+static int list_append(struct pe_list *l, json_t *item)
+{
+    if (l->added == NULL && (l->added = json_array()) == NULL) {
+        json_decref(item);
+        return WH_ENOMEM;
+    }
+    return json_array_append_new(l->added, item) < 0 ? WH_ENOMEM : 0;
+}
+
+/* The list made where the member was absent or null (podutil: a fresh array set). */
+static void list_make(struct pod_edits *e, struct pe_list *l)
+{
+    l->made = true;
+    if (l->orig->kind == JSONR_NONE)
+        l->seq = e->next_seq++;
+}
+
+/*
+ * podutil's upsert_keyed_at on list l of an object (obj_ok: the object is one), with
+ * the entry of item_new's key at found (NONE: none). Steals item_new.
+ */
+static int upsert_at(struct pod_edits *e, bool obj_ok, struct pe_list *l,
+                     const struct view_entries *ve, size_t found, json_t *item_new)
+{
+    json_t *have;
+    bool same;
+
+    if (item_new == NULL)
+        return WH_ENOMEM;
+    if (!obj_ok) {
+        json_decref(item_new);
+        return WH_EINVAL;
+    }
+    if (!list_is_array(l)) {
+        if (l->orig->kind != JSONR_NONE && l->orig->kind != JSONR_NULL) {
+            json_decref(item_new);
+            return WH_EINVAL;
+        }
+        list_make(e, l);
+        return list_append(l, item_new) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_ADDED;
+    }
+    if (found == NONE)
+        return list_append(l, item_new) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_ADDED;
+    have = entry_value(e, l, ve, found);
+    if (have == NULL) {
+        json_decref(item_new);
+        return WH_ENOMEM;
+    }
+    same = podutil_covers(have, item_new);
+    json_decref(have);
+    if (same) {
+        json_decref(item_new);
+        return PODUTIL_UPSERT_SAME;
+    }
+    return list_set(l, found, item_new) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_REPLACED;
+}
+
+/* ---- containers ---- */
+
+/* Where container c is: the view's (*vc, *pc), or one a plugin added (the result). */
+static json_t *container_at(const struct pod_edits *e, struct pe_ref c,
+                            const struct pv_container **vc, struct pe_container **pc)
+{
+    const struct pe_list *l = &e->lists[c.list];
+
+    *vc = NULL;
+    *pc = NULL;
+    if (c.i < l->n_orig) {
+        *vc = &e->view->containers[c.list].at[c.i];
+        *pc = &e->ctrs[c.list][c.i];
+        return NULL;
+    }
+    return json_array_get(l->added, c.i - l->n_orig);
+}
+
+static struct view_entries env_entries(const struct pv_container *vc)
+{
+    return (struct view_entries){vc->env.at, sizeof(*vc->env.at), offsetof(struct pv_env, name)};
+}
+
+static struct view_entries mount_entries(const struct pv_container *vc)
+{
+    return (struct view_entries){vc->mounts.at, sizeof(*vc->mounts.at),
+                                 offsetof(struct pv_mount, mount_path)};
+}
+
+static struct view_entries port_entries(const struct pv_container *vc)
+{
+    return (struct view_entries){vc->ports.at, sizeof(*vc->ports.at),
+                                 offsetof(struct pv_port, container_port)};
+}
+
+static struct view_entries container_entries(const struct pod_edits *e, enum pv_container_list l)
+{
+    return (struct view_entries){e->view->containers[l].at, sizeof(*e->view->containers[l].at),
+                                 offsetof(struct pv_container, name)};
+}
+
+static struct view_entries volume_entries(const struct pod_edits *e)
+{
+    return (struct view_entries){e->view->volumes.at, sizeof(*e->view->volumes.at),
+                                 offsetof(struct pv_volume, name)};
+}
+
+int pod_edits_init(struct pod_edits *e, const struct pod_view *view)
+{
+    memset(e, 0, sizeof(*e));
+    e->view = view;
+    list_init(&e->volumes, &view->volumes.list, view->volumes.n);
+    for (int l = 0; l < 2; l++) {
+        size_t n = view->containers[l].n;
+
+        list_init(&e->lists[l], &view->containers[l].list, n);
+        if (e->lists[l].n_orig == 0)
+            continue;
+        e->ctrs[l] = calloc(n, sizeof(*e->ctrs[l]));
+        if (e->ctrs[l] == NULL) {
+            pod_edits_dispose(e);
+            return WH_ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+            const struct pv_container *vc = &view->containers[l].at[i];
+            struct pe_container *pc = &e->ctrs[l][i];
+
+            list_init(&pc->env, &vc->env.list, vc->env.n);
+            list_init(&pc->mounts, &vc->mounts.list, vc->mounts.n);
+            list_init(&pc->ports, &vc->ports.list, vc->ports.n);
+        }
+    }
+    return 0;
+}
+
+void pod_edits_dispose(struct pod_edits *e)
+{
+    for (int l = 0; l < 2; l++) {
+        for (size_t i = 0; e->ctrs[l] != NULL && i < e->lists[l].n_orig; i++) {
+            struct pe_container *pc = &e->ctrs[l][i];
+
+            list_dispose(&pc->env);
+            list_dispose(&pc->mounts);
+            list_dispose(&pc->ports);
+            json_decref(pc->command.value);
+            json_decref(pc->args.value);
+        }
+        free(e->ctrs[l]);
+        e->ctrs[l] = NULL;
+        list_dispose(&e->lists[l]);
+    }
+    list_dispose(&e->volumes);
+    json_decref(e->hostname.value);
+    json_decref(e->subdomain.value);
+    json_decref(e->hccl_rank.value);
+    e->hostname.value = e->subdomain.value = e->hccl_rank.value = NULL;
+}
+
+size_t pod_edits_count(const struct pod_edits *e, enum pv_container_list list)
+{
+    return list < 2 ? list_len(&e->lists[list]) : 0;
+}
+
+const char *pod_edits_container_name(const struct pod_edits *e, struct pe_ref c, char *buf,
+                                     size_t len)
+{
+    const struct pv_container *vc;
+    struct pe_container *pc;
+    json_t *added = container_at(e, c, &vc, &pc);
+
+    if (vc != NULL)
+        return pv_cstr(&vc->name, buf, len);
+    snprintf(buf, len, "%s", podutil_str(added, "name"));
+    return buf;
+}
+
+/* ---- the upserts ---- */
+
+/* The last entry of l named name (a string), or NONE. */
+static size_t env_named(const struct pod_edits *e, const struct pe_list *l,
+                        const struct view_entries *ve, const json_t *name)
+{
+    return keyed_at(e, l, ve, "name", name, true);
+}
+
+/* podutil_upsert_env's replace of entry k by env (stolen), with its warning. */
+static int env_replace(struct pod_edits *e, const struct pv_container *vc, struct pe_list *l,
+                       const struct view_entries *ve, size_t k, json_t *env, bool *same,
+                       const char *plugin, struct warnings *w)
+{
+    json_t *have = entry_value(e, l, ve, k);
+    char name[NAME_MAX_SHOWN];
+
+    *same = false;
+    if (have == NULL) {
+        json_decref(env);
+        return WH_ENOMEM;
+    }
+    if (podutil_env_same(have, env)) {
+        json_decref(have);
+        json_decref(env);
+        *same = true;
+        return 0;
+    }
+    podutil_warn_env_replaced(w, plugin, pv_cstr(&vc->name, name, sizeof(name)), have, env);
+    json_decref(have);
+    return list_set(l, k, env);
+}
+
+int pod_edits_upsert_env(struct pod_edits *e, struct pe_ref c, json_t *env_new, const char *plugin,
+                         struct warnings *w)
+{
+    const struct pv_container *vc;
+    struct pe_container *pc;
+    json_t *added = container_at(e, c, &vc, &pc);
+    struct view_entries ve;
+    size_t k;
+    bool same;
+    int rc;
+
+    if (vc == NULL)
+        return podutil_upsert_env(added, env_new, plugin, w);
+    if (env_new == NULL)
+        return WH_ENOMEM;
+    ve = env_entries(vc);
+    if (vc->entry.kind != JSONR_OBJECT || !list_is_array(&pc->env))
+        return upsert_at(e, vc->entry.kind == JSONR_OBJECT, &pc->env, &ve, NONE, env_new);
+    k = env_named(e, &pc->env, &ve, json_member(env_new, "name"));
+    if (k == NONE)
+        return list_append(&pc->env, env_new) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_ADDED;
+    rc = env_replace(e, vc, &pc->env, &ve, k, env_new, &same, plugin, w);
+    if (rc < 0)
+        return rc;
+    return same ? PODUTIL_UPSERT_SAME : PODUTIL_UPSERT_REPLACED;
+}
+
+/* A name index of entries (a jansson object: name -> the last place of that name), for
+ * a batch whose scan would compare more than this many names (as podutil's). */
+#define UPSERT_SCAN_MAX 1024
+
+/* The index of l's string names: name -> place of the last entry of it. NULL on ENOMEM. */
+static json_t *name_index(const struct pe_list *l, const struct view_entries *ve)
+{
+    json_t *index = json_object();
+    size_t n = list_len(l);
+
+    for (size_t k = 0; index != NULL && k < n; k++) {
+        json_t *j = edited_entry(l, k);
+        const char *s = NULL;
+        size_t len = 0;
+
+        if (j != NULL) {
+            const json_t *name = json_member(j, "name");
+
+            if (json_is_string(name)) {
+                s = json_string_value(name);
+                len = json_string_length(name);
+            }
+        } else {
+            const struct pv_value *name =
+                (const struct pv_value *)((const char *)view_entry(ve, k) + ve->key_off);
+
+            if (name->kind == JSONR_STRING) {
+                s = name->s;
+                len = name->n;
+            }
+        }
+        if (s != NULL && json_object_setn_new(index, s, len, json_integer((json_int_t)k)) < 0) {
+            json_decref(index);
+            return NULL;
+        }
+    }
+    return index;
+}
+
+int pod_edits_upsert_envs(struct pod_edits *e, struct pe_ref c, const json_t *envs,
+                          size_t *failed_at, const char *plugin, struct warnings *w)
+{
+    const struct pv_container *vc;
+    struct pe_container *pc;
+    json_t *added = container_at(e, c, &vc, &pc);
+    struct pe_list *l;
+    struct view_entries ve;
+    json_t *index = NULL;
+    size_t i;
+    const json_t *env;
+    int rc = 0;
+
+    if (vc == NULL)
+        return podutil_upsert_envs(added, envs, failed_at, plugin, w);
+    if (failed_at != NULL)
+        *failed_at = 0;
+    if (vc->entry.kind != JSONR_OBJECT || !json_is_array(envs))
+        return WH_EINVAL;
+    if (json_array_size(envs) == 0)
+        return 0;
+    l = &pc->env;
+    ve = env_entries(vc);
+    if (!list_is_array(l)) {
+        if (l->orig->kind != JSONR_NONE && l->orig->kind != JSONR_NULL)
+            return WH_EINVAL;
+        list_make(e, l);
+        if (l->added == NULL && (l->added = json_array()) == NULL)
+            return WH_ENOMEM;
+    }
+    if ((list_len(l) + json_array_size(envs)) * json_array_size(envs) > UPSERT_SCAN_MAX
+        && (index = name_index(l, &ve)) == NULL)
+        return WH_ENOMEM;
+    json_array_foreach(envs, i, env) {
+        const json_t *name = json_member(env, "name");
+        size_t k;
+        bool same;
+
+        if (failed_at != NULL)
+            *failed_at = i;
+        if (!json_is_string(name)) {
+            rc = WH_EINVAL;
+            break;
+        }
+        if (index != NULL) {
+            const json_t *at =
+                json_object_getn(index, json_string_value(name), json_string_length(name));
+
+            k = at != NULL ? (size_t)json_integer_value(at) : NONE;
+        } else {
+            k = env_named(e, l, &ve, name);
+        }
+        if (k != NONE) {
+            rc = env_replace(e, vc, l, &ve, k, json_incref((json_t *)env), &same, plugin, w);
+            if (rc < 0)
+                break;
+            continue;
+        }
+        rc = list_append(l, json_incref((json_t *)env));
+        if (rc == 0 && index != NULL
+            && json_object_setn_new(index, json_string_value(name), json_string_length(name),
+                                    json_integer((json_int_t)list_len(l) - 1))
+                < 0)
+            rc = WH_ENOMEM;
+        if (rc < 0)
+            break;
+    }
+    json_decref(index);
+    return rc;
+}
+
+int pod_edits_upsert_volume(struct pod_edits *e, json_t *volume_new, struct wh_error *err)
+{
+    struct view_entries ve = volume_entries(e);
+    size_t at;
+
+    if (volume_new == NULL)
+        return WH_ENOMEM;
+    if (e->view->spec.kind != JSONR_OBJECT) {
+        json_decref(volume_new);
+        return WH_EINVAL;
+    }
+    at = list_is_array(&e->volumes)
+        ? keyed_at(e, &e->volumes, &ve, "name", json_member(volume_new, "name"), false)
+        : NONE;
+    if (at != NONE) {
+        json_t *have = entry_value(e, &e->volumes, &ve, at);
+        int rc = have != NULL ? podutil_volume_conflict(have, volume_new, err) : WH_ENOMEM;
+
+        json_decref(have);
+        if (rc < 0) {
+            json_decref(volume_new);
+            return rc;
+        }
+    }
+    return upsert_at(e, true, &e->volumes, &ve, at, volume_new);
+}
+
+int pod_edits_upsert_mount(struct pod_edits *e, struct pe_ref c, json_t *mount_new,
+                           struct wh_error *err)
+{
+    const struct pv_container *vc;
+    struct pe_container *pc;
+    json_t *added = container_at(e, c, &vc, &pc);
+    struct view_entries ve;
+    size_t at = NONE;
+
+    if (vc == NULL)
+        return podutil_upsert_mount(added, mount_new, err);
+    if (mount_new == NULL)
+        return WH_ENOMEM;
+    ve = mount_entries(vc);
+    if (vc->entry.kind == JSONR_OBJECT && list_is_array(&pc->mounts))
+        at = keyed_at(e, &pc->mounts, &ve, "mountPath", json_member(mount_new, "mountPath"), false);
+    if (at != NONE) {
+        const json_t *want = json_member(mount_new, "name");
+        json_t *j = edited_entry(&pc->mounts, at);
+        bool same_volume = j != NULL ? json_equal(json_member(j, "name"), want)
+                                     : pv_equal(e->view, &vc->mounts.at[at].name, want);
+
+        if (!same_volume) {
+            json_t *have = entry_value(e, &pc->mounts, &ve, at);
+            char name[NAME_MAX_SHOWN];
+
+            if (have != NULL)
+                podutil_mount_conflict(pv_cstr(&vc->name, name, sizeof(name)), have, mount_new,
+                                       err);
+            json_decref(have);
+            json_decref(mount_new);
+            return have != NULL ? WH_ECONFLICT : WH_ENOMEM;
+        }
+    }
+    return upsert_at(e, vc->entry.kind == JSONR_OBJECT, &pc->mounts, &ve, at, mount_new);
+}
+
+int pod_edits_add_port(struct pod_edits *e, struct pe_ref c, json_t *port_new, const char *plugin,
+                       struct warnings *w)
+{
+    const struct pv_container *vc;
+    struct pe_container *pc;
+    json_t *added = container_at(e, c, &vc, &pc);
+    struct view_entries ve;
+    const json_t *number;
+    const char *name;
+    size_t n;
+
+    if (vc == NULL)
+        return podutil_add_port(added, port_new, plugin, w);
+    if (port_new == NULL)
+        return WH_ENOMEM;
+    if (vc->entry.kind != JSONR_OBJECT) {
+        json_decref(port_new);
+        return WH_EINVAL;
+    }
+    ve = port_entries(vc);
+    number = json_member(port_new, "containerPort");
+    name = podutil_str(port_new, "name");
+    n = list_len(&pc->ports);
+    for (size_t k = 0; k < n; k++) {
+        if (entry_key_is(e, &pc->ports, &ve, k, "containerPort", number)) {
+            json_decref(port_new);
+            return PODUTIL_UPSERT_SKIPPED;
+        }
+    }
+    for (size_t k = 0; name[0] != '\0' && k < n; k++) {
+        json_t *j = edited_entry(&pc->ports, k);
+        char have[NAME_MAX_SHOWN];
+        char ctr[NAME_MAX_SHOWN];
+        json_t *taken_by;
+
+        /* podutil_str's name, compared as a C string (strcmp) */
+        if (j != NULL ? strcmp(podutil_str(j, "name"), name) != 0
+                      : strcmp(pv_cstr(&vc->ports.at[k].name, have, sizeof(have)), name) != 0)
+            continue;
+        taken_by = j != NULL ? json_incref(json_member(j, "containerPort"))
+                             : podview_value(e->view, &vc->ports.at[k].container_port);
+        podutil_warn_port_taken(w, plugin, pv_cstr(&vc->name, ctr, sizeof(ctr)), name, taken_by,
+                                number);
+        json_decref(taken_by);
+        json_decref(port_new);
+        return PODUTIL_UPSERT_SKIPPED;
+    }
+    podutil_warn_port_range(w, plugin, number);
+    return upsert_at(e, true, &pc->ports, &ve, NONE, port_new);
+}
+
+int pod_edits_add_init_container(struct pod_edits *e, json_t *container_new)
+{
+    struct pe_list *l = &e->lists[PV_INIT_CONTAINERS];
+    struct view_entries ve = container_entries(e, PV_INIT_CONTAINERS);
+    size_t n = list_len(l);
+    const json_t *name;
+
+    if (container_new == NULL)
+        return WH_ENOMEM;
+    name = json_member(container_new, "name");
+    if (e->view->spec.kind != JSONR_OBJECT) {
+        json_decref(container_new);
+        return WH_EINVAL;
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (entry_key_is(e, l, &ve, k, "name", name)) {
+            json_decref(container_new);
+            return PODUTIL_UPSERT_SKIPPED;
+        }
+    }
+    return upsert_at(e, true, l, &ve, NONE, container_new);
+}
+
+/* podutil_set of member s, whose value in the view is orig, in an object (obj_ok). */
+static int set_member(struct pod_edits *e, bool obj_ok, struct pe_set *s,
+                      const struct pv_value *orig, json_t *value_new)
+{
+    bool was;
+    bool same;
+
+    if (value_new == NULL)
+        return WH_ENOMEM;
+    if (!obj_ok) {
+        json_decref(value_new);
+        return WH_EINVAL;
+    }
+    was = s->value != NULL || (orig != NULL && orig->kind != JSONR_NONE);
+    if (s->value != NULL)
+        same = json_equal(s->value, value_new);
+    else
+        same = orig != NULL && pv_equal(e->view, orig, value_new);
+    if (same) {
+        json_decref(value_new);
+        return PODUTIL_UPSERT_SAME;
+    }
+    if (!was)
+        s->seq = e->next_seq++;
+    json_decref(s->value);
+    s->value = value_new;
+    return was ? PODUTIL_UPSERT_REPLACED : PODUTIL_UPSERT_ADDED;
+}
+
+int pod_edits_set_spec(struct pod_edits *e, const char *key, const char *value)
+{
+    if (strcmp(key, "hostname") == 0)
+        return set_member(e, e->view->spec.kind == JSONR_OBJECT, &e->hostname, &e->view->hostname,
+                          json_string(value));
+    if (strcmp(key, "subdomain") == 0)
+        return set_member(e, e->view->spec.kind == JSONR_OBJECT, &e->subdomain, &e->view->subdomain,
+                          json_string(value));
+    return WH_EINVAL;
+}
+
+int pod_edits_set_container(struct pod_edits *e, struct pe_ref c, const char *key,
+                            json_t *value_new)
+{
+    const struct pv_container *vc;
+    struct pe_container *pc;
+    json_t *added = container_at(e, c, &vc, &pc);
+    bool command = strcmp(key, "command") == 0;
+
+    if (!command && strcmp(key, "args") != 0) {
+        json_decref(value_new);
+        return WH_EINVAL;
+    }
+    if (vc == NULL)
+        return podutil_set(added, key, value_new);
+    return set_member(e, vc->entry.kind == JSONR_OBJECT, command ? &pc->command : &pc->args,
+                      command ? &vc->command : &vc->args, value_new);
+}
+
+int pod_edits_set_hccl_rank(struct pod_edits *e, const char *value)
+{
+    const struct pod_view *v = e->view;
+    const struct pv_value *orig = NULL;
+
+    if (!e->metadata_made && (v->metadata.kind == JSONR_NONE || v->metadata.kind == JSONR_NULL)) {
+        e->metadata_made = true;
+        if (v->metadata.kind == JSONR_NONE)
+            e->metadata_seq = e->next_seq++;
+    }
+    if (!e->metadata_made && v->metadata.kind != JSONR_OBJECT)
+        return set_member(e, false, &e->hccl_rank, NULL, json_string(value));
+    if (!e->annotations_made
+        && (e->metadata_made || v->annotations.kind == JSONR_NONE
+            || v->annotations.kind == JSONR_NULL))
+        e->annotations_made = true;
+    if (!e->annotations_made) {
+        if (v->annotations.kind != JSONR_OBJECT)
+            return set_member(e, false, &e->hccl_rank, NULL, json_string(value));
+        orig = &v->annotation_hccl_rank;
+    }
+    return set_member(e, true, &e->hccl_rank, orig, json_string(value));
+}
+
+/* ---- the patch: two trees of the edited members ---- */
+
+/* An edited member of an object: before (NULL when it is new) and after, new references. */
+struct member {
+    const char *key;
+    bool is_new;
+    long order; /* the view's place, or the order it was made in */
+    json_t *before;
+    json_t *after;
+};
+
+/* The members of one object being written: at most a container's five, or the spec's. */
+#define MEMBERS_MAX 8
+
+struct members {
+    struct member m[MEMBERS_MAX];
+    size_t n;
+    int rc;
+};
+
+static void add_member(struct members *ms, const char *key, const struct pv_value *orig,
+                       unsigned long seq, json_t *before, json_t *after)
+{
+    struct member *m = &ms->m[ms->n++];
+
+    m->key = key;
+    m->is_new = orig == NULL || orig->kind == JSONR_NONE;
+    m->order = m->is_new ? (long)seq : orig->place;
+    m->before = m->is_new ? NULL : before;
+    if (m->is_new)
+        json_decref(before);
+    m->after = after;
+    if (after == NULL || (!m->is_new && before == NULL))
+        ms->rc = WH_ENOMEM;
+}
+
+static int member_cmp(const void *a, const void *b)
+{
+    const struct member *x = a;
+    const struct member *y = b;
+
+    if (x->is_new != y->is_new)
+        return x->is_new ? 1 : -1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The two objects of ms's members, in the edited copy's order. Frees ms's references. */
+static int members_objects(struct members *ms, json_t **before, json_t **after)
+{
+    int rc = ms->rc;
+
+    *before = json_object();
+    *after = json_object();
+    if (*before == NULL || *after == NULL)
+        rc = WH_ENOMEM;
+    qsort(ms->m, ms->n, sizeof(ms->m[0]), member_cmp);
+    for (size_t i = 0; i < ms->n; i++) {
+        struct member *m = &ms->m[i];
+
+        if (rc == 0 && m->before != NULL
+            && json_object_set_new_nocheck(*before, m->key, m->before) < 0)
+            rc = WH_ENOMEM;
+        else if (rc != 0)
+            json_decref(m->before);
+        if (rc == 0 && json_object_set_new_nocheck(*after, m->key, m->after) < 0)
+            rc = WH_ENOMEM;
+        else if (rc != 0)
+            json_decref(m->after);
+    }
+    ms->n = 0;
+    if (rc != 0) {
+        json_decref(*before);
+        json_decref(*after);
+        *before = *after = NULL;
+    }
+    return rc;
+}
+
+/* A set member, when set. */
+static void set_to_member(const struct pod_edits *e, struct members *ms, const char *key,
+                          const struct pe_set *s, const struct pv_value *orig)
+{
+    if (s->value == NULL)
+        return;
+    add_member(ms, key, orig, s->seq,
+               orig != NULL && orig->kind != JSONR_NONE ? podview_value(e->view, orig) : NULL,
+               json_incref(s->value));
+}
+
+/* Whether l was edited. */
+static bool list_edited(const struct pe_list *l)
+{
+    if (l->made || json_array_size(l->added) > 0)
+        return true;
+    for (size_t k = 0; l->now != NULL && k < l->n_orig; k++) {
+        if (l->now[k] != NULL)
+            return true;
+    }
+    return false;
+}
+
+static bool container_edited(const struct pe_container *pc)
+{
+    return list_edited(&pc->env) || list_edited(&pc->mounts) || list_edited(&pc->ports)
+        || pc->command.value != NULL || pc->args.value != NULL;
+}
+
+static int container_trees(const struct pod_edits *e, const struct pv_container *vc,
+                           const struct pe_container *pc, json_t **before, json_t **after);
+
+/*
+ * A list member's two trees: a made list is the appended entries alone (before: null, or
+ * none); else every entry the edits kept is one placeholder on both sides, a replaced one
+ * the view's beside the edit, then the appended ones. ctr_list: the list of containers l
+ * is (its edited containers' trees in their places), or -1.
+ */
+static void list_to_member(const struct pod_edits *e, struct members *ms, const char *key,
+                           const struct pe_list *l, const struct view_entries *ve, int ctr_list)
+{
+    json_t *before;
+    json_t *after;
+    size_t n_added = json_array_size(l->added);
+    bool edited = list_edited(l);
+
+    for (size_t k = 0; !edited && ctr_list >= 0 && k < l->n_orig; k++)
+        edited = container_edited(&e->ctrs[ctr_list][k]);
+    if (!edited)
+        return;
+    if (l->made) {
+        add_member(ms, key, l->orig, l->seq, l->orig->kind == JSONR_NULL ? json_null() : NULL,
+                   json_incref(l->added));
+        return;
+    }
+    before = json_array();
+    after = json_array();
+    for (size_t k = 0; before != NULL && after != NULL && k < l->n_orig; k++) {
+        json_t *b = json_null(); /* the placeholder: the same on both sides */
+        json_t *a = json_null();
+
+        if (l->now != NULL && l->now[k] != NULL) {
+            b = podview_value(e->view, (const struct pv_value *)view_entry(ve, k));
+            a = json_incref(l->now[k]);
+        } else if (ctr_list >= 0 && container_edited(&e->ctrs[ctr_list][k])) {
+            if (container_trees(e, &e->view->containers[ctr_list].at[k], &e->ctrs[ctr_list][k], &b,
+                                &a)
+                < 0)
+                b = a = NULL;
+        }
+        if (json_array_append_new(before, b) < 0 || json_array_append_new(after, a) < 0) {
+            json_decref(before);
+            json_decref(after);
+            before = after = NULL;
+        }
+    }
+    for (size_t k = 0; before != NULL && after != NULL && k < n_added; k++) {
+        if (json_array_append(after, json_array_get(l->added, k)) < 0) {
+            json_decref(after);
+            after = NULL;
+        }
+    }
+    if (before == NULL || after == NULL) {
+        json_decref(before);
+        json_decref(after);
+        ms->rc = WH_ENOMEM;
+        return;
+    }
+    add_member(ms, key, l->orig, 0, before, after);
+}
+
+static int container_trees(const struct pod_edits *e, const struct pv_container *vc,
+                           const struct pe_container *pc, json_t **before, json_t **after)
+{
+    struct members ms = {.n = 0};
+    struct view_entries env = env_entries(vc);
+    struct view_entries mounts = mount_entries(vc);
+    struct view_entries ports = port_entries(vc);
+
+    set_to_member(e, &ms, "command", &pc->command, &vc->command);
+    set_to_member(e, &ms, "args", &pc->args, &vc->args);
+    list_to_member(e, &ms, "env", &pc->env, &env, -1);
+    list_to_member(e, &ms, "volumeMounts", &pc->mounts, &mounts, -1);
+    list_to_member(e, &ms, "ports", &pc->ports, &ports, -1);
+    return members_objects(&ms, before, after);
+}
+
+/* metadata's two trees: {"annotations": {"hccl/rankIndex": ...}} as made or edited. */
+static void metadata_to_member(const struct pod_edits *e, struct members *ms)
+{
+    const struct pod_view *v = e->view;
+    json_t *ann_after;
+    json_t *before;
+    json_t *after;
+
+    if (e->hccl_rank.value == NULL && !e->metadata_made && !e->annotations_made)
+        return;
+    ann_after = json_object();
+    if (ann_after != NULL && e->hccl_rank.value != NULL
+        && json_object_set_nocheck(ann_after, PLUGIN_HCCL_RANK_KEY, e->hccl_rank.value) < 0) {
+        json_decref(ann_after);
+        ann_after = NULL;
+    }
+    after = json_object();
+    if (after != NULL && json_object_set_new_nocheck(after, "annotations", ann_after) < 0) {
+        json_decref(after);
+        after = NULL;
+    }
+    if (e->metadata_made) {
+        add_member(ms, "metadata", &v->metadata, e->metadata_seq,
+                   v->metadata.kind == JSONR_NULL ? json_null() : NULL, after);
+        return;
+    }
+    before = json_object();
+    if (before != NULL && v->annotations.kind != JSONR_NONE) {
+        json_t *ann_before = e->annotations_made ? json_null() : json_object();
+
+        if (ann_before != NULL && !e->annotations_made && v->annotation_hccl_rank.kind != JSONR_NONE
+            && json_object_set_new_nocheck(ann_before, PLUGIN_HCCL_RANK_KEY,
+                                           podview_value(v, &v->annotation_hccl_rank))
+                < 0) {
+            json_decref(ann_before);
+            ann_before = NULL;
+        }
+        if (json_object_set_new_nocheck(before, "annotations", ann_before) < 0) {
+            json_decref(before);
+            before = NULL;
+        }
+    }
+    add_member(ms, "metadata", &v->metadata, 0, before, after);
+}
+
+int pod_edits_write(const struct pod_edits *e, const struct jsonw_texts *known, struct buf *out,
+                    size_t *n_ops)
+{
+    const struct pod_view *v = e->view;
+    struct members spec = {.n = 0};
+    struct members pod = {.n = 0};
+    struct view_entries volumes = volume_entries(e);
+    json_t *before = NULL;
+    json_t *after = NULL;
+    int rc;
+
+    if (n_ops != NULL)
+        *n_ops = 0;
+    set_to_member(e, &spec, "hostname", &e->hostname, &v->hostname);
+    set_to_member(e, &spec, "subdomain", &e->subdomain, &v->subdomain);
+    list_to_member(e, &spec, "volumes", &e->volumes, &volumes, -1);
+    for (int l = 0; l < 2; l++) {
+        struct view_entries ve = container_entries(e, (enum pv_container_list)l);
+
+        list_to_member(e, &spec, podview_list_names[l], &e->lists[l], &ve, l);
+    }
+    metadata_to_member(e, &pod);
+    if (spec.n > 0) {
+        rc = members_objects(&spec, &before, &after);
+        if (rc == 0)
+            add_member(&pod, "spec", &v->spec, 0, before, after);
+        else
+            pod.rc = rc;
+    } else if (spec.rc < 0) {
+        pod.rc = spec.rc;
+    }
+    rc = members_objects(&pod, &before, &after);
+    if (rc == 0)
+        rc = patch_diff_write(before, after, known, out, n_ops);
+    else
+        buf_fail(out, rc);
+    json_decref(before);
+    json_decref(after);
+    return rc < 0 ? rc : out->rc;
+}
