@@ -24,6 +24,8 @@
 
 #include "base/jsonobj.h"
 #include "base/patch.h"
+#include "k8s/names.h"
+#include "k8s/podcheck.h"
 #include "plugins/plugin.h"
 #include "plugins/podutil.h"
 #include "plugins/podutil_internal.h"
@@ -1010,4 +1012,304 @@ int pod_edits_write(const struct pod_edits *e, const struct jsonw_texts *known, 
     json_decref(before);
     json_decref(after);
     return rc < 0 ? rc : out->rc;
+}
+
+/* ---- D15: a violation the edits brought ---- */
+
+/* The C strings podcheck reads of a list's entries (json_string_value's: up to a NUL). */
+struct cnames {
+    const char **at; /* n of them; NULL entries for skipped empty ones */
+    char *text;      /* the view's names, copied with their NULs */
+    size_t n;
+    size_t *first; /* k8s_name_first_positions */
+};
+
+static void cnames_dispose(struct cnames *c)
+{
+    free(c->at);
+    free(c->text);
+    free(c->first);
+}
+
+/* The name (at key_off of the view's entry, else member key of the edited one) of each
+ * entry of l, as podcheck's names_of takes them. @return 0, or WH_ENOMEM. */
+static int cnames_of(const struct pe_list *l, const struct view_entries *ve, size_t key_off,
+                     const char *key, bool skip_empty, struct cnames *c)
+{
+    size_t bytes = 0;
+    size_t used = 0;
+
+    memset(c, 0, sizeof(*c));
+    c->n = list_len(l);
+    if (c->n == 0)
+        return 0;
+    for (size_t k = 0; k < l->n_orig; k++) {
+        const struct pv_value *x = (const void *)((const char *)view_entry(ve, k) + key_off);
+
+        bytes += x->kind == JSONR_STRING ? strnlen(x->s, x->n) + 1 : 1;
+    }
+    c->at = calloc(c->n, sizeof(*c->at));
+    c->text = malloc(bytes > 0 ? bytes : 1);
+    if (c->at == NULL || c->text == NULL)
+        return WH_ENOMEM;
+    for (size_t k = 0; k < c->n; k++) {
+        json_t *j = edited_entry(l, k);
+        const char *s;
+
+        if (j != NULL || k >= l->n_orig) {
+            s = podutil_str(j, key);
+        } else {
+            const struct pv_value *x = (const void *)((const char *)view_entry(ve, k) + key_off);
+            size_t len = x->kind == JSONR_STRING ? strnlen(x->s, x->n) : 0;
+
+            memcpy(c->text + used, x->s != NULL ? x->s : "", len);
+            c->text[used + len] = '\0';
+            s = c->text + used;
+            used += len + 1;
+        }
+        c->at[k] = skip_empty && s[0] == '\0' ? NULL : s;
+    }
+    c->first = k8s_name_first_positions(c->at, c->n);
+    return c->first != NULL ? 0 : WH_ENOMEM;
+}
+
+/* Whether cnames has a repeat. */
+static bool cnames_repeat(const struct cnames *c)
+{
+    for (size_t k = 0; k < c->n; k++) {
+        if (c->first[k] != k)
+            return true;
+    }
+    return false;
+}
+
+/* The string of set member s, else of the view's orig, as podcheck reads it. */
+static const char *set_cstr(const struct pe_set *s, const struct pv_value *orig, char *buf,
+                            size_t len)
+{
+    if (s->value != NULL) {
+        const char *v = json_string_value(s->value);
+
+        return v != NULL ? v : "";
+    }
+    return pv_cstr(orig, buf, len);
+}
+
+/* podcheck's check of entry k of a container's ports and env lists (not the view's own). */
+static bool own(const struct pe_list *l, size_t k)
+{
+    return k < l->n_orig && (l->now == NULL || l->now[k] == NULL);
+}
+
+/* 1 when podcheck's check_container finds a violation in container (vc, pc) or the added
+ * one (added): mounts, ports, env; 0 when none; < 0 on ENOMEM. */
+static int container_violates(const struct pe_container *pc, const struct pv_container *vc,
+                              const json_t *added)
+{
+    struct pe_list lone[3]; /* an added container's lists, as lists of edited entries */
+    const struct pe_list *mounts;
+    const struct pe_list *ports;
+    const struct pe_list *env;
+    struct view_entries pve = {NULL, 0, 0};
+    struct view_entries mve = {NULL, 0, 0};
+    struct cnames cn;
+    int rc;
+
+    if (vc != NULL) {
+        if (vc->entry.kind != JSONR_OBJECT)
+            return 0;
+        mounts = &pc->mounts;
+        ports = &pc->ports;
+        env = &pc->env;
+        pve = port_entries(vc);
+        mve = mount_entries(vc);
+    } else {
+        static const struct pv_value absent_list = {.kind = JSONR_NONE, .tok = -1, .place = -1};
+        static const char *const keys[3] = {"volumeMounts", "ports", "env"};
+
+        if (!json_is_object(added))
+            return 0;
+        for (int k = 0; k < 3; k++) {
+            list_init(&lone[k], &absent_list, 0);
+            lone[k].added = json_member(added, keys[k]);
+            if (!json_is_array(lone[k].added))
+                lone[k].added = NULL;
+        }
+        mounts = &lone[0];
+        ports = &lone[1];
+        env = &lone[2];
+    }
+    rc = cnames_of(mounts, &mve, offsetof(struct pv_mount, mount_path), "mountPath", false, &cn);
+    if (rc == 0 && cnames_repeat(&cn))
+        rc = 1;
+    cnames_dispose(&cn);
+    if (rc != 0)
+        return rc;
+    rc = cnames_of(ports, &pve, offsetof(struct pv_port, name), "name", true, &cn);
+    for (size_t k = 0; rc == 0 && k < cn.n; k++) {
+        const char *name = cn.at[k] != NULL ? cn.at[k] : "";
+        bool repeated = cn.first[k] != k;
+        bool mine = vc != NULL && own(ports, k);
+        const char *why = name[0] != '\0' && (!mine || repeated) ? k8s_name_port_error(name) : NULL;
+
+        if (!mine) {
+            const json_t *num = json_member(edited_entry(ports, k), "containerPort");
+            json_int_t n = json_integer_value(num);
+
+            if ((json_is_integer(num) && (n < 1 || n > 65535)) || why != NULL)
+                rc = 1;
+        }
+        if (why == NULL && repeated)
+            rc = 1;
+    }
+    cnames_dispose(&cn);
+    if (rc != 0)
+        return rc;
+    for (size_t k = 0; k < list_len(env); k++) {
+        const json_t *e;
+        const json_t *value;
+        const char *name;
+
+        if (vc != NULL && own(env, k))
+            continue; /* the user's own */
+        e = edited_entry(env, k);
+        name = podutil_str(e, "name");
+        value = json_member(e, "value");
+        if (k8s_name_env_error(name) != NULL
+            || (json_is_string(value)
+                && strlen(name) + 1 + json_string_length(value) + 1 > PODCHECK_ENV_MAX))
+            return 1;
+    }
+    return 0;
+}
+
+int pod_edits_violates(const struct pod_edits *e)
+{
+    const struct pod_view *v = e->view;
+    struct view_entries vols = volume_entries(e);
+    char buf[256];
+    const char *s;
+    struct cnames cn;
+    size_t total = 0;
+    const char **names;
+    size_t *first;
+    int rc;
+
+    if (v->spec.kind != JSONR_OBJECT)
+        return 0;
+    s = set_cstr(&e->subdomain, &v->subdomain, buf, sizeof(buf));
+    if (s[0] != '\0' && k8s_name_label_error(s) != NULL)
+        return 1;
+    s = set_cstr(&e->hostname, &v->hostname, buf, sizeof(buf));
+    if (s[0] != '\0' && k8s_name_label_error(s) != NULL)
+        return 1;
+    rc = cnames_of(&e->volumes, &vols, offsetof(struct pv_volume, name), "name", false, &cn);
+    for (size_t k = 0; rc == 0 && k < cn.n; k++) {
+        if ((!own(&e->volumes, k) && k8s_name_label_error(cn.at[k]) != NULL) || cn.first[k] != k)
+            rc = 1;
+    }
+    cnames_dispose(&cn);
+    if (rc != 0)
+        return rc;
+    /* container names over the three lists */
+    for (int l = 0; l < PV_LISTS; l++)
+        total += l < 2 ? list_len(&e->lists[l]) : v->containers[l].n;
+    if (total > 0) {
+        struct cnames parts[PV_LISTS];
+        size_t at = 0;
+
+        memset(parts, 0, sizeof(parts));
+        names = calloc(total, sizeof(*names));
+        for (int l = 0; l < PV_LISTS; l++) {
+            struct pe_list eph;
+            const struct pe_list *pl = &e->lists[l < 2 ? l : 0];
+            struct view_entries ve = container_entries(e, (enum pv_container_list)l);
+
+            if (l == PV_EPHEMERAL_CONTAINERS) {
+                list_init(&eph, &v->containers[l].list, v->containers[l].n);
+                pl = &eph;
+            }
+            rc = names == NULL
+                ? WH_ENOMEM
+                : cnames_of(pl, &ve, offsetof(struct pv_container, name), "name", false, &parts[l]);
+            for (size_t k = 0; rc == 0 && k < parts[l].n; k++)
+                names[at++] = parts[l].at[k];
+            if (rc != 0) {
+                for (int m = 0; m <= l; m++)
+                    cnames_dispose(&parts[m]);
+                free(names);
+                return rc;
+            }
+        }
+        first = k8s_name_first_positions(names, total);
+        rc = first == NULL ? WH_ENOMEM : 0;
+        for (size_t k = 0; rc == 0 && k < total; k++) {
+            if (first[k] != k)
+                rc = 1;
+        }
+        free(first);
+        free(names);
+        for (int l = 0; l < PV_LISTS; l++)
+            cnames_dispose(&parts[l]);
+        if (rc != 0)
+            return rc;
+    }
+    for (int l = 0; l < PV_LISTS; l++) {
+        size_t n_orig = l < 2 ? e->lists[l].n_orig : v->containers[l].n;
+        size_t n = l < 2 ? list_len(&e->lists[l]) : n_orig;
+
+        for (size_t i = 0; i < n; i++) {
+            static const struct pe_container untouched; /* an ephemeral container's edits */
+            struct pe_container eph;
+            const struct pe_container *pc = &untouched;
+            const struct pv_container *vc = NULL;
+            const json_t *added = NULL;
+
+            if (i < n_orig) {
+                vc = &v->containers[l].at[i];
+                if (l < 2) {
+                    pc = &e->ctrs[l][i];
+                } else {
+                    list_init(&eph.env, &vc->env.list, vc->env.n);
+                    list_init(&eph.mounts, &vc->mounts.list, vc->mounts.n);
+                    list_init(&eph.ports, &vc->ports.list, vc->ports.n);
+                    pc = &eph;
+                }
+            } else {
+                added = json_array_get(e->lists[l].added, i - n_orig);
+            }
+            rc = container_violates(pc, vc, added);
+            if (rc != 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+bool pod_edits_first_new_violation(const struct pod_edits *e, struct podcheck_violation *out)
+{
+    struct buf text;
+    json_t *before = NULL;
+    json_t *patch = NULL;
+    json_t *after = NULL;
+    bool found = false;
+    int rc = pod_edits_violates(e);
+
+    if (rc == 0)
+        return false;
+    /* A violation somewhere (maybe the user's own), or no memory to tell: the whole
+     * comparison, on the trees of the pod and of the pod patched. */
+    buf_init(&text, BUF_NO_MAX);
+    before = podview_value(e->view, &e->view->pod);
+    if (before != NULL && pod_edits_write(e, NULL, &text, NULL) == 0)
+        patch = json_loadb(text.data, text.len, 0, NULL);
+    if (patch != NULL)
+        after = patch_apply(before, patch, NULL);
+    if (after != NULL)
+        found = podcheck_first_new(before, after, out);
+    json_decref(after);
+    json_decref(patch);
+    json_decref(before);
+    buf_dispose(&text);
+    return found;
 }

@@ -30,6 +30,7 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/jsonw.h"
+#include "k8s/podcheck.h"
 #include "k8s/podview.h"
 #include "plugins/warnings.h"
 
@@ -151,5 +152,25 @@ int pod_edits_set_hccl_rank(struct pod_edits *e, const char *value);
  */
 int pod_edits_write(const struct pod_edits *e, const struct jsonw_texts *known, struct buf *out,
                     size_t *n_ops);
+
+/**
+ * D15's first look (podcheck_first_new's first walk, with the view's pod as the pod
+ * before): whether the edited pod has a violation other than those of the view's own
+ * entries alone (an env entry, port or volume the edits kept, in its place, is checked
+ * only for a name it repeats).
+ * @return 1 when it has one, 0 when not, WH_ENOMEM when it cannot tell.
+ */
+int pod_edits_violates(const struct pod_edits *e);
+
+/**
+ * D15: podcheck_first_new of the view's pod and the edited one, the same answer: the
+ * first violation the edits brought (k8s/podcheck.h). One walk of the view and the
+ * records, with the view's entries the edits kept passed as the user's own, answers
+ * the common case (no violation at all); only when it finds one are the two pods
+ * built as trees and compared whole.
+ * @param[out] out  the violation, when there is one
+ * @return true when there is one (false also when memory runs out building the trees).
+ */
+bool pod_edits_first_new_violation(const struct pod_edits *e, struct podcheck_violation *out);
 
 #endif

@@ -21,6 +21,7 @@
 #include "base/jsonobj.h"
 #include "base/jsonr.h"
 #include "base/patch.h"
+#include "k8s/podcheck.h"
 #include "k8s/podview.h"
 #include "plugins/plugin.h"
 #include "plugins/podedit.h"
@@ -160,6 +161,53 @@ static char *edit_patch(const struct pod_edits *e)
     return buf_take(&out, NULL);
 }
 
+/* Scripts that gave D15 an answer of each kind, and the pods without a violation of
+ * their own whose first look was compared (test_random_* require each). */
+static size_t violations_found;
+static size_t violations_none;
+static size_t first_looks;
+
+static bool stop_at_first(const struct podcheck_violation *v, void *ud)
+{
+    (void)v;
+    (void)ud;
+    return true;
+}
+
+/* D15: the same first new violation both ways, or none both ways. */
+static void check_violation(const json_t *pod, const json_t *copy, const struct pod_edits *e,
+                            const char *name)
+{
+    struct podcheck_violation va = {0};
+    struct podcheck_violation vb = {0};
+    bool fa = podcheck_first_new(pod, copy, &va);
+    bool fb = pod_edits_first_new_violation(e, &vb);
+
+    ck_assert_msg(fa == fb, "%s: podcheck_first_new %d, podedit %d (%s)", name, fa, fb,
+                  fa ? va.value : vb.value);
+    /* The first look is exact: on a pod with no violation of its own, it finds one
+     * exactly when the edited pod has one. */
+    if (!podcheck_each(pod, stop_at_first, NULL)) {
+        bool any = podcheck_each(copy, stop_at_first, NULL);
+
+        ck_assert_msg(pod_edits_violates(e) == (any ? 1 : 0), "%s: the first look says %d", name,
+                      pod_edits_violates(e));
+        first_looks++;
+    }
+    if (!fa) {
+        violations_none++;
+        return;
+    }
+    violations_found++;
+    ck_assert_int_eq(va.kind, vb.kind);
+    ck_assert_str_eq(va.list, vb.list);
+    ck_assert_str_eq(va.container, vb.container);
+    ck_assert_str_eq(va.other_list, vb.other_list);
+    ck_assert_str_eq(va.value, vb.value);
+    ck_assert_ptr_eq(va.why, vb.why);
+    ck_assert_int_eq(va.number, vb.number);
+}
+
 /*
  * ops run both ways on pod (a jansson pod) with the view of view (its document or its
  * tree). Every result, error, warning and count the same, then the patch.
@@ -204,6 +252,7 @@ static char *run_both(const json_t *pod, const struct pod_view *view, const stru
         ck_assert_str_eq(wa.items[k], wb.items[k]);
         ck_assert_str_eq(wa.keys[k], wb.keys[k]);
     }
+    check_violation(pod, copy, &e, name);
     a = ref_patch(pod, copy);
     b = edit_patch(&e);
     ck_assert_msg(strcmp(a, b) == 0, "%s: patches differ\n podutil: %.3000s\n podedit: %.3000s",
@@ -215,6 +264,16 @@ static char *run_both(const json_t *pod, const struct pod_view *view, const stru
 }
 
 /* ---- fixed scripts with exact patches ---- */
+
+/* A value past what one environment string holds (PODCHECK_ENV_TOO_LARGE). */
+static json_t *huge_value(void)
+{
+    static char text[PODCHECK_ENV_MAX + 1];
+
+    memset(text, 'x', sizeof(text) - 1);
+    return json_string(text);
+}
+
 
 static const char fixed_pod[] =
     "{\"metadata\":{\"name\":\"j-w-0\",\"labels\":{\"a\":\"b\"}},"
@@ -308,6 +367,34 @@ START_TEST(test_fixed_added_container)
 }
 END_TEST
 
+/* D15 on a replaced entry: the user's env var A replaced by a value too large is a new
+ * violation, though the entry stands where the user's did. */
+START_TEST(test_replaced_entry_checked)
+{
+    struct jsonr_doc *doc = jsonr_doc_read(fixed_pod, sizeof(fixed_pod) - 1, NULL);
+    struct pod_view view;
+    struct pod_edits e;
+    struct podcheck_violation v;
+    json_t *env = json_pack("{s:s,s:o}", "name", "A", "value", huge_value());
+
+    ck_assert_int_eq(podview_from_doc(&view, doc, 0), 0);
+    ck_assert_int_eq(pod_edits_init(&e, &view), 0);
+    ck_assert(!pod_edits_first_new_violation(&e, &v));
+    ck_assert_int_eq(pod_edits_violates(&e), 0);
+    ck_assert_int_eq(pod_edits_upsert_env(&e, (struct pe_ref){PV_CONTAINERS, 0}, env, "p", NULL),
+                     PODUTIL_UPSERT_REPLACED);
+    ck_assert_int_eq(pod_edits_violates(&e), 1);
+    ck_assert(pod_edits_first_new_violation(&e, &v));
+    ck_assert_int_eq(v.kind, PODCHECK_ENV_TOO_LARGE);
+    ck_assert_str_eq(v.container, "c");
+    ck_assert_str_eq(v.value, "A");
+    ck_assert_int_eq(v.number, 1 + 1 + PODCHECK_ENV_MAX + 1); /* "A=", the value, NUL */
+    pod_edits_dispose(&e);
+    podview_dispose(&view);
+    jsonr_doc_free(doc);
+}
+END_TEST
+
 /* ---- random scripts over many pods ---- */
 
 static uint64_t rng_state;
@@ -372,6 +459,8 @@ static json_t *pool_of(const json_t *pod)
 
 static json_t *rand_env(const json_t *pool)
 {
+    if (pick(32) == 0)
+        return json_pack("{s:s,s:o}", "name", pool_name(pool), "value", huge_value());
     switch (pick(4)) {
     case 0:
         return json_pack("{s:s,s:{s:{s:s,s:s}}}", "name", pool_name(pool), "valueFrom",
@@ -474,6 +563,7 @@ START_TEST(test_random_corpus)
     glob_t g;
 
     rng_state = 0x9e3779b97f4a7c15ULL;
+    violations_found = violations_none = first_looks = 0;
     ck_assert_int_eq(glob("tests/fuzz/corpus/admission/*", 0, NULL, &g), 0);
     ck_assert_uint_eq(g.gl_pathc, 50);
     for (size_t i = 0; i < g.gl_pathc; i++) {
@@ -483,6 +573,10 @@ START_TEST(test_random_corpus)
         free(text);
     }
     globfree(&g);
+    /* D15 compared on both answers */
+    ck_assert_uint_gt(violations_found, 100);
+    ck_assert_uint_gt(violations_none, 100);
+    ck_assert_uint_gt(first_looks, 100);
 }
 END_TEST
 
@@ -510,12 +604,16 @@ static const char *const edge_pods[] = {
 START_TEST(test_random_edges)
 {
     rng_state = 0x2545f4914f6cdd1dULL;
+    violations_found = violations_none = first_looks = 0;
     for (size_t i = 0; i < sizeof(edge_pods) / sizeof(edge_pods[0]); i++) {
         char label[32];
 
         snprintf(label, sizeof(label), "edge pod %zu", i);
         check_random(edge_pods[i], strlen(edge_pods[i]), 400, label);
     }
+    ck_assert_uint_gt(violations_found, 100);
+    ck_assert_uint_gt(violations_none, 100);
+    ck_assert_uint_gt(first_looks, 100);
 }
 END_TEST
 
@@ -527,6 +625,7 @@ static Suite *podedit_suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, test_fixed_edits);
     tcase_add_test(t, test_fixed_added_container);
+    tcase_add_test(t, test_replaced_entry_checked);
     tcase_add_test(t, test_random_corpus);
     tcase_add_test(t, test_random_edges);
     suite_add_tcase(s, t);
