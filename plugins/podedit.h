@@ -82,7 +82,10 @@ struct pe_ref {
 };
 
 /**
- * Start recording edits over view (borrowed: it must outlive e).
+ * Start recording edits over view (borrowed: it must outlive e): a pod object with a
+ * spec object, as the chain gets (webhook/mutate.c denies any other pod before it);
+ * the functions answer for any other view too, and check_podedit compares them only
+ * on such pods.
  * @return 0, or WH_ENOMEM.
  */
 int pod_edits_init(struct pod_edits *e, const struct pod_view *view);

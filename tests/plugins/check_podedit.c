@@ -177,7 +177,7 @@ static const char *const edge_pods[] = {
     "\"secretName\":\"ssh\"}},{\"name\":\"svc\",\"configMap\":{\"name\":\"c\"},\"x\":1},{\"name\":"
     "\"A\"}],\"containers\":[{\"name\":\"c\",\"volumeMounts\":[{\"name\":\"ssh\",\"mountPath\":"
     "\"ssh\"},{\"name\":\"x\",\"mountPath\":\"svc\"},{\"mountPath\":\"c\"}]}]}}",
-    "{\"metadata\":\"m\",\"spec\":[]}",
+    "{\"metadata\":\"m\",\"spec\":{}}",
     "{\"metadata\":{\"annotations\":{\"hccl/rankIndex\":\"0\",\"a\":1}},\"spec\":{\"containers\":"
     "[{\"name\":\"c\",\"command\":[\"sh\",\"c\"],\"env\":[{\"name\":\"RANK\",\"value\":\"1\"},"
     "{\"name\":\"c\",\"value\":\"\"}]}],\"initContainers\":[{\"name\":\"w\",\"env\":[]}]}}",
