@@ -17,20 +17,21 @@
 #include "plugins/diagnose.h"
 #include "plugins/job.h"
 #include "plugins/plugin.h"
+#include "plugins/podedit.h"
 #include "plugins/podutil.h"
 
 static const char *const env_names[] = {"VK_TASK_INDEX", "VC_TASK_INDEX"};
 
-/* Upsert both index variables (envs) into each container of list (NULL = no list). */
-static int env_upsert_list(const struct plugin_ctx *c, json_t *list, const char *list_name,
-                           const json_t *envs, struct wh_error *err)
+/* Upsert both index variables (envs) into each container of list. */
+static int env_upsert_list(const struct plugin_ctx *c, struct pod_edits *pod,
+                           enum pv_container_list list, const json_t *envs, struct wh_error *err)
 {
-    size_t i;
-    json_t *ctr;
+    const char *list_name = podview_list_names[list];
 
-    json_array_foreach(list, i, ctr) {
+    for (size_t i = 0; i < pod_edits_count(pod, list); i++) {
         size_t k = 0;
-        int rc = podutil_upsert_envs(ctr, envs, &k, c->name, c->warnings);
+        int rc =
+            pod_edits_upsert_envs(pod, (struct pe_ref){list, i}, envs, &k, c->name, c->warnings);
 
         if (rc < 0)
             return wh_error_set(err, rc, "cannot set env %s in spec.%s[%zu]: %s", env_names[k],
@@ -40,7 +41,8 @@ static int env_upsert_list(const struct plugin_ctx *c, json_t *list, const char 
     return 0;
 }
 
-static int env_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
+static int env_on_pod_create(const struct plugin_ctx *c, struct pod_edits *pod,
+                             struct wh_error *err)
 {
     const char *index = c->pod != NULL && c->pod->index != NULL ? c->pod->index : "";
     /* made once per pod, placed in every container by reference (podutil_upsert_envs) */
@@ -55,9 +57,9 @@ static int env_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
     }
     if (envs == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
-    rc = env_upsert_list(c, podutil_containers(pod), "containers", envs, err);
+    rc = env_upsert_list(c, pod, PV_CONTAINERS, envs, err);
     if (rc >= 0)
-        rc = env_upsert_list(c, podutil_init_containers(pod), "initContainers", envs, err);
+        rc = env_upsert_list(c, pod, PV_INIT_CONTAINERS, envs, err);
     json_decref(envs);
     return rc;
 }

@@ -21,6 +21,7 @@
 #include "plugins/diagnose.h"
 #include "plugins/job.h"
 #include "plugins/plugin.h"
+#include "plugins/podedit.h"
 #include "plugins/podutil.h"
 
 #define HCCL_KEY       PLUGIN_HCCL_RANK_KEY
@@ -45,80 +46,78 @@ static void hccl_args_parse(const struct plugin_ctx *c, struct hccl_args *a)
 }
 
 /*
- * Literal value of the first env entry named RANK over all containers, in
- * order; "" when there is none or it has no literal value (valueFrom).
+ * Literal value of the first env entry named RANK over all containers, in order, into
+ * *rank (malloc'd); "" when there is none or it has no literal value (valueFrom).
+ * @return 0, or WH_ENOMEM.
  */
-static const char *hccl_env_rank(json_t *pod)
+static int hccl_env_rank(const struct pod_edits *pod, char **rank)
 {
-    size_t i;
-    size_t j;
-    json_t *ctr;
-    json_t *env;
+    for (size_t i = 0; i < pod_edits_count(pod, PV_CONTAINERS); i++) {
+        int rc = pod_edits_env_value(pod, (struct pe_ref){PV_CONTAINERS, i}, "RANK", rank);
 
-    json_array_each(podutil_containers(pod), i, ctr) {
-        json_array_each(json_member(ctr, "env"), j, env) {
-            if (strcmp(podutil_str(env, "name"), "RANK") == 0)
-                return podutil_str(env, "value");
-        }
+        if (rc < 0 || *rank != NULL)
+            return rc;
     }
-    return "";
+    *rank = strdup("");
+    return *rank != NULL ? 0 : WH_ENOMEM;
 }
 
 /* Set metadata.annotations[hccl/rankIndex], creating metadata/annotations when absent. */
-static int hccl_set_annotation(json_t *pod, const char *value, struct wh_error *err)
+static int hccl_set_annotation(struct pod_edits *pod, const char *value, struct wh_error *err)
 {
-    json_t *meta = json_member(pod, "metadata");
-    json_t *ann;
-    int rc;
+    int rc = pod_edits_set_hccl_rank(pod, value);
 
-    if (meta == NULL || json_is_null(meta)) {
-        meta = json_object();
-        if (json_object_set_new(pod, "metadata", meta) < 0)
-            return wh_error_set(err, WH_ENOMEM, "out of memory");
-    }
-    ann = json_member(meta, "annotations");
-    if (json_is_object(meta) && (ann == NULL || json_is_null(ann))) {
-        ann = json_object();
-        if (json_object_set_new(meta, "annotations", ann) < 0)
-            return wh_error_set(err, WH_ENOMEM, "out of memory");
-    }
-    rc = podutil_set_string(ann, HCCL_KEY, value);
     if (rc < 0)
         return wh_error_set(err, rc, "cannot set annotation %s: %s", HCCL_KEY,
                             rc == WH_ENOMEM ? "out of memory" : "malformed pod metadata");
     return 0;
 }
 
-static int hccl_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
+static int hccl_on_pod_create(const struct plugin_ctx *c, struct pod_edits *pod,
+                              struct wh_error *err)
 {
     struct hccl_args a;
     const char *task = c->pod != NULL ? c->pod->task : "default";
     const char *pod_name = c->pod != NULL ? c->pod->name : "";
-    const json_t *meta = json_member(pod, "metadata");
-    const json_t *label;
-    const char *rank;
+    const struct pv_value *label = &pod->view->label_task_index;
+    char have[2];
+    char *label_text;
+    char *rank;
+    int rc;
     int64_t index;
     int64_t value;
     char buf[24];
 
     hccl_args_parse(c, &a);
     /* docs/plugins.md §4.8 step 1: an existing non-empty annotation wins; no Job, no change. */
-    if (podutil_str(json_member(meta, "annotations"), HCCL_KEY)[0] != '\0' || c->job == NULL)
+    if (pod_edits_hccl_rank(pod, have, sizeof(have))[0] != '\0' || c->job == NULL)
         return 0;
     /* Step 2: a literal RANK (pytorch's, or the user's) is copied as is. */
-    rank = hccl_env_rank(pod);
-    if (rank[0] != '\0')
-        return hccl_set_annotation(pod, rank, err);
+    if (hccl_env_rank(pod, &rank) < 0)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    if (rank[0] != '\0') {
+        rc = hccl_set_annotation(pod, rank, err);
+        free(rank);
+        return rc;
+    }
+    free(rank);
     /* Step 3: only master and worker pods get a computed rank. */
     if (strcmp(task, a.master) != 0 && strcmp(task, a.worker) != 0)
         return 0;
     /* Step 4: the index comes from the label, not the pod name. */
-    label = json_member(json_member(meta, "labels"), HCCL_INDEX_KEY);
-    if (!json_is_string(label))
+    if (label->kind != JSONR_STRING)
         return wh_error_set(err, WH_EINVAL, "pod %s has no %s label", pod_name, HCCL_INDEX_KEY);
-    if (job_parse_index(json_string_value(label), &index) < 0)
-        return wh_error_set(err, WH_EINVAL, "%s label \"%s\" of pod %s is not a number",
-                            HCCL_INDEX_KEY, json_string_value(label), pod_name);
+    /* json_string_value's text: up to a NUL */
+    label_text = strndup(label->s, label->n);
+    if (label_text == NULL)
+        return wh_error_set(err, WH_ENOMEM, "out of memory");
+    if (job_parse_index(label_text, &index) < 0) {
+        rc = wh_error_set(err, WH_EINVAL, "%s label \"%s\" of pod %s is not a number",
+                          HCCL_INDEX_KEY, label_text, pod_name);
+        free(label_text);
+        return rc;
+    }
+    free(label_text);
     /* Step 5; Go's int arithmetic wraps, so does this, without undefined behaviour. */
     if (strcmp(task, a.master) == 0)
         value = index;

@@ -22,6 +22,7 @@
 #include "plugins/diagnose.h"
 #include "plugins/job.h"
 #include "plugins/plugin.h"
+#include "plugins/podedit.h"
 #include "plugins/podutil.h"
 
 #define MPI_PORT_NAME "mpijob-port"
@@ -48,27 +49,29 @@ static void mpi_args_parse(const struct plugin_ctx *c, struct mpi_args *a)
 }
 
 /* Port, then MPI_HOST when mpi_host != NULL (a JSON string shared by every container),
- * on each container of list (NULL = none). */
-static int mpi_edit_list(const struct plugin_ctx *c, json_t *list, const char *list_name,
-                         int32_t port, json_t *mpi_host, struct wh_error *err)
+ * on each container of list. */
+static int mpi_edit_list(const struct plugin_ctx *c, struct pod_edits *pod,
+                         enum pv_container_list list, int32_t port, json_t *mpi_host,
+                         struct wh_error *err)
 {
-    size_t i;
-    json_t *ctr;
+    const char *list_name = podview_list_names[list];
     int rc;
 
-    json_array_foreach(list, i, ctr) {
-        rc = podutil_add_port(ctr,
-                              podutil_object("name", json_string(MPI_PORT_NAME), "containerPort",
-                                             json_integer((json_int_t)(int)port)),
-                              "mpi", c->warnings);
+    for (size_t i = 0; i < pod_edits_count(pod, list); i++) {
+        struct pe_ref ctr = {list, i};
+
+        rc = pod_edits_add_port(pod, ctr,
+                                podutil_object("name", json_string(MPI_PORT_NAME), "containerPort",
+                                               json_integer((json_int_t)(int)port)),
+                                "mpi", c->warnings);
         if (rc < 0)
             return wh_error_set(err, rc, "cannot add port %d to spec.%s[%zu]: %s", (int)port,
                                 list_name, i,
                                 rc == WH_ENOMEM ? "out of memory" : "malformed container");
         if (mpi_host == NULL)
             continue;
-        rc =
-            podutil_upsert_env(ctr, podutil_env_shared("MPI_HOST", mpi_host), c->name, c->warnings);
+        rc = pod_edits_upsert_env(pod, ctr, podutil_env_shared("MPI_HOST", mpi_host), c->name,
+                                  c->warnings);
         if (rc < 0)
             return wh_error_set(err, rc, "cannot set env MPI_HOST in spec.%s[%zu]: %s", list_name,
                                 i, rc == WH_ENOMEM ? "out of memory" : "malformed container");
@@ -76,7 +79,8 @@ static int mpi_edit_list(const struct plugin_ctx *c, json_t *list, const char *l
     return 0;
 }
 
-static int mpi_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
+static int mpi_on_pod_create(const struct plugin_ctx *c, struct pod_edits *pod,
+                             struct wh_error *err)
 {
     struct mpi_args a;
     const char *task = c->pod != NULL && c->pod->task != NULL ? c->pod->task : "default";
@@ -106,9 +110,9 @@ static int mpi_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
         if (host_value == NULL)
             return wh_error_set(err, WH_ENOMEM, "out of memory");
     }
-    rc = mpi_edit_list(c, podutil_init_containers(pod), "initContainers", port, host_value, err);
+    rc = mpi_edit_list(c, pod, PV_INIT_CONTAINERS, port, host_value, err);
     if (rc == 0)
-        rc = mpi_edit_list(c, podutil_containers(pod), "containers", port, host_value, err);
+        rc = mpi_edit_list(c, pod, PV_CONTAINERS, port, host_value, err);
     json_decref(host_value);
     return rc;
 }

@@ -39,6 +39,7 @@
 struct args_def;
 struct jsonw_texts;
 struct k8s_client;
+struct pod_edits;
 struct sshkeys_store;
 
 /* What the job hooks get from the reconciler (borrowed, shared by workers). */
@@ -86,12 +87,14 @@ struct diagnostics; /* plugins/diagnose.h */
 struct plugin {
     const char *name; /* key in job.spec.plugins */
     /**
-     * OnPodCreate: upsert this plugin's additions into pod (a request-owned,
-     * writable JSON Pod). @return 0, or < 0 with err filled (docs/plugins.md §3.8).
+     * OnPodCreate: upsert this plugin's additions into pod: the request's pod as its
+     * view shows it with the edits of the plugins before, recorded through
+     * plugins/podedit.h (podutil.h's upserts, the same D5 rules); pod->view is the pod
+     * as admitted. @return 0, or < 0 with err filled (docs/plugins.md §3.8).
      * Job hooks: @return 0, or < 0 with err filled (retried with backoff).
      * No message names the plugin: the framework prefixes "<name> plugin: ".
      */
-    int (*on_pod_create)(const struct plugin_ctx *c, json_t *pod, struct wh_error *err);
+    int (*on_pod_create)(const struct plugin_ctx *c, struct pod_edits *pod, struct wh_error *err);
     int (*on_job_add)(const struct plugin_ctx *c, struct wh_error *err);
     int (*on_job_update)(const struct plugin_ctx *c, struct wh_error *err);
     int (*on_job_delete)(const struct plugin_ctx *c, struct wh_error *err);

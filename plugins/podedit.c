@@ -189,12 +189,19 @@ static int list_append(struct pe_list *l, json_t *item)
     return json_array_append_new(l->added, item) < 0 ? WH_ENOMEM : 0;
 }
 
-/* The list made where the member was absent or null (podutil: a fresh array set). */
-static void list_make(struct pod_edits *e, struct pe_list *l)
+/* The list made where the member was absent or null (podutil: a fresh array set), with
+ * fresh's entries (stolen; NULL: a new empty array). @return 0, or WH_ENOMEM (no list
+ * made, as podutil's set fails whole). */
+static int list_make(struct pod_edits *e, struct pe_list *l, json_t *fresh)
 {
+    if (fresh == NULL && (fresh = json_array()) == NULL)
+        return WH_ENOMEM;
+    json_decref(l->added); /* NULL: nothing was appended to a list not made */
+    l->added = fresh;
     l->made = true;
     if (l->orig->kind == JSONR_NONE)
         l->seq = e->next_seq++;
+    return 0;
 }
 
 /*
@@ -204,6 +211,7 @@ static void list_make(struct pod_edits *e, struct pe_list *l)
 static int upsert_at(struct pod_edits *e, bool obj_ok, struct pe_list *l,
                      const struct view_entries *ve, size_t found, json_t *item_new)
 {
+    json_t *fresh;
     json_t *have;
     bool same;
 
@@ -218,8 +226,14 @@ static int upsert_at(struct pod_edits *e, bool obj_ok, struct pe_list *l,
             json_decref(item_new);
             return WH_EINVAL;
         }
-        list_make(e, l);
-        return list_append(l, item_new) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_ADDED;
+        fresh = json_array();
+        if (fresh == NULL || json_array_append_new(fresh, item_new) < 0) {
+            if (fresh == NULL)
+                json_decref(item_new); /* stolen even on failure */
+            json_decref(fresh);
+            return WH_ENOMEM;
+        }
+        return list_make(e, l, fresh) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_ADDED;
     }
     if (found == NONE)
         return list_append(l, item_new) < 0 ? WH_ENOMEM : PODUTIL_UPSERT_ADDED;
@@ -340,17 +354,119 @@ size_t pod_edits_count(const struct pod_edits *e, enum pv_container_list list)
     return list < 2 ? list_len(&e->lists[list]) : 0;
 }
 
-const char *pod_edits_container_name(const struct pod_edits *e, struct pe_ref c, char *buf,
-                                     size_t len)
+char *pod_edits_container_name(const struct pod_edits *e, struct pe_ref c)
 {
     const struct pv_container *vc;
     struct pe_container *pc;
     json_t *added = container_at(e, c, &vc, &pc);
 
     if (vc != NULL)
-        return pv_cstr(&vc->name, buf, len);
-    snprintf(buf, len, "%s", podutil_str(added, "name"));
-    return buf;
+        return vc->name.kind == JSONR_STRING ? strndup(vc->name.s, vc->name.n) : strdup("");
+    return strdup(podutil_str(added, "name"));
+}
+
+bool pod_edits_has_spec(const struct pod_edits *e)
+{
+    return e->view->spec.kind == JSONR_OBJECT;
+}
+
+/* The string of set member s, else of the view's orig, as podutil_str reads it. */
+static const char *set_cstr(const struct pe_set *s, const struct pv_value *orig, char *buf,
+                            size_t len)
+{
+    if (s->value != NULL) {
+        const char *v = json_string_value(s->value);
+
+        snprintf(buf, len, "%s", v != NULL ? v : "");
+        return buf;
+    }
+    return pv_cstr(orig, buf, len);
+}
+
+const char *pod_edits_spec_string(const struct pod_edits *e, const char *key, char *buf, size_t len)
+{
+    if (strcmp(key, "hostname") == 0)
+        return set_cstr(&e->hostname, &e->view->hostname, buf, len);
+    if (strcmp(key, "subdomain") == 0)
+        return set_cstr(&e->subdomain, &e->view->subdomain, buf, len);
+    return pv_cstr(&(struct pv_value){.kind = JSONR_NONE}, buf, len);
+}
+
+const char *pod_edits_hccl_rank(const struct pod_edits *e, char *buf, size_t len)
+{
+    static const struct pv_value none = {.kind = JSONR_NONE};
+
+    if (e->hccl_rank.value != NULL || e->annotations_made || e->metadata_made)
+        return set_cstr(&e->hccl_rank, &none, buf, len);
+    return pv_cstr(&e->view->annotation_hccl_rank, buf, len);
+}
+
+json_t *pod_edits_container_member(const struct pod_edits *e, struct pe_ref c, const char *key)
+{
+    const struct pv_container *vc;
+    struct pe_container *pc;
+    json_t *added = container_at(e, c, &vc, &pc);
+    bool command = strcmp(key, "command") == 0;
+    const struct pe_set *s;
+
+    if (!command && strcmp(key, "args") != 0)
+        return NULL;
+    if (vc == NULL)
+        return json_incref(json_member(added, key));
+    s = command ? &pc->command : &pc->args;
+    if (s->value != NULL)
+        return json_incref(s->value);
+    return podview_value(e->view, command ? &vc->command : &vc->args);
+}
+
+/* podutil_str(env, "value") of env (borrowed) as a malloc'd copy into *value. */
+static int env_literal(const json_t *env, char **value)
+{
+    *value = strdup(podutil_str(env, "value"));
+    return *value != NULL ? 0 : WH_ENOMEM;
+}
+
+int pod_edits_env_value(const struct pod_edits *e, struct pe_ref c, const char *name, char **value)
+{
+    const struct pv_container *vc;
+    struct pe_container *pc;
+    json_t *added = container_at(e, c, &vc, &pc);
+    struct view_entries ve;
+    size_t n;
+
+    *value = NULL;
+    if (vc == NULL) {
+        size_t i;
+        const json_t *env;
+
+        json_array_foreach(json_member(added, "env"), i, env) {
+            if (strcmp(podutil_str(env, "name"), name) == 0)
+                return env_literal(env, value);
+        }
+        return 0;
+    }
+    ve = env_entries(vc);
+    n = list_len(&pc->env);
+    for (size_t k = 0; k < n; k++) {
+        json_t *j = edited_entry(&pc->env, k);
+
+        if (j == NULL) {
+            const struct pv_env *ve_k = view_entry(&ve, k);
+            size_t len = ve_k->name.kind == JSONR_STRING ? strnlen(ve_k->name.s, ve_k->name.n) : 0;
+            int rc;
+
+            /* podutil_str's name, compared as a C string (strcmp) */
+            if (len != strlen(name) || memcmp(len > 0 ? ve_k->name.s : "", name, len) != 0)
+                continue;
+            j = podview_value(e->view, &ve_k->entry);
+            rc = j != NULL ? env_literal(j, value) : WH_ENOMEM;
+            json_decref(j);
+            return rc;
+        }
+        if (strcmp(podutil_str(j, "name"), name) == 0)
+            return env_literal(j, value);
+    }
+    return 0;
 }
 
 /* ---- the upserts ---- */
@@ -478,8 +594,7 @@ int pod_edits_upsert_envs(struct pod_edits *e, struct pe_ref c, const json_t *en
     if (!list_is_array(l)) {
         if (l->orig->kind != JSONR_NONE && l->orig->kind != JSONR_NULL)
             return WH_EINVAL;
-        list_make(e, l);
-        if (l->added == NULL && (l->added = json_array()) == NULL)
+        if (list_make(e, l, NULL) < 0)
             return WH_ENOMEM;
     }
     if ((list_len(l) + json_array_size(envs)) * json_array_size(envs) > UPSERT_SCAN_MAX
@@ -1083,17 +1198,6 @@ static bool cnames_repeat(const struct cnames *c)
     return false;
 }
 
-/* The string of set member s, else of the view's orig, as podcheck reads it. */
-static const char *set_cstr(const struct pe_set *s, const struct pv_value *orig, char *buf,
-                            size_t len)
-{
-    if (s->value != NULL) {
-        const char *v = json_string_value(s->value);
-
-        return v != NULL ? v : "";
-    }
-    return pv_cstr(orig, buf, len);
-}
 
 /* podcheck's check of entry k of a container's ports and env lists (not the view's own). */
 static bool own(const struct pe_list *l, size_t k)
@@ -1288,10 +1392,8 @@ int pod_edits_violates(const struct pod_edits *e)
 
 bool pod_edits_first_new_violation(const struct pod_edits *e, struct podcheck_violation *out)
 {
-    struct buf text;
-    json_t *before = NULL;
-    json_t *patch = NULL;
-    json_t *after = NULL;
+    json_t *before;
+    json_t *after;
     bool found = false;
     int rc = pod_edits_violates(e);
 
@@ -1299,17 +1401,29 @@ bool pod_edits_first_new_violation(const struct pod_edits *e, struct podcheck_vi
         return false;
     /* A violation somewhere (maybe the user's own), or no memory to tell: the whole
      * comparison, on the trees of the pod and of the pod patched. */
-    buf_init(&text, BUF_NO_MAX);
     before = podview_value(e->view, &e->view->pod);
+    after = before != NULL ? pod_edits_pod(e) : NULL;
+    if (after != NULL)
+        found = podcheck_first_new(before, after, out);
+    json_decref(after);
+    json_decref(before);
+    return found;
+}
+
+json_t *pod_edits_pod(const struct pod_edits *e)
+{
+    struct buf text;
+    json_t *before = podview_value(e->view, &e->view->pod);
+    json_t *patch = NULL;
+    json_t *after = NULL;
+
+    buf_init(&text, BUF_NO_MAX);
     if (before != NULL && pod_edits_write(e, NULL, &text, NULL) == 0)
         patch = json_loadb(text.data, text.len, 0, NULL);
     if (patch != NULL)
         after = patch_apply(before, patch, NULL);
-    if (after != NULL)
-        found = podcheck_first_new(before, after, out);
-    json_decref(after);
     json_decref(patch);
     json_decref(before);
     buf_dispose(&text);
-    return found;
+    return after;
 }

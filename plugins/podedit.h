@@ -98,10 +98,39 @@ size_t pod_edits_count(const struct pod_edits *e, enum pv_container_list list);
 
 /**
  * The name of container c as podutil_str gives it: its string, up to its first NUL,
- * or "" when it has none; into buf (cut to len), @return buf.
+ * or "" when it has none.
+ * @return malloc'd copy (the caller frees it); NULL on ENOMEM.
  */
-const char *pod_edits_container_name(const struct pod_edits *e, struct pe_ref c, char *buf,
-                                     size_t len);
+char *pod_edits_container_name(const struct pod_edits *e, struct pe_ref c);
+
+/** Whether the pod's spec is an object (the chain's pods: always). */
+bool pod_edits_has_spec(const struct pod_edits *e);
+
+/**
+ * spec[key] ("hostname" or "subdomain") as podutil_str gives it on the edited pod: its
+ * string up to its first NUL, or "" (also for any other key); into buf (cut to len).
+ * @return buf
+ */
+const char *pod_edits_spec_string(const struct pod_edits *e, const char *key, char *buf,
+                                  size_t len);
+
+/** metadata.annotations["hccl/rankIndex"] of the edited pod, as pod_edits_spec_string. */
+const char *pod_edits_hccl_rank(const struct pod_edits *e, char *buf, size_t len);
+
+/**
+ * Member key ("command" or "args") of container c of the edited pod.
+ * @return new reference; NULL when absent (or no container, or another key).
+ */
+json_t *pod_edits_container_member(const struct pod_edits *e, struct pe_ref c, const char *key);
+
+/**
+ * The literal value of the first env entry of container c whose name (podutil_str) is
+ * name, as podutil_str gives it ("" when it has no literal value).
+ * @param[out] value  malloc'd copy (the caller frees it), or NULL when the container has
+ *                    no entry of that name
+ * @return 0, or WH_ENOMEM.
+ */
+int pod_edits_env_value(const struct pod_edits *e, struct pe_ref c, const char *name, char **value);
 
 /** podutil_upsert_env on container c: same arguments, result and warning. */
 int pod_edits_upsert_env(struct pod_edits *e, struct pe_ref c, json_t *env_new, const char *plugin,
@@ -164,6 +193,12 @@ int pod_edits_write(const struct pod_edits *e, const struct jsonw_texts *known, 
  * @return 1 when it has one, 0 when not, WH_ENOMEM when it cannot tell.
  */
 int pod_edits_violates(const struct pod_edits *e);
+
+/**
+ * The edited pod as a tree (the view's pod with the patch applied), for what reads a
+ * whole pod (render, D15's denials). @return new reference; NULL on ENOMEM.
+ */
+json_t *pod_edits_pod(const struct pod_edits *e);
 
 /**
  * D15: podcheck_first_new of the view's pod and the edited one, the same answer: the

@@ -23,6 +23,7 @@
 #include "plugins/diagnose.h"
 #include "plugins/job.h"
 #include "plugins/plugin.h"
+#include "plugins/podedit.h"
 #include "plugins/podutil.h"
 
 #define PT_PORT_NAME "pytorchjob-port"
@@ -175,18 +176,18 @@ static json_t *pt_envs(const json_t *parts, const char *rank)
 }
 
 /* Port, then the env entries of pt_envs (docs/plugins.md §4.4 step 5). */
-static int pt_edit_container(const struct plugin_ctx *c, json_t *ctr, const json_t *parts,
-                             const json_t *envs)
+static int pt_edit_container(const struct plugin_ctx *c, struct pod_edits *pod, struct pe_ref ctr,
+                             const json_t *parts, const json_t *envs)
 {
-    int rc =
-        podutil_add_port(ctr, json_incref(json_array_get(parts, PT_PORT)), "pytorch", c->warnings);
+    int rc = pod_edits_add_port(pod, ctr, json_incref(json_array_get(parts, PT_PORT)), "pytorch",
+                                c->warnings);
 
     if (rc >= 0)
-        rc = podutil_upsert_envs(ctr, envs, NULL, c->name, c->warnings);
+        rc = pod_edits_upsert_envs(pod, ctr, envs, NULL, c->name, c->warnings);
     return rc;
 }
 
-static int pt_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
+static int pt_on_pod_create(const struct plugin_ctx *c, struct pod_edits *pod, struct wh_error *err)
 {
     struct pt_args a;
     const char *task = c->pod != NULL ? c->pod->task : "default";
@@ -198,8 +199,6 @@ static int pt_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
     json_t *envs = NULL;
     char rank_buf[24];
     const char *rank = NULL;
-    size_t i;
-    json_t *ctr;
     int rc = 0;
 
     pt_args_parse(c, &a);
@@ -223,7 +222,7 @@ static int pt_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
         snprintf(rank_buf, sizeof(rank_buf), "%lld", (long long)(int64_t)((uint64_t)index + 1));
         rank = rank_buf;
         if (a.wait_enabled) {
-            rc = podutil_add_init_container(pod, pt_wait_container(&a, addr));
+            rc = pod_edits_add_init_container(pod, pt_wait_container(&a, addr));
             if (rc < 0) {
                 rc = wh_error_set(err, rc, "cannot add init container %s: %s", PT_WAIT_NAME,
                                   rc == WH_ENOMEM ? "out of memory" : "malformed pod spec");
@@ -239,8 +238,8 @@ static int pt_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
         rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto out;
     }
-    json_array_each(podutil_containers(pod), i, ctr) {
-        rc = pt_edit_container(c, ctr, parts, envs);
+    for (size_t i = 0; i < pod_edits_count(pod, PV_CONTAINERS); i++) {
+        rc = pt_edit_container(c, pod, (struct pe_ref){PV_CONTAINERS, i}, parts, envs);
         if (rc < 0) {
             rc = wh_error_set(err, rc, "cannot edit spec.containers[%zu]: %s", i,
                               rc == WH_ENOMEM ? "out of memory" : "malformed container");

@@ -34,6 +34,7 @@
 #include "plugins/job.h"
 #include "plugins/objects.h"
 #include "plugins/plugin.h"
+#include "plugins/podedit.h"
 #include "plugins/podutil.h"
 
 #define RAY_HEAD_CMD_FMT                                                                           \
@@ -76,12 +77,13 @@ static void ray_args_parse(const struct plugin_ctx *c, struct ray_args *a)
 }
 
 /* docs/plugins.md §3.4 rule 10: containerPort is the flag value narrowed to 32 bits. */
-static int ray_add_port(const struct plugin_ctx *c, json_t *ctr, const char *name, int64_t port)
+static int ray_add_port(const struct plugin_ctx *c, struct pod_edits *pod, struct pe_ref ctr,
+                        const char *name, int64_t port)
 {
     json_t *p = podutil_object("name", json_string(name), "containerPort",
                                json_integer((json_int_t)(int32_t)port));
 
-    return podutil_add_port(ctr, p, "ray", c->warnings);
+    return pod_edits_add_port(pod, ctr, p, "ray", c->warnings);
 }
 
 /* A command or args list for a warning: compact JSON, cut to PODUTIL_SHOWN_MAX bytes. */
@@ -100,52 +102,57 @@ static const char *ray_shown(char *buf, size_t len, const json_t *v)
  * The container's own command, and args that sh -c then ignores (they become $0,
  * $1, ...), are told in c->warnings (D5, D16).
  */
-static int ray_set_command(const struct plugin_ctx *c, json_t *ctr, const char *line)
+static int ray_set_command(const struct plugin_ctx *c, struct pod_edits *pod, struct pe_ref ctr,
+                           const char *ctr_name, const char *line)
 {
-    json_t *old = json_incref(json_member(ctr, "command"));
-    const json_t *args = json_member(ctr, "args");
+    json_t *old = pod_edits_container_member(pod, ctr, "command");
+    json_t *args = pod_edits_container_member(pod, ctr, "args");
+    json_t *command = json_pack("[s, s, s]", "sh", "-c", line);
     char name[PODUTIL_SHOWN_MAX + 8];
     char was[PODUTIL_SHOWN_MAX + 8];
     char now[PODUTIL_SHOWN_MAX + 8];
-    int rc = podutil_set(ctr, "command", json_pack("[s, s, s]", "sh", "-c", line));
+    int rc = pod_edits_set_container(pod, ctr, "command", json_incref(command));
 
     if (rc == PODUTIL_UPSERT_REPLACED || rc == PODUTIL_UPSERT_ADDED)
-        podutil_shown(name, sizeof(name), podutil_str(ctr, "name"));
+        podutil_shown(name, sizeof(name), ctr_name);
     if (rc == PODUTIL_UPSERT_REPLACED)
         warnings_add(c->warnings,
                      "%s plugin: container %s command %s replaced by %s: run your program in "
                      "another container",
                      c->name, name, ray_shown(was, sizeof(was), old),
-                     ray_shown(now, sizeof(now), json_member(ctr, "command")));
+                     ray_shown(now, sizeof(now), command));
     if ((rc == PODUTIL_UPSERT_REPLACED || rc == PODUTIL_UPSERT_ADDED) && json_is_array(args)
         && json_array_size(args) > 0)
         warnings_add(c->warnings,
                      "%s plugin: container %s args %s are ignored by the new command (sh -c "
                      "\"ray start ...\"): drop them from the pod template",
                      c->name, name, ray_shown(was, sizeof(was), args));
+    json_decref(command);
+    json_decref(args);
     json_decref(old);
     return rc;
 }
 
-static int ray_edit_head(const struct plugin_ctx *c, json_t *ctr, const struct ray_args *a)
+static int ray_edit_head(const struct plugin_ctx *c, struct pod_edits *pod, struct pe_ref ctr,
+                         const char *ctr_name, const struct ray_args *a)
 {
     char line[256];
     int rc;
 
-    rc = ray_add_port(c, ctr, "gcs", a->port);
+    rc = ray_add_port(c, pod, ctr, "gcs", a->port);
     if (rc >= 0)
-        rc = ray_add_port(c, ctr, "dashboard", a->dashboard_port);
+        rc = ray_add_port(c, pod, ctr, "dashboard", a->dashboard_port);
     if (rc >= 0)
-        rc = ray_add_port(c, ctr, "client-server", a->client_port);
+        rc = ray_add_port(c, pod, ctr, "client-server", a->client_port);
     if (rc < 0)
         return rc;
     snprintf(line, sizeof(line), RAY_HEAD_CMD_FMT, (long long)a->port, (long long)a->dashboard_port,
              (long long)a->client_port);
-    return ray_set_command(c, ctr, line);
+    return ray_set_command(c, pod, ctr, ctr_name, line);
 }
 
-static int ray_edit_worker(const struct plugin_ctx *c, json_t *ctr, const struct ray_args *a,
-                           const char *head_addr)
+static int ray_edit_worker(const struct plugin_ctx *c, struct pod_edits *pod, struct pe_ref ctr,
+                           const char *ctr_name, const struct ray_args *a, const char *head_addr)
 {
     int n = snprintf(NULL, 0, RAY_WORKER_CMD_FMT, head_addr, (long long)a->port);
     char *line;
@@ -157,19 +164,18 @@ static int ray_edit_worker(const struct plugin_ctx *c, json_t *ctr, const struct
     if (line == NULL)
         return WH_ENOMEM;
     snprintf(line, (size_t)n + 1, RAY_WORKER_CMD_FMT, head_addr, (long long)a->port);
-    rc = ray_set_command(c, ctr, line);
+    rc = ray_set_command(c, pod, ctr, ctr_name, line);
     free(line);
     return rc;
 }
 
-static int ray_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
+static int ray_on_pod_create(const struct plugin_ctx *c, struct pod_edits *pod,
+                             struct wh_error *err)
 {
     struct ray_args a;
     const char *task = c->pod != NULL ? c->pod->task : "default";
     const json_t *head;
     char *head_addr = NULL;
-    size_t i;
-    json_t *ctr;
     int rc = 0;
 
     ray_args_parse(c, &a);
@@ -182,18 +188,25 @@ static int ray_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
         return wh_error_set(err, WH_ENOMEM, "out of memory");
 
     /* Both checks per container, as Volcano does (head == worker task is possible). */
-    json_array_each(podutil_containers(pod), i, ctr) {
-        const char *name = podutil_str(ctr, "name");
+    for (size_t i = 0; i < pod_edits_count(pod, PV_CONTAINERS); i++) {
+        struct pe_ref ctr = {PV_CONTAINERS, i};
+        char *name = pod_edits_container_name(pod, ctr);
 
+        if (name == NULL) {
+            rc = wh_error_set(err, WH_ENOMEM, "out of memory");
+            goto out;
+        }
         if (strcmp(task, a.head) == 0 && strcmp(name, a.head_container) == 0)
-            rc = ray_edit_head(c, ctr, &a);
+            rc = ray_edit_head(c, pod, ctr, name, &a);
         if (rc >= 0 && strcmp(task, a.worker) == 0 && strcmp(name, a.worker_container) == 0)
-            rc = ray_edit_worker(c, ctr, &a, head_addr);
+            rc = ray_edit_worker(c, pod, ctr, name, &a, head_addr);
         if (rc < 0) {
             rc = wh_error_set(err, rc, "cannot edit spec.containers[%zu] (%s): %s", i, name,
                               rc == WH_ENOMEM ? "out of memory" : "malformed container");
+            free(name);
             goto out;
         }
+        free(name);
     }
     rc = 0;
 out:

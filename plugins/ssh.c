@@ -40,6 +40,7 @@
 #include "plugins/job.h"
 #include "plugins/objects.h"
 #include "plugins/plugin.h"
+#include "plugins/podedit.h"
 #include "plugins/podutil.h"
 #include "plugins/sshkeys.h"
 
@@ -114,14 +115,13 @@ static json_t *ssh_mount(json_t *secret, const char *key_path)
 }
 
 /* The mount (shared by every container, as ssh_parts) in each container of list. */
-static int ssh_mount_list(json_t *list, const char *list_name, const json_t *secret, json_t *mount,
-                          struct wh_error *err)
+static int ssh_mount_list(struct pod_edits *pod, enum pv_container_list list, const json_t *secret,
+                          json_t *mount, struct wh_error *err)
 {
-    size_t i;
-    json_t *ctr;
+    const char *list_name = podview_list_names[list];
 
-    json_array_foreach(list, i, ctr) {
-        int rc = podutil_upsert_mount(ctr, json_incref(mount), err);
+    for (size_t i = 0; i < pod_edits_count(pod, list); i++) {
+        int rc = pod_edits_upsert_mount(pod, (struct pe_ref){list, i}, json_incref(mount), err);
 
         if (rc == WH_ECONFLICT)
             return rc; /* D5: the user's mount, err says whose */
@@ -164,7 +164,8 @@ static json_t *ssh_parts(const struct plugin_ctx *c, const struct ssh_args *a)
     return plugin_memo_keep(c, parts);
 }
 
-static int ssh_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
+static int ssh_on_pod_create(const struct plugin_ctx *c, struct pod_edits *pod,
+                             struct wh_error *err)
 {
     struct ssh_args a;
     json_t *parts;
@@ -184,7 +185,7 @@ static int ssh_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
         return wh_error_set(err, WH_ENOMEM, "cannot add volume %s-ssh: out of memory",
                             job_name(c->job));
     secret = json_array_get(parts, 0);
-    rc = podutil_upsert_volume(pod, json_incref(json_array_get(parts, 1)), err);
+    rc = pod_edits_upsert_volume(pod, json_incref(json_array_get(parts, 1)), err);
     if (rc == WH_ECONFLICT)
         goto out; /* D5: the user's volume, err says whose */
     if (rc < 0) {
@@ -192,11 +193,9 @@ static int ssh_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
                           rc == WH_ENOMEM ? "out of memory" : "malformed pod spec");
         goto out;
     }
-    rc = ssh_mount_list(podutil_containers(pod), "containers", secret, json_array_get(parts, 2),
-                        err);
+    rc = ssh_mount_list(pod, PV_CONTAINERS, secret, json_array_get(parts, 2), err);
     if (rc >= 0)
-        rc = ssh_mount_list(podutil_init_containers(pod), "initContainers", secret,
-                            json_array_get(parts, 2), err);
+        rc = ssh_mount_list(pod, PV_INIT_CONTAINERS, secret, json_array_get(parts, 2), err);
 out:
     json_decref(parts);
     return rc;

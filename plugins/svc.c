@@ -44,6 +44,7 @@
 #include "plugins/job.h"
 #include "plugins/objects.h"
 #include "plugins/plugin.h"
+#include "plugins/podedit.h"
 #include "plugins/podutil.h"
 
 #define SVC_MOUNT_PATH "/etc/volcano"
@@ -210,20 +211,20 @@ static const char *fail_reason(int rc)
     return rc == WH_ENOMEM ? "out of memory" : "malformed container";
 }
 
-/* Step 3 for one container list (NULL = no list). */
-static int svc_env_list(const struct plugin_ctx *c, json_t *list, const char *list_name,
-                        const json_t *env, struct wh_error *err)
+/* Step 3 for one container list. */
+static int svc_env_list(const struct plugin_ctx *c, struct pod_edits *pod,
+                        enum pv_container_list list, const json_t *env, struct wh_error *err)
 {
-    size_t i;
-    json_t *ctr;
+    const char *list_name = podview_list_names[list];
 
     if (json_array_size(env) == 0)
         return 0; /* inject-hosts-env=false: a malformed container is the mount's to name */
-    json_array_foreach(list, i, ctr) {
+    for (size_t i = 0; i < pod_edits_count(pod, list); i++) {
         size_t k = 0;
-        /* The entries are shared by every container (podutil_upsert_envs places them by
+        /* The entries are shared by every container (the upserts place them by
          * reference): no code may edit one in place, only replace it whole. */
-        int rc = podutil_upsert_envs(ctr, env, &k, c->name, c->warnings);
+        int rc =
+            pod_edits_upsert_envs(pod, (struct pe_ref){list, i}, env, &k, c->name, c->warnings);
 
         if (rc < 0)
             return wh_error_set(err, rc, "cannot set env %s in spec.%s[%zu]: %s",
@@ -233,16 +234,16 @@ static int svc_env_list(const struct plugin_ctx *c, json_t *list, const char *li
     return 0;
 }
 
-/* Step 5 for one container list (NULL = no list). */
-static int svc_mount_list(json_t *list, const char *list_name, const json_t *mount,
+/* Step 5 for one container list. */
+static int svc_mount_list(struct pod_edits *pod, enum pv_container_list list, const json_t *mount,
                           struct wh_error *err)
 {
-    size_t i;
-    json_t *ctr;
+    const char *list_name = podview_list_names[list];
 
-    json_array_foreach(list, i, ctr) {
+    for (size_t i = 0; i < pod_edits_count(pod, list); i++) {
         /* shared, as the env entries: a mount is replaced whole, never edited */
-        int rc = podutil_upsert_mount(ctr, json_incref((json_t *)mount), err);
+        int rc = pod_edits_upsert_mount(pod, (struct pe_ref){list, i}, json_incref((json_t *)mount),
+                                        err);
 
         if (rc == WH_ECONFLICT)
             return rc; /* D5: the user's mount, err says whose */
@@ -254,24 +255,25 @@ static int svc_mount_list(json_t *list, const char *list_name, const json_t *mou
 }
 
 /* Steps 1 and 2: hostname and subdomain, each only when empty (docs/plugins.md §4.2, D14). */
-static int svc_set_names(const struct plugin_ctx *c, json_t *spec, const char *job,
+static int svc_set_names(const struct plugin_ctx *c, struct pod_edits *pod, const char *job,
                          struct wh_error *err)
 {
     const char *pod_name = c->pod != NULL && c->pod->name != NULL ? c->pod->name : "";
+    char now[2];
     int rc;
 
-    if (podutil_str(spec, "hostname")[0] == '\0') {
+    if (pod_edits_spec_string(pod, "hostname", now, sizeof(now))[0] == '\0') {
         if (pod_name[0] == '\0') {
             warnings_add(c->warnings,
                          "svc plugin: pod has no name (generateName), spec.hostname left unset");
         } else {
-            rc = podutil_set_string(spec, "hostname", pod_name);
+            rc = pod_edits_set_spec(pod, "hostname", pod_name);
             if (rc < 0)
                 return wh_error_set(err, rc, "cannot set spec.hostname: %s", wh_error_str(rc));
         }
     }
-    if (podutil_str(spec, "subdomain")[0] == '\0') {
-        rc = podutil_set_string(spec, "subdomain", job);
+    if (pod_edits_spec_string(pod, "subdomain", now, sizeof(now))[0] == '\0') {
+        rc = pod_edits_set_spec(pod, "subdomain", job);
         if (rc < 0)
             return wh_error_set(err, rc, "cannot set spec.subdomain: %s", wh_error_str(rc));
     }
@@ -318,20 +320,20 @@ static json_t *svc_parts(const struct plugin_ctx *c, const struct svc_args *a)
     return plugin_memo_keep(c, parts);
 }
 
-static int svc_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
+static int svc_on_pod_create(const struct plugin_ctx *c, struct pod_edits *pod,
+                             struct wh_error *err)
 {
     struct svc_args a;
     const char *job = job_name(c->job);
-    json_t *spec = json_member(pod, "spec");
     json_t *parts = NULL;
     json_t *env;
     json_t *volume;
     int rc;
 
     svc_args_parse(c, &a);
-    if (!json_is_object(spec))
+    if (!pod_edits_has_spec(pod))
         return wh_error_set(err, WH_EINVAL, "pod has no spec object");
-    rc = svc_set_names(c, spec, job, err);
+    rc = svc_set_names(c, pod, job, err);
     if (rc < 0)
         return rc;
     parts = svc_parts(c, &a);
@@ -339,13 +341,13 @@ static int svc_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
         return wh_error_set(err, WH_ENOMEM, "out of memory");
     env = json_array_get(parts, SVC_ENV);
     volume = json_array_get(parts, SVC_VOLUME);
-    rc = svc_env_list(c, podutil_containers(pod), "containers", env, err);
+    rc = svc_env_list(c, pod, PV_CONTAINERS, env, err);
     if (rc < 0)
         goto out;
-    rc = svc_env_list(c, podutil_init_containers(pod), "initContainers", env, err);
+    rc = svc_env_list(c, pod, PV_INIT_CONTAINERS, env, err);
     if (rc < 0)
         goto out;
-    rc = podutil_upsert_volume(pod, json_incref(volume), err);
+    rc = pod_edits_upsert_volume(pod, json_incref(volume), err);
     if (rc == WH_ECONFLICT)
         goto out; /* D5: the user's volume, err says whose */
     if (rc < 0) {
@@ -353,12 +355,10 @@ static int svc_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_
                           rc == WH_ENOMEM ? "out of memory" : "malformed pod spec");
         goto out;
     }
-    rc = svc_mount_list(podutil_containers(pod), "containers", json_array_get(parts, SVC_MOUNT),
-                        err);
+    rc = svc_mount_list(pod, PV_CONTAINERS, json_array_get(parts, SVC_MOUNT), err);
     if (rc < 0)
         goto out;
-    rc = svc_mount_list(podutil_init_containers(pod), "initContainers",
-                        json_array_get(parts, SVC_MOUNT), err);
+    rc = svc_mount_list(pod, PV_INIT_CONTAINERS, json_array_get(parts, SVC_MOUNT), err);
 out:
     json_decref(parts);
     return rc < 0 ? rc : 0;

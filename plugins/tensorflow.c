@@ -28,6 +28,7 @@
 #include "plugins/diagnose.h"
 #include "plugins/job.h"
 #include "plugins/plugin.h"
+#include "plugins/podedit.h"
 #include "plugins/podutil.h"
 
 #define TF_ROLES 4
@@ -295,7 +296,7 @@ static int tf_config(char **out, const struct plugin_ctx *c, const struct tf_arg
     return *out != NULL ? 0 : WH_ENOMEM;
 }
 
-static int tf_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_error *err)
+static int tf_on_pod_create(const struct plugin_ctx *c, struct pod_edits *pod, struct wh_error *err)
 {
     struct tf_args a;
     const char *task = c->pod != NULL ? c->pod->task : "default";
@@ -304,8 +305,6 @@ static int tf_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
     int64_t index;
     char *config = NULL;
     json_t *value = NULL;
-    size_t i;
-    json_t *ctr;
     int rc = 0;
 
     tf_args_parse(c, &a);
@@ -324,8 +323,9 @@ static int tf_on_pod_create(const struct plugin_ctx *c, json_t *pod, struct wh_e
         rc = wh_error_set(err, WH_ENOMEM, "out of memory");
         goto out;
     }
-    json_array_each(podutil_containers(pod), i, ctr) {
-        rc = podutil_upsert_env(ctr, podutil_env_shared("TF_CONFIG", value), c->name, c->warnings);
+    for (size_t i = 0; i < pod_edits_count(pod, PV_CONTAINERS); i++) {
+        rc = pod_edits_upsert_env(pod, (struct pe_ref){PV_CONTAINERS, i},
+                                  podutil_env_shared("TF_CONFIG", value), c->name, c->warnings);
         if (rc < 0) {
             rc = wh_error_set(err, rc, "cannot add env TF_CONFIG to spec.containers[%zu]: %s", i,
                               rc == WH_ENOMEM ? "out of memory" : "malformed container");

@@ -22,7 +22,9 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "k8s/podview.h"
 #include "plugins/plugin.h"
+#include "plugins/podedit.h"
 #include "plugins/warnings.h"
 #include "tests/testutil.h"
 
@@ -93,6 +95,47 @@ static inline struct plugin_ctx pc_ctx(const struct plugin *p, const json_t *job
     return pc_ctx_args(p, job, pc_job_args(p, job), info, w);
 }
 
+/* A hook's pod as the chain gives it: the view of a jansson pod and the edits over it. */
+struct pc_pod {
+    struct pod_view view;
+    struct pod_edits edits;
+};
+
+static inline void pc_pod_open(struct pc_pod *pp, const json_t *pod)
+{
+    ck_assert_int_eq(podview_from_json(&pp->view, pod), 0);
+    ck_assert_int_eq(pod_edits_init(&pp->edits, &pp->view), 0);
+}
+
+/* The edits made on pod itself (its members replaced by the edited pod's, in its order),
+ * failed hook or not (the chain drops a failed hook's, and the suites check them). */
+static inline void pc_pod_close(struct pc_pod *pp, json_t *pod)
+{
+    json_t *after = pod_edits_pod(&pp->edits);
+
+    ck_assert_ptr_nonnull(after);
+    if (json_is_object(pod)) {
+        ck_assert_int_eq(json_object_clear(pod), 0);
+        ck_assert_int_eq(json_object_update(pod, after), 0);
+    }
+    json_decref(after);
+    pod_edits_dispose(&pp->edits);
+    podview_dispose(&pp->view);
+}
+
+/* p.on_pod_create on pod (a jansson pod, changed in place) as the chain runs it. */
+static inline int pc_call(const struct plugin *p, const struct plugin_ctx *c, json_t *pod,
+                          struct wh_error *err)
+{
+    struct pc_pod pp;
+    int rc;
+
+    pc_pod_open(&pp, pod);
+    rc = p->on_pod_create(c, &pp.edits, err);
+    pc_pod_close(&pp, pod);
+    return rc;
+}
+
 /*
  * The core of every successful case: run p.on_pod_create on pod (changed in
  * place) and assert it returns 0 with err.code 0, the WHOLE resulting pod and
@@ -111,7 +154,7 @@ static inline void pc_run_ok(const struct plugin *p, const json_t *job, const js
     int rc;
 
     warnings_init(&w);
-    rc = p->on_pod_create(&c, pod, &err);
+    rc = pc_call(p, &c, pod, &err);
     ck_assert_msg(rc == 0, "on_pod_create returned %d: %s", rc, err.msg);
     ck_assert_int_eq(err.code, 0);
     pc_assert_json(pod, want_pod_sq);
@@ -119,7 +162,7 @@ static inline void pc_run_ok(const struct plugin *p, const json_t *job, const js
 
     first = json_deep_copy(pod);
     ck_assert_ptr_nonnull(first);
-    rc = p->on_pod_create(&c, pod, &err);
+    rc = pc_call(p, &c, pod, &err);
     ck_assert_msg(rc == 0, "second on_pod_create returned %d: %s", rc, err.msg);
     ck_assert_msg(json_equal(pod, first), "second call changed the pod");
     pc_assert_warnings(&w, want_warnings_sq);
@@ -187,7 +230,7 @@ static inline void pc_err_rc(const struct plugin *p, const char *job_sq,
     struct plugin_ctx c = pc_ctx(p, job, info, &w);
 
     warnings_init(&w);
-    ck_assert_int_eq(p->on_pod_create(&c, pod, &err), want_rc);
+    ck_assert_int_eq(pc_call(p, &c, pod, &err), want_rc);
     ck_assert_int_eq(err.code, want_rc);
     ck_assert_str_eq(err.msg, want_msg);
     pc_assert_json(pod, want_pod_sq != NULL ? want_pod_sq : pod_sq);
@@ -277,10 +320,14 @@ static inline void pc_chaos_args(const struct plugin *p, const char *job_sq, con
         struct wh_error err = {0, ""};
         struct plugin_ctx c = pc_ctx_args(p, job, args, info, &w);
 
+        struct pc_pod pp;
+
         warnings_init(&w);
+        pc_pod_open(&pp, pod);
         pc_alloc_fail_nth(n);
-        rc = p->on_pod_create(&c, pod, &err);
+        rc = p->on_pod_create(&c, &pp.edits, &err);
         pc_alloc_restore();
+        pc_pod_close(&pp, pod);
         if (rc != 0) {
             ck_assert_int_eq(rc, WH_ENOMEM);
             ck_assert_int_eq(err.code, WH_ENOMEM);

@@ -2,9 +2,9 @@
 /*
  * mutate.c - one admission decision (docs/decisions.md): which pods are served (D8),
  * which Job owns the pod (D6), the error policy (D7), the plugin chain in its
- * fixed order (D1, D2) run as upserts until it adds no container (D5, D13), the
- * check that the result is a pod the API server accepts (D15, k8s/podcheck.h),
- * and the RFC 6902 diff of the result.
+ * fixed order (D1, D2) run as upserts until it adds no container (D5, D13), recorded
+ * over the pod's view (plugins/podedit.h), the check that the result is a pod the
+ * API server accepts (D15, k8s/podcheck.h), and the RFC 6902 patch of the edits.
  *
  * Threads: called concurrently from MHD workers and from `render`. Everything
  * here is request-owned; the Job is only read; the plugin table is immutable.
@@ -26,6 +26,7 @@
 #include "plugins/diagnose.h"
 #include "plugins/job.h"
 #include "plugins/plugin.h"
+#include "plugins/podedit.h"
 
 #define JOB_API_VERSION  "batch.volcano.sh/v1alpha1"
 #define TASK_SPEC_KEY    "volcano.sh/task-spec"
@@ -137,101 +138,10 @@ static void pod_info_init(struct plugin_pod_info *info, const json_t *pod, const
     }
 }
 
-static size_t container_count(json_t *pod)
+static size_t container_count(const struct pod_edits *pod)
 {
-    const json_t *spec = json_member(pod, "spec");
-
-    return json_array_size(json_member(spec, "containers"))
-        + json_array_size(json_member(spec, "initContainers"));
+    return pod_edits_count(pod, PV_CONTAINERS) + pod_edits_count(pod, PV_INIT_CONTAINERS);
 }
-
-/*
- * A copy of v with new objects and arrays all the way down, but the scalar leaves
- * (strings, numbers) shared by reference. The plugins change a pod's lists and
- * objects (set, insert, remove), never a scalar in place (no json_string_set and
- * the like anywhere in plugins/), so a shared leaf stays equal on both sides and
- * patch_diff skips it by pointer. Key order is kept (jansson iterates in
- * insertion order), as json_deep_copy does. @return new reference, NULL on ENOMEM.
- */
-static json_t *copy_tree(const json_t *v)
-{
-    json_t *c;
-
-    if (json_is_object(v)) {
-        const char *key;
-        size_t klen;
-        json_t *m;
-
-        c = json_object();
-        if (c == NULL)
-            return NULL;
-        /* json_object_keylen_foreach wants a non-const object; it only reads it here. */
-        json_object_keylen_foreach((json_t *)v, key, klen, m) {
-            if (json_object_setn_new_nocheck(c, key, klen, copy_tree(m)) < 0) {
-                json_decref(c);
-                return NULL;
-            }
-        }
-        return c;
-    }
-    if (json_is_array(v)) {
-        size_t i;
-        json_t *m;
-
-        c = json_array();
-        if (c == NULL)
-            return NULL;
-        json_array_foreach(v, i, m) {
-            if (json_array_append_new(c, copy_tree(m)) < 0) {
-                json_decref(c);
-                return NULL;
-            }
-        }
-        return c;
-    }
-    return json_incref((json_t *)v);
-}
-
-/*
- * Where the plugins edit a pod (the plugins in plugins/): metadata.annotations
- * (hcclrank); spec.hostname and spec.subdomain (svc); spec.volumes (ssh, svc);
- * in spec.containers[] and spec.initContainers[], each container's env, volumeMounts
- * and ports lists (env, svc, ssh, mpi, pytorch, tensorflow, ray), members set on the
- * container (ray's command), and whole new init containers (pytorch). A member
- * listed with sub == NULL is copied by copy_tree; with sub, an object becomes a new
- * object whose members are shared by reference except those sub lists, and an
- * array a new array of such objects; with items, a list becomes a new array of the
- * same items: podutil (plugins/podutil.h) appends to those lists and replaces an
- * entry whole (json_array_set), never edits one in place. So the copy is new only
- * on the way to what plugins edit, and patch_diff skips the rest (labels,
- * ownerReferences, affinity, resources, probes, every entry no plugin replaced,
- * ...) by pointer. check_mutate's chain_leaves_the_admitted_pod_as_it_was fails
- * when a plugin edits anything else.
- */
-struct edited {
-    const char *key;
-    const struct edited *sub;
-    bool items; /* a list whose entries are appended or replaced whole */
-};
-
-static const struct edited edited_metadata[] = {{"annotations", NULL, false}, {NULL, NULL, false}};
-static const struct edited edited_container[] = {
-    {"env", NULL, true},
-    {"volumeMounts", NULL, true},
-    {"ports", NULL, true},
-    {NULL, NULL, false},
-};
-static const struct edited edited_spec[] = {
-    {"containers", edited_container, false},
-    {"initContainers", edited_container, false},
-    {"volumes", NULL, true},
-    {NULL, NULL, false},
-};
-static const struct edited edited_pod[] = {
-    {"metadata", edited_metadata, false},
-    {"spec", edited_spec, false},
-    {NULL, NULL, false},
-};
 
 /* What the chain, the plugins and D15 read in a pod (mutate.h). */
 static const struct jsonr_keep read_container[] = {
@@ -279,68 +189,6 @@ const struct jsonr_keep mutate_pod_read[] = {
     {NULL, NULL},
 };
 
-/* A new array holding v's items (one more reference each). @return new reference, NULL on ENOMEM. */
-static json_t *copy_items(const json_t *v)
-{
-    size_t n = json_array_size(v);
-    json_t *c = json_array();
-
-    for (size_t i = 0; c != NULL && i < n; i++) {
-        if (json_array_append(c, json_array_get(v, i)) < 0) {
-            json_decref(c);
-            return NULL;
-        }
-    }
-    return c;
-}
-
-/* The copy the plugins edit (see struct edited). @return new reference, NULL on ENOMEM. */
-static json_t *copy_edited(const json_t *v, const struct edited *sub)
-{
-    const char *key;
-    size_t klen;
-    json_t *m;
-    json_t *c;
-
-    if (sub != NULL && json_is_array(v)) {
-        size_t i;
-
-        c = json_array();
-        if (c == NULL)
-            return NULL;
-        json_array_foreach(v, i, m) {
-            if (json_array_append_new(c, copy_edited(m, sub)) < 0) {
-                json_decref(c);
-                return NULL;
-            }
-        }
-        return c;
-    }
-    if (sub == NULL || !json_is_object(v))
-        return copy_tree(v);
-    c = json_object();
-    if (c == NULL)
-        return NULL;
-    json_object_keylen_foreach((json_t *)v, key, klen, m) {
-        const struct edited *e = sub;
-        json_t *mc;
-
-        while (e->key != NULL && (strlen(e->key) != klen || memcmp(e->key, key, klen) != 0))
-            e++;
-        if (e->key == NULL)
-            mc = json_incref(m);
-        else if (e->items && json_is_array(m))
-            mc = copy_items(m);
-        else
-            mc = copy_edited(m, e->sub);
-        if (json_object_setn_new_nocheck(c, key, klen, mc) < 0) {
-            json_decref(c);
-            return NULL;
-        }
-    }
-    return c;
-}
-
 /* The effective set and arguments of one Job, for every chain run (D1). */
 struct chain {
     const json_t *job;
@@ -355,21 +203,22 @@ struct chain {
  * Called after each hook that succeeded, with the pod as it now is; returning
  * true stops the chain there. For D15's attribution replay (d15_culprit).
  */
-typedef bool (*chain_stop_fn)(const json_t *pod, void *ud);
+typedef bool (*chain_stop_fn)(const struct pod_edits *pod, void *ud);
 
 /*
- * Run the plugin chain on copy: registry order (D2), each hook sees the edits of
- * the ones before, passes repeated while one adds a container (D13).
+ * Run the plugin chain on pod (the edits recorded over the pod's view, plugins/podedit.h):
+ * registry order (D2), each hook sees the edits of the ones before, passes repeated
+ * while one adds a container (D13).
  * @param[out] last  the plugin that failed, or after which stop returned true
  * @return 0 when the chain ran to its end, 1 when stop stopped it, < 0 with err
  *         filled when a hook failed (D7), its message prefixed "<plugin> plugin: "
  *         (plugin_error_name: the one place the admission path names the plugin).
  */
-static int chain_run(const struct chain *ch, json_t *copy, struct warnings *w,
+static int chain_run(const struct chain *ch, struct pod_edits *pod, struct warnings *w,
                      const struct plugin **last, chain_stop_fn stop, void *ud, struct wh_error *err)
 {
     for (int pass = 0; pass < CHAIN_PASSES_MAX; pass++) {
-        size_t before = container_count(copy);
+        size_t before = container_count(pod);
 
         for (size_t k = 0; k < plugin_registry_len; k++) {
             const struct plugin *p = plugin_registry[k];
@@ -389,14 +238,14 @@ static int chain_run(const struct chain *ch, json_t *copy, struct warnings *w,
                 continue;
             *last = p;
             wh_error_clear(err);
-            rc = p->on_pod_create(&ctx, copy, err);
+            rc = p->on_pod_create(&ctx, pod, err);
             if (rc < 0)
                 return plugin_error_name(err, p->name, rc); /* the one place it is named */
-            if (stop != NULL && stop(copy, ud))
+            if (stop != NULL && stop(pod, ud))
                 return 1;
         }
         /* D13: a container added by a plugin must get every plugin's additions. */
-        if (container_count(copy) == before)
+        if (container_count(pod) == before)
             break;
     }
     return 0;
@@ -404,30 +253,35 @@ static int chain_run(const struct chain *ch, json_t *copy, struct warnings *w,
 
 /* ---- D15: no pod the API server will refuse ---- */
 
-static bool has_violation(const json_t *pod, void *ud)
+/* Whether the edited pod has violation ud (its tree made: only on a denial's replay). */
+static bool has_violation(const struct pod_edits *pod, void *ud)
 {
-    return podcheck_has(pod, ud);
+    json_t *after = pod_edits_pod(pod);
+    bool has = after != NULL && podcheck_has(after, ud);
+
+    json_decref(after);
+    return has;
 }
 
 /*
- * The plugin whose edit brought violation v: the chain run again on a fresh
- * copy of pod, stopped after the first hook whose result has it. Only on a
- * denial, so the common path pays one check. @return NULL when none (ENOMEM).
+ * The plugin whose edit brought violation v: the chain run again on fresh edits of
+ * view, stopped after the first hook whose result has it. Only on a denial, so the
+ * common path pays one check. @return NULL when none (ENOMEM).
  */
-static const struct plugin *d15_culprit(const struct chain *ch, const json_t *pod,
+static const struct plugin *d15_culprit(const struct chain *ch, const struct pod_view *view,
                                         const struct podcheck_violation *v)
 {
     struct warnings scratch; /* the real run already gave its warnings */
     const struct plugin *last = NULL;
     struct wh_error err;
-    json_t *copy = copy_edited(pod, edited_pod);
+    struct pod_edits fresh;
     int rc;
 
-    if (copy == NULL)
+    if (pod_edits_init(&fresh, view) < 0)
         return NULL;
     warnings_init(&scratch);
-    rc = chain_run(ch, copy, &scratch, &last, has_violation, (void *)v, &err);
-    json_decref(copy);
+    rc = chain_run(ch, &fresh, &scratch, &last, has_violation, (void *)v, &err);
+    pod_edits_dispose(&fresh);
     return rc == 1 ? last : NULL;
 }
 
@@ -555,21 +409,20 @@ static void d15_message(char *buf, size_t len, const char *plugin,
 }
 
 /*
- * D15 after the chain: the first violation of copy that pod did not have
- * already, told with the plugin that made it. @return true when the pod is
+ * D15 after the chain: the first violation of the edited pod that the pod did not
+ * have already, told with the plugin that made it. @return true when the pod is
  * denied (out filled, code 400).
  */
-static bool d15_deny(const struct chain *ch, const json_t *pod, const json_t *copy,
-                     struct mutate_result *out)
+static bool d15_deny(const struct chain *ch, const struct pod_edits *pod, struct mutate_result *out)
 {
     struct podcheck_violation v = {0};
     const struct plugin *p;
     char msg[sizeof(out->message)];
     char qp[LOG_QUOTE_SIZE(128)]; /* the pod's name, quoted */
 
-    if (!podcheck_first_new(pod, copy, &v))
+    if (!pod_edits_first_new_violation(pod, &v))
         return false;
-    p = d15_culprit(ch, pod, &v);
+    p = d15_culprit(ch, pod->view, &v);
     d15_message(msg, sizeof(msg), p != NULL ? p->name : "a", &v, ch);
     LOG_INFO("admission pod=%s job=%s outcome=invalid-pod plugin=%s",
              log_quote(qp, sizeof(qp), ch->info->name), job_name(ch->job),
@@ -587,8 +440,9 @@ static void pod_with_job(const json_t *job, const json_t *pod, const char *ns,
     struct jsonw_texts texts;
     struct plugin_pod_info info;
     const struct plugin *p = NULL;
-    json_t *copy = NULL;
-    json_t *patch = NULL;
+    struct pod_view view;
+    struct pod_edits edits;
+    struct buf own;
     struct wh_error err;
     int rc;
 
@@ -597,10 +451,17 @@ static void pod_with_job(const json_t *job, const json_t *pod, const char *ns,
         deny(out, 400, "pod has no spec");
         return;
     }
-    copy = copy_edited(pod, edited_pod);
-    if (copy == NULL)
-        goto nomem;
-    pod_info_init(&info, copy, ns);
+    if (podview_from_json(&view, pod) < 0) {
+        podview_dispose(&view);
+        deny(out, 500, "out of memory");
+        return;
+    }
+    if (pod_edits_init(&edits, &view) < 0) {
+        podview_dispose(&view);
+        deny(out, 500, "out of memory");
+        return;
+    }
+    pod_info_init(&info, pod, ns);
     ch.info = &info;
     jsonw_texts_init(&texts);
     if (text != NULL)
@@ -616,41 +477,41 @@ static void pod_with_job(const json_t *job, const json_t *pod, const char *ns,
             ch.memo[k] = src->job_memo(src->userdata, job, k);
     }
 
-    rc = chain_run(&ch, copy, &out->warnings, &p, NULL, NULL, &err);
+    rc = chain_run(&ch, &edits, &out->warnings, &p, NULL, NULL, &err);
     if (rc < 0) {
         /* D7: a plugin error denies the pod with 400; running out of memory is the
          * webhook's failure, 500. err names the plugin (chain_run). */
         deny(out, rc == WH_ENOMEM ? 500 : 400, "%s", err.msg);
-        json_decref(copy);
-        return;
+        goto done;
     }
-    if (d15_deny(&ch, pod, copy, out)) {
-        json_decref(copy);
-        return;
-    }
-
+    if (d15_deny(&ch, &edits, out))
+        goto done;
     if (text != NULL) {
         /* WH_ETOOBIG stays in text->rc: the cap is the caller's, and so is the answer. */
-        rc = patch_diff_write(pod, copy, &texts, text, &out->patch_ops);
+        rc = pod_edits_write(&edits, &texts, text, &out->patch_ops);
         if (rc < 0 && rc != WH_ETOOBIG)
-            goto nomem;
-        out->pod = copy;
-        return;
+            deny(out, 500, "out of memory");
+        goto done;
     }
-    patch = patch_diff(pod, copy);
-    if (patch == NULL)
-        goto nomem;
-    out->patch_ops = json_array_size(patch);
+    /* the ops as a tree, and the pod they make (render, the tests) */
+    buf_init(&own, BUF_NO_MAX);
+    rc = pod_edits_write(&edits, NULL, &own, &out->patch_ops);
+    out->patch = rc == 0 ? json_loadb(own.data, own.len, 0, NULL) : NULL;
+    buf_dispose(&own);
+    out->pod = out->patch != NULL ? pod_edits_pod(&edits) : NULL;
+    if (out->patch == NULL || out->pod == NULL) {
+        deny(out, 500, "out of memory");
+        json_decref(out->pod);
+        out->pod = NULL;
+        goto done;
+    }
     if (out->patch_ops == 0) {
-        json_decref(patch);
-        patch = NULL;
+        json_decref(out->patch);
+        out->patch = NULL;
     }
-    out->patch = patch;
-    out->pod = copy;
-    return;
-nomem:
-    json_decref(copy);
-    deny(out, 500, "out of memory");
+done:
+    pod_edits_dispose(&edits);
+    podview_dispose(&view);
 }
 
 void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,

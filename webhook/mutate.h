@@ -49,7 +49,8 @@ struct mutate_result {
     json_t *patch;            /* new reference: RFC 6902 ops; NULL when there are none or
                                  when they were written as text (mutate_review_text) */
     size_t patch_ops;         /* ops in the patch, either form */
-    json_t *pod;              /* new reference: the mutated pod; NULL when not served */
+    json_t *pod;              /* new reference: the mutated pod; NULL when not served or
+                                 when the patch was written as text (mutate_review_text) */
     struct warnings warnings; /* response.warnings */
     unsigned enabled;         /* bit k: plugin_registry[k] was in the effective set */
 };
@@ -63,8 +64,8 @@ struct mutate_result {
  * each container's name, env, volumeMounts, ports, command, args) and D15's check
  * (k8s/podcheck.h: the same, ephemeral containers too). admission_handle builds only
  * these members of request.object; a plugin or check that reads another member of a
- * pod must name it here. Every member the chain edits (struct edited, mutate.c) is
- * among them, so an edit never meets a member left out. tests/webhook/check_answer.c
+ * pod must name it here. Every member the chain edits (plugins/podedit.h: the pod
+ * view's members, k8s/podview.h) is among them, so an edit never meets a member left out. tests/webhook/check_answer.c
  * compares every answer with the one the whole tree gives.
  */
 extern const struct jsonr_keep mutate_pod_read[];
@@ -102,8 +103,10 @@ void mutate_review_text(const struct mutate_request *req, const struct jobsource
                         struct mutate_result *out);
 
 /**
- * Run the effective plugin chain of job on a copy of pod (D1, D2, D5, D13,
- * D14) and diff. ns is the namespace to use when the pod has none. On a plugin
+ * Run the effective plugin chain of job on pod (D1, D2, D5, D13, D14), its edits
+ * recorded over the pod's view (plugins/podedit.h; pod is never written), and write
+ * their patch; out->pod is the pod they make. ns is the namespace to use when the pod
+ * has none. On a plugin
  * error the pod is denied with code 400 (D7). So is a result that the API server
  * would refuse because of the plugins' edits (D15: a hostname, subdomain, volume,
  * container, mount path, port or env var name, or an env value over 128 KiB, that

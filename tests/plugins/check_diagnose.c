@@ -325,7 +325,7 @@ START_TEST(tensorflow_config_too_large)
     const char *tf;
     char want[DIAGNOSE_MSG_MAX];
 
-    ck_assert_int_eq(plugin_tensorflow.on_pod_create(&c, pod, &err), 0);
+    ck_assert_int_eq(pc_call(&plugin_tensorflow, &c, pod, &err), 0);
     tf = json_string_value(json_object_get(
         json_array_get(json_object_get(json_array_get(json_object_get(json_object_get(pod, "spec"),
                                                                       "containers"), 0), "env"), 0),

@@ -168,12 +168,12 @@ START_TEST(malformed_container_is_an_error)
     struct wh_error err = {0, ""};
     struct plugin_ctx c = {.name = "env", .job = job, .args = NULL, .pod = &POD3};
 
-    ck_assert_int_eq(P->on_pod_create(&c, pod, &err), WH_EINVAL);
+    ck_assert_int_eq(pc_call(P, &c, pod, &err), WH_EINVAL);
     ck_assert_int_eq(err.code, WH_EINVAL);
     ck_assert_str_eq(err.msg,
                      "cannot set env VK_TASK_INDEX in "
                      "spec.initContainers[0]: malformed container");
-    ck_assert_int_eq(P->on_pod_create(&c, pod2, &err), WH_EINVAL);
+    ck_assert_int_eq(pc_call(P, &c, pod2, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg,
                      "cannot set env VK_TASK_INDEX in "
                      "spec.containers[0]: malformed container");

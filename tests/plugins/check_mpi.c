@@ -261,15 +261,15 @@ START_TEST(malformed_container_is_an_error)
     struct wh_error err = {0, ""};
     struct plugin_ctx c = {.name = "mpi", .job = job, .args = args, .pod = &LM_MASTER};
 
-    ck_assert_int_eq(P->on_pod_create(&c, badports, &err), WH_EINVAL);
+    ck_assert_int_eq(pc_call(P, &c, badports, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg,
                      "cannot add port 22 to spec.containers[0]: "
                      "malformed container");
-    ck_assert_int_eq(P->on_pod_create(&c, badenv, &err), WH_EINVAL);
+    ck_assert_int_eq(pc_call(P, &c, badenv, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg,
                      "cannot set env MPI_HOST in spec.initContainers[0]: "
                      "malformed container");
-    ck_assert_int_eq(P->on_pod_create(&c, notobj, &err), WH_EINVAL);
+    ck_assert_int_eq(pc_call(P, &c, notobj, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg,
                      "cannot add port 22 to spec.containers[0]: "
                      "malformed container");

@@ -262,11 +262,11 @@ START_TEST(malformed_pod_is_an_error)
     struct wh_error err = {0, ""};
     struct plugin_ctx c = {.name = "ssh", .job = job, .args = NULL, .pod = &POD};
 
-    ck_assert_int_eq(P->on_pod_create(&c, nospec, &err), WH_EINVAL);
+    ck_assert_int_eq(pc_call(P, &c, nospec, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "cannot add volume mpi-job-ssh: malformed pod spec");
-    ck_assert_int_eq(P->on_pod_create(&c, badvol, &err), WH_EINVAL);
+    ck_assert_int_eq(pc_call(P, &c, badvol, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "cannot add volume mpi-job-ssh: malformed pod spec");
-    ck_assert_int_eq(P->on_pod_create(&c, badctr, &err), WH_EINVAL);
+    ck_assert_int_eq(pc_call(P, &c, badctr, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "cannot mount mpi-job-ssh in spec.initContainers[0]: "
                               "malformed container");
     json_decref(badctr);

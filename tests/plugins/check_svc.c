@@ -291,17 +291,17 @@ START_TEST(malformed_pod_is_an_error)
     struct wh_error err = {0, ""};
     struct plugin_ctx c = {.name = "svc", .job = job, .args = NULL, .pod = &POD};
 
-    ck_assert_int_eq(P->on_pod_create(&c, nospec, &err), WH_EINVAL);
+    ck_assert_int_eq(pc_call(P, &c, nospec, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "pod has no spec object");
-    ck_assert_int_eq(P->on_pod_create(&c, badenv, &err), WH_EINVAL);
+    ck_assert_int_eq(pc_call(P, &c, badenv, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "cannot set env VC_MPIMASTER_HOSTS in spec.containers[0]: "
                               "malformed container");
-    ck_assert_int_eq(P->on_pod_create(&c, badmount, &err), WH_EINVAL);
+    ck_assert_int_eq(pc_call(P, &c, badmount, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "cannot mount /etc/volcano in spec.initContainers[0]: "
                               "malformed container");
     /* no env to set: the container is the mount's to name, not an env entry's */
     c.args = noenv;
-    ck_assert_int_eq(P->on_pod_create(&c, badctr, &err), WH_EINVAL);
+    ck_assert_int_eq(pc_call(P, &c, badctr, &err), WH_EINVAL);
     ck_assert_str_eq(err.msg, "cannot mount /etc/volcano in spec.containers[0]: "
                               "malformed container");
     json_decref(badctr);

@@ -344,7 +344,7 @@ START_TEST(huge_replicas_refused)
     struct plugin_ctx c = pc_ctx(P, job, &info, &w);
 
     warnings_init(&w);
-    ck_assert_int_eq(P->on_pod_create(&c, pod, &err), WH_ETOOBIG);
+    ck_assert_int_eq(pc_call(P, &c, pod, &err), WH_ETOOBIG);
     ck_assert_str_eq(err.msg, "TF_CONFIG would exceed 3145728 bytes");
     pc_assert_json(pod, POD_IN("j-worker-0"));
     json_decref(pod);
