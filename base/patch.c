@@ -3,7 +3,7 @@
  * patch.c - RFC 6902 JSON Patch: the diff that becomes the admission response
  * (docs/plugins.md §7.3) and a strict applier used by tests and the fixed-point check.
  *
- * Design: one walk of both documents (struct diff), keeping the current JSON
+ * Design: one walk of both documents (struct patch_writer), keeping the current JSON
  * Pointer in one struct buf (push a segment, recurse, cut back; "" for the root). It
  * hands each op, as it finds it, to a jansson array (patch_diff: the op values are
  * after's own nodes) or to the JSON text of the patch (patch_diff_write, base/jsonw.h:
@@ -50,21 +50,15 @@ size_t patch_escape_segment(char *dst, size_t dstlen, const char *segment)
 }
 
 /*
- * One diff walk. The ops go either into a jansson array (ops, for patch_diff) or,
- * as the walk finds them, straight into JSON text (text, for patch_diff_write). path
- * is the current JSON Pointer: plain for the array, already JSON-escaped for the text
- * (each segment escaped once, when pushed, not once per op).
+ * One diff walk (struct patch_writer, patch.h): the ops go either into a jansson array
+ * (ops, for patch_diff) or, as the walk finds them, straight into JSON text (text, for
+ * patch_diff_write and the writer). path is the current JSON Pointer: plain for the
+ * array, already JSON-escaped for the text (each segment escaped once, when pushed,
+ * not once per op).
  */
-struct diff {
-    struct buf path;
-    json_t *ops;                     /* patch_diff: the array the ops are appended to */
-    struct buf *text;                /* patch_diff_write: where the op array's text goes */
-    const struct jsonw_texts *known; /* patch_diff_write: op values' texts, or NULL */
-    size_t n;                        /* ops emitted */
-};
 
 /* Append "/" and the escaped segment; the old length goes to *mark for path_cut. */
-static int path_push(struct diff *d, const char *segment, size_t *mark)
+static int path_push(struct patch_writer *d, const char *segment, size_t *mark)
 {
     struct buf *p = &d->path;
     /* Most keys need no escaping: measure the plain run once, escape only the rest. */
@@ -90,7 +84,7 @@ static int path_push(struct diff *d, const char *segment, size_t *mark)
     return 0;
 }
 
-static void path_cut(struct diff *d, size_t mark)
+static void path_cut(struct patch_writer *d, size_t mark)
 {
     buf_truncate(&d->path, mark);
 }
@@ -117,7 +111,7 @@ static const struct {
 };
 
 /* The op {"op", "path"[, "value"]} in that key order, written as text. */
-static int emit_text(struct diff *d, enum op_kind op, const json_t *value)
+static int emit_text(struct patch_writer *d, enum op_kind op, const json_t *value)
 {
     struct buf *o = d->text;
     size_t first = d->n == 0; /* no comma before the first op */
@@ -136,7 +130,7 @@ static int emit_text(struct diff *d, enum op_kind op, const json_t *value)
 }
 
 /* Append {"op", "path"[, "value"]} in that key order; value is referenced, not copied. */
-static int emit(struct diff *d, enum op_kind op, const json_t *value)
+static int emit(struct patch_writer *d, enum op_kind op, const json_t *value)
 {
     /* Built member by member: json_pack's format parsing cost more than the op itself. */
     json_t *o;
@@ -169,7 +163,7 @@ static const char *index_text(char *buf, size_t i)
     return c;
 }
 
-static int diff_value(struct diff *d, const json_t *a, const json_t *b);
+static int diff_value(struct patch_writer *d, const json_t *a, const json_t *b);
 
 /*
  * json_member(obj, key), looked for first at *at, an iterator of obj (or NULL), which
@@ -191,7 +185,7 @@ static const json_t *member_at(json_t *obj, void **at, const char *key)
 }
 
 /* Members in after's order (add or recurse), then members only before has (remove). */
-static int diff_object(struct diff *d, const json_t *a, const json_t *b)
+static int diff_object(struct patch_writer *d, const json_t *a, const json_t *b)
 {
     /* json_object_foreach wants a non-const object; it only reads it here. */
     json_t *ma = (json_t *)a;
@@ -231,7 +225,7 @@ static int diff_object(struct diff *d, const json_t *a, const json_t *b)
 }
 
 /* A kept prefix recurses and extra items append with "/-"; a shorter array is replaced. */
-static int diff_array(struct diff *d, const json_t *a, const json_t *b)
+static int diff_array(struct patch_writer *d, const json_t *a, const json_t *b)
 {
     size_t na = json_array_size(a);
     size_t nb = json_array_size(b);
@@ -259,7 +253,7 @@ static int diff_array(struct diff *d, const json_t *a, const json_t *b)
     return 0;
 }
 
-static int diff_value(struct diff *d, const json_t *a, const json_t *b)
+static int diff_value(struct patch_writer *d, const json_t *a, const json_t *b)
 {
     /* The same node (a leaf shared by a copy, or a subtree kept whole) is equal to itself. */
     if (a == b)
@@ -276,7 +270,7 @@ static int diff_value(struct diff *d, const json_t *a, const json_t *b)
 
 json_t *patch_diff(const json_t *before, const json_t *after)
 {
-    struct diff d = {.ops = NULL};
+    struct patch_writer d = {.ops = NULL};
     int rc;
 
     if (before == NULL || after == NULL)
@@ -299,7 +293,7 @@ fail:
 int patch_diff_write(const json_t *before, const json_t *after, const struct jsonw_texts *known,
                      struct buf *out, size_t *n_ops)
 {
-    struct diff d = {.text = out, .known = known};
+    struct patch_writer d = {.text = out, .known = known};
     int rc;
 
     if (n_ops != NULL)
@@ -319,6 +313,74 @@ int patch_diff_write(const json_t *before, const json_t *after, const struct jso
     if (n_ops != NULL)
         *n_ops = d.n;
     return out->rc;
+}
+
+/* ---- the writer: ops written by a caller's own walk ------------------------- */
+
+void patch_writer_begin(struct patch_writer *w, struct buf *out, const struct jsonw_texts *known)
+{
+    struct patch_writer *d = w;
+
+    memset(w, 0, sizeof(*w));
+    d->text = out;
+    d->known = known;
+    buf_init(&d->path, BUF_NO_MAX);
+    (void)jsonw_lit(out, "[");
+}
+
+int patch_writer_push(struct patch_writer *w, const char *segment, size_t *mark)
+{
+    struct patch_writer *d = w;
+    int rc = path_push(d, segment, mark);
+
+    if (rc < 0)
+        buf_fail(d->text, rc);
+    return d->text->rc;
+}
+
+int patch_writer_push_index(struct patch_writer *w, size_t i, size_t *mark)
+{
+    char idx[24];
+
+    return patch_writer_push(w, index_text(idx, i), mark);
+}
+
+void patch_writer_cut(struct patch_writer *w, size_t mark)
+{
+    path_cut(w, mark);
+}
+
+int patch_writer_add(struct patch_writer *w, const json_t *value)
+{
+    struct patch_writer *d = w;
+
+    if (d->text->rc == 0)
+        (void)emit_text(d, OP_ADD, value);
+    return d->text->rc;
+}
+
+int patch_writer_diff(struct patch_writer *w, const json_t *before, const json_t *after)
+{
+    struct patch_writer *d = w;
+    int rc;
+
+    if (d->text->rc != 0)
+        return d->text->rc;
+    rc = diff_value(d, before, after);
+    if (rc < 0)
+        buf_fail(d->text, rc);
+    return d->text->rc;
+}
+
+int patch_writer_end(struct patch_writer *w, size_t *n_ops)
+{
+    struct patch_writer *d = w;
+
+    (void)jsonw_lit(d->text, "]");
+    buf_dispose(&d->path);
+    if (n_ops != NULL)
+        *n_ops = d->n;
+    return d->text->rc;
 }
 
 /* ---- the applier --------------------------------------------------------- */

@@ -52,6 +52,53 @@ json_t *patch_diff(const json_t *before, const json_t *after);
 int patch_diff_write(const json_t *before, const json_t *after, const struct jsonw_texts *known,
                      struct buf *out, size_t *n_ops);
 
+/*
+ * The patch writer: patch_diff_write's text and rules for a caller that walks its own
+ * edits (plugins/podedit.c) and knows where each op goes, in place of a diff of two
+ * whole documents. The caller keeps the JSON Pointer with push and cut, and at each
+ * place writes an add, or the diff of a before and after value (the same ops
+ * patch_diff_write writes for them there). Ops are written as they come; the first
+ * failure (WH_ENOMEM, WH_ETOOBIG at out's max) stays in out->rc and stops the rest.
+ */
+struct patch_writer {                /* the diff walk's state: patch.c's alone */
+    struct buf path;                 /* the current JSON Pointer, escaped for JSON text */
+    json_t *ops;                     /* patch_diff: the array the ops are appended to */
+    struct buf *text;                /* where the op array's text goes */
+    const struct jsonw_texts *known; /* op values' texts, or NULL */
+    size_t n;                        /* ops written */
+};
+
+/** Start the op array's text in out (caller-owned), known as for patch_diff_write. */
+void patch_writer_begin(struct patch_writer *w, struct buf *out, const struct jsonw_texts *known);
+
+/**
+ * Step down into member segment (borrowed, unescaped) of the current place; *mark is
+ * what patch_writer_cut takes to step back. @return out->rc.
+ */
+int patch_writer_push(struct patch_writer *w, const char *segment, size_t *mark);
+
+/** patch_writer_push of array index i. @return out->rc. */
+int patch_writer_push_index(struct patch_writer *w, size_t i, size_t *mark);
+
+/** Step back to where *mark was taken. */
+void patch_writer_cut(struct patch_writer *w, size_t mark);
+
+/** Write {"op":"add"} of value (borrowed) at the current place. @return out->rc. */
+int patch_writer_add(struct patch_writer *w, const json_t *value);
+
+/**
+ * Write patch_diff_write's ops for before → after (both borrowed) at the current place
+ * (a replace when their kinds differ, the members' ops when both are objects, ...).
+ * @return out->rc.
+ */
+int patch_writer_diff(struct patch_writer *w, const json_t *before, const json_t *after);
+
+/**
+ * Close the op array's text. @param n_ops  out, may be NULL: the ops written.
+ * @return out->rc: 0, WH_ENOMEM or WH_ETOOBIG.
+ */
+int patch_writer_end(struct patch_writer *w, size_t *n_ops);
+
 /**
  * Append the RFC 6901 escaped form of segment to dst (capacity dstlen, NUL-terminated).
  * @return bytes the full escaped segment needs (excluding NUL); output is cut when

@@ -858,94 +858,7 @@ int pod_edits_set_hccl_rank(struct pod_edits *e, const char *value)
     return set_member(e, true, &e->hccl_rank, orig, json_string(value));
 }
 
-/* ---- the patch: two trees of the edited members ---- */
-
-/* An edited member of an object: before (NULL when it is new) and after, new references. */
-struct member {
-    const char *key;
-    bool is_new;
-    long order; /* the view's place, or the order it was made in */
-    json_t *before;
-    json_t *after;
-};
-
-/* The members of one object being written: at most a container's five, or the spec's. */
-#define MEMBERS_MAX 8
-
-struct members {
-    struct member m[MEMBERS_MAX];
-    size_t n;
-    int rc;
-};
-
-static void add_member(struct members *ms, const char *key, const struct pv_value *orig,
-                       unsigned long seq, json_t *before, json_t *after)
-{
-    struct member *m = &ms->m[ms->n++];
-
-    m->key = key;
-    m->is_new = orig == NULL || orig->kind == JSONR_NONE;
-    m->order = m->is_new ? (long)seq : orig->place;
-    m->before = m->is_new ? NULL : before;
-    if (m->is_new)
-        json_decref(before);
-    m->after = after;
-    if (after == NULL || (!m->is_new && before == NULL))
-        ms->rc = WH_ENOMEM;
-}
-
-static int member_cmp(const void *a, const void *b)
-{
-    const struct member *x = a;
-    const struct member *y = b;
-
-    if (x->is_new != y->is_new)
-        return x->is_new ? 1 : -1;
-    return x->order < y->order ? -1 : x->order > y->order;
-}
-
-/* The two objects of ms's members, in the edited copy's order. Frees ms's references. */
-static int members_objects(struct members *ms, json_t **before, json_t **after)
-{
-    int rc = ms->rc;
-
-    *before = json_object();
-    *after = json_object();
-    if (*before == NULL || *after == NULL)
-        rc = WH_ENOMEM;
-    qsort(ms->m, ms->n, sizeof(ms->m[0]), member_cmp);
-    for (size_t i = 0; i < ms->n; i++) {
-        struct member *m = &ms->m[i];
-
-        if (rc == 0 && m->before != NULL
-            && json_object_set_new_nocheck(*before, m->key, m->before) < 0)
-            rc = WH_ENOMEM;
-        else if (rc != 0)
-            json_decref(m->before);
-        if (rc == 0 && json_object_set_new_nocheck(*after, m->key, m->after) < 0)
-            rc = WH_ENOMEM;
-        else if (rc != 0)
-            json_decref(m->after);
-    }
-    ms->n = 0;
-    if (rc != 0) {
-        json_decref(*before);
-        json_decref(*after);
-        *before = *after = NULL;
-    }
-    return rc;
-}
-
-/* A set member, when set. */
-static void set_to_member(const struct pod_edits *e, struct members *ms, const char *key,
-                          const struct pe_set *s, const struct pv_value *orig)
-{
-    if (s->value == NULL)
-        return;
-    add_member(ms, key, orig, s->seq,
-               orig != NULL && orig->kind != JSONR_NONE ? podview_value(e->view, orig) : NULL,
-               json_incref(s->value));
-}
+/* ---- the patch: the edits walked in the edited copy's order ---- */
 
 /* Whether l was edited. */
 static bool list_edited(const struct pe_list *l)
@@ -965,127 +878,209 @@ static bool container_edited(const struct pe_container *pc)
         || pc->command.value != NULL || pc->args.value != NULL;
 }
 
-static int container_trees(const struct pod_edits *e, const struct pv_container *vc,
-                           const struct pe_container *pc, json_t **before, json_t **after);
+/* What an edited member is, for its writer. */
+enum member_kind { M_SET, M_LIST, M_METADATA, M_SPEC };
 
-/*
- * A list member's two trees: a made list is the appended entries alone (before: null, or
- * none); else every entry the edits kept is one placeholder on both sides, a replaced one
- * the view's beside the edit, then the appended ones. ctr_list: the list of containers l
- * is (its edited containers' trees in their places), or -1.
- */
-static void list_to_member(const struct pod_edits *e, struct members *ms, const char *key,
-                           const struct pe_list *l, const struct view_entries *ve, int ctr_list)
+/* An edited member of an object being written. */
+struct member {
+    const char *key;
+    bool is_new;
+    long order; /* the view's place, or the order it was made in */
+    enum member_kind kind;
+    const struct pv_value *orig; /* the view's member */
+    const struct pe_set *set;    /* M_SET */
+    const struct pe_list *list;  /* M_LIST */
+    struct view_entries ve;      /* M_LIST: the view's entries */
+    int ctr_list;                /* M_LIST of containers: its list, else -1 */
+};
+
+/* The members of one object: at most a container's five, or the spec's. */
+#define MEMBERS_MAX 8
+
+struct members {
+    struct member m[MEMBERS_MAX];
+    size_t n;
+};
+
+static void add_member(struct members *ms, struct member m, unsigned long seq)
 {
-    json_t *before;
-    json_t *after;
-    size_t n_added = json_array_size(l->added);
+    m.is_new = m.orig->kind == JSONR_NONE;
+    m.order = m.is_new ? (long)seq : m.orig->place;
+    ms->m[ms->n++] = m;
+}
+
+static int member_cmp(const void *a, const void *b)
+{
+    const struct member *x = a;
+    const struct member *y = b;
+
+    if (x->is_new != y->is_new)
+        return x->is_new ? 1 : -1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static void set_member_of(struct members *ms, const char *key, const struct pe_set *s,
+                          const struct pv_value *orig)
+{
+    if (s->value != NULL)
+        add_member(ms, (struct member){.key = key, .kind = M_SET, .orig = orig, .set = s}, s->seq);
+}
+
+static void list_member_of(const struct pod_edits *e, struct members *ms, const char *key,
+                           const struct pe_list *l, struct view_entries ve, int ctr_list)
+{
     bool edited = list_edited(l);
 
     for (size_t k = 0; !edited && ctr_list >= 0 && k < l->n_orig; k++)
         edited = container_edited(&e->ctrs[ctr_list][k]);
-    if (!edited)
-        return;
-    if (l->made) {
-        add_member(ms, key, l->orig, l->seq, l->orig->kind == JSONR_NULL ? json_null() : NULL,
-                   json_incref(l->added));
-        return;
-    }
-    before = json_array();
-    after = json_array();
-    for (size_t k = 0; before != NULL && after != NULL && k < l->n_orig; k++) {
-        json_t *b = json_null(); /* the placeholder: the same on both sides */
-        json_t *a = json_null();
-
-        if (l->now != NULL && l->now[k] != NULL) {
-            b = podview_value(e->view, (const struct pv_value *)view_entry(ve, k));
-            a = json_incref(l->now[k]);
-        } else if (ctr_list >= 0 && container_edited(&e->ctrs[ctr_list][k])) {
-            if (container_trees(e, &e->view->containers[ctr_list].at[k], &e->ctrs[ctr_list][k], &b,
-                                &a)
-                < 0)
-                b = a = NULL;
-        }
-        if (json_array_append_new(before, b) < 0 || json_array_append_new(after, a) < 0) {
-            json_decref(before);
-            json_decref(after);
-            before = after = NULL;
-        }
-    }
-    for (size_t k = 0; before != NULL && after != NULL && k < n_added; k++) {
-        if (json_array_append(after, json_array_get(l->added, k)) < 0) {
-            json_decref(after);
-            after = NULL;
-        }
-    }
-    if (before == NULL || after == NULL) {
-        json_decref(before);
-        json_decref(after);
-        ms->rc = WH_ENOMEM;
-        return;
-    }
-    add_member(ms, key, l->orig, 0, before, after);
+    if (edited)
+        add_member(ms,
+                   (struct member){.key = key,
+                                   .kind = M_LIST,
+                                   .orig = l->orig,
+                                   .list = l,
+                                   .ve = ve,
+                                   .ctr_list = ctr_list},
+                   l->seq);
 }
 
-static int container_trees(const struct pod_edits *e, const struct pv_container *vc,
-                           const struct pe_container *pc, json_t **before, json_t **after)
+static int write_members(const struct pod_edits *e, struct patch_writer *w, struct members *ms);
+
+/* A view container k of list l, edited: its members in their order. */
+static int write_container(const struct pod_edits *e, struct patch_writer *w, int l, size_t k)
 {
+    const struct pv_container *vc = &e->view->containers[l].at[k];
+    const struct pe_container *pc = &e->ctrs[l][k];
     struct members ms = {.n = 0};
-    struct view_entries env = env_entries(vc);
-    struct view_entries mounts = mount_entries(vc);
-    struct view_entries ports = port_entries(vc);
 
-    set_to_member(e, &ms, "command", &pc->command, &vc->command);
-    set_to_member(e, &ms, "args", &pc->args, &vc->args);
-    list_to_member(e, &ms, "env", &pc->env, &env, -1);
-    list_to_member(e, &ms, "volumeMounts", &pc->mounts, &mounts, -1);
-    list_to_member(e, &ms, "ports", &pc->ports, &ports, -1);
-    return members_objects(&ms, before, after);
+    set_member_of(&ms, "command", &pc->command, &vc->command);
+    set_member_of(&ms, "args", &pc->args, &vc->args);
+    list_member_of(e, &ms, "env", &pc->env, env_entries(vc), -1);
+    list_member_of(e, &ms, "volumeMounts", &pc->mounts, mount_entries(vc), -1);
+    list_member_of(e, &ms, "ports", &pc->ports, port_entries(vc), -1);
+    return write_members(e, w, &ms);
 }
 
-/* metadata's two trees: {"annotations": {"hccl/rankIndex": ...}} as made or edited. */
-static void metadata_to_member(const struct pod_edits *e, struct members *ms)
+/* An edited list at the current place: made (its entries whole), or entry by entry as
+ * the diff of the view's list and the edited one (a replaced entry's diff, an edited
+ * container's members, the appended entries). */
+static int write_list(const struct pod_edits *e, struct patch_writer *w, const struct member *m)
+{
+    const struct pe_list *l = m->list;
+    size_t n_added = json_array_size(l->added);
+    size_t mark;
+    int rc = 0;
+
+    if (l->made)
+        return m->is_new ? patch_writer_add(w, l->added)
+                         : patch_writer_diff(w, json_null(), l->added);
+    for (size_t k = 0; rc == 0 && k < l->n_orig; k++) {
+        bool replaced = l->now != NULL && l->now[k] != NULL;
+
+        if (!replaced && (m->ctr_list < 0 || !container_edited(&e->ctrs[m->ctr_list][k])))
+            continue;
+        rc = patch_writer_push_index(w, k, &mark);
+        if (rc == 0 && replaced) {
+            json_t *was = podview_value(e->view, (const struct pv_value *)view_entry(&m->ve, k));
+
+            rc = was != NULL ? patch_writer_diff(w, was, l->now[k]) : WH_ENOMEM;
+            json_decref(was);
+        } else if (rc == 0) {
+            rc = write_container(e, w, m->ctr_list, k);
+        }
+        patch_writer_cut(w, mark);
+    }
+    for (size_t k = 0; rc == 0 && k < n_added; k++) {
+        rc = patch_writer_push(w, "-", &mark);
+        if (rc == 0)
+            rc = patch_writer_add(w, json_array_get(l->added, k));
+        patch_writer_cut(w, mark);
+    }
+    return rc;
+}
+
+/* metadata at the current place: {"annotations": {"hccl/rankIndex": ...}} as made or set. */
+static int write_metadata(const struct pod_edits *e, struct patch_writer *w, const struct member *m)
 {
     const struct pod_view *v = e->view;
-    json_t *ann_after;
-    json_t *before;
-    json_t *after;
+    json_t *made = NULL;
+    size_t mark;
+    size_t mark2;
+    int rc;
 
-    if (e->hccl_rank.value == NULL && !e->metadata_made && !e->annotations_made)
-        return;
-    ann_after = json_object();
-    if (ann_after != NULL && e->hccl_rank.value != NULL
-        && json_object_set_nocheck(ann_after, PLUGIN_HCCL_RANK_KEY, e->hccl_rank.value) < 0) {
-        json_decref(ann_after);
-        ann_after = NULL;
-    }
-    after = json_object();
-    if (after != NULL && json_object_set_new_nocheck(after, "annotations", ann_after) < 0) {
-        json_decref(after);
-        after = NULL;
+    if (e->metadata_made || e->annotations_made) {
+        json_t *ann = json_object();
+
+        if (ann != NULL && e->hccl_rank.value != NULL
+            && json_object_set_nocheck(ann, PLUGIN_HCCL_RANK_KEY, e->hccl_rank.value) < 0) {
+            json_decref(ann);
+            ann = NULL;
+        }
+        made = ann;
+        if (made != NULL && e->metadata_made) {
+            made = json_object();
+            if (made == NULL || json_object_set_new_nocheck(made, "annotations", ann) < 0) {
+                json_decref(made);
+                made = NULL;
+            }
+        }
+        if (made == NULL)
+            return WH_ENOMEM;
     }
     if (e->metadata_made) {
-        add_member(ms, "metadata", &v->metadata, e->metadata_seq,
-                   v->metadata.kind == JSONR_NULL ? json_null() : NULL, after);
-        return;
+        rc = m->is_new ? patch_writer_add(w, made) : patch_writer_diff(w, json_null(), made);
+        json_decref(made);
+        return rc;
     }
-    before = json_object();
-    if (before != NULL && v->annotations.kind != JSONR_NONE) {
-        json_t *ann_before = e->annotations_made ? json_null() : json_object();
+    rc = patch_writer_push(w, "annotations", &mark);
+    if (rc == 0 && e->annotations_made)
+        rc = v->annotations.kind == JSONR_NONE ? patch_writer_add(w, made)
+                                               : patch_writer_diff(w, json_null(), made);
+    else if (rc == 0 && e->hccl_rank.value != NULL) {
+        rc = patch_writer_push(w, PLUGIN_HCCL_RANK_KEY, &mark2);
+        if (rc == 0 && v->annotation_hccl_rank.kind == JSONR_NONE) {
+            rc = patch_writer_add(w, e->hccl_rank.value);
+        } else if (rc == 0) {
+            json_t *was = podview_value(v, &v->annotation_hccl_rank);
 
-        if (ann_before != NULL && !e->annotations_made && v->annotation_hccl_rank.kind != JSONR_NONE
-            && json_object_set_new_nocheck(ann_before, PLUGIN_HCCL_RANK_KEY,
-                                           podview_value(v, &v->annotation_hccl_rank))
-                < 0) {
-            json_decref(ann_before);
-            ann_before = NULL;
+            rc = was != NULL ? patch_writer_diff(w, was, e->hccl_rank.value) : WH_ENOMEM;
+            json_decref(was);
         }
-        if (json_object_set_new_nocheck(before, "annotations", ann_before) < 0) {
-            json_decref(before);
-            before = NULL;
-        }
+        patch_writer_cut(w, mark2);
     }
-    add_member(ms, "metadata", &v->metadata, 0, before, after);
+    patch_writer_cut(w, mark);
+    json_decref(made);
+    return rc;
+}
+
+/* ms's members at the current place, in the edited copy's order. */
+static int write_members(const struct pod_edits *e, struct patch_writer *w, struct members *ms)
+{
+    int rc = 0;
+
+    qsort(ms->m, ms->n, sizeof(ms->m[0]), member_cmp);
+    for (size_t i = 0; rc == 0 && i < ms->n; i++) {
+        const struct member *m = &ms->m[i];
+        size_t mark;
+
+        rc = patch_writer_push(w, m->key, &mark);
+        if (rc == 0 && m->kind == M_SET) {
+            if (m->is_new) {
+                rc = patch_writer_add(w, m->set->value);
+            } else {
+                json_t *was = podview_value(e->view, m->orig);
+
+                rc = was != NULL ? patch_writer_diff(w, was, m->set->value) : WH_ENOMEM;
+                json_decref(was);
+            }
+        } else if (rc == 0 && m->kind == M_LIST) {
+            rc = write_list(e, w, m);
+        } else if (rc == 0) {
+            rc = write_metadata(e, w, m);
+        }
+        patch_writer_cut(w, mark);
+    }
+    return rc;
 }
 
 int pod_edits_write(const struct pod_edits *e, const struct jsonw_texts *known, struct buf *out,
@@ -1094,39 +1089,36 @@ int pod_edits_write(const struct pod_edits *e, const struct jsonw_texts *known, 
     const struct pod_view *v = e->view;
     struct members spec = {.n = 0};
     struct members pod = {.n = 0};
-    struct view_entries volumes = volume_entries(e);
-    json_t *before = NULL;
-    json_t *after = NULL;
-    int rc;
+    struct patch_writer w;
+    size_t mark;
+    int rc = 0;
 
-    if (n_ops != NULL)
-        *n_ops = 0;
-    set_to_member(e, &spec, "hostname", &e->hostname, &v->hostname);
-    set_to_member(e, &spec, "subdomain", &e->subdomain, &v->subdomain);
-    list_to_member(e, &spec, "volumes", &e->volumes, &volumes, -1);
-    for (int l = 0; l < 2; l++) {
-        struct view_entries ve = container_entries(e, (enum pv_container_list)l);
-
-        list_to_member(e, &spec, podview_list_names[l], &e->lists[l], &ve, l);
-    }
-    metadata_to_member(e, &pod);
-    if (spec.n > 0) {
-        rc = members_objects(&spec, &before, &after);
+    set_member_of(&spec, "hostname", &e->hostname, &v->hostname);
+    set_member_of(&spec, "subdomain", &e->subdomain, &v->subdomain);
+    list_member_of(e, &spec, "volumes", &e->volumes, volume_entries(e), -1);
+    for (int l = 0; l < 2; l++)
+        list_member_of(e, &spec, podview_list_names[l], &e->lists[l],
+                       container_entries(e, (enum pv_container_list)l), l);
+    if (e->hccl_rank.value != NULL || e->metadata_made || e->annotations_made)
+        add_member(&pod,
+                   (struct member){.key = "metadata", .kind = M_METADATA, .orig = &v->metadata},
+                   e->metadata_seq);
+    patch_writer_begin(&w, out, known);
+    /* spec: an object the chain's pods all have, so never new */
+    if (spec.n > 0)
+        add_member(&pod, (struct member){.key = "spec", .kind = M_SPEC, .orig = &v->spec}, 0);
+    qsort(pod.m, pod.n, sizeof(pod.m[0]), member_cmp);
+    for (size_t i = 0; rc == 0 && i < pod.n; i++) {
+        rc = patch_writer_push(&w, pod.m[i].key, &mark);
         if (rc == 0)
-            add_member(&pod, "spec", &v->spec, 0, before, after);
-        else
-            pod.rc = rc;
-    } else if (spec.rc < 0) {
-        pod.rc = spec.rc;
+            rc = pod.m[i].kind == M_METADATA ? write_metadata(e, &w, &pod.m[i])
+                                             : write_members(e, &w, &spec);
+        patch_writer_cut(&w, mark);
     }
-    rc = members_objects(&pod, &before, &after);
-    if (rc == 0)
-        rc = patch_diff_write(before, after, known, out, n_ops);
-    else
+    if (rc < 0)
         buf_fail(out, rc);
-    json_decref(before);
-    json_decref(after);
-    return rc < 0 ? rc : out->rc;
+    rc = patch_writer_end(&w, n_ops);
+    return rc;
 }
 
 /* ---- D15: a violation the edits brought ---- */
