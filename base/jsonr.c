@@ -27,11 +27,11 @@
 _Static_assert(sizeof(json_int_t) == sizeof(long long), "json_int_t is read with strtoll");
 
 /* What jsonr_doc_read keeps of a token: a string's decoded content, or the place after a
- * container's last token. */
+ * container's last token (a primitive's is never read). */
 struct jsonr_tokinfo {
     const char *text; /* strings: the content, in the body or the reader's scratch */
-    size_t len;
-    int after; /* objects and arrays: the index of the token after the last one inside */
+    uint32_t len;     /* a body is at most JSONR_MAX_LEN bytes */
+    int32_t after;    /* objects and arrays: the index of the token after the last one inside */
 };
 
 struct reader {
@@ -416,7 +416,7 @@ static bool jansson_utf8(const char *s, size_t n)
 static void keep_text(struct reader *r, const jsmntok_t *t, const char *s, size_t len)
 {
     r->info[t - r->tok].text = s;
-    r->info[t - r->tok].len = len;
+    r->info[t - r->tok].len = (uint32_t)len;
 }
 
 /*
@@ -934,7 +934,8 @@ struct jsonr_doc *jsonr_doc_read(const char *body, size_t len, const struct json
     r.js = body;
     r.len = len;
     r.tok = tok;
-    r.info = calloc((size_t)r.ntok, sizeof(*r.info));
+    /* every field read is written by skip_value: no need to clear them */
+    r.info = malloc((size_t)r.ntok * sizeof(*r.info));
     if (r.info == NULL)
         goto fail;
     ok = skip_value(&r, 0);
@@ -1061,6 +1062,61 @@ static bool same_key(const struct jsonr_doc *d, int a, int b)
         && memcmp(d->info[a].text, d->info[b].text, d->info[a].len) == 0;
 }
 
+/* The place after v (jsonr_doc_after, for a v known to be in d). */
+static inline int after_in(const struct jsonr_doc *d, int v)
+{
+    return d->tok[v].type == JSMN_OBJECT || d->tok[v].type == JSMN_ARRAY ? d->info[v].after : v + 1;
+}
+
+/* The keys jsonr_doc_members remembers to find repeats among, for places; an object with
+ * more is looked at with jsonr_doc_place for each key wanted. */
+#define MEMBERS_KEYS_SEEN 64
+
+void jsonr_doc_members(const struct jsonr_doc *d, int obj, const char *const *keys, size_t n,
+                       int *out, long *places)
+{
+    size_t lens[JSONR_MEMBERS_MAX];
+    int seen_keys[MEMBERS_KEYS_SEEN];
+    size_t count;
+    long distinct = 0; /* the keys walked, each counted once */
+    int k;
+
+    for (size_t i = 0; i < n; i++) {
+        out[i] = -1;
+        if (places != NULL)
+            places[i] = -1;
+        lens[i < JSONR_MEMBERS_MAX ? i : 0] = strlen(keys[i]);
+    }
+    if (!in_doc(d, obj) || d->tok[obj].type != JSMN_OBJECT || n > JSONR_MEMBERS_MAX)
+        return;
+    count = (size_t)d->tok[obj].size;
+    k = obj + 1;
+    for (size_t m = 0; m < count; m++) {
+        const struct jsonr_tokinfo *key = &d->info[k];
+        bool seen = false;
+
+        /* a repeated key keeps its first place (json_loadb): is k new? */
+        if (places != NULL && count <= MEMBERS_KEYS_SEEN) {
+            for (size_t j = 0; j < m && !seen; j++)
+                seen = d->info[seen_keys[j]].len == key->len && same_key(d, seen_keys[j], k);
+            seen_keys[m] = k;
+        }
+        for (size_t i = 0; i < n; i++) {
+            /* the last value of a repeated key, as json_loadb keeps */
+            if (key->len == lens[i] && (lens[i] == 0 || key->text[0] == keys[i][0])
+                && memcmp(key->text, keys[i], lens[i]) == 0) {
+                out[i] = k + 1;
+                if (places != NULL && places[i] < 0)
+                    places[i] =
+                        count <= MEMBERS_KEYS_SEEN ? distinct : jsonr_doc_place(d, obj, keys[i]);
+                break;
+            }
+        }
+        distinct += seen ? 0 : 1;
+        k = after_in(d, k + 1);
+    }
+}
+
 long jsonr_doc_place(const struct jsonr_doc *d, int obj, const char *key)
 {
     size_t klen = strlen(key);
@@ -1086,7 +1142,20 @@ long jsonr_doc_place(const struct jsonr_doc *d, int obj, const char *key)
     return -1;
 }
 
+/* jsonr_doc_value_kept's builder: keep == NULL builds v whole. */
+static json_t *doc_value(const struct jsonr_doc *d, int v, const struct jsonr_keep *keep);
+
 json_t *jsonr_doc_value(const struct jsonr_doc *d, int v)
+{
+    return doc_value(d, v, NULL);
+}
+
+json_t *jsonr_doc_value_kept(const struct jsonr_doc *d, int v, const struct jsonr_keep *keep)
+{
+    return doc_value(d, v, keep);
+}
+
+static json_t *doc_value(const struct jsonr_doc *d, int v, const struct jsonr_keep *keep)
 {
     long long number;
     json_t *c;
@@ -1104,10 +1173,22 @@ json_t *jsonr_doc_value(const struct jsonr_doc *d, int v)
         n = (size_t)d->tok[v].size;
         k = v + 1;
         for (size_t m = 0; c != NULL && m < n; m++) {
+            const struct jsonr_keep *e =
+                keep != NULL ? kept_member(keep, d->info[k].text, d->info[k].len) : NULL;
+            json_t *value;
+
+            if (e == NULL) {
+                value = doc_value(d, k + 1, NULL);
+            } else if (e->key != NULL) {
+                value = doc_value(d, k + 1, e->sub);
+            } else if (e->sub == JSONR_KEEP_NAMES) {
+                value = json_null(); /* kept by name only */
+            } else {
+                k = jsonr_doc_after(d, k + 1); /* left out, as jsonr_fast_kept leaves it */
+                continue;
+            }
             /* a repeated key keeps its first place and takes the last value, as in json_loadb */
-            if (json_object_setn_new_nocheck(c, d->info[k].text, d->info[k].len,
-                                             jsonr_doc_value(d, k + 1))
-                < 0) {
+            if (json_object_setn_new_nocheck(c, d->info[k].text, d->info[k].len, value) < 0) {
                 json_decref(c);
                 return NULL;
             }
@@ -1119,7 +1200,8 @@ json_t *jsonr_doc_value(const struct jsonr_doc *d, int v)
         n = (size_t)d->tok[v].size;
         k = v + 1;
         for (size_t m = 0; c != NULL && m < n; m++) {
-            if (json_array_append_new(c, jsonr_doc_value(d, k)) < 0) {
+            /* an array passes keep on to each of its items */
+            if (json_array_append_new(c, doc_value(d, k, keep)) < 0) {
                 json_decref(c);
                 return NULL;
             }

@@ -212,6 +212,19 @@ int jsonr_doc_after(const struct jsonr_doc *d, int v);
  */
 int jsonr_doc_member(const struct jsonr_doc *d, int obj, const char *key);
 
+/* The most keys jsonr_doc_members reads in one pass. */
+#define JSONR_MEMBERS_MAX 16
+
+/**
+ * jsonr_doc_member of each of the n keys (at most JSONR_MEMBERS_MAX, each once), in one
+ * pass over obj's members, into out[0..n): -1 for a key obj has none of (every one
+ * when obj is no object, or n is over the most). places (may be NULL): each key's
+ * jsonr_doc_place, in the same pass (which then compares each key with those before
+ * it).
+ */
+void jsonr_doc_members(const struct jsonr_doc *d, int obj, const char *const *keys, size_t n,
+                       int *out, long *places);
+
 /**
  * Where member key of object obj is in json_loadb's tree of obj: its place among the
  * members in jansson's order (text order, a repeated key at its first place), from 0.
@@ -229,6 +242,13 @@ bool jsonr_doc_string(const struct jsonr_doc *d, int v, const char **s, size_t *
 
 /** Integer v into *number. @return false (nothing written) when v is no integer. */
 bool jsonr_doc_integer(const struct jsonr_doc *d, int v, long long *number);
+
+/**
+ * jsonr_doc_value building only what keep names (struct jsonr_keep; NULL: everything):
+ * jsonr_fast_kept's tree of v's text. @return new reference; NULL when v is no value
+ * or out of memory.
+ */
+json_t *jsonr_doc_value_kept(const struct jsonr_doc *d, int v, const struct jsonr_keep *keep);
 
 /**
  * Value v as the tree json_loadb(JSON_DECODE_ANY | JSON_ALLOW_NUL) builds of its text

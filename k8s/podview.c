@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/jsonobj.h"
 
 const char *const podview_list_names[PV_LISTS] = {"containers", "initContainers",
                                                   "ephemeralContainers"};
@@ -63,35 +64,47 @@ static struct pv_value value_at(const struct pod_view *v, int tok, const json_t 
     return x;
 }
 
-/* obj's member key (absent when obj is no object or has none). */
-static struct pv_value member(const struct pod_view *v, const struct pv_value *obj, const char *key)
+/*
+ * obj's members keys[0..n) into out, in one pass (absent when obj is no object or has
+ * none); with placed, each one's place among obj's members (pv_value.place).
+ */
+static void members(const struct pod_view *v, const struct pv_value *obj, const char *const *keys,
+                    size_t n, bool placed, struct pv_value *out)
 {
-    if (obj->kind != JSONR_OBJECT)
-        return absent;
-    if (v->doc != NULL)
-        return value_at(v, jsonr_doc_member(v->doc, obj->tok, key), NULL);
-    return value_at(v, -1, json_object_get(obj->json, key));
-}
+    int toks[JSONR_MEMBERS_MAX];
+    long places[JSONR_MEMBERS_MAX];
+    const json_t *js[JSONR_MEMBERS_MAX];
 
-/* member, with its place among obj's members (pv_value.place). */
-static struct pv_value placed_member(const struct pod_view *v, const struct pv_value *obj,
-                                     const char *key)
-{
-    struct pv_value x = member(v, obj, key);
-    void *it;
-
-    if (x.kind == JSONR_NONE)
-        return x;
+    for (size_t i = 0; i < n; i++)
+        out[i] = absent;
+    if (obj->kind != JSONR_OBJECT || n > JSONR_MEMBERS_MAX)
+        return;
     if (v->doc != NULL) {
-        x.place = jsonr_doc_place(v->doc, obj->tok, key);
-        return x;
+        jsonr_doc_members(v->doc, obj->tok, keys, n, toks, placed ? places : NULL);
+        for (size_t i = 0; i < n; i++) {
+            out[i] = value_at(v, toks[i], NULL);
+            if (placed && out[i].kind != JSONR_NONE)
+                out[i].place = places[i];
+        }
+        return;
     }
-    x.place = 0;
-    for (it = json_object_iter((json_t *)obj->json);
-         it != NULL && json_object_iter_value(it) != x.json;
-         it = json_object_iter_next((json_t *)obj->json, it))
-        x.place++;
-    return x;
+    json_members(obj->json, keys, n, js);
+    for (size_t i = 0; i < n; i++)
+        out[i] = value_at(v, -1, js[i]);
+    if (!placed)
+        return;
+    /* jansson's order is the place: one walk of obj's members */
+    {
+        long at = 0;
+
+        for (void *it = json_object_iter((json_t *)obj->json); it != NULL;
+             it = json_object_iter_next((json_t *)obj->json, it), at++) {
+            for (size_t i = 0; i < n; i++) {
+                if (js[i] != NULL && json_object_iter_value(it) == js[i])
+                    out[i].place = at;
+            }
+        }
+    }
 }
 
 /* Where an array's walk is: the document's token of item i, or the tree's index i. */
@@ -132,16 +145,15 @@ static size_t list_size(const struct pod_view *v, const struct pv_value *list)
 
 /* ---- the walk ---- */
 
-/* The member key of obj as a list of n entries of size bytes each, filled by fill. */
-static int read_list(const struct pod_view *v, const struct pv_value *obj, const char *key,
-                     bool placed, struct pv_value *list, size_t *n, void **at, size_t size,
+/* The list value list as n entries of size bytes each, filled by fill. */
+static int read_list(const struct pod_view *v, const struct pv_value *list, size_t *n, void **at,
+                     size_t size,
                      void (*fill)(const struct pod_view *, const struct pv_value *, void *))
 {
     struct cursor c = {-1, 0};
     struct pv_value item;
     char *entries;
 
-    *list = placed ? placed_member(v, obj, key) : member(v, obj, key);
     *n = list_size(v, list);
     *at = NULL;
     if (*n == 0)
@@ -161,68 +173,85 @@ static int read_list(const struct pod_view *v, const struct pv_value *obj, const
     return 0;
 }
 
-#define READ_LIST(v, obj, key, placed, field, fill)                                                \
-    read_list((v), (obj), (key), (placed), &(field).list, &(field).n, (void **)&(field).at,        \
-              sizeof(*(field).at), (fill))
+/* field (a PV_LIST) read from the list value in field.list. */
+#define READ_LIST(v, field, fill)                                                                  \
+    read_list((v), &(field).list, &(field).n, (void **)&(field).at, sizeof(*(field).at), (fill))
 
 static void fill_env(const struct pod_view *v, const struct pv_value *e, void *out)
 {
+    static const char *const keys[] = {"name"};
     struct pv_env *env = out;
 
     env->entry = *e;
-    env->name = member(v, e, "name");
+    members(v, e, keys, 1, false, &env->name);
 }
 
 static void fill_mount(const struct pod_view *v, const struct pv_value *e, void *out)
 {
+    static const char *const keys[] = {"name", "mountPath"};
     struct pv_mount *m = out;
+    struct pv_value x[2];
 
     m->entry = *e;
-    m->name = member(v, e, "name");
-    m->mount_path = member(v, e, "mountPath");
+    members(v, e, keys, 2, false, x);
+    m->name = x[0];
+    m->mount_path = x[1];
 }
 
 static void fill_port(const struct pod_view *v, const struct pv_value *e, void *out)
 {
+    static const char *const keys[] = {"name", "containerPort"};
     struct pv_port *p = out;
+    struct pv_value x[2];
 
     p->entry = *e;
-    p->name = member(v, e, "name");
-    p->container_port = member(v, e, "containerPort");
+    members(v, e, keys, 2, false, x);
+    p->name = x[0];
+    p->container_port = x[1];
 }
 
 static void fill_volume(const struct pod_view *v, const struct pv_value *e, void *out)
 {
+    static const char *const keys[] = {"name"};
     struct pv_volume *vol = out;
 
     vol->entry = *e;
-    vol->name = member(v, e, "name");
+    members(v, e, keys, 1, false, &vol->name);
 }
 
 static void fill_owner(const struct pod_view *v, const struct pv_value *e, void *out)
 {
+    static const char *const keys[] = {"apiVersion", "kind", "name", "controller", "uid"};
     struct pv_owner *o = out;
+    struct pv_value x[5];
 
     o->entry = *e;
-    o->api_version = member(v, e, "apiVersion");
-    o->kind = member(v, e, "kind");
-    o->name = member(v, e, "name");
-    o->controller = member(v, e, "controller");
-    o->uid = member(v, e, "uid");
+    members(v, e, keys, 5, false, x);
+    o->api_version = x[0];
+    o->kind = x[1];
+    o->name = x[2];
+    o->controller = x[3];
+    o->uid = x[4];
 }
 
 /* A container; its lists are left empty when memory runs out (read_container says so). */
 static void fill_container(const struct pod_view *v, const struct pv_value *e, void *out)
 {
+    static const char *const keys[] = {"name", "command", "args", "env", "volumeMounts", "ports"};
     struct pv_container *c = out;
+    struct pv_value x[6];
 
     c->entry = *e;
-    c->name = member(v, e, "name");
-    c->command = placed_member(v, e, "command");
-    c->args = placed_member(v, e, "args");
-    if (READ_LIST(v, e, "env", true, c->env, fill_env) < 0
-        || READ_LIST(v, e, "volumeMounts", true, c->mounts, fill_mount) < 0
-        || READ_LIST(v, e, "ports", true, c->ports, fill_port) < 0)
+    members(v, e, keys, 6, true, x);
+    c->name = x[0];
+    c->name.place = -1; /* not one a patch orders */
+    c->command = x[1];
+    c->args = x[2];
+    c->env.list = x[3];
+    c->mounts.list = x[4];
+    c->ports.list = x[5];
+    if (READ_LIST(v, c->env, fill_env) < 0 || READ_LIST(v, c->mounts, fill_mount) < 0
+        || READ_LIST(v, c->ports, fill_port) < 0)
         c->entry.kind = JSONR_NONE; /* the mark of a container not read whole */
 }
 
@@ -238,7 +267,7 @@ static void free_containers(struct pv_container *at, size_t n)
 
 static int read_containers(struct pod_view *v, enum pv_container_list l)
 {
-    int rc = READ_LIST(v, &v->spec, podview_list_names[l], true, v->containers[l], fill_container);
+    int rc = READ_LIST(v, v->containers[l], fill_container);
 
     for (size_t i = 0; rc == 0 && i < v->containers[l].n; i++) {
         if (v->containers[l].at[i].entry.kind == JSONR_NONE)
@@ -249,24 +278,39 @@ static int read_containers(struct pod_view *v, enum pv_container_list l)
 
 static int walk(struct pod_view *v, struct pv_value pod)
 {
-    struct pv_value *md = &v->metadata;
+    static const char *const pod_keys[] = {"metadata", "spec"};
+    static const char *const meta_keys[] = {"name",   "generateName", "namespace",
+                                            "labels", "annotations",  "ownerReferences"};
+    static const char *const label_keys[] = {"volcano.sh/task-index"};
+    static const char *const annotation_keys[] = {"volcano.sh/task-spec", "volcano.sh/task-index",
+                                                  "hccl/rankIndex"};
+    static const char *const spec_keys[] = {"hostname",   "subdomain",      "volumes",
+                                            "containers", "initContainers", "ephemeralContainers"};
+    struct pv_value x[6];
 
     v->pod = pod;
-    v->metadata = placed_member(v, &pod, "metadata");
-    v->name = member(v, md, "name");
-    v->generate_name = member(v, md, "generateName");
-    v->ns = member(v, md, "namespace");
-    v->labels = member(v, md, "labels");
-    v->label_task_index = member(v, &v->labels, "volcano.sh/task-index");
-    v->annotations = member(v, md, "annotations");
-    v->annotation_task_spec = member(v, &v->annotations, "volcano.sh/task-spec");
-    v->annotation_task_index = member(v, &v->annotations, "volcano.sh/task-index");
-    v->annotation_hccl_rank = member(v, &v->annotations, "hccl/rankIndex");
-    v->spec = placed_member(v, &pod, "spec");
-    v->hostname = placed_member(v, &v->spec, "hostname");
-    v->subdomain = placed_member(v, &v->spec, "subdomain");
-    if (READ_LIST(v, md, "ownerReferences", false, v->owners, fill_owner) < 0
-        || READ_LIST(v, &v->spec, "volumes", true, v->volumes, fill_volume) < 0)
+    members(v, &pod, pod_keys, 2, true, x);
+    v->metadata = x[0];
+    v->spec = x[1];
+    members(v, &v->metadata, meta_keys, 6, false, x);
+    v->name = x[0];
+    v->generate_name = x[1];
+    v->ns = x[2];
+    v->labels = x[3];
+    v->annotations = x[4];
+    v->owners.list = x[5];
+    members(v, &v->labels, label_keys, 1, false, &v->label_task_index);
+    members(v, &v->annotations, annotation_keys, 3, false, x);
+    v->annotation_task_spec = x[0];
+    v->annotation_task_index = x[1];
+    v->annotation_hccl_rank = x[2];
+    members(v, &v->spec, spec_keys, 6, true, x);
+    v->hostname = x[0];
+    v->subdomain = x[1];
+    v->volumes.list = x[2];
+    for (int l = 0; l < PV_LISTS; l++)
+        v->containers[l].list = x[3 + l];
+    if (READ_LIST(v, v->owners, fill_owner) < 0 || READ_LIST(v, v->volumes, fill_volume) < 0)
         return WH_ENOMEM;
     for (int l = 0; l < PV_LISTS; l++) {
         if (read_containers(v, (enum pv_container_list)l) < 0)

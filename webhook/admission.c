@@ -36,6 +36,7 @@
 #include "base/jsonw.h"
 #include "base/log.h"
 #include "base/sanitize.h"
+#include "k8s/podview.h"
 #include "plugins/diagnose.h"
 #include "plugins/plugin.h"
 #include "webhook/metrics.h"
@@ -283,13 +284,16 @@ static bool too_many_containers(const char *body, size_t len, struct jsonr_scan 
 
 
 /*
- * What admission_handle reads in a pod's AdmissionReview (parse_review, then
- * mutate_pod_read in the pod): the rest (userInfo, options, the pod's resources,
- * probes, affinity, managedFields, ...) is checked as JSON and not built.
+ * What admission_handle builds as a tree of a pod's AdmissionReview read as a document
+ * (base/jsonr.h): what parse_review reads, and of the pod only its metadata
+ * (mutate_pod_meta_read); the plugins read the pod through its view (k8s/podview.h).
+ * The rest (userInfo, options, the pod's resources, probes, affinity, managedFields,
+ * ...) is checked as JSON and not built.
  */
 static const struct jsonr_keep request_read[] = {
-    {"uid", NULL},       {"operation", NULL},         {"resource", NULL}, {"subResource", NULL},
-    {"namespace", NULL}, {"object", mutate_pod_read}, {NULL, NULL},
+    {"uid", NULL},         {"operation", NULL}, {"resource", NULL},
+    {"subResource", NULL}, {"namespace", NULL}, {"object", mutate_pod_meta_read},
+    {NULL, NULL},
 };
 static const struct jsonr_keep review_read[] = {
     {"apiVersion", NULL},
@@ -416,6 +420,9 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
     struct jsonr_scan scan;
     bool scanned;
     json_t *review = NULL;
+    struct jsonr_doc *doc = NULL;
+    struct pod_view view;
+    bool viewed = false;
     struct buf patch;
     const char *api = NULL;
     const char *job = "";
@@ -447,7 +454,19 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
         status = answer_status(500, "InternalError", "out of memory", out, out_len);
         goto out;
     }
-    review = jsonr_loadb_kept(body, len, review_read, scanned ? &scan : NULL, &jerr);
+    /* One read: the document, with the envelope and the pod's metadata built from it and
+     * the pod's view pointing into it; a body it declines is jansson's, whole (then the
+     * pod's view is made from that tree, in mutate.c). */
+    doc = jsonr_doc_read(body, len, scanned ? &scan : NULL);
+    if (doc != NULL) {
+        review = jsonr_doc_value_kept(doc, 0, review_read);
+        if (review == NULL) {
+            status = answer_status(500, "InternalError", "out of memory", out, out_len);
+            goto out;
+        }
+    } else {
+        review = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+    }
     if (review == NULL) {
         sanitize_ascii(jerr.text); /* jansson may quote raw input bytes */
         snprintf(b.msg, sizeof(b.msg), "invalid JSON at line %d column %d: %s", jerr.line,
@@ -462,6 +481,17 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
         goto out;
     }
 
+    if (doc != NULL && req.pod != NULL) {
+        if (podview_from_doc(&view, doc,
+                             jsonr_doc_member(doc, jsonr_doc_member(doc, 0, "request"), "object"))
+            < 0) {
+            podview_dispose(&view);
+            status = answer_status(500, "InternalError", "out of memory", out, out_len);
+            goto out;
+        }
+        viewed = true;
+        req.view = &view;
+    }
     mutate_review_text(&req, src, opt, &patch, &res);
 
     if (patch.rc == WH_ETOOBIG) {
@@ -502,6 +532,9 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
     }
 out:
     record(status, &res, started);
+    if (viewed)
+        podview_dispose(&view);
+    jsonr_doc_free(doc);
     json_decref(review);
     buf_dispose(&patch);
     mutate_result_dispose(&res);

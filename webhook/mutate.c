@@ -188,6 +188,10 @@ const struct jsonr_keep mutate_pod_read[] = {
     {"spec", read_spec},
     {NULL, NULL},
 };
+const struct jsonr_keep mutate_pod_meta_read[] = {
+    {"metadata", read_metadata},
+    {NULL, NULL},
+};
 
 /* The effective set and arguments of one Job, for every chain run (D1). */
 struct chain {
@@ -432,32 +436,40 @@ static bool d15_deny(const struct chain *ch, const struct pod_edits *pod, struct
 }
 
 /* mutate_pod_with_job; with text != NULL the patch is written there (mutate_review_text);
- * src (may be NULL): the Job's source, for the plugins' job_memo slots. */
-static void pod_with_job(const json_t *job, const json_t *pod, const char *ns,
-                         const struct jobsource *src, struct buf *text, struct mutate_result *out)
+ * src (may be NULL): the Job's source, for the plugins' job_memo slots; given (may be
+ * NULL: made here from pod): pod's view. */
+static void pod_with_job(const json_t *job, const json_t *pod, const struct pod_view *given,
+                         const char *ns, const struct jobsource *src, struct buf *text,
+                         struct mutate_result *out)
 {
     struct chain ch = {.job = job};
     struct jsonw_texts texts;
     struct plugin_pod_info info;
     const struct plugin *p = NULL;
-    struct pod_view view;
+    struct pod_view own_view;
+    const struct pod_view *view = given;
     struct pod_edits edits;
     struct buf own;
     struct wh_error err;
     int rc;
 
     out->allowed = true;
-    if (!json_is_object(json_member(pod, "spec"))) {
+    if (given != NULL ? given->spec.kind != JSONR_OBJECT
+                      : !json_is_object(json_member(pod, "spec"))) {
         deny(out, 400, "pod has no spec");
         return;
     }
-    if (podview_from_json(&view, pod) < 0) {
-        podview_dispose(&view);
-        deny(out, 500, "out of memory");
-        return;
+    if (given == NULL) {
+        if (podview_from_json(&own_view, pod) < 0) {
+            podview_dispose(&own_view);
+            deny(out, 500, "out of memory");
+            return;
+        }
+        view = &own_view;
     }
-    if (pod_edits_init(&edits, &view) < 0) {
-        podview_dispose(&view);
+    if (pod_edits_init(&edits, view) < 0) {
+        if (given == NULL)
+            podview_dispose(&own_view);
         deny(out, 500, "out of memory");
         return;
     }
@@ -511,13 +523,14 @@ static void pod_with_job(const json_t *job, const json_t *pod, const char *ns,
     }
 done:
     pod_edits_dispose(&edits);
-    podview_dispose(&view);
+    if (given == NULL)
+        podview_dispose(&own_view);
 }
 
 void mutate_pod_with_job(const json_t *job, const json_t *pod, const char *ns,
                          struct mutate_result *out)
 {
-    pod_with_job(job, pod, ns, NULL, NULL, out);
+    pod_with_job(job, pod, NULL, ns, NULL, NULL, out);
 }
 
 /* ---- D16: the Job's diagnostics, told on each of its pods ---- */
@@ -686,7 +699,7 @@ static void review(const struct mutate_request *req, const struct jobsource *src
                  log_quote(qa, sizeof(qa), req->uid), key, uid,
                  log_quote(qb, sizeof(qb), owner_uid));
     } else {
-        pod_with_job(job, req->pod, ns, src, text, out);
+        pod_with_job(job, req->pod, req->view, ns, src, text, out);
         if (out->allowed)
             job_warnings(src, job, out);
     }

@@ -39,7 +39,11 @@ struct mutate_request {
     const char *group;        /* request.resource.group: "" for core */
     const char *sub_resource; /* request.subResource, "" when none */
     const char *ns;           /* request.namespace */
-    const json_t *pod;        /* request.object */
+    const json_t *pod;        /* request.object; with view, its metadata suffices
+                                 (mutate_pod_meta_read) */
+    /* request.object's view (k8s/podview.h), when the caller read the review as a
+     * document (webhook/admission.c); NULL: made here from pod. */
+    const struct pod_view *view;
 };
 
 struct mutate_result {
@@ -69,6 +73,12 @@ struct mutate_result {
  * compares every answer with the one the whole tree gives.
  */
 extern const struct jsonr_keep mutate_pod_read[];
+
+/**
+ * The part of mutate_pod_read a review's pod needs as a tree when its view comes with
+ * it (struct mutate_request.view): metadata, for the choice of Job and task (D6).
+ */
+extern const struct jsonr_keep mutate_pod_meta_read[];
 
 /** Zero a result. */
 void mutate_result_init(struct mutate_result *r);

@@ -115,8 +115,9 @@ static void check_steps(const char *body, size_t n, const char *name)
                   "%s: jsmn in steps stopped where one call's tokens build a tree", name);
 }
 
-/* The document (jsonr_doc_read) declines where the fast path does, and its root's tree
- * (jsonr_doc_value) is json_loadb's. */
+/* The document (jsonr_doc_read) declines where the fast path does, its root's tree
+ * (jsonr_doc_value) is json_loadb's, and its kept tree (jsonr_doc_value_kept) the kept
+ * reader's. */
 static void check_doc(const char *body, size_t n, const json_t *fast, const json_t *want,
                       const char *name)
 {
@@ -126,12 +127,21 @@ static void check_doc(const char *body, size_t n, const json_t *fast, const json
                   name, doc != NULL ? "was read" : "declined", fast != NULL ? "built" : "declined");
     if (doc != NULL) {
         json_t *tree = jsonr_doc_value(doc, 0);
+        json_t *kept = jsonr_doc_value_kept(doc, 0, test_keep);
+        json_t *fast_kept = jsonr_fast_kept(body, n, test_keep);
         char *a = dump(tree);
         char *b = dump(want);
+        char *c = dump(kept);
+        char *k = dump(fast_kept);
 
         ck_assert_msg(strcmp(a, b) == 0, "%s:\n document: %s\n json_loadb: %s", name, a, b);
+        ck_assert_msg(strcmp(c, k) == 0, "%s:\n document kept: %s\n fast kept: %s", name, c, k);
         free(a);
         free(b);
+        free(c);
+        free(k);
+        json_decref(fast_kept);
+        json_decref(kept);
         json_decref(tree);
     }
     jsonr_doc_free(doc);

@@ -14,7 +14,7 @@
  * (JSONR_STEP) makes one call's tokens, unless the body nests too deep for the reader
  * (then it may stop early); a scanned body builds the stepped one's tree. And the
  * document (jsonr_doc_read) declines where jsonr_fast does, and its root's tree
- * (jsonr_doc_value) is json_loadb's, and the pod view of it (k8s/podview.h) is the view
+ * (jsonr_doc_value) is json_loadb's, its kept tree the kept reader's, and the pod view of it (k8s/podview.h) is the view
  * of json_loadb's tree.
  * Seeds: the admission harness's corpus (example pods, hostile reviews).
  */
@@ -132,8 +132,19 @@ static void check_doc(const char *body, size_t size, const json_t *fast, const j
                doc != NULL ? "was read" : "declined", fast != NULL ? "built" : "declined");
     if (doc != NULL) {
         json_t *tree = jsonr_doc_value(doc, 0);
+        json_t *kept = jsonr_doc_value_kept(doc, 0, review_keep);
+        json_t *fast_kept = jsonr_fast_kept(body, size, review_keep);
         char *a = dump(tree);
         char *b = dump(want);
+        char *c = dump(kept);
+        char *k = dump(fast_kept);
+
+        FUZZ_CHECK(strcmp(c, k) == 0,
+                   "the document's kept tree differs:\n doc: %.2000s\n fast: %.2000s", c, k);
+        free(c);
+        free(k);
+        json_decref(kept);
+        json_decref(fast_kept);
 
         FUZZ_CHECK(strcmp(a, b) == 0,
                    "the document's tree differs:\n doc: %.2000s\n json_loadb: %.2000s", a, b);
