@@ -11,12 +11,12 @@
  * added (pod_edits_add_init_container) is a jansson object of the edits' own, edited
  * by podutil.h's functions themselves. pod_edits_write writes the patch that takes the
  * view's pod to the edited one: the bytes patch_diff_write writes for the jansson pod
- * and its edited copy (the same ops in the same order), from two small trees of the
- * edited members alone.
+ * and its edited copy (the same ops in the same order), by walking the edits.
  *
- * Not yet on the admission path: webhook/mutate.c still edits a jansson copy (stage 3
- * of the speed issue moves the plugins here). tests/plugins/check_podedit.c holds each
- * function to its podutil.h twin, edit by edit, patch bytes included.
+ * The plugins' on_pod_create write through it (plugins/plugin.h); webhook/mutate.c runs
+ * the chain over it. tests/plugins/check_podedit.c and tests/fuzz/fuzz_podedit.c hold
+ * each function to its podutil.h twin on a jansson copy, edit by edit, patch bytes and
+ * D15's answer included (tests/podeditdiff.h).
  *
  * Request-owned; not thread-safe on one struct pod_edits.
  */

@@ -2,6 +2,10 @@
 /*
  * podutil.h - upsert edits on a JSON Pod (D5) and small JSON builders.
  *
+ * The plugins edit a pod through plugins/podedit.h, the same upserts recorded over the
+ * pod's view; these work on a jansson object: a container a plugin adds (podedit
+ * edits it with them), and the reference podedit is held to (tests/podeditdiff.h).
+ *
  * Every mutation is an upsert, never a blind append, so that running the plugin
  * chain on its own output changes nothing (D5, D13). "Identical" means
  * every field the plugin would write is already present with the same value
