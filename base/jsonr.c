@@ -1068,15 +1068,80 @@ static inline int after_in(const struct jsonr_doc *d, int v)
     return d->tok[v].type == JSMN_OBJECT || d->tok[v].type == JSMN_ARRAY ? d->info[v].after : v + 1;
 }
 
-/* The keys jsonr_doc_members remembers to find repeats among, for places; an object with
- * more is looked at with jsonr_doc_place for each key wanted. */
+/* An object of at most this many members finds repeated keys by comparing each key with
+ * those before it; a larger one sorts its keys (places_sorted), so no body costs the
+ * square of its size. */
 #define MEMBERS_KEYS_SEEN 64
+
+/* A key of an object, for places_sorted. */
+struct key_ref {
+    const char *text;
+    uint32_t len;
+    uint32_t order; /* its place in the text among the object's keys */
+};
+
+/* Whether two keys are the same bytes. */
+static bool same_text(const struct key_ref *x, const struct key_ref *y)
+{
+    return x->len == y->len && memcmp(x->text, y->text, x->len) == 0;
+}
+
+/* By length, bytes, then place: one key's occurrences side by side, the first first. */
+static int key_ref_cmp(const void *a, const void *b)
+{
+    const struct key_ref *x = a;
+    const struct key_ref *y = b;
+    int c;
+
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    c = memcmp(x->text, y->text, x->len);
+    if (c != 0)
+        return c;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/*
+ * For each of the count keys of object obj, in text order, the number of distinct keys
+ * before its first occurrence (its place in json_loadb's order), into places_of[]:
+ * n log n, by sorting the keys. @return 0, or -1 without memory.
+ */
+static int places_sorted(const struct jsonr_doc *d, int obj, size_t count, long *places_of)
+{
+    struct key_ref *refs = malloc(count * sizeof(*refs));
+    bool *first = calloc(count, sizeof(*first));
+    long distinct = 0;
+    int k = obj + 1;
+
+    if (refs == NULL || first == NULL) {
+        free(refs);
+        free(first);
+        return -1;
+    }
+    for (size_t m = 0; m < count; m++) {
+        refs[m] = (struct key_ref){d->info[k].text, d->info[k].len, (uint32_t)m};
+        k = after_in(d, k + 1);
+    }
+    qsort(refs, count, sizeof(*refs), key_ref_cmp);
+    for (size_t m = 0; m < count; m++) /* the first of each run of one key */
+        first[refs[m].order] = m == 0 || !same_text(&refs[m - 1], &refs[m]);
+    /* a repeated key's later occurrences take the place of its first: places_of of a
+     * repeat is not read (jsonr_doc_members records the first occurrence only) */
+    for (size_t m = 0; m < count; m++) {
+        places_of[m] = distinct;
+        distinct += first[m] ? 1 : 0;
+    }
+    free(refs);
+    free(first);
+    return 0;
+}
 
 void jsonr_doc_members(const struct jsonr_doc *d, int obj, const char *const *keys, size_t n,
                        int *out, long *places)
 {
     size_t lens[JSONR_MEMBERS_MAX];
     int seen_keys[MEMBERS_KEYS_SEEN];
+    long *places_of = NULL; /* a large object's places (places_sorted) */
     size_t count;
     long distinct = 0; /* the keys walked, each counted once */
     int k;
@@ -1090,13 +1155,21 @@ void jsonr_doc_members(const struct jsonr_doc *d, int obj, const char *const *ke
     if (!in_doc(d, obj) || d->tok[obj].type != JSMN_OBJECT || n > JSONR_MEMBERS_MAX)
         return;
     count = (size_t)d->tok[obj].size;
+    if (places != NULL && count > MEMBERS_KEYS_SEEN) {
+        places_of = malloc(count * sizeof(*places_of));
+        if (places_of == NULL || places_sorted(d, obj, count, places_of) < 0) {
+            free(places_of);
+            places_of = NULL;
+            places = NULL; /* no memory to tell: every place stays -1 */
+        }
+    }
     k = obj + 1;
     for (size_t m = 0; m < count; m++) {
         const struct jsonr_tokinfo *key = &d->info[k];
         bool seen = false;
 
         /* a repeated key keeps its first place (json_loadb): is k new? */
-        if (places != NULL && count <= MEMBERS_KEYS_SEEN) {
+        if (places != NULL && places_of == NULL) {
             for (size_t j = 0; j < m && !seen; j++)
                 seen = d->info[seen_keys[j]].len == key->len && same_key(d, seen_keys[j], k);
             seen_keys[m] = k;
@@ -1107,39 +1180,23 @@ void jsonr_doc_members(const struct jsonr_doc *d, int obj, const char *const *ke
                 && memcmp(key->text, keys[i], lens[i]) == 0) {
                 out[i] = k + 1;
                 if (places != NULL && places[i] < 0)
-                    places[i] =
-                        count <= MEMBERS_KEYS_SEEN ? distinct : jsonr_doc_place(d, obj, keys[i]);
+                    places[i] = places_of != NULL ? places_of[m] : distinct;
                 break;
             }
         }
         distinct += seen ? 0 : 1;
         k = after_in(d, k + 1);
     }
+    free(places_of);
 }
 
 long jsonr_doc_place(const struct jsonr_doc *d, int obj, const char *key)
 {
-    size_t klen = strlen(key);
-    size_t n;
-    long distinct = 0; /* the keys before k, each counted once */
-    int k;
+    int at;
+    long place;
 
-    if (!in_doc(d, obj) || d->tok[obj].type != JSMN_OBJECT)
-        return -1;
-    n = (size_t)d->tok[obj].size;
-    k = obj + 1;
-    for (size_t m = 0; m < n; m++) {
-        bool seen = false;
-
-        if (d->info[k].len == klen && memcmp(d->info[k].text, key, klen) == 0)
-            return distinct;
-        /* a repeated key keeps its first place (json_loadb): count k when it is new */
-        for (int j = obj + 1; j != k && !seen; j = jsonr_doc_after(d, j + 1))
-            seen = same_key(d, j, k);
-        distinct += seen ? 0 : 1;
-        k = jsonr_doc_after(d, k + 1);
-    }
-    return -1;
+    jsonr_doc_members(d, obj, &key, 1, &at, &place);
+    return place;
 }
 
 /* jsonr_doc_value_kept's builder: keep == NULL builds v whole. */

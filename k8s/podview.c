@@ -93,14 +93,18 @@ static void members(const struct pod_view *v, const struct pv_value *obj, const 
         out[i] = value_at(v, -1, js[i]);
     if (!placed)
         return;
-    /* jansson's order is the place: one walk of obj's members */
+    /* jansson's order is the place: one walk of obj's members, matched by key (not by
+     * value: every null, true and false is one shared value) */
     {
         long at = 0;
 
         for (void *it = json_object_iter((json_t *)obj->json); it != NULL;
              it = json_object_iter_next((json_t *)obj->json, it), at++) {
+            const char *key = json_object_iter_key(it);
+            size_t len = json_object_iter_key_len(it);
+
             for (size_t i = 0; i < n; i++) {
-                if (js[i] != NULL && json_object_iter_value(it) == js[i])
+                if (js[i] != NULL && strlen(keys[i]) == len && memcmp(keys[i], key, len) == 0)
                     out[i].place = at;
             }
         }

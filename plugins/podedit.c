@@ -9,11 +9,11 @@
  * whole entry (D5's "covers", a message). Each decision is podutil.c's, through
  * podutil_internal.h, in podutil.c's order.
  *
- * The patch: two trees of the edited members alone, before and after, each member in
- * the place the edited copy gives it (the view's members in their order, new members
- * after them in the order they were made), every entry no edit touched standing as one
- * shared placeholder on both sides; patch_diff_write of the two writes the ops the
- * diff of the whole pod writes, as it skips what both sides share.
+ * The patch: the edits walked in the order the edited copy would keep its members (the
+ * view's members in their place, new members after them in the order they were made),
+ * the ops written through base/patch.h's patch_writer: an add for a new member or an
+ * appended entry, the diff of the view's value and the edit's for a replaced one. The
+ * diff of the whole pod would write the same ops, as it skips what no edit touched.
  */
 #include "plugins/podedit.h"
 
@@ -257,10 +257,13 @@ static int upsert_at(struct pod_edits *e, bool obj_ok, struct pe_list *l,
 static json_t *container_at(const struct pod_edits *e, struct pe_ref c,
                             const struct pv_container **vc, struct pe_container **pc)
 {
-    const struct pe_list *l = &e->lists[c.list];
+    const struct pe_list *l;
 
     *vc = NULL;
     *pc = NULL;
+    if (c.list != PV_CONTAINERS && c.list != PV_INIT_CONTAINERS)
+        return NULL; /* no list the plugins edit: podutil's functions say EINVAL */
+    l = &e->lists[c.list];
     if (c.i < l->n_orig) {
         *vc = &e->view->containers[c.list].at[c.i];
         *pc = &e->ctrs[c.list][c.i];
@@ -1019,6 +1022,8 @@ static int write_metadata(const struct pod_edits *e, struct patch_writer *w, con
         made = ann;
         if (made != NULL && e->metadata_made) {
             made = json_object();
+            if (made == NULL)
+                json_decref(ann);
             if (made == NULL || json_object_set_new_nocheck(made, "annotations", ann) < 0) {
                 json_decref(made);
                 made = NULL;
@@ -1382,24 +1387,22 @@ int pod_edits_violates(const struct pod_edits *e)
     return 0;
 }
 
-bool pod_edits_first_new_violation(const struct pod_edits *e, struct podcheck_violation *out)
+int pod_edits_first_new_violation(const struct pod_edits *e, struct podcheck_violation *out)
 {
     json_t *before;
     json_t *after;
-    bool found = false;
     int rc = pod_edits_violates(e);
 
     if (rc == 0)
-        return false;
+        return 0;
     /* A violation somewhere (maybe the user's own), or no memory to tell: the whole
      * comparison, on the trees of the pod and of the pod patched. */
     before = podview_value(e->view, &e->view->pod);
     after = before != NULL ? pod_edits_pod(e) : NULL;
-    if (after != NULL)
-        found = podcheck_first_new(before, after, out);
+    rc = after != NULL ? (podcheck_first_new(before, after, out) ? 1 : 0) : WH_ENOMEM;
     json_decref(after);
     json_decref(before);
-    return found;
+    return rc;
 }
 
 json_t *pod_edits_pod(const struct pod_edits *e)
@@ -1411,7 +1414,7 @@ json_t *pod_edits_pod(const struct pod_edits *e)
 
     buf_init(&text, BUF_NO_MAX);
     if (before != NULL && pod_edits_write(e, NULL, &text, NULL) == 0)
-        patch = json_loadb(text.data, text.len, 0, NULL);
+        patch = json_loadb(text.data, text.len, JSON_ALLOW_NUL, NULL);
     if (patch != NULL)
         after = patch_apply(before, patch, NULL);
     json_decref(patch);

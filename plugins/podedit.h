@@ -188,15 +188,15 @@ int pod_edits_write(const struct pod_edits *e, const struct jsonw_texts *known, 
 /**
  * D15's first look (podcheck_first_new's first walk, with the view's pod as the pod
  * before): whether the edited pod has a violation other than those of the view's own
- * entries alone (an env entry, port or volume the edits kept, in its place, is checked
- * only for a name it repeats).
+ * entries alone (an env entry the edits kept, in its place, is not checked; a port or
+ * volume kept is checked only for a name it repeats).
  * @return 1 when it has one, 0 when not, WH_ENOMEM when it cannot tell.
  */
 int pod_edits_violates(const struct pod_edits *e);
 
 /**
  * The edited pod as a tree (the view's pod with the patch applied), for what reads a
- * whole pod (render, D15's denials). @return new reference; NULL on ENOMEM.
+ * whole pod (render, D15's whole comparison). @return new reference; NULL on ENOMEM.
  */
 json_t *pod_edits_pod(const struct pod_edits *e);
 
@@ -207,8 +207,9 @@ json_t *pod_edits_pod(const struct pod_edits *e);
  * the common case (no violation at all); only when it finds one are the two pods
  * built as trees and compared whole.
  * @param[out] out  the violation, when there is one
- * @return true when there is one (false also when memory runs out building the trees).
+ * @return 1 when there is one, 0 when not, WH_ENOMEM when memory runs out building
+ *         the trees (the caller denies: no pod passes D15 unchecked).
  */
-bool pod_edits_first_new_violation(const struct pod_edits *e, struct podcheck_violation *out);
+int pod_edits_first_new_violation(const struct pod_edits *e, struct podcheck_violation *out);
 
 #endif

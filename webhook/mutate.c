@@ -423,9 +423,15 @@ static bool d15_deny(const struct chain *ch, const struct pod_edits *pod, struct
     const struct plugin *p;
     char msg[sizeof(out->message)];
     char qp[LOG_QUOTE_SIZE(128)]; /* the pod's name, quoted */
+    int rc = pod_edits_first_new_violation(pod, &v);
 
-    if (!pod_edits_first_new_violation(pod, &v))
+    if (rc == 0)
         return false;
+    if (rc < 0) {
+        /* no pod passes D15 unchecked: the webhook's failure, 500 */
+        deny(out, 500, "out of memory checking the pod");
+        return true;
+    }
     p = d15_culprit(ch, pod->view, &v);
     d15_message(msg, sizeof(msg), p != NULL ? p->name : "a", &v, ch);
     LOG_INFO("admission pod=%s job=%s outcome=invalid-pod plugin=%s",
@@ -508,7 +514,7 @@ static void pod_with_job(const json_t *job, const json_t *pod, const struct pod_
     /* the ops as a tree, and the pod they make (render, the tests) */
     buf_init(&own, BUF_NO_MAX);
     rc = pod_edits_write(&edits, NULL, &own, &out->patch_ops);
-    out->patch = rc == 0 ? json_loadb(own.data, own.len, 0, NULL) : NULL;
+    out->patch = rc == 0 ? json_loadb(own.data, own.len, JSON_ALLOW_NUL, NULL) : NULL;
     buf_dispose(&own);
     out->pod = out->patch != NULL ? pod_edits_pod(&edits) : NULL;
     if (out->patch == NULL || out->pod == NULL) {

@@ -66,11 +66,11 @@ struct mutate_result {
  * every plugin's on_pod_create (spec hostname, subdomain, volumes: their names, their
  * Secret and ConfigMap sources and only the kind of other sources;
  * each container's name, env, volumeMounts, ports, command, args) and D15's check
- * (k8s/podcheck.h: the same, ephemeral containers too). admission_handle builds only
- * these members of request.object; a plugin or check that reads another member of a
- * pod must name it here. Every member the chain edits (plugins/podedit.h: the pod
- * view's members, k8s/podview.h) is among them, so an edit never meets a member left out. tests/webhook/check_answer.c
- * compares every answer with the one the whole tree gives.
+ * (k8s/podcheck.h: the same, ephemeral containers too): the members the pod's view
+ * reads (k8s/podview.h), which admission_handle reads in place; a plugin or check that
+ * reads another member of a pod must be given it there. tests/fuzz/fuzz_reader.c holds
+ * the kept reader to this list; tests/webhook/check_answer.c compares every answer
+ * with the one the whole tree gives.
  */
 extern const struct jsonr_keep mutate_pod_read[];
 

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/buf.h"
 #include "base/jsonr.h"
 #include "base/jsonr_internal.h"
 #include "tests/jsongen.h"
@@ -494,6 +495,43 @@ START_TEST(test_doc_navigation)
     ck_assert_ptr_null(jsonr_doc_read("[1.5]", 5, NULL));
     ck_assert_ptr_null(jsonr_doc_read("{\"a\" 1}", 7, NULL));
     ck_assert_ptr_null(jsonr_doc_read("", 0, NULL));
+}
+END_TEST
+
+/* Places in an object too large to compare each key with those before it (sorted keys,
+ * jsonr.c places_sorted): each key's place is its place in json_loadb's tree, a
+ * repeated key at its first place. */
+START_TEST(test_doc_places_of_a_large_object)
+{
+    struct buf b;
+    struct jsonr_doc *d;
+    json_t *tree;
+    const char *key;
+    json_t *value;
+    long want = 0;
+
+    buf_init(&b, BUF_NO_MAX);
+    ck_assert_int_eq(buf_append_str(&b, "{"), 0);
+    for (int i = 0; i < 300; i++) {
+        /* every seventh key repeats one written before it */
+        int k = i % 7 == 6 ? i - 6 : i;
+
+        ck_assert_int_eq(buf_appendf(&b, "%s\"k%d\":%d", i > 0 ? "," : "", k, i), 0);
+    }
+    ck_assert_int_eq(buf_append_str(&b, "}"), 0);
+    d = jsonr_doc_read(b.data, b.len, NULL);
+    tree = json_loadb(b.data, b.len, FLAGS, NULL);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_ptr_nonnull(tree);
+    json_object_foreach(tree, key, value) {
+        ck_assert_int_eq(jsonr_doc_place(d, 0, key), want);
+        want++;
+    }
+    ck_assert_int_eq(want, 300 - 300 / 7);
+    ck_assert_int_eq(jsonr_doc_place(d, 0, "k300"), -1);
+    json_decref(tree);
+    jsonr_doc_free(d);
+    buf_dispose(&b);
 }
 END_TEST
 
@@ -990,6 +1028,7 @@ static Suite *jsonr_suite(void)
     tcase_add_loop_test(tx, test_declined, 0, (int)(sizeof(declined) / sizeof(declined[0])));
     tcase_add_loop_test(tx, test_kept, 0, (int)(sizeof(kept_cases) / sizeof(kept_cases[0])));
     tcase_add_test(tx, test_doc_navigation);
+    tcase_add_test(tx, test_doc_places_of_a_large_object);
     tcase_add_test(tx, test_nul_byte_declined);
     tcase_add_test(tx, test_depth);
     tcase_add_test(tx, test_string_end);
