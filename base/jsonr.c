@@ -816,35 +816,49 @@ int jsonr_tokenize(const char *js, size_t len, bool stepped, size_t *tokens)
     return rc;
 }
 
-/* jsonr_fast_kept with the body's scan made (scan), or none made (NULL): a body up to
- * JSONR_STEPPED_MAX bytes is tokenized in steps, a longer one scanned first. */
-static json_t *fast(const char *body, size_t len, const struct jsonr_keep *keep,
-                    const struct jsonr_scan *scan)
+/*
+ * The start of every read of a body: what the reader declines before any parse (no
+ * body, NUL bytes, too long, too deep: jsonr.h), then jsmn's tokens, into r (set to
+ * read them from the start) and *tok (malloc'd, the caller frees it; NULL when none).
+ * scan: the body's, or NULL (a body up to JSONR_STEPPED_MAX bytes is tokenized in
+ * steps, a longer one scanned first). @return false to decline.
+ */
+static bool reader_begin(struct reader *r, const char *body, size_t len,
+                         const struct jsonr_scan *scan, jsmntok_t **tok)
 {
-    struct reader r = {0};
-    jsmntok_t *tok = NULL;
     bool stepped = scan == NULL && len <= JSONR_STEPPED_MAX;
-    json_t *v = NULL;
     struct jsonr_scan own;
-    int rc;
 
+    *tok = NULL;
     /* jsmn stops at a NUL byte. */
     if (body == NULL || len == 0 || len > JSONR_MAX_LEN || memchr(body, '\0', len) != NULL)
-        return NULL;
+        return false;
     if (!stepped) {
         if (scan == NULL) {
             jsonr_scan_body(body, len, &own);
             scan = &own;
         }
         if (!scan->shallow)
-            return NULL;
+            return false;
     }
-    rc = tokens_of(body, len, stepped, &tok, &r.ntok);
-    if (rc <= 0)
+    if (tokens_of(body, len, stepped, tok, &r->ntok) <= 0)
+        return false;
+    r->js = body;
+    r->len = len;
+    r->tok = *tok;
+    return true;
+}
+
+/* jsonr_fast_kept with the body's scan made (scan), or none made (NULL). */
+static json_t *fast(const char *body, size_t len, const struct jsonr_keep *keep,
+                    const struct jsonr_scan *scan)
+{
+    struct reader r = {0};
+    jsmntok_t *tok = NULL;
+    json_t *v = NULL;
+
+    if (!reader_begin(&r, body, len, scan, &tok))
         goto out;
-    r.js = body;
-    r.len = len;
-    r.tok = tok;
     v = read_value(&r, 0, keep);
     skip_ws(&r);
     if (v != NULL && (r.pos != len || r.next != r.ntok)) {
@@ -909,31 +923,13 @@ struct jsonr_doc {
 struct jsonr_doc *jsonr_doc_read(const char *body, size_t len, const struct jsonr_scan *scan)
 {
     struct reader r = {0};
-    struct jsonr_doc *d;
+    struct jsonr_doc *d = calloc(1, sizeof(*d));
     jsmntok_t *tok = NULL;
-    bool stepped = scan == NULL && len <= JSONR_STEPPED_MAX;
-    struct jsonr_scan own;
     bool ok;
 
-    /* fast()'s conditions: what it declines, the document declines */
-    if (body == NULL || len == 0 || len > JSONR_MAX_LEN || memchr(body, '\0', len) != NULL)
-        return NULL;
-    if (!stepped) {
-        if (scan == NULL) {
-            jsonr_scan_body(body, len, &own);
-            scan = &own;
-        }
-        if (!scan->shallow)
-            return NULL;
-    }
-    d = calloc(1, sizeof(*d));
-    if (d == NULL)
-        return NULL;
-    if (tokens_of(body, len, stepped, &tok, &r.ntok) <= 0)
+    /* fast()'s start: what it declines, the document declines */
+    if (d == NULL || !reader_begin(&r, body, len, scan, &tok))
         goto fail;
-    r.js = body;
-    r.len = len;
-    r.tok = tok;
     /* every field read is written by skip_value: no need to clear them */
     r.info = malloc((size_t)r.ntok * sizeof(*r.info));
     if (r.info == NULL)
