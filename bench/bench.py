@@ -1175,18 +1175,25 @@ def go_callgrind(exe, jobs, bodies, few=30, more=330):
 # counts they are: the first alternative found, an alternative being one function or a
 # tuple of functions summed (the review is read with jsonr_loadb_kept and the Job's text
 # with jsonr_loadb; older trees read both with one of them, or with json_loadb).
+# Each part names its functions in this tree first, then in the trees before it (a
+# baseline's): the first alternative found counts (component_values).
 COMPONENTS = (
-    ("reading JSON: the review and the Job's kept text",
-     (("jsonr_loadb_kept", "jsonr_loadb"), "jsonr_loadb", "json_loadb")),
+    ("reading JSON: the review (its document and envelope) and the Job's kept text",
+     (("jsonr_doc_read", "jsonr_doc_value_kept", "jsonr_loadb"),
+      ("jsonr_doc_read", "jsonr_doc_value_kept"), ("jsonr_loadb_kept", "jsonr_loadb"),
+      "jsonr_loadb", "json_loadb")),
     ("the pre-scan of the body (containers, depth)", ("jsonr_scan_body", "json_container_count")),
     ("the Job from the cache (its parse included, when the thread has no tree of it)",
      ("cache_get_read", "cache_get")),
-    ("the pod's copy for the plugins", ("copy_edited",)),
+    ("the pod's typed view for the plugins (k8s/podview.c)", ("podview_from_doc",)),
+    ("the pod's copy for the plugins (before the view)", ("copy_edited",)),
     ("the plugin chain", ("chain_run",)),
-    ("the diff, ops written as text", ("patch_diff_write",)),
-    ("the check of the patched pod (D15, podcheck)", ("podcheck_first_new",)),
+    ("the patch, ops written as text", ("pod_edits_write", "patch_diff_write")),
+    ("the check of the patched pod (D15, podcheck)",
+     ("pod_edits_first_new_violation", "podcheck_first_new")),
     ("base64 of the patch", ("EVP_EncodeBlock",)),
-    ("freeing the pod's trees", ("mutate_result_dispose",)),
+    ("freeing the pod's view, records and trees",
+     (("pod_edits_dispose", "podview_dispose", "jsonr_doc_free"), "mutate_result_dispose")),
 )
 
 
