@@ -39,6 +39,7 @@ its uid. No latency is asserted; waits have generous upper bounds only.
 
 import copy
 import errno
+import io
 import json
 import re
 import select
@@ -545,6 +546,51 @@ class PipelineTest(SharedServerCase):
         self.assertEqual(json.loads(answers[2][2])["reason"], "BadRequest")
         self.assertEqual(answers[4][2], b"ok")
         self.assertEqual(rest, b"")   # closed after the last, as asked
+        self.assert_good(self.good, 1)
+
+    def test_pipelined_answers_to_a_slow_reader(self):
+        """Thirty admissions sent at once by a client with a small receive buffer that
+        reads nothing for a second and then 700 bytes at a time: every answer arrives
+        whole, in order, once (an answer's header record waits for its body's and goes
+        out in the same write: webhook/server_tls.c server_tls_push; a socket with no
+        room or part of a record's is check_server's test_tls_push_holds_one_record)."""
+        revs = [self.rev(harness.build_pod(self.job, "mpiworker", i % 2)) for i in range(30)]
+        data = b"".join(post_bytes(json.dumps(r).encode()) for r in revs)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)   # before connect: the window
+        sock.settimeout(30)
+        sock.connect(("127.0.0.1", self.wh.port))
+        s = self.ctx.wrap_socket(sock, server_hostname=SERVER_NAME)
+        try:
+            s.sendall(data)   # fits the kernel's buffers (about 100 KiB)
+            time.sleep(1)
+            raw = b""
+            answers = []
+            while len(answers) < len(revs):
+                chunk = s.recv(700)
+                if not chunk:
+                    break
+                raw += chunk
+                time.sleep(0.001)
+                while b"\r\n\r\n" in raw:   # a whole head: is its body in too?
+                    head = raw[:raw.index(b"\r\n\r\n") + 4]
+                    m = re.search(rb"\r\ncontent-length: *(\d+)\r\n", head, re.I)
+                    self.assertIsNotNone(m, head)
+                    if len(raw) < len(head) + int(m.group(1)):
+                        break
+                    status, _, body = read_response(io.BytesIO(raw[:len(head) + int(m.group(1))]))
+                    answers.append((status, body))
+                    raw = raw[len(head) + int(m.group(1)):]
+        finally:
+            s.close()
+        self.assertEqual(len(answers), len(revs))
+        for rev, (status, body) in zip(revs, answers):
+            self.assertEqual(status, 200)
+            doc = json.loads(body)
+            self.assertIsNone(check_answer(rev, 200, doc))
+            self.assertEqual(doc["response"]["uid"], rev["request"]["uid"])
+            self.assertIsNotNone(harness.decode_patch(doc))
+        self.assertEqual(raw, b"")
         self.assert_good(self.good, 1)
 
     def test_pipelined_after_early_refusal(self):

@@ -132,11 +132,13 @@ static const char *echo_safe(const char *s, char *buf, size_t len)
 
 /*
  * Queue body (copied unless must_free, then freed by MHD) with status and type;
- * busy adds "Retry-After: 1" and "Connection: close" (over the body budget).
+ * busy adds "Retry-After: 1" and "Connection: close" (over the body budget);
+ * whole: the body is sent (not a HEAD's answer), its records may go out with the
+ * header's in one write (server_tls_answer_coming).
  */
 static enum MHD_Result queue_ex(struct server *s, struct MHD_Connection *c, unsigned status,
                                 const char *type, const char *allow, bool busy, char *body,
-                                size_t len, bool must_free)
+                                size_t len, bool must_free, bool whole)
 {
     struct MHD_Response *r;
     enum MHD_Result ret;
@@ -158,8 +160,12 @@ static enum MHD_Result queue_ex(struct server *s, struct MHD_Connection *c, unsi
         MHD_destroy_response(r);
         return MHD_NO;
     }
+    if (whole && len > 0)
+        server_tls_answer_coming(s, c, len);
     ret = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
+    if (ret == MHD_NO && whole && len > 0)
+        server_tls_answer_coming(s, c, 0); /* not queued: hold nothing */
     return ret;
 }
 
@@ -168,7 +174,7 @@ static enum MHD_Result queue(struct server *s, struct MHD_Connection *c, unsigne
                              const char *type, const char *allow, char *body, size_t len,
                              bool must_free)
 {
-    return queue_ex(s, c, status, type, allow, false, body, len, must_free);
+    return queue_ex(s, c, status, type, allow, false, body, len, must_free, false);
 }
 
 /* Answer with a Kubernetes Status (docs/kube-api.md §2); busy as queue_ex. */
@@ -184,8 +190,8 @@ static enum MHD_Result queue_status_ex(struct server *s, struct MHD_Connection *
     json_decref(st);
     if (text == NULL)
         return queue_ex(s, c, code, "application/json", allow, busy, (char *)status_enomem,
-                        sizeof(status_enomem) - 1, false);
-    return queue_ex(s, c, code, "application/json", allow, busy, text, strlen(text), true);
+                        sizeof(status_enomem) - 1, false, false);
+    return queue_ex(s, c, code, "application/json", allow, busy, text, strlen(text), true, false);
 }
 
 /* queue_status_ex without the busy headers. */
@@ -572,10 +578,12 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
     /* The body is no longer needed: release it before the answer is sent. */
     buf_dispose(&ctx->body);
     server_body_release(s, ctx);
+    /* A POST's answer: its body is sent whole. */
     if (out == NULL)
-        return queue(s, c, (unsigned)status, "application/json", NULL, (char *)status_enomem,
-                     sizeof(status_enomem) - 1, false);
-    return queue(s, c, (unsigned)status, "application/json", NULL, out, out_len, true);
+        return queue_ex(s, c, (unsigned)status, "application/json", NULL, false,
+                        (char *)status_enomem, sizeof(status_enomem) - 1, false, true);
+    return queue_ex(s, c, (unsigned)status, "application/json", NULL, false, out, out_len, true,
+                    true);
 }
 
 /* Parse a numeric v4/v6 address into ss. @return 0 or WH_EINVAL. */

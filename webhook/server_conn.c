@@ -155,6 +155,7 @@ void server_conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
     pthread_mutex_unlock(&s->conn_lock);
     /* Out of the list: nothing else touches cc now, and the socket is still open. */
     server_tls_conn_end(s, c, cc);
+    server_tls_conn_close(s, c, cc);
     server_tls_creds_release(s, cc->creds);
     free(cc);
     *socket_context = NULL;

@@ -38,6 +38,9 @@
 #define TLS_CHAIN_MAX    16     /* certificates in a served chain */
 #define REAPER_PERIOD_MS 200L   /* how often the reaper scans */
 #define LOG_PERIOD_MS    5000LL /* at most one line per kind per period */
+/* An answer's header record held for its body's (server_tls_answer_coming): an
+ * admission answer's header record is about 160 bytes. */
+#define TLS_HOLD_MAX 512
 
 /* A parsed TLS pair; refs guarded by server.tls_lock. */
 struct tls_creds {
@@ -72,6 +75,11 @@ struct conn_ctx {
     unsigned tls_hello_version; /* its legacy_version (0x0303 for TLS 1.2 and 1.3) */
     bool tls_server_hello;      /* our ServerHello went out */
     bool tls_done;              /* the client's Finished arrived: the handshake is complete */
+    /* One answer's records in one write (server_tls_answer_coming); the connection's thread only. */
+    bool tls_push_ours;    /* the session writes through server_tls_push */
+    size_t tls_hold_below; /* armed: hold the next record when shorter than this; 0: not */
+    size_t tls_held_len;   /* bytes of a held record not yet written */
+    unsigned char tls_held[TLS_HOLD_MAX];
 };
 
 /*
@@ -191,6 +199,44 @@ void server_tls_conn_start(const struct server *s, struct MHD_Connection *c);
  * with the client's address. Nothing without TLS.
  */
 void server_tls_conn_end(struct server *s, struct MHD_Connection *c, const struct conn_ctx *cc);
+
+/**
+ * A connection is closing and cc is about to be freed (server_conn_notify,
+ * CLOSED): a session that writes through server_tls_push writes to the socket itself
+ * again, so that nothing GnuTLS might still send reads cc. A held record is
+ * dropped: the connection is closing.
+ */
+void server_tls_conn_close(const struct server *s, struct MHD_Connection *c, struct conn_ctx *cc);
+
+/**
+ * An answer with a body of body_len bytes (> 0, sent in full: not a HEAD's) is
+ * about to be queued on c: have its header record go out in the same write as
+ * its body's first record. MHD 0.9.75 hands GnuTLS the header and the body in
+ * two gnutls_record_send calls, one sendmsg each; on loopback every write also
+ * runs the receiver's TCP path and wakes it, so two writes per answer cost
+ * about a sixth of the throughput (bench/RESULTS.md). The session then writes
+ * through server_tls_push (its send pointer is cc), which holds the next record when
+ * it is shorter than the body (so it cannot be the whole answer) and at most
+ * TLS_HOLD_MAX bytes, and writes it before the following record in one
+ * sendmsg; when the socket takes only part, what is left waits for the next
+ * write as GnuTLS's own unsent bytes do (GNUTLS_E_AGAIN: MHD waits until the
+ * socket is writable), so nothing is held without a write to come. Nothing
+ * without TLS, without a conn_ctx, or when kTLS sends for GnuTLS.
+ */
+void server_tls_answer_coming(const struct server *s, struct MHD_Connection *c, size_t body_len);
+
+/**
+ * gnutls_vec_push_func of a session armed by server_tls_answer_coming: ptr is
+ * its conn_ctx (fd, tls_hold_below, the held record). Holds the records of iov
+ * (taken whole, nothing written) when armed, nothing is held yet, and they are
+ * shorter than tls_hold_below and at most TLS_HOLD_MAX bytes; disarms. Else one
+ * sendmsg of the held bytes, then iov.
+ * @return the bytes of iov taken (held or written); -1 with errno: EAGAIN when
+ *         the socket took none of iov (it is full: the held bytes it did take
+ *         are dropped from the hold, GnuTLS keeps iov and MHD writes again when
+ *         the socket is writable), or sendmsg's error.
+ */
+ssize_t server_tls_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int iovcnt);
 
 /* ---- server_conn.c ---- */
 

@@ -26,22 +26,32 @@
  * it by reason and logs it with the client's address, one line per
  * LOG_PERIOD_MS.
  *
+ * One answer, one write: MHD 0.9.75 gives GnuTLS an answer's header and body in
+ * two calls, so each answer took two sendmsg calls. server_tls_answer_coming
+ * arms the connection before the answer is queued; server_tls_push, the
+ * session's writer from then on, holds the header's record and writes it with the
+ * body's first record (server_internal.h says why nothing is held for good).
+ *
  * Threads: server_tls_retrieve and server_tls_conn_start run on MHD workers,
  * server_set_tls_pair on any thread (the certwatch thread in serve); the pair
  * pointer and every refcount under tls_lock.
  */
+#include <errno.h>
 #include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
+#include <gnutls/socket.h>
 #include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_received (glibc's lacks it) */
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "base/log.h"
 #include "webhook/server.h"
@@ -263,6 +273,120 @@ void server_tls_conn_start(const struct server *s, struct MHD_Connection *c)
         gnutls_handshake_set_hook_function(ti->tls_session, GNUTLS_HANDSHAKE_ANY, GNUTLS_HOOK_BOTH,
                                            handshake_hook);
     }
+}
+
+/* sendmsg of iov[0..n) on fd, as GnuTLS's own writer sends (MSG_NOSIGNAL). */
+static ssize_t send_iov(int fd, struct iovec *iov, int n)
+{
+    struct msghdr m;
+
+    memset(&m, 0, sizeof(m));
+    m.msg_iov = iov;
+    m.msg_iovlen = (size_t)n;
+    return sendmsg(fd, &m, MSG_NOSIGNAL);
+}
+
+/* The held record's first n bytes went out: keep the rest. */
+static void held_sent(struct conn_ctx *cc, size_t n)
+{
+    memmove(cc->tls_held, cc->tls_held + n, cc->tls_held_len - n);
+    cc->tls_held_len -= n;
+}
+
+ssize_t server_tls_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int iovcnt)
+{
+    struct conn_ctx *cc = ptr;
+    struct iovec v[64];
+    size_t total = 0;
+    size_t below = cc->tls_hold_below;
+    ssize_t w;
+    int n = 0;
+
+    for (int i = 0; i < iovcnt; i++)
+        total += iov[i].iov_len;
+    cc->tls_hold_below = 0;
+    if (below > 0 && cc->tls_held_len == 0 && total < below && total <= sizeof(cc->tls_held)) {
+        for (int i = 0; i < iovcnt; i++) {
+            memcpy(cc->tls_held + cc->tls_held_len, iov[i].iov_base, iov[i].iov_len);
+            cc->tls_held_len += iov[i].iov_len;
+        }
+        return (ssize_t)total;
+    }
+    if (cc->tls_held_len > 0 && iovcnt >= (int)(sizeof(v) / sizeof(v[0]))) {
+        /* more than GnuTLS queues (32): the held bytes alone first */
+        v[0] = (struct iovec){cc->tls_held, cc->tls_held_len};
+        w = send_iov(cc->fd, v, 1);
+        if (w < 0)
+            return -1;
+        held_sent(cc, (size_t)w);
+        if (cc->tls_held_len > 0) {
+            errno = EAGAIN; /* the socket is full */
+            return -1;
+        }
+    }
+    if (cc->tls_held_len > 0)
+        v[n++] = (struct iovec){cc->tls_held, cc->tls_held_len};
+    if (iovcnt > (int)(sizeof(v) / sizeof(v[0])) - n)
+        return errno = EIO, -1; /* not reached: GnuTLS queues at most 32 buffers */
+    for (int i = 0; i < iovcnt; i++)
+        v[n++] = iov[i];
+    w = send_iov(cc->fd, v, n);
+    if (w < 0)
+        return -1;
+    if ((size_t)w < cc->tls_held_len) {
+        held_sent(cc, (size_t)w);
+        errno = EAGAIN; /* the socket is full */
+        return -1;
+    }
+    w -= (ssize_t)cc->tls_held_len;
+    cc->tls_held_len = 0;
+    return w;
+}
+
+/* gnutls_vec_push_func of a session whose conn_ctx is gone: the socket itself. */
+static ssize_t fd_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int iovcnt)
+{
+    return send_iov((int)(intptr_t)ptr, (struct iovec *)iov, iovcnt);
+}
+
+static gnutls_session_t session_of(const struct server *s, struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ti =
+        s->tls ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION) : NULL;
+
+    return ti != NULL ? ti->tls_session : NULL;
+}
+
+void server_tls_answer_coming(const struct server *s, struct MHD_Connection *c, size_t body_len)
+{
+    struct conn_ctx *cc = server_conn_of(c);
+    gnutls_session_t session;
+
+    if (cc == NULL || cc->fd < 0)
+        return;
+    if (!cc->tls_push_ours) {
+        session = body_len > 0 ? session_of(s, c) : NULL;
+        /* kTLS (a system-wide GnuTLS setting) writes to the send pointer's fd itself */
+        if (session == NULL || (gnutls_transport_is_ktls_enabled(session) & GNUTLS_KTLS_SEND))
+            return;
+        gnutls_transport_set_ptr2(session, (gnutls_transport_ptr_t)(intptr_t)cc->fd, cc);
+        gnutls_transport_set_vec_push_function(session, server_tls_push);
+        cc->tls_push_ours = true;
+    }
+    cc->tls_hold_below = body_len;
+}
+
+void server_tls_conn_close(const struct server *s, struct MHD_Connection *c, struct conn_ctx *cc)
+{
+    gnutls_session_t session;
+
+    if (!cc->tls_push_ours || (session = session_of(s, c)) == NULL)
+        return;
+    gnutls_transport_set_ptr2(session, (gnutls_transport_ptr_t)(intptr_t)cc->fd,
+                              (gnutls_transport_ptr_t)(intptr_t)cc->fd);
+    gnutls_transport_set_vec_push_function(session, fd_push);
+    cc->tls_push_ours = false;
+    cc->tls_held_len = 0;
 }
 
 /* Bytes TCP has received on fd (TCP_INFO, Linux 4.1+); -1 when unknown. */

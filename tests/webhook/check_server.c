@@ -11,11 +11,16 @@
  * theirs, bad pairs refused), GET /metrics with the collect callback,
  * draining (/readyz 503, Connection: close), quiesce, and the request time
  * limit against clients that trickle headers or body (these wait for the
- * server to close, with generous upper bounds only).
+ * server to close, with generous upper bounds only). TLS answers' writes
+ * (server_tls_push) with a sendmsg that can be made to take only part.
  */
+#define _GNU_SOURCE /* RTLD_NEXT */
 #include <arpa/inet.h>
 #include <check.h>
 #include <curl/curl.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -1518,6 +1523,179 @@ START_TEST(test_evict_oldest)
 }
 END_TEST
 
+/*
+ * sendmsg of this test program: while send_cap is not 0, a call writes at most
+ * send_cap bytes (a socket with that little room, to the byte, which no real
+ * socket gives on demand); else the next sendmsg (libc's, or a sanitizer's
+ * interceptor) as it is.
+ */
+static _Atomic size_t send_cap;
+static ssize_t (*sendmsg_next)(int, const struct msghdr *, int); /* set by main */
+
+ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
+{
+    ssize_t (*next)(int, const struct msghdr *, int) = sendmsg_next;
+    size_t left = atomic_load(&send_cap);
+    struct msghdr capped;
+    struct iovec v[64];
+    size_t n = 0;
+
+    if (left == 0 || m->msg_iovlen > sizeof(v) / sizeof(v[0]))
+        return next(fd, m, flags);
+    capped = *m;
+    for (size_t i = 0; i < m->msg_iovlen && left > 0; i++) {
+        v[n] = m->msg_iov[i];
+        if (v[n].iov_len > left)
+            v[n].iov_len = left;
+        left -= v[n++].iov_len;
+    }
+    capped.msg_iov = v;
+    capped.msg_iovlen = n;
+    return next(fd, &capped, flags);
+}
+
+/* Bytes waiting on fd, appended to out (capacity cap) without blocking. */
+static size_t take_waiting(int fd, unsigned char *out, size_t have, size_t cap)
+{
+    ssize_t n;
+
+    while (have < cap && (n = recv(fd, out + have, cap - have, MSG_DONTWAIT)) > 0)
+        have += (size_t)n;
+    return have;
+}
+
+/*
+ * server_tls_push: an armed connection holds a record shorter than the answer's
+ * body and writes it before the next one; anything else goes straight out; a
+ * full socket loses and repeats nothing (the stream is exactly what was pushed).
+ */
+START_TEST(test_tls_push_holds_one_record)
+{
+    static unsigned char head[160], body[3000], junk[1 << 20], got[(1 << 20) + 8192];
+    struct conn_ctx *cc = calloc(1, sizeof(*cc));
+    int sv[2];
+    int sndbuf = 4096;
+    size_t njunk = 0;
+    size_t have;
+    ssize_t w;
+    bool full_seen = false;
+    giovec_t v;
+
+    ck_assert_ptr_nonnull(cc);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    ck_assert_int_eq(fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);
+    cc->fd = sv[0];
+    memset(head, 'h', sizeof(head));
+    for (size_t i = 0; i < sizeof(body); i++)
+        body[i] = (unsigned char)('a' + i % 26);
+
+    /* armed: the header's record is held, nothing is written, the arm is spent */
+    cc->tls_hold_below = sizeof(body);
+    v = (giovec_t){head, sizeof(head)};
+    ck_assert_int_eq(server_tls_push(cc, &v, 1), (ssize_t)sizeof(head));
+    ck_assert_uint_eq(cc->tls_held_len, sizeof(head));
+    ck_assert_uint_eq(cc->tls_hold_below, 0);
+    ck_assert_uint_eq(take_waiting(sv[1], got, 0, sizeof(got)), 0);
+    /* the body's record goes out after it, in the same write */
+    v = (giovec_t){body, sizeof(body)};
+    ck_assert_int_eq(server_tls_push(cc, &v, 1), (ssize_t)sizeof(body));
+    ck_assert_uint_eq(cc->tls_held_len, 0);
+    have = take_waiting(sv[1], got, 0, sizeof(got));
+    ck_assert_uint_eq(have, sizeof(head) + sizeof(body));
+    ck_assert_mem_eq(got, head, sizeof(head));
+    ck_assert_mem_eq(got + sizeof(head), body, sizeof(body));
+
+    /* not shorter than the body (the whole answer in one record), or longer than
+     * TLS_HOLD_MAX, or not armed: written at once */
+    cc->tls_hold_below = sizeof(head);
+    v = (giovec_t){head, sizeof(head)};
+    ck_assert_int_eq(server_tls_push(cc, &v, 1), (ssize_t)sizeof(head));
+    cc->tls_hold_below = sizeof(body);
+    v = (giovec_t){body, TLS_HOLD_MAX + 1};
+    ck_assert_int_eq(server_tls_push(cc, &v, 1), TLS_HOLD_MAX + 1);
+    v = (giovec_t){head, 10};
+    ck_assert_int_eq(server_tls_push(cc, &v, 1), 10);
+    ck_assert_uint_eq(cc->tls_held_len, 0);
+    ck_assert_uint_eq(take_waiting(sv[1], got, 0, sizeof(got)), sizeof(head) + TLS_HOLD_MAX + 11);
+
+    /* a socket with room for part of the held record: the rest is held, and the
+     * body waits for it (EAGAIN), then both go, the body in part */
+    cc->tls_hold_below = sizeof(body);
+    v = (giovec_t){head, sizeof(head)};
+    ck_assert_int_eq(server_tls_push(cc, &v, 1), (ssize_t)sizeof(head));
+    atomic_store(&send_cap, 100);
+    v = (giovec_t){body, sizeof(body)};
+    errno = 0;
+    ck_assert_int_eq(server_tls_push(cc, &v, 1), -1);
+    ck_assert_int_eq(errno, EAGAIN);
+    ck_assert_uint_eq(cc->tls_held_len, sizeof(head) - 100);
+    atomic_store(&send_cap, 1000);
+    ck_assert_int_eq(server_tls_push(cc, &v, 1), 1000 - (ssize_t)(sizeof(head) - 100));
+    ck_assert_uint_eq(cc->tls_held_len, 0);
+    atomic_store(&send_cap, 0);
+    v = (giovec_t){body + 1000 - (sizeof(head) - 100), sizeof(body) - 1000 + (sizeof(head) - 100)};
+    ck_assert_int_eq(server_tls_push(cc, &v, 1), (ssize_t)v.iov_len);
+    have = take_waiting(sv[1], got, 0, sizeof(got));
+    ck_assert_uint_eq(have, sizeof(head) + sizeof(body));
+    ck_assert_mem_eq(got, head, sizeof(head));
+    ck_assert_mem_eq(got + sizeof(head), body, sizeof(body));
+
+    /* a full socket: the held record and the body arrive whole, in order, once */
+    ck_assert_int_eq(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
+    for (size_t i = 0; i < sizeof(junk); i++)
+        junk[i] = (unsigned char)(i * 7);
+    for (;;) {
+        w = send(sv[0], junk + njunk, 512, MSG_DONTWAIT);
+        if (w < 0)
+            break;
+        njunk += (size_t)w;
+        ck_assert_uint_lt(njunk, sizeof(junk) - 512);
+    }
+    ck_assert_int_eq(errno, EAGAIN);
+    cc->tls_hold_below = sizeof(body);
+    v = (giovec_t){head, sizeof(head)};
+    ck_assert_int_eq(server_tls_push(cc, &v, 1), (ssize_t)sizeof(head));
+    have = 0;
+    for (int round = 0; round < 100000; round++) {
+        v = (giovec_t){body, sizeof(body)};
+        w = server_tls_push(cc, &v, 1);
+        if (w < 0) {
+            ck_assert_int_eq(errno, EAGAIN);
+            full_seen = true;
+            /* the reader takes a little, as a slow client does */
+            if (have < sizeof(got)) {
+                ssize_t n = recv(sv[1], got + have, 700, MSG_DONTWAIT);
+
+                if (n > 0)
+                    have += (size_t)n;
+            }
+            continue;
+        }
+        /* GnuTLS pushes the rest of a record the socket took part of */
+        ck_assert_int_gt(w, 0);
+        if ((size_t)w < sizeof(body)) {
+            v = (giovec_t){body + w, sizeof(body) - (size_t)w};
+            while ((w = server_tls_push(cc, &v, 1)) < 0 || (size_t)w < v.iov_len) {
+                if (w > 0)
+                    v = (giovec_t){(unsigned char *)v.iov_base + w, v.iov_len - (size_t)w};
+                have = take_waiting(sv[1], got, have, sizeof(got));
+            }
+        }
+        break;
+    }
+    ck_assert(full_seen);
+    ck_assert_uint_eq(cc->tls_held_len, 0);
+    have = take_waiting(sv[1], got, have, sizeof(got));
+    ck_assert_uint_eq(have, njunk + sizeof(head) + sizeof(body));
+    ck_assert_mem_eq(got, junk, njunk);
+    ck_assert_mem_eq(got + njunk, head, sizeof(head));
+    ck_assert_mem_eq(got + njunk + sizeof(head), body, sizeof(body));
+    close(sv[0]);
+    close(sv[1]);
+    free(cc);
+}
+END_TEST
+
 /* One line per LOG_PERIOD_MS, and the next one says how many were left out. */
 START_TEST(test_log_take)
 {
@@ -1574,6 +1752,7 @@ static Suite *server_suite(void)
     tcase_add_test(plain, test_request_timeout);
     tcase_add_test(plain, test_evict_oldest);
     tcase_add_test(plain, test_log_take);
+    tcase_add_test(plain, test_tls_push_holds_one_record);
     tcase_add_checked_fixture(tls, tls_setup, tls_teardown);
     tcase_set_timeout(tls, 60);
     tcase_add_test(tls, test_tls);
@@ -1588,6 +1767,9 @@ int main(void)
 {
     int rc;
 
+    *(void **)&sendmsg_next = dlsym(RTLD_NEXT, "sendmsg");
+    if (sendmsg_next == NULL)
+        return 99;
     json_object_seed(0);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     rc = tu_run(server_suite());
