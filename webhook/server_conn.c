@@ -155,7 +155,6 @@ void server_conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
     pthread_mutex_unlock(&s->conn_lock);
     /* Out of the list: nothing else touches cc now, and the socket is still open. */
     server_tls_conn_end(s, c, cc);
-    server_tls_conn_close(s, c, cc);
     server_tls_creds_release(s, cc->creds);
     free(cc);
     *socket_context = NULL;
@@ -341,9 +340,14 @@ void server_request_completed(void *cls, struct MHD_Connection *c, void **req_cl
                               enum MHD_RequestTerminationCode toe)
 {
     struct req_ctx *ctx = *req_cls;
+    struct conn_ctx *cc = ctx != NULL ? ctx->conn : server_conn_of(c);
 
     (void)toe;
-    server_conn_set_state(ctx != NULL ? ctx->conn : server_conn_of(c), CONN_IDLE);
+    server_conn_set_state(cc, CONN_IDLE);
+    /* An answer armed to go out in one write and never sent (the connection closed
+     * first): nothing later is held for it (server_tls_answer_coming). */
+    if (cc != NULL)
+        cc->tls_hold_below = 0;
     if (ctx == NULL)
         return;
     if (ctx->admission)

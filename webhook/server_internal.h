@@ -200,13 +200,6 @@ void server_tls_conn_start(const struct server *s, struct MHD_Connection *c);
  */
 void server_tls_conn_end(struct server *s, struct MHD_Connection *c, const struct conn_ctx *cc);
 
-/**
- * A connection is closing and cc is about to be freed (server_conn_notify,
- * CLOSED): a session that writes through server_tls_push writes to the socket itself
- * again, so that nothing GnuTLS might still send reads cc. A held record is
- * dropped: the connection is closing.
- */
-void server_tls_conn_close(const struct server *s, struct MHD_Connection *c, struct conn_ctx *cc);
 
 /**
  * An answer with a body of body_len bytes (> 0, sent in full: not a HEAD's) is
@@ -221,7 +214,9 @@ void server_tls_conn_close(const struct server *s, struct MHD_Connection *c, str
  * sendmsg; when the socket takes only part, what is left waits for the next
  * write as GnuTLS's own unsent bytes do (GNUTLS_E_AGAIN: MHD waits until the
  * socket is writable), so nothing is held without a write to come. Nothing
- * without TLS, without a conn_ctx, or when kTLS sends for GnuTLS.
+ * without TLS, without a conn_ctx, or when kTLS sends for GnuTLS. cc outlives
+ * the session: MHD 0.9.75 frees the session (gnutls_deinit) before the CLOSED
+ * notification that frees cc, and sends nothing between.
  */
 void server_tls_answer_coming(const struct server *s, struct MHD_Connection *c, size_t body_len);
 
@@ -233,8 +228,8 @@ void server_tls_answer_coming(const struct server *s, struct MHD_Connection *c, 
  * sendmsg of the held bytes, then iov.
  * @return the bytes of iov taken (held or written); -1 with errno: EAGAIN when
  *         the socket took none of iov (it is full: the held bytes it did take
- *         are dropped from the hold, GnuTLS keeps iov and MHD writes again when
- *         the socket is writable), or sendmsg's error.
+ *         leave the hold, GnuTLS keeps iov and MHD writes again when the socket
+ *         is writable), or sendmsg's error.
  */
 ssize_t server_tls_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int iovcnt);
 

@@ -333,7 +333,7 @@ ssize_t server_tls_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int iov
     w = send_iov(cc->fd, v, n);
     if (w < 0)
         return -1;
-    if ((size_t)w < cc->tls_held_len) {
+    if ((size_t)w <= cc->tls_held_len) {
         held_sent(cc, (size_t)w);
         errno = EAGAIN; /* the socket is full */
         return -1;
@@ -341,12 +341,6 @@ ssize_t server_tls_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int iov
     w -= (ssize_t)cc->tls_held_len;
     cc->tls_held_len = 0;
     return w;
-}
-
-/* gnutls_vec_push_func of a session whose conn_ctx is gone: the socket itself. */
-static ssize_t fd_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int iovcnt)
-{
-    return send_iov((int)(intptr_t)ptr, (struct iovec *)iov, iovcnt);
 }
 
 static gnutls_session_t session_of(const struct server *s, struct MHD_Connection *c)
@@ -374,19 +368,6 @@ void server_tls_answer_coming(const struct server *s, struct MHD_Connection *c, 
         cc->tls_push_ours = true;
     }
     cc->tls_hold_below = body_len;
-}
-
-void server_tls_conn_close(const struct server *s, struct MHD_Connection *c, struct conn_ctx *cc)
-{
-    gnutls_session_t session;
-
-    if (!cc->tls_push_ours || (session = session_of(s, c)) == NULL)
-        return;
-    gnutls_transport_set_ptr2(session, (gnutls_transport_ptr_t)(intptr_t)cc->fd,
-                              (gnutls_transport_ptr_t)(intptr_t)cc->fd);
-    gnutls_transport_set_vec_push_function(session, fd_push);
-    cc->tls_push_ours = false;
-    cc->tls_held_len = 0;
 }
 
 /* Bytes TCP has received on fd (TCP_INFO, Linux 4.1+); -1 when unknown. */
