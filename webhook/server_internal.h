@@ -200,7 +200,6 @@ void server_tls_conn_start(const struct server *s, struct MHD_Connection *c);
  */
 void server_tls_conn_end(struct server *s, struct MHD_Connection *c, const struct conn_ctx *cc);
 
-
 /**
  * An answer with a body of body_len bytes (> 0, sent in full: not a HEAD's) is
  * about to be queued on c: have its header record go out in the same write as

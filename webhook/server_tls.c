@@ -32,7 +32,8 @@
  * session's writer from then on, holds the header's record and writes it with the
  * body's first record (server_internal.h says why nothing is held for good).
  *
- * Threads: server_tls_retrieve and server_tls_conn_start run on MHD workers,
+ * Threads: server_tls_retrieve, server_tls_conn_start, server_tls_answer_coming
+ * and server_tls_push run on MHD workers (a connection's on its own),
  * server_set_tls_pair on any thread (the certwatch thread in serve); the pair
  * pointer and every refcount under tls_lock.
  */
