@@ -530,6 +530,32 @@ static bool config_holds(const json_t *config, const char *b64)
     return true;
 }
 
+/*
+ * Whether configuration k is no longer the one read as `read` (another resourceVersion,
+ * or gone). A JSON patch whose "test" of metadata.resourceVersion fails is answered
+ * 422 Invalid, not 409 (kube-apiserver's patch handler; tests/apiserver.py does the
+ * same): reading again tells that race from a patch the server refuses.
+ */
+static bool config_changed(struct certkeeper *ck, size_t k, const json_t *read)
+{
+    const char *was =
+        json_string_value(json_object_get(json_object_get(read, "metadata"), "resourceVersion"));
+    struct wh_error e = {0, ""};
+    json_t *now = NULL;
+    const char *is;
+    bool changed;
+    int rc = k8s_get(ck->kc, ck->config_path[k], ck->timeout_ms, &now, &e);
+
+    if (rc == WH_ENOTFOUND)
+        return true;
+    if (rc < 0)
+        return false;
+    is = json_string_value(json_object_get(json_object_get(now, "metadata"), "resourceVersion"));
+    changed = was != NULL && is != NULL && strcmp(was, is) != 0;
+    json_decref(now);
+    return changed;
+}
+
 /* Add every current CA of every caBundle the API server holds to l. */
 static int configs_add_cas(const struct configs *c, struct pem_list *l, long long now)
 {
@@ -630,6 +656,9 @@ static int configs_sync(struct certkeeper *ck, struct configs *c, const char *b6
             rc = k8s_request(ck->kc, "PATCH", ck->config_path[k], ops,
                              "application/json-patch+json", ck->timeout_ms, NULL, &e);
         json_decref(ops);
+        if (rc == WH_EAPI && config_changed(ck, k, c->obj[k]))
+            rc = wh_error_set(&e, WH_ECONFLICT, "%s %s changed since it was read", config_kinds[k],
+                              ck->webhook_config);
         if (rc < 0) {
             LOG_WARN("certkeeper: caBundle patch failed %s=%s code=\"%s\" err=%s", config_kinds[k],
                      ck->webhook_config, wh_error_str(rc), LOG_QUOTED(e.msg));
@@ -1076,9 +1105,7 @@ int certkeeper_sync(struct certkeeper *ck, struct wh_error *err)
     if (atomic_load(&ck->leading)) {
         lrc = leader_round(ck, &lerr);
         if (lrc == WH_EEXISTS || lrc == WH_ECONFLICT)
-            LOG_INFO("certkeeper: secret %s/%s written by another replica first: reading "
-                     "it again",
-                     ck->ns, ck->secret);
+            LOG_INFO("certkeeper: another writer came first (%s): reading again", lerr.msg);
         else if (lrc < 0)
             LOG_WARN("certkeeper: round failed code=\"%s\" err=%s", wh_error_str(lrc),
                      LOG_QUOTED(lerr.msg));

@@ -158,8 +158,10 @@ void certkeeper_set_leading(struct certkeeper *ck, bool leading);
  * One round: the Lease holder's steps when leading, then every replica's (see
  * the top of this file). Failures are logged; the next round starts again from
  * the API server's state.
- * @return 0; WH_EEXISTS / WH_ECONFLICT when another replica wrote first (the
- *         round ended: read again next round); the first other error of the
+ * @return 0; WH_EEXISTS / WH_ECONFLICT when another writer (a replica, a user)
+ *         changed the Secret or a webhook configuration between this round's read
+ *         and its write, a failed resourceVersion test (422) included (the round
+ *         ended: read again next round); the first other error of the
  *         round (WH_EAPI, WH_ETIMEOUT, WH_ENOMEM, ...) with its message.
  */
 int certkeeper_sync(struct certkeeper *ck, struct wh_error *err);

@@ -425,14 +425,14 @@ END_TEST
 struct racer {
     struct certkeeper *ck;
     int rc;
+    struct wh_error err;
 };
 
 static void *race(void *arg)
 {
     struct racer *r = arg;
-    struct wh_error err = {0, ""};
 
-    r->rc = certkeeper_sync(r->ck, &err);
+    r->rc = certkeeper_sync(r->ck, &r->err);
     return NULL;
 }
 
@@ -449,6 +449,7 @@ START_TEST(test_two_leaders_one_ca)
     apitest_ctl(&api, "POST", "/_test/objects", mwc);
     for (int i = 0; i < 2; i++) {
         served_init(&s[i]);
+        r[i].err = (struct wh_error){0, ""};
         r[i].ck = keeper(kc, &s[i], 0, 0, 0, 0);
         certkeeper_set_leading(r[i].ck, true);
     }
@@ -458,8 +459,8 @@ START_TEST(test_two_leaders_one_ca)
         pthread_join(t[i], NULL);
     /* The loser met 409 (AlreadyExists or Conflict) or read the winner's Secret. */
     for (int i = 0; i < 2; i++)
-        ck_assert_msg(r[i].rc == 0 || r[i].rc == WH_EEXISTS || r[i].rc == WH_ECONFLICT, "rc %d",
-                      r[i].rc);
+        ck_assert_msg(r[i].rc == 0 || r[i].rc == WH_EEXISTS || r[i].rc == WH_ECONFLICT, "rc %d: %s",
+                      r[i].rc, r[i].err.msg);
     for (int i = 0; i < 2; i++)
         sync_ok(r[i].ck);
     ca = secret_get("ca.crt");
@@ -486,6 +487,66 @@ START_TEST(test_two_leaders_one_ca)
 }
 END_TEST
 
+
+/* A configuration written by someone else between the leader's read and its PATCH: the
+ * resourceVersion test fails, answered 422 Invalid; that race is a conflict, set again next
+ * round. A 422 on an unchanged configuration stays the API error it is. */
+START_TEST(test_config_changed_while_patched)
+{
+    struct k8s_client *kc = apitest_client(&api);
+    struct served s;
+    struct racer r = {NULL, 0, {0, ""}};
+    pthread_t t;
+    json_t *cfg = NULL;
+    char *body;
+    char *ca;
+
+    apitest_ctl(&api, "POST", "/_test/objects", mwc);
+    served_init(&s);
+    r.ck = keeper(kc, &s, 0, 0, 0, 1000);
+    certkeeper_set_leading(r.ck, true);
+    apitest_fault(&api,
+                  "{\"method\": \"PATCH\", \"path_regex\": \"mutatingwebhookconfigurations\","
+                  " \"count\": 1, \"delay_ms\": 1500}");
+    ck_assert_int_eq(pthread_create(&t, NULL, race, &r), 0);
+    for (int waited = 0; apitest_count(&api, "PATCH", MWC_PATH) == 0; waited += 20) {
+        ck_assert_msg(waited < 60000, "the leader never patched");
+        apitest_nap(20);
+    }
+    /* While the PATCH stalls: a label, a new resourceVersion. */
+    ck_assert_int_eq(apitest_call(&api, "GET", MWC_PATH, NULL, true, &cfg), 200);
+    json_object_set_new(json_object_get(cfg, "metadata"), "labels",
+                        json_pack("{s:s}", "team", "x"));
+    json_object_del(json_object_get(cfg, "metadata"), "resourceVersion");
+    body = json_dumps(cfg, JSON_COMPACT);
+    ck_assert_int_eq(apitest_call(&api, "PUT", MWC_PATH, body, true, NULL), 200);
+    free(body);
+    json_decref(cfg);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(r.rc, WH_ECONFLICT);
+    ck_assert_str_eq(r.err.msg, "mutatingwebhookconfiguration vpw changed since it was read");
+    sync_ok(r.ck);
+    sync_ok(r.ck);
+    ca = secret_get("ca.crt");
+    assert_ca_bundle(MWC_PATH, 2, ca);
+    ck_assert(certkeeper_ready(r.ck, NULL, 0));
+    free(ca);
+
+    /* A refusal of the PATCH itself, nothing changed: an API error, not a conflict. */
+    hand_set_ca_bundle(MWC_PATH, 1, "cGxhY2U=");
+    apitest_nap(1100); /* the repair check is due after repair_ms */
+    apitest_fault(&api,
+                  "{\"method\": \"PATCH\", \"path_regex\": \"mutatingwebhookconfigurations\","
+                  " \"count\": 1, \"status\": 422, \"reason\": \"Invalid\","
+                  " \"message\": \"caBundle: Invalid value\"}");
+    r.err = (struct wh_error){0, ""};
+    ck_assert_int_eq(certkeeper_sync(r.ck, &r.err), WH_EAPI);
+    ck_assert_str_eq(r.err.msg, "Invalid: caBundle: Invalid value");
+    certkeeper_destroy(r.ck);
+    served_dispose(&s);
+    k8s_client_destroy(kc);
+}
+END_TEST
 /* The serving certificate renewed under the same CA once less than renew_before is left. */
 START_TEST(test_renewal)
 {
@@ -1296,6 +1357,7 @@ static Suite *certkeeper_suite(void)
     tcase_add_test(tc, test_fresh_install);
     tcase_add_test(tc, test_follower_waits_for_leader);
     tcase_add_test(tc, test_two_leaders_one_ca);
+    tcase_add_test(tc, test_config_changed_while_patched);
     tcase_add_test(tc, test_renewal);
     tcase_add_test(tc, test_ca_rollover);
     tcase_add_test(tc, test_ca_bundle_repaired);
