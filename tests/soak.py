@@ -15,8 +15,9 @@ $BUILD/volcano-plugin-webhook serve` with leader election on (short lease), a sh
 resync, and request/idle time limits of 120 s for valgrind's pace (see ARGS). For
 --seconds it mixes, at random (seeded, so a run can be repeated): Job creates (six
 example Jobs under numbered names), scale-ups/-downs, phase Completed,
-deletes, and AdmissionReviews for pods of live Jobs (every answer must be HTTP 200 and
-well-formed; each patch must apply). Then it waits until the objects converge (exactly
+deletes, AdmissionReviews for pods of live Jobs (every answer must be HTTP 200 and
+well-formed; each patch must apply), and TLS 1.2 handshakes the client refuses with an
+alert (it trusts no certificate of the webhook's). Then it waits until the objects converge (exactly
 those of the live, non-terminal Jobs, each once), stops the webhook with SIGTERM and
 requires exit status 0 (valgrind's error exit status is 1), "ERROR SUMMARY: 0 errors"
 and no definitely lost bytes in valgrind's log.
@@ -31,6 +32,8 @@ import random
 import re
 import shutil
 import signal
+import socket
+import ssl
 import stat
 import subprocess
 import sys
@@ -160,10 +163,26 @@ class Soak:
             harness.apply_patch(pod, resp)
         self.count("admit")
 
+    def refuse(self):
+        # A client that trusts none of the webhook's certificates: over TLS 1.2 it answers
+        # the server's hello with the alert unknown_ca, which the webhook reads while the
+        # session lives (server_tls_handshake_failed), not after libmicrohttpd frees it.
+        ctx = ssl.create_default_context()
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+        with socket.create_connection(("127.0.0.1", self.env.webhook.port), 120) as s:
+            try:
+                ctx.wrap_socket(s, server_hostname="volcano-plugin-webhook.default.svc").close()
+            except ssl.SSLCertVerificationError:
+                self.count("refused handshake")
+                return
+        raise AssertionError("a client that trusts no certificate of the webhook's finished "
+                             "a handshake")
+
     def step(self):
         ops = [self.create] if len(self.live) < MAX_LIVE else []
         if self.live:
-            ops += [self.admit, self.admit, self.admit, self.scale, self.complete, self.delete]
+            ops += [self.admit, self.admit, self.admit, self.scale, self.complete, self.delete,
+                    self.refuse]
         elif self.done:
             ops.append(self.delete)
         self.rng.choice(ops or [self.create])()
@@ -217,6 +236,7 @@ def main():
         log("seed %d, %gs, webhook under valgrind (log %s), work dir %s"
             % (seed, opts.seconds, vlog, env.dir))
         soak = Soak(env, rng)
+        soak.refuse()  # at least one, whatever the seed draws
         end = time.monotonic() + opts.seconds
         while time.monotonic() < end:
             soak.step()

@@ -110,6 +110,7 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
     /* MHD's one line for every failed handshake, with no address: server_tls_conn_end
      * logs each (rate-limited) with the client and the reason instead. */
     if (strstr(msg, "received handshake message out of context") != NULL) {
+        server_tls_handshake_failed(cls); /* the session is still there: its last alert */
         LOG_DEBUG("http: %s", msg);
         return;
     }

@@ -344,10 +344,7 @@ void server_request_completed(void *cls, struct MHD_Connection *c, void **req_cl
 
     (void)toe;
     server_conn_set_state(cc, CONN_IDLE);
-    /* An answer armed to go out in one write and never sent (the connection closed
-     * first): nothing later is held for it (server_tls_answer_coming). */
-    if (cc != NULL)
-        cc->tls_hold_below = 0;
+    server_tls_answer_done(cc);
     if (ctx == NULL)
         return;
     if (ctx->admission)

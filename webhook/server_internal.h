@@ -41,6 +41,8 @@
 /* An answer's header record held for its body's (server_tls_answer_coming): an
  * admission answer's header record is about 160 bytes. */
 #define TLS_HOLD_MAX 512
+/* Buffers of GnuTLS's one push written with the held record (it queues at most 32). */
+#define TLS_PUSH_IOV_MAX 63
 
 /* A parsed TLS pair; refs guarded by server.tls_lock. */
 struct tls_creds {
@@ -71,10 +73,13 @@ struct conn_ctx {
     struct conn_ctx *next;
     struct tls_creds *creds; /* pair of its handshake; the connection's thread only */
     /* The TLS handshake, as server_tls.c's hook saw it; the connection's thread only. */
-    bool tls_hello;             /* a ClientHello arrived */
-    unsigned tls_hello_version; /* its legacy_version (0x0303 for TLS 1.2 and 1.3) */
-    bool tls_server_hello;      /* our ServerHello went out */
-    bool tls_done;              /* the client's Finished arrived: the handshake is complete */
+    bool tls_hello;               /* a ClientHello arrived */
+    unsigned tls_hello_version;   /* its legacy_version (0x0303 for TLS 1.2 and 1.3) */
+    bool tls_server_hello;        /* our ServerHello went out */
+    bool tls_done;                /* the client's Finished arrived: the handshake is complete */
+    gnutls_session_t tls_session; /* from the first hook call; freed before CLOSED */
+    bool tls_alert_noted;         /* the handshake failed with tls_alert the last alert read */
+    unsigned tls_alert;           /* a gnutls_alert_description_t */
     /* One answer's records in one write (server_tls_answer_coming); the connection's thread only. */
     bool tls_push_ours;    /* the session writes through server_tls_push */
     size_t tls_hold_below; /* armed: hold the next record when shorter than this; 0: not */
@@ -201,6 +206,16 @@ void server_tls_conn_start(const struct server *s, struct MHD_Connection *c);
 void server_tls_conn_end(struct server *s, struct MHD_Connection *c, const struct conn_ctx *cc);
 
 /**
+ * MHD logged that a handshake failed (its one line, on the worker that ran the
+ * handshake, before it frees the session): note on that connection's conn_ctx the
+ * last alert the client sent, for server_tls_conn_end, which runs after MHD
+ * 0.9.75 has freed the session (gnutls_deinit, then CLOSED). The connection is
+ * the one whose socket this thread last read for GnuTLS (server_tls.c's pull
+ * function); nothing is noted when there is none. Takes s->conn_lock.
+ */
+void server_tls_handshake_failed(struct server *s);
+
+/**
  * An answer with a body of body_len bytes (> 0, sent in full: not a HEAD's) is
  * about to be queued on c: have its header record go out in the same write as
  * its body's first record. MHD 0.9.75 hands GnuTLS the header and the body in
@@ -224,13 +239,21 @@ void server_tls_answer_coming(const struct server *s, struct MHD_Connection *c, 
  * its conn_ctx (fd, tls_hold_below, the held record). Holds the records of iov
  * (taken whole, nothing written) when armed, nothing is held yet, and they are
  * shorter than tls_hold_below and at most TLS_HOLD_MAX bytes; disarms. Else one
- * sendmsg of the held bytes, then iov.
+ * sendmsg of the held bytes, then iov (its first TLS_PUSH_IOV_MAX buffers: a
+ * short write, which GnuTLS allows).
  * @return the bytes of iov taken (held or written); -1 with errno: EAGAIN when
  *         the socket took none of iov (it is full: the held bytes it did take
  *         leave the hold, GnuTLS keeps iov and MHD writes again when the socket
  *         is writable), or sendmsg's error.
  */
 ssize_t server_tls_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int iovcnt);
+
+/**
+ * The request on cc is over (answered, refused or aborted): an answer armed by
+ * server_tls_answer_coming and never sent (the connection closed first) holds
+ * nothing later. cc may be NULL. The connection's thread.
+ */
+void server_tls_answer_done(struct conn_ctx *cc);
 
 /* ---- server_conn.c ---- */
 

@@ -22,7 +22,8 @@
  * ClientHello came (and its legacy_version), whether our ServerHello went out
  * and whether the client's Finished did. When a connection closes with neither
  * the Finished nor a shutdown of ours, server_tls_conn_end tells why from
- * those, the bytes TCP received (TCP_INFO) and the last alert received, counts
+ * those, the bytes TCP received (TCP_INFO) and the last alert received (noted
+ * by server_tls_handshake_failed while the session lives), counts
  * it by reason and logs it with the client's address, one line per
  * LOG_PERIOD_MS.
  *
@@ -246,6 +247,7 @@ static int handshake_hook(gnutls_session_t session, unsigned int htype, unsigned
 
     if (cc == NULL)
         return 0;
+    cc->tls_session = session;
     if (!incoming) {
         if (htype == GNUTLS_HANDSHAKE_SERVER_HELLO)
             cc->tls_server_hello = true;
@@ -262,94 +264,108 @@ static int handshake_hook(gnutls_session_t session, unsigned int htype, unsigned
     return 0;
 }
 
-void server_tls_conn_start(const struct server *s, struct MHD_Connection *c)
-{
-    const union MHD_ConnectionInfo *ti =
-        s->tls ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION) : NULL;
-
-    if (ti != NULL && ti->tls_session != NULL) {
-        gnutls_datum_t proto = {alpn_http11, sizeof(alpn_http11) - 1};
-
-        gnutls_alpn_set_protocols(ti->tls_session, &proto, 1, 0);
-        gnutls_handshake_set_hook_function(ti->tls_session, GNUTLS_HANDSHAKE_ANY, GNUTLS_HOOK_BOTH,
-                                           handshake_hook);
-    }
-}
-
-/* sendmsg of iov[0..n) on fd, as GnuTLS's own writer sends (MSG_NOSIGNAL). */
-static ssize_t send_iov(int fd, struct iovec *iov, int n)
-{
-    struct msghdr m;
-
-    memset(&m, 0, sizeof(m));
-    m.msg_iov = iov;
-    m.msg_iovlen = (size_t)n;
-    return sendmsg(fd, &m, MSG_NOSIGNAL);
-}
-
-/* The held record's first n bytes went out: keep the rest. */
-static void held_sent(struct conn_ctx *cc, size_t n)
-{
-    memmove(cc->tls_held, cc->tls_held + n, cc->tls_held_len - n);
-    cc->tls_held_len -= n;
-}
-
-ssize_t server_tls_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int iovcnt)
-{
-    struct conn_ctx *cc = ptr;
-    struct iovec v[64];
-    size_t total = 0;
-    size_t below = cc->tls_hold_below;
-    ssize_t w;
-    int n = 0;
-
-    for (int i = 0; i < iovcnt; i++)
-        total += iov[i].iov_len;
-    cc->tls_hold_below = 0;
-    if (below > 0 && cc->tls_held_len == 0 && total < below && total <= sizeof(cc->tls_held)) {
-        for (int i = 0; i < iovcnt; i++) {
-            memcpy(cc->tls_held + cc->tls_held_len, iov[i].iov_base, iov[i].iov_len);
-            cc->tls_held_len += iov[i].iov_len;
-        }
-        return (ssize_t)total;
-    }
-    if (cc->tls_held_len > 0 && iovcnt >= (int)(sizeof(v) / sizeof(v[0]))) {
-        /* more than GnuTLS queues (32): the held bytes alone first */
-        v[0] = (struct iovec){cc->tls_held, cc->tls_held_len};
-        w = send_iov(cc->fd, v, 1);
-        if (w < 0)
-            return -1;
-        held_sent(cc, (size_t)w);
-        if (cc->tls_held_len > 0) {
-            errno = EAGAIN; /* the socket is full */
-            return -1;
-        }
-    }
-    if (cc->tls_held_len > 0)
-        v[n++] = (struct iovec){cc->tls_held, cc->tls_held_len};
-    if (iovcnt > (int)(sizeof(v) / sizeof(v[0])) - n)
-        return errno = EIO, -1; /* not reached: GnuTLS queues at most 32 buffers */
-    for (int i = 0; i < iovcnt; i++)
-        v[n++] = iov[i];
-    w = send_iov(cc->fd, v, n);
-    if (w < 0)
-        return -1;
-    if ((size_t)w <= cc->tls_held_len) {
-        held_sent(cc, (size_t)w);
-        errno = EAGAIN; /* the socket is full */
-        return -1;
-    }
-    w -= (ssize_t)cc->tls_held_len;
-    cc->tls_held_len = 0;
-    return w;
-}
-
+/* The GnuTLS session of c; NULL without TLS. */
 static gnutls_session_t session_of(const struct server *s, struct MHD_Connection *c)
 {
     const union MHD_ConnectionInfo *ti =
         s->tls ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION) : NULL;
 
     return ti != NULL ? ti->tls_session : NULL;
+}
+
+/* The socket this thread last read for GnuTLS (tls_pull); -1: none, or closed since. */
+static _Thread_local int pulled_fd = -1;
+
+/* GnuTLS's own reader (recv on the fd that is the pointer), noting the fd. */
+static ssize_t tls_pull(gnutls_transport_ptr_t ptr, void *data, size_t len)
+{
+    pulled_fd = (int)(intptr_t)ptr;
+    return recv(pulled_fd, data, len, 0);
+}
+
+void server_tls_conn_start(const struct server *s, struct MHD_Connection *c)
+{
+    gnutls_session_t session = session_of(s, c);
+
+    if (session != NULL) {
+        gnutls_datum_t proto = {alpn_http11, sizeof(alpn_http11) - 1};
+
+        gnutls_alpn_set_protocols(session, &proto, 1, 0);
+        gnutls_handshake_set_hook_function(session, GNUTLS_HANDSHAKE_ANY, GNUTLS_HOOK_BOTH,
+                                           handshake_hook);
+        /* The pointer stays the fd, so GnuTLS's own timeout reader (and kTLS) still fit. */
+        gnutls_transport_set_pull_function(session, tls_pull);
+        gnutls_transport_set_pull_timeout_function(session, gnutls_system_recv_timeout);
+    }
+}
+
+void server_tls_handshake_failed(struct server *s)
+{
+    int fd = pulled_fd;
+
+    pulled_fd = -1; /* one failure per read */
+    if (s == NULL || !s->tls || fd < 0)
+        return;
+    pthread_mutex_lock(&s->conn_lock);
+    for (struct conn_ctx *cc = s->conns; cc != NULL; cc = cc->next) {
+        /* this thread's connection: fd stays its own until its CLOSED, on this thread */
+        if (cc->fd == fd && cc->tls_session != NULL && !cc->tls_done) {
+            cc->tls_alert = (unsigned)gnutls_alert_get(cc->tls_session);
+            cc->tls_alert_noted = true;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->conn_lock);
+}
+
+/* sendmsg of iov[0..n) on fd, as GnuTLS's own writer sends (MSG_NOSIGNAL). */
+static ssize_t send_iov(int fd, const struct iovec *iov, int n)
+{
+    struct msghdr m;
+
+    memset(&m, 0, sizeof(m));
+    m.msg_iov = (struct iovec *)iov;
+    m.msg_iovlen = (size_t)n;
+    return sendmsg(fd, &m, MSG_NOSIGNAL);
+}
+
+ssize_t server_tls_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int iovcnt)
+{
+    struct conn_ctx *cc = ptr;
+    struct iovec v[TLS_PUSH_IOV_MAX + 1];
+    size_t total = 0;
+    size_t below = cc->tls_hold_below;
+    size_t held = cc->tls_held_len;
+    ssize_t w;
+
+    for (int i = 0; i < iovcnt; i++)
+        total += iov[i].iov_len;
+    cc->tls_hold_below = 0;
+    if (below > 0 && held == 0 && total < below && total <= sizeof(cc->tls_held)) {
+        for (int i = 0; i < iovcnt; i++) {
+            memcpy(cc->tls_held + cc->tls_held_len, iov[i].iov_base, iov[i].iov_len);
+            cc->tls_held_len += iov[i].iov_len;
+        }
+        return (ssize_t)total;
+    }
+    if (held == 0)
+        return send_iov(cc->fd, iov, iovcnt);
+    if (iovcnt > TLS_PUSH_IOV_MAX)
+        iovcnt = TLS_PUSH_IOV_MAX; /* GnuTLS queues fewer; a short write is allowed anyway */
+    v[0] = (struct iovec){cc->tls_held, held};
+    memcpy(v + 1, iov, (size_t)iovcnt * sizeof(*iov));
+    w = send_iov(cc->fd, v, iovcnt + 1);
+    if (w < 0)
+        return -1;
+    if ((size_t)w <= held) {
+        /* the socket is full: keep what is left of the held record */
+        memmove(cc->tls_held, cc->tls_held + w, held - (size_t)w);
+        cc->tls_held_len = held - (size_t)w;
+        errno = EAGAIN;
+        return -1;
+    }
+    cc->tls_held_len = 0;
+    return w - (ssize_t)held;
 }
 
 void server_tls_answer_coming(const struct server *s, struct MHD_Connection *c, size_t body_len)
@@ -369,6 +385,12 @@ void server_tls_answer_coming(const struct server *s, struct MHD_Connection *c, 
         cc->tls_push_ours = true;
     }
     cc->tls_hold_below = body_len;
+}
+
+void server_tls_answer_done(struct conn_ctx *cc)
+{
+    if (cc != NULL)
+        cc->tls_hold_below = 0;
 }
 
 /* Bytes TCP has received on fd (TCP_INFO, Linux 4.1+); -1 when unknown. */
@@ -398,8 +420,6 @@ static const char *version_text(unsigned v, char *buf, size_t len)
 
 void server_tls_conn_end(struct server *s, struct MHD_Connection *c, const struct conn_ctx *cc)
 {
-    const union MHD_ConnectionInfo *ti;
-    gnutls_session_t session;
     enum server_refusal why;
     unsigned long suppressed = 0;
     char detail[128];
@@ -407,10 +427,10 @@ void server_tls_conn_end(struct server *s, struct MHD_Connection *c, const struc
     char addr[INET6_ADDRSTRLEN + 8];
     char v[16];
 
+    if (cc->fd >= 0 && cc->fd == pulled_fd)
+        pulled_fd = -1; /* MHD closes the fd next: a new connection may get its number */
     if (!s->tls || cc->tls_done || cc->shut || atomic_load(&s->stopping))
         return;
-    ti = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-    session = ti != NULL ? ti->tls_session : NULL;
     if (!cc->tls_hello) {
         /* The client's FIN takes one byte of TCP's sequence space. */
         long long got = tcp_bytes_received(cc->fd);
@@ -430,10 +450,10 @@ void server_tls_conn_end(struct server *s, struct MHD_Connection *c, const struc
         why = SERVER_REFUSED_NO_COMMON;
         snprintf(detail, sizeof(detail),
                  "no cipher suite, group or signature algorithm in common with the profile");
-    } else if (session != NULL && gnutls_alert_get(session) != GNUTLS_A_CLOSE_NOTIFY) {
+    } else if (cc->tls_alert_noted && cc->tls_alert != GNUTLS_A_CLOSE_NOTIFY) {
         why = SERVER_REFUSED_CLIENT_ALERT;
         snprintf(detail, sizeof(detail), "the client sent the alert \"%s\"",
-                 gnutls_alert_get_name(gnutls_alert_get(session)));
+                 gnutls_alert_get_name((gnutls_alert_description_t)cc->tls_alert));
     } else {
         why = SERVER_REFUSED_CLOSED;
         snprintf(detail, sizeof(detail),

@@ -1618,6 +1618,24 @@ START_TEST(test_tls_push_holds_one_record)
     ck_assert_uint_eq(cc->tls_held_len, 0);
     ck_assert_uint_eq(take_waiting(sv[1], got, 0, sizeof(got)), sizeof(head) + TLS_HOLD_MAX + 11);
 
+    /* more buffers than one write takes with the held record: the first
+     * TLS_PUSH_IOV_MAX go out after it, a short write GnuTLS continues */
+    {
+        giovec_t many[TLS_PUSH_IOV_MAX + 5];
+
+        for (size_t i = 0; i < TLS_PUSH_IOV_MAX + 5; i++)
+            many[i] = (giovec_t){body + i, 1};
+        cc->tls_hold_below = sizeof(body);
+        v = (giovec_t){head, sizeof(head)};
+        ck_assert_int_eq(server_tls_push(cc, &v, 1), (ssize_t)sizeof(head));
+        ck_assert_int_eq(server_tls_push(cc, many, TLS_PUSH_IOV_MAX + 5), TLS_PUSH_IOV_MAX);
+        ck_assert_uint_eq(cc->tls_held_len, 0);
+        have = take_waiting(sv[1], got, 0, sizeof(got));
+        ck_assert_uint_eq(have, sizeof(head) + TLS_PUSH_IOV_MAX);
+        ck_assert_mem_eq(got, head, sizeof(head));
+        ck_assert_mem_eq(got + sizeof(head), body, TLS_PUSH_IOV_MAX);
+    }
+
     /* a socket with room for part of the held record, then for the rest of it
      * alone, then for more: the body waits (EAGAIN) until a write takes some of it */
     cc->tls_hold_below = sizeof(body);
