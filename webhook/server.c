@@ -131,16 +131,22 @@ static const char *echo_safe(const char *s, char *buf, size_t len)
 
 /* ---- answers ---- */
 
-/*
- * Queue body (copied unless must_free, then freed by MHD) with status and type;
- * busy adds "Retry-After: 1" and "Connection: close" (over the body budget);
- * whole: the body is sent (not a HEAD's answer), its records may go out with the
- * header's in one write (server_tls_answer_coming).
- */
+/* How queue_ex answers. */
+enum answer_flags {
+    ANSWER_BUSY = 1,  /* "Retry-After: 1" and "Connection: close" (over the body budget) */
+    ANSWER_OWNED = 2, /* body is malloc'd and MHD frees it; else MHD copies it */
+    ANSWER_WHOLE = 4, /* the body is sent (not a HEAD's answer): its records may go out with
+                       * the header's in one write (server_tls_answer_coming) */
+};
+
+/* Queue body with status and type, as flags (enum answer_flags) say. */
 static enum MHD_Result queue_ex(struct server *s, struct MHD_Connection *c, unsigned status,
-                                const char *type, const char *allow, bool busy, char *body,
-                                size_t len, bool must_free, bool whole)
+                                const char *type, const char *allow, char *body, size_t len,
+                                unsigned flags)
 {
+    bool busy = (flags & ANSWER_BUSY) != 0;
+    bool must_free = (flags & ANSWER_OWNED) != 0;
+    bool whole = (flags & ANSWER_WHOLE) != 0;
     struct MHD_Response *r;
     enum MHD_Result ret;
 
@@ -175,12 +181,12 @@ static enum MHD_Result queue(struct server *s, struct MHD_Connection *c, unsigne
                              const char *type, const char *allow, char *body, size_t len,
                              bool must_free)
 {
-    return queue_ex(s, c, status, type, allow, false, body, len, must_free, false);
+    return queue_ex(s, c, status, type, allow, body, len, must_free ? ANSWER_OWNED : 0);
 }
 
-/* Answer with a Kubernetes Status (docs/kube-api.md §2); busy as queue_ex. */
+/* Answer with a Kubernetes Status (docs/kube-api.md §2); busy: 0 or ANSWER_BUSY. */
 static enum MHD_Result queue_status_ex(struct server *s, struct MHD_Connection *c, unsigned code,
-                                       const char *reason, const char *allow, bool busy,
+                                       const char *reason, const char *allow, unsigned busy,
                                        const char *message)
 {
     json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion",
@@ -190,16 +196,16 @@ static enum MHD_Result queue_status_ex(struct server *s, struct MHD_Connection *
 
     json_decref(st);
     if (text == NULL)
-        return queue_ex(s, c, code, "application/json", allow, busy, (char *)status_enomem,
-                        sizeof(status_enomem) - 1, false, false);
-    return queue_ex(s, c, code, "application/json", allow, busy, text, strlen(text), true, false);
+        return queue_ex(s, c, code, "application/json", allow, (char *)status_enomem,
+                        sizeof(status_enomem) - 1, busy);
+    return queue_ex(s, c, code, "application/json", allow, text, strlen(text), busy | ANSWER_OWNED);
 }
 
 /* queue_status_ex without the busy headers. */
 static enum MHD_Result queue_status(struct server *s, struct MHD_Connection *c, unsigned code,
                                     const char *reason, const char *allow, const char *message)
 {
-    return queue_status_ex(s, c, code, reason, allow, false, message);
+    return queue_status_ex(s, c, code, reason, allow, 0, message);
 }
 
 /*
@@ -243,8 +249,8 @@ static enum MHD_Result refuse_busy(struct server *s, struct MHD_Connection *c)
              s->body_budget);
     metrics_admission(MHD_HTTP_SERVICE_UNAVAILABLE, METRICS_ERROR, 0);
     log_refusal(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "ServiceUnavailable", msg);
-    return queue_status_ex(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "ServiceUnavailable", NULL, true,
-                           msg);
+    return queue_status_ex(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "ServiceUnavailable", NULL,
+                           ANSWER_BUSY, msg);
 }
 
 /* admission_handle answered 4xx (a Status, e.g. 400 for a body that is not an
@@ -581,10 +587,10 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
     server_body_release(s, ctx);
     /* A POST's answer: its body is sent whole. */
     if (out == NULL)
-        return queue_ex(s, c, (unsigned)status, "application/json", NULL, false,
-                        (char *)status_enomem, sizeof(status_enomem) - 1, false, true);
-    return queue_ex(s, c, (unsigned)status, "application/json", NULL, false, out, out_len, true,
-                    true);
+        return queue_ex(s, c, (unsigned)status, "application/json", NULL, (char *)status_enomem,
+                        sizeof(status_enomem) - 1, ANSWER_WHOLE);
+    return queue_ex(s, c, (unsigned)status, "application/json", NULL, out, out_len,
+                    ANSWER_OWNED | ANSWER_WHOLE);
 }
 
 /* Parse a numeric v4/v6 address into ss. @return 0 or WH_EINVAL. */
