@@ -534,7 +534,7 @@ static bool config_holds(const json_t *config, const char *b64)
  * Whether configuration k is no longer the one read as `read` (another resourceVersion,
  * or gone). A JSON patch whose "test" of metadata.resourceVersion fails is answered
  * 422 Invalid, not 409 (kube-apiserver's patch handler; tests/apiserver.py does the
- * same): reading again tells that race from a patch the server refuses.
+ * same): after a 422, reading again tells that race from a patch the server refuses.
  */
 static bool config_changed(struct certkeeper *ck, size_t k, const json_t *read)
 {
@@ -656,9 +656,15 @@ static int configs_sync(struct certkeeper *ck, struct configs *c, const char *b6
             rc = k8s_request(ck->kc, "PATCH", ck->config_path[k], ops,
                              "application/json-patch+json", ck->timeout_ms, NULL, &e);
         json_decref(ops);
-        if (rc == WH_EAPI && config_changed(ck, k, c->obj[k]))
-            rc = wh_error_set(&e, WH_ECONFLICT, "%s %s changed since it was read", config_kinds[k],
-                              ck->webhook_config);
+        /* 422 is reason Invalid: k8s_request gives "Invalid: message" */
+        if (rc == WH_EAPI && strncmp(e.msg, "Invalid: ", 9) == 0
+            && config_changed(ck, k, c->obj[k])) {
+            char was[sizeof(e.msg)];
+
+            snprintf(was, sizeof(was), "%s", e.msg);
+            rc = wh_error_set(&e, WH_ECONFLICT, "%s %s changed since it was read (%s)",
+                              config_kinds[k], ck->webhook_config, was);
+        }
         if (rc < 0) {
             LOG_WARN("certkeeper: caBundle patch failed %s=%s code=\"%s\" err=%s", config_kinds[k],
                      ck->webhook_config, wh_error_str(rc), LOG_QUOTED(e.msg));

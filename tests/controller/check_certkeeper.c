@@ -524,7 +524,10 @@ START_TEST(test_config_changed_while_patched)
     json_decref(cfg);
     pthread_join(t, NULL);
     ck_assert_int_eq(r.rc, WH_ECONFLICT);
-    ck_assert_str_eq(r.err.msg, "mutatingwebhookconfiguration vpw changed since it was read");
+    ck_assert_str_eq(r.err.msg,
+                     "mutatingwebhookconfiguration vpw changed since it was read "
+                     "(Invalid: the server rejected our request due to an error in "
+                     "our request: test operation failed)");
     sync_ok(r.ck);
     sync_ok(r.ck);
     ca = secret_get("ca.crt");
