@@ -1173,7 +1173,8 @@ class RefusedTrafficLogTest(HostileCase):
         cbc.set_ciphers("AES128-SHA")            # TLS 1.2, CBC only: not in the profile
         self.refused_handshake(port, cbc)
         # Clients that do not trust the certificate (the system CAs only): over TLS 1.3
-        # OpenSSL just closes; over TLS 1.2 it sends the alert unknown_ca.
+        # OpenSSL sends its alert unencrypted, which GnuTLS does not take for one (counted
+        # client_closed); over TLS 1.2 it sends the alert unknown_ca (client_alert).
         self.refused_handshake(port, ssl.create_default_context(), SERVER_NAME)
         tls12 = ssl.create_default_context()
         tls12.maximum_version = ssl.TLSVersion.TLSv1_2
@@ -1219,3 +1220,49 @@ class RefusedTrafficLogTest(HostileCase):
         self.assertEqual(refused_metrics(wh)["tls_version"], 2)
         self.assertNotIn("out of context", wh.process.log())
         self.assertTrue(wh.process.alive())
+
+    def alert_after_hello(self, port, desc):
+        """A TLS 1.2 ClientHello; once the server's first flight is whole, the fatal alert
+        desc in the clear (RFC 5246 7.2: before ChangeCipherSpec) in place of the client's
+        next flight; then wait for the server to close. Returns the client's address."""
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+        inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        tls = ctx.wrap_bio(inc, out)
+        with self.assertRaises(ssl.SSLWantReadError):
+            tls.do_handshake()
+        s = socket.create_connection(("127.0.0.1", port), 10)
+        try:
+            addr = "127.0.0.1:%d" % s.getsockname()[1]
+            s.sendall(out.read())
+            while not out.pending:        # the client's next flight: the server's is whole
+                data = s.recv(65536)
+                self.assertTrue(data, "the server closed before its first flight ended")
+                inc.write(data)
+                with self.assertRaises(ssl.SSLWantReadError):
+                    tls.do_handshake()
+            s.sendall(bytes([21, 3, 3, 0, 2, 2, desc]))   # alert, TLS 1.2, fatal, desc
+            self.assertEqual(drain(s)[0], b"")
+        finally:
+            s.close()
+        return addr
+
+    def test_client_alert_named_or_numbered(self):
+        """The alert a client refuses the handshake with, read while GnuTLS's session
+        lives: its name, or its number when GnuTLS has no name for it."""
+        env = self.make_env()
+        self.addCleanup(env.close)
+        wh = env.webhook
+        msg = "http: refused TLS handshake"
+        first = self.alert_after_hello(wh.port, 255)
+        self.assertEqual(self.wait_lines(wh, msg, 1), [
+            {"level": "info", "msg": msg, "client": first, "reason": "client_alert",
+             "detail": "the client sent the alert 255", "suppressed": "0"}])
+        time.sleep(self.PERIOD + 0.3)  # the next line comes a period after the first
+        second = self.alert_after_hello(wh.port, 48)
+        self.assertEqual(self.wait_lines(wh, msg, 2)[1:], [
+            {"level": "info", "msg": msg, "client": second, "reason": "client_alert",
+             "detail": 'the client sent the alert "CA is unknown"', "suppressed": "0"}])
+        self.assertEqual(refused_metrics(wh)["client_alert"], 2)

@@ -172,7 +172,7 @@ static enum MHD_Result queue_ex(struct server *s, struct MHD_Connection *c, unsi
     ret = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     if (ret == MHD_NO && whole && len > 0)
-        server_tls_answer_coming(s, c, 0); /* not queued: hold nothing */
+        server_tls_answer_done(server_conn_of(c)); /* not queued: hold nothing */
     return ret;
 }
 
@@ -184,9 +184,9 @@ static enum MHD_Result queue(struct server *s, struct MHD_Connection *c, unsigne
     return queue_ex(s, c, status, type, allow, body, len, must_free ? ANSWER_OWNED : 0);
 }
 
-/* Answer with a Kubernetes Status (docs/kube-api.md §2); busy: 0 or ANSWER_BUSY. */
+/* Answer with a Kubernetes Status (docs/kube-api.md §2); flags: 0 or ANSWER_BUSY. */
 static enum MHD_Result queue_status_ex(struct server *s, struct MHD_Connection *c, unsigned code,
-                                       const char *reason, const char *allow, unsigned busy,
+                                       const char *reason, const char *allow, unsigned flags,
                                        const char *message)
 {
     json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion",
@@ -197,8 +197,9 @@ static enum MHD_Result queue_status_ex(struct server *s, struct MHD_Connection *
     json_decref(st);
     if (text == NULL)
         return queue_ex(s, c, code, "application/json", allow, (char *)status_enomem,
-                        sizeof(status_enomem) - 1, busy);
-    return queue_ex(s, c, code, "application/json", allow, text, strlen(text), busy | ANSWER_OWNED);
+                        sizeof(status_enomem) - 1, flags);
+    return queue_ex(s, c, code, "application/json", allow, text, strlen(text),
+                    flags | ANSWER_OWNED);
 }
 
 /* queue_status_ex without the busy headers. */

@@ -110,8 +110,8 @@ void server_conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *fi =
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        server_tls_conn_start(s, c); /* before any handshake byte */
         cc = calloc(1, sizeof(*cc));
+        server_tls_conn_start(s, c, cc); /* before any handshake byte */
         if (cc == NULL)
             return; /* no limit for this one; TLS handshakes fail without it */
         cc->srv = s;

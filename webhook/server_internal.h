@@ -41,7 +41,8 @@
 /* An answer's header record held for its body's (server_tls_answer_coming): an
  * admission answer's header record is about 160 bytes. */
 #define TLS_HOLD_MAX 512
-/* Buffers of GnuTLS's one push written with the held record (it queues at most 32). */
+/* Buffers of GnuTLS's one push written with the held record in one sendmsg (GnuTLS
+ * queues fewer than 32); more: the held record goes alone first. */
 #define TLS_PUSH_IOV_MAX 63
 
 /* A parsed TLS pair; refs guarded by server.tls_lock. */
@@ -191,10 +192,13 @@ int server_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_r
 
 /**
  * A new connection (server_conn_notify, before any handshake byte): offer
- * "http/1.1" alone in ALPN (MHD_OPTION_TLS_NO_ALPN keeps MHD's own list off).
- * Nothing without TLS.
+ * "http/1.1" alone in ALPN (MHD_OPTION_TLS_NO_ALPN keeps MHD's own list off),
+ * install the handshake hook, and, when cc is not NULL, the pull function that
+ * lets server_tls_handshake_failed find the connection (never without a cc,
+ * whose CLOSED is what forgets the fd). Nothing without TLS.
  */
-void server_tls_conn_start(const struct server *s, struct MHD_Connection *c);
+void server_tls_conn_start(const struct server *s, struct MHD_Connection *c,
+                           const struct conn_ctx *cc);
 
 /**
  * A connection is closing (server_conn_notify, CLOSED, with the socket still
@@ -239,8 +243,10 @@ void server_tls_answer_coming(const struct server *s, struct MHD_Connection *c, 
  * its conn_ctx (fd, tls_hold_below, the held record). Holds the records of iov
  * (taken whole, nothing written) when armed, nothing is held yet, and they are
  * shorter than tls_hold_below and at most TLS_HOLD_MAX bytes; disarms. Else one
- * sendmsg of the held bytes, then iov (its first TLS_PUSH_IOV_MAX buffers: a
- * short write, which GnuTLS allows).
+ * sendmsg of the held bytes, then iov (more than TLS_PUSH_IOV_MAX buffers: the
+ * held bytes in a sendmsg of their own first). A short count only when the socket
+ * is full: MHD's epoll is edge-triggered, so a short write with room left would
+ * wait for a writable event that never comes.
  * @return the bytes of iov taken (held or written); -1 with errno: EAGAIN when
  *         the socket took none of iov (it is full: the held bytes it did take
  *         leave the hold, GnuTLS keeps iov and MHD writes again when the socket

@@ -33,8 +33,9 @@
  * session's writer from then on, holds the header's record and writes it with the
  * body's first record (server_internal.h says why nothing is held for good).
  *
- * Threads: server_tls_retrieve, server_tls_conn_start, server_tls_answer_coming
- * and server_tls_push run on MHD workers (a connection's on its own),
+ * Threads: server_tls_retrieve, server_tls_conn_start, tls_pull,
+ * server_tls_handshake_failed, server_tls_answer_coming, server_tls_push and
+ * server_tls_answer_done run on MHD workers (a connection's on its own),
  * server_set_tls_pair on any thread (the certwatch thread in serve); the pair
  * pointer and every refcount under tls_lock.
  */
@@ -283,7 +284,15 @@ static ssize_t tls_pull(gnutls_transport_ptr_t ptr, void *data, size_t len)
     return recv(pulled_fd, data, len, 0);
 }
 
-void server_tls_conn_start(const struct server *s, struct MHD_Connection *c)
+/* GnuTLS's own wait for data, paired with tls_pull under a name of its own: GnuTLS
+ * refuses its default timeout function beside a pull function that is not its own. */
+static int tls_pull_timeout(gnutls_transport_ptr_t ptr, unsigned int ms)
+{
+    return gnutls_system_recv_timeout(ptr, ms);
+}
+
+void server_tls_conn_start(const struct server *s, struct MHD_Connection *c,
+                           const struct conn_ctx *cc)
 {
     gnutls_session_t session = session_of(s, c);
 
@@ -293,9 +302,11 @@ void server_tls_conn_start(const struct server *s, struct MHD_Connection *c)
         gnutls_alpn_set_protocols(session, &proto, 1, 0);
         gnutls_handshake_set_hook_function(session, GNUTLS_HANDSHAKE_ANY, GNUTLS_HOOK_BOTH,
                                            handshake_hook);
-        /* The pointer stays the fd, so GnuTLS's own timeout reader (and kTLS) still fit. */
-        gnutls_transport_set_pull_function(session, tls_pull);
-        gnutls_transport_set_pull_timeout_function(session, gnutls_system_recv_timeout);
+        /* The pointer stays the fd (what kTLS reads in GnuTLS 3.7). */
+        if (cc != NULL) {
+            gnutls_transport_set_pull_function(session, tls_pull);
+            gnutls_transport_set_pull_timeout_function(session, tls_pull_timeout);
+        }
     }
 }
 
@@ -350,8 +361,20 @@ ssize_t server_tls_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int iov
     }
     if (held == 0)
         return send_iov(cc->fd, iov, iovcnt);
-    if (iovcnt > TLS_PUSH_IOV_MAX)
-        iovcnt = TLS_PUSH_IOV_MAX; /* GnuTLS queues fewer; a short write is allowed anyway */
+    if (iovcnt > TLS_PUSH_IOV_MAX) {
+        /* more than one write takes with it (GnuTLS queues fewer): the held bytes alone */
+        v[0] = (struct iovec){cc->tls_held, held};
+        w = send_iov(cc->fd, v, 1);
+        if (w < 0)
+            return -1;
+        memmove(cc->tls_held, cc->tls_held + w, held - (size_t)w);
+        cc->tls_held_len = held - (size_t)w;
+        if (cc->tls_held_len > 0) {
+            errno = EAGAIN; /* the socket is full */
+            return -1;
+        }
+        return send_iov(cc->fd, iov, iovcnt);
+    }
     v[0] = (struct iovec){cc->tls_held, held};
     memcpy(v + 1, iov, (size_t)iovcnt * sizeof(*iov));
     w = send_iov(cc->fd, v, iovcnt + 1);
@@ -451,9 +474,13 @@ void server_tls_conn_end(struct server *s, struct MHD_Connection *c, const struc
         snprintf(detail, sizeof(detail),
                  "no cipher suite, group or signature algorithm in common with the profile");
     } else if (cc->tls_alert_noted && cc->tls_alert != GNUTLS_A_CLOSE_NOTIFY) {
+        const char *name = gnutls_alert_get_name((gnutls_alert_description_t)cc->tls_alert);
+
         why = SERVER_REFUSED_CLIENT_ALERT;
-        snprintf(detail, sizeof(detail), "the client sent the alert \"%s\"",
-                 gnutls_alert_get_name((gnutls_alert_description_t)cc->tls_alert));
+        if (name != NULL)
+            snprintf(detail, sizeof(detail), "the client sent the alert \"%s\"", name);
+        else /* a code GnuTLS has no name for (RFC 8446 6: alerts are one byte) */
+            snprintf(detail, sizeof(detail), "the client sent the alert %u", cc->tls_alert);
     } else {
         why = SERVER_REFUSED_CLOSED;
         snprintf(detail, sizeof(detail),

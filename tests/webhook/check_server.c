@@ -1618,8 +1618,8 @@ START_TEST(test_tls_push_holds_one_record)
     ck_assert_uint_eq(cc->tls_held_len, 0);
     ck_assert_uint_eq(take_waiting(sv[1], got, 0, sizeof(got)), sizeof(head) + TLS_HOLD_MAX + 11);
 
-    /* more buffers than one write takes with the held record: the first
-     * TLS_PUSH_IOV_MAX go out after it, a short write GnuTLS continues */
+    /* more buffers than one write takes with the held record: it goes alone first,
+     * then every buffer (a short count would wait for an edge that never comes) */
     {
         giovec_t many[TLS_PUSH_IOV_MAX + 5];
 
@@ -1628,12 +1628,12 @@ START_TEST(test_tls_push_holds_one_record)
         cc->tls_hold_below = sizeof(body);
         v = (giovec_t){head, sizeof(head)};
         ck_assert_int_eq(server_tls_push(cc, &v, 1), (ssize_t)sizeof(head));
-        ck_assert_int_eq(server_tls_push(cc, many, TLS_PUSH_IOV_MAX + 5), TLS_PUSH_IOV_MAX);
+        ck_assert_int_eq(server_tls_push(cc, many, TLS_PUSH_IOV_MAX + 5), TLS_PUSH_IOV_MAX + 5);
         ck_assert_uint_eq(cc->tls_held_len, 0);
         have = take_waiting(sv[1], got, 0, sizeof(got));
-        ck_assert_uint_eq(have, sizeof(head) + TLS_PUSH_IOV_MAX);
+        ck_assert_uint_eq(have, sizeof(head) + TLS_PUSH_IOV_MAX + 5);
         ck_assert_mem_eq(got, head, sizeof(head));
-        ck_assert_mem_eq(got + sizeof(head), body, TLS_PUSH_IOV_MAX);
+        ck_assert_mem_eq(got + sizeof(head), body, TLS_PUSH_IOV_MAX + 5);
     }
 
     /* a socket with room for part of the held record, then for the rest of it
