@@ -1266,3 +1266,22 @@ class RefusedTrafficLogTest(HostileCase):
             {"level": "info", "msg": msg, "client": second, "reason": "client_alert",
              "detail": 'the client sent the alert "CA is unknown"', "suppressed": "0"}])
         self.assertEqual(refused_metrics(wh)["client_alert"], 2)
+
+    def test_a_byte_then_reset_is_not_tls(self):
+        """A client that resets (no FIN): with one byte sent it is not_tls, with none
+        no_data. TCP_INFO's byte count holds one for the FIN only when a FIN came."""
+        env = self.make_env()
+        self.addCleanup(env.close)
+        wh = env.webhook
+        for data in (b"", b"\x16"):
+            s = socket.create_connection(("127.0.0.1", wh.port), 10)
+            if data:
+                s.sendall(data)
+                time.sleep(0.2)         # taken in before the reset
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()                   # RST, no FIN
+        deadline = time.monotonic() + 15
+        while sum(refused_metrics(wh).values()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual({k: v for k, v in refused_metrics(wh).items() if v},
+                         {"no_data": 1, "not_tls": 1})

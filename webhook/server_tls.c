@@ -22,10 +22,9 @@
  * ClientHello came (and its legacy_version), whether our ServerHello went out
  * and whether the client's Finished did. When a connection closes with neither
  * the Finished nor a shutdown of ours, server_tls_conn_end tells why from
- * those, the bytes TCP received (TCP_INFO) and the last alert received (noted
- * by server_tls_handshake_failed while the session lives), counts
- * it by reason and logs it with the client's address, one line per
- * LOG_PERIOD_MS.
+ * those, whether TCP received any data (TCP_INFO) and the last alert received
+ * (noted by server_tls_handshake_failed while the session lives), counts it by
+ * reason and logs it with the client's address, one line per LOG_PERIOD_MS.
  *
  * One answer, one write: MHD 0.9.75 gives GnuTLS an answer's header and body in
  * two calls, so each answer took two sendmsg calls. server_tls_answer_coming
@@ -416,17 +415,19 @@ void server_tls_answer_done(struct conn_ctx *cc)
         cc->tls_hold_below = 0;
 }
 
-/* Bytes TCP has received on fd (TCP_INFO, Linux 4.1+); -1 when unknown. */
-static long long tcp_bytes_received(int fd)
+/* Segments with data the client sent on fd (TCP_INFO's tcpi_data_segs_in, Linux 4.6+:
+ * a bare FIN or RST is none, where tcpi_bytes_received counts a FIN's byte but not an
+ * RST); -1 when unknown. */
+static long long tcp_data_segments_in(int fd)
 {
     struct tcp_info ti;
     socklen_t len = sizeof(ti);
 
     memset(&ti, 0, sizeof(ti));
     if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0
-        || len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(ti.tcpi_bytes_received))
+        || len < offsetof(struct tcp_info, tcpi_data_segs_in) + sizeof(ti.tcpi_data_segs_in))
         return -1;
-    return (long long)ti.tcpi_bytes_received;
+    return (long long)ti.tcpi_data_segs_in;
 }
 
 /* "TLS 1.1" for a legacy_version, into buf. */
@@ -455,10 +456,9 @@ void server_tls_conn_end(struct server *s, struct MHD_Connection *c, const struc
     if (!s->tls || cc->tls_done || cc->shut || atomic_load(&s->stopping))
         return;
     if (!cc->tls_hello) {
-        /* The client's FIN takes one byte of TCP's sequence space. */
-        long long got = tcp_bytes_received(cc->fd);
+        long long got = tcp_data_segments_in(cc->fd);
 
-        why = got >= 0 && got <= 1 ? SERVER_REFUSED_NO_DATA : SERVER_REFUSED_NOT_TLS;
+        why = got == 0 ? SERVER_REFUSED_NO_DATA : SERVER_REFUSED_NOT_TLS;
         snprintf(detail, sizeof(detail), "%s",
                  why == SERVER_REFUSED_NO_DATA
                      ? "closed without sending a byte"
