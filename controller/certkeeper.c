@@ -656,8 +656,7 @@ static int configs_sync(struct certkeeper *ck, struct configs *c, const char *b6
             rc = k8s_request(ck->kc, "PATCH", ck->config_path[k], ops,
                              "application/json-patch+json", ck->timeout_ms, NULL, &e);
         json_decref(ops);
-        /* 422 is reason Invalid: k8s_request gives "Invalid: message" */
-        if (rc == WH_EAPI && strncmp(e.msg, "Invalid: ", 9) == 0
+        if (rc == WH_EAPI && k8s_error_reason_is(&e, "Invalid")
             && config_changed(ck, k, c->obj[k])) {
             char was[sizeof(e.msg)];
 

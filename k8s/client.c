@@ -488,6 +488,13 @@ int k8s_client_status_from_json(long http_code, const json_t *st, struct wh_erro
     return rc;
 }
 
+bool k8s_error_reason_is(const struct wh_error *err, const char *reason)
+{
+    size_t n = strlen(reason);
+
+    return err != NULL && strncmp(err->msg, reason, n) == 0 && err->msg[n] == ':';
+}
+
 int k8s_client_status_error(long http_code, const char *body, size_t len, struct wh_error *err)
 {
     json_t *st = body != NULL ? json_loadb(body, len, 0, NULL) : NULL;

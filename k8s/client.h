@@ -105,6 +105,13 @@ void k8s_client_set_max_body(struct k8s_client *c, size_t max_body);
 int k8s_request(struct k8s_client *c, const char *method, const char *path, const json_t *body,
                 const char *content_type, long timeout_ms, json_t **out, struct wh_error *err);
 
+/**
+ * Whether err holds an API server answer of this Status reason ("Invalid": 422, a
+ * JSON patch whose "test" op failed among them), as k8s_request writes it
+ * ("Reason: message" or "Reason: HTTP N"). err may be NULL (false).
+ */
+bool k8s_error_reason_is(const struct wh_error *err, const char *reason);
+
 /** POST obj to collection_path (".../namespaces/NS/configmaps"). out: the stored object. */
 int k8s_create(struct k8s_client *c, const char *collection_path, const json_t *obj,
                long timeout_ms, json_t **out, struct wh_error *err);

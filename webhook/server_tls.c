@@ -339,6 +339,13 @@ static ssize_t send_iov(int fd, const struct iovec *iov, int n)
     return sendmsg(fd, &m, MSG_NOSIGNAL);
 }
 
+/* Of the held bytes (held of them), the first sent went out: keep the rest. */
+static void held_sent(struct conn_ctx *cc, size_t held, size_t sent)
+{
+    memmove(cc->tls_held, cc->tls_held + sent, held - sent);
+    cc->tls_held_len = held - sent;
+}
+
 ssize_t server_tls_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int iovcnt)
 {
     struct conn_ctx *cc = ptr;
@@ -366,8 +373,7 @@ ssize_t server_tls_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int iov
         w = send_iov(cc->fd, v, 1);
         if (w < 0)
             return -1;
-        memmove(cc->tls_held, cc->tls_held + w, held - (size_t)w);
-        cc->tls_held_len = held - (size_t)w;
+        held_sent(cc, held, (size_t)w);
         if (cc->tls_held_len > 0) {
             errno = EAGAIN; /* the socket is full */
             return -1;
@@ -380,9 +386,7 @@ ssize_t server_tls_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int iov
     if (w < 0)
         return -1;
     if ((size_t)w <= held) {
-        /* the socket is full: keep what is left of the held record */
-        memmove(cc->tls_held, cc->tls_held + w, held - (size_t)w);
-        cc->tls_held_len = held - (size_t)w;
+        held_sent(cc, held, (size_t)w); /* the socket is full */
         errno = EAGAIN;
         return -1;
     }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "k8s/client.h"
+#include "k8s/client_internal.h"
 #include "tests/apitest.h"
 #include "tests/testutil.h"
 
@@ -490,6 +491,28 @@ START_TEST(test_injected_errors)
     ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 5000, &got, &err), WH_EAPI);
     ck_assert_msg(strncmp(err.msg, "GET " JOBS "/j1: ", strlen(JOBS) + 9) == 0, "%s", err.msg);
     apitest_ctl_expect(&api, "DELETE", "/_test/faults", NULL, 200);
+}
+END_TEST
+
+/* The Status reason of an answer, as k8s_request writes it into err. */
+START_TEST(test_error_reason)
+{
+    static const char invalid[] = "{\"kind\":\"Status\",\"reason\":\"Invalid\","
+                                  "\"message\":\"test operation failed\",\"code\":422}";
+    struct wh_error err = {0, ""};
+
+    ck_assert_int_eq(k8s_client_status_error(422, invalid, strlen(invalid), &err), WH_EAPI);
+    ck_assert_str_eq(err.msg, "Invalid: test operation failed");
+    ck_assert(k8s_error_reason_is(&err, "Invalid"));
+    ck_assert(!k8s_error_reason_is(&err, "Inval"));
+    ck_assert(!k8s_error_reason_is(&err, "Conflict"));
+    ck_assert_int_eq(k8s_client_status_error(422, "{\"reason\":\"Invalid\"}", 20, &err), WH_EAPI);
+    ck_assert_str_eq(err.msg, "Invalid: HTTP 422");
+    ck_assert(k8s_error_reason_is(&err, "Invalid"));
+    ck_assert_int_eq(k8s_client_status_error(422, NULL, 0, &err), WH_EAPI);
+    ck_assert_str_eq(err.msg, "HTTP 422");
+    ck_assert(!k8s_error_reason_is(&err, "Invalid"));
+    ck_assert(!k8s_error_reason_is(NULL, "Invalid"));
 }
 END_TEST
 
@@ -1178,6 +1201,7 @@ static Suite *k8s_client_suite(void)
     tcase_add_test(http, test_get_job_200);
     tcase_add_test(http, test_get_job_404_and_escaping);
     tcase_add_test(http, test_injected_errors);
+    tcase_add_test(http, test_error_reason);
     tcase_add_test(http, test_timeout);
     tcase_add_test(http, test_token_rotation);
     tcase_add_test(http, test_body_cap);
