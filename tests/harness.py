@@ -689,6 +689,19 @@ class Process:
                 return line
         return None
 
+    def sanitizer_failure(self, what="sanitizer report from %s"):
+        """An AssertionError's text for a log with a sanitizer report: the whole log, then
+        the report again from its first line (at most 80 lines). Last, because CI keeps only
+        the end of a long failure, and the report's top says what went wrong where."""
+        lines = self.log().splitlines()
+        first = next((i for i, line in enumerate(lines)
+                      if any(m in line for m in SANITIZER_MARKERS)), None)
+        head = (what % self.name) if "%s" in what else what
+        if first is None:
+            return head + ": none"
+        return "%s: %s\n%s\n--- the report again, from its first line ---\n%s" % (
+            head, lines[first], "\n".join(lines), "\n".join(lines[first:first + 80]))
+
 
 def _http_json(conn, method, path, body=None, headers=None):
     data = None if body is None else json.dumps(body).encode()
@@ -954,10 +967,8 @@ class Webhook:
         if self.process is None:
             return None
         rc = self.process.stop()
-        report = self.process.sanitizer_report()
-        if report:
-            raise AssertionError("sanitizer report from the webhook: %s\n%s" %
-                                 (report, self.process.log()))
+        if self.process.sanitizer_report():
+            raise AssertionError(self.process.sanitizer_failure("sanitizer report from the webhook"))
         return rc
 
 

@@ -746,11 +746,11 @@ class SelfSignedTest(unittest.TestCase):
         if self.proc is None:
             return
         rc = self.proc.stop()
-        report = self.proc.sanitizer_report()
-        log = self.proc.log()
+        proc = self.proc
+        log = proc.log()
         self.proc = None
-        if report:
-            raise AssertionError("sanitizer report: %s" % report)
+        if proc.sanitizer_report():
+            raise AssertionError(proc.sanitizer_failure())
         if rc != 0:  # SIGTERM: the keeper stops and everything is freed, exit 0
             raise AssertionError("webhook exited %s:\n%s" % (rc, log))
 

@@ -184,9 +184,8 @@ class ManagedCertsTest(unittest.TestCase):
 
     def stop(self, p):
         rc = p.stop()
-        report = p.sanitizer_report()
-        if report:
-            raise AssertionError("sanitizer report: %s\n%s" % (report, p.log()))
+        if p.sanitizer_report():
+            raise AssertionError(p.sanitizer_failure())
         self.assertEqual(rc, 0, p.log())  # SIGTERM: keeper and server stopped, exit 0
         self.assertNotIn("PRIVATE KEY", p.log())
 
