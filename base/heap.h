@@ -11,7 +11,8 @@
  * falls back after a burst of allocation (a Jobs LIST). With mimalloc linked it
  * calls mi_collect(true) (mimalloc.h: frees the calling thread's cached pages and
  * decommits free segments); otherwise glibc's malloc_trim(0). Costs a walk of the
- * heap: call it after rare, large work, never per request. Any thread.
+ * heap: call it after rare, large work, never per request. Any thread, and several
+ * at once: glibc's calls go one at a time (heap.c says why).
  */
 void heap_release_free(void);
 
