@@ -689,18 +689,23 @@ class Process:
                 return line
         return None
 
-    def sanitizer_failure(self, what="sanitizer report from %s"):
-        """An AssertionError's text for a log with a sanitizer report: the whole log, then
-        the report again from its first line (at most 80 lines). Last, because CI keeps only
-        the end of a long failure, and the report's top says what went wrong where."""
+    def sanitizer_failure(self, head=None):
+        """An AssertionError's text for a log with a sanitizer report: head (default
+        "sanitizer report from NAME"), the whole log, the report again from its first line
+        (at most 80 lines), and last one line with that first line and the report's SUMMARY.
+        The report goes last because CI keeps only the end of a long failure; a report's
+        own end (the thread's creation stack) does not say what went wrong, its top does."""
         lines = self.log().splitlines()
         first = next((i for i, line in enumerate(lines)
                       if any(m in line for m in SANITIZER_MARKERS)), None)
-        head = (what % self.name) if "%s" in what else what
+        head = head or "sanitizer report from " + self.name
         if first is None:
             return head + ": none"
-        return "%s: %s\n%s\n--- the report again, from its first line ---\n%s" % (
-            head, lines[first], "\n".join(lines), "\n".join(lines[first:first + 80]))
+        summary = next((line.strip() for line in lines[first:] if "SUMMARY:" in line), "")
+        return "%s: %s\n%s\n--- the report again, from its first line ---\n%s\n" \
+            "--- in short: %s %s" % (head, lines[first], "\n".join(lines),
+                                     "\n".join(lines[first:first + 80]),
+                                     lines[first].strip(), summary)
 
 
 def _http_json(conn, method, path, body=None, headers=None):
