@@ -973,7 +973,8 @@ class Webhook:
             return None
         rc = self.process.stop()
         if self.process.sanitizer_report():
-            raise AssertionError(self.process.sanitizer_failure("sanitizer report from the webhook"))
+            raise AssertionError(
+                self.process.sanitizer_failure("sanitizer report from the webhook"))
         return rc
 
 
