@@ -218,7 +218,7 @@ static int get_shared(const struct lookup *l, const char *ns, const char *name, 
     f->callers = 1;
     pthread_mutex_unlock(&fl->mu);
 
-    rc = k8s_get_job(l->client, ns, name, l->timeout_ms, &job, &f->err);
+    rc = k8s_get_job_urgent(l->client, ns, name, l->timeout_ms, &job, &f->err);
 
     pthread_mutex_lock(&fl->mu);
     fl->waiting--;
@@ -277,7 +277,7 @@ int lookup_job_get(void *userdata, const char *ns, const char *name, const char 
     }
     LOG_DEBUG("job lookup job=%s/%s source=api reason=%s", ns, name, why);
     if (l->flights == NULL)
-        return k8s_get_job(l->client, ns, name, l->timeout_ms, job_out, err);
+        return k8s_get_job_urgent(l->client, ns, name, l->timeout_ms, job_out, err);
     return get_shared(l, ns, name, job_out, err);
 }
 

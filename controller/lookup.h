@@ -50,16 +50,18 @@ void lookup_dispose(struct lookup *l);
  * The cached Job ns/name is returned when its metadata.uid equals uid (or uid
  * is "", or the cached Job has no uid), with no API request. On a miss, or when
  * the cached Job has another uid (a stale cache, D6: read again), one
- * k8s_get_job with timeout_ms; after lookup_init, a GET of ns/name already in
- * flight is waited for and its answer shared instead. A namespace the cache does
- * not serve (cache_serves: serve --namespaces) is never looked up: WH_DECLINED
- * at once, counted (lookup_not_served) and logged once per namespace, at info.
+ * k8s_get_job_urgent with timeout_ms (a review waits on it: it queues behind no
+ * reconcile or informer request in the client's rate limiter); after lookup_init,
+ * a GET of ns/name already in flight is waited for and its answer shared instead.
+ * A namespace the cache does not serve (cache_serves: serve --namespaces) is never
+ * looked up: WH_DECLINED at once, counted (lookup_not_served) and logged once per
+ * namespace, at info.
  * @param[out] job_out new reference on success, for reading only: from the cache, this
  *                     thread's own tree of that Job version (cache_get_read), which its
  *                     later lookups are given again; from the API, a private tree
  * @return 0; WH_DECLINED (> 0, not an error; err untouched, *job_out NULL) for a
  *         namespace not served; WH_ENOTFOUND when the API says 404; WH_ETIMEOUT / WH_EAPI /
- *         WH_ENOMEM with err filled (k8s_get_job's reason); WH_EBUSY when
+ *         WH_ENOMEM with err filled (k8s_get_job_urgent's reason); WH_EBUSY when
  *         max_waiting lookups are waiting on GETs already (err says so), at once
  *         and without a request.
  */

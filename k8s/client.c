@@ -11,7 +11,8 @@
  * tokens) and never logged; every buffer holding it is wiped after use.
  *
  * Every verb goes through k8s_request: rate limiter (a token bucket shared by
- * all threads), then the transfer (request_attempt), then the answer: 2xx →
+ * all threads; an urgent request, an admission's Job GET, waits behind no other
+ * caller: k8s_client_throttle), then the transfer (request_attempt), then the answer: 2xx →
  * decoded body (request_decode); 429 or 503 with Retry-After → sleep and try
  * again (request_should_retry: at most retry_max times, only while the request's
  * own timeout leaves room); any other status → the Status body decoded into a code (client_internal.h k8s_client_status_error) and
@@ -200,9 +201,11 @@ void k8s_client_set_max_body(struct k8s_client *c, size_t max_body)
  * Token bucket with reservations: a caller takes a token at once, driving the
  * level negative when the bucket is empty, and then sleeps until the refill
  * would have covered it. Waiters thus queue in arrival order and the lock is
- * held only for the arithmetic.
+ * held only for the arithmetic. An urgent caller takes its token and goes at once
+ * while that leaves the level at -burst or above, even below zero: it passes the
+ * sleepers' reservations, and the callers after it wait for its token instead.
  */
-int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, struct wh_error *err)
+int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, bool urgent, struct wh_error *err)
 {
     long long now;
     long long wait_ms = 0;
@@ -219,6 +222,11 @@ int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, struct wh_error 
     if (c->tokens > c->opt.burst)
         c->tokens = c->opt.burst;
     c->lim_last_ms = now;
+    if (urgent && c->tokens - 1.0 >= -(double)c->opt.burst) {
+        c->tokens -= 1.0;
+        pthread_mutex_unlock(&c->lim_mu);
+        return 0;
+    }
     c->tokens -= 1.0;
     if (c->tokens < 0) {
         /* round up: waking a millisecond early would find no token */
@@ -540,6 +548,7 @@ struct request {
     const char *data;         /* the JSON body, or NULL */
     const char *content_type; /* of data; NULL without a body */
     long timeout_ms;          /* the caller's limit, for messages */
+    bool urgent;              /* k8s_client_throttle's: an admission waits on it */
 };
 
 static bool request_method_ok(const char *method)
@@ -632,10 +641,12 @@ static int request_decode(const struct request *rq, const struct buf *b, json_t 
     return 0;
 }
 
-int k8s_request(struct k8s_client *c, const char *method, const char *path, const json_t *body,
-                const char *content_type, long timeout_ms, json_t **out, struct wh_error *err)
+/* k8s_request, urgent or not (k8s_client_throttle). */
+static int request_run(struct k8s_client *c, const char *method, const char *path,
+                       const json_t *body, const char *content_type, long timeout_ms, bool urgent,
+                       json_t **out, struct wh_error *err)
 {
-    struct request rq = {method, path, NULL, NULL, NULL, timeout_ms};
+    struct request rq = {method, path, NULL, NULL, NULL, timeout_ms, urgent};
     struct buf b;
     char *data = NULL;
     char *url = NULL;
@@ -675,7 +686,7 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path, cons
                               timeout_ms);
             goto out;
         }
-        rc = k8s_client_throttle(c, (long)left, err);
+        rc = k8s_client_throttle(c, (long)left, rq.urgent, err);
         if (rc < 0)
             goto out;
         left = deadline - clock_mono_ms();
@@ -703,14 +714,21 @@ out:
     return rc;
 }
 
+int k8s_request(struct k8s_client *c, const char *method, const char *path, const json_t *body,
+                const char *content_type, long timeout_ms, json_t **out, struct wh_error *err)
+{
+    return request_run(c, method, path, body, content_type, timeout_ms, false, out, err);
+}
+
 int k8s_get(struct k8s_client *c, const char *path, long timeout_ms, json_t **out,
             struct wh_error *err)
 {
     return k8s_request(c, "GET", path, NULL, NULL, timeout_ms, out, err);
 }
 
-int k8s_get_job(struct k8s_client *c, const char *ns, const char *name, long timeout_ms,
-                json_t **out, struct wh_error *err)
+/* k8s_get_job and k8s_get_job_urgent. */
+static int get_job(struct k8s_client *c, const char *ns, const char *name, long timeout_ms,
+                   bool urgent, json_t **out, struct wh_error *err)
 {
     char *path;
     int rc;
@@ -721,9 +739,21 @@ int k8s_get_job(struct k8s_client *c, const char *ns, const char *name, long tim
     path = k8s_path("batch.volcano.sh", "v1alpha1", ns, "jobs", name);
     if (path == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
-    rc = k8s_get(c, path, timeout_ms, out, err);
+    rc = request_run(c, "GET", path, NULL, NULL, timeout_ms, urgent, out, err);
     free(path);
     return rc;
+}
+
+int k8s_get_job(struct k8s_client *c, const char *ns, const char *name, long timeout_ms,
+                json_t **out, struct wh_error *err)
+{
+    return get_job(c, ns, name, timeout_ms, false, out, err);
+}
+
+int k8s_get_job_urgent(struct k8s_client *c, const char *ns, const char *name, long timeout_ms,
+                       json_t **out, struct wh_error *err)
+{
+    return get_job(c, ns, name, timeout_ms, true, out, err);
 }
 
 int k8s_create(struct k8s_client *c, const char *collection_path, const json_t *obj,

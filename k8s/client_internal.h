@@ -58,9 +58,16 @@ int k8s_client_status_from_json(long http_code, const json_t *status, struct wh_
 /**
  * Take one token from the client's rate limiter, sleeping (without holding the
  * lock) until one is free. A wait longer than max_wait_ms gives the token back.
+ * urgent: a caller something waits on (an admission's Job GET: kube-apiserver holds
+ * the pod's CREATE meanwhile) takes its token at once while that leaves the
+ * bucket's level at -burst or above, even below zero: it waits behind no other
+ * caller's reservation, and the callers after it wait for its token instead. Over
+ * time every request still counts against the same rate; at a moment, urgent
+ * requests may pass an empty bucket by at most burst tokens. Past that debt an
+ * urgent caller queues like the others.
  * @return 0; WH_ETIMEOUT when the wait would exceed max_wait_ms.
  */
-int k8s_client_throttle(struct k8s_client *c, long max_wait_ms,
+int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, bool urgent,
                         struct wh_error *err) WH_WARN_UNUSED;
 
 /**

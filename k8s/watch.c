@@ -321,8 +321,8 @@ int k8s_watch(struct k8s_client *c, const struct watch_params *p, watch_fn fn, v
     s.fn = fn;
     s.userdata = userdata;
     s.err = err;
-    rc =
-        k8s_client_throttle(c, p->idle_timeout_ms > 0 ? p->idle_timeout_ms : WATCH_CONNECT_MS, err);
+    rc = k8s_client_throttle(c, p->idle_timeout_ms > 0 ? p->idle_timeout_ms : WATCH_CONNECT_MS,
+                             false, err);
     if (rc < 0)
         return rc;
     path = watch_path(p);

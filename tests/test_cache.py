@@ -6,6 +6,7 @@ WATCH) against the test API server, seen from the admission path and /readyz.
 - a Job created after start is served from the cache once the watch brought it in;
 - a Job not in the cache yet (the watch is stalled) is fetched with one GET per admission,
   and so is a Job whose cached uid is not the one the pod's ownerReference names (D6);
+- that GET is sent ahead of the reconciler's requests queued in the client rate limiter;
 - /readyz is 503 with the reason until the first LIST completes, then 200.
 """
 
@@ -163,6 +164,42 @@ class CacheTest(WebhookEnv, unittest.TestCase):
             self.assertEqual(harness.apply_patch(pod, resp)["spec"]["subdomain"], "pytorch-job")
         self.assertEqual(job_gets(env.api), ["/apis/batch.volcano.sh/v1alpha1/namespaces/"
                                              "default/jobs/pytorch-job"])
+
+    def test_uncached_job_is_fetched_ahead_of_the_reconcile_backlog(self):
+        """A review's Job GET takes its rate-limit token ahead of the reconciler's queued
+        requests (k8s_get_job_urgent). At 2 requests/s, the reconcile workers sleeping on
+        their tokens (two or more) put a queued GET 1.5 s or more out, past
+        --job-lookup-timeout 1s: it was refused at once ("client rate limit: waiting ...
+        exceeds the timeout") and the pod denied. Now it is sent at once, within the
+        bucket's debt of --kube-api-burst."""
+        backlog = []
+        for k in range(12):
+            job = harness.load_job("mpi-job")
+            job["metadata"]["name"] = "backlog-%02d" % k
+            job["spec"]["plugins"] = {"svc": []}
+            backlog.append(job)
+        env = self.start(jobs=backlog,
+                         faults=[{"method": "GET", "path_regex": r"/v1alpha1/jobs\?.*watch=",
+                                  "watch_stall_ms": -1, "count": -1}],
+                         args=["--kube-api-qps", "2", "--kube-api-burst", "10",
+                               "--job-lookup-timeout", "1s"])
+        self.wait_ready(env)
+        # The leader reconciles the backlog: 12 Jobs of some 5 requests each at 2/s.
+        # Once it has made more requests than the bucket held, its workers are queued on
+        # it, for half a minute.
+        def reconciling():
+            return sum(1 for r in env.api.requests()
+                       if re.search(r"/(configmaps|services|networkpolicies)\b", r["path"])) > 12
+        wait_for(reconciling, "the reconciler queued on the rate limit",
+                 timeout=harness.startup_timeout() * 6)
+        job = harness.load_job("mpi-job")
+        job["metadata"]["name"] = "late"
+        status, stored = env.api.call("POST", JOBS_COLLECTION % "default", job)
+        self.assertEqual(status, 201, stored)
+        env.api.clear_requests()
+        self.admit_patched(env, stored, "mpimaster", 0)
+        self.assertEqual(job_gets(env.api, "late"), ["/apis/batch.volcano.sh/v1alpha1/"
+                                                     "namespaces/default/jobs/late"])
 
     def test_stale_uid_in_cache_is_fetched_again(self):
         # Listed with one uid; deleted and created again (a new uid) while the watch is

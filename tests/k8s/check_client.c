@@ -1096,6 +1096,88 @@ START_TEST(test_rate_limit)
 }
 END_TEST
 
+/*
+ * An urgent caller (an admission's Job GET) passes the sleepers' reservations: it goes
+ * at once while its token leaves the level at -burst or above, and the callers after
+ * it wait for its token. max_wait_ms 0 tells "goes at once" from "would wait" without a
+ * clock: a caller that would wait gets WH_ETIMEOUT and gives its reservation back.
+ */
+START_TEST(test_urgent_throttle)
+{
+    /* a refill of one token in 1000 s: the bucket's level moves only by the calls */
+    struct k8s_client_options opt = {.qps = 0.001, .burst = 2, .retry_max = 0};
+    struct wh_error err = {0};
+
+    k8s_client_set_options(kc, &opt);
+    ck_assert_int_eq(k8s_client_throttle(kc, 0, false, &err), 0); /* 2 → 1 */
+    ck_assert_int_eq(k8s_client_throttle(kc, 0, false, &err), 0); /* 1 → 0 */
+    ck_assert_int_eq(k8s_client_throttle(kc, 0, false, &err), WH_ETIMEOUT);
+    ck_assert_msg(strncmp(err.msg, "client rate limit: waiting ", 27) == 0, "%s", err.msg);
+    /* the empty bucket: urgent callers go, into a debt of at most burst (2) */
+    ck_assert_int_eq(k8s_client_throttle(kc, 0, true, &err), 0); /* 0 → -1 */
+    ck_assert_int_eq(k8s_client_throttle(kc, 0, true, &err), 0); /* -1 → -2 */
+    wh_error_clear(&err);
+    ck_assert_int_eq(k8s_client_throttle(kc, 0, true, &err), WH_ETIMEOUT); /* past the debt */
+    ck_assert_msg(strncmp(err.msg, "client rate limit: waiting ", 27) == 0, "%s", err.msg);
+
+    /* The callers after an urgent one wait for its token: at 10/s with a bucket of 1,
+     * a background call after one background and one urgent call waits 200 ms (two
+     * tokens owed), more than 150 ms allow, and goes when 1 s allows. */
+    opt.qps = 10;
+    opt.burst = 1;
+    k8s_client_set_options(kc, &opt);
+    ck_assert_int_eq(k8s_client_throttle(kc, 0, false, &err), 0); /* 1 → 0 */
+    ck_assert_int_eq(k8s_client_throttle(kc, 0, true, &err), 0);  /* 0 → -1 */
+    wh_error_clear(&err);
+    ck_assert_int_eq(k8s_client_throttle(kc, 150, false, &err), WH_ETIMEOUT);
+    ck_assert_int_eq(k8s_client_throttle(kc, 1000, false, &err), 0);
+
+    /* no limit: neither kind waits */
+    opt.qps = 0;
+    k8s_client_set_options(kc, &opt);
+    for (int i = 0; i < 10; i++) {
+        ck_assert_int_eq(k8s_client_throttle(kc, 0, false, &err), 0);
+        ck_assert_int_eq(k8s_client_throttle(kc, 0, true, &err), 0);
+    }
+}
+END_TEST
+
+/*
+ * k8s_get_job_urgent is k8s_get_job, urgent: with an empty bucket that makes a
+ * background GET time out at once, it is sent, and answered.
+ */
+START_TEST(test_get_job_urgent)
+{
+    struct k8s_client_options opt = {.qps = 0.001, .burst = 1, .retry_max = 0};
+    struct wh_error err = {0};
+    json_t *got = NULL;
+
+    k8s_client_set_options(kc, &opt);
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 5000, &got, &err), 0); /* the bucket's one */
+    json_decref(got);
+    got = NULL;
+    apitest_clear_requests(&api);
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 200, &got, &err), WH_ETIMEOUT);
+    ck_assert_uint_eq(apitest_total(&api), 0);
+    ck_assert_int_eq(k8s_get_job_urgent(kc, "ns1", "j1", 5000, &got, &err), 0);
+    ck_assert(json_equal(got, job));
+    json_decref(got);
+    got = NULL;
+    ck_assert_uint_eq(apitest_total(&api), 1);
+    /* past its debt of burst (1) it waits like the others: here too long */
+    ck_assert_int_eq(k8s_get_job_urgent(kc, "ns1", "j1", 200, &got, &err), WH_ETIMEOUT);
+    ck_assert_uint_eq(apitest_total(&api), 1);
+    /* the same answers as k8s_get_job's */
+    opt.qps = 0;
+    k8s_client_set_options(kc, &opt);
+    ck_assert_int_eq(k8s_get_job_urgent(kc, "ns1", "missing", 5000, &got, &err), WH_ENOTFOUND);
+    ck_assert_str_eq(err.msg, "NotFound: jobs.batch.volcano.sh \"missing\" not found");
+    ck_assert_ptr_null(got);
+    ck_assert_int_eq(k8s_get_job_urgent(kc, "", "x", 5000, &got, &err), WH_EINVAL);
+    ck_assert_ptr_null(got);
+}
+END_TEST
+
 /* ---- requests over HTTPS ---- */
 
 START_TEST(test_https_ca_file_and_data)
@@ -1214,6 +1296,8 @@ static Suite *k8s_client_suite(void)
     tcase_add_test(http, test_list_expired_continue);
     tcase_add_test(http, test_retry_after);
     tcase_add_test(http, test_rate_limit);
+    tcase_add_test(http, test_urgent_throttle);
+    tcase_add_test(http, test_get_job_urgent);
     suite_add_tcase(s, http);
 
     tcase_add_unchecked_fixture(https, https_setup, server_stop);
