@@ -50,8 +50,8 @@ void lookup_dispose(struct lookup *l);
  * The cached Job ns/name is returned when its metadata.uid equals uid (or uid
  * is "", or the cached Job has no uid), with no API request. On a miss, or when
  * the cached Job has another uid (a stale cache, D6: read again), one
- * k8s_get_job_urgent with timeout_ms (a review waits on it: it queues behind no
- * reconcile or informer request in the client's rate limiter); after lookup_init,
+ * k8s_get_job_urgent with timeout_ms (a review waits on it: it goes ahead of the
+ * requests queued on the client's rate limiter, within a bound); after lookup_init,
  * a GET of ns/name already in flight is waited for and its answer shared instead.
  * A namespace the cache does not serve (cache_serves: serve --namespaces) is never
  * looked up: WH_DECLINED at once, counted (lookup_not_served) and logged once per

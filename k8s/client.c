@@ -11,8 +11,9 @@
  * tokens) and never logged; every buffer holding it is wiped after use.
  *
  * Every verb goes through k8s_request: rate limiter (a token bucket shared by
- * all threads; an urgent request, an admission's Job GET, waits behind no other
- * caller: k8s_client_throttle), then the transfer (request_attempt), then the answer: 2xx →
+ * all threads; an urgent request, an admission's Job GET, goes ahead of the
+ * queued callers within a bound: k8s_client_throttle), then the transfer
+ * (request_attempt), then the answer: 2xx →
  * decoded body (request_decode); 429 or 503 with Retry-After → sleep and try
  * again (request_should_retry: at most retry_max times, only while the request's
  * own timeout leaves room); any other status → the Status body decoded into a code (client_internal.h k8s_client_status_error) and
@@ -45,9 +46,10 @@
 #include "base/log.h"
 #include "k8s/client_internal.h"
 
-#define K8S_MAX_BODY   (16u * 1024 * 1024) /* bytes */
-#define K8S_MAX_TOKEN  (64u * 1024)        /* bytes in a token file */
-#define K8S_USER_AGENT "volcano-plugin-webhook/0.1.0"
+#define K8S_MAX_BODY    (16u * 1024 * 1024) /* bytes */
+#define K8S_MAX_TOKEN   (64u * 1024)        /* bytes in a token file */
+#define URGENT_AHEAD_MS 1000L /* the most an urgent debt adds to the waits queued after it */
+#define K8S_USER_AGENT  "volcano-plugin-webhook/0.1.0"
 
 struct handle {
     CURL *curl;
@@ -63,9 +65,10 @@ struct k8s_client {
     pthread_key_t key;             /* this thread's struct handle */
     pthread_mutex_t mu;            /* guards handles */
     struct handle *handles;        /* every live handle */
-    pthread_mutex_t lim_mu;        /* guards tokens and lim_last_ms */
-    double tokens;                 /* bucket level; negative = reserved by sleepers */
-    long long lim_last_ms;         /* monotonic ms of the last refill */
+    pthread_mutex_t lim_mu;        /* guards tokens, sleeping and lim_last_ms */
+    double tokens;         /* bucket level; negative = reserved by sleepers, or urgent debt */
+    unsigned sleeping;     /* callers sleeping on a token they reserved */
+    long long lim_last_ms; /* monotonic ms of the last refill */
 };
 
 static void sleep_ms(long long ms)
@@ -201,9 +204,11 @@ void k8s_client_set_max_body(struct k8s_client *c, size_t max_body)
  * Token bucket with reservations: a caller takes a token at once, driving the
  * level negative when the bucket is empty, and then sleeps until the refill
  * would have covered it. Waiters thus queue in arrival order and the lock is
- * held only for the arithmetic. An urgent caller takes its token and goes at once
- * while that leaves the level at -burst or above, even below zero: it passes the
- * sleepers' reservations, and the callers after it wait for its token instead.
+ * held only for the arithmetic. An urgent caller goes at once, ahead of the
+ * queue, while the tokens taken ahead of it (the level with the sleepers'
+ * reservations given back, less its own) stay within URGENT_AHEAD_MS of the rate
+ * (at least one token, at most burst): the sleepers keep their turns, and the
+ * callers after it wait for its token, at most URGENT_AHEAD_MS longer.
  */
 int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, bool urgent, struct wh_error *err)
 {
@@ -222,10 +227,18 @@ int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, bool urgent, str
     if (c->tokens > c->opt.burst)
         c->tokens = c->opt.burst;
     c->lim_last_ms = now;
-    if (urgent && c->tokens - 1.0 >= -(double)c->opt.burst) {
-        c->tokens -= 1.0;
-        pthread_mutex_unlock(&c->lim_mu);
-        return 0;
+    if (urgent) {
+        double ahead = qps * (double)URGENT_AHEAD_MS / 1000.0;
+
+        if (ahead > c->opt.burst)
+            ahead = c->opt.burst;
+        if (ahead < 1.0)
+            ahead = 1.0;
+        if (c->tokens + c->sleeping - 1.0 >= -ahead) {
+            c->tokens -= 1.0;
+            pthread_mutex_unlock(&c->lim_mu);
+            return 0;
+        }
     }
     c->tokens -= 1.0;
     if (c->tokens < 0) {
@@ -237,9 +250,15 @@ int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, bool urgent, str
             return wh_error_set(err, WH_ETIMEOUT,
                                 "client rate limit: waiting %lld ms exceeds the timeout", wait_ms);
         }
+        c->sleeping++;
     }
     pthread_mutex_unlock(&c->lim_mu);
-    sleep_ms(wait_ms);
+    if (wait_ms > 0) {
+        sleep_ms(wait_ms);
+        pthread_mutex_lock(&c->lim_mu);
+        c->sleeping--;
+        pthread_mutex_unlock(&c->lim_mu);
+    }
     return 0;
 }
 
@@ -686,7 +705,8 @@ static int request_run(struct k8s_client *c, const char *method, const char *pat
                               timeout_ms);
             goto out;
         }
-        rc = k8s_client_throttle(c, (long)left, rq.urgent, err);
+        /* a retry answers kube-apiserver's own pushback (429, 503): in the queue */
+        rc = k8s_client_throttle(c, (long)left, rq.urgent && attempt == 0, err);
         if (rc < 0)
             goto out;
         left = deadline - clock_mono_ms();

@@ -74,9 +74,10 @@ int k8s_get_job(struct k8s_client *c, const char *ns, const char *name, long tim
 
 /**
  * k8s_get_job for an admission review, which kube-apiserver waits on: the request
- * waits behind no other caller's rate-limit reservation (the reconciler's, the
- * informer's), within a debt of at most --kube-api-burst (client_internal.h
- * k8s_client_throttle). Same arguments, results and errors as k8s_get_job.
+ * goes ahead of the callers queued on the rate limit (the reconciler's, the
+ * informer's, the Lease's), while what was taken ahead of them stays within a
+ * second of --kube-api-qps (client_internal.h k8s_client_throttle). Same
+ * arguments, results and errors as k8s_get_job.
  */
 int k8s_get_job_urgent(struct k8s_client *c, const char *ns, const char *name, long timeout_ms,
                        json_t **out, struct wh_error *err);

@@ -59,12 +59,13 @@ int k8s_client_status_from_json(long http_code, const json_t *status, struct wh_
  * Take one token from the client's rate limiter, sleeping (without holding the
  * lock) until one is free. A wait longer than max_wait_ms gives the token back.
  * urgent: a caller something waits on (an admission's Job GET: kube-apiserver holds
- * the pod's CREATE meanwhile) takes its token at once while that leaves the
- * bucket's level at -burst or above, even below zero: it waits behind no other
- * caller's reservation, and the callers after it wait for its token instead. Over
- * time every request still counts against the same rate; at a moment, urgent
- * requests may pass an empty bucket by at most burst tokens. Past that debt an
- * urgent caller queues like the others.
+ * the pod's CREATE meanwhile) goes at once, ahead of the callers sleeping on their
+ * reservations, while the tokens taken ahead of them stay within one second of the
+ * rate (at least one token, at most burst). The sleepers keep their turns; callers
+ * that come after wait for the urgent token too, so every request still counts
+ * against the same rate, and the waits after it grow by at most a second. Past that
+ * bound an urgent caller queues like the others (first attempts only: k8s_request's
+ * retries after a 429 or 503 queue).
  * @return 0; WH_ETIMEOUT when the wait would exceed max_wait_ms.
  */
 int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, bool urgent,

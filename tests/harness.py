@@ -701,7 +701,9 @@ class Process:
         head = head or "sanitizer report from " + self.name
         if first is None:
             return head + ": none"
-        summary = next((line.strip() for line in lines[first:] if "SUMMARY:" in line), "")
+        nxt = next((i for i in range(first + 1, len(lines))
+                    if any(m in lines[i] for m in SANITIZER_MARKERS)), len(lines))
+        summary = next((line.strip() for line in lines[first:nxt] if "SUMMARY:" in line), "")
         return "%s: %s\n%s\n--- the report again, from its first line ---\n%s\n" \
             "--- in short: %s %s" % (head, lines[first], "\n".join(lines),
                                      "\n".join(lines[first:first + 80]),

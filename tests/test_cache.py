@@ -168,10 +168,10 @@ class CacheTest(WebhookEnv, unittest.TestCase):
     def test_uncached_job_is_fetched_ahead_of_the_reconcile_backlog(self):
         """A review's Job GET takes its rate-limit token ahead of the reconciler's queued
         requests (k8s_get_job_urgent). At 2 requests/s, the reconcile workers sleeping on
-        their tokens (two or more) put a queued GET 1.5 s or more out, past
-        --job-lookup-timeout 1s: it was refused at once ("client rate limit: waiting ...
-        exceeds the timeout") and the pod denied. Now it is sent at once, within the
-        bucket's debt of --kube-api-burst."""
+        their tokens (two or more; four run) put a queued GET 1.5 s or more out, past
+        --job-lookup-timeout 1500ms: it was refused at once ("client rate limit: waiting
+        ... exceeds the timeout") and the pod denied. Now it goes ahead of them: they
+        keep their turns, and only a second of the rate (2 tokens) may be taken ahead."""
         backlog = []
         for k in range(12):
             job = harness.load_job("mpi-job")
@@ -182,7 +182,7 @@ class CacheTest(WebhookEnv, unittest.TestCase):
                          faults=[{"method": "GET", "path_regex": r"/v1alpha1/jobs\?.*watch=",
                                   "watch_stall_ms": -1, "count": -1}],
                          args=["--kube-api-qps", "2", "--kube-api-burst", "10",
-                               "--job-lookup-timeout", "1s"])
+                               "--job-lookup-timeout", "1500ms"])
         self.wait_ready(env)
         # The leader reconciles the backlog: 12 Jobs of some 5 requests each at 2/s.
         # Once it has made more requests than the bucket held, its workers are queued on

@@ -1096,41 +1096,74 @@ START_TEST(test_rate_limit)
 }
 END_TEST
 
+/* The N of err's "client rate limit: waiting N ms exceeds the timeout", or -1. */
+static long long waited_ms(const struct wh_error *err)
+{
+    long long n = -1;
+
+    if (sscanf(err->msg, "client rate limit: waiting %lld ms", &n) != 1)
+        return -1;
+    return n;
+}
+
+struct sleeper_arg {
+    struct k8s_client *c;
+    int rc;
+};
+
+/* A background caller that sleeps on its reserved token (up to 10 s allowed). */
+static void *sleeper(void *p)
+{
+    struct sleeper_arg *a = p;
+    struct wh_error err = {0};
+
+    a->rc = k8s_client_throttle(a->c, 10000, false, &err);
+    return NULL;
+}
+
 /*
- * An urgent caller (an admission's Job GET) passes the sleepers' reservations: it goes
- * at once while its token leaves the level at -burst or above, and the callers after
- * it wait for its token. max_wait_ms 0 tells "goes at once" from "would wait" without a
- * clock: a caller that would wait gets WH_ETIMEOUT and gives its reservation back.
+ * An urgent caller (an admission's Job GET) goes ahead of the queue, within a second
+ * of the rate (at least one token, at most burst), and the callers after it wait for
+ * its token. max_wait_ms 0 tells "goes at once" from "would wait" without a clock: a
+ * caller that would wait gets WH_ETIMEOUT, saying how long, and gives its reservation
+ * back. A bucket refilling one token in 1000 s moves only by the calls.
  */
 START_TEST(test_urgent_throttle)
 {
-    /* a refill of one token in 1000 s: the bucket's level moves only by the calls */
     struct k8s_client_options opt = {.qps = 0.001, .burst = 2, .retry_max = 0};
+    struct sleeper_arg arg = {kc, -1};
     struct wh_error err = {0};
+    pthread_t th;
 
     k8s_client_set_options(kc, &opt);
     ck_assert_int_eq(k8s_client_throttle(kc, 0, false, &err), 0); /* 2 → 1 */
     ck_assert_int_eq(k8s_client_throttle(kc, 0, false, &err), 0); /* 1 → 0 */
     ck_assert_int_eq(k8s_client_throttle(kc, 0, false, &err), WH_ETIMEOUT);
-    ck_assert_msg(strncmp(err.msg, "client rate limit: waiting ", 27) == 0, "%s", err.msg);
-    /* the empty bucket: urgent callers go, into a debt of at most burst (2) */
+    ck_assert_msg(waited_ms(&err) == 1000001, "%s", err.msg); /* one token at 0.001/s */
+    /* the empty bucket: an urgent caller goes, one token ahead (a second of this rate
+     * is less than one token), and no further */
     ck_assert_int_eq(k8s_client_throttle(kc, 0, true, &err), 0); /* 0 → -1 */
-    ck_assert_int_eq(k8s_client_throttle(kc, 0, true, &err), 0); /* -1 → -2 */
     wh_error_clear(&err);
-    ck_assert_int_eq(k8s_client_throttle(kc, 0, true, &err), WH_ETIMEOUT); /* past the debt */
-    ck_assert_msg(strncmp(err.msg, "client rate limit: waiting ", 27) == 0, "%s", err.msg);
+    ck_assert_int_eq(k8s_client_throttle(kc, 0, true, &err), WH_ETIMEOUT);
+    ck_assert_msg(waited_ms(&err) == 2000001, "%s", err.msg);
+    /* the callers after it wait for its token too: two tokens owed, not one */
+    wh_error_clear(&err);
+    ck_assert_int_eq(k8s_client_throttle(kc, 0, false, &err), WH_ETIMEOUT);
+    ck_assert_msg(waited_ms(&err) == 2000001, "%s", err.msg);
 
-    /* The callers after an urgent one wait for its token: at 10/s with a bucket of 1,
-     * a background call after one background and one urgent call waits 200 ms (two
-     * tokens owed), more than 150 ms allow, and goes when 1 s allows. */
-    opt.qps = 10;
+    /* A caller sleeping on its reservation keeps its turn, and its token is not taken
+     * for debt: at 1/s with a bucket of 1, after one call, a sleeper waits a second;
+     * meanwhile an urgent caller still goes (the level is -1 with the sleeper's token,
+     * 0 without). Had the sleeper not reserved yet, or woken already, it goes too. */
+    opt.qps = 1;
     opt.burst = 1;
     k8s_client_set_options(kc, &opt);
     ck_assert_int_eq(k8s_client_throttle(kc, 0, false, &err), 0); /* 1 → 0 */
-    ck_assert_int_eq(k8s_client_throttle(kc, 0, true, &err), 0);  /* 0 → -1 */
-    wh_error_clear(&err);
-    ck_assert_int_eq(k8s_client_throttle(kc, 150, false, &err), WH_ETIMEOUT);
-    ck_assert_int_eq(k8s_client_throttle(kc, 1000, false, &err), 0);
+    ck_assert_int_eq(pthread_create(&th, NULL, sleeper, &arg), 0);
+    usleep(200 * 1000);
+    ck_assert_int_eq(k8s_client_throttle(kc, 0, true, &err), 0);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(arg.rc, 0);
 
     /* no limit: neither kind waits */
     opt.qps = 0;
