@@ -208,7 +208,8 @@ void k8s_client_set_max_body(struct k8s_client *c, size_t max_body)
  * queue, while the tokens taken ahead of it (the level with the sleepers'
  * reservations given back, less its own) stay within URGENT_AHEAD_MS of the rate
  * (at least one token, at most burst): the sleepers keep their turns, and the
- * callers after it wait for its token, at most URGENT_AHEAD_MS longer.
+ * callers after it wait for its token, at most URGENT_AHEAD_MS longer (one
+ * token's interval when the rate is under one per second).
  */
 int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, bool urgent, struct wh_error *err)
 {

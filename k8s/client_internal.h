@@ -63,9 +63,10 @@ int k8s_client_status_from_json(long http_code, const json_t *status, struct wh_
  * reservations, while the tokens taken ahead of them stay within one second of the
  * rate (at least one token, at most burst). The sleepers keep their turns; callers
  * that come after wait for the urgent token too, so every request still counts
- * against the same rate, and the waits after it grow by at most a second. Past that
- * bound an urgent caller queues like the others (first attempts only: k8s_request's
- * retries after a 429 or 503 queue).
+ * against the same rate, and the waits after it grow by at most a second (a token's
+ * interval below one request per second). Past that bound an urgent caller queues
+ * like the others (first attempts only: k8s_request's retries after a 429 or 503
+ * queue).
  * @return 0; WH_ETIMEOUT when the wait would exceed max_wait_ms.
  */
 int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, bool urgent,
