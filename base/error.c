@@ -82,6 +82,7 @@ const char *wh_error_str(int code)
     case WH_EAPI: return "api error";
     case WH_ETOOBIG: return "too big";
     case WH_EBUSY: return "busy";
+    case WH_EWOULDBLOCK: return "would block";
     default: return "error";
     }
 }

@@ -4,7 +4,8 @@
  * every concurrent miss of the same Job, with a bound on the lookups waiting
  * (lookup.h).
  *
- * Threads: lookup_job_get runs on MHD workers, concurrently. It reads the
+ * Threads: lookup_job_get_nowait runs on MHD workers and lookup_job_get on the
+ * server's lookup threads (webhook/server_defer.c), concurrently. It reads the
  * struct lookup (not changed while serving), reads the Job from the cache
  * (cache_get_read: this thread's own tree of that Job version) and, on a miss, calls the shareable k8s
  * client (one CURL handle per thread). The flights map is guarded by
@@ -239,10 +240,10 @@ static int get_shared(const struct lookup *l, const char *ns, const char *name, 
     return rc;
 }
 
-int lookup_job_get(void *userdata, const char *ns, const char *name, const char *uid,
-                   json_t **job_out, struct wh_error *err)
+/* lookup_job_get, or with wait false lookup_job_get_nowait. */
+static int lookup_get(const struct lookup *l, const char *ns, const char *name, const char *uid,
+                      bool wait, json_t **job_out, struct wh_error *err)
 {
-    const struct lookup *l = userdata;
     const char *why = "miss";
     json_t *job = NULL;
     int rc;
@@ -275,10 +276,24 @@ int lookup_job_get(void *userdata, const char *ns, const char *name, const char 
             why = "not-synced";
         }
     }
+    if (!wait)
+        return WH_EWOULDBLOCK; /* the caller asks again on a thread that may wait */
     LOG_DEBUG("job lookup job=%s/%s source=api reason=%s", ns, name, why);
     if (l->flights == NULL)
         return k8s_get_job_urgent(l->client, ns, name, l->timeout_ms, job_out, err);
     return get_shared(l, ns, name, job_out, err);
+}
+
+int lookup_job_get(void *userdata, const char *ns, const char *name, const char *uid,
+                   json_t **job_out, struct wh_error *err)
+{
+    return lookup_get(userdata, ns, name, uid, true, job_out, err);
+}
+
+int lookup_job_get_nowait(void *userdata, const char *ns, const char *name, const char *uid,
+                          json_t **job_out, struct wh_error *err)
+{
+    return lookup_get(userdata, ns, name, uid, false, job_out, err);
 }
 
 int lookup_job_diagnose(void *userdata, const json_t *job, struct diagnostics *out)
@@ -306,6 +321,7 @@ static json_t **lookup_job_memo(void *userdata, const json_t *job, size_t k)
 struct jobsource lookup_job_source(struct lookup *l)
 {
     struct jobsource src = {.get = lookup_job_get,
+                            .get_nowait = lookup_job_get_nowait,
                             .diagnose = lookup_job_diagnose,
                             .job_memo = lookup_job_memo,
                             .userdata = l};

@@ -6,11 +6,13 @@
  *
  * API reads are shared and bounded (after lookup_init): concurrent misses for
  * the same Job wait for one GET (a new Job's pods all arrive before the watch
- * has brought it), and at most max_waiting lookups wait on GETs at once, so
- * reviews naming Jobs that are not cached (or do not exist) cannot hold every
- * MHD worker (and the connections it holds) while reviews of cached Jobs wait.
+ * has brought it), and at most max_waiting lookups wait on GETs at once.
+ * lookup_job_get_nowait never waits: the server's MHD workers call it, and hand
+ * a review it cannot answer to a lookup thread that calls lookup_job_get
+ * (webhook/server_defer.c), so reviews of cached Jobs never wait behind a GET.
  *
- * Threads: lookup_job_get runs on MHD workers, many at once. The fields of
+ * Threads: lookup_job_get_nowait on MHD workers, lookup_job_get on the server's
+ * lookup threads, many at once. The fields of
  * struct lookup are not changed while the server runs; its flights are
  * guarded by their own mutex. The cache and the client are thread-safe. The
  * cache is only read here: the informer thread is its one writer.
@@ -69,6 +71,16 @@ int lookup_job_get(void *userdata, const char *ns, const char *name, const char 
                    json_t **job_out, struct wh_error *err);
 
 /**
+ * The get_nowait() of struct jobsource; userdata is a struct lookup (borrowed).
+ * lookup_job_get up to its GET: a cached Job of that uid, WH_DECLINED for a namespace
+ * not served and WH_ENOMEM as it gives them; where it would GET (a miss, a stale uid),
+ * WH_EWOULDBLOCK at once (*job_out NULL, err untouched, nothing counted), for the
+ * caller to ask lookup_job_get on a thread that may wait.
+ */
+int lookup_job_get_nowait(void *userdata, const char *ns, const char *name, const char *uid,
+                          json_t **job_out, struct wh_error *err);
+
+/**
  * The diagnose() of struct jobsource; userdata is a struct lookup (borrowed).
  * The diagnostics the cache computed for job's version (cache_get_diagnostics,
  * by job's metadata namespace, name, uid and resourceVersion), no diagnose_job
@@ -87,7 +99,7 @@ unsigned long lookup_not_served(const struct lookup *l);
 
 /**
  * @return a job_source over l (borrowed: l must outlive every user of the source)
- *         whose get is lookup_job_get.
+ *         whose get is lookup_job_get and get_nowait lookup_job_get_nowait.
  */
 struct jobsource lookup_job_source(struct lookup *l);
 

@@ -30,6 +30,16 @@ struct jobsource {
     int (*get)(void *userdata, const char *ns, const char *name, const char *uid, json_t **job_out,
                struct wh_error *err);
     /**
+     * Optional (NULL: get never waits on the network). get without waiting: the same
+     * answers as get when the source has the Job at hand (a cache hit) or knows at once
+     * that it cannot serve the pod, and WH_EWOULDBLOCK (err untouched, *job_out NULL)
+     * when only a read that waits (an API GET) would answer; the caller then asks get
+     * on a thread that may wait (webhook/server_defer.c: an MHD worker serves many
+     * connections and must not wait on the API server).
+     */
+    int (*get_nowait)(void *userdata, const char *ns, const char *name, const char *uid,
+                      json_t **job_out, struct wh_error *err);
+    /**
      * Optional (NULL: the caller runs diagnose_job itself). The Job-level
      * diagnostics (plugins/diagnose.h) of job, a Job this source's get gave,
      * kept from when the source stored that version (a cache computes them once

@@ -6,7 +6,8 @@ WATCH) against the test API server, seen from the admission path and /readyz.
 - a Job created after start is served from the cache once the watch brought it in;
 - a Job not in the cache yet (the watch is stalled) is fetched with one GET per admission,
   and so is a Job whose cached uid is not the one the pod's ownerReference names (D6);
-- that GET is sent ahead of the reconciler's requests queued in the client rate limiter;
+- that GET is sent ahead of the reconciler's requests queued in the client rate limiter,
+  and waits on a lookup thread: reviews of cached Jobs are answered meanwhile;
 - /readyz is 503 with the reason until the first LIST completes, then 200.
 """
 
@@ -164,6 +165,74 @@ class CacheTest(WebhookEnv, unittest.TestCase):
             self.assertEqual(harness.apply_patch(pod, resp)["spec"]["subdomain"], "pytorch-job")
         self.assertEqual(job_gets(env.api), ["/apis/batch.volcano.sh/v1alpha1/namespaces/"
                                              "default/jobs/pytorch-job"])
+
+    def test_cached_jobs_are_answered_while_gets_wait(self):
+        """A review whose Job is not cached waits on its GET on a lookup thread, its
+        connection suspended; the libmicrohttpd worker that holds it goes on serving its
+        other kept-alive connections, as kube-apiserver keeps them. Before, the worker
+        itself waited, and every connection it held waited with it."""
+        env = self.start(jobs=[harness.load_job("pytorch-job")],
+                         faults=[{"method": "GET", "path_regex": r"/v1alpha1/jobs\?.*watch=",
+                                  "watch_stall_ms": -1, "count": -1}],
+                         args=["--job-lookup-timeout", "20s"])
+        self.wait_ready(env)
+        cached = env.jobs[0]
+        late = []
+        for name in ("late-a", "late-b"):
+            job = harness.load_job("mpi-job")
+            job["metadata"]["name"] = name
+            status, stored = env.api.call("POST", JOBS_COLLECTION % "default", job)
+            self.assertEqual(status, 201, stored)
+            late.append(stored)
+
+        def post(conn, pod):
+            rev = harness.review(pod, "default")
+            conn.request("POST", harness.WEBHOOK_PATH + "?timeout=30s",
+                         body=json.dumps(rev).encode(),
+                         headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            body = json.loads(resp.read())
+            self.assertEqual(resp.status, 200, body)
+            self.assertEqual(body["response"]["uid"], rev["request"]["uid"])
+            return body["response"]
+
+        # Sixteen connections, each opened with one review, so spread over the workers.
+        conns = [env.webhook.connection(timeout=30) for _ in range(16)]
+        for conn in conns:
+            self.addCleanup(conn.close)
+            self.assertTrue(post(conn, harness.build_pod(cached, "master", 0))["allowed"])
+        env.api.clear_requests()
+        env.api.add_faults([{"method": "GET", "path_regex": r"/jobs/late-[ab]$",
+                             "delay_ms": 6000, "count": 2}])
+        answers = {}
+
+        def admit(conn, job):
+            pod = harness.build_pod(job, "mpimaster", 0)
+            answers[job["metadata"]["name"]] = (pod, post(conn, pod))
+        waiting = [threading.Thread(target=admit, args=(conns[k], late[k])) for k in range(2)]
+        for t in waiting:
+            t.start()
+        wait_for(lambda: len(job_gets(env.api)) == 2, "both reviews' GETs")
+        # Every other connection is answered while both GETs wait, on whichever worker.
+        for k, conn in enumerate(conns[2:]):
+            pod = harness.build_pod(cached, "worker", k % 2)
+            resp = post(conn, pod)
+            self.assertTrue(resp["allowed"], resp)
+            self.assertNotIn("warnings", resp)
+            self.assertEqual(harness.apply_patch(pod, resp)["spec"]["subdomain"], "pytorch-job")
+            self.assertTrue(all(t.is_alive() for t in waiting),
+                            "a GET was answered before the cached reviews were")
+        self.assertEqual(sorted(job_gets(env.api)),
+                         ["/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs/late-a",
+                          "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs/late-b"])
+        for t in waiting:
+            t.join()
+        for job in late:
+            pod, resp = answers[job["metadata"]["name"]]
+            self.assertTrue(resp["allowed"], resp)
+            self.assertNotIn("warnings", resp)
+            self.assertEqual(harness.apply_patch(pod, resp)["spec"]["subdomain"],
+                             job["metadata"]["name"])
 
     def test_uncached_job_is_fetched_ahead_of_the_reconcile_backlog(self):
         """A review's Job GET takes its rate-limit token ahead of the reconciler's queued

@@ -493,6 +493,10 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
         req.view = &view;
     }
     mutate_review_text(&req, src, opt, &patch, &res);
+    if (res.deferred) {
+        status = ADMISSION_DEFERRED; /* no answer, nothing recorded: asked again */
+        goto out;
+    }
 
     if (patch.rc == WH_ETOOBIG) {
         /* A patch no pod can take: denied, as a plugin error is (D7). */
@@ -531,7 +535,8 @@ int admission_handle(const char *body, size_t len, const struct jobsource *src,
                   (clock_mono_s() - started) * 1000);
     }
 out:
-    record(status, &res, started);
+    if (status != ADMISSION_DEFERRED)
+        record(status, &res, started);
     if (viewed)
         podview_dispose(&view);
     jsonr_doc_free(doc);

@@ -12,6 +12,10 @@
 
 #include "webhook/mutate.h"
 
+/* admission_handle's answer when the pod's Job can only be read by waiting on the API
+ * server (a jobsource get_nowait's WH_EWOULDBLOCK): no HTTP status, no body. */
+#define ADMISSION_DEFERRED 0
+
 /**
  * Decode an AdmissionReview body, decide it (mutate_review) and encode the
  * answer in the version it was asked in (docs/kube-api.md §1):
@@ -24,7 +28,9 @@
  * @return the HTTP status to send: 200 with an AdmissionReview, or 400 with a
  *         Kubernetes Status body (reason BadRequest) naming what is wrong when
  *         the body is not JSON or not an AdmissionReview; 500 with a Status
- *         body on ENOMEM.
+ *         body on ENOMEM. ADMISSION_DEFERRED (0, *out NULL, nothing recorded) when
+ *         src->get answered WH_EWOULDBLOCK (src's get is a get_nowait, and the Job is
+ *         not at hand): call again with a src whose get may wait.
  * Records the call in the metrics (metrics.h): metrics_admission with the
  * status, outcome and time spent; metrics_plugin_patch for each enabled plugin
  * of a patched pod; metrics_warnings for the warnings sent.

@@ -664,6 +664,12 @@ static void review(const struct mutate_request *req, const struct jobsource *src
 
     wh_error_clear(&err);
     rc = src->get(src->userdata, ns, job_name_ref, owner_uid, &job, &err);
+    if (rc == WH_EWOULDBLOCK) {
+        /* Not cached: the caller asks again where a GET may wait (server_defer.c); what
+         * out holds so far is dropped with it. */
+        out->deferred = true;
+        return;
+    }
     if (rc == WH_DECLINED) {
         /* serve --namespaces, a namespace not served: not this webhook's pod (another
          * instance may serve it), so no warning; the source counted and logged it. */

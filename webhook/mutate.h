@@ -57,6 +57,9 @@ struct mutate_result {
                                  when the patch was written as text (mutate_review_text) */
     struct warnings warnings; /* response.warnings */
     unsigned enabled;         /* bit k: plugin_registry[k] was in the effective set */
+    bool deferred;            /* src->get answered WH_EWOULDBLOCK: nothing decided (the rest
+                                 of the result means nothing); ask again with a source that
+                                 may wait (webhook/server_defer.c) */
 };
 
 /**
@@ -94,7 +97,9 @@ void mutate_result_dispose(struct mutate_result *r);
  * already are left out, and at most WARNINGS_MAX in all are kept, the last saying
  * how many more there are.
  * Never fails: every outcome, including ENOMEM, is expressed in *out
- * (ENOMEM → denied, code 500). The caller disposes *out.
+ * (ENOMEM → denied, code 500), and a Job src->get could only read by waiting
+ * (WH_EWOULDBLOCK: a src whose get is a get_nowait) as out->deferred, with nothing
+ * else decided. The caller disposes *out.
  */
 void mutate_review(const struct mutate_request *req, const struct jobsource *src,
                    const struct mutate_options *opt, struct mutate_result *out);

@@ -920,9 +920,11 @@ static int serve_server_create(struct serve_state *st)
     st->lookup.cache = st->cache;
     scfg->bind_address = o->bind_address;
     scfg->port = (unsigned)o->port;
-    /* At most half the MHD workers wait on Job GETs: the others serve cached Jobs. */
+    /* The MHD workers never wait on Job GETs: the server's lookup threads do (its
+     * server_defer.c), and no more lookups wait than there are of them. */
     scfg->threads = server_default_threads("/sys/fs/cgroup");
-    st->lookup.max_waiting = scfg->threads > 1 ? scfg->threads / 2 : 1;
+    scfg->lookup_threads = server_default_lookup_threads(scfg->threads);
+    st->lookup.max_waiting = scfg->lookup_threads;
     if (lookup_init(&st->lookup) < 0) {
         LOG_ERROR("out of memory");
         return -1;

@@ -22,9 +22,10 @@
  *
  * Threads: server_create/server_run/server_stop on the main thread.
  * access_handler and mhd_log run on MHD worker threads (a pool with one
- * epoll/poll loop per thread); each connection stays on one worker. draining
- * and in_flight are atomics; the rest of struct server is read-only while
- * the daemon runs.
+ * epoll/poll loop per thread); each connection stays on one worker. A review
+ * whose Job only a GET would find is answered on a lookup thread while its
+ * connection is suspended (server_defer.c). draining and in_flight are atomics;
+ * the rest of struct server is read-only while the daemon runs.
  */
 #include "webhook/server.h"
 
@@ -491,6 +492,22 @@ static enum MHD_Result queue_too_big(struct server *s, struct MHD_Connection *c)
     return refuse(s, c, MHD_HTTP_CONTENT_TOO_LARGE, "RequestEntityTooLarge", NULL, msg);
 }
 
+/* Queue an admission's answer (out malloc'd, taken; NULL: out of memory). */
+static enum MHD_Result answer_admission(struct server *s, struct MHD_Connection *c,
+                                        struct req_ctx *ctx, int status, char *out, size_t out_len)
+{
+    log_admission_refusal(s, c, status, out, out_len);
+    /* The body is no longer needed: release it before the answer is sent. */
+    buf_dispose(&ctx->body);
+    server_body_release(s, ctx);
+    /* A POST's answer: its body is sent whole. */
+    if (out == NULL)
+        return queue_ex(s, c, (unsigned)status, "application/json", NULL, (char *)status_enomem,
+                        sizeof(status_enomem) - 1, ANSWER_WHOLE);
+    return queue_ex(s, c, (unsigned)status, "application/json", NULL, out, out_len,
+                    ANSWER_OWNED | ANSWER_WHOLE);
+}
+
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const char *url,
                                       const char *method, const char *version,
                                       const char *upload_data, size_t *upload_data_size,
@@ -569,6 +586,14 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
         }
         return MHD_YES;
     }
+    if (ctx->deferred_done) {
+        /* Resumed: a lookup thread answered (server_defer.c). */
+        ctx->deferred_done = false;
+        out = ctx->deferred_out;
+        out_len = ctx->deferred_out_len;
+        ctx->deferred_out = NULL; /* queued below, or freed there */
+        return answer_admission(s, c, ctx, ctx->deferred_status, out, out_len);
+    }
     /* Whole request received: no request time limit from here on. */
     server_conn_set_state(ctx->conn, CONN_HANDLING);
     if (ctx->answered)
@@ -580,18 +605,22 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
         return queue_too_big(s, c);
     if (ctx->over_budget)
         return refuse_busy(s, c);
-    /* admission_handle records the request in the metrics (outcome, latency). */
-    status = ctx->handler(buf_cstr(&ctx->body), ctx->body.len, &s->src, &s->mutate, &out, &out_len);
-    log_admission_refusal(s, c, status, out, out_len);
-    /* The body is no longer needed: release it before the answer is sent. */
-    buf_dispose(&ctx->body);
-    server_body_release(s, ctx);
-    /* A POST's answer: its body is sent whole. */
-    if (out == NULL)
-        return queue_ex(s, c, (unsigned)status, "application/json", NULL, (char *)status_enomem,
-                        sizeof(status_enomem) - 1, ANSWER_WHOLE);
-    return queue_ex(s, c, (unsigned)status, "application/json", NULL, out, out_len,
-                    ANSWER_OWNED | ANSWER_WHOLE);
+    /* admission_handle records the request in the metrics (outcome, latency). A Job
+     * that only a GET would find is read on a lookup thread, not on this worker, which
+     * serves other connections (server_defer.c). */
+    status = ctx->handler(buf_cstr(&ctx->body), ctx->body.len,
+                          s->src_nowait.get != NULL ? &s->src_nowait : &s->src, &s->mutate, &out,
+                          &out_len);
+    if (status == ADMISSION_DEFERRED) {
+        struct jobsource busy;
+
+        if (server_defer_take(s, c, ctx))
+            return MHD_YES; /* answered when resumed */
+        busy = server_defer_busy_source(s);
+        status =
+            ctx->handler(buf_cstr(&ctx->body), ctx->body.len, &busy, &s->mutate, &out, &out_len);
+    }
+    return answer_admission(s, c, ctx, status, out, out_len);
 }
 
 /* Parse a numeric v4/v6 address into ss. @return 0 or WH_EINVAL. */
@@ -627,14 +656,12 @@ static int parse_bind(const char *addr, unsigned port, struct sockaddr_storage *
 }
 
 /*
- * MHD's pool keeps each connection on the thread that accepted it, and which
- * thread accepts is a race: with one thread per core, 16 connections opened at
- * once often landed mostly on one thread, and a core sat idle (admissions/s at
- * 16 connections fell by half in one run out of two; bench/RESULTS.md). Four
- * threads per core leave the balancing to the kernel's scheduler.
+ * One worker per core: a worker never waits on the API server (server_defer.c), so
+ * more workers would only share the cores, at a context switch per request.
  */
-#define THREADS_PER_CORE 4
-#define THREADS_MAX      64
+#define THREADS_PER_CORE        1
+#define THREADS_MAX             64
+#define LOOKUP_THREADS_PER_CORE 2
 
 bool server_address_valid(const char *addr)
 {
@@ -696,10 +723,20 @@ unsigned server_default_threads(const char *cgroup_root)
     long limit = cgroup_root != NULL ? cgroup_cpu_limit(cgroup_root) : 0;
 
     if (limit > 0 && (n < 1 || limit < n))
-        n = limit; /* a 1-CPU pod on a 64-core node runs 4 threads, not 256 */
+        n = limit; /* a 1-CPU pod on a 64-core node runs 1 worker, not 64 */
     if (n < 1)
         n = 1;
     return n > THREADS_MAX / THREADS_PER_CORE ? THREADS_MAX : (unsigned)n * THREADS_PER_CORE;
+}
+
+unsigned server_default_lookup_threads(unsigned threads)
+{
+    unsigned cores = (threads + THREADS_PER_CORE - 1) / THREADS_PER_CORE;
+
+    if (cores < 1)
+        cores = 1;
+    return cores > THREADS_MAX / LOOKUP_THREADS_PER_CORE ? THREADS_MAX
+                                                         : cores * LOOKUP_THREADS_PER_CORE;
 }
 
 /*
@@ -720,6 +757,8 @@ static void server_free(struct server *s)
     server_tls_creds_free(s->creds); /* every connection has released its reference */
     pthread_mutex_destroy(&s->http_log.lock);
     pthread_mutex_destroy(&s->tls_log.lock);
+    pthread_cond_destroy(&s->defer_cond);
+    pthread_mutex_destroy(&s->defer_lock);
     pthread_cond_destroy(&s->reaper_cond);
     pthread_mutex_destroy(&s->conn_lock);
     pthread_mutex_destroy(&s->tls_lock);
@@ -840,12 +879,18 @@ int server_create(struct server **out, const struct server_config *cfg, struct w
     pthread_cond_init(&s->reaper_cond, NULL);
     pthread_mutex_init(&s->tls_log.lock, NULL);
     pthread_mutex_init(&s->http_log.lock, NULL);
+    pthread_mutex_init(&s->defer_lock, NULL);
+    pthread_cond_init(&s->defer_cond, NULL);
     atomic_init(&s->draining, false);
     atomic_init(&s->stopping, false);
     atomic_init(&s->in_flight, 0);
     s->listen_fd = -1;
     s->quiesced_fd = -1;
     s->src = cfg->src;
+    if (cfg->src.get_nowait != NULL) {
+        s->src_nowait = cfg->src;
+        s->src_nowait.get = cfg->src.get_nowait;
+    }
     s->mutate = cfg->mutate;
     s->admission = cfg->admission != NULL ? cfg->admission : admission_handle;
     s->validate_job = cfg->validate_job != NULL ? cfg->validate_job : admission_validate_job;
@@ -865,6 +910,8 @@ int server_create(struct server **out, const struct server_config *cfg, struct w
         cfg->connection_limit > 0 ? cfg->connection_limit : SERVER_DEFAULT_CONNECTIONS;
     s->per_ip_limit = cfg->per_ip_limit;
     s->evict_above = evict_above(s->connection_limit, s->threads);
+    s->defer_threads =
+        cfg->lookup_threads > 0 ? cfg->lookup_threads : server_default_lookup_threads(s->threads);
     s->evict_log_ms = clock_mono_ms() - LOG_PERIOD_MS;
     if (tls) {
         /* Parsed by GnuTLS before the daemon starts: a bad pair never serves. */
@@ -896,8 +943,12 @@ int server_run(struct server *s, struct wh_error *err)
 
     if (s == NULL || s->daemon != NULL || s->listen_fd < 0)
         return wh_error_set(err, WH_EINVAL, "the server is not created or runs already");
-    /* MHD_USE_ITC: server_quiesce (MHD_quiesce_daemon) needs it with worker threads. */
-    flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    if (server_defer_start(s, err) < 0)
+        return WH_ERROR;
+    /* MHD_USE_ITC: server_quiesce (MHD_quiesce_daemon) needs it with worker threads, and
+     * a connection resumed by a lookup thread wakes its worker through it. */
+    flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC
+        | MHD_ALLOW_SUSPEND_RESUME;
     /* epoll where this MHD has it, else poll; never select (FD_SETSIZE). */
     flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : MHD_USE_POLL;
     if (s->tls)
@@ -906,7 +957,9 @@ int server_run(struct server *s, struct wh_error *err)
     /* MHD closes the socket from here on, in MHD_stop_daemon or when it fails to start. */
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, s->listen_fd, NULL};
     s->listen_fd = -1;
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)s->threads, NULL};
+    if (s->threads > 1) /* one: MHD's own thread, no pool (MHD warns at a pool of one) */
+        opts[n++] =
+            (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)s->threads, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
                                         (intptr_t)(s->idle_timeout_ms / 1000), NULL};
     opts[n++] =
@@ -995,6 +1048,7 @@ void server_stop(struct server *s)
     /* The reaper first: no shutdown(2) may race with MHD closing sockets. */
     server_reaper_stop(s);
     atomic_store(&s->stopping, true); /* the handshakes cut now are not refusals */
+    server_defer_stop(s);             /* no connection may stay suspended */
     if (s->daemon != NULL)
         MHD_stop_daemon(s->daemon);
     if (s->quiesced_fd >= 0)

@@ -98,8 +98,8 @@ struct server_config {
     const char *tls_cert_pem;     /* PEM certificate chain; NULL (with tls_key_pem NULL) →
                                      plain HTTP, for tests and the demo only */
     const char *tls_key_pem;      /* PEM private key matching tls_cert_pem */
-    unsigned threads;             /* worker threads; 0 → 4 per CPU the cgroup allows, at most 64
-                                     (server.c says why) */
+    unsigned threads;             /* worker threads; 0 → one per CPU the cgroup allows, at
+                                     most 64 (server.c says why) */
     unsigned connection_timeout;  /* seconds; 0 → SERVER_DEFAULT_TIMEOUT */
     unsigned connection_limit;    /* 0 → SERVER_DEFAULT_CONNECTIONS */
     unsigned per_ip_limit;        /* connections per client IP address; 0 → no limit */
@@ -110,7 +110,12 @@ struct server_config {
     size_t max_body_in_flight;    /* request body bytes held by all connections together, at
                                      least max_body; 0 → SERVER_DEFAULT_BODY_BYTES_IN_FLIGHT */
     struct jobsource src;         /* copied; src.userdata is borrowed and must outlive the
-                                     server, and src.get must be callable from any worker */
+                                     server, and src.get must be callable from any worker;
+                                     with src.get_nowait, the workers call it and a review
+                                     it cannot answer at once is answered by src.get on a
+                                     lookup thread (server_defer.c) */
+    unsigned lookup_threads;      /* those lookup threads, also the most reviews deferred at
+                                     once; 0 → server_default_lookup_threads(threads) */
     struct mutate_options mutate; /* copied */
     /*
      * POST /pods/mutate: NULL → admission_handle, called with src and mutate.
@@ -166,8 +171,8 @@ struct server_metrics {
 extern struct server_metrics server_metrics;
 
 /**
- * The worker threads used when server_config.threads is 0: four per CPU this
- * process may use, at most 64 (server.c says why four). The CPUs are the online
+ * The worker threads used when server_config.threads is 0: one per CPU this
+ * process may use, at most 64 (server.c says why one). The CPUs are the online
  * ones, or fewer when the cgroup under cgroup_root (production: "/sys/fs/cgroup";
  * NULL: not looked at) sets a CFS quota, as a pod's limits.cpu does: cgroup v2
  * cpu.max ("QUOTA PERIOD" or "max PERIOD"), else v1 cpu/cpu.cfs_quota_us and
@@ -175,6 +180,14 @@ extern struct server_metrics server_metrics;
  * mean no quota. Any thread; reads files only.
  */
 unsigned server_default_threads(const char *cgroup_root);
+
+/**
+ * The lookup threads used when server_config.lookup_threads is 0, for threads
+ * worker threads: two per core those workers stand for, at most 64. They wait on
+ * Job GETs for reviews of Jobs not cached (server_defer.c), and their number is the
+ * most such reviews waiting at once. Pure.
+ */
+unsigned server_default_lookup_threads(unsigned threads);
 
 /**
  * Whether server_start would take addr as server_config.bind_address: a numeric

@@ -351,6 +351,7 @@ void server_request_completed(void *cls, struct MHD_Connection *c, void **req_cl
         metrics_inflight_add(-1);
     server_body_release(cls, ctx); /* answered, refused or aborted: every path ends here */
     buf_dispose(&ctx->body);
+    free(ctx->deferred_out); /* a lookup thread's answer never queued */
     free(ctx);
     *req_cls = NULL;
 }

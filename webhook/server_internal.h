@@ -12,11 +12,13 @@
  *   server_conn.c  connections: the per-connection context and its registry,
  *                  the request time limit and its reaper thread, body gathering
  *                  with the cap, the per-request context's end
+ *   server_defer.c admissions whose Job only a GET would find: their connections
+ *                  suspended, answered on the lookup threads, resumed
  *
  * Locks: conn_lock guards the connection list, each conn_ctx's fields but creds
  * and the tls_* ones, the counts beside the list and the reaper's flag;
  * tls_lock guards the current pair and every refcount; each server_log_limit
- * has its own lock.
+ * has its own lock; defer_lock guards the deferred requests' queue and counts.
  * The rest of struct server is written by server_create and read-only after.
  */
 #ifndef WH_SERVER_INTERNAL_H
@@ -141,6 +143,19 @@ struct server {
     bool reaper_stop;
     bool reaper_running;
     pthread_t reaper;
+
+    /* Admissions that wait on the API server (server_defer.c). */
+    struct jobsource src_nowait; /* src with get = src.get_nowait; get NULL: never deferred */
+    unsigned defer_threads;      /* lookup threads to start (server_config.lookup_threads) */
+    pthread_mutex_t defer_lock;
+    pthread_cond_t defer_cond;  /* a request queued, or defer_stop */
+    struct req_ctx *defer_head; /* queued, oldest first (req_ctx.defer_next) */
+    struct req_ctx *defer_tail;
+    unsigned defer_pending; /* requests taken and not yet resumed, queued or running */
+    bool defer_stop;
+    unsigned defer_started; /* lookup threads running (written before the daemon
+                                    starts and after it stops) */
+    pthread_t *defer_tids;
 };
 
 /* Per-request state (MHD's *req_cls), from server_uri_log to server_request_completed. */
@@ -157,7 +172,50 @@ struct req_ctx {
     size_t discarded;      /* bytes dropped since too_big or over_budget was set */
     size_t reserved;       /* bytes of s->body_bytes this request holds */
     bool over_budget;      /* the body would pass max_body_in_flight: 503 at its end */
+    /* Deferred to a lookup thread (server_defer.c), which fills these and resumes. */
+    struct MHD_Connection *mhd; /* to resume */
+    struct req_ctx *defer_next; /* in the server's queue */
+    bool deferred_done;         /* the answer below is ready to queue */
+    int deferred_status;        /* the HTTP status */
+    char *deferred_out;         /* malloc'd answer; freed with the request unless queued */
+    size_t deferred_out_len;
 };
+
+/* ---- server_defer.c ---- */
+
+/**
+ * Start s->defer_threads lookup threads, when s->src has a get_nowait (else none:
+ * server_defer_take then always declines). server_run, before the daemon starts.
+ * @return 0; WH_ENOMEM or WH_ERROR (no thread left running).
+ */
+int server_defer_start(struct server *s, struct wh_error *err) WH_WARN_UNUSED;
+
+/**
+ * Answer the queued requests, resume their connections and join the lookup threads;
+ * server_defer_take declines from here on. server_stop, before MHD_stop_daemon (MHD
+ * must not stop with a connection suspended). Waits for the admissions running, each
+ * bounded by its GET's timeout. Safe when none were started, and twice.
+ */
+void server_defer_stop(struct server *s);
+
+/**
+ * On c's worker, in the access handler, after admission_handle answered
+ * ADMISSION_DEFERRED for ctx's body: when a lookup thread can take it (fewer than
+ * s->defer_started are deferred, and the server is not stopping), suspend c and queue
+ * ctx; a lookup thread runs ctx->handler with s->src into ctx->deferred_*, sets
+ * deferred_done and resumes c, and MHD calls the access handler again.
+ * @return true: taken (return MHD_YES, touch ctx no more until called again); false:
+ *         nothing done, answer on this thread (server_defer_busy_source).
+ */
+bool server_defer_take(struct server *s, struct MHD_Connection *c, struct req_ctx *ctx);
+
+/**
+ * A job source (userdata s, borrowed) whose get answers WH_EBUSY, "too many reviews
+ * waiting on volcano job reads from the API server (N); try again": the answer of
+ * a review that server_defer_take declined, which mutate_review gives per
+ * --job-lookup-failure (mutate_options.lookup_failure), as for a Job that cannot be read.
+ */
+struct jobsource server_defer_busy_source(struct server *s);
 
 /* ---- server_tls.c ---- */
 

@@ -435,6 +435,57 @@ START_TEST(test_namespace_not_served)
 }
 END_TEST
 
+/* get_nowait: what get answers without a request, and WH_EWOULDBLOCK where get would
+ * make one (a miss, a stale uid), with nothing sent, counted or written to err. */
+START_TEST(test_nowait_never_requests)
+{
+    static const char *const served[] = {"ns1"};
+    struct lookup l = {.cache = cache, .client = kc, .timeout_ms = 2000};
+    struct jobsource src = lookup_job_source(&l);
+    struct wh_error err = {0, ""};
+    json_t *job = cached_job("uid-of-a-deleted-incarnation");
+    json_t *got = (json_t *)1;
+
+    ck_assert(src.get_nowait == lookup_job_get_nowait);
+    ck_assert_int_eq(lookup_init(&l), 0);
+    /* a miss */
+    ck_assert_int_eq(src.get_nowait(&l, "ns1", "j1", uid_of(stored), &got, &err), WH_EWOULDBLOCK);
+    ck_assert_ptr_null(got);
+    /* a stale uid (D6) */
+    ck_assert_int_eq(cache_put(cache, job), 0);
+    ck_assert_int_eq(src.get_nowait(&l, "ns1", "j1", uid_of(stored), &got, &err), WH_EWOULDBLOCK);
+    ck_assert_ptr_null(got);
+    ck_assert_uint_eq(apitest_total(&api), 0);
+    ck_assert_str_eq(err.msg, "");
+    /* the cached Job of that uid, or with no uid to compare */
+    ck_assert_int_eq(src.get_nowait(&l, "ns1", "j1", "uid-of-a-deleted-incarnation", &got, &err),
+                     0);
+    ck_assert(json_equal(got, job));
+    json_decref(got);
+    ck_assert_int_eq(src.get_nowait(&l, "ns1", "j1", "", &got, &err), 0);
+    ck_assert(json_equal(got, job));
+    json_decref(got);
+    /* get, where waiting is allowed, reads the stale one's successor from the API */
+    ck_assert_int_eq(src.get(&l, "ns1", "j1", uid_of(stored), &got, &err), 0);
+    ck_assert(json_equal(got, stored));
+    json_decref(got);
+    ck_assert_uint_eq(apitest_total(&api), 1);
+    lookup_dispose(&l);
+    /* a namespace not served: declined at once, as get does */
+    cache_destroy(cache);
+    cache = cache_create_namespaced(served, 1);
+    l.cache = cache;
+    ck_assert_int_eq(lookup_init(&l), 0);
+    ck_assert_int_eq(src.get_nowait(&l, "ns2", "j1", "", &got, &err), WH_DECLINED);
+    ck_assert_ptr_null(got);
+    ck_assert_uint_eq(lookup_not_served(&l), 1);
+    ck_assert_int_eq(src.get_nowait(&l, "ns1", "j1", "", &got, &err), WH_EWOULDBLOCK);
+    ck_assert_uint_eq(apitest_total(&api), 1);
+    lookup_dispose(&l);
+    json_decref(job);
+}
+END_TEST
+
 static Suite *lookup_suite(void)
 {
     Suite *s = suite_create("lookup");
@@ -451,6 +502,7 @@ static Suite *lookup_suite(void)
     tcase_add_test(tc, test_concurrent_misses_share_one_get);
     tcase_add_test(tc, test_waiting_capped);
     tcase_add_test(tc, test_namespace_not_served);
+    tcase_add_test(tc, test_nowait_never_requests);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -15,6 +15,7 @@
 #include "base/buf.h"
 #include "tests/testutil.h"
 #include "webhook/admission.h"
+#include "webhook/metrics.h"
 
 /* Fake Job lookup: answers rc (and job when rc == 0), records what was asked. */
 struct fake_src {
@@ -554,6 +555,67 @@ START_TEST(test_lookup_failure_allow)
 }
 END_TEST
 
+/* The admission families of the metrics text (malloc'd): webhook_admission_* lines. */
+static char *admission_metrics(void)
+{
+    size_t len = 0;
+    char *text = metrics_render(NULL, NULL, &len);
+    char *out = calloc(1, len + 1);
+    size_t n = 0;
+
+    ck_assert_ptr_nonnull(text);
+    ck_assert_ptr_nonnull(out);
+    for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n"))
+        if (strncmp(line, "webhook_admission_", 18) == 0)
+            n += (size_t)sprintf(out + n, "%s\n", line);
+    free(text);
+    ck_assert_uint_gt(n, 0);
+    return out;
+}
+
+/* A source that can only answer by waiting (a get_nowait's WH_EWOULDBLOCK): no answer
+ * and nothing in the metrics; asked again with one that waits, the answer is whole. */
+START_TEST(test_deferred)
+{
+    struct fake_src wouldblock = {.rc = WH_EWOULDBLOCK, .msg = "would block"};
+    struct fake_src waits = {.job_text = job_env};
+    struct jobsource src = {.get = fake_get, .userdata = &wouldblock};
+    struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
+    char *body = review("admission.k8s.io/v1", "uid-deferred", "CREATE", POD_OF_J);
+    char *out = (char *)1;
+    size_t out_len = 7;
+    char *before;
+    char *after;
+    json_t *got;
+
+    metrics_reset();
+    before = admission_metrics();
+    ck_assert_int_eq(admission_handle(body, strlen(body), &src, &opt, &out, &out_len),
+                     ADMISSION_DEFERRED);
+    ck_assert_ptr_null(out);
+    ck_assert_uint_eq(out_len, 0);
+    ck_assert_int_eq(wouldblock.calls, 1);
+    ck_assert_str_eq(wouldblock.name, "j");
+    after = admission_metrics();
+    /* not counted: the review is not answered yet (the text is too long to print) */
+    ck_assert_msg(strcmp(after, before) == 0, "the admission metrics changed");
+    got = handle_str(body, &waits, 200);
+    ck_assert_int_eq(waits.calls, 1);
+    free(after);
+    after = admission_metrics(); /* counted once answered */
+    ck_assert_ptr_nonnull(strstr(after,
+                                 "webhook_admission_requests_total{code=\"200\","
+                                 "outcome=\"patched\"} 1\n"));
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(got, "response"), "patchType")),
+        "JSONPatch");
+    json_decref(got);
+    free(before);
+    free(after);
+    free(body);
+}
+END_TEST
+
 /* UPDATE of a Job pod is not served: nothing looked up, allowed (D8). */
 START_TEST(test_update_not_served)
 {
@@ -908,6 +970,7 @@ static Suite *admission_suite(void)
     tcase_add_test(tc, test_patch_over_cap_denied);
     tcase_add_test(tc, test_lookup_failure_allow);
     tcase_add_test(tc, test_update_not_served);
+    tcase_add_test(tc, test_deferred);
     tcase_add_loop_test(tc, test_job_warnings_both_versions, 0, 2);
     tcase_add_test(tc, test_job_good_no_warnings);
     tcase_add_test(tc, test_job_deny_mode);

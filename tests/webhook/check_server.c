@@ -24,6 +24,7 @@
 #include <jansson.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@
 
 #include "certs/certs.h"
 #include "tests/testutil.h"
+#include "webhook/admission.h"
 #include "webhook/metrics.h"
 #include "webhook/server.h"
 #include "webhook/server_internal.h"
@@ -1741,11 +1743,337 @@ START_TEST(test_log_take)
 }
 END_TEST
 
+/* ---- reviews whose Job only a GET would find (server_defer.c) ---- */
+
+/*
+ * A job source like the lookup's (controller/lookup.h): Job "fast" is at hand
+ * (get_nowait answers it), Job "slow" is not (get_nowait: WH_EWOULDBLOCK), and its
+ * get waits until the test releases it, as a GET to a slow API server does.
+ */
+struct slow_source {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    unsigned nowait_calls; /* get_nowait, any Job */
+    unsigned get_calls;    /* get, any Job */
+    unsigned waiting;      /* gets waiting for release now */
+    bool release;
+};
+
+static json_t *defer_job(const char *name)
+{
+    json_t *job = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:[{s:s, s:i, s:{}}], s:{s:[]}}}",
+                            "apiVersion", "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata",
+                            "name", name, "namespace", "team", "uid", name, "spec", "tasks", "name",
+                            "w", "replicas", 2, "template", "plugins", "env");
+
+    ck_assert_ptr_nonnull(job);
+    return job;
+}
+
+static int slow_get_nowait(void *userdata, const char *ns, const char *name, const char *uid,
+                           json_t **job_out, struct wh_error *err)
+{
+    struct slow_source *ss = userdata;
+
+    (void)ns;
+    (void)uid;
+    (void)err;
+    pthread_mutex_lock(&ss->mu);
+    ss->nowait_calls++;
+    pthread_mutex_unlock(&ss->mu);
+    if (strcmp(name, "fast") != 0)
+        return WH_EWOULDBLOCK;
+    *job_out = defer_job(name);
+    return 0;
+}
+
+static int slow_get(void *userdata, const char *ns, const char *name, const char *uid,
+                    json_t **job_out, struct wh_error *err)
+{
+    struct slow_source *ss = userdata;
+
+    (void)ns;
+    (void)uid;
+    (void)err;
+    pthread_mutex_lock(&ss->mu);
+    ss->get_calls++;
+    ss->waiting++;
+    pthread_cond_broadcast(&ss->cv);
+    while (!ss->release)
+        pthread_cond_wait(&ss->cv, &ss->mu);
+    ss->waiting--;
+    pthread_mutex_unlock(&ss->mu);
+    *job_out = defer_job(name);
+    return 0;
+}
+
+static struct slow_source slow_src;
+
+static void slow_setup(void)
+{
+    memset(&slow_src, 0, sizeof(slow_src));
+    pthread_mutex_init(&slow_src.mu, NULL);
+    pthread_cond_init(&slow_src.cv, NULL);
+}
+
+static void slow_teardown(void)
+{
+    pthread_cond_destroy(&slow_src.cv);
+    pthread_mutex_destroy(&slow_src.mu);
+}
+
+static void slow_release(void)
+{
+    pthread_mutex_lock(&slow_src.mu);
+    slow_src.release = true;
+    pthread_cond_broadcast(&slow_src.cv);
+    pthread_mutex_unlock(&slow_src.mu);
+}
+
+/* Wait (10 s at most) until n gets wait for release. */
+static void slow_wait_waiting(unsigned n)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&slow_src.mu);
+    while (slow_src.waiting < n)
+        if (pthread_cond_timedwait(&slow_src.cv, &slow_src.mu, &until) != 0)
+            break;
+    ck_assert_uint_eq(slow_src.waiting, n);
+    pthread_mutex_unlock(&slow_src.mu);
+}
+
+/* One worker, so a review that held it would hold every connection. */
+static struct server *start_slow(unsigned lookup_threads)
+{
+    struct server_config cfg = {
+        .bind_address = "127.0.0.1",
+        .threads = 1,
+        .lookup_threads = lookup_threads,
+        .src = {.get = slow_get, .get_nowait = slow_get_nowait, .userdata = &slow_src},
+        .mutate = {.lookup_failure = LOOKUP_FAILURE_DENY},
+    };
+    struct wh_error err = {0, ""};
+    struct server *s = NULL;
+
+    ck_assert_msg(server_start(&s, &cfg, &err) == 0, "server_start: %s", err.msg);
+    return s;
+}
+
+/* A review of pod <job>-w-<k> of Job job (its uid is its name), uid "u-<job>-<k>". */
+static char *defer_review(const char *job, int k)
+{
+    char uid[64];
+    char pod[64];
+    char *text = NULL;
+    json_t *rev;
+
+    snprintf(uid, sizeof(uid), "u-%s-%d", job, k);
+    snprintf(pod, sizeof(pod), "%s-w-%d", job, k);
+    rev =
+        json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:s, s:s, "
+                  "s:{s:{s:s, s:s, s:{s:s, s:s}, s:[{s:s, s:s, s:s, s:s, s:b}]}, "
+                  "s:{s:[{s:s, s:s}]}}}}",
+                  "apiVersion", "admission.k8s.io/v1", "kind", "AdmissionReview", "request", "uid",
+                  uid, "kind", "group", "", "version", "v1", "kind", "Pod", "resource", "group", "",
+                  "version", "v1", "resource", "pods", "namespace", "team", "operation", "CREATE",
+                  "object", "metadata", "name", pod, "namespace", "team", "annotations",
+                  "volcano.sh/job-name", job, "volcano.sh/task-spec", "w", "ownerReferences",
+                  "apiVersion", "batch.volcano.sh/v1alpha1", "kind", "Job", "name", job, "uid", job,
+                  "controller", 1, "spec", "containers", "name", "c", "image", "i");
+    ck_assert_ptr_nonnull(rev);
+    text = json_dumps(rev, JSON_COMPACT);
+    json_decref(rev);
+    ck_assert_ptr_nonnull(text);
+    return text;
+}
+
+/* What admission_handle answers for review when the Job is at hand: the deferred
+ * answer must be the same, byte for byte. */
+static char *answer_at_hand(const char *review)
+{
+    struct slow_source released = {.release = true};
+    struct jobsource src = {.get = slow_get, .userdata = &released};
+    struct mutate_options opt = {.lookup_failure = LOOKUP_FAILURE_DENY};
+    char *out = NULL;
+    size_t len = 0;
+
+    pthread_mutex_init(&released.mu, NULL);
+    pthread_cond_init(&released.cv, NULL);
+    ck_assert_int_eq(admission_handle(review, strlen(review), &src, &opt, &out, &len), 200);
+    pthread_cond_destroy(&released.cv);
+    pthread_mutex_destroy(&released.mu);
+    return out;
+}
+
+struct post_job {
+    unsigned port;
+    const char *body;
+    struct reply r;
+    CURLcode rc;
+    pthread_t tid;
+};
+
+static void *post_main(void *arg)
+{
+    struct post_job *pj = arg;
+    CURL *h = curl_easy_init();
+    char url[96];
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/pods/mutate", pj->port);
+    pj->rc =
+        exchange(h, "POST", url, "application/json", pj->body, strlen(pj->body), false, &pj->r);
+    curl_easy_cleanup(h);
+    return NULL;
+}
+
+static void post_start(struct post_job *pj, struct server *s, const char *body)
+{
+    memset(pj, 0, sizeof(*pj));
+    pj->port = server_port(s);
+    pj->body = body;
+    ck_assert_int_eq(pthread_create(&pj->tid, NULL, post_main, pj), 0);
+}
+
+/* POST body to s on a new connection, here. */
+static void post_now(struct server *s, const char *body, struct reply *r)
+{
+    struct post_job pj;
+
+    post_start(&pj, s, body);
+    pthread_join(pj.tid, NULL);
+    ck_assert_msg(pj.rc == CURLE_OK, "POST: %s", curl_easy_strerror(pj.rc));
+    *r = pj.r;
+}
+
+START_TEST(test_defer_frees_the_worker)
+{
+    struct server *s = start_slow(2);
+    char *slow = defer_review("slow", 0);
+    char *fast = defer_review("fast", 1);
+    char *slow_want = answer_at_hand(slow);
+    char *fast_want = answer_at_hand(fast);
+    struct post_job first;
+    struct reply r;
+
+    /* The pod whose Job only a GET finds: its connection waits on a lookup thread. */
+    post_start(&first, s, slow);
+    slow_wait_waiting(1);
+    /* The one worker is free: another connection's review of a Job at hand is answered
+     * while that GET still waits (before, the worker itself waited on it). */
+    post_now(s, fast, &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.body, fast_want);
+    reply_free(&r);
+    pthread_mutex_lock(&slow_src.mu);
+    ck_assert_uint_eq(slow_src.waiting, 1);
+    ck_assert_uint_eq(slow_src.get_calls, 1);
+    ck_assert_uint_eq(slow_src.nowait_calls, 2);
+    pthread_mutex_unlock(&slow_src.mu);
+    /* The GET lands: the suspended connection gets the answer the Job makes. */
+    slow_release();
+    pthread_join(first.tid, NULL);
+    ck_assert_msg(first.rc == CURLE_OK, "POST: %s", curl_easy_strerror(first.rc));
+    ck_assert_int_eq(first.r.status, 200);
+    ck_assert_str_eq(first.r.body, slow_want);
+    ck_assert_ptr_nonnull(strstr(slow_want, "\"patch\":")); /* the env plugin's patch */
+    reply_free(&first.r);
+    wait_idle(s);
+    server_stop(s);
+    free(slow);
+    free(fast);
+    free(slow_want);
+    free(fast_want);
+}
+END_TEST
+
+START_TEST(test_defer_busy)
+{
+    struct server *s = start_slow(1);
+    char *slow0 = defer_review("slow", 0);
+    char *slow1 = defer_review("slow", 1);
+    char *want0 = answer_at_hand(slow0);
+    struct post_job first;
+    struct reply r;
+    json_t *got;
+
+    post_start(&first, s, slow0);
+    slow_wait_waiting(1);
+    /* The one lookup thread is taken: answered at once, per --job-lookup-failure (deny). */
+    post_now(s, slow1, &r);
+    ck_assert_int_eq(r.status, 200);
+    got = tu_json(r.body);
+    tu_assert_json_eq(got,
+                      "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                      "\"response\":{\"uid\":\"u-slow-1\",\"allowed\":false,\"status\":"
+                      "{\"code\":500,\"message\":\"cannot read volcano job team/slow: too "
+                      "many reviews waiting on volcano job reads from the API server (1); "
+                      "try again\",\"status\":\"Failure\"}}}");
+    json_decref(got);
+    reply_free(&r);
+    pthread_mutex_lock(&slow_src.mu);
+    ck_assert_uint_eq(slow_src.get_calls, 1);
+    pthread_mutex_unlock(&slow_src.mu);
+    slow_release();
+    pthread_join(first.tid, NULL);
+    ck_assert_int_eq(first.rc, CURLE_OK);
+    ck_assert_str_eq(first.r.body, want0);
+    reply_free(&first.r);
+    wait_idle(s);
+    server_stop(s);
+    free(slow0);
+    free(slow1);
+    free(want0);
+}
+END_TEST
+
+static void *release_later(void *arg)
+{
+    (void)arg;
+    usleep(200 * 1000);
+    slow_release();
+    return NULL;
+}
+
+START_TEST(test_defer_stop)
+{
+    struct server *s = start_slow(1);
+    char *slow = defer_review("slow", 0);
+    char *want = answer_at_hand(slow);
+    struct post_job first;
+    pthread_t releaser;
+
+    post_start(&first, s, slow);
+    slow_wait_waiting(1);
+    /* Stopping with a connection suspended: the stop waits for its GET and resumes it
+     * (libmicrohttpd must not stop with one suspended), and nothing leaks. */
+    ck_assert_int_eq(pthread_create(&releaser, NULL, release_later, NULL), 0);
+    server_stop(s);
+    pthread_join(releaser, NULL);
+    pthread_join(first.tid, NULL);
+    /* The answer went out, or the stop closed the connection first. */
+    if (first.rc == CURLE_OK && first.r.status == 200)
+        ck_assert_str_eq(first.r.body, want);
+    else
+        ck_assert_int_ne(first.rc, CURLE_OK);
+    pthread_mutex_lock(&slow_src.mu);
+    ck_assert_uint_eq(slow_src.get_calls, 1);
+    ck_assert_uint_eq(slow_src.waiting, 0);
+    pthread_mutex_unlock(&slow_src.mu);
+    reply_free(&first.r);
+    free(slow);
+    free(want);
+}
+END_TEST
+
 static Suite *server_suite(void)
 {
     Suite *s = suite_create("server");
     TCase *plain = tcase_create("plain");
     TCase *tls = tcase_create("tls");
+    TCase *defer = tcase_create("defer");
 
     tcase_add_checked_fixture(plain, plain_setup, plain_teardown);
     tcase_set_timeout(plain, 60);
@@ -1780,8 +2108,14 @@ static Suite *server_suite(void)
     tcase_add_test(tls, test_tls);
     tcase_add_test(tls, test_tls_rejects);
     tcase_add_test(tls, test_tls_swap);
+    tcase_add_checked_fixture(defer, slow_setup, slow_teardown);
+    tcase_set_timeout(defer, 60);
+    tcase_add_test(defer, test_defer_frees_the_worker);
+    tcase_add_test(defer, test_defer_busy);
+    tcase_add_test(defer, test_defer_stop);
     suite_add_tcase(s, plain);
     suite_add_tcase(s, tls);
+    suite_add_tcase(s, defer);
     return s;
 }
 
