@@ -65,22 +65,33 @@ struct k8s_client {
     pthread_key_t key;             /* this thread's struct handle */
     pthread_mutex_t mu;            /* guards handles */
     struct handle *handles;        /* every live handle */
-    pthread_mutex_t lim_mu;        /* guards tokens, sleeping and lim_last_ms */
+    pthread_mutex_t lim_mu;        /* guards tokens, sleeping, lim_last_ms and closing */
+    pthread_cond_t lim_cv;         /* CLOCK_MONOTONIC; broadcast by k8s_client_close */
+    bool closing;                  /* k8s_client_close was called: nobody waits any more */
     double tokens;         /* bucket level; negative = reserved by sleepers, or urgent debt */
     unsigned sleeping;     /* callers sleeping on a token they reserved */
     long long lim_last_ms; /* monotonic ms of the last refill */
 };
 
-static void sleep_ms(long long ms)
+/* Wait ms, or less once k8s_client_close is called (at once if it was). */
+static void wait_unless_closing(struct k8s_client *c, long long ms)
 {
+    long long until = clock_mono_ms() + ms;
     struct timespec ts;
 
-    if (ms <= 0)
-        return;
-    ts.tv_sec = (time_t)(ms / 1000);
-    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
+    pthread_mutex_lock(&c->lim_mu);
+    while (!c->closing && clock_mono_ms() < until) {
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += (time_t)(ms / 1000);
+        ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&c->lim_cv, &c->lim_mu, &ts);
+        ms = until - clock_mono_ms();
+    }
+    pthread_mutex_unlock(&c->lim_mu);
 }
 
 static void handle_free(struct handle *h)
@@ -148,6 +159,14 @@ struct k8s_client *k8s_client_create(const struct k8s_config *cfg, struct wh_err
     }
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->lim_mu, NULL);
+    {
+        pthread_condattr_t ca;
+
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&c->lim_cv, &ca);
+        pthread_condattr_destroy(&ca);
+    }
     c->opt.qps = 0; /* no limit, no retries until k8s_client_set_options */
     c->opt.burst = 1;
     c->opt.retry_max = 0;
@@ -174,9 +193,20 @@ void k8s_client_destroy(struct k8s_client *c)
         h = next;
     }
     pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->lim_cv);
     pthread_mutex_destroy(&c->lim_mu);
     k8s_config_dispose(&c->cfg);
     free(c);
+}
+
+void k8s_client_close(struct k8s_client *c)
+{
+    if (c == NULL)
+        return;
+    pthread_mutex_lock(&c->lim_mu);
+    c->closing = true;
+    pthread_cond_broadcast(&c->lim_cv);
+    pthread_mutex_unlock(&c->lim_mu);
 }
 
 void k8s_client_set_options(struct k8s_client *c, const struct k8s_client_options *opt)
@@ -219,7 +249,7 @@ int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, bool urgent, str
 
     pthread_mutex_lock(&c->lim_mu);
     qps = c->opt.qps;
-    if (qps <= 0) {
+    if (qps <= 0 || c->closing) {
         pthread_mutex_unlock(&c->lim_mu);
         return 0;
     }
@@ -255,7 +285,7 @@ int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, bool urgent, str
     }
     pthread_mutex_unlock(&c->lim_mu);
     if (wait_ms > 0) {
-        sleep_ms(wait_ms);
+        wait_unless_closing(c, wait_ms);
         pthread_mutex_lock(&c->lim_mu);
         c->sleeping--;
         pthread_mutex_unlock(&c->lim_mu);
@@ -725,7 +755,7 @@ static int request_run(struct k8s_client *c, const char *method, const char *pat
         LOG_DEBUG("k8s: retrying after the server's pause method=%s path=%s status=%ld "
                   "retry_after=%ld",
                   method, path, code, (long)retry_after);
-        sleep_ms((long long)retry_after * 1000);
+        wait_unless_closing(c, (long long)retry_after * 1000);
     }
     rc = out != NULL ? request_decode(&rq, &b, out, err) : 0;
 out:

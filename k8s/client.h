@@ -58,6 +58,16 @@ struct k8s_client *k8s_client_create(const struct k8s_config *cfg, struct wh_err
 void k8s_client_destroy(struct k8s_client *c);
 
 /**
+ * The process is stopping: from now on nothing waits in c's rate limiter. Callers
+ * sleeping on a token, or before a retry after a 429 or 503, go at once, and later
+ * ones are not limited, so a stop is not held up by the queue at a low --kube-api-qps
+ * (the Lease's release, a reconcile worker's current Job: what the threads have under
+ * way, bounded by them, still goes out). Requests themselves are not cut. Any
+ * thread; idempotent; c stays usable until k8s_client_destroy.
+ */
+void k8s_client_close(struct k8s_client *c);
+
+/**
  * GET path (e.g. "/apis/batch.volcano.sh/v1alpha1/namespaces/ns/jobs/j") with
  * a total timeout of timeout_ms (milliseconds).
  * @param[out] out new reference to the decoded body on 200.

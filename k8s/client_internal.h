@@ -66,7 +66,7 @@ int k8s_client_status_from_json(long http_code, const json_t *status, struct wh_
  * against the same rate, and the waits after it grow by at most a second (a token's
  * interval below one request per second). Past that bound an urgent caller queues
  * like the others (first attempts only: k8s_request's retries after a 429 or 503
- * queue).
+ * queue). After k8s_client_close: 0 at once, and a sleeper wakes and returns 0.
  * @return 0; WH_ETIMEOUT when the wait would exceed max_wait_ms.
  */
 int k8s_client_throttle(struct k8s_client *c, long max_wait_ms, bool urgent,

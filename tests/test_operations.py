@@ -29,6 +29,7 @@ import shutil
 import signal
 import socket
 import ssl
+import subprocess
 import tempfile
 import threading
 import time
@@ -545,6 +546,45 @@ class ShutdownTest(WebhookCase):
         self.assertIn('"msg":"drained"', log)
         self.assertIsNone(wh.process.sanitizer_report())
         self.assertIn(self.lease_holder(env), (None, ""))   # released for the successor
+
+    def test_sigterm_with_a_reconcile_backlog_at_a_low_rate(self):
+        """At --kube-api-qps 1 with a reconcile backlog, the four workers sleep on tokens
+        reserved seconds ahead, and the Lease's release queued behind them; then each
+        worker finished its Job at the rate before the process could exit. A stop now
+        ends every wait in the client's rate limiter (k8s_client_close): the release
+        goes out at once and the workers' last requests follow."""
+        backlog = []
+        for k in range(12):
+            job = harness.load_job("mpi-job")
+            job["metadata"]["name"] = "backlog-%02d" % k
+            job["spec"]["plugins"] = {"svc": []}
+            backlog.append(job)
+        env = harness.Env(jobs=backlog,
+                          webhook_args=["--leader-elect=true", "--shutdown-grace", "1s",
+                                        "--kube-api-qps", "1", "--kube-api-burst", "1"])
+        self.addCleanup(env.close)
+        env.start()
+        wh = env.webhook
+        deadline = time.monotonic() + harness.startup_timeout() * 3
+        while self.lease_holder(env) in (None, ""):
+            self.assertLess(time.monotonic(), deadline, "no Lease holder")
+            time.sleep(0.1)
+        # The backlog is under way (12 Jobs of about 5 requests each at 1/s: a minute).
+        while sum(1 for r in env.api.requests()
+                  if re.search(r"/(configmaps|services|networkpolicies)\b", r["path"])) < 4:
+            self.assertLess(time.monotonic(), deadline, "no reconcile requests")
+            time.sleep(0.1)
+        wh.process.proc.send_signal(signal.SIGTERM)
+        # Held by the rate, the stop took 20 s and more here (each worker's Job at 1/s,
+        # after the drain); free of it, the drain (1 s) and a few requests.
+        try:
+            rc = wh.process.proc.wait(timeout=12)
+        except subprocess.TimeoutExpired:
+            self.fail("serve did not exit within 12 s of SIGTERM: the rate limiter's queue "
+                      "holds the stop")
+        self.assertEqual(rc, 0, wh.process.log()[-3000:])
+        self.assertIn(self.lease_holder(env), (None, ""))   # released for the successor
+        self.assertIsNone(wh.process.sanitizer_report())
 
     def readyz(self, wh):
         conn = wh.connection(timeout=5)

@@ -1032,6 +1032,9 @@ static void serve_wait(struct serve_state *st)
 static void serve_stop(struct serve_state *st)
 {
     ops_stop(&st->ops); /* operations: before the server and the modules /metrics reads */
+    /* Nothing waits in the client's rate limiter from here: at a low --kube-api-qps the
+     * reconcile workers' queued tokens would hold the Lease's release and their joins. */
+    k8s_client_close(st->lookup.client);
     /* reconcile side first: stop reconciling and release the Lease for the successor */
     leader_stop(st->rs.leader);
     managed_side_stop(&st->ms); /* before the server: its on_pair loads pairs into it */

@@ -1175,6 +1175,55 @@ START_TEST(test_urgent_throttle)
 }
 END_TEST
 
+/* A background caller that sleeps on its reserved token for up to ~1000 s. */
+static void *long_sleeper(void *p)
+{
+    struct sleeper_arg *a = p;
+    struct wh_error err = {0};
+
+    a->rc = k8s_client_throttle(a->c, 10000000, false, &err);
+    return NULL;
+}
+
+/*
+ * k8s_client_close (a stop): the callers sleeping on their tokens wake and go, and
+ * later ones do not wait, so a stop is not held by the queue. At one token per 1000 s,
+ * the sleepers' reservations would keep them ~1000 and ~2000 s: the joins below
+ * return only because close woke them.
+ */
+START_TEST(test_close_ends_waits)
+{
+    struct k8s_client_options opt = {.qps = 0.001, .burst = 1, .retry_max = 0};
+    struct sleeper_arg a1 = {kc, -1};
+    struct sleeper_arg a2 = {kc, -1};
+    struct wh_error err = {0};
+    json_t *got = NULL;
+    pthread_t t1;
+    pthread_t t2;
+
+    k8s_client_set_options(kc, &opt);
+    ck_assert_int_eq(k8s_client_throttle(kc, 0, false, &err), 0); /* the bucket's one */
+    ck_assert_int_eq(pthread_create(&t1, NULL, long_sleeper, &a1), 0);
+    ck_assert_int_eq(pthread_create(&t2, NULL, long_sleeper, &a2), 0);
+    ck_assert_int_eq(k8s_client_throttle(kc, 0, false, &err), WH_ETIMEOUT); /* queued */
+    usleep(100 * 1000);
+    k8s_client_close(kc);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    ck_assert_int_eq(a1.rc, 0);
+    ck_assert_int_eq(a2.rc, 0);
+    /* after it, nothing waits, and requests still go out (the Lease's release) */
+    ck_assert_int_eq(k8s_client_throttle(kc, 0, false, &err), 0);
+    apitest_clear_requests(&api);
+    ck_assert_int_eq(k8s_get_job(kc, "ns1", "j1", 5000, &got, &err), 0);
+    ck_assert(json_equal(got, job));
+    json_decref(got);
+    ck_assert_uint_eq(apitest_total(&api), 1);
+    k8s_client_close(kc); /* idempotent */
+    k8s_client_close(NULL);
+}
+END_TEST
+
 /*
  * k8s_get_job_urgent is k8s_get_job, urgent: with an empty bucket that makes a
  * background GET time out at once, it is sent, and answered.
@@ -1330,6 +1379,7 @@ static Suite *k8s_client_suite(void)
     tcase_add_test(http, test_retry_after);
     tcase_add_test(http, test_rate_limit);
     tcase_add_test(http, test_urgent_throttle);
+    tcase_add_test(http, test_close_ends_waits);
     tcase_add_test(http, test_get_job_urgent);
     suite_add_tcase(s, http);
 
