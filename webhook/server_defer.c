@@ -20,8 +20,8 @@
  * reviews waiting" (server_defer_busy_source), per --job-lookup-failure.
  *
  * Threads: server_defer_take on MHD workers; defer_main on the lookup threads;
- * start and stop on the main thread. defer_lock guards the queue, defer_pending
- * and defer_stop. A request's context belongs to its lookup thread from the queue
+ * start and stop on the main thread. defer_lock guards the queue, defer_pending,
+ * defer_stop and (once the daemon runs) defer_started. A request's context belongs to its lookup thread from the queue
  * until MHD_resume_connection, and to its worker again after.
  */
 #include <microhttpd.h>
@@ -62,11 +62,14 @@ static void *defer_main(void *arg)
         }
         ctx->deferred_status = status;
         ctx->deferred_done = true;
+        /* Its place is free before the client has its answer (and may send the next). */
+        pthread_mutex_lock(&s->defer_lock);
+        s->defer_pending--;
+        pthread_mutex_unlock(&s->defer_lock);
         /* The worker owns ctx again from here (it may free it at once). */
         MHD_resume_connection(ctx->mhd);
 
         pthread_mutex_lock(&s->defer_lock);
-        s->defer_pending--;
     }
     pthread_mutex_unlock(&s->defer_lock);
     return NULL;
@@ -95,26 +98,29 @@ void server_defer_stop(struct server *s)
     pthread_mutex_unlock(&s->defer_lock);
     for (unsigned k = 0; k < s->defer_started; k++)
         pthread_join(s->defer_tids[k], NULL);
+    pthread_mutex_lock(&s->defer_lock);
     s->defer_started = 0;
+    pthread_mutex_unlock(&s->defer_lock);
     free(s->defer_tids);
     s->defer_tids = NULL;
 }
 
 bool server_defer_take(struct server *s, struct MHD_Connection *c, struct req_ctx *ctx)
 {
+    /* One critical section from the check to the queue: a stop in between would find
+     * the queue empty and leave this connection suspended (MHD then aborts). Suspended
+     * before it is queued: a lookup thread may resume it at once. The lock is held
+     * across MHD_suspend_connection; the lookup threads never hold it while they call
+     * into MHD. */
     pthread_mutex_lock(&s->defer_lock);
     if (s->defer_started == 0 || s->defer_stop || s->defer_pending >= s->defer_started) {
         pthread_mutex_unlock(&s->defer_lock);
         return false;
     }
     s->defer_pending++; /* this request's place, held while it is suspended */
-    pthread_mutex_unlock(&s->defer_lock);
-
-    /* Suspended before it is queued: a lookup thread may resume it at once. */
     MHD_suspend_connection(c);
     ctx->mhd = c;
     ctx->defer_next = NULL;
-    pthread_mutex_lock(&s->defer_lock);
     if (s->defer_tail != NULL)
         s->defer_tail->defer_next = ctx;
     else
@@ -125,20 +131,28 @@ bool server_defer_take(struct server *s, struct MHD_Connection *c, struct req_ct
     return true;
 }
 
-/* The get of server_defer_busy_source: every lookup thread is taken. */
+/* The get of server_defer_busy_source: every lookup thread is taken, or stopping. */
 static int busy_get(void *userdata, const char *ns, const char *name, const char *uid,
                     json_t **job_out, struct wh_error *err)
 {
-    const struct server *s = userdata;
+    struct server *s = userdata;
+    bool stopping;
 
     (void)ns;
     (void)name;
     (void)uid;
     *job_out = NULL;
+    pthread_mutex_lock(&s->defer_lock);
+    stopping = s->defer_stop;
+    pthread_mutex_unlock(&s->defer_lock);
+    if (stopping)
+        return wh_error_set(err, WH_EBUSY,
+                            "the webhook is stopping and reads no more volcano jobs from the "
+                            "API server; try again");
     return wh_error_set(err, WH_EBUSY,
                         "too many reviews waiting on volcano job reads from the API server "
                         "(%u); try again",
-                        s->defer_started);
+                        s->defer_threads);
 }
 
 struct jobsource server_defer_busy_source(struct server *s)

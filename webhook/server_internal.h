@@ -153,8 +153,8 @@ struct server {
     struct req_ctx *defer_tail;
     unsigned defer_pending; /* requests taken and not yet resumed, queued or running */
     bool defer_stop;
-    unsigned defer_started; /* lookup threads running (written before the daemon
-                                    starts and after it stops) */
+    unsigned defer_started; /* lookup threads running (written before the daemon starts,
+                               and under defer_lock by server_defer_stop) */
     pthread_t *defer_tids;
 };
 
@@ -211,9 +211,11 @@ bool server_defer_take(struct server *s, struct MHD_Connection *c, struct req_ct
 
 /**
  * A job source (userdata s, borrowed) whose get answers WH_EBUSY, "too many reviews
- * waiting on volcano job reads from the API server (N); try again": the answer of
- * a review that server_defer_take declined, which mutate_review gives per
- * --job-lookup-failure (mutate_options.lookup_failure), as for a Job that cannot be read.
+ * waiting on volcano job reads from the API server (N); try again" (N: the lookup
+ * threads), or once server_defer_stop has begun "the webhook is stopping and reads no
+ * more volcano jobs from the API server; try again": the answer of a review that
+ * server_defer_take declined, which mutate_review gives per --job-lookup-failure
+ * (mutate_options.lookup_failure), as for a Job that cannot be read.
  */
 struct jobsource server_defer_busy_source(struct server *s);
 

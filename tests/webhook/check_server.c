@@ -2029,6 +2029,66 @@ START_TEST(test_defer_busy)
 }
 END_TEST
 
+static void *defer_stop_main(void *arg)
+{
+    server_defer_stop(arg);
+    return NULL;
+}
+
+/* While the lookup threads stop (each finishing its GET), a review that would need one
+ * is answered at once, per the failure mode, saying why; none is left suspended. */
+START_TEST(test_defer_while_stopping)
+{
+    struct server *s = start_slow(1);
+    char *slow0 = defer_review("slow", 0);
+    char *slow1 = defer_review("slow", 1);
+    char *want0 = answer_at_hand(slow0);
+    struct post_job first;
+    struct reply r;
+    pthread_t stopper;
+    json_t *got;
+    bool stopping = false;
+
+    post_start(&first, s, slow0);
+    slow_wait_waiting(1);
+    ck_assert_int_eq(pthread_create(&stopper, NULL, defer_stop_main, s), 0);
+    for (int i = 0; i < 1000 && !stopping; i++) {
+        pthread_mutex_lock(&s->defer_lock);
+        stopping = s->defer_stop;
+        pthread_mutex_unlock(&s->defer_lock);
+        if (!stopping)
+            usleep(10000);
+    }
+    ck_assert(stopping);
+    post_now(s, slow1, &r);
+    ck_assert_int_eq(r.status, 200);
+    got = tu_json(r.body);
+    tu_assert_json_eq(got,
+                      "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                      "\"response\":{\"uid\":\"u-slow-1\",\"allowed\":false,\"status\":"
+                      "{\"code\":500,\"message\":\"cannot read volcano job team/slow: the "
+                      "webhook is stopping and reads no more volcano jobs from the API "
+                      "server; try again\",\"status\":\"Failure\"}}}");
+    json_decref(got);
+    reply_free(&r);
+    /* The GET in the air lands: its review is answered, and the stop completes. */
+    slow_release();
+    pthread_join(stopper, NULL);
+    pthread_join(first.tid, NULL);
+    ck_assert_int_eq(first.rc, CURLE_OK);
+    ck_assert_str_eq(first.r.body, want0);
+    reply_free(&first.r);
+    pthread_mutex_lock(&slow_src.mu);
+    ck_assert_uint_eq(slow_src.get_calls, 1);
+    pthread_mutex_unlock(&slow_src.mu);
+    wait_idle(s);
+    server_stop(s);
+    free(slow0);
+    free(slow1);
+    free(want0);
+}
+END_TEST
+
 static void *release_later(void *arg)
 {
     (void)arg;
@@ -2113,6 +2173,7 @@ static Suite *server_suite(void)
     tcase_add_test(defer, test_defer_frees_the_worker);
     tcase_add_test(defer, test_defer_busy);
     tcase_add_test(defer, test_defer_stop);
+    tcase_add_test(defer, test_defer_while_stopping);
     suite_add_tcase(s, plain);
     suite_add_tcase(s, tls);
     suite_add_tcase(s, defer);
