@@ -7,8 +7,8 @@
  * Threads: lookup_job_get_nowait runs on MHD workers and lookup_job_get on the
  * server's lookup threads (webhook/server_defer.c), concurrently. It reads the
  * struct lookup (not changed while serving), reads the Job from the cache
- * (cache_get_read: this thread's own tree of that Job version) and, on a miss, calls the shareable k8s
- * client (one CURL handle per thread). The flights map is guarded by
+ * (cache_get_read: this thread's own tree of that Job version) and, on a miss,
+ * calls the shareable k8s client (one CURL handle per thread). The flights map is guarded by
  * flights->mu; a flight's result is written once by its leader, under mu, and
  * read by its followers under mu.
  *

@@ -21,8 +21,9 @@
  *
  * Threads: server_defer_take on MHD workers; defer_main on the lookup threads;
  * start and stop on the main thread. defer_lock guards the queue, defer_pending,
- * defer_stop and (once the daemon runs) defer_started. A request's context belongs to its lookup thread from the queue
- * until MHD_resume_connection, and to its worker again after.
+ * defer_stop and (once the daemon runs) defer_started. A request's context belongs
+ * to its lookup thread from the queue until MHD_resume_connection, and to its
+ * worker again after.
  */
 #include <microhttpd.h>
 #include <pthread.h>
