@@ -77,20 +77,11 @@ struct k8s_client {
 static void wait_unless_closing(struct k8s_client *c, long long ms)
 {
     long long until = clock_mono_ms() + ms;
-    struct timespec ts;
+    struct timespec ts = clock_at_ms(until); /* lim_cv's clock is CLOCK_MONOTONIC */
 
     pthread_mutex_lock(&c->lim_mu);
-    while (!c->closing && clock_mono_ms() < until) {
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += (time_t)(ms / 1000);
-        ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+    while (!c->closing && clock_mono_ms() < until)
         pthread_cond_timedwait(&c->lim_cv, &c->lim_mu, &ts);
-        ms = until - clock_mono_ms();
-    }
     pthread_mutex_unlock(&c->lim_mu);
 }
 

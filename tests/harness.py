@@ -126,6 +126,19 @@ def load_job(path, namespace="default", uid=None):
     return job
 
 
+
+def backlog_jobs(n):
+    """n copies of mpi-job named backlog-00.. with plugin svc alone (a ConfigMap, a
+    Service and a NetworkPolicy each): a reconcile backlog of about 5 requests a Job."""
+    jobs = []
+    for k in range(n):
+        job = load_job("mpi-job")
+        job["metadata"]["name"] = "backlog-%02d" % k
+        job["spec"]["plugins"] = {"svc": []}
+        jobs.append(job)
+    return jobs
+
+
 def pod_names(job):
     """[(task name, index)] of every pod the controller wants, in creation order (§2.1)."""
     return [(t["name"], i) for t in job["spec"].get("tasks") or []

@@ -241,12 +241,7 @@ class CacheTest(WebhookEnv, unittest.TestCase):
         --job-lookup-timeout 1500ms: it was refused at once ("client rate limit: waiting
         ... exceeds the timeout") and the pod denied. Now it goes ahead of them: they
         keep their turns, and only a second of the rate (2 tokens) may be taken ahead."""
-        backlog = []
-        for k in range(12):
-            job = harness.load_job("mpi-job")
-            job["metadata"]["name"] = "backlog-%02d" % k
-            job["spec"]["plugins"] = {"svc": []}
-            backlog.append(job)
+        backlog = harness.backlog_jobs(12)
         env = self.start(jobs=backlog,
                          faults=[{"method": "GET", "path_regex": r"/v1alpha1/jobs\?.*watch=",
                                   "watch_stall_ms": -1, "count": -1}],

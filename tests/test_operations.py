@@ -553,12 +553,7 @@ class ShutdownTest(WebhookCase):
         worker finished its Job at the rate before the process could exit. A stop now
         ends every wait in the client's rate limiter (k8s_client_close): the release
         goes out at once and the workers' last requests follow."""
-        backlog = []
-        for k in range(12):
-            job = harness.load_job("mpi-job")
-            job["metadata"]["name"] = "backlog-%02d" % k
-            job["spec"]["plugins"] = {"svc": []}
-            backlog.append(job)
+        backlog = harness.backlog_jobs(12)
         env = harness.Env(jobs=backlog,
                           webhook_args=["--leader-elect=true", "--shutdown-grace", "1s",
                                         "--kube-api-qps", "1", "--kube-api-burst", "1"])

@@ -1770,32 +1770,18 @@ static json_t *defer_job(const char *name)
     return job;
 }
 
-static int slow_get_nowait(void *userdata, const char *ns, const char *name, const char *uid,
-                           json_t **job_out, struct wh_error *err)
+/* get (wait) or get_nowait of the slow source: counts the call, then answers. */
+static int slow_lookup(struct slow_source *ss, const char *name, bool wait, json_t **job_out)
 {
-    struct slow_source *ss = userdata;
-
-    (void)ns;
-    (void)uid;
-    (void)err;
     pthread_mutex_lock(&ss->mu);
-    ss->nowait_calls++;
-    pthread_mutex_unlock(&ss->mu);
-    if (strcmp(name, "fast") != 0)
-        return WH_EWOULDBLOCK;
-    *job_out = defer_job(name);
-    return 0;
-}
-
-static int slow_get(void *userdata, const char *ns, const char *name, const char *uid,
-                    json_t **job_out, struct wh_error *err)
-{
-    struct slow_source *ss = userdata;
-
-    (void)ns;
-    (void)uid;
-    (void)err;
-    pthread_mutex_lock(&ss->mu);
+    if (!wait) {
+        ss->nowait_calls++;
+        pthread_mutex_unlock(&ss->mu);
+        if (strcmp(name, "fast") != 0)
+            return WH_EWOULDBLOCK;
+        *job_out = defer_job(name);
+        return 0;
+    }
     ss->get_calls++;
     ss->waiting++;
     pthread_cond_broadcast(&ss->cv);
@@ -1805,6 +1791,24 @@ static int slow_get(void *userdata, const char *ns, const char *name, const char
     pthread_mutex_unlock(&ss->mu);
     *job_out = defer_job(name);
     return 0;
+}
+
+static int slow_get_nowait(void *userdata, const char *ns, const char *name, const char *uid,
+                           json_t **job_out, struct wh_error *err)
+{
+    (void)ns;
+    (void)uid;
+    (void)err;
+    return slow_lookup(userdata, name, false, job_out);
+}
+
+static int slow_get(void *userdata, const char *ns, const char *name, const char *uid,
+                    json_t **job_out, struct wh_error *err)
+{
+    (void)ns;
+    (void)uid;
+    (void)err;
+    return slow_lookup(userdata, name, true, job_out);
 }
 
 static struct slow_source slow_src;
@@ -1989,103 +1993,87 @@ START_TEST(test_defer_frees_the_worker)
 }
 END_TEST
 
-START_TEST(test_defer_busy)
-{
-    struct server *s = start_slow(1);
-    char *slow0 = defer_review("slow", 0);
-    char *slow1 = defer_review("slow", 1);
-    char *want0 = answer_at_hand(slow0);
-    struct post_job first;
-    struct reply r;
-    json_t *got;
-
-    post_start(&first, s, slow0);
-    slow_wait_waiting(1);
-    /* The one lookup thread is taken: answered at once, per --job-lookup-failure (deny). */
-    post_now(s, slow1, &r);
-    ck_assert_int_eq(r.status, 200);
-    got = tu_json(r.body);
-    tu_assert_json_eq(got,
-                      "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
-                      "\"response\":{\"uid\":\"u-slow-1\",\"allowed\":false,\"status\":"
-                      "{\"code\":500,\"message\":\"cannot read volcano job team/slow: too "
-                      "many reviews waiting on volcano job reads from the API server (1); "
-                      "try again\",\"status\":\"Failure\"}}}");
-    json_decref(got);
-    reply_free(&r);
-    pthread_mutex_lock(&slow_src.mu);
-    ck_assert_uint_eq(slow_src.get_calls, 1);
-    pthread_mutex_unlock(&slow_src.mu);
-    slow_release();
-    pthread_join(first.tid, NULL);
-    ck_assert_int_eq(first.rc, CURLE_OK);
-    ck_assert_str_eq(first.r.body, want0);
-    reply_free(&first.r);
-    wait_idle(s);
-    server_stop(s);
-    free(slow0);
-    free(slow1);
-    free(want0);
-}
-END_TEST
-
 static void *defer_stop_main(void *arg)
 {
     server_defer_stop(arg);
     return NULL;
 }
 
-/* While the lookup threads stop (each finishing its GET), a review that would need one
- * is answered at once, per the failure mode, saying why; none is left suspended. */
-START_TEST(test_defer_while_stopping)
+/*
+ * With the one lookup thread waiting on a GET (and, when stopping, its stop begun), a
+ * second review that would need one is answered at once per the failure mode (deny),
+ * with why as the reason; the review in the air then gets its own answer.
+ */
+static void declined_while_one_waits(bool stopping, const char *why)
 {
     struct server *s = start_slow(1);
     char *slow0 = defer_review("slow", 0);
     char *slow1 = defer_review("slow", 1);
     char *want0 = answer_at_hand(slow0);
+    char want1[512];
     struct post_job first;
     struct reply r;
     pthread_t stopper;
     json_t *got;
-    bool stopping = false;
 
     post_start(&first, s, slow0);
     slow_wait_waiting(1);
-    ck_assert_int_eq(pthread_create(&stopper, NULL, defer_stop_main, s), 0);
-    for (int i = 0; i < 1000 && !stopping; i++) {
-        pthread_mutex_lock(&s->defer_lock);
-        stopping = s->defer_stop;
-        pthread_mutex_unlock(&s->defer_lock);
-        if (!stopping)
-            usleep(10000);
+    if (stopping) {
+        bool begun = false;
+
+        ck_assert_int_eq(pthread_create(&stopper, NULL, defer_stop_main, s), 0);
+        for (int i = 0; i < 1000 && !begun; i++) {
+            pthread_mutex_lock(&s->defer_lock);
+            begun = s->defer_stop;
+            pthread_mutex_unlock(&s->defer_lock);
+            if (!begun)
+                usleep(10000);
+        }
+        ck_assert(begun);
     }
-    ck_assert(stopping);
     post_now(s, slow1, &r);
     ck_assert_int_eq(r.status, 200);
+    snprintf(want1, sizeof(want1),
+             "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+             "\"response\":{\"uid\":\"u-slow-1\",\"allowed\":false,\"status\":{\"code\":500,"
+             "\"message\":\"cannot read volcano job team/slow: %s\",\"status\":\"Failure\"}}}",
+             why);
     got = tu_json(r.body);
-    tu_assert_json_eq(got,
-                      "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
-                      "\"response\":{\"uid\":\"u-slow-1\",\"allowed\":false,\"status\":"
-                      "{\"code\":500,\"message\":\"cannot read volcano job team/slow: the "
-                      "webhook is stopping and reads no more volcano jobs from the API "
-                      "server; try again\",\"status\":\"Failure\"}}}");
+    tu_assert_json_eq(got, want1);
     json_decref(got);
     reply_free(&r);
-    /* The GET in the air lands: its review is answered, and the stop completes. */
+    pthread_mutex_lock(&slow_src.mu);
+    ck_assert_uint_eq(slow_src.get_calls, 1);
+    pthread_mutex_unlock(&slow_src.mu);
+    /* The GET in the air lands: its review is answered (and a stop completes). */
     slow_release();
-    pthread_join(stopper, NULL);
+    if (stopping)
+        pthread_join(stopper, NULL);
     pthread_join(first.tid, NULL);
     ck_assert_int_eq(first.rc, CURLE_OK);
     ck_assert_str_eq(first.r.body, want0);
     reply_free(&first.r);
-    pthread_mutex_lock(&slow_src.mu);
-    ck_assert_uint_eq(slow_src.get_calls, 1);
-    pthread_mutex_unlock(&slow_src.mu);
     wait_idle(s);
     server_stop(s);
     free(slow0);
     free(slow1);
     free(want0);
+}
+
+START_TEST(test_defer_busy)
+{
+    declined_while_one_waits(
+        false, "too many reviews waiting on volcano job reads from the API server (1); try again");
+}
+END_TEST
+
+/* While the lookup threads stop (each finishing its GET), a review that would need one
+ * is answered at once, saying why; none is left suspended. */
+START_TEST(test_defer_while_stopping)
+{
+    declined_while_one_waits(true,
+                             "the webhook is stopping and reads no more volcano jobs from "
+                             "the API server; try again");
 }
 END_TEST
 
