@@ -61,7 +61,7 @@ void k8s_client_destroy(struct k8s_client *c);
  * The process is stopping: from now on nothing waits in c's rate limiter. Callers
  * sleeping on a token, or before a retry after a 429 or 503, go at once, and later
  * ones are not limited, so a stop is not held up by the queue at a low --kube-api-qps
- * (the Lease's release, a reconcile worker's current Job: what the threads have under
+ * (a reconcile worker's current Job, an Event: what the threads have under
  * way, bounded by them, still goes out). Requests themselves are not cut. Any
  * thread; idempotent; c stays usable until k8s_client_destroy.
  */
@@ -85,7 +85,7 @@ int k8s_get_job(struct k8s_client *c, const char *ns, const char *name, long tim
 /**
  * k8s_get_job for an admission review, which kube-apiserver waits on: the request
  * goes ahead of the callers queued on the rate limit (the reconciler's, the
- * informer's, the Lease's), while what was taken ahead of them stays within a
+ * informer's), while what was taken ahead of them stays within a
  * second of --kube-api-qps (client_internal.h k8s_client_throttle). Same
  * arguments, results and errors as k8s_get_job.
  */

@@ -175,6 +175,14 @@ class WebhookCase(unittest.TestCase):
         env.start()
         return env
 
+    @staticmethod
+    def lease_holder(env):
+        status, body = env.api.get(
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases/volcano-plugin-webhook")
+        if status != 200:
+            return None
+        return (body.get("spec") or {}).get("holderIdentity")
+
     def admission(self, env):
         """A review of the job's first pod (patched by ssh + svc)."""
         job = env.jobs[0]
@@ -549,10 +557,10 @@ class ShutdownTest(WebhookCase):
 
     def test_sigterm_with_a_reconcile_backlog_at_a_low_rate(self):
         """At --kube-api-qps 1 with a reconcile backlog, the four workers sleep on tokens
-        reserved seconds ahead, and the Lease's release queued behind them; then each
-        worker finished its Job at the rate before the process could exit. A stop now
-        ends every wait in the client's rate limiter (k8s_client_close): the release
-        goes out at once and the workers' last requests follow."""
+        reserved seconds ahead, and each finished its Job at the rate before the process
+        could exit. A stop now ends every wait in the client's rate limiter
+        (k8s_client_close): the workers' last requests go out at once. The Lease's
+        release, on a client of its own, is never queued behind them."""
         backlog = harness.backlog_jobs(12)
         env = harness.Env(jobs=backlog,
                           webhook_args=["--leader-elect=true", "--shutdown-grace", "1s",
@@ -593,13 +601,42 @@ class ShutdownTest(WebhookCase):
         finally:
             conn.close()
 
-    @staticmethod
-    def lease_holder(env):
-        status, body = env.api.get(
-            "/apis/coordination.k8s.io/v1/namespaces/default/leases/volcano-plugin-webhook")
-        if status != 200:
-            return None
-        return (body.get("spec") or {}).get("holderIdentity")
+
+class LeaseRateTest(WebhookCase):
+
+    def test_renewals_do_not_queue_behind_the_reconciler(self):
+        """At --kube-api-qps 0.2 with a reconcile backlog, a renewal through the shared
+        rate limiter waited behind the workers' reserved tokens (5 s each), past the 3 s
+        renew deadline: the leader gave the Lease up. The Lease's client is its own, with
+        no limit: a renewal each retry period (1 s) while the reconcilers queue."""
+        env = harness.Env(jobs=harness.backlog_jobs(12),
+                          webhook_args=["--leader-elect=true", "--kube-api-qps", "0.2",
+                                        "--kube-api-burst", "1",
+                                        "--leader-elect-lease-duration=4s",
+                                        "--leader-elect-renew-deadline=3s",
+                                        "--leader-elect-retry-period=1s"])
+        self.addCleanup(env.close)
+        env.start()
+        lease = "/apis/coordination.k8s.io/v1/namespaces/default/leases/volcano-plugin-webhook"
+
+        def renewals():
+            return sum(1 for r in env.api.requests() if r["method"] == "PUT"
+                       and r["path"] == lease)
+        deadline = time.monotonic() + harness.startup_timeout() * 3
+        # The reconcilers are queued on the limiter once the first reconcile request went.
+        while not any(re.search(r"/(configmaps|services|networkpolicies)\b", r["path"])
+                      for r in env.api.requests()):
+            self.assertLess(time.monotonic(), deadline, "no reconcile request")
+            time.sleep(0.1)
+        before = renewals()
+        while renewals() < before + 8:
+            self.assertLess(time.monotonic(), deadline,
+                            "%d renewals while the reconcilers queue" % (renewals() - before))
+            time.sleep(0.1)
+        self.assertTrue(self.lease_holder(env))
+        log = env.webhook.process.log()
+        self.assertNotIn("stopped leading", log)
+        self.assertNotIn("cannot renew", log)
 
 
 class SlowlorisTest(WebhookCase):

@@ -745,7 +745,8 @@ struct serve_state {
     struct server_config scfg;       /* what server_create copies */
     struct certs_pair pair;          /* the TLS pair until the server has its copy */
     struct k8s_config kcfg;
-    struct server *srv; /* owned */
+    struct k8s_client *lease_client; /* leader election's own, not rate-limited; owned */
+    struct server *srv;              /* owned */
     struct sigaction old_term;
     struct sigaction old_int;
     sigset_t block;    /* SIGTERM and SIGINT */
@@ -816,6 +817,16 @@ static int serve_client(struct serve_state *st)
         return -1;
     }
     k8s_client_set_options(st->lookup.client, &kopt);
+    /* The Lease's requests never queue behind the reconciler's: one per retry period at
+     * most, on a client of their own with no rate limit (at a low --kube-api-qps a
+     * renewal queued behind a reconcile backlog would miss its renew deadline). */
+    kopt.qps = 0;
+    st->lease_client = k8s_client_create(&st->kcfg, &err);
+    if (st->lease_client == NULL) {
+        LOG_ERROR("cannot create the Kubernetes client: %s", err.msg);
+        return -1;
+    }
+    k8s_client_set_options(st->lease_client, &kopt);
     return 0;
 }
 
@@ -878,7 +889,7 @@ static int serve_cluster_start(struct serve_state *st)
                                     o->namespaces[k]);
         LOG_INFO("serving the jobs of these namespaces only namespaces=%s", names);
     }
-    return reconcile_side_lead(&st->rs, st->lookup.client);
+    return reconcile_side_lead(&st->rs, st->lease_client);
 }
 
 /* The server created with st->pair: the port bound and the pair parsed, nothing
@@ -1033,7 +1044,7 @@ static void serve_stop(struct serve_state *st)
 {
     ops_stop(&st->ops); /* operations: before the server and the modules /metrics reads */
     /* Nothing waits in the client's rate limiter from here: at a low --kube-api-qps the
-     * reconcile workers' queued tokens would hold the Lease's release and their joins. */
+     * reconcile workers' queued tokens would hold their joins for seconds. */
     k8s_client_close(st->lookup.client);
     /* reconcile side first: stop reconciling and release the Lease for the successor */
     leader_stop(st->rs.leader);
@@ -1047,6 +1058,7 @@ static void serve_stop(struct serve_state *st)
     reconcile_stop(st->rs.rec); /* after the informer (its handlers queue); joins the workers */
     if (st->lookup.client != NULL)
         k8s_client_destroy(st->lookup.client);
+    k8s_client_destroy(st->lease_client);
     cache_destroy(st->cache);
     k8s_config_dispose(&st->kcfg);
     certs_pair_dispose(&st->pair);
