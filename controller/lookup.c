@@ -178,8 +178,8 @@ static int get_shared(const struct lookup *l, const char *ns, const char *name, 
     if (key == NULL)
         return wh_error_set(err, WH_ENOMEM, "out of memory");
     pthread_mutex_lock(&fl->mu);
-    /* Every caller blocks its MHD worker, and with it the connections that worker
-     * holds: leaders and followers alike count against the limit. */
+    /* Every caller blocks its thread (a lookup thread, webhook/server_defer.c): leaders
+     * and followers alike count against the limit. */
     if (l->max_waiting > 0 && fl->waiting >= l->max_waiting) {
         unsigned waiting = fl->waiting;
 

@@ -226,7 +226,8 @@ static const struct flag serve_flag_table[] = {
      "Jobs reconciled in parallel, 1..64", "4"},
     {OPT_KUBE_API_QPS, "kube-api-qps", 0, required_argument, "QPS",
      "sustained API requests per second, shared by\n"
-     "every thread; 0 = no limit",
+     "every thread but leader election's;\n"
+     "0 = no limit",
      "50"},
     {OPT_KUBE_API_BURST, "kube-api-burst", 0, required_argument, "N",
      "API requests allowed in a burst", "100"},
