@@ -23,9 +23,9 @@
 #define WH_EAPI      (-9)  /* any other API server or transport failure */
 #define WH_ETOOBIG   (-10) /* input over a size cap */
 #define WH_EBUSY     (-11) /* a local limit is reached; try again later */
-#define WH_EWOULDBLOCK                                                                             \
-    (-12) /* only a call that waits (an API request) would answer: ask
-                               again where waiting is allowed (jobsource.get_nowait) */
+/* Only a call that waits (an API request) would answer: ask again where waiting is
+ * allowed (plugins/jobsource.h get_nowait). */
+#define WH_EWOULDBLOCK (-12)
 
 /* As an admission denial's message (mutate.h): a conflict names four values. */
 #define WH_ERROR_MSG_MAX 512
