@@ -37,17 +37,11 @@ unsigned backoff_seed(const void *salt)
 
 int backoff_thread_start(struct backoff_thread *t, void *(*fn)(void *), void *arg)
 {
-    pthread_condattr_t ca;
     int rc;
 
     atomic_init(&t->stopping, false);
     t->started = false;
-    rc = pthread_condattr_init(&ca);
-    if (rc != 0)
-        goto fail;
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    rc = pthread_cond_init(&t->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    rc = clock_cond_init(&t->cv);
     if (rc != 0)
         goto fail;
     rc = pthread_mutex_init(&t->mu, NULL);

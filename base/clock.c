@@ -40,3 +40,16 @@ struct timespec clock_after_ms(clockid_t clock, long long ms)
     }
     return ts;
 }
+
+int clock_cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    int rc = pthread_condattr_init(&ca);
+
+    if (rc != 0)
+        return rc;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    rc = pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+    return rc;
+}

@@ -544,7 +544,6 @@ static int start(struct reconcile **out, struct k8s_client *kc, struct cache *ca
                  bool with_events, struct wh_error *err)
 {
     struct reconcile *r = NULL;
-    pthread_condattr_t ca;
     bool mu_init = false;
     int rc;
 
@@ -589,10 +588,7 @@ static int start(struct reconcile **out, struct k8s_client *kc, struct cache *ca
     workqueue_init(&r->queue, r->cfg.backoff_min_ms, r->cfg.backoff_max_ms, deleted_free);
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->work_cv, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the clock thread sleeps until mono_ms */
-    pthread_cond_init(&r->clock_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&r->clock_cv); /* the clock thread sleeps until mono_ms */
     mu_init = true;
 
     for (int i = 0; i < r->cfg.workers; i++) {

@@ -150,14 +150,7 @@ struct k8s_client *k8s_client_create(const struct k8s_config *cfg, struct wh_err
     }
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->lim_mu, NULL);
-    {
-        pthread_condattr_t ca;
-
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&c->lim_cv, &ca);
-        pthread_condattr_destroy(&ca);
-    }
+    clock_cond_init(&c->lim_cv);
     c->opt.qps = 0; /* no limit, no retries until k8s_client_set_options */
     c->opt.burst = 1;
     c->opt.retry_max = 0;
